@@ -1,0 +1,16 @@
+//! Sans-I/O media handling for brdyun.
+//!
+//! Data flows one way through this crate:
+//!
+//! ```text
+//! MPEG-TS bytes ──► ts::Demuxer ──► Frame ──► Segmenter ──► Segment (MPEG-TS bytes) ──► hls playlist
+//!            (RTMP/FLV input builds Frames directly)
+//! ```
+//!
+//! Nothing here does I/O or reads a clock: time is passed in as arguments, so every
+//! function is a plain, deterministic function of its inputs. That is what makes the
+//! timeline identical on every node that ingests the same source (DESIGN.md, invariant 1).
+
+pub mod frame;
+
+pub use frame::{Codec, Frame, TrackKind, CLOCK_HZ, PTS_MASK};

@@ -1,0 +1,1 @@
+//! HTTP(S) delivery for brdyun.

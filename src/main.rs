@@ -1,0 +1,2 @@
+//! The `brdyun` binary: CLI, config and wiring.
+fn main() {}
