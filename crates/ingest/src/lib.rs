@@ -1,2 +1,25 @@
 //! Live inputs for brdyun: MPEG-TS pulled over HTTP(S), MPEG-TS over UDP (unicast and
 //! multicast), RTMP publish, and the supervisor that switches between backup inputs.
+//!
+//! Every input turns what it receives into [`IngestEvent`]s on one channel per stream;
+//! the server's channel pipeline feeds them to the segmenter.
+
+use bytes::Bytes;
+use media::Frame;
+
+/// What an input hands to the stream's pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IngestEvent {
+    /// One access unit from the active input.
+    Frame(Frame),
+    /// The payload (184 bytes after the TS header) of a packet on
+    /// [`media::ts::MARKER_PID`]: an upstream brdyun's timeline marker.
+    Marker(Bytes),
+    /// The source changed under the stream (backup switch, reconnect, publisher
+    /// restart): the segmenter starts a new segment at the next keyframe and marks a
+    /// discontinuity.
+    Discontinuity,
+}
+
+/// The sending half every input writes to.
+pub type IngestSender = tokio::sync::mpsc::Sender<IngestEvent>;

@@ -11,6 +11,8 @@
 //! function is a plain, deterministic function of its inputs. That is what makes the
 //! timeline identical on every node that ingests the same source (DESIGN.md, invariant 1).
 
+pub mod codec;
 pub mod frame;
+pub mod ts;
 
 pub use frame::{Codec, Frame, TrackKind, CLOCK_HZ, PTS_MASK};
