@@ -4,6 +4,8 @@
 //! Every input turns what it receives into [`IngestEvent`]s on one channel per stream;
 //! the server's channel pipeline feeds them to the segmenter.
 
+pub mod publish;
+
 use bytes::Bytes;
 use media::Frame;
 
