@@ -1,1 +1,18 @@
 //! HTTP(S) delivery for brdyun.
+//!
+//! A node's streams live in [`channel::Channel`]s (the live window, swapped atomically
+//! per segment, playlists pre-rendered). [`routes::router`] is the one router table;
+//! [`serve::run`] serves it on a listener over HTTP or HTTPS; [`pipeline`] turns a
+//! stream's ingest events into segments in its channel.
+
+pub mod channel;
+pub mod error;
+pub mod http_util;
+pub mod metrics;
+pub mod routes;
+pub mod serve;
+pub mod state;
+
+pub use routes::router;
+pub use serve::run;
+pub use state::{AppState, NodeIdentity};

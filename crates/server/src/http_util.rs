@@ -1,0 +1,134 @@
+//! Small HTTP helpers shared by the routes: content types, cache policy, byte ranges.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+
+/// Content type of HLS playlists (RFC 8216bis §4).
+pub const M3U8: &str = "application/vnd.apple.mpegurl";
+/// Content type of MPEG-TS segments and relays.
+pub const MPEG_TS: &str = "video/mp2t";
+
+/// How long a client may cache a response.
+#[derive(Debug, Clone, Copy)]
+pub enum Cache {
+    /// Live playlists change every segment: one second at most.
+    LivePlaylist,
+    /// A segment never changes once published.
+    Immutable,
+    /// Never cache (status, errors, streams).
+    None,
+}
+
+impl Cache {
+    fn header(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Cache::LivePlaylist => "public, max-age=1",
+            Cache::Immutable => "public, max-age=86400, immutable",
+            Cache::None => "no-cache",
+        })
+    }
+}
+
+/// A full `200` response with the given body.
+pub fn ok(content_type: &'static str, cache: Cache, body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    set_common(response.headers_mut(), content_type, cache);
+    response
+}
+
+/// Answers `body` honouring a single `Range: bytes=…` request (206 / 416), else 200.
+pub fn ranged(
+    request_headers: &HeaderMap,
+    content_type: &'static str,
+    cache: Cache,
+    body: Bytes,
+) -> Response {
+    let total = body.len() as u64;
+    let range = request_headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok());
+    let Some(range) = range else {
+        let mut response = ok(content_type, cache, body);
+        response
+            .headers_mut()
+            .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+        return response;
+    };
+    match parse_range(range, total) {
+        Some((start, end)) => {
+            // Both bounds are within `total`, which came from `body.len()`.
+            let part = body.slice(start as usize..=end as usize);
+            let mut response = Response::new(Body::from(part));
+            *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+            let headers = response.headers_mut();
+            set_common(headers, content_type, cache);
+            headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            if let Ok(value) = HeaderValue::from_str(&format!("bytes {start}-{end}/{total}")) {
+                headers.insert(header::CONTENT_RANGE, value);
+            }
+            response
+        }
+        None => {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
+            if let Ok(value) = HeaderValue::from_str(&format!("bytes */{total}")) {
+                response.headers_mut().insert(header::CONTENT_RANGE, value);
+            }
+            response
+        }
+    }
+}
+
+fn set_common(headers: &mut HeaderMap, content_type: &'static str, cache: Cache) {
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, cache.header());
+}
+
+/// Parses one `bytes=a-b`, `bytes=a-` or `bytes=-n` range against a body of `total`
+/// bytes; returns inclusive bounds, or `None` when it cannot be satisfied.
+/// Multiple ranges are not supported and are answered as unsatisfiable.
+pub fn parse_range(value: &str, total: u64) -> Option<(u64, u64)> {
+    let spec = value.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') || total == 0 {
+        return None;
+    }
+    let (first, last) = spec.split_once('-')?;
+    let (first, last) = (first.trim(), last.trim());
+    if first.is_empty() {
+        let suffix: u64 = last.parse().ok()?;
+        if suffix == 0 {
+            return None;
+        }
+        return Some((total.saturating_sub(suffix), total - 1));
+    }
+    let start: u64 = first.parse().ok()?;
+    let end = if last.is_empty() {
+        total - 1
+    } else {
+        last.parse::<u64>().ok()?.min(total - 1)
+    };
+    (start <= end && start < total).then_some((start, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("bytes=0-99", 1000), Some((0, 99)));
+        assert_eq!(parse_range("bytes=900-", 1000), Some((900, 999)));
+        assert_eq!(parse_range("bytes=-100", 1000), Some((900, 999)));
+        assert_eq!(parse_range("bytes=-5000", 1000), Some((0, 999)));
+        assert_eq!(parse_range("bytes=500-99999", 1000), Some((500, 999)));
+        assert_eq!(parse_range("bytes=1000-", 1000), None);
+        assert_eq!(parse_range("bytes=5-4", 1000), None);
+        assert_eq!(parse_range("bytes=0-1,5-6", 1000), None);
+        assert_eq!(parse_range("items=0-1", 1000), None);
+        assert_eq!(parse_range("bytes=-0", 1000), None);
+        assert_eq!(parse_range("bytes=x-1", 1000), None);
+        assert_eq!(parse_range("bytes=18446744073709551615-", 1000), None);
+    }
+}

@@ -1,0 +1,123 @@
+//! The read-only status API: `/api/node`, `/api/streams`, `/api/streams/{name}`.
+//!
+//! When the node has an admin token, every `/api` call needs
+//! `Authorization: Bearer <token>`.
+
+use std::sync::atomic::Ordering;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+use crate::state::{AppState, StreamEntry};
+
+/// Checks the bearer token when one is configured.
+///
+/// # Errors
+/// [`ApiError::Unauthorized`] when the token is missing or wrong.
+pub fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = state.admin_token() else {
+        return Ok(());
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::Unauthorized)
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `GET /api/node`: who this node is.
+pub async fn node(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(e) = authorize(&state, &headers) {
+        return e.into_response();
+    }
+    let node = state.node();
+    Json(json!({
+        "name": node.name,
+        "hostname": node.hostname,
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_seconds": state.uptime().as_secs(),
+        "streams": state.streams().len(),
+    }))
+    .into_response()
+}
+
+/// `GET /api/streams`: every stream's status.
+pub async fn streams(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(e) = authorize(&state, &headers) {
+        return e.into_response();
+    }
+    let now = unix_ms();
+    let list: Vec<Value> = state
+        .streams()
+        .iter()
+        .map(|s| stream_status(s, now))
+        .collect();
+    Json(json!({ "streams": list })).into_response()
+}
+
+/// `GET /api/streams/{name}`: one stream's status.
+pub async fn stream(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(e) = authorize(&state, &headers) {
+        return e.into_response();
+    }
+    match state.stream(&name) {
+        Some(entry) => Json(stream_status(&entry, unix_ms())).into_response(),
+        None => ApiError::StreamNotFound.into_response(),
+    }
+}
+
+/// The status document of one stream: live window, codecs, bitrate, inputs.
+pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
+    let channel = &entry.channel;
+    let snapshot = channel.snapshot();
+    let newest = snapshot.newest();
+    let live_window_age_ms = newest.map(|s| {
+        let end = s.program_date_time_ms + (s.duration_ticks * 1000 / media::CLOCK_HZ) as i64;
+        (now_unix_ms - end).max(0)
+    });
+    let counters = &channel.counters;
+    json!({
+        "name": channel.name(),
+        "live": !snapshot.segments.is_empty(),
+        "first_msn": snapshot.segments.front().map(|s| s.msn),
+        "last_msn": newest.map(|s| s.msn),
+        "discontinuity_sequence": newest.map(|s| s.discontinuity_seq),
+        "segments_in_window": snapshot.segments.len(),
+        "live_window_age_ms": live_window_age_ms,
+        "codecs": snapshot.tracks.codecs,
+        "resolution": snapshot.tracks.resolution.map(|(w, h)| format!("{w}x{h}")),
+        "bitrate_bps": { "peak": snapshot.bandwidth.0, "average": snapshot.bandwidth.1 },
+        "counters": {
+            "segments": counters.segments.load(Ordering::Relaxed),
+            "segment_bytes": counters.segment_bytes.load(Ordering::Relaxed),
+            "discontinuities": counters.discontinuities.load(Ordering::Relaxed),
+            "segments_served": counters.segments_served.load(Ordering::Relaxed),
+            "playlists_served": counters.playlists_served.load(Ordering::Relaxed),
+        },
+        "inputs": entry.inputs.as_ref().map(|source| source()),
+    })
+}
+
+/// The wall clock in Unix milliseconds.
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,128 @@
+//! Live HLS: `/{stream}/index.m3u8` (master), `/{stream}/mono.m3u8` (media playlist),
+//! `/{stream}/seg-{msn}.ts` (segments) and `/{stream}/mpegts` (the relay).
+
+use std::sync::atomic::Ordering;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::error::ApiError;
+use crate::http_util::{self, Cache, M3U8, MPEG_TS};
+use crate::routes::relay;
+use crate::state::AppState;
+
+/// The files a stream serves, parsed from the last path segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFile {
+    /// `index.m3u8`: the master playlist.
+    Master,
+    /// `mono.m3u8`: the live media playlist.
+    Media,
+    /// `seg-{msn}.ts`: one segment.
+    Segment(u64),
+    /// `mpegts`: the continuous MPEG-TS relay.
+    MpegTs,
+}
+
+impl StreamFile {
+    /// Parses a file name; `None` for anything this node does not serve.
+    pub fn parse(file: &str) -> Option<Self> {
+        match file {
+            "index.m3u8" => Some(Self::Master),
+            "mono.m3u8" => Some(Self::Media),
+            "mpegts" => Some(Self::MpegTs),
+            _ => {
+                let digits = file.strip_prefix("seg-")?.strip_suffix(".ts")?;
+                if digits.is_empty()
+                    || digits.len() > 20
+                    || !digits.bytes().all(|b| b.is_ascii_digit())
+                {
+                    return None;
+                }
+                digits.parse().ok().map(Self::Segment)
+            }
+        }
+    }
+}
+
+/// The segment URI used inside media playlists (relative to the playlist).
+pub fn segment_uri(msn: u64) -> String {
+    format!("seg-{msn}.ts")
+}
+
+/// Query parameters of the relay.
+#[derive(Debug, Default, Deserialize)]
+pub struct RelayQuery {
+    /// Start at this media sequence number (clamped into the window); default: the
+    /// oldest segment, so a pulling node gets the whole window at once.
+    pub msn: Option<u64>,
+}
+
+/// Serves every per-stream file.
+pub async fn stream_file(
+    State(state): State<AppState>,
+    Path((stream, file)): Path<(String, String)>,
+    Query(query): Query<RelayQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(entry) = state.stream(&stream) else {
+        return ApiError::StreamNotFound.into_response();
+    };
+    let Some(kind) = StreamFile::parse(&file) else {
+        return ApiError::NotFound.into_response();
+    };
+    let channel = entry.channel;
+    let snapshot = channel.snapshot();
+    if snapshot.segments.is_empty() {
+        return ApiError::NotStarted.into_response();
+    }
+    match kind {
+        StreamFile::Master => {
+            channel
+                .counters
+                .playlists_served
+                .fetch_add(1, Ordering::Relaxed);
+            http_util::ok(M3U8, Cache::LivePlaylist, snapshot.master_playlist.clone())
+        }
+        StreamFile::Media => {
+            channel
+                .counters
+                .playlists_served
+                .fetch_add(1, Ordering::Relaxed);
+            http_util::ok(M3U8, Cache::LivePlaylist, snapshot.media_playlist.clone())
+        }
+        StreamFile::Segment(msn) => match snapshot.segment(msn) {
+            Some(segment) => {
+                channel
+                    .counters
+                    .segments_served
+                    .fetch_add(1, Ordering::Relaxed);
+                http_util::ranged(&headers, MPEG_TS, Cache::Immutable, segment.data.clone())
+            }
+            None => ApiError::SegmentGone.into_response(),
+        },
+        StreamFile::MpegTs => relay::serve(channel, query.msn),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamFile;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(StreamFile::parse("index.m3u8"), Some(StreamFile::Master));
+        assert_eq!(StreamFile::parse("mono.m3u8"), Some(StreamFile::Media));
+        assert_eq!(StreamFile::parse("mpegts"), Some(StreamFile::MpegTs));
+        assert_eq!(
+            StreamFile::parse("seg-42.ts"),
+            Some(StreamFile::Segment(42))
+        );
+        assert_eq!(StreamFile::parse("seg-.ts"), None);
+        assert_eq!(StreamFile::parse("seg-+4.ts"), None);
+        assert_eq!(StreamFile::parse("seg-99999999999999999999.ts"), None);
+        assert_eq!(StreamFile::parse("../etc/passwd"), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! The one router table of a node. Every route is documented in the README.
+
+pub mod admin;
+pub mod hls;
+pub mod player;
+pub mod relay;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::error::ApiError;
+use crate::metrics::RouteKind;
+use crate::state::AppState;
+
+/// Builds the node's HTTP application.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::temporary("/player") }))
+        .route("/player", get(player::page))
+        .route("/player/hls.min.js", get(player::hls_js))
+        .route("/metrics", get(metrics))
+        .route("/api/node", get(admin::node))
+        .route("/api/streams", get(admin::streams))
+        .route("/api/streams/{name}", get(admin::stream))
+        .route("/{stream}/{file}", get(hls::stream_file))
+        .fallback(|| async { ApiError::NotFound })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            count_and_cors,
+        ))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut response = state.metrics().render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// The route kind of a path, for metrics.
+pub fn route_kind(path: &str) -> RouteKind {
+    if path.ends_with(".m3u8") {
+        RouteKind::Playlist
+    } else if path.ends_with(".ts") {
+        RouteKind::Segment
+    } else if path.ends_with("/mpegts") {
+        RouteKind::Relay
+    } else if path.starts_with("/player") {
+        RouteKind::Player
+    } else if path.starts_with("/api/") {
+        RouteKind::Api
+    } else if path == "/metrics" {
+        RouteKind::Metrics
+    } else {
+        RouteKind::Other
+    }
+}
+
+/// Counts every answer and adds the CORS headers browser players need; answers
+/// preflight requests directly.
+async fn count_and_cors(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let kind = route_kind(request.uri().path());
+    let mut response = if request.method() == Method::OPTIONS {
+        let mut preflight = StatusCode::NO_CONTENT.into_response();
+        let headers = preflight.headers_mut();
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, HEAD, OPTIONS"),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("Range, Content-Type, Authorization"),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("86400"),
+        );
+        preflight
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Content-Length, Content-Range, Retry-After"),
+    );
+    state
+        .metrics()
+        .count_request(kind, response.status().as_u16());
+    response
+}

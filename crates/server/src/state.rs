@@ -1,0 +1,104 @@
+//! The state every route shares: this node's identity, its channels, metrics.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use crate::channel::Channel;
+use crate::metrics::Metrics;
+
+/// Who this node is, as it tells viewers and operators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeIdentity {
+    /// The node's name in logs, status and (later) the cluster.
+    pub name: String,
+    /// The public host name viewers reach this node by, if set (OTT-ADDR-1).
+    pub hostname: Option<String>,
+}
+
+/// Produces a stream's input status as JSON for the admin API.
+pub type StatusSource = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// A channel with the status source of its inputs.
+#[derive(Clone)]
+pub struct StreamEntry {
+    /// The live window.
+    pub channel: Arc<Channel>,
+    /// The stream's input status, if it has inputs.
+    pub inputs: Option<StatusSource>,
+}
+
+/// Shared, cheaply clonable application state.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    node: NodeIdentity,
+    streams: RwLock<BTreeMap<String, StreamEntry>>,
+    metrics: Arc<Metrics>,
+    admin_token: Option<String>,
+    started: Instant,
+}
+
+impl AppState {
+    /// State for a node with no streams yet.
+    pub fn new(node: NodeIdentity, metrics: Arc<Metrics>, admin_token: Option<String>) -> Self {
+        Self {
+            inner: Arc::new(Shared {
+                node,
+                streams: RwLock::new(BTreeMap::new()),
+                metrics,
+                admin_token,
+                started: Instant::now(),
+            }),
+        }
+    }
+
+    /// This node's identity.
+    pub fn node(&self) -> &NodeIdentity {
+        &self.inner.node
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// The admin token, when the admin API is protected.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.inner.admin_token.as_deref()
+    }
+
+    /// How long the node has been up.
+    pub fn uptime(&self) -> std::time::Duration {
+        self.inner.started.elapsed()
+    }
+
+    /// Adds (or replaces) a stream.
+    pub fn add_stream(&self, channel: Arc<Channel>, inputs: Option<StatusSource>) {
+        let name = channel.name().to_owned();
+        let entry = StreamEntry { channel, inputs };
+        match self.inner.streams.write() {
+            Ok(mut map) => map.insert(name, entry),
+            Err(poisoned) => poisoned.into_inner().insert(name, entry),
+        };
+    }
+
+    /// The stream of that name.
+    pub fn stream(&self, name: &str) -> Option<StreamEntry> {
+        match self.inner.streams.read() {
+            Ok(map) => map.get(name).cloned(),
+            Err(poisoned) => poisoned.into_inner().get(name).cloned(),
+        }
+    }
+
+    /// All streams, by name.
+    pub fn streams(&self) -> Vec<StreamEntry> {
+        match self.inner.streams.read() {
+            Ok(map) => map.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        }
+    }
+}
