@@ -1,5 +1,12 @@
 //! MPEG-TS (ISO/IEC 13818-1): packets, the demuxer and the muxer.
 
+pub mod demux;
+pub mod packet;
+pub mod pes;
+pub mod psi;
+
+pub use demux::{DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason};
+
 /// Size of one transport stream packet.
 pub const PACKET_SIZE: usize = 188;
 

@@ -1,0 +1,392 @@
+//! The MPEG-TS demuxer: bytes in any chunking → [`Frame`]s of the first program's
+//! video and audio streams, timeline markers and discontinuities.
+//!
+//! ```text
+//! bytes ─► PacketReader ─► Packet ─┬─ PID 0 ─────► PAT ─► PMT PID
+//!                                  ├─ PMT PID ───► PMT ─► the video and audio PIDs
+//!                                  ├─ ES PIDs ───► PesAssembler ─► Frame
+//!                                  └─ MARKER_PID ► Marker
+//! ```
+
+use bytes::Bytes;
+
+use super::packet::{Packet, PacketReader, ReaderEvent};
+use super::pes::{Pes, PesAssembler, PesOutput};
+use super::psi::{Pat, Pmt, SectionAssembler};
+use super::MARKER_PID;
+use crate::codec::probe::is_keyframe;
+use crate::{Codec, Frame, TrackKind};
+
+/// PID of the program association table.
+const PAT_PID: u16 = 0x0000;
+
+/// Why the demuxer reports a break in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscontinuityReason {
+    /// A packet of an elementary stream arrived with an unexpected continuity counter:
+    /// packets were lost (or duplicated more than once).
+    ContinuityCounter {
+        /// The PID on which the break was seen.
+        pid: u16,
+    },
+    /// The muxer signalled a discontinuity (discontinuity_indicator), e.g. a time-base
+    /// change at a splice.
+    Indicator {
+        /// The PID whose adaptation field carried the flag.
+        pid: u16,
+    },
+    /// The reader lost packet sync and skipped bytes.
+    SyncLoss,
+    /// The program's PMT changed (new version, new PMT PID, or different streams).
+    ProgramChange,
+}
+
+/// What the demuxer produces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DemuxEvent {
+    /// One PES of the selected video or audio stream.
+    Frame(Frame),
+    /// The payload of a packet on [`MARKER_PID`] (not listed in the PMT).
+    Marker(Bytes),
+    /// A break in the stream the consumer should know about.
+    Discontinuity(DiscontinuityReason),
+}
+
+/// Counters for monitoring input health.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DemuxStats {
+    /// Transport packets read.
+    pub packets: u64,
+    /// Times the packet sync was lost after being established.
+    pub sync_losses: u64,
+    /// Continuity-counter breaks on the PIDs the demuxer follows.
+    pub cc_errors: u64,
+    /// PES dropped or cut: missing PTS, bad header, lying length, oversize.
+    pub pes_errors: u64,
+    /// PSI sections rejected (CRC mismatch or malformed).
+    pub crc_errors: u64,
+    /// PMT entries with a stream type the demuxer does not deliver (counted once per
+    /// PMT version).
+    pub unknown_stream_types: u64,
+    /// Frames delivered.
+    pub frames: u64,
+    /// Packets dropped because transport_error_indicator was set, or scrambled.
+    pub dropped_packets: u64,
+}
+
+/// One followed elementary stream.
+#[derive(Debug)]
+struct Stream {
+    pid: u16,
+    codec: Codec,
+    pes: PesAssembler,
+}
+
+/// Continuity state of one PID.
+#[derive(Debug, Clone, Copy)]
+struct Continuity {
+    pid: u16,
+    last: u8,
+    /// The last packet had a payload (so a repeat of its counter is a duplicate).
+    duplicate_allowed: bool,
+}
+
+/// Verdict on one packet's continuity counter.
+#[derive(Debug, PartialEq, Eq)]
+enum CcCheck {
+    Ok,
+    /// discontinuity_indicator set on a PID with history.
+    Signalled,
+    Duplicate,
+    Broken,
+}
+
+/// MPEG-TS demuxer for the first program of a stream (see the module docs).
+///
+/// Pure and synchronous: feed it bytes, collect events. A damaged PES is still
+/// delivered when it has a header and a PTS (a decoder conceals the damage better
+/// than a missing frame); the damage is reported by a [`DemuxEvent::Discontinuity`]
+/// and in [`DemuxStats`].
+#[derive(Debug, Default)]
+pub struct Demuxer {
+    reader: PacketReader,
+    state: State,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    pat: SectionAssembler,
+    pmt_pid: Option<u16>,
+    pmt: SectionAssembler,
+    pmt_seen: Option<Pmt>,
+    video: Option<Stream>,
+    audio: Option<Stream>,
+    continuity: Vec<Continuity>,
+    sections: Vec<Vec<u8>>,
+    stats: DemuxStats,
+}
+
+impl Demuxer {
+    /// A demuxer that has seen no bytes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds bytes in any chunking; appends what became complete to `out`.
+    pub fn push(&mut self, data: &[u8], out: &mut Vec<DemuxEvent>) {
+        let Demuxer { reader, state } = self;
+        reader.push(data, |ev| match ev {
+            ReaderEvent::Packet(bytes) => state.packet(bytes, out),
+            ReaderEvent::SyncLost => {
+                state.stats.sync_losses += 1;
+                out.push(DemuxEvent::Discontinuity(DiscontinuityReason::SyncLoss));
+                // A packet boundary was lost: partial units cannot be trusted.
+                state.pat.reset();
+                state.pmt.reset();
+                state.continuity.clear();
+            }
+        });
+    }
+
+    /// Emits any PES still being assembled (end of input).
+    pub fn flush(&mut self, out: &mut Vec<DemuxEvent>) {
+        let state = &mut self.state;
+        for stream in [state.video.as_mut(), state.audio.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            let mut pes = PesOutput::default();
+            stream.pes.flush(&mut pes);
+            emit(&mut state.stats, stream.codec, pes, out);
+        }
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> &DemuxStats {
+        &self.state.stats
+    }
+}
+
+impl State {
+    fn packet(&mut self, bytes: &[u8], out: &mut Vec<DemuxEvent>) {
+        self.stats.packets += 1;
+        let Ok(pkt) = Packet::parse(bytes) else {
+            self.stats.dropped_packets += 1;
+            return;
+        };
+        if pkt.transport_error || pkt.scrambling != 0 {
+            self.stats.dropped_packets += 1;
+            return;
+        }
+        let is_es = self.stream_mut(pkt.pid).is_some();
+        if !(is_es || pkt.pid == PAT_PID || Some(pkt.pid) == self.pmt_pid || pkt.pid == MARKER_PID)
+        {
+            return;
+        }
+        match self.check_continuity(&pkt) {
+            CcCheck::Ok => {}
+            CcCheck::Signalled => {
+                if is_es {
+                    out.push(DemuxEvent::Discontinuity(DiscontinuityReason::Indicator {
+                        pid: pkt.pid,
+                    }));
+                }
+            }
+            CcCheck::Duplicate => return,
+            CcCheck::Broken => {
+                self.stats.cc_errors += 1;
+                if is_es {
+                    out.push(DemuxEvent::Discontinuity(
+                        DiscontinuityReason::ContinuityCounter { pid: pkt.pid },
+                    ));
+                } else if pkt.pid == PAT_PID {
+                    self.pat.reset();
+                } else if Some(pkt.pid) == self.pmt_pid {
+                    self.pmt.reset();
+                }
+            }
+        }
+        if pkt.payload.is_empty() {
+            return;
+        }
+        if pkt.pid == MARKER_PID {
+            out.push(DemuxEvent::Marker(Bytes::copy_from_slice(pkt.payload)));
+        } else if pkt.pid == PAT_PID {
+            self.pat.push(pkt.pusi, pkt.payload, &mut self.sections);
+            self.handle_pat(out);
+        } else if Some(pkt.pid) == self.pmt_pid {
+            self.pmt.push(pkt.pusi, pkt.payload, &mut self.sections);
+            self.handle_pmt(out);
+        } else if let Some(stream) = self.stream_mut(pkt.pid) {
+            let mut pes = PesOutput::default();
+            stream.pes.push(pkt.pusi, pkt.payload, &mut pes);
+            let codec = stream.codec;
+            emit(&mut self.stats, codec, pes, out);
+        }
+    }
+
+    fn stream_mut(&mut self, pid: u16) -> Option<&mut Stream> {
+        [self.video.as_mut(), self.audio.as_mut()]
+            .into_iter()
+            .flatten()
+            .find(|s| s.pid == pid)
+    }
+
+    /// Checks the continuity counter; reports a signalled discontinuity on the way.
+    fn check_continuity(&mut self, pkt: &Packet<'_>) -> CcCheck {
+        let cc = pkt.continuity_counter;
+        let Some(entry) = self.continuity.iter_mut().find(|c| c.pid == pkt.pid) else {
+            self.continuity.push(Continuity {
+                pid: pkt.pid,
+                last: cc,
+                duplicate_allowed: pkt.has_payload,
+            });
+            return CcCheck::Ok;
+        };
+        let expected = if pkt.has_payload {
+            (entry.last + 1) & 0x0f
+        } else {
+            entry.last
+        };
+        let verdict = if pkt.discontinuity() {
+            CcCheck::Signalled
+        } else if cc == expected {
+            CcCheck::Ok
+        } else if pkt.has_payload && entry.duplicate_allowed && cc == entry.last {
+            entry.duplicate_allowed = false;
+            return CcCheck::Duplicate;
+        } else {
+            CcCheck::Broken
+        };
+        entry.last = cc;
+        entry.duplicate_allowed = pkt.has_payload;
+        verdict
+    }
+
+    fn handle_pat(&mut self, out: &mut Vec<DemuxEvent>) {
+        for section in std::mem::take(&mut self.sections) {
+            let pat = match Pat::parse(&section) {
+                Ok(pat) if pat.current => pat,
+                Ok(_) => continue,
+                Err(_) => {
+                    self.stats.crc_errors += 1;
+                    continue;
+                }
+            };
+            let pid = pat.first_program().map(|p| p.pid);
+            if pid != self.pmt_pid {
+                self.pmt_pid = pid;
+                self.pmt.reset();
+                if self.pmt_seen.take().is_some() {
+                    self.drop_streams(out);
+                    out.push(DemuxEvent::Discontinuity(
+                        DiscontinuityReason::ProgramChange,
+                    ));
+                }
+            }
+        }
+    }
+
+    fn handle_pmt(&mut self, out: &mut Vec<DemuxEvent>) {
+        for section in std::mem::take(&mut self.sections) {
+            let pmt = match Pmt::parse(&section) {
+                Ok(pmt) if pmt.current => pmt,
+                Ok(_) => continue,
+                Err(_) => {
+                    self.stats.crc_errors += 1;
+                    continue;
+                }
+            };
+            if self.pmt_seen.as_ref() == Some(&pmt) {
+                continue;
+            }
+            self.apply_pmt(pmt, out);
+        }
+    }
+
+    /// Selects the first video and first audio stream of a new or changed PMT.
+    fn apply_pmt(&mut self, pmt: Pmt, out: &mut Vec<DemuxEvent>) {
+        let mut video = None;
+        let mut audio = None;
+        for s in &pmt.streams {
+            let codec = match s.stream_type {
+                0x1b => Codec::H264,
+                0x24 => Codec::H265,
+                0x0f => Codec::Aac,
+                _ => {
+                    self.stats.unknown_stream_types += 1;
+                    continue;
+                }
+            };
+            let slot = match codec.kind() {
+                TrackKind::Video => &mut video,
+                TrackKind::Audio => &mut audio,
+            };
+            if slot.is_none() {
+                *slot = Some((s.pid, codec));
+            }
+        }
+        let changed = self.pmt_seen.is_some();
+        let same = |old: &Option<Stream>, new: Option<(u16, Codec)>| {
+            old.as_ref().map(|s| (s.pid, s.codec)) == new
+        };
+        let keep_video = same(&self.video, video);
+        let keep_audio = same(&self.audio, audio);
+        if !keep_video {
+            flush_stream(&mut self.stats, self.video.take(), out);
+            self.video = video.map(|(pid, codec)| new_stream(pid, codec));
+        }
+        if !keep_audio {
+            flush_stream(&mut self.stats, self.audio.take(), out);
+            self.audio = audio.map(|(pid, codec)| new_stream(pid, codec));
+        }
+        if changed {
+            out.push(DemuxEvent::Discontinuity(
+                DiscontinuityReason::ProgramChange,
+            ));
+        }
+        self.pmt_seen = Some(pmt);
+    }
+
+    fn drop_streams(&mut self, out: &mut Vec<DemuxEvent>) {
+        flush_stream(&mut self.stats, self.video.take(), out);
+        flush_stream(&mut self.stats, self.audio.take(), out);
+    }
+}
+
+fn new_stream(pid: u16, codec: Codec) -> Stream {
+    Stream {
+        pid,
+        codec,
+        pes: PesAssembler::new(),
+    }
+}
+
+/// Delivers the pending PES of a stream that is going away.
+fn flush_stream(stats: &mut DemuxStats, stream: Option<Stream>, out: &mut Vec<DemuxEvent>) {
+    if let Some(mut stream) = stream {
+        let mut pes = PesOutput::default();
+        stream.pes.flush(&mut pes);
+        emit(stats, stream.codec, pes, out);
+    }
+}
+
+/// Turns completed PES into frames; counts the ones that cannot be frames.
+fn emit(stats: &mut DemuxStats, codec: Codec, pes: PesOutput, out: &mut Vec<DemuxEvent>) {
+    stats.pes_errors += pes.errors;
+    for Pes { header, payload } in pes.complete {
+        let Some(pts) = header.pts else {
+            stats.pes_errors += 1;
+            continue;
+        };
+        let keyframe = is_keyframe(codec, &payload);
+        stats.frames += 1;
+        out.push(DemuxEvent::Frame(Frame {
+            codec,
+            pts,
+            dts: header.dts.unwrap_or(pts),
+            keyframe,
+            data: payload,
+        }));
+    }
+}
