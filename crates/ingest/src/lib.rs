@@ -4,7 +4,12 @@
 //! Every input turns what it receives into [`IngestEvent`]s on one channel per stream;
 //! the server's channel pipeline feeds them to the segmenter.
 
+pub mod http_pull;
 pub mod publish;
+pub mod status;
+pub mod supervisor;
+pub mod tls;
+pub mod udp;
 
 use bytes::Bytes;
 use media::Frame;

@@ -1,0 +1,156 @@
+//! What inputs report to whoever runs them, and the status the supervisor publishes.
+//!
+//! Each input task sends [`InputEvent`]s (connection state, demuxed media, failures)
+//! and bumps its shared [`InputCounters`]; the supervisor folds these into one
+//! [`StreamInputStatus`] per stream, published through a `tokio::sync::watch`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use media::ts::demux::{DemuxEvent, Demuxer};
+use thiserror::Error;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::http_pull::HttpPullError;
+use crate::udp::UdpError;
+use crate::IngestEvent;
+
+/// What one input task tells the supervisor, in order.
+#[derive(Debug)]
+pub enum InputEvent {
+    /// The input is (re)trying to reach its source.
+    Connecting,
+    /// A new connection or publishing session began; the media that follows may not
+    /// continue the timeline of what came before.
+    Connected,
+    /// Demuxed media from the current connection.
+    Media(IngestEvent),
+    /// The current connection or session ended, and why; the input retries on its own
+    /// when its kind allows it.
+    Failed(InputError),
+}
+
+/// Why an input lost (or never reached) its source.
+#[derive(Debug, Error)]
+pub enum InputError {
+    /// An HTTP(S) pull failed; see [`HttpPullError`] for the distinct causes.
+    #[error(transparent)]
+    Http(#[from] HttpPullError),
+    /// A UDP socket could not be set up.
+    #[error(transparent)]
+    Udp(#[from] UdpError),
+    /// The RTMP publisher disconnected.
+    #[error("publisher disconnected")]
+    PublisherGone,
+    /// The in-process channel feeding a custom input was closed.
+    #[error("input channel closed")]
+    ChannelClosed,
+}
+
+/// Live counters of one input, shared with metrics without locking.
+#[derive(Debug, Default)]
+pub struct InputCounters {
+    /// Bytes received from the source (TS bytes, after any RTP header is removed).
+    pub bytes: AtomicU64,
+    /// Frames demuxed (or received from a publisher).
+    pub frames: AtomicU64,
+    /// Connection or session failures.
+    pub errors: AtomicU64,
+    /// Datagrams dropped because the demuxer could not keep up (UDP only).
+    pub dropped: AtomicU64,
+    /// Connections or sessions started.
+    pub connects: AtomicU64,
+}
+
+impl InputCounters {
+    /// Adds `n` to one counter.
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads one counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Where an input stands, as the supervisor sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputState {
+    /// Trying to reach the source; nothing received yet on this connection.
+    Connecting,
+    /// Delivering media.
+    Live,
+    /// Connected, but no media for longer than the source timeout.
+    Stalled,
+    /// The connection failed or the publisher left.
+    Down {
+        /// The failure, as text for operators.
+        error: String,
+    },
+}
+
+/// The status of one input of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputStatus {
+    /// What the input is, for operators (URLs without credentials).
+    pub description: String,
+    /// Where it stands.
+    pub state: InputState,
+    /// Bytes received so far.
+    pub bytes: u64,
+    /// Frames received so far.
+    pub frames: u64,
+    /// When media last arrived, if ever.
+    pub last_data_at: Option<Instant>,
+    /// Failures so far.
+    pub errors: u64,
+    /// Datagrams dropped under overload (UDP only).
+    pub dropped: u64,
+}
+
+/// The status of all inputs of one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamInputStatus {
+    /// The index (in configuration order) of the input whose media is forwarded.
+    pub active: Option<usize>,
+    /// One entry per configured input, in priority order.
+    pub inputs: Vec<InputStatus>,
+    /// How many times the active input changed.
+    pub switches: u64,
+}
+
+/// Resolves when `shutdown` says stop (`true`) or its sender is gone.
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // An Err means the sender was dropped: that is a stop too.
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Feeds `data` (or, with `None`, the end of the stream) to `demuxer` and sends what
+/// comes out to `events`. Returns how many media events were sent, or `None` when
+/// `events` is closed.
+pub(crate) async fn demux_into(
+    demuxer: &mut Demuxer,
+    data: Option<&[u8]>,
+    counters: &InputCounters,
+    events: &mpsc::Sender<InputEvent>,
+) -> Option<usize> {
+    let mut out = Vec::new();
+    match data {
+        Some(data) => demuxer.push(data, &mut out),
+        None => demuxer.flush(&mut out),
+    }
+    let sent = out.len();
+    for event in out {
+        let event = match event {
+            DemuxEvent::Frame(frame) => {
+                InputCounters::add(&counters.frames, 1);
+                IngestEvent::Frame(frame)
+            }
+            DemuxEvent::Marker(payload) => IngestEvent::Marker(payload),
+            DemuxEvent::Discontinuity(_) => IngestEvent::Discontinuity,
+        };
+        events.send(InputEvent::Media(event)).await.ok()?;
+    }
+    Some(sent)
+}

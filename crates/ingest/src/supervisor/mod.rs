@@ -1,0 +1,507 @@
+//! Backup inputs: a stream's ordered list of inputs, all running at once (hot
+//! standby), of which only the active one reaches the stream.
+//!
+//! ```text
+//! input 0 (primary) ─┐
+//! input 1 (backup)  ─┼─► (index, InputEvent) ─► Switcher ─► IngestSender (the stream)
+//! input 2 (backup)  ─┘                             └──────► watch<StreamInputStatus>
+//! ```
+//!
+//! When the active input delivers nothing for `source_timeout`, the first live input
+//! (in configuration order) takes over; when a higher-priority input has delivered
+//! steadily for `hold_down`, it takes over again. Each switch, and each reconnect or
+//! resume of the active input, sends [`IngestEvent::Discontinuity`] first, and the new
+//! input's media starts at its next video keyframe (at once for audio-only inputs).
+
+mod registry;
+mod switch;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+pub use registry::PublishRegistry;
+
+use crate::http_pull::{self, redact_url, Backoff, HttpPullConfig};
+use crate::status::{
+    stopped, InputCounters, InputError, InputEvent, InputStatus, StreamInputStatus,
+};
+use crate::udp::{UdpConfig, UdpInput};
+use crate::{IngestEvent, IngestSender};
+use registry::Session;
+use switch::Switcher;
+
+/// One input of a stream.
+pub enum InputSpec {
+    /// MPEG-TS pulled over HTTP(S).
+    HttpTs {
+        /// `http://` or `https://` URL.
+        url: String,
+        /// PEM CA certificates to trust instead of the system roots.
+        ca_file: Option<PathBuf>,
+    },
+    /// MPEG-TS over UDP, unicast or multicast.
+    Udp {
+        /// The local address to bind.
+        bind: SocketAddr,
+        /// An IPv4 multicast group to join.
+        multicast: Option<Ipv4Addr>,
+        /// The local interface address to join the group on.
+        interface: Option<Ipv4Addr>,
+    },
+    /// RTMP publish to this stream's name, through a [`PublishRegistry`].
+    Rtmp {
+        /// The stream key a publisher must give; `None` accepts any publisher.
+        key: Option<String>,
+    },
+    /// Events produced in-process (the built-in demo source, tests): the input is live
+    /// while events arrive and down once every sender is dropped.
+    Channel {
+        /// What to show operators.
+        name: String,
+        /// Where the events come from.
+        events: mpsc::Receiver<IngestEvent>,
+    },
+}
+
+impl std::fmt::Debug for InputSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.description())
+    }
+}
+
+impl InputSpec {
+    /// What the input is, for operators: URLs lose their credentials, keys are hidden.
+    pub fn description(&self) -> String {
+        match self {
+            InputSpec::HttpTs { url, .. } => redact_url(url),
+            InputSpec::Udp {
+                bind,
+                multicast: Some(group),
+                interface,
+            } => match interface {
+                Some(interface) => format!("udp://{group}:{} on {interface}", bind.port()),
+                None => format!("udp://{group}:{}", bind.port()),
+            },
+            InputSpec::Udp { bind, .. } => format!("udp://{bind}"),
+            InputSpec::Rtmp { .. } => "rtmp publish".to_string(),
+            InputSpec::Channel { name, .. } => name.clone(),
+        }
+    }
+}
+
+/// A stream's inputs and switching times.
+#[derive(Debug)]
+pub struct SupervisorConfig {
+    /// The stream's name (RTMP publishers publish to it).
+    pub stream: String,
+    /// The inputs, primary first.
+    pub inputs: Vec<InputSpec>,
+    /// How long the active input may deliver nothing before a backup takes over.
+    pub source_timeout: Duration,
+    /// How long a higher-priority input must deliver steadily before it takes over
+    /// again; `None` means `source_timeout`.
+    pub hold_down: Option<Duration>,
+    /// Connect timeout of HTTP inputs.
+    pub connect_timeout: Duration,
+    /// Read timeout of HTTP inputs (headers, and each gap between body bytes).
+    pub read_timeout: Duration,
+    /// Reconnect delays of HTTP inputs (and rebind delays of UDP inputs).
+    pub backoff: Backoff,
+}
+
+impl SupervisorConfig {
+    /// A configuration with a 5 s source timeout, hold-down = source timeout, and 5 s
+    /// HTTP timeouts.
+    pub fn new(stream: impl Into<String>, inputs: Vec<InputSpec>) -> Self {
+        SupervisorConfig {
+            stream: stream.into(),
+            inputs,
+            source_timeout: Duration::from_secs(5),
+            hold_down: None,
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(5),
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// Why a supervisor could not start.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SupervisorError {
+    /// A stream needs at least one input.
+    #[error("stream {0} has no input")]
+    NoInputs(String),
+    /// An `Rtmp` input was configured but no registry was given.
+    #[error("stream {0} has an rtmp input but no publish registry")]
+    NoRegistry(String),
+    /// The stream already accepts RTMP publish through another supervisor.
+    #[error("stream {0} is already registered for rtmp publish")]
+    AlreadyRegistered(String),
+    /// More than one `Rtmp` input on one stream.
+    #[error("stream {0} has more than one rtmp input")]
+    SeveralRtmp(String),
+}
+
+/// A running supervisor.
+#[derive(Debug)]
+pub struct SupervisorHandle {
+    status: watch::Receiver<StreamInputStatus>,
+    counters: Vec<Arc<InputCounters>>,
+    task: JoinHandle<()>,
+}
+
+impl SupervisorHandle {
+    /// The inputs' status, updated on every change and at least every tick.
+    pub fn status(&self) -> watch::Receiver<StreamInputStatus> {
+        self.status.clone()
+    }
+
+    /// Each input's live counters, in configuration order, for metrics.
+    pub fn counters(&self) -> &[Arc<InputCounters>] {
+        &self.counters
+    }
+
+    /// Waits until the supervisor and its inputs have stopped.
+    pub async fn join(self) {
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "input supervisor task failed");
+        }
+    }
+}
+
+/// Starts the supervisor of one stream: its inputs run until `shutdown` fires (or
+/// `output` is closed), and the active input's events go to `output`.
+///
+/// # Errors
+/// [`SupervisorError`] for a configuration that cannot run.
+pub fn spawn(
+    config: SupervisorConfig,
+    registry: Option<&PublishRegistry>,
+    output: IngestSender,
+    shutdown: watch::Receiver<bool>,
+) -> Result<SupervisorHandle, SupervisorError> {
+    let stream = config.stream.clone();
+    if config.inputs.is_empty() {
+        return Err(SupervisorError::NoInputs(stream));
+    }
+    let rtmp_keys: Vec<Option<String>> = config
+        .inputs
+        .iter()
+        .filter_map(|input| match input {
+            InputSpec::Rtmp { key } => Some(key.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut registration = match (rtmp_keys.as_slice(), registry) {
+        ([], _) => None,
+        ([key], Some(registry)) => Some(
+            registry
+                .register(&stream, key.clone())
+                .ok_or_else(|| SupervisorError::AlreadyRegistered(stream.clone()))?,
+        ),
+        ([_], None) => return Err(SupervisorError::NoRegistry(stream)),
+        _ => return Err(SupervisorError::SeveralRtmp(stream)),
+    };
+
+    let source_timeout = config.source_timeout;
+    let hold_down = config.hold_down.unwrap_or(source_timeout);
+    let (merged_tx, merged_rx) = mpsc::channel::<(usize, InputEvent)>(256);
+    let mut inputs = JoinSet::new();
+    let mut counters = Vec::new();
+    let mut descriptions = Vec::new();
+    let http_template = HttpPullConfig {
+        url: String::new(),
+        ca_file: None,
+        connect_timeout: config.connect_timeout,
+        read_timeout: config.read_timeout,
+        backoff: config.backoff,
+    };
+    for (index, spec) in config.inputs.into_iter().enumerate() {
+        let counter = Arc::new(InputCounters::default());
+        descriptions.push(spec.description());
+        let (events_tx, events_rx) = mpsc::channel(64);
+        let sessions = match spec {
+            InputSpec::Rtmp { .. } => registration.as_mut().and_then(|r| r.sessions.take()),
+            _ => None,
+        };
+        let input = run_input(
+            spec,
+            sessions,
+            &http_template,
+            Arc::clone(&counter),
+            events_tx,
+            shutdown.clone(),
+        );
+        inputs.spawn(input);
+        inputs.spawn(tag(index, events_rx, merged_tx.clone()));
+        counters.push(counter);
+    }
+    drop(merged_tx);
+
+    let initial = StreamInputStatus {
+        active: None,
+        inputs: descriptions
+            .iter()
+            .zip(&counters)
+            .map(|(description, counter)| input_status(description, counter, None))
+            .collect(),
+        switches: 0,
+    };
+    let (status_tx, status_rx) = watch::channel(initial);
+    let supervisor = Supervision {
+        stream,
+        switcher: Switcher::new(descriptions.len(), source_timeout, hold_down),
+        descriptions,
+        counters: counters.clone(),
+        output,
+        status: status_tx,
+        tick: (source_timeout.min(hold_down) / 4).max(Duration::from_millis(10)),
+    };
+    let task = tokio::spawn(async move {
+        let _registration = registration;
+        let _inputs = inputs; // dropping the set aborts every input task
+        supervisor.run(merged_rx, shutdown).await;
+    });
+    Ok(SupervisorHandle {
+        status: status_rx,
+        counters,
+        task,
+    })
+}
+
+async fn tag(
+    index: usize,
+    mut events: mpsc::Receiver<InputEvent>,
+    merged: mpsc::Sender<(usize, InputEvent)>,
+) {
+    while let Some(event) = events.recv().await {
+        if merged.send((index, event)).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn run_input(
+    spec: InputSpec,
+    sessions: Option<mpsc::Receiver<Session>>,
+    http_template: &HttpPullConfig,
+    counters: Arc<InputCounters>,
+    events: mpsc::Sender<InputEvent>,
+    shutdown: watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let http = http_template.clone();
+    async move {
+        match spec {
+            InputSpec::HttpTs { url, ca_file } => {
+                let config = HttpPullConfig {
+                    url,
+                    ca_file,
+                    ..http
+                };
+                http_pull::run(config, counters, events, shutdown).await;
+            }
+            InputSpec::Udp {
+                bind,
+                multicast,
+                interface,
+            } => {
+                let config = UdpConfig {
+                    multicast,
+                    interface,
+                    ..UdpConfig::new(bind)
+                };
+                udp_input(config, http.backoff, counters, events, shutdown).await;
+            }
+            InputSpec::Rtmp { .. } => {
+                if let Some(sessions) = sessions {
+                    rtmp_input(sessions, counters, events).await;
+                }
+            }
+            InputSpec::Channel { events: source, .. } => {
+                forward_session(source, &counters, &events, InputError::ChannelClosed).await;
+            }
+        }
+    }
+}
+
+async fn udp_input(
+    config: UdpConfig,
+    backoff: Backoff,
+    counters: Arc<InputCounters>,
+    events: mpsc::Sender<InputEvent>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut attempt = 0;
+    loop {
+        match UdpInput::bind(&config) {
+            Ok(input) => return input.run(counters, events, shutdown).await,
+            Err(e) => {
+                InputCounters::add(&counters.errors, 1);
+                tracing::warn!(bind = %config.bind, error = %e, "udp input cannot start");
+                if events.send(InputEvent::Failed(e.into())).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let delay = backoff.delay(attempt, 0);
+        attempt += 1;
+        tokio::select! {
+            _ = stopped(&mut shutdown) => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+async fn rtmp_input(
+    mut sessions: mpsc::Receiver<Session>,
+    counters: Arc<InputCounters>,
+    events: mpsc::Sender<InputEvent>,
+) {
+    while let Some(session) = sessions.recv().await {
+        if !forward_session(session, &counters, &events, InputError::PublisherGone).await {
+            return;
+        }
+    }
+}
+
+/// Forwards one session's events; reports `ended` when its senders are gone. False
+/// when `events` is closed.
+async fn forward_session(
+    mut session: mpsc::Receiver<IngestEvent>,
+    counters: &InputCounters,
+    events: &mpsc::Sender<InputEvent>,
+    ended: InputError,
+) -> bool {
+    InputCounters::add(&counters.connects, 1);
+    if events.send(InputEvent::Connected).await.is_err() {
+        return false;
+    }
+    while let Some(event) = session.recv().await {
+        if let IngestEvent::Frame(frame) = &event {
+            InputCounters::add(&counters.frames, 1);
+            InputCounters::add(&counters.bytes, frame.data.len() as u64);
+        }
+        if events.send(InputEvent::Media(event)).await.is_err() {
+            return false;
+        }
+    }
+    InputCounters::add(&counters.errors, 1);
+    events.send(InputEvent::Failed(ended)).await.is_ok()
+}
+
+fn input_status(
+    description: &str,
+    counters: &InputCounters,
+    slot: Option<&switch::Slot>,
+) -> InputStatus {
+    InputStatus {
+        description: description.to_string(),
+        state: slot.map_or(crate::status::InputState::Connecting, |s| s.state.clone()),
+        bytes: InputCounters::get(&counters.bytes),
+        frames: InputCounters::get(&counters.frames),
+        last_data_at: slot.and_then(|s| s.last_media),
+        errors: InputCounters::get(&counters.errors),
+        dropped: InputCounters::get(&counters.dropped),
+    }
+}
+
+struct Supervision {
+    stream: String,
+    switcher: Switcher,
+    descriptions: Vec<String>,
+    counters: Vec<Arc<InputCounters>>,
+    output: IngestSender,
+    status: watch::Sender<StreamInputStatus>,
+    tick: Duration,
+}
+
+impl Supervision {
+    async fn run(
+        mut self,
+        mut events: mpsc::Receiver<(usize, InputEvent)>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let mut ticker = tokio::time::interval(self.tick);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut out = Vec::new();
+        loop {
+            let before = self.switcher.active();
+            // Status is republished on ticks and state changes, not on every frame.
+            let changed = tokio::select! {
+                _ = stopped(&mut shutdown) => break,
+                _ = ticker.tick() => {
+                    self.switcher.on_tick(Instant::now(), &mut out);
+                    true
+                }
+                event = events.recv() => {
+                    let Some((index, event)) = event else { break };
+                    let media = matches!(event, InputEvent::Media(_));
+                    self.handle(index, event, &mut out);
+                    !media
+                }
+            };
+            let switched = self.switcher.active() != before;
+            if switched {
+                let description = self
+                    .switcher
+                    .active()
+                    .and_then(|i| self.descriptions.get(i))
+                    .map_or("none", String::as_str);
+                tracing::info!(stream = %self.stream, input = %description, "active input changed");
+            }
+            for event in out.drain(..) {
+                if self.output.send(event).await.is_err() {
+                    tracing::debug!(stream = %self.stream, "stream closed, stopping inputs");
+                    return;
+                }
+            }
+            if changed || switched {
+                self.publish_status();
+            }
+        }
+        tracing::debug!(stream = %self.stream, "input supervisor stopped");
+    }
+
+    fn handle(&mut self, index: usize, event: InputEvent, out: &mut Vec<IngestEvent>) {
+        match event {
+            InputEvent::Connecting => self.switcher.on_connecting(index),
+            InputEvent::Connected => self.switcher.on_connected(index, out),
+            InputEvent::Media(event) => self.switcher.on_media(index, event, Instant::now(), out),
+            InputEvent::Failed(error) => {
+                let input = self.descriptions.get(index).map_or("", String::as_str);
+                tracing::warn!(stream = %self.stream, input = %input, error = %error, "input down");
+                self.switcher.on_failed(index, error.to_string(), out);
+            }
+        }
+    }
+
+    fn publish_status(&self) {
+        let inputs: Vec<InputStatus> = self
+            .descriptions
+            .iter()
+            .zip(&self.counters)
+            .zip(self.switcher.slots())
+            .map(|((description, counters), slot)| input_status(description, counters, Some(slot)))
+            .collect();
+        let next = StreamInputStatus {
+            active: self.switcher.active(),
+            inputs,
+            switches: self.switcher.switches,
+        };
+        self.status.send_if_modified(|current| {
+            if *current == next {
+                false
+            } else {
+                *current = next;
+                true
+            }
+        });
+    }
+}

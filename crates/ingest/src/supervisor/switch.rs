@@ -1,0 +1,219 @@
+//! The switching rules, as a plain state machine over events and instants (no I/O):
+//! which input is active, when to fail over, when to go back, and which events of the
+//! active input pass the keyframe gate.
+
+use std::time::Duration;
+
+use media::TrackKind;
+use tokio::time::Instant;
+
+use crate::status::InputState;
+use crate::IngestEvent;
+
+/// Per-input view of the switcher.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) state: InputState,
+    pub(crate) last_media: Option<Instant>,
+    /// Start of the current run of steady delivery (for the hold-down).
+    live_since: Option<Instant>,
+    connects: u64,
+    has_video: bool,
+}
+
+/// Decides which input's events reach the stream.
+#[derive(Debug)]
+pub(crate) struct Switcher {
+    source_timeout: Duration,
+    hold_down: Duration,
+    slots: Vec<Slot>,
+    active: Option<usize>,
+    /// False until the active input's first video keyframe after (re)activation.
+    video_open: bool,
+    forwarded_any: bool,
+    pub(crate) switches: u64,
+}
+
+impl Switcher {
+    pub(crate) fn new(inputs: usize, source_timeout: Duration, hold_down: Duration) -> Self {
+        let slots = (0..inputs)
+            .map(|_| Slot {
+                state: InputState::Connecting,
+                last_media: None,
+                live_since: None,
+                connects: 0,
+                has_video: false,
+            })
+            .collect();
+        Switcher {
+            source_timeout,
+            hold_down,
+            slots,
+            active: None,
+            video_open: false,
+            forwarded_any: false,
+            switches: 0,
+        }
+    }
+
+    pub(crate) fn active(&self) -> Option<usize> {
+        self.active
+    }
+
+    pub(crate) fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// The input is trying to reach its source again.
+    pub(crate) fn on_connecting(&mut self, input: usize) {
+        if let Some(slot) = self.slots.get_mut(input) {
+            if slot.state == InputState::Live || slot.state == InputState::Stalled {
+                slot.state = InputState::Connecting;
+            }
+            slot.live_since = None;
+        }
+    }
+
+    /// A new connection or session began on `input`.
+    pub(crate) fn on_connected(&mut self, input: usize, out: &mut Vec<IngestEvent>) {
+        let Some(slot) = self.slots.get_mut(input) else {
+            return;
+        };
+        slot.connects += 1;
+        slot.state = InputState::Connecting;
+        slot.live_since = None;
+        if self.active == Some(input) && slot.connects > 1 {
+            // A reconnect of the active input: its timeline may not continue.
+            self.restart_active(out);
+        }
+    }
+
+    /// The input's connection or session ended.
+    pub(crate) fn on_failed(&mut self, input: usize, error: String, out: &mut Vec<IngestEvent>) {
+        let Some(slot) = self.slots.get_mut(input) else {
+            return;
+        };
+        slot.state = InputState::Down { error };
+        slot.live_since = None;
+        if self.active == Some(input) {
+            if let Some(next) = self.first_live() {
+                self.switch_to(next, out);
+            }
+        }
+    }
+
+    /// Media from `input`; appends what the stream should receive to `out`.
+    pub(crate) fn on_media(
+        &mut self,
+        input: usize,
+        event: IngestEvent,
+        now: Instant,
+        out: &mut Vec<IngestEvent>,
+    ) {
+        let Some(slot) = self.slots.get_mut(input) else {
+            return;
+        };
+        slot.last_media = Some(now);
+        if let IngestEvent::Frame(frame) = &event {
+            slot.has_video |= frame.kind() == TrackKind::Video;
+        }
+        if slot.state != InputState::Live {
+            let resumed = slot.state == InputState::Stalled;
+            slot.state = InputState::Live;
+            slot.live_since = Some(now);
+            match self.active {
+                None => self.activate(input),
+                Some(active) if active == input && resumed => self.restart_active(out),
+                Some(_) => {}
+            }
+        }
+        if self.active == Some(input) {
+            self.gate(input, event, out);
+        }
+    }
+
+    /// Periodic check: marks stalls, fails over, and goes back after the hold-down.
+    pub(crate) fn on_tick(&mut self, now: Instant, out: &mut Vec<IngestEvent>) {
+        for slot in &mut self.slots {
+            let quiet = slot
+                .last_media
+                .is_none_or(|at| now.saturating_duration_since(at) >= self.source_timeout);
+            if slot.state == InputState::Live && quiet {
+                slot.state = InputState::Stalled;
+                slot.live_since = None;
+            }
+        }
+        let Some(active) = self.active else {
+            return;
+        };
+        let active_live = self
+            .slots
+            .get(active)
+            .is_some_and(|slot| slot.state == InputState::Live);
+        if !active_live {
+            if let Some(next) = self.first_live() {
+                self.switch_to(next, out);
+            }
+            return;
+        }
+        let hold_down = self.hold_down;
+        let recovered = self.slots.iter().take(active).position(|slot| {
+            slot.state == InputState::Live
+                && slot
+                    .live_since
+                    .is_some_and(|since| now.saturating_duration_since(since) >= hold_down)
+        });
+        if let Some(better) = recovered {
+            self.switch_to(better, out);
+        }
+    }
+
+    fn first_live(&self) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|slot| slot.state == InputState::Live)
+    }
+
+    fn activate(&mut self, input: usize) {
+        self.active = Some(input);
+        self.video_open = false;
+    }
+
+    fn switch_to(&mut self, input: usize, out: &mut Vec<IngestEvent>) {
+        if self.active == Some(input) {
+            return;
+        }
+        self.switches += 1;
+        self.activate(input);
+        if self.forwarded_any {
+            out.push(IngestEvent::Discontinuity);
+        }
+    }
+
+    fn restart_active(&mut self, out: &mut Vec<IngestEvent>) {
+        self.video_open = false;
+        if self.forwarded_any {
+            out.push(IngestEvent::Discontinuity);
+        }
+    }
+
+    /// Forwards the active input's event unless it precedes the first video keyframe.
+    fn gate(&mut self, input: usize, event: IngestEvent, out: &mut Vec<IngestEvent>) {
+        let has_video = self.slots.get(input).is_some_and(|slot| slot.has_video);
+        let pass = match &event {
+            IngestEvent::Frame(frame) if frame.kind() == TrackKind::Video => {
+                self.video_open |= frame.keyframe;
+                self.video_open
+            }
+            // Audio-only inputs start at once; with video, audio waits for the keyframe.
+            IngestEvent::Frame(_) => self.video_open || !has_video,
+            IngestEvent::Marker(_) => true,
+            // A switch or restart already sent one.
+            IngestEvent::Discontinuity => self.video_open,
+        };
+        if pass {
+            self.forwarded_any = true;
+            out.push(event);
+        }
+    }
+}
