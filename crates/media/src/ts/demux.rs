@@ -140,10 +140,20 @@ impl Demuxer {
             ReaderEvent::SyncLost => {
                 state.stats.sync_losses += 1;
                 out.push(DemuxEvent::Discontinuity(DiscontinuityReason::SyncLoss));
-                // A packet boundary was lost: partial units cannot be trusted.
+                // Bytes were lost: partial sections are dropped, partial PES are
+                // delivered as they are and the rest of them skipped (their next
+                // packet could belong to the following PES).
                 state.pat.reset();
                 state.pmt.reset();
-                state.continuity.clear();
+                let State {
+                    video,
+                    audio,
+                    stats,
+                    ..
+                } = state;
+                for stream in [video.as_mut(), audio.as_mut()].into_iter().flatten() {
+                    interrupt(stats, stream, out);
+                }
             }
         });
     }
@@ -155,9 +165,7 @@ impl Demuxer {
             .into_iter()
             .flatten()
         {
-            let mut pes = PesOutput::default();
-            stream.pes.flush(&mut pes);
-            emit(&mut state.stats, stream.codec, pes, out);
+            interrupt(&mut state.stats, stream, out);
         }
     }
 
@@ -199,6 +207,14 @@ impl State {
                     out.push(DemuxEvent::Discontinuity(
                         DiscontinuityReason::ContinuityCounter { pid: pkt.pid },
                     ));
+                    let stats = &mut self.stats;
+                    let stream = [self.video.as_mut(), self.audio.as_mut()]
+                        .into_iter()
+                        .flatten()
+                        .find(|s| s.pid == pkt.pid);
+                    if let Some(stream) = stream {
+                        interrupt(stats, stream, out);
+                    }
                 } else if pkt.pid == PAT_PID {
                     self.pat.reset();
                 } else if Some(pkt.pid) == self.pmt_pid {
@@ -365,10 +381,16 @@ fn new_stream(pid: u16, codec: Codec) -> Stream {
 /// Delivers the pending PES of a stream that is going away.
 fn flush_stream(stats: &mut DemuxStats, stream: Option<Stream>, out: &mut Vec<DemuxEvent>) {
     if let Some(mut stream) = stream {
-        let mut pes = PesOutput::default();
-        stream.pes.flush(&mut pes);
-        emit(stats, stream.codec, pes, out);
+        interrupt(stats, &mut stream, out);
     }
+}
+
+/// Delivers the part of the PES in progress that arrived before a loss; the packets
+/// after the loss are skipped until the next PES starts, so two PES never merge.
+fn interrupt(stats: &mut DemuxStats, stream: &mut Stream, out: &mut Vec<DemuxEvent>) {
+    let mut pes = PesOutput::default();
+    stream.pes.flush(&mut pes);
+    emit(stats, stream.codec, pes, out);
 }
 
 /// Turns completed PES into frames; counts the ones that cannot be frames.

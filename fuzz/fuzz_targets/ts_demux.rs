@@ -1,0 +1,34 @@
+//! Fuzzes the MPEG-TS demuxer and the codec probes with arbitrary bytes.
+//!
+//! The first byte picks a chunk size, so the reader's resynchronisation and partial
+//! packet handling across chunk boundaries are exercised too. Every frame that comes
+//! out goes through the probes.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use media::codec::probe::{is_keyframe, probe_audio, probe_video};
+use media::ts::{DemuxEvent, Demuxer};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&chunk, data)) = data.split_first() else {
+        return;
+    };
+    let chunk = usize::from(chunk).max(1);
+    let mut demuxer = Demuxer::new();
+    let mut events = Vec::new();
+    for piece in data.chunks(chunk) {
+        demuxer.push(piece, &mut events);
+    }
+    demuxer.flush(&mut events);
+    let mut frames = 0u64;
+    for event in &events {
+        if let DemuxEvent::Frame(frame) = event {
+            frames += 1;
+            let _ = probe_video(frame);
+            let _ = probe_audio(frame);
+            let _ = is_keyframe(frame.codec, &frame.data);
+        }
+    }
+    assert_eq!(demuxer.stats().frames, frames);
+});
