@@ -6,6 +6,7 @@
 
 pub mod http_pull;
 pub mod publish;
+pub mod rtmp;
 pub mod status;
 pub mod supervisor;
 pub mod tls;

@@ -1,0 +1,111 @@
+//! RTMP publish server: a meeting platform (or ffmpeg, OBS) pushes a live stream to
+//! `rtmp://host/app/stream?key=...` and its FLV tags become [`media::Frame`]s on the
+//! stream's [`crate::IngestSender`].
+//!
+//! ```text
+//! socket ──► handshake ──► chunk::ChunkDecoder ──► session::Session ──► flv::FlvConverter ──► Frame
+//!                                 (messages)        (commands, publish)     (Annex B / ADTS)
+//! ```
+//!
+//! Everything left of the socket is sans-I/O (plain state machines over byte slices),
+//! so tests and the `rtmp_chunks` fuzz target drive it without a network; `server`
+//! is the thin async edge: timeouts, connection limits, the authorizer, back-pressure.
+
+pub mod amf0;
+pub mod chunk;
+pub mod commands;
+pub mod flv;
+pub mod handshake;
+pub mod records;
+mod server;
+pub mod session;
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+pub use server::{serve, serve_with_stats};
+pub use session::{Session, SessionError, SessionEvent};
+
+/// Bounds that keep one hostile or broken peer from costing more than its share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtmpLimits {
+    /// Largest RTMP message accepted (a video keyframe at a high bitrate fits easily);
+    /// a longer one closes the connection.
+    pub max_message_size: u32,
+    /// A client that has not completed the handshake by then is dropped.
+    pub handshake_timeout: Duration,
+    /// A connection with no data (and no writable socket) for this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections beyond this many are closed right after accept.
+    pub max_connections: usize,
+}
+
+impl Default for RtmpLimits {
+    fn default() -> Self {
+        Self {
+            max_message_size: 8 * 1024 * 1024,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(20),
+            max_connections: 256,
+        }
+    }
+}
+
+/// Counters for metrics, shared between the server and whoever exports them.
+#[derive(Debug, Default)]
+pub struct RtmpStats {
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Connections open right now.
+    pub active_connections: AtomicU64,
+    /// Connections closed at once because of [`RtmpLimits::max_connections`].
+    pub refused_connections: AtomicU64,
+    /// Publishes the authorizer accepted.
+    pub publishes: AtomicU64,
+    /// Publishes the authorizer refused.
+    pub rejections: AtomicU64,
+    /// Bytes received, handshake included.
+    pub bytes: AtomicU64,
+    /// Frames handed to streams.
+    pub frames: AtomicU64,
+    /// Protocol violations: bad handshakes, malformed chunks or commands, undecodable
+    /// media tags.
+    pub protocol_errors: AtomicU64,
+}
+
+/// A point-in-time copy of [`RtmpStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RtmpStatsSnapshot {
+    /// See [`RtmpStats::connections`].
+    pub connections: u64,
+    /// See [`RtmpStats::active_connections`].
+    pub active_connections: u64,
+    /// See [`RtmpStats::refused_connections`].
+    pub refused_connections: u64,
+    /// See [`RtmpStats::publishes`].
+    pub publishes: u64,
+    /// See [`RtmpStats::rejections`].
+    pub rejections: u64,
+    /// See [`RtmpStats::bytes`].
+    pub bytes: u64,
+    /// See [`RtmpStats::frames`].
+    pub frames: u64,
+    /// See [`RtmpStats::protocol_errors`].
+    pub protocol_errors: u64,
+}
+
+impl RtmpStats {
+    /// Reads every counter (each individually atomic; the set is not a transaction).
+    pub fn snapshot(&self) -> RtmpStatsSnapshot {
+        RtmpStatsSnapshot {
+            connections: self.connections.load(Relaxed),
+            active_connections: self.active_connections.load(Relaxed),
+            refused_connections: self.refused_connections.load(Relaxed),
+            publishes: self.publishes.load(Relaxed),
+            rejections: self.rejections.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            frames: self.frames.load(Relaxed),
+            protocol_errors: self.protocol_errors.load(Relaxed),
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The I/O edge of the RTMP server: accepts connections, runs the handshake and the
+//! [`Session`] state machine over a socket, asks the authorizer, forwards frames.
+
+use std::collections::hash_map::RandomState;
+use std::future::Future;
+use std::hash::BuildHasher;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio::time::timeout;
+use tracing::{debug, info, warn};
+
+use super::handshake::{server_response, HandshakeError, HANDSHAKE_SIZE};
+use super::session::{Session, SessionError, SessionEvent};
+use super::{RtmpLimits, RtmpStats};
+use crate::publish::PublishAuthorizer;
+use crate::{IngestEvent, IngestSender};
+
+/// How long a rejected peer gets to read the error status before the socket closes.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Backoff after a failed accept (e.g. out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Why a connection ended early.
+#[derive(Debug, Error)]
+enum ConnectionError {
+    #[error("handshake timed out")]
+    HandshakeTimeout,
+    #[error("no data for {0:?}")]
+    Idle(Duration),
+    #[error("handshake: {0}")]
+    Handshake(#[from] HandshakeError),
+    #[error("protocol: {0}")]
+    Protocol(#[from] SessionError),
+    #[error("socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Accepts RTMP publishers until `shutdown` completes, then closes every connection
+/// and returns once their tasks have ended. Counters go to a fresh [`RtmpStats`];
+/// use [`serve_with_stats`] to read them.
+pub async fn serve(
+    listener: TcpListener,
+    authorizer: Arc<dyn PublishAuthorizer>,
+    limits: RtmpLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    serve_with_stats(
+        listener,
+        authorizer,
+        limits,
+        Arc::new(RtmpStats::default()),
+        shutdown,
+    )
+    .await;
+}
+
+/// [`serve`], counting into `stats` (shared with whoever exports metrics).
+pub async fn serve_with_stats(
+    listener: TcpListener,
+    authorizer: Arc<dyn PublishAuthorizer>,
+    limits: RtmpLimits,
+    stats: Arc<RtmpStats>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let mut tasks = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            accepted = listener.accept() => {
+                let (socket, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        warn!(error = %e, "rtmp accept failed");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    stats.refused_connections.fetch_add(1, Relaxed);
+                    warn!(%peer, limit = limits.max_connections, "rtmp connection refused: too many connections");
+                    continue;
+                };
+                stats.connections.fetch_add(1, Relaxed);
+                let conn = Connection {
+                    peer,
+                    authorizer: Arc::clone(&authorizer),
+                    limits: limits.clone(),
+                    stats: Arc::clone(&stats),
+                };
+                let mut stop = stop_rx.clone();
+                tasks.spawn(async move {
+                    let _permit = permit;
+                    conn.stats.active_connections.fetch_add(1, Relaxed);
+                    tokio::select! {
+                        () = conn.run(socket) => {}
+                        _ = stop.wait_for(|stop| *stop) => debug!(peer = %conn.peer, "rtmp connection closed by shutdown"),
+                    }
+                    conn.stats.active_connections.fetch_sub(1, Relaxed);
+                });
+            }
+        }
+    }
+    // Ignoring the error is fine: no receiver left means every task has ended.
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    info!("rtmp server stopped");
+}
+
+struct Connection {
+    peer: SocketAddr,
+    authorizer: Arc<dyn PublishAuthorizer>,
+    limits: RtmpLimits,
+    stats: Arc<RtmpStats>,
+}
+
+impl Connection {
+    async fn run(&self, mut socket: TcpStream) {
+        let peer = self.peer;
+        match self.serve_socket(&mut socket).await {
+            Ok(()) => debug!(%peer, "rtmp connection closed"),
+            Err(e @ (ConnectionError::Io(_) | ConnectionError::Idle(_))) => {
+                info!(%peer, error = %e, "rtmp connection dropped");
+            }
+            Err(e) => {
+                self.stats.protocol_errors.fetch_add(1, Relaxed);
+                warn!(%peer, error = %e, "rtmp connection dropped");
+            }
+        }
+    }
+
+    async fn handshake(&self, socket: &mut TcpStream) -> Result<(), ConnectionError> {
+        let mut c0c1 = vec![0u8; 1 + HANDSHAKE_SIZE];
+        socket.read_exact(&mut c0c1).await?;
+        self.stats.bytes.fetch_add(c0c1.len() as u64, Relaxed);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u32);
+        let hasher = RandomState::new();
+        let mut counter = 0u64;
+        let reply = server_response(&c0c1, now, || {
+            counter += 1;
+            hasher.hash_one(counter)
+        })?;
+        socket.write_all(&reply).await?;
+        let mut c2 = vec![0u8; HANDSHAKE_SIZE];
+        socket.read_exact(&mut c2).await?;
+        self.stats.bytes.fetch_add(c2.len() as u64, Relaxed);
+        Ok(())
+    }
+
+    async fn serve_socket(&self, socket: &mut TcpStream) -> Result<(), ConnectionError> {
+        timeout(self.limits.handshake_timeout, self.handshake(socket))
+            .await
+            .map_err(|_| ConnectionError::HandshakeTimeout)??;
+        let idle = self.limits.idle_timeout;
+        let mut session = Session::new(self.peer, self.limits.max_message_size);
+        let mut sender: Option<IngestSender> = None;
+        let mut media_errors = 0u64;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = timeout(idle, socket.read(&mut buf))
+                .await
+                .map_err(|_| ConnectionError::Idle(idle))??;
+            if n == 0 {
+                return Ok(());
+            }
+            self.stats.bytes.fetch_add(n as u64, Relaxed);
+            session.feed(&buf[..n]);
+            while let Some(event) = session.poll_event()? {
+                match event {
+                    SessionEvent::Publish(request) => {
+                        match self.authorizer.authorize(&request) {
+                            Ok(tx) => {
+                                self.stats.publishes.fetch_add(1, Relaxed);
+                                info!(peer = %self.peer, app = %request.app, stream = %request.stream, "rtmp publish started");
+                                session.accept_publish();
+                                sender = Some(tx);
+                            }
+                            Err(rejection) => {
+                                self.stats.rejections.fetch_add(1, Relaxed);
+                                warn!(peer = %self.peer, app = %request.app, stream = %request.stream, reason = %rejection, "rtmp publish rejected");
+                                session.reject_publish(&rejection);
+                            }
+                        }
+                        write_output(socket, &mut session, idle).await?;
+                    }
+                    SessionEvent::Frame(frame) => {
+                        let Some(tx) = &sender else { continue };
+                        if tx.send(IngestEvent::Frame(frame)).await.is_err() {
+                            info!(peer = %self.peer, "rtmp stream closed under the publisher");
+                            return Ok(());
+                        }
+                        self.stats.frames.fetch_add(1, Relaxed);
+                    }
+                    SessionEvent::Unpublish => {
+                        info!(peer = %self.peer, "rtmp publish stopped");
+                        sender = None;
+                    }
+                    SessionEvent::Unsupported(codec) => {
+                        warn!(peer = %self.peer, codec = ?codec, "rtmp codec unsupported, its tags are dropped");
+                    }
+                    SessionEvent::MediaError(e) => {
+                        self.stats.protocol_errors.fetch_add(1, Relaxed);
+                        media_errors += 1;
+                        if media_errors.is_power_of_two() {
+                            warn!(peer = %self.peer, error = %e, count = media_errors, "rtmp media tag dropped");
+                        }
+                    }
+                }
+            }
+            write_output(socket, &mut session, idle).await?;
+            if session.is_closed() {
+                linger(socket).await;
+                return Ok(());
+            }
+        }
+    }
+}
+
+async fn write_output(
+    socket: &mut TcpStream,
+    session: &mut Session,
+    limit: Duration,
+) -> Result<(), ConnectionError> {
+    let out = session.take_output();
+    if !out.is_empty() {
+        timeout(limit, socket.write_all(&out))
+            .await
+            .map_err(|_| ConnectionError::Idle(limit))??;
+    }
+    Ok(())
+}
+
+/// Half-closes and drains briefly, so the peer reads our last replies instead of a reset.
+async fn linger(socket: &mut TcpStream) {
+    if socket.shutdown().await.is_err() {
+        return;
+    }
+    let mut buf = [0u8; 4096];
+    let _ = timeout(LINGER, async {
+        while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
