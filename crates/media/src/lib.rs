@@ -13,6 +13,11 @@
 
 pub mod codec;
 pub mod frame;
+pub mod hls;
+pub mod segmenter;
+pub mod timeline;
 pub mod ts;
 
 pub use frame::{Codec, Frame, TrackKind, CLOCK_HZ, PTS_MASK};
+pub use segmenter::{Segment, Segmenter, SegmenterConfig, SegmenterStats, StartPoint};
+pub use timeline::{MarkerError, TimelineMarker, TimelineState};

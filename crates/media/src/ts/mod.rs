@@ -1,6 +1,7 @@
 //! MPEG-TS (ISO/IEC 13818-1): packets, the demuxer and the muxer.
 
 pub mod demux;
+pub mod mux;
 pub mod packet;
 pub mod pes;
 pub mod psi;

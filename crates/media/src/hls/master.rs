@@ -1,0 +1,74 @@
+//! The master (multivariant) playlist.
+
+use std::fmt;
+
+use super::line_safe;
+
+/// One EXT-X-STREAM-INF entry. Backup nodes are variants with identical attributes
+/// and another URI; players switch between them on failure (OTT-PROT-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// The media playlist's URI (relative or absolute).
+    pub uri: String,
+    /// Peak bit rate, bits per second (BANDWIDTH).
+    pub bandwidth: u64,
+    /// Average bit rate, bits per second (AVERAGE-BANDWIDTH), when measured.
+    pub average_bandwidth: Option<u64>,
+    /// RFC 6381 codec strings, e.g. `avc1.64001f`, `mp4a.40.2`.
+    pub codecs: Vec<String>,
+    /// Video width and height, when there is video.
+    pub resolution: Option<(u32, u32)>,
+    /// Frames per 1000 seconds (25 fps = 25000), written with three decimals.
+    pub frame_rate_milli: Option<u32>,
+}
+
+/// A master playlist: the variants a player may choose or fail over between.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterPlaylist {
+    /// Every segment of every variant starts with a keyframe.
+    pub independent_segments: bool,
+    /// The variants, preferred first.
+    pub variants: Vec<Variant>,
+}
+
+impl MasterPlaylist {
+    /// Writes the playlist.
+    pub fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
+        w.write_str("#EXTM3U\n#EXT-X-VERSION:3\n")?;
+        if self.independent_segments {
+            w.write_str("#EXT-X-INDEPENDENT-SEGMENTS\n")?;
+        }
+        for v in &self.variants {
+            write!(w, "#EXT-X-STREAM-INF:BANDWIDTH={}", v.bandwidth)?;
+            if let Some(avg) = v.average_bandwidth {
+                write!(w, ",AVERAGE-BANDWIDTH={avg}")?;
+            }
+            if !v.codecs.is_empty() {
+                // A quoted-string may hold neither quotes nor line breaks.
+                let codecs: String = v
+                    .codecs
+                    .join(",")
+                    .chars()
+                    .filter(|c| !matches!(c, '"' | '\r' | '\n'))
+                    .collect();
+                write!(w, ",CODECS=\"{codecs}\"")?;
+            }
+            if let Some((width, height)) = v.resolution {
+                write!(w, ",RESOLUTION={width}x{height}")?;
+            }
+            if let Some(fr) = v.frame_rate_milli {
+                write!(w, ",FRAME-RATE={}.{:03}", fr / 1000, fr % 1000)?;
+            }
+            writeln!(w, "\n{}", line_safe(&v.uri))?;
+        }
+        Ok(())
+    }
+
+    /// The playlist as a `String`.
+    pub fn render(&self) -> String {
+        let mut s = String::with_capacity(64 + self.variants.len() * 160);
+        self.write_to(&mut s)
+            .expect("writing to a String cannot fail");
+        s
+    }
+}

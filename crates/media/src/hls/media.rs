@@ -1,0 +1,184 @@
+//! Media playlists: live window, EVENT and VOD.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use super::{format_rfc3339_ms, line_safe};
+use crate::segmenter::Segment;
+
+/// Which kind of media playlist to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaylistType {
+    /// A sliding live window: no EXT-X-PLAYLIST-TYPE, segments drop off the front.
+    Live,
+    /// A growing playlist (e.g. a DVR recording in progress): EXT-X-PLAYLIST-TYPE:EVENT.
+    Event,
+    /// A finished archive: EXT-X-PLAYLIST-TYPE:VOD.
+    Vod,
+}
+
+/// One segment as a playlist lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlaylistSegment {
+    /// Media sequence number (also what the URI is made from).
+    pub msn: u64,
+    /// Discontinuity sequence number of this segment.
+    pub discontinuity_seq: u64,
+    /// Preceded by EXT-X-DISCONTINUITY.
+    pub discontinuous: bool,
+    /// Duration in 90 kHz ticks.
+    pub duration_ticks: u64,
+    /// EXT-X-PROGRAM-DATE-TIME, Unix milliseconds.
+    pub program_date_time_ms: i64,
+    /// The segment is missing (EXT-X-GAP): players skip it instead of failing.
+    pub gap: bool,
+}
+
+impl From<&Segment> for PlaylistSegment {
+    fn from(s: &Segment) -> Self {
+        Self {
+            msn: s.msn,
+            discontinuity_seq: s.discontinuity_seq,
+            discontinuous: s.discontinuous,
+            duration_ticks: s.duration_ticks,
+            program_date_time_ms: s.program_date_time_ms,
+            gap: false,
+        }
+    }
+}
+
+impl PlaylistSegment {
+    /// The duration in whole milliseconds (ticks / 90, rounded to nearest).
+    pub fn duration_ms(&self) -> u64 {
+        (self.duration_ticks + 45) / 90
+    }
+
+    /// The duration rounded to the nearest second, as EXT-X-TARGETDURATION compares it.
+    fn rounded_secs(&self) -> u64 {
+        (self.duration_ms() + 500) / 1000
+    }
+}
+
+/// A media playlist of MPEG-TS segments, consecutive by MSN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaPlaylist {
+    /// Live, EVENT or VOD.
+    pub playlist_type: PlaylistType,
+    /// The smallest EXT-X-TARGETDURATION to announce, seconds (the configured target;
+    /// [`LiveWindow`] keeps it from ever decreasing).
+    pub target_duration_secs: u64,
+    /// The segments, oldest first.
+    pub segments: Vec<PlaylistSegment>,
+    /// The stream has ended: EXT-X-ENDLIST (always written for VOD).
+    pub ended: bool,
+}
+
+impl MediaPlaylist {
+    /// EXT-X-TARGETDURATION: the configured target or the longest segment rounded to
+    /// the nearest second (rfc8216bis 4.4.3.1), whichever is larger.
+    pub fn target_duration(&self) -> u64 {
+        self.segments
+            .iter()
+            .map(PlaylistSegment::rounded_secs)
+            .max()
+            .unwrap_or(0)
+            .max(self.target_duration_secs)
+            .max(1)
+    }
+
+    /// Writes the playlist; `uri` names the segment with the given MSN.
+    pub fn write_to(&self, w: &mut impl fmt::Write, uri: impl Fn(u64) -> String) -> fmt::Result {
+        let first = self.segments.first();
+        let media_sequence = first.map_or(0, |s| s.msn);
+        let discontinuity_sequence = first.map_or(0, |s| {
+            s.discontinuity_seq
+                .saturating_sub(u64::from(s.discontinuous))
+        });
+        w.write_str("#EXTM3U\n#EXT-X-VERSION:3\n")?;
+        writeln!(w, "#EXT-X-TARGETDURATION:{}", self.target_duration())?;
+        writeln!(w, "#EXT-X-MEDIA-SEQUENCE:{media_sequence}")?;
+        writeln!(w, "#EXT-X-DISCONTINUITY-SEQUENCE:{discontinuity_sequence}")?;
+        match self.playlist_type {
+            PlaylistType::Live => {}
+            PlaylistType::Event => w.write_str("#EXT-X-PLAYLIST-TYPE:EVENT\n")?,
+            PlaylistType::Vod => w.write_str("#EXT-X-PLAYLIST-TYPE:VOD\n")?,
+        }
+        w.write_str("#EXT-X-INDEPENDENT-SEGMENTS\n")?;
+        for s in &self.segments {
+            if s.discontinuous {
+                w.write_str("#EXT-X-DISCONTINUITY\n")?;
+            }
+            w.write_str("#EXT-X-PROGRAM-DATE-TIME:")?;
+            format_rfc3339_ms(w, s.program_date_time_ms)?;
+            let ms = s.duration_ms();
+            write!(w, "\n#EXTINF:{}.{:03},\n", ms / 1000, ms % 1000)?;
+            if s.gap {
+                w.write_str("#EXT-X-GAP\n")?;
+            }
+            writeln!(w, "{}", line_safe(&uri(s.msn)))?;
+        }
+        if self.ended || self.playlist_type == PlaylistType::Vod {
+            w.write_str("#EXT-X-ENDLIST\n")?;
+        }
+        Ok(())
+    }
+
+    /// The playlist as a `String`.
+    pub fn render(&self, uri: impl Fn(u64) -> String) -> String {
+        let mut s = String::with_capacity(256 + self.segments.len() * 96);
+        self.write_to(&mut s, uri)
+            .expect("writing to a String cannot fail");
+        s
+    }
+}
+
+/// The live window of a channel: the newest `capacity` segments, with a target
+/// duration that only grows (a live playlist's EXT-X-TARGETDURATION must stay stable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveWindow {
+    capacity: usize,
+    target_duration_secs: u64,
+    segments: VecDeque<PlaylistSegment>,
+    ended: bool,
+}
+
+impl LiveWindow {
+    /// A window of `capacity` segments (at least 1) for a configured target duration.
+    pub fn new(capacity: usize, target_duration_ms: u32) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            target_duration_secs: u64::from(target_duration_ms).div_ceil(1000).max(1),
+            segments: VecDeque::new(),
+            ended: false,
+        }
+    }
+
+    /// Adds the newest segment, dropping the oldest beyond the capacity.
+    pub fn push(&mut self, segment: PlaylistSegment) {
+        self.target_duration_secs = self.target_duration_secs.max(segment.rounded_secs());
+        self.segments.push_back(segment);
+        while self.segments.len() > self.capacity {
+            self.segments.pop_front();
+        }
+    }
+
+    /// Marks the stream as ended (EXT-X-ENDLIST).
+    pub fn end(&mut self) {
+        self.ended = true;
+    }
+
+    /// The segments in the window, oldest first.
+    pub fn segments(&self) -> impl Iterator<Item = &PlaylistSegment> {
+        self.segments.iter()
+    }
+
+    /// The window as a live media playlist.
+    pub fn playlist(&self) -> MediaPlaylist {
+        MediaPlaylist {
+            playlist_type: PlaylistType::Live,
+            target_duration_secs: self.target_duration_secs,
+            segments: self.segments.iter().copied().collect(),
+            ended: self.ended,
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Adopt mode: the upstream's timeline markers decide every cut.
+//!
+//! Each marker announces where its segment starts (the PTS of its first frame, of
+//! the leading track: video, or audio when the segment has no video), how long it is,
+//! and how many video and audio frames it holds. Video frames go to the oldest started
+//! segment that still lacks video; audio frames to the segment whose time range holds
+//! their PTS. A segment is written once all its frames are in, with the marker's state,
+//! so its bytes are the upstream's bytes — regardless of how the demuxer orders the
+//! frames of the two tracks.
+
+use std::collections::VecDeque;
+
+use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed};
+use crate::timeline::{TimelineMarker, TimelineState};
+use crate::{Frame, TrackKind};
+
+/// One adopted marker and the frames collected for it.
+#[derive(Debug)]
+struct Followed {
+    marker: TimelineMarker,
+    started: bool,
+    video: u32,
+    audio: u32,
+    frames: Vec<Timed>,
+}
+
+impl Followed {
+    fn lead(&self) -> TrackKind {
+        if self.marker.video_frames > 0 {
+            TrackKind::Video
+        } else {
+            TrackKind::Audio
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.started
+            && self.video >= self.marker.video_frames
+            && self.audio >= self.marker.audio_frames
+    }
+
+    fn in_range(&self, ext_pts: u64) -> bool {
+        let start = self.marker.start_ts;
+        ext_pts >= start && ext_pts < start.saturating_add(self.marker.duration_ticks)
+    }
+
+    fn take(&mut self, t: Timed) {
+        match t.frame.kind() {
+            TrackKind::Video => self.video += 1,
+            TrackKind::Audio => self.audio += 1,
+        }
+        self.frames.push(t);
+    }
+}
+
+/// What a follower hands back when the markers stopped and source mode must continue:
+/// the frame that showed it, the next state, the clock reference, the last end date.
+pub(super) type Fallback = (Frame, TimelineState, Option<u64>, Option<i64>);
+
+#[derive(Debug)]
+pub(super) struct Follow {
+    cfg: SegmenterConfig,
+    segs: VecDeque<Followed>,
+    last_ext: Option<u64>,
+    /// State after the last written segment, with its end (timestamp, wall clock).
+    next: Option<(TimelineState, u64, i64)>,
+}
+
+impl Follow {
+    pub(super) fn new(cfg: SegmenterConfig) -> Self {
+        Self {
+            cfg,
+            segs: VecDeque::new(),
+            last_ext: None,
+            next: None,
+        }
+    }
+
+    pub(super) fn set_reference(&mut self, ext: Option<u64>) {
+        self.last_ext = ext;
+    }
+
+    pub(super) fn state(&self) -> Option<TimelineState> {
+        self.segs
+            .front()
+            .map(|s| s.marker.state)
+            .or(self.next.map(|(s, _, _)| s))
+    }
+
+    pub(super) fn push_marker(
+        &mut self,
+        marker: TimelineMarker,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        // Re-anchor the clock on the marker: its start is authoritative.
+        self.last_ext = Some(marker.start_ts);
+        // A repeated marker (e.g. a relay restarted mid-stream) replaces nothing.
+        if self.segs.iter().any(|s| s.marker == marker) {
+            return;
+        }
+        // Markers of segments already written are old news.
+        if self.next.is_some_and(|(s, _, _)| marker.state.msn < s.msn) {
+            return;
+        }
+        self.segs.push_back(Followed {
+            marker,
+            started: false,
+            video: 0,
+            audio: 0,
+            frames: Vec::new(),
+        });
+        self.emit_complete(ready, stats);
+    }
+
+    pub(super) fn push(
+        &mut self,
+        frame: Frame,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) -> Option<Fallback> {
+        let ext_dts = unwrap_ts(frame.dts, self.last_ext);
+        let ext_pts = unwrap_ts(frame.pts, Some(ext_dts));
+        let kind = frame.kind();
+        let t = Timed {
+            ext_pts,
+            ext_dts,
+            frame,
+        };
+        if self.segs.is_empty() {
+            if let Some((state, end_ts, end_unix)) = self.next {
+                if ext_dts >= end_ts.saturating_add(self.cfg.max_segment_ticks()) {
+                    // The upstream stopped marking its stream: carry on from its state.
+                    return Some((t.frame, state, self.last_ext, Some(end_unix)));
+                }
+            }
+            stats.dropped_unmatched += 1;
+            return None;
+        }
+        self.last_ext = Some(ext_dts);
+        let starts = self
+            .segs
+            .iter()
+            .position(|s| !s.started && s.lead() == kind && s.marker.start_ts == ext_pts);
+        if let Some(i) = starts {
+            // Earlier segments can get no more frames of the leading track: write them.
+            for _ in 0..i {
+                if let Some(s) = self.segs.front_mut() {
+                    s.started = true;
+                }
+                self.emit_front(ready, stats);
+            }
+            if let Some(s) = self.segs.front_mut() {
+                s.started = true;
+                s.take(t);
+            }
+        } else {
+            let target = match kind {
+                TrackKind::Video => self
+                    .segs
+                    .iter_mut()
+                    .find(|s| s.started && s.video < s.marker.video_frames),
+                TrackKind::Audio => self
+                    .segs
+                    .iter_mut()
+                    .find(|s| s.in_range(ext_pts) && s.audio < s.marker.audio_frames),
+            };
+            match target {
+                Some(s) => s.take(t),
+                None => stats.dropped_unmatched += 1,
+            }
+        }
+        self.emit_complete(ready, stats);
+        None
+    }
+
+    fn emit_complete(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        while self.segs.front().is_some_and(Followed::complete) {
+            self.emit_front(ready, stats);
+        }
+    }
+
+    /// Writes the oldest followed segment (complete or not) if it started.
+    fn emit_front(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        let Some(s) = self.segs.pop_front() else {
+            return;
+        };
+        if !s.started {
+            stats.dropped_unmatched += s.frames.len() as u64;
+            return;
+        }
+        if !s.complete() {
+            stats.incomplete += 1;
+        }
+        let marker = s.marker;
+        let (segment, cc) = emit(&marker, s.frames);
+        let mut state = marker.state;
+        state.msn += 1;
+        state.cc = cc;
+        let end_ts = marker.start_ts.saturating_add(marker.duration_ticks);
+        self.next = Some((state, end_ts, marker.state.unix_ms_at(end_ts)));
+        ready.push_back(segment);
+    }
+
+    pub(super) fn flush(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        while !self.segs.is_empty() {
+            self.emit_front(ready, stats);
+        }
+    }
+}

@@ -1,0 +1,527 @@
+//! Source mode: this node decides the cuts from the source's timestamps (see the
+//! parent module for the rule).
+
+use std::collections::VecDeque;
+
+use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed};
+use crate::timeline::{TimelineMarker, TimelineState};
+use crate::{Frame, TrackKind, CLOCK_HZ};
+
+/// A backward step larger than this (1 s) is a jump, not jitter.
+const MAX_BACKWARD: u64 = CLOCK_HZ;
+/// How far video may run past a boundary before the previous segment is written
+/// without waiting longer for its audio (1 s).
+const AUDIO_WAIT: u64 = CLOCK_HZ;
+/// Audio held while waiting for the first video frame before the stream is taken as
+/// audio-only, and the longest span of audio held while waiting for a keyframe.
+const WAIT_SPAN: u64 = CLOCK_HZ;
+/// Frame durations assumed until two frames of a track have been seen.
+const DEFAULT_VIDEO_DELTA: u64 = 3_600;
+const DEFAULT_AUDIO_DELTA: u64 = 1_920;
+
+/// The segment being built.
+#[derive(Debug)]
+struct Open {
+    state: TimelineState,
+    discontinuous: bool,
+    keyframe_start: bool,
+    start_ts: u64,
+    start_dts: u64,
+    start_grid: u64,
+    /// Opened after a wait (first segment, or after a discontinuity): it has no
+    /// predecessor to give earlier audio to.
+    after_wait: bool,
+    frames: Vec<Timed>,
+}
+
+/// Per-track clock bookkeeping for jump detection.
+#[derive(Debug, Default, Clone, Copy)]
+struct TrackClock {
+    last_dts: Option<u64>,
+    delta: Option<u64>,
+    /// The track had frames before the last jump and has not yet rejoined the timeline.
+    stale: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct Source {
+    cfg: SegmenterConfig,
+    /// Template of the next segment's state (MSN, sequence, anchor, counters, tracks).
+    next: TimelineState,
+    /// No segment opened yet: the next one sets MSN from the grid and the anchor.
+    first: bool,
+    /// The next segment follows a discontinuity.
+    pending_disc: bool,
+    /// Wall-clock end of the last written segment, for re-anchoring.
+    last_end_unix_ms: Option<i64>,
+    last_ext: Option<u64>,
+    epoch_ref: Option<u64>,
+    clocks: [TrackClock; 2],
+    last_video_dts: Option<u64>,
+    has_video: bool,
+    has_audio: bool,
+    cur: Option<Open>,
+    closing: Option<Open>,
+    /// Audio whose segment is not decided yet (video has not passed it).
+    audio_queue: VecDeque<Timed>,
+    /// Audio held while no segment is open, with its arrival wall clock.
+    wait_audio: VecDeque<(Timed, i64)>,
+}
+
+fn track_index(kind: TrackKind) -> usize {
+    match kind {
+        TrackKind::Video => 0,
+        TrackKind::Audio => 1,
+    }
+}
+
+impl Source {
+    pub(super) fn fresh(cfg: SegmenterConfig, min_msn: u64, min_disc: u64) -> Self {
+        let next = TimelineState {
+            msn: min_msn,
+            discontinuity_seq: min_disc,
+            ..TimelineState::default()
+        };
+        Self::with_state(cfg, next, true, None, None)
+    }
+
+    /// Continues a timeline adopted from upstream markers after the markers stopped.
+    pub(super) fn continuing(
+        cfg: SegmenterConfig,
+        next: TimelineState,
+        last_ext: Option<u64>,
+        last_end_unix_ms: Option<i64>,
+    ) -> Self {
+        Self::with_state(cfg, next, false, last_ext, last_end_unix_ms)
+    }
+
+    fn with_state(
+        cfg: SegmenterConfig,
+        next: TimelineState,
+        first: bool,
+        last_ext: Option<u64>,
+        last_end_unix_ms: Option<i64>,
+    ) -> Self {
+        Self {
+            cfg,
+            next,
+            first,
+            pending_disc: false,
+            last_end_unix_ms,
+            last_ext,
+            epoch_ref: None,
+            clocks: [TrackClock::default(); 2],
+            last_video_dts: None,
+            has_video: false,
+            has_audio: false,
+            cur: None,
+            closing: None,
+            audio_queue: VecDeque::new(),
+            wait_audio: VecDeque::new(),
+        }
+    }
+
+    pub(super) fn state(&self) -> TimelineState {
+        self.cur.as_ref().map_or(self.next, |c| c.state)
+    }
+
+    pub(super) fn push(
+        &mut self,
+        frame: Frame,
+        now: i64,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        let ext_dts = unwrap_ts(frame.dts, self.last_ext);
+        let ext_pts = unwrap_ts(frame.pts, Some(ext_dts));
+        let kind = frame.kind();
+        let t = Timed {
+            ext_pts,
+            ext_dts,
+            frame,
+        };
+        if !self.check_clock(kind, ext_dts, ready, stats) {
+            stats.dropped_stale += 1;
+            return;
+        }
+        self.last_ext = Some(ext_dts);
+        match kind {
+            TrackKind::Video => {
+                self.has_video = true;
+                self.push_video(t, now, ready, stats);
+            }
+            TrackKind::Audio => {
+                self.has_audio = true;
+                self.push_audio(t, now, ready, stats);
+            }
+        }
+    }
+
+    /// Jump detection. Returns false when the frame belongs to a stale timeline.
+    fn check_clock(
+        &mut self,
+        kind: TrackKind,
+        ext_dts: u64,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) -> bool {
+        let idx = track_index(kind);
+        let forward = 10 * self.cfg.target_ticks();
+        let far = |reference: u64| {
+            ext_dts > reference.saturating_add(forward) || ext_dts + MAX_BACKWARD < reference
+        };
+        match self.clocks[idx].last_dts {
+            Some(prev) if far(prev) => {
+                stats.jumps += 1;
+                self.break_timeline(ready, stats);
+                for (i, c) in self.clocks.iter_mut().enumerate() {
+                    c.stale = i != idx && c.last_dts.is_some();
+                    c.last_dts = None;
+                }
+                self.epoch_ref = Some(ext_dts);
+            }
+            Some(prev) => {
+                if ext_dts > prev {
+                    self.clocks[idx].delta = Some(ext_dts - prev);
+                }
+            }
+            None => {
+                if self.clocks[idx].stale {
+                    if self.epoch_ref.is_some_and(far) {
+                        return false;
+                    }
+                    self.clocks[idx].stale = false;
+                }
+            }
+        }
+        self.clocks[idx].last_dts = Some(ext_dts);
+        true
+    }
+
+    fn push_video(
+        &mut self,
+        t: Timed,
+        now: i64,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        self.last_video_dts = Some(self.last_video_dts.map_or(t.ext_dts, |d| d.max(t.ext_dts)));
+        let Some(cur) = &self.cur else {
+            if t.frame.keyframe {
+                let start_pts = t.ext_pts;
+                self.open(t, now, true);
+                // Audio held while waiting: keep what is presented from the keyframe on.
+                for (a, _) in std::mem::take(&mut self.wait_audio) {
+                    if a.ext_pts >= start_pts {
+                        self.audio_queue.push_back(a);
+                    } else {
+                        stats.dropped_before_keyframe += 1;
+                    }
+                }
+                self.decide(stats);
+            } else {
+                stats.dropped_before_keyframe += 1;
+            }
+            return;
+        };
+        let grid = t.ext_pts / self.cfg.target_ticks();
+        let later = t.ext_pts > cur.start_ts;
+        let natural = t.frame.keyframe && grid > cur.start_grid && later;
+        let forced = !natural
+            && later
+            && t.ext_dts >= cur.start_dts.saturating_add(self.cfg.max_segment_ticks());
+        if natural || forced {
+            if forced {
+                stats.forced_cuts += 1;
+            }
+            self.cut(t, now, ready, stats);
+        } else if let Some(cur) = &mut self.cur {
+            cur.frames.push(t);
+        }
+        self.decide(stats);
+        self.maybe_seal_closing(false, ready, stats);
+    }
+
+    fn push_audio(
+        &mut self,
+        t: Timed,
+        now: i64,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        let Some(cur) = &self.cur else {
+            self.wait_audio.push_back((t, now));
+            self.trim_wait_audio(stats);
+            if !self.has_video {
+                self.maybe_start_audio_only(ready, stats);
+            }
+            return;
+        };
+        if self.has_video {
+            let passed = t.ext_pts >= cur.start_ts;
+            self.audio_queue.push_back(t);
+            self.decide(stats);
+            self.maybe_seal_closing(passed, ready, stats);
+            return;
+        }
+        // Audio-only: every frame is a random access point; cut on grid lines.
+        let grid = t.ext_pts / self.cfg.target_ticks();
+        if grid > cur.start_grid && t.ext_pts > cur.start_ts {
+            self.cut(t, now, ready, stats);
+        } else if t.ext_pts < cur.start_ts && cur.after_wait {
+            stats.dropped_before_keyframe += 1;
+        } else if t.ext_pts < cur.start_ts {
+            stats.dropped_late += 1;
+        } else if let Some(cur) = &mut self.cur {
+            cur.frames.push(t);
+        }
+    }
+
+    fn trim_wait_audio(&mut self, stats: &mut SegmenterStats) {
+        while let (Some((front, _)), Some((back, _))) =
+            (self.wait_audio.front(), self.wait_audio.back())
+        {
+            if back.ext_pts.saturating_sub(front.ext_pts) <= WAIT_SPAN || self.wait_audio.len() < 2
+            {
+                break;
+            }
+            if !self.has_video {
+                break;
+            }
+            self.wait_audio.pop_front();
+            stats.dropped_before_keyframe += 1;
+        }
+    }
+
+    /// No video after a second of audio: the stream is audio-only; start at the first
+    /// held frame.
+    fn maybe_start_audio_only(
+        &mut self,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        let span = match (self.wait_audio.front(), self.wait_audio.back()) {
+            (Some((f, _)), Some((b, _))) => b.ext_pts.saturating_sub(f.ext_pts),
+            _ => return,
+        };
+        if span < WAIT_SPAN {
+            return;
+        }
+        self.start_audio_only(ready, stats);
+    }
+
+    fn start_audio_only(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        let mut held = std::mem::take(&mut self.wait_audio).into_iter();
+        let Some((first, first_now)) = held.next() else {
+            return;
+        };
+        self.open(first, first_now, true);
+        for (t, now) in held {
+            self.push_audio(t, now, ready, stats);
+        }
+    }
+
+    /// Opens a segment at `t`.
+    fn open(&mut self, t: Timed, now: i64, after_wait: bool) {
+        let grid = t.ext_pts / self.cfg.target_ticks();
+        let mut state = self.next;
+        let mut discontinuous = false;
+        if self.first {
+            state.msn = state.msn.max(grid);
+            state.anchor_ts = t.ext_pts;
+            state.anchor_unix_ms = now;
+            self.first = false;
+        } else if self.pending_disc {
+            state.discontinuity_seq += 1;
+            state.anchor_ts = t.ext_pts;
+            state.anchor_unix_ms = self.last_end_unix_ms.unwrap_or(now);
+            discontinuous = true;
+        }
+        self.pending_disc = false;
+        state.wraps = t.ext_pts >> 33;
+        self.next = state;
+        self.next.msn = state.msn + 1;
+        self.cur = Some(Open {
+            state,
+            discontinuous,
+            keyframe_start: t.frame.keyframe,
+            start_ts: t.ext_pts,
+            start_dts: t.ext_dts,
+            start_grid: grid,
+            after_wait,
+            frames: vec![t],
+        });
+    }
+
+    /// Ends the current segment at `t`, which starts the next one.
+    fn cut(
+        &mut self,
+        t: Timed,
+        now: i64,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        if self.closing.is_some() {
+            self.seal_closing(ready, stats);
+        }
+        let previous = self.cur.take();
+        self.open(t, now, false);
+        self.closing = previous;
+        if !(self.has_video && self.has_audio) {
+            self.seal_closing(ready, stats);
+        }
+    }
+
+    /// Places every queued audio frame whose segment is known.
+    fn decide(&mut self, stats: &mut SegmenterStats) {
+        let Some(cur) = &mut self.cur else {
+            return;
+        };
+        while let Some(a) = self.audio_queue.front() {
+            let p = a.ext_pts;
+            let passed_by_video = self.last_video_dts.is_some_and(|d| p < d);
+            if p >= cur.start_ts && !passed_by_video {
+                break;
+            }
+            let Some(a) = self.audio_queue.pop_front() else {
+                break;
+            };
+            if p >= cur.start_ts {
+                cur.frames.push(a);
+            } else if let Some(c) = self.closing.as_mut().filter(|c| p >= c.start_ts) {
+                c.frames.push(a);
+            } else if cur.after_wait && self.closing.is_none() {
+                stats.dropped_before_keyframe += 1;
+            } else {
+                stats.dropped_late += 1;
+            }
+        }
+    }
+
+    fn maybe_seal_closing(
+        &mut self,
+        audio_passed: bool,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        let (Some(_), Some(cur)) = (&self.closing, &self.cur) else {
+            return;
+        };
+        let video_passed = self
+            .last_video_dts
+            .is_some_and(|d| d >= cur.start_ts.saturating_add(AUDIO_WAIT));
+        if audio_passed || video_passed || !self.has_audio {
+            self.seal_closing(ready, stats);
+        }
+    }
+
+    /// Writes the segment waiting for late audio; its end is the open segment's start.
+    fn seal_closing(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        self.decide(stats);
+        let Some(closing) = self.closing.take() else {
+            return;
+        };
+        let end = self.cur.as_ref().map_or(closing.start_ts, |c| c.start_ts);
+        self.seal(closing, end, ready);
+    }
+
+    fn seal(&mut self, open: Open, end_ts: u64, ready: &mut VecDeque<Segment>) {
+        let mut state = open.state;
+        state.tracks = state
+            .tracks
+            .with_frames(open.frames.iter().map(|t| &t.frame));
+        let (video, audio) =
+            open.frames
+                .iter()
+                .fold((0u32, 0u32), |(v, a), t| match t.frame.kind() {
+                    TrackKind::Video => (v + 1, a),
+                    TrackKind::Audio => (v, a + 1),
+                });
+        let duration = end_ts.saturating_sub(open.start_ts);
+        let marker = TimelineMarker {
+            state,
+            discontinuous: open.discontinuous,
+            keyframe_start: open.keyframe_start,
+            start_ts: open.start_ts,
+            duration_ticks: duration,
+            program_date_time_ms: state.unix_ms_at(open.start_ts),
+            target_duration_ms: self.cfg.target_duration_ms,
+            video_frames: video,
+            audio_frames: audio,
+        };
+        let (segment, cc) = emit(&marker, open.frames);
+        self.last_end_unix_ms = Some(state.unix_ms_at(end_ts));
+        // The successor (if open) and the template both continue from here.
+        if let Some(cur) = &mut self.cur {
+            cur.state.cc = cc;
+            cur.state.tracks = state.tracks;
+        }
+        self.next.cc = cc;
+        self.next.tracks = state.tracks;
+        ready.push_back(segment);
+    }
+
+    /// The end of the open segment when no successor tells it: the latest frame end.
+    fn estimated_end(&self, open: &Open) -> u64 {
+        open.frames
+            .iter()
+            .map(|t| {
+                let delta = match t.frame.kind() {
+                    TrackKind::Video => self.clocks[0].delta.unwrap_or(DEFAULT_VIDEO_DELTA),
+                    TrackKind::Audio => self.clocks[1].delta.unwrap_or(DEFAULT_AUDIO_DELTA),
+                };
+                t.ext_pts + delta
+            })
+            .max()
+            .unwrap_or(open.start_ts)
+    }
+
+    /// Writes everything open, deciding queued audio by the known boundaries.
+    fn seal_all(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        if self.cur.is_none() && !self.has_video {
+            self.start_audio_only(ready, stats);
+        }
+        if self.cur.is_some() {
+            // Nothing more will arrive: every queued frame is decided now.
+            self.last_video_dts = Some(u64::MAX);
+            self.decide(stats);
+        }
+        self.seal_closing(ready, stats);
+        if let Some(cur) = self.cur.take() {
+            let end = self.estimated_end(&cur);
+            self.seal(cur, end, ready);
+        }
+        self.audio_queue.clear();
+        stats.dropped_before_keyframe += self.wait_audio.len() as u64;
+        self.wait_audio.clear();
+        self.last_video_dts = None;
+    }
+
+    /// Closes the timeline: what follows starts a new, discontinuous segment.
+    fn break_timeline(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        self.seal_all(ready, stats);
+        if !self.first {
+            self.pending_disc = true;
+        }
+    }
+
+    pub(super) fn discontinuity(
+        &mut self,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) {
+        self.break_timeline(ready, stats);
+        self.clocks = [TrackClock::default(); 2];
+        self.epoch_ref = None;
+    }
+
+    /// Writes everything open; returns the last extended timestamp seen.
+    pub(super) fn flush(
+        &mut self,
+        ready: &mut VecDeque<Segment>,
+        stats: &mut SegmenterStats,
+    ) -> Option<u64> {
+        self.seal_all(ready, stats);
+        self.last_ext
+    }
+}

@@ -1,0 +1,292 @@
+//! The MPEG-TS muxer: (timeline marker, frames) → the bytes of one segment.
+//!
+//! Deterministic by construction: the output is a pure function of its inputs, so two
+//! nodes with the same marker and the same frames write the same bytes. A segment is:
+//!
+//! ```text
+//! marker packet (MARKER_PID) · PAT · PMT · one PES per frame, in the order given
+//! ```
+//!
+//! Video PES carry PES_packet_length 0, audio PES their exact length. The first packet
+//! of every PES on the PCR PID (video, or audio for audio-only streams) carries a PCR of
+//! `dts − PCR_OFFSET` (mod 2^33); a keyframe's first packet sets random_access_indicator.
+//! Packets are padded with adaptation-field stuffing, never with null packets.
+
+use bytes::Bytes;
+
+use super::psi::crc32_mpeg2;
+use super::{AUDIO_PID, MARKER_PID, PACKET_SIZE, PMT_PID, SYNC_BYTE, VIDEO_PID};
+use crate::timeline::{ContinuityCounters, TimelineMarker, Tracks};
+use crate::{Frame, TrackKind, PTS_MASK};
+
+/// How far the PCR lags the DTS it accompanies (100 ms at 90 kHz): the decoder
+/// receives every frame this long before it must decode it.
+pub const PCR_OFFSET: u64 = 9_000;
+
+/// PID of the program association table.
+const PAT_PID: u16 = 0x0000;
+/// The single program every brdyun TS carries.
+const PROGRAM_NUMBER: u16 = 1;
+/// PES stream_id of the (first) video stream.
+const STREAM_ID_VIDEO: u8 = 0xe0;
+/// PES stream_id of the (first) audio stream.
+const STREAM_ID_AUDIO: u8 = 0xc0;
+/// Payload bytes of one packet after its 4-byte header.
+const PAYLOAD_SIZE: usize = PACKET_SIZE - 4;
+
+/// Writes one segment: the marker packet, PAT, PMT, then one PES per frame in the
+/// given order, continuing the continuity counters of `marker.state.cc`.
+///
+/// The PMT lists `marker.state.tracks`; frames of a kind the PMT does not list are still
+/// written on their kind's PID (the caller keeps the tracks up to date, see
+/// [`Tracks::with_frames`]). Returns the bytes (a multiple of 188) and the counters
+/// for the next segment.
+pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, ContinuityCounters) {
+    let estimate: usize = frames.iter().map(|f| f.data.len() + 40).sum();
+    let mut w = Writer {
+        out: Vec::with_capacity((estimate / PAYLOAD_SIZE + 4 + frames.len()) * PACKET_SIZE),
+        cc: marker.state.cc,
+    };
+    let tracks = marker.state.tracks;
+    w.packet(MARKER_PID, false, None, &marker.encode());
+    w.section(PAT_PID, &pat_section());
+    w.section(PMT_PID, &pmt_section(tracks));
+    let pcr_pid = pcr_pid(tracks);
+    for frame in frames {
+        let pid = match frame.kind() {
+            TrackKind::Video => VIDEO_PID,
+            TrackKind::Audio => AUDIO_PID,
+        };
+        let pcr = (pid == pcr_pid).then(|| (frame.dts + (1 << 33) - PCR_OFFSET) & PTS_MASK);
+        w.pes(pid, frame, pcr);
+    }
+    (Bytes::from(w.out), w.cc)
+}
+
+/// The PID that carries the PCR: video when there is video, else audio.
+fn pcr_pid(tracks: Tracks) -> u16 {
+    if tracks.video.is_some() || tracks.audio.is_none() {
+        VIDEO_PID
+    } else {
+        AUDIO_PID
+    }
+}
+
+/// The PAT section (without pointer field): one program, PMT on [`PMT_PID`].
+fn pat_section() -> Vec<u8> {
+    let mut s = vec![0x00, 0, 0, 0x00, 0x01, 0xc1, 0x00, 0x00];
+    s.extend_from_slice(&PROGRAM_NUMBER.to_be_bytes());
+    s.extend_from_slice(&(0xe000 | PMT_PID).to_be_bytes());
+    finish_section(s)
+}
+
+/// The PMT section (without pointer field) listing `tracks`, video first.
+fn pmt_section(tracks: Tracks) -> Vec<u8> {
+    let mut s = vec![0x02, 0, 0];
+    s.extend_from_slice(&PROGRAM_NUMBER.to_be_bytes());
+    s.extend_from_slice(&[0xc1, 0x00, 0x00]);
+    s.extend_from_slice(&(0xe000 | pcr_pid(tracks)).to_be_bytes());
+    s.extend_from_slice(&[0xf0, 0x00]);
+    let streams = [
+        tracks.video.map(|c| (c, VIDEO_PID)),
+        tracks.audio.map(|c| (c, AUDIO_PID)),
+    ];
+    for (codec, pid) in streams.into_iter().flatten() {
+        s.push(codec.stream_type());
+        s.extend_from_slice(&(0xe000 | pid).to_be_bytes());
+        s.extend_from_slice(&[0xf0, 0x00]);
+    }
+    finish_section(s)
+}
+
+/// Fills in section_length (syntax indicator set) and appends the CRC.
+fn finish_section(mut s: Vec<u8>) -> Vec<u8> {
+    let section_length = (s.len() - 3 + 4) as u16;
+    s[1] = 0xb0 | ((section_length >> 8) as u8 & 0x0f);
+    s[2] = section_length as u8;
+    let crc = crc32_mpeg2(&s);
+    s.extend_from_slice(&crc.to_be_bytes());
+    s
+}
+
+/// Encodes a 33-bit timestamp in the 5-byte PES form with the given 4-bit prefix.
+fn pes_timestamp(prefix: u8, ts: u64) -> [u8; 5] {
+    let ts = ts & PTS_MASK;
+    [
+        (prefix << 4) | (((ts >> 30) as u8 & 0x07) << 1) | 1,
+        (ts >> 22) as u8,
+        (((ts >> 15) as u8) << 1) | 1,
+        (ts >> 7) as u8,
+        ((ts as u8) << 1) | 1,
+    ]
+}
+
+/// The PES header of a frame (PTS, plus DTS when it differs).
+fn pes_header(frame: &Frame) -> Vec<u8> {
+    let with_dts = frame.pts != frame.dts;
+    let header_data_len: u8 = if with_dts { 10 } else { 5 };
+    let (stream_id, packet_length) = match frame.kind() {
+        TrackKind::Video => (STREAM_ID_VIDEO, 0u16),
+        TrackKind::Audio => {
+            let len = 3 + usize::from(header_data_len) + frame.data.len();
+            (STREAM_ID_AUDIO, u16::try_from(len).unwrap_or(0))
+        }
+    };
+    let mut h = Vec::with_capacity(19);
+    h.extend_from_slice(&[0x00, 0x00, 0x01, stream_id]);
+    h.extend_from_slice(&packet_length.to_be_bytes());
+    // '10' marker bits, data_alignment_indicator; PTS_DTS_flags.
+    h.push(0x84);
+    h.push(if with_dts { 0xc0 } else { 0x80 });
+    h.push(header_data_len);
+    if with_dts {
+        h.extend_from_slice(&pes_timestamp(0b0011, frame.pts));
+        h.extend_from_slice(&pes_timestamp(0b0001, frame.dts));
+    } else {
+        h.extend_from_slice(&pes_timestamp(0b0010, frame.pts));
+    }
+    h
+}
+
+/// Packet writer with its continuity counters.
+struct Writer {
+    out: Vec<u8>,
+    cc: ContinuityCounters,
+}
+
+impl Writer {
+    /// The next continuity counter of `pid` (post-increment).
+    fn next_cc(&mut self, pid: u16) -> u8 {
+        let c = match pid {
+            PAT_PID => &mut self.cc.pat,
+            PMT_PID => &mut self.cc.pmt,
+            VIDEO_PID => &mut self.cc.video,
+            AUDIO_PID => &mut self.cc.audio,
+            _ => &mut self.cc.marker,
+        };
+        let now = *c & 0x0f;
+        *c = (now + 1) & 0x0f;
+        now
+    }
+
+    /// Writes one packet carrying `payload` (at most 184 bytes minus the adaptation
+    /// field), padding with adaptation-field stuffing. `af` is the adaptation field body
+    /// after its length byte (flags and optional fields), if one is needed.
+    fn packet(&mut self, pid: u16, pusi: bool, af: Option<&[u8]>, payload: &[u8]) {
+        let cc = self.next_cc(pid);
+        let start = self.out.len();
+        self.out.push(SYNC_BYTE);
+        self.out
+            .push((if pusi { 0x40 } else { 0 }) | ((pid >> 8) as u8 & 0x1f));
+        self.out.push(pid as u8);
+        let af_body = af.unwrap_or(&[]);
+        let af_needed = af.is_some() || payload.len() < PAYLOAD_SIZE;
+        self.out.push(if af_needed { 0x30 } else { 0x10 } | cc);
+        if af_needed {
+            let af_total = PAYLOAD_SIZE - payload.len();
+            debug_assert!(
+                af_total > af_body.len(),
+                "adaptation field overflows packet"
+            );
+            self.out.push((af_total - 1) as u8);
+            if af_total > 1 {
+                if af_body.is_empty() {
+                    self.out.push(0x00);
+                } else {
+                    self.out.extend_from_slice(af_body);
+                }
+                let used = af_body.len().max(1) + 1;
+                self.out.resize(self.out.len() + (af_total - used), 0xff);
+            }
+        }
+        self.out.extend_from_slice(payload);
+        debug_assert_eq!(self.out.len() - start, PACKET_SIZE);
+    }
+
+    /// Writes a PSI section in one packet (pointer field 0).
+    fn section(&mut self, pid: u16, section: &[u8]) {
+        let mut payload = Vec::with_capacity(PAYLOAD_SIZE);
+        payload.push(0x00);
+        payload.extend_from_slice(section);
+        payload.resize(PAYLOAD_SIZE, 0xff);
+        self.packet(pid, true, None, &payload);
+    }
+
+    /// Writes one frame as a PES over as many packets as it needs.
+    fn pes(&mut self, pid: u16, frame: &Frame, pcr: Option<u64>) {
+        let header = pes_header(frame);
+        let mut first_af = Vec::with_capacity(7);
+        if frame.keyframe || pcr.is_some() {
+            let mut flags = 0u8;
+            if frame.keyframe {
+                flags |= 0x40;
+            }
+            if pcr.is_some() {
+                flags |= 0x10;
+            }
+            first_af.push(flags);
+            if let Some(base) = pcr {
+                // 33-bit base, 6 reserved bits, 9-bit extension (0).
+                first_af.extend_from_slice(&[
+                    (base >> 25) as u8,
+                    (base >> 17) as u8,
+                    (base >> 9) as u8,
+                    (base >> 1) as u8,
+                    ((base as u8 & 1) << 7) | 0x7e,
+                    0x00,
+                ]);
+            }
+        }
+        let total = header.len() + frame.data.len();
+        let mut pos = 0usize;
+        let mut first = true;
+        let mut chunk = Vec::with_capacity(PAYLOAD_SIZE);
+        while pos < total {
+            let af = (first && !first_af.is_empty()).then_some(first_af.as_slice());
+            let room = PAYLOAD_SIZE - af.map_or(0, |a| a.len() + 1);
+            let n = room.min(total - pos);
+            chunk.clear();
+            let end = pos + n;
+            if pos < header.len() {
+                let h_end = end.min(header.len());
+                chunk.extend_from_slice(&header[pos..h_end]);
+            }
+            if end > header.len() {
+                let d_start = pos.max(header.len()) - header.len();
+                chunk.extend_from_slice(&frame.data[d_start..end - header.len()]);
+            }
+            self.packet(pid, first, af, &chunk);
+            pos = end;
+            first = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Codec;
+
+    #[test]
+    fn timestamps_encode_with_marker_bits() {
+        assert_eq!(pes_timestamp(0b0010, 0), [0x21, 0x00, 0x01, 0x00, 0x01]);
+        assert_eq!(
+            pes_timestamp(0b0010, PTS_MASK),
+            [0x2f, 0xff, 0xff, 0xff, 0xff]
+        );
+    }
+
+    #[test]
+    fn psi_sections_carry_a_valid_crc() {
+        for s in [
+            pat_section(),
+            pmt_section(Tracks {
+                video: Some(Codec::H264),
+                audio: Some(Codec::Aac),
+            }),
+        ] {
+            // The CRC over a section including its CRC is zero.
+            assert_eq!(crc32_mpeg2(&s), 0);
+        }
+    }
+}
