@@ -120,9 +120,11 @@ async fn refused_port_is_refused() {
     assert!(matches!(error, HttpPullError::Refused), "{error:?}");
 }
 
+type Expected = fn(&HttpPullError) -> bool;
+
 #[tokio::test]
 async fn status_classes_are_distinct() {
-    let cases: [(&'static [u8], fn(&HttpPullError) -> bool); 4] = [
+    let cases: [(&'static [u8], Expected); 4] = [
         (
             b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
             |e| matches!(e, HttpPullError::NotFound),

@@ -1,0 +1,313 @@
+//! Backup inputs: failover on stall, return after the hold-down, keyframe starts,
+//! discontinuities, and RTMP publish authorization through the registry.
+//! Requirement OTT-OPS-4 (backup inputs on each node protect against source failure).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ingest::publish::{PublishAuthorizer, PublishRejection, PublishRequest};
+use ingest::status::InputState;
+use ingest::supervisor::{self, InputSpec, PublishRegistry, SupervisorConfig, SupervisorError};
+use ingest::IngestEvent;
+use media::{Codec, Frame};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+fn video(tag: &'static [u8], n: u64, keyframe: bool) -> IngestEvent {
+    IngestEvent::Frame(Frame {
+        codec: Codec::H264,
+        pts: n * 3600,
+        dts: n * 3600,
+        keyframe,
+        data: Bytes::from_static(tag),
+    })
+}
+
+fn audio(n: u64) -> IngestEvent {
+    IngestEvent::Frame(Frame {
+        codec: Codec::Aac,
+        pts: n * 1920,
+        dts: n * 1920,
+        keyframe: true,
+        data: Bytes::from_static(b"a"),
+    })
+}
+
+/// The events the stream received, with when they arrived (since the start).
+async fn collect(
+    mut output: mpsc::Receiver<IngestEvent>,
+    start: Instant,
+) -> Vec<(Duration, IngestEvent)> {
+    let mut seen = Vec::new();
+    while let Some(event) = output.recv().await {
+        seen.push((start.elapsed(), event));
+    }
+    seen
+}
+
+fn tag_of(event: &IngestEvent) -> Option<(&[u8], bool)> {
+    match event {
+        IngestEvent::Frame(frame) => Some((&frame.data[..], frame.keyframe)),
+        _ => None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn fails_over_on_stall_and_returns_after_hold_down() {
+    let (primary_tx, primary_rx) = mpsc::channel(1024);
+    let (backup_tx, backup_rx) = mpsc::channel(1024);
+    let config = SupervisorConfig {
+        source_timeout: Duration::from_secs(1),
+        hold_down: Some(Duration::from_secs(2)),
+        ..SupervisorConfig::new(
+            "meeting",
+            vec![
+                InputSpec::Channel {
+                    name: "primary".into(),
+                    events: primary_rx,
+                },
+                InputSpec::Channel {
+                    name: "backup".into(),
+                    events: backup_rx,
+                },
+            ],
+        )
+    };
+    let (output_tx, output_rx) = mpsc::channel(10_000);
+    let (stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, None, output_tx, stop).expect("starts");
+    let status = handle.status();
+    let start = Instant::now();
+    let collector = tokio::spawn(collect(output_rx, start));
+
+    // 25 fps on both; the primary is silent from 2 s to 5 s. Keyframes every second,
+    // the backup's half a second off the primary's.
+    for n in 0..225u64 {
+        let t = Duration::from_millis(n * 40);
+        if t < Duration::from_secs(2) || t >= Duration::from_secs(5) {
+            primary_tx
+                .send(video(b"p", n, n % 25 == 0))
+                .await
+                .expect("send");
+        }
+        backup_tx
+            .send(video(b"b", n, n % 25 == 12))
+            .await
+            .expect("send");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    let last = status.borrow().clone();
+    stop_tx.send(true).expect("stop");
+    handle.join().await;
+    let seen = collector.await.expect("collector");
+
+    let cuts: Vec<usize> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, e))| *e == IngestEvent::Discontinuity)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(cuts.len(), 2, "one discontinuity per switch");
+    let (first_cut, second_cut) = (cuts[0], cuts[1]);
+
+    // Before the failover: only the primary, starting at a keyframe.
+    let before: Vec<_> = seen[..first_cut]
+        .iter()
+        .filter_map(|(_, e)| tag_of(e))
+        .collect();
+    assert_eq!(before.first(), Some(&(&b"p"[..], true)));
+    assert!(before.iter().all(|(tag, _)| *tag == b"p"));
+
+    // The primary's last frame was at 1.96 s: failover within source_timeout + one tick.
+    let failover_at = seen[first_cut].0;
+    assert!(
+        failover_at >= Duration::from_millis(2900),
+        "{failover_at:?}"
+    );
+    assert!(
+        failover_at <= Duration::from_millis(3300),
+        "{failover_at:?}"
+    );
+    let during: Vec<_> = seen[first_cut + 1..second_cut]
+        .iter()
+        .filter_map(|(_, e)| tag_of(e))
+        .collect();
+    assert_eq!(
+        during.first(),
+        Some(&(&b"b"[..], true)),
+        "backup starts at a keyframe"
+    );
+    assert!(during.iter().all(|(tag, _)| *tag == b"b"));
+
+    // The primary is back at 5 s; it takes over after the 2 s hold-down.
+    let back_at = seen[second_cut].0;
+    assert!(back_at >= Duration::from_secs(7), "{back_at:?}");
+    assert!(back_at <= Duration::from_millis(7300), "{back_at:?}");
+    let after: Vec<_> = seen[second_cut + 1..]
+        .iter()
+        .filter_map(|(_, e)| tag_of(e))
+        .collect();
+    assert_eq!(after.first(), Some(&(&b"p"[..], true)));
+    assert!(after.iter().all(|(tag, _)| *tag == b"p"));
+
+    assert_eq!(last.active, Some(0));
+    assert_eq!(last.switches, 2);
+    assert_eq!(last.inputs[0].description, "primary");
+    assert_eq!(last.inputs[0].state, InputState::Live);
+}
+
+#[tokio::test(start_paused = true)]
+async fn audio_only_backup_starts_at_once_and_a_dead_primary_fails_over_immediately() {
+    let (primary_tx, primary_rx) = mpsc::channel(64);
+    let (backup_tx, backup_rx) = mpsc::channel(64);
+    let config = SupervisorConfig::new(
+        "radio",
+        vec![
+            InputSpec::Channel {
+                name: "primary".into(),
+                events: primary_rx,
+            },
+            InputSpec::Channel {
+                name: "backup".into(),
+                events: backup_rx,
+            },
+        ],
+    );
+    let (output_tx, mut output) = mpsc::channel(64);
+    let (_stop_tx, stop) = watch::channel(false);
+    let _handle = supervisor::spawn(config, None, output_tx, stop).expect("starts");
+
+    primary_tx.send(video(b"p", 0, true)).await.expect("send");
+    assert_eq!(
+        output.recv().await.as_ref().and_then(tag_of),
+        Some((&b"p"[..], true))
+    );
+    backup_tx.send(audio(0)).await.expect("send");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let started = Instant::now();
+    drop(primary_tx); // the primary is gone, not just quiet
+    assert_eq!(output.recv().await, Some(IngestEvent::Discontinuity));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "no need to wait for the timeout"
+    );
+    backup_tx.send(audio(1)).await.expect("send");
+    assert_eq!(output.recv().await, Some(audio(1)));
+}
+
+fn request(stream: &str, key: Option<&str>) -> PublishRequest {
+    PublishRequest {
+        app: "live".into(),
+        stream: stream.into(),
+        key: key.map(str::to_string),
+        peer: SocketAddr::from(([127, 0, 0, 1], 40000)),
+    }
+}
+
+async fn wait_for_state(
+    status: &mut watch::Receiver<ingest::status::StreamInputStatus>,
+    input: usize,
+    want: impl Fn(&InputState) -> bool,
+) {
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        status.wait_for(|s| s.inputs.get(input).is_some_and(|i| want(&i.state))),
+    )
+    .await
+    .expect("state in time")
+    .expect("supervisor alive");
+}
+
+#[tokio::test]
+async fn publish_registry_checks_keys_and_refuses_a_second_publisher() {
+    let registry = PublishRegistry::new();
+    let config = SupervisorConfig::new(
+        "meeting",
+        vec![InputSpec::Rtmp {
+            key: Some("s3cret".into()),
+        }],
+    );
+    let (output_tx, mut output) = mpsc::channel(64);
+    let (stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
+    let mut status = handle.status();
+
+    let again = SupervisorConfig::new("meeting", vec![InputSpec::Rtmp { key: None }]);
+    let (other_tx, _other_rx) = mpsc::channel(1);
+    let (_s, other_stop) = watch::channel(false);
+    assert_eq!(
+        supervisor::spawn(again, Some(&registry), other_tx, other_stop).err(),
+        Some(SupervisorError::AlreadyRegistered("meeting".into()))
+    );
+
+    let reject = |r: Result<_, PublishRejection>| r.err();
+    assert_eq!(
+        reject(registry.authorize(&request("other", Some("s3cret")))),
+        Some(PublishRejection::UnknownStream)
+    );
+    assert_eq!(
+        reject(registry.authorize(&request("meeting", Some("s3cres")))),
+        Some(PublishRejection::WrongKey)
+    );
+    assert_eq!(
+        reject(registry.authorize(&request("meeting", None))),
+        Some(PublishRejection::WrongKey)
+    );
+
+    let publisher = registry
+        .authorize(&request("meeting", Some("s3cret")))
+        .expect("accepted");
+    assert_eq!(
+        reject(registry.authorize(&request("meeting", Some("s3cret")))),
+        Some(PublishRejection::Busy)
+    );
+    publisher.send(video(b"r", 0, true)).await.expect("send");
+    assert_eq!(
+        output.recv().await.as_ref().and_then(tag_of),
+        Some((&b"r"[..], true))
+    );
+    wait_for_state(&mut status, 0, |s| *s == InputState::Live).await;
+
+    // The publisher leaves: the input is down, and a new publisher may come.
+    drop(publisher);
+    wait_for_state(&mut status, 0, |s| matches!(s, InputState::Down { .. })).await;
+    let second = registry
+        .authorize(&request("meeting", Some("s3cret")))
+        .expect("accepted again");
+    second.send(video(b"r", 1, false)).await.expect("send");
+    second.send(video(b"r", 2, true)).await.expect("send");
+    // A new session of the active input: a discontinuity, then its next keyframe.
+    assert_eq!(output.recv().await, Some(IngestEvent::Discontinuity));
+    assert_eq!(output.recv().await, Some(video(b"r", 2, true)));
+
+    stop_tx.send(true).expect("stop");
+    handle.join().await;
+    assert!(!registry.contains("meeting"), "unregistered on shutdown");
+    assert_eq!(
+        reject(registry.authorize(&request("meeting", Some("s3cret")))),
+        Some(PublishRejection::UnknownStream)
+    );
+}
+
+#[test]
+fn configuration_errors() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (tx, _rx) = mpsc::channel(1);
+        let (_s, stop) = watch::channel(false);
+        let none = SupervisorConfig::new("x", vec![]);
+        assert_eq!(
+            supervisor::spawn(none, None, tx.clone(), stop.clone()).err(),
+            Some(SupervisorError::NoInputs("x".into()))
+        );
+        let rtmp = SupervisorConfig::new("x", vec![InputSpec::Rtmp { key: None }]);
+        assert_eq!(
+            supervisor::spawn(rtmp, None, tx, stop).err(),
+            Some(SupervisorError::NoRegistry("x".into()))
+        );
+    });
+}
