@@ -1,2 +1,71 @@
-//! The `brdyun` binary: CLI, config and wiring.
-fn main() {}
+//! The `brdyun` binary: the command line, the config and the wiring of a node.
+//!
+//! - `brdyun demo` starts a local cluster fed by a built-in meeting source;
+//! - `brdyun node --config FILE` runs one delivery node.
+
+mod config;
+mod demo;
+mod inputs;
+mod node;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Live meeting broadcasts as HLS, kept watchable when nodes fail.
+#[derive(Debug, Parser)]
+#[command(name = "brdyun", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Starts a local cluster on loopback with a built-in meeting source and prints the URLs.
+    Demo {
+        /// First HTTP port; the nodes use this and the following ports.
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+    },
+    /// Runs a delivery node.
+    Node {
+        /// The TOML config file.
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Checks a config file and exits.
+    CheckConfig {
+        /// The TOML config file.
+        config: PathBuf,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Demo { port } => runtime.block_on(demo::run(port)),
+        Command::Node { config } => {
+            let config = config::Config::load(&config)?;
+            runtime.block_on(node::run_until_signal(config))
+        }
+        Command::CheckConfig { config } => {
+            config::Config::load(&config)?;
+            println!("{}: ok", config.display());
+            Ok(())
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
+}

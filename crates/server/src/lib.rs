@@ -8,10 +8,14 @@
 pub mod channel;
 pub mod error;
 pub mod http_util;
+pub mod ingest_view;
 pub mod metrics;
+pub mod pipeline;
+pub mod render;
 pub mod routes;
 pub mod serve;
 pub mod state;
+pub mod tracks;
 
 pub use routes::router;
 pub use serve::run;

@@ -154,3 +154,64 @@ mod tests {
         assert_eq!(label("a\"b"), "a\\\"b");
     }
 }
+
+/// Bucket upper bounds of [`Histogram`], seconds.
+pub const LATENCY_BUCKETS: [f64; 12] = [
+    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0,
+];
+
+/// A latency histogram with fixed buckets, lock-free to observe.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; 12],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn observe(&self, elapsed: std::time::Duration) {
+        let secs = elapsed.as_secs_f64();
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|b| secs <= *b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(
+            u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Appends the histogram in the text format (cumulative buckets, `+Inf`, sum, count).
+    pub fn render(&self, name: &str, labels: &str, out: &mut String) {
+        let mut cumulative = 0;
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
+            cumulative += bucket.load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+    }
+
+    /// How many observations were at or below `bound` seconds (a bucket bound).
+    pub fn count_at_or_below(&self, bound: f64) -> u64 {
+        LATENCY_BUCKETS
+            .iter()
+            .zip(&self.buckets)
+            .take_while(|(b, _)| **b <= bound)
+            .map(|(_, c)| c.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// All observations.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,81 @@
+//! How ingest state shows to operators: input status as JSON for the admin API, and
+//! input and RTMP counters as metrics.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use ingest::rtmp::RtmpStats;
+use ingest::status::{InputCounters, InputState, StreamInputStatus};
+use serde_json::{json, Value};
+
+use crate::metrics::{label, Metrics};
+
+/// A stream's inputs as JSON: which is active, and each one's state and counters.
+pub fn inputs_json(status: &StreamInputStatus) -> Value {
+    let inputs: Vec<Value> = status
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let (state, error) = match &input.state {
+                InputState::Connecting => ("connecting", None),
+                InputState::Live => ("live", None),
+                InputState::Stalled => ("stalled", None),
+                InputState::Down { error } => ("down", Some(error.clone())),
+            };
+            json!({
+                "index": i,
+                "active": status.active == Some(i),
+                "input": input.description,
+                "state": state,
+                "error": error,
+                "bytes": input.bytes,
+                "frames": input.frames,
+                "errors": input.errors,
+                "dropped": input.dropped,
+                "last_data_ms_ago": input.last_data_at.map(|t| t.elapsed().as_millis() as u64),
+            })
+        })
+        .collect();
+    json!({ "active": status.active, "switches": status.switches, "inputs": inputs })
+}
+
+/// Registers a stream's input counters with the metrics registry.
+pub fn register_inputs(metrics: &Metrics, stream: &str, counters: Vec<Arc<InputCounters>>) {
+    let stream = label(stream);
+    metrics.register(Box::new(move |out: &mut String| {
+        for (i, c) in counters.iter().enumerate() {
+            for (name, value) in [
+                ("bytes", InputCounters::get(&c.bytes)),
+                ("frames", InputCounters::get(&c.frames)),
+                ("errors", InputCounters::get(&c.errors)),
+                ("dropped", InputCounters::get(&c.dropped)),
+                ("connects", InputCounters::get(&c.connects)),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "brdyun_input_{name}_total{{stream=\"{stream}\",input=\"{i}\"}} {value}"
+                );
+            }
+        }
+    }));
+}
+
+/// Registers the RTMP server's counters with the metrics registry.
+pub fn register_rtmp(metrics: &Metrics, stats: Arc<RtmpStats>) {
+    metrics.register(Box::new(move |out: &mut String| {
+        let s = stats.snapshot();
+        for (name, value) in [
+            ("connections_total", s.connections),
+            ("active_connections", s.active_connections),
+            ("refused_connections_total", s.refused_connections),
+            ("publishes_total", s.publishes),
+            ("rejections_total", s.rejections),
+            ("bytes_total", s.bytes),
+            ("frames_total", s.frames),
+            ("protocol_errors_total", s.protocol_errors),
+        ] {
+            let _ = writeln!(out, "brdyun_rtmp_{name} {value}");
+        }
+    }));
+}

@@ -1,0 +1,135 @@
+//! The per-stream pipeline: ingest events → segmenter → live channel.
+//!
+//! The segmenter starts `Fresh` (this node may be the first to see the source) and adopts
+//! an upstream brdyun's timeline as soon as a timeline marker arrives. The last media
+//! sequence and discontinuity numbers are persisted after every segment, so after a
+//! restart (even `kill -9`) the numbers continue forward and never go back.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ingest::IngestEvent;
+use media::segmenter::{Segment, Segmenter, SegmenterConfig, StartPoint};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::channel::{Channel, LiveSegment};
+use crate::metrics::Histogram;
+use crate::routes::admin::unix_ms;
+use crate::tracks::TrackProbe;
+
+/// How a stream's pipeline cuts and where it remembers its place.
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    /// Target segment duration, milliseconds.
+    pub target_duration_ms: u64,
+    /// Where the timeline counters are persisted; `None` keeps nothing across restarts.
+    pub state_file: Option<PathBuf>,
+    /// Time from the event that completes a segment to the segment being listed.
+    pub publish_latency: Arc<Histogram>,
+}
+
+/// The numbers that must never go backwards across a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersistedTimeline {
+    /// The last media sequence number published.
+    pub msn: u64,
+    /// Its discontinuity sequence number.
+    pub discontinuity_seq: u64,
+}
+
+/// Runs until the event channel closes.
+pub async fn run(
+    channel: Arc<Channel>,
+    mut events: mpsc::Receiver<IngestEvent>,
+    settings: PipelineSettings,
+) {
+    let persisted = match &settings.state_file {
+        Some(path) => load(path).await,
+        None => None,
+    };
+    let start = StartPoint::Fresh {
+        // After a restart the next segment follows the last one, after a discontinuity.
+        min_msn: persisted.map_or(0, |p| p.msn + 1),
+        min_discontinuity_seq: persisted.map_or(0, |p| p.discontinuity_seq + 1),
+    };
+    let config = SegmenterConfig {
+        target_duration_ms: u32::try_from(settings.target_duration_ms).unwrap_or(u32::MAX),
+        ..SegmenterConfig::default()
+    };
+    let mut segmenter = Segmenter::new(config, start);
+    let mut tracks = TrackProbe::default();
+    while let Some(event) = events.recv().await {
+        let received = std::time::Instant::now();
+        let segment = match event {
+            IngestEvent::Frame(frame) => {
+                tracks.observe(&frame);
+                segmenter.push(frame, unix_ms())
+            }
+            IngestEvent::Marker(payload) => match segmenter.push_marker(&payload) {
+                Ok(segment) => segment,
+                Err(error) => {
+                    tracing::warn!(stream = %channel.name(), %error, "bad timeline marker ignored");
+                    None
+                }
+            },
+            IngestEvent::Discontinuity => {
+                segmenter.discontinuity();
+                tracks.reset();
+                None
+            }
+        };
+        if let Some(segment) = segment {
+            publish(&channel, segment, &tracks, settings.state_file.as_ref()).await;
+            settings.publish_latency.observe(received.elapsed());
+        }
+    }
+    if let Some(segment) = segmenter.flush() {
+        publish(&channel, segment, &tracks, settings.state_file.as_ref()).await;
+    }
+}
+
+async fn publish(
+    channel: &Channel,
+    segment: Segment,
+    tracks: &TrackProbe,
+    state_file: Option<&PathBuf>,
+) {
+    let persisted = PersistedTimeline {
+        msn: segment.msn,
+        discontinuity_seq: segment.discontinuity_seq,
+    };
+    let live = LiveSegment {
+        msn: segment.msn,
+        discontinuity_seq: segment.discontinuity_seq,
+        discontinuous: segment.discontinuous,
+        duration_ticks: segment.duration_ticks,
+        program_date_time_ms: segment.program_date_time_ms,
+        data: segment.data,
+    };
+    // Persist before publishing: a number a viewer has seen is never handed out again.
+    if let Some(path) = state_file {
+        if let Err(error) = save(path, persisted).await {
+            tracing::warn!(stream = %channel.name(), %error, "cannot persist timeline counters");
+        }
+    }
+    channel.push(live, tracks.summary());
+}
+
+async fn load(path: &PathBuf) -> Option<PersistedTimeline> {
+    let text = tokio::fs::read_to_string(path).await.ok()?;
+    match serde_json::from_str(&text) {
+        Ok(state) => Some(state),
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "timeline state unreadable, starting fresh");
+            None
+        }
+    }
+}
+
+async fn save(path: &PathBuf, state: PersistedTimeline) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_vec(&state).map_err(std::io::Error::other)?;
+    tokio::fs::write(&tmp, text).await?;
+    tokio::fs::rename(&tmp, path).await
+}

@@ -1,0 +1,311 @@
+//! The node's TOML configuration (`brdyun node --config FILE`). Every key is documented
+//! in the README with its default. Unknown keys are errors, so a typo is caught at start.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// This node.
+    #[serde(default)]
+    pub node: NodeConfig,
+    /// Defaults for every `[[stream]]`.
+    #[serde(default)]
+    pub defaults: StreamDefaults,
+    /// The streams this node delivers.
+    #[serde(default, rename = "stream")]
+    pub streams: Vec<StreamConfig>,
+}
+
+/// `[node]`: identity, listeners, storage.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// The node's name in logs, status and metrics.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// The public DNS name viewers reach this node by (OTT-ADDR-1).
+    pub hostname: Option<String>,
+    /// The HTTP listen address.
+    #[serde(default = "default_http")]
+    pub http: SocketAddr,
+    /// The HTTPS listen address; needs `tls_cert` and `tls_key`.
+    pub https: Option<SocketAddr>,
+    /// PEM certificate chain for HTTPS, issued for `hostname` (OTT-ADDR-3).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for HTTPS.
+    pub tls_key: Option<PathBuf>,
+    /// The RTMP publish listen address; without it, RTMP publish is off.
+    pub rtmp: Option<SocketAddr>,
+    /// Where the node keeps its state (timeline counters per stream).
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    /// Bearer token for `/api`; without it the API is open (bind to a private address).
+    pub admin_token: Option<String>,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            name: default_name(),
+            hostname: None,
+            http: default_http(),
+            https: None,
+            tls_cert: None,
+            tls_key: None,
+            rtmp: None,
+            data_dir: default_data_dir(),
+            admin_token: None,
+        }
+    }
+}
+
+/// `[defaults]`: per-stream settings a `[[stream]]` may override.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamDefaults {
+    /// Target segment duration, seconds.
+    #[serde(default = "default_segment_duration")]
+    pub segment_duration: f64,
+    /// Length of the live window, seconds.
+    #[serde(default = "default_window")]
+    pub window: f64,
+    /// How long the active input may deliver nothing before the next input takes over, seconds.
+    #[serde(default = "default_source_timeout")]
+    pub source_timeout: f64,
+}
+
+impl Default for StreamDefaults {
+    fn default() -> Self {
+        Self {
+            segment_duration: default_segment_duration(),
+            window: default_window(),
+            source_timeout: default_source_timeout(),
+        }
+    }
+}
+
+/// `[[stream]]`: one stream and its ordered inputs (the first is the primary).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamConfig {
+    /// The stream name, used in every URL: letters, digits, `-` and `_`.
+    pub name: String,
+    /// Input URLs in order of preference: `http(s)://…`, `udp://…`, `publish://`.
+    pub inputs: Vec<String>,
+    /// Overrides `defaults.segment_duration`.
+    pub segment_duration: Option<f64>,
+    /// Overrides `defaults.window`.
+    pub window: Option<f64>,
+    /// Overrides `defaults.source_timeout`.
+    pub source_timeout: Option<f64>,
+}
+
+fn default_name() -> String {
+    "brdyun".into()
+}
+fn default_http() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 8080))
+}
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("/var/lib/brdyun")
+}
+fn default_segment_duration() -> f64 {
+    2.0
+}
+fn default_window() -> f64 {
+    60.0
+}
+fn default_source_timeout() -> f64 {
+    5.0
+}
+
+/// A stream's settings with defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamSettings {
+    /// Target segment duration, milliseconds.
+    pub segment_duration_ms: u64,
+    /// Segments kept in the live window.
+    pub window_segments: usize,
+    /// Input stall timeout, milliseconds.
+    pub source_timeout_ms: u64,
+}
+
+impl StreamConfig {
+    /// Applies the defaults.
+    pub fn settings(&self, defaults: &StreamDefaults) -> StreamSettings {
+        let segment = self.segment_duration.unwrap_or(defaults.segment_duration);
+        let window = self.window.unwrap_or(defaults.window);
+        StreamSettings {
+            segment_duration_ms: (segment * 1000.0).round() as u64,
+            window_segments: ((window / segment).ceil() as usize).max(3),
+            source_timeout_ms: (self.source_timeout.unwrap_or(defaults.source_timeout) * 1000.0)
+                .round() as u64,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and checks a config file.
+    ///
+    /// # Errors
+    /// The file cannot be read, is not valid TOML for this schema (the message names the
+    /// key and line), or breaks a rule checked by [`Config::validate`].
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("config {}", path.display()))
+    }
+
+    /// Parses and checks config text.
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let config: Config = toml::from_str(text)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The rules serde cannot express.
+    ///
+    /// # Errors
+    /// The first broken rule, naming its key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let node = &self.node;
+        if node.https.is_some() && (node.tls_cert.is_none() || node.tls_key.is_none()) {
+            bail!("node.https needs node.tls_cert and node.tls_key");
+        }
+        if let Some(host) = &node.hostname {
+            if host.is_empty()
+                || host.len() > 253
+                || !host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            {
+                bail!("node.hostname {host:?} is not a valid DNS name");
+            }
+        }
+        check_durations(
+            "defaults",
+            &self.defaults.segment_duration.into(),
+            &self.defaults.window.into(),
+            &self.defaults.source_timeout.into(),
+        )?;
+        let mut names = std::collections::BTreeSet::new();
+        for (i, stream) in self.streams.iter().enumerate() {
+            let at = format!("stream[{i}]");
+            if !valid_stream_name(&stream.name) {
+                bail!(
+                    "{at}.name {:?}: use 1 to 64 letters, digits, '-' or '_'",
+                    stream.name
+                );
+            }
+            if !names.insert(stream.name.as_str()) {
+                bail!("{at}.name {:?} is used twice", stream.name);
+            }
+            if stream.inputs.is_empty() {
+                bail!("{at}.inputs is empty: a stream needs at least one input");
+            }
+            for (j, input) in stream.inputs.iter().enumerate() {
+                crate::inputs::InputUrl::parse(input)
+                    .with_context(|| format!("{at}.inputs[{j}]"))?;
+            }
+            check_durations(
+                &at,
+                &stream.segment_duration,
+                &stream.window,
+                &stream.source_timeout,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn check_durations(
+    at: &str,
+    segment: &Option<f64>,
+    window: &Option<f64>,
+    timeout: &Option<f64>,
+) -> anyhow::Result<()> {
+    if let Some(s) = segment {
+        if !(0.5..=20.0).contains(s) {
+            bail!("{at}.segment_duration {s} must be between 0.5 and 20 seconds");
+        }
+    }
+    if let Some(w) = window {
+        if !(4.0..=3600.0).contains(w) {
+            bail!("{at}.window {w} must be between 4 and 3600 seconds");
+        }
+    }
+    if let Some(t) = timeout {
+        if !(0.5..=600.0).contains(t) {
+            bail!("{at}.source_timeout {t} must be between 0.5 and 600 seconds");
+        }
+    }
+    Ok(())
+}
+
+/// Stream names appear in URLs and file names: keep them to a safe alphabet.
+pub fn valid_stream_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_config_parses_with_defaults() {
+        let config = Config::parse(
+            r#"
+            [node]
+            name = "node-a"
+            hostname = "node-a.example.net"
+            http = "127.0.0.1:8080"
+            [[stream]]
+            name = "meeting"
+            inputs = ["http://127.0.0.1:9000/meeting/mpegts", "publish://?key=k"]
+            window = 30
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.node.name, "node-a");
+        let settings = config.streams[0].settings(&config.defaults);
+        assert_eq!(
+            settings,
+            StreamSettings {
+                segment_duration_ms: 2000,
+                window_segments: 15,
+                source_timeout_ms: 5000
+            }
+        );
+    }
+
+    #[test]
+    fn bad_configs_name_the_key() {
+        let err = |text: &str| format!("{:#}", Config::parse(text).unwrap_err());
+        assert!(err("[node]\nnmae = \"x\"").contains("nmae"));
+        assert!(err("[node]\nhttp = \"nowhere\"").contains("http"));
+        assert!(err("[node]\nhttps = \"127.0.0.1:1\"").contains("node.https"));
+        assert!(
+            err("[[stream]]\nname = \"a/b\"\ninputs = [\"udp://1.2.3.4:5\"]")
+                .contains("stream[0].name")
+        );
+        assert!(err("[[stream]]\nname = \"a\"\ninputs = []").contains("stream[0].inputs"));
+        assert!(
+            err("[[stream]]\nname = \"a\"\ninputs = [\"x\"]\nsegment_duration = 0")
+                .contains("segment_duration")
+        );
+        assert!(err("[[stream]]\nname = \"a\"\ninputs = [\"x\"]\n[[stream]]\nname = \"a\"\ninputs = [\"x\"]").contains("twice"));
+    }
+}

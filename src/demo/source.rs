@@ -1,0 +1,161 @@
+//! The demo's built-in meeting source: a short committed H.264/AAC clip, re-stamped
+//! into an endless live stream and paced in real time. It needs no external tool.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use ingest::{IngestEvent, IngestSender};
+use media::ts::demux::{DemuxEvent, Demuxer};
+use media::{Frame, TrackKind, PTS_MASK};
+
+/// The clip: 9.6 s of 640x360 H.264 (25 fps, a keyframe every second) and 48 kHz AAC.
+pub static DEMO_CLIP: &[u8] = include_bytes!("../../assets/demo-meeting.ts");
+
+/// A clip ready to loop: frames in decode order with timestamps relative to the clip
+/// start, and the loop period.
+#[derive(Debug, Clone)]
+pub struct LoopedClip {
+    frames: Vec<Frame>,
+    period: u64,
+}
+
+impl LoopedClip {
+    /// Demuxes a clip. Audio frames that would overlap the next loop are dropped, so the
+    /// loop is seamless on the video's period.
+    ///
+    /// # Errors
+    /// The clip has no video keyframe or no frames at all.
+    pub fn from_ts(bytes: &[u8]) -> anyhow::Result<Self> {
+        let mut demuxer = Demuxer::new();
+        let mut events = Vec::new();
+        demuxer.push(bytes, &mut events);
+        demuxer.flush(&mut events);
+        let mut frames: Vec<Frame> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                DemuxEvent::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        let video: Vec<&Frame> = frames
+            .iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+            .collect();
+        let Some(first_key) = video.iter().find(|f| f.keyframe) else {
+            bail!("demo clip has no video keyframe");
+        };
+        let origin = first_key.dts;
+        let last = video.last().context("demo clip has no video")?;
+        // Constant frame rate: the period is the video span plus one frame duration.
+        let frame_ticks = if video.len() > 1 {
+            (last.dts - video[0].dts) / (video.len() as u64 - 1)
+        } else {
+            3600
+        };
+        let period = last.dts - origin + frame_ticks;
+        frames.retain(|f| f.dts >= origin.saturating_sub(frame_ticks));
+        for frame in &mut frames {
+            frame.dts = frame.dts.wrapping_sub(origin) & PTS_MASK;
+            frame.pts = frame.pts.wrapping_sub(origin) & PTS_MASK;
+        }
+        // Keep only what fits in one period (audio may run a frame past the video).
+        frames.retain(|f| f.dts < period || f.dts > PTS_MASK / 2);
+        frames.sort_by_key(|f| signed(f.dts));
+        Ok(Self { frames, period })
+    }
+
+    /// The loop period in 90 kHz ticks.
+    pub fn period(&self) -> u64 {
+        self.period
+    }
+
+    /// Emits the clip forever in real time, with timestamps continuing across loops from
+    /// a base derived from the wall clock, until the receiver goes away.
+    pub async fn run(self, tx: IngestSender, now_unix_ms: i64) {
+        let base = (now_unix_ms.max(0) as u64).wrapping_mul(90) & PTS_MASK;
+        let start = tokio::time::Instant::now();
+        for lap in 0u64.. {
+            let lap_offset = lap * self.period;
+            for frame in &self.frames {
+                let offset = signed(frame.dts) + lap_offset as i64;
+                let due = start + Duration::from_micros((offset.max(0) as u64) * 1000 / 90);
+                tokio::time::sleep_until(due).await;
+                let mut out = frame.clone();
+                out.dts = base.wrapping_add(lap_offset).wrapping_add(frame.dts) & PTS_MASK;
+                out.pts = base.wrapping_add(lap_offset).wrapping_add(frame.pts) & PTS_MASK;
+                if tx.send(IngestEvent::Frame(out)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Reads a masked 33-bit timestamp that may hold a small negative value.
+fn signed(ts: u64) -> i64 {
+    if ts > PTS_MASK / 2 {
+        ts as i64 - (PTS_MASK as i64 + 1)
+    } else {
+        ts as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clip_loops_on_its_video_period() {
+        let clip = LoopedClip::from_ts(DEMO_CLIP).unwrap();
+        assert_eq!(clip.period(), 864_000, "9.6 s at 90 kHz");
+        let video = clip
+            .frames
+            .iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+            .count();
+        assert_eq!(video, 240);
+        let first_video = clip
+            .frames
+            .iter()
+            .find(|f| f.kind() == TrackKind::Video)
+            .unwrap();
+        assert!(first_video.keyframe);
+        let audio: Vec<&Frame> = clip
+            .frames
+            .iter()
+            .filter(|f| f.kind() == TrackKind::Audio)
+            .collect();
+        // 450 AAC frames of 1920 ticks fill the 864,000-tick period exactly.
+        let span: i64 = audio.iter().map(|f| signed(f.pts)).max().unwrap()
+            - audio.iter().map(|f| signed(f.pts)).min().unwrap();
+        assert!(
+            span < 864_000,
+            "audio does not overlap the next loop: {span}"
+        );
+        assert!(audio.len() >= 449, "{}", audio.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn frames_continue_across_loops() {
+        let clip = LoopedClip::from_ts(DEMO_CLIP).unwrap();
+        let n = clip.frames.len();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(clip.run(tx, 1_000));
+        let mut last_video_dts = None;
+        for _ in 0..(n + 50) {
+            let Some(IngestEvent::Frame(frame)) = rx.recv().await else {
+                panic!("source ended")
+            };
+            if frame.kind() == TrackKind::Video {
+                if let Some(prev) = last_video_dts {
+                    assert_eq!(
+                        (frame.dts.wrapping_sub(prev)) & PTS_MASK,
+                        3600,
+                        "25 fps without gaps across the loop"
+                    );
+                }
+                last_video_dts = Some(frame.dts);
+            }
+        }
+    }
+}

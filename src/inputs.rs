@@ -1,0 +1,176 @@
+//! Input URLs of the config, turned into the ingest supervisor's input specs.
+//!
+//! | URL | input |
+//! |---|---|
+//! | `http://host/path`, `https://host/path` | MPEG-TS pulled over a long-lived GET |
+//! | `udp://239.1.1.1:5000?interface=10.0.0.2` | MPEG-TS over UDP multicast, joined on an interface |
+//! | `udp://0.0.0.0:5000` (or `udp://@:5000`) | MPEG-TS over UDP unicast, bound to that address |
+//! | `publish://` or `publish://?key=SECRET` | RTMP publish to `rtmp://node/live/<stream>?key=SECRET` |
+//! | `builtin://meeting` | the built-in demo meeting (a looped clip) |
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use anyhow::{bail, Context};
+use ingest::supervisor::InputSpec;
+
+/// An input as written in the config, before it is started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputUrl {
+    /// Pull MPEG-TS over HTTP(S).
+    Http(String),
+    /// Receive MPEG-TS over UDP.
+    Udp {
+        /// Local bind address.
+        bind: SocketAddr,
+        /// Multicast group to join.
+        multicast: Option<Ipv4Addr>,
+        /// Interface address to join on.
+        interface: Option<Ipv4Addr>,
+    },
+    /// Accept an RTMP publisher, with this key if set.
+    Publish(Option<String>),
+    /// The built-in looped demo clip.
+    Builtin,
+}
+
+impl InputUrl {
+    /// Parses one input URL.
+    ///
+    /// # Errors
+    /// An unknown scheme, or an address that does not parse; the message quotes the URL.
+    pub fn parse(url: &str) -> anyhow::Result<Self> {
+        let (scheme, rest) = url
+            .split_once("://")
+            .with_context(|| format!("input {url:?} has no scheme"))?;
+        match scheme {
+            "http" | "https" => {
+                if rest.is_empty() {
+                    bail!("input {url:?} has no host");
+                }
+                Ok(Self::Http(url.to_owned()))
+            }
+            "udp" => parse_udp(url, rest),
+            "publish" | "rtmp" => {
+                let key = rest
+                    .split_once('?')
+                    .map(|(_, query)| query)
+                    .into_iter()
+                    .flat_map(|q| q.split('&'))
+                    .find_map(|pair| pair.strip_prefix("key="))
+                    .map(str::to_owned);
+                Ok(Self::Publish(key.filter(|k| !k.is_empty())))
+            }
+            "builtin" => Ok(Self::Builtin),
+            other => bail!("input {url:?}: unknown scheme {other:?} (use http, https, udp, publish or builtin)"),
+        }
+    }
+
+    /// The supervisor's spec; `Builtin` needs the caller's event channel.
+    pub fn into_spec(self, builtin: impl FnOnce() -> InputSpec) -> InputSpec {
+        match self {
+            Self::Http(url) => InputSpec::HttpTs { url, ca_file: None },
+            Self::Udp {
+                bind,
+                multicast,
+                interface,
+            } => InputSpec::Udp {
+                bind,
+                multicast,
+                interface,
+            },
+            Self::Publish(key) => InputSpec::Rtmp { key },
+            Self::Builtin => builtin(),
+        }
+    }
+}
+
+fn parse_udp(url: &str, rest: &str) -> anyhow::Result<InputUrl> {
+    let (address, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let address = address.trim_start_matches('@').trim_end_matches('/');
+    let address = if address.starts_with(':') {
+        format!("0.0.0.0{address}")
+    } else {
+        address.to_owned()
+    };
+    let socket: SocketAddr = address
+        .parse()
+        .with_context(|| format!("input {url:?}: expected udp://HOST:PORT"))?;
+    let mut interface = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("interface", value)) => {
+                interface =
+                    Some(value.parse().with_context(|| {
+                        format!("input {url:?}: interface is not an IPv4 address")
+                    })?)
+            }
+            _ => bail!("input {url:?}: unknown option {pair:?} (only interface=)"),
+        }
+    }
+    match socket.ip() {
+        IpAddr::V4(ip) if ip.is_multicast() => Ok(InputUrl::Udp {
+            bind: SocketAddr::from((Ipv4Addr::UNSPECIFIED, socket.port())),
+            multicast: Some(ip),
+            interface,
+        }),
+        _ if interface.is_some() => {
+            bail!("input {url:?}: interface= applies to multicast groups only")
+        }
+        _ => Ok(InputUrl::Udp {
+            bind: socket,
+            multicast: None,
+            interface: None,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_urls() {
+        assert_eq!(
+            InputUrl::parse("http://mc:8081/m/mpegts").unwrap(),
+            InputUrl::Http("http://mc:8081/m/mpegts".into())
+        );
+        assert_eq!(
+            InputUrl::parse("udp://239.1.1.1:5000?interface=127.0.0.1").unwrap(),
+            InputUrl::Udp {
+                bind: "0.0.0.0:5000".parse().unwrap(),
+                multicast: Some(Ipv4Addr::new(239, 1, 1, 1)),
+                interface: Some(Ipv4Addr::LOCALHOST)
+            }
+        );
+        assert_eq!(
+            InputUrl::parse("udp://@:1234").unwrap(),
+            InputUrl::Udp {
+                bind: "0.0.0.0:1234".parse().unwrap(),
+                multicast: None,
+                interface: None
+            }
+        );
+        assert_eq!(
+            InputUrl::parse("publish://?key=s3").unwrap(),
+            InputUrl::Publish(Some("s3".into()))
+        );
+        assert_eq!(
+            InputUrl::parse("publish://").unwrap(),
+            InputUrl::Publish(None)
+        );
+        assert_eq!(
+            InputUrl::parse("builtin://meeting").unwrap(),
+            InputUrl::Builtin
+        );
+        for bad in [
+            "ftp://x",
+            "nothing",
+            "udp://host",
+            "udp://1.2.3.4:5?interface=1.1.1.1",
+            "udp://239.0.0.1:5?ttl=3",
+            "http://",
+        ] {
+            assert!(InputUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Helpers for process-level tests: start `brdyun node` with a config, find its ports,
+//! talk HTTP to it, kill it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `brdyun node` process, killed when dropped.
+pub struct NodeProcess {
+    pub child: Child,
+    pub http: SocketAddr,
+    pub rtmp: Option<SocketAddr>,
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl NodeProcess {
+    /// Writes `config` to `dir/name.toml` and starts a node with it.
+    pub fn start(dir: &Path, name: &str, config: &str) -> NodeProcess {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, config).expect("write config");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brdyun"))
+            .args(["node", "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn brdyun");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "node {name} did not start");
+            let Some(Ok(line)) = lines.next() else {
+                panic!("node {name} exited before listening")
+            };
+            if let Some(rest) = line.strip_prefix("listening ") {
+                let field = |key: &str| {
+                    rest.split_whitespace()
+                        .find_map(|kv| kv.strip_prefix(key))
+                        .and_then(|v| v.parse::<SocketAddr>().ok())
+                };
+                let http = field("http=").expect("http address");
+                let rtmp = field("rtmp=");
+                // Keep draining stdout so the child never blocks on a full pipe.
+                std::thread::spawn(move || for _ in lines {});
+                return NodeProcess { child, http, rtmp };
+            }
+        }
+    }
+
+    /// Sends SIGKILL and waits.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.http)
+    }
+}
+
+/// A minimal HTTP/1.0 GET: (status, headers text, body).
+pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String, Vec<u8>) {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("write");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    (status, head, raw[split + 4..].to_vec())
+}
+
+/// Polls `f` until it returns `Some`, or panics after `limit`.
+pub fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One segment line of a media playlist: (msn, pdt, extinf, uri).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlaylistEntry {
+    pub msn: u64,
+    pub discontinuity_seq: u64,
+    pub program_date_time: String,
+    pub extinf: String,
+    pub uri: String,
+}
+
+/// Parses a live media playlist into its segments, numbered from EXT-X-MEDIA-SEQUENCE.
+pub fn parse_media_playlist(text: &str) -> Vec<PlaylistEntry> {
+    let mut msn = 0;
+    let mut disc = 0;
+    let (mut pdt, mut extinf) = (String::new(), String::new());
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("#EXT-X-MEDIA-SEQUENCE:") {
+            msn = v.trim().parse().expect("msn");
+        } else if let Some(v) = line.strip_prefix("#EXT-X-DISCONTINUITY-SEQUENCE:") {
+            disc = v.trim().parse().expect("disc");
+        } else if line == "#EXT-X-DISCONTINUITY" {
+            disc += 1;
+        } else if let Some(v) = line.strip_prefix("#EXT-X-PROGRAM-DATE-TIME:") {
+            pdt = v.to_owned();
+        } else if let Some(v) = line.strip_prefix("#EXTINF:") {
+            extinf = v.to_owned();
+        } else if !line.starts_with('#') && !line.trim().is_empty() {
+            out.push(PlaylistEntry {
+                msn,
+                discontinuity_seq: disc,
+                program_date_time: std::mem::take(&mut pdt),
+                extinf: std::mem::take(&mut extinf),
+                uri: line.to_owned(),
+            });
+            msn += 1;
+        }
+    }
+    out
+}
+
+/// A free UDP port on loopback (bound and released; good enough for tests).
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
