@@ -1,0 +1,498 @@
+//! The timeline tests (DESIGN.md invariant 1, OTT-GRP-4, OTT-ELIG-2): segments are a
+//! function of the source's timestamps, and a downstream node that pulls our TS
+//! reproduces them byte for byte.
+
+use bytes::Bytes;
+use media::codec::aac::AudioSpecificConfig;
+use media::ts::{DemuxEvent, Demuxer, PACKET_SIZE};
+use media::{Codec, Frame, Segment, Segmenter, SegmenterConfig, StartPoint};
+
+const WRAP: u64 = 1 << 33;
+const FRAME: u64 = 3_600; // 25 fps
+const AAC_FRAME: u64 = 1_920; // 1024 samples at 48 kHz
+const EPOCH_MS: i64 = 1_714_564_800_000;
+
+/// A synthetic source: H.264-looking Annex B video with B-frames and irregular GOPs,
+/// ADTS audio, timestamps from any 33-bit start (so "negative" starts and wraps).
+struct Synth {
+    video: bool,
+    audio: bool,
+    bframes: bool,
+    /// GOP lengths in frames, cycled (each 1 + 3m when B-frames are on).
+    gops: Vec<u64>,
+    /// 33-bit timestamp of the first displayed picture.
+    start: u64,
+    /// Audio arrives this many ticks before the video with the same timestamp.
+    audio_lead: u64,
+}
+
+fn payload(seed: u64, len: usize) -> Vec<u8> {
+    // Never zero, so no start code emulation.
+    (0..len)
+        .map(|i| ((seed.wrapping_mul(31) + i as u64 * 7) % 200 + 16) as u8)
+        .collect()
+}
+
+fn h264(index: u64, key: bool) -> Bytes {
+    let mut d = Vec::new();
+    if key {
+        d.extend_from_slice(&[0, 0, 0, 1, 0x67, 0x64, 0x00, 0x1f, 0xac, 0xd9]);
+        d.extend_from_slice(&[0, 0, 0, 1, 0x68, 0xeb, 0xe3, 0xcb]);
+        d.extend_from_slice(&[0, 0, 0, 1, 0x65]);
+        d.extend_from_slice(&payload(index, 1500 + (index % 7) as usize * 211));
+    } else {
+        d.extend_from_slice(&[0, 0, 0, 1, 0x41]);
+        d.extend_from_slice(&payload(index, 90 + (index % 13) as usize * 37));
+    }
+    Bytes::from(d)
+}
+
+fn adts(index: u64) -> Bytes {
+    let cfg = AudioSpecificConfig {
+        object_type: 2,
+        sample_rate_index: 3,
+        channels: 2,
+    };
+    let body = payload(index + 99, 150 + (index % 5) as usize * 20);
+    let mut d = Vec::new();
+    cfg.write_adts_header(body.len(), &mut d)
+        .expect("small aac frame");
+    d.extend_from_slice(&body);
+    Bytes::from(d)
+}
+
+impl Synth {
+    fn new(start: u64) -> Self {
+        Self {
+            video: true,
+            audio: true,
+            bframes: true,
+            gops: vec![25],
+            start,
+            audio_lead: 27_000,
+        }
+    }
+
+    /// Frames covering `seconds`, in arrival order.
+    fn frames(&self, seconds: u64) -> Vec<Frame> {
+        let total = seconds * 25;
+        let mut out: Vec<(u64, Frame)> = Vec::new();
+        if self.video {
+            let mut n = 0u64; // display index of the GOP start
+            let mut g = 0usize;
+            let mut decode = 0u64;
+            while n < total {
+                let len = self.gops[g % self.gops.len()];
+                g += 1;
+                // Decode order within the GOP as display offsets: I, then (P, B, B)…
+                let mut order = vec![0u64];
+                if self.bframes {
+                    let mut a = 1;
+                    while a + 2 < len {
+                        order.extend_from_slice(&[a + 2, a, a + 1]);
+                        a += 3;
+                    }
+                    order.extend(a..len);
+                } else {
+                    order.extend(1..len);
+                }
+                for off in order {
+                    let display = n + off;
+                    let delay = if self.bframes { FRAME } else { 0 };
+                    let dts = self.start + decode * FRAME;
+                    let pts = dts.wrapping_sub(decode * FRAME) + display * FRAME + delay;
+                    let dts = dts & media::PTS_MASK;
+                    let pts = pts & media::PTS_MASK;
+                    out.push((
+                        decode * FRAME,
+                        Frame {
+                            codec: Codec::H264,
+                            pts,
+                            dts,
+                            keyframe: off == 0,
+                            data: h264(display, off == 0),
+                        },
+                    ));
+                    decode += 1;
+                }
+                n += len;
+            }
+        }
+        if self.audio {
+            let count = total * FRAME / AAC_FRAME;
+            for j in 0..count {
+                let ts = (self.start + j * AAC_FRAME) & media::PTS_MASK;
+                out.push((
+                    (j * AAC_FRAME).saturating_sub(self.audio_lead),
+                    Frame {
+                        codec: Codec::Aac,
+                        pts: ts,
+                        dts: ts,
+                        keyframe: true,
+                        data: adts(j),
+                    },
+                ));
+            }
+        }
+        out.sort_by_key(|(arrival, _)| *arrival);
+        out.into_iter().map(|(_, f)| f).collect()
+    }
+}
+
+/// Feeds frames with a wall clock that follows the media clock.
+fn run(seg: &mut Segmenter, frames: &[Frame], clock_base: u64) -> Vec<Segment> {
+    let mut out = Vec::new();
+    for f in frames {
+        let elapsed = (f.dts.wrapping_sub(clock_base) & media::PTS_MASK) / 90;
+        if let Some(s) = seg.push(f.clone(), EPOCH_MS + elapsed as i64) {
+            out.push(s);
+        }
+        while let Some(s) = seg.pop_ready() {
+            out.push(s);
+        }
+    }
+    while let Some(s) = seg.flush() {
+        out.push(s);
+    }
+    out
+}
+
+fn fresh(config: SegmenterConfig) -> Segmenter {
+    Segmenter::new(
+        config,
+        StartPoint::Fresh {
+            min_msn: 0,
+            min_discontinuity_seq: 0,
+        },
+    )
+}
+
+/// What a downstream node does: demux the relay stream and follow its markers.
+fn relay(bytes: &[u8], chunk: usize) -> (Vec<Segment>, Segmenter) {
+    let mut demux = Demuxer::new();
+    let mut b = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
+    let mut out = Vec::new();
+    let mut events = Vec::new();
+    let feed = |events: &mut Vec<DemuxEvent>, b: &mut Segmenter, out: &mut Vec<Segment>| {
+        for e in events.drain(..) {
+            let done = match e {
+                DemuxEvent::Frame(f) => b.push(f, 0),
+                DemuxEvent::Marker(m) => b.push_marker(&m).expect("valid marker"),
+                DemuxEvent::Discontinuity(r) => panic!("unexpected discontinuity {r:?}"),
+            };
+            out.extend(done);
+            while let Some(s) = b.pop_ready() {
+                out.push(s);
+            }
+        }
+    };
+    for c in bytes.chunks(chunk) {
+        demux.push(c, &mut events);
+        feed(&mut events, &mut b, &mut out);
+    }
+    demux.flush(&mut events);
+    feed(&mut events, &mut b, &mut out);
+    while let Some(s) = b.flush() {
+        out.push(s);
+    }
+    (out, b)
+}
+
+fn concat(segments: &[Segment]) -> Vec<u8> {
+    segments
+        .iter()
+        .flat_map(|s| s.data.iter().copied())
+        .collect()
+}
+
+fn assert_same(a: &[Segment], b: &[Segment]) {
+    assert_eq!(a.len(), b.len(), "segment count");
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(
+            (x.msn, x.discontinuity_seq, x.discontinuous, x.start_ts),
+            (y.msn, y.discontinuity_seq, y.discontinuous, y.start_ts)
+        );
+        assert_eq!(x.duration_ticks, y.duration_ticks, "duration of {}", x.msn);
+        assert_eq!(
+            x.program_date_time_ms, y.program_date_time_ms,
+            "pdt of {}",
+            x.msn
+        );
+        assert_eq!(x.keyframe_start, y.keyframe_start);
+        assert!(x.data == y.data, "bytes of segment {} differ", x.msn);
+    }
+}
+
+/// A long, irregular source: B-frames, irregular GOPs (some longer than the target),
+/// AAC arriving ahead of video, a first timestamp just below 2^33 ("negative") so the
+/// clock wraps, and later a jump of the source clock.
+fn hard_source() -> Vec<Frame> {
+    let mut first = Synth::new(WRAP - 4 * FRAME);
+    first.gops = vec![25, 13, 37, 7, 61, 19, 25, 10, 4];
+    let mut frames = first.frames(70);
+    let mut after_jump = Synth::new(123_456_789);
+    after_jump.gops = vec![31, 22];
+    frames.extend(after_jump.frames(20));
+    frames
+}
+
+#[test]
+fn downstream_node_reproduces_upstream_segments_byte_for_byte() {
+    let frames = hard_source();
+    let mut a = fresh(SegmenterConfig::default());
+    let segments = run(&mut a, &frames, WRAP - 4 * FRAME);
+    assert!(segments.len() > 30, "only {} segments", segments.len());
+    assert!(a.stats().jumps == 1, "stats: {:?}", a.stats());
+    assert!(
+        segments.iter().any(|s| s.start_ts >= WRAP),
+        "the clock wrapped"
+    );
+    assert!(
+        segments.iter().any(|s| s.discontinuous),
+        "the jump is a discontinuity"
+    );
+    for k in [0usize, 3, 17, segments.len() - 5] {
+        let tail = &segments[k..];
+        for chunk in [188 * 7, 1000] {
+            let (followed, b) = relay(&concat(tail), chunk);
+            assert_same(tail, &followed);
+            assert_eq!(b.stats().incomplete, 0);
+        }
+    }
+}
+
+#[test]
+fn a_relay_of_a_relay_is_still_identical() {
+    let frames = hard_source();
+    let segments = run(&mut fresh(SegmenterConfig::default()), &frames, 0);
+    let (first_hop, _) = relay(&concat(&segments[5..]), 4096);
+    let (second_hop, _) = relay(&concat(&first_hop[2..]), 188);
+    assert_same(&segments[7..], &second_hop);
+}
+
+#[test]
+fn explicit_discontinuity_continues_dates_and_is_relayed() {
+    let mut a = fresh(SegmenterConfig::default());
+    let mut out = run(&mut a, &Synth::new(900_000).frames(9), 900_000);
+    a.discontinuity();
+    // A publisher restart: timestamps start again at zero.
+    out.extend(run(&mut a, &Synth::new(0).frames(9), 0));
+    let disc: Vec<_> = out.iter().filter(|s| s.discontinuous).collect();
+    assert_eq!(disc.len(), 1);
+    let i = out.iter().position(|s| s.discontinuous).expect("one");
+    let (before, after) = (&out[i - 1], &out[i]);
+    assert_eq!(after.discontinuity_seq, before.discontinuity_seq + 1);
+    assert_eq!(after.msn, before.msn + 1);
+    let end = before.program_date_time_ms + (before.duration_ticks / 90) as i64;
+    assert!(
+        (after.program_date_time_ms - end).abs() <= 1,
+        "dates continue"
+    );
+    let (followed, _) = relay(&concat(&out[1..]), 1316);
+    assert_same(&out[1..], &followed);
+}
+
+#[test]
+fn two_fresh_nodes_agree_on_every_shared_segment() {
+    // Regular GOPs of 1 s, target 2 s: the grid decides, not the node's start. (Both
+    // nodes must join within the same 26.5 h wrap epoch of the source clock: a node
+    // cannot count wraps it did not see, which is what the in-band marker is for.)
+    let source = Synth::new(5_000_123);
+    let frames = source.frames(40);
+    let early = run(
+        &mut fresh(SegmenterConfig::default()),
+        &frames,
+        source.start,
+    );
+    // The second node joins 7.3 s later (mid-GOP, mid-segment).
+    let skip = frames
+        .iter()
+        .position(|f| (f.dts.wrapping_sub(source.start) & media::PTS_MASK) >= 7 * 90_000 + 27_000)
+        .expect("late frame");
+    let late = run(
+        &mut fresh(SegmenterConfig::default()),
+        &frames[skip..],
+        source.start,
+    );
+    let mut shared = 0;
+    for s in &late[1..late.len() - 1] {
+        let e = early
+            .iter()
+            .find(|e| e.msn == s.msn)
+            .expect("same msn on both");
+        assert_eq!(
+            (e.start_ts, e.duration_ticks),
+            (s.start_ts, s.duration_ticks)
+        );
+        assert_eq!(e.program_date_time_ms, s.program_date_time_ms);
+        assert_eq!(
+            demux_frames(&e.data),
+            demux_frames(&s.data),
+            "content of {}",
+            s.msn
+        );
+        shared += 1;
+    }
+    assert!(shared >= 12, "{shared} shared segments");
+}
+
+fn demux_frames(ts: &[u8]) -> Vec<Frame> {
+    let mut d = Demuxer::new();
+    let mut ev = Vec::new();
+    d.push(ts, &mut ev);
+    d.flush(&mut ev);
+    ev.into_iter()
+        .filter_map(|e| match e {
+            DemuxEvent::Frame(f) => Some(f),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn min_msn_and_min_discontinuity_seq_are_floors() {
+    let mut seg = Segmenter::new(
+        SegmenterConfig::default(),
+        StartPoint::Fresh {
+            min_msn: 1_000_000,
+            min_discontinuity_seq: 41,
+        },
+    );
+    let out = run(&mut seg, &Synth::new(0).frames(10), 0);
+    assert_eq!(out[0].msn, 1_000_000);
+    assert!(out.iter().all(|s| s.discontinuity_seq == 41));
+    for w in out.windows(2) {
+        assert_eq!(w[1].msn, w[0].msn + 1);
+    }
+    // Without a floor the first MSN is the grid index of the first frame.
+    let start = 20 * 180_000 + 5;
+    let out = run(
+        &mut fresh(SegmenterConfig::default()),
+        &Synth::new(start).frames(5),
+        start,
+    );
+    assert_eq!(out[0].msn, 20);
+}
+
+#[test]
+fn missing_keyframes_give_bounded_segments() {
+    let mut source = Synth::new(0);
+    source.gops = vec![1_000_000];
+    let config = SegmenterConfig::default();
+    let mut seg = fresh(config);
+    let out = run(&mut seg, &source.frames(30), 0);
+    assert!(seg.stats().forced_cuts >= 3);
+    assert!(out.len() >= 4);
+    for s in &out {
+        assert!(
+            s.duration_ticks <= config.max_segment_ticks() + FRAME,
+            "{}",
+            s.duration_ticks
+        );
+    }
+    assert!(out[0].keyframe_start && !out[1].keyframe_start);
+}
+
+#[test]
+fn video_only_and_audio_only_streams_cut_on_the_grid() {
+    for (video, audio) in [(true, false), (false, true)] {
+        let mut source = Synth::new(1_000);
+        source.video = video;
+        source.audio = audio;
+        source.bframes = false;
+        let out = run(
+            &mut fresh(SegmenterConfig::default()),
+            &source.frames(12),
+            1_000,
+        );
+        assert!(out.len() >= 5, "{video} {audio}: {}", out.len());
+        for s in &out[1..out.len() - 1] {
+            // The first frame at or after a 2 s grid line.
+            let into_cell = s.start_ts % 180_000;
+            let step = if video { FRAME } else { AAC_FRAME };
+            assert!(into_cell < step, "{video} {audio}: {into_cell}");
+        }
+        let (followed, _) = relay(&concat(&out), 2000);
+        assert_same(&out, &followed);
+    }
+}
+
+#[test]
+fn audio_before_the_first_keyframe_is_dropped_and_counted() {
+    let mut source = Synth::new(50_000);
+    source.audio_lead = 180_000; // audio arrives 2 s ahead of the video
+    let frames = source.frames(8);
+    let mut seg = fresh(SegmenterConfig::default());
+    let out = run(&mut seg, &frames, 50_000);
+    assert!(seg.stats().dropped_before_keyframe > 0, "{:?}", seg.stats());
+    // Nothing presented before the first keyframe is in the first segment.
+    let first = demux_frames(&out[0].data);
+    assert!(first.iter().all(|f| f.pts >= out[0].start_ts));
+    assert!(first[0].keyframe || first.iter().any(|f| f.keyframe));
+}
+
+#[test]
+fn every_segment_is_marker_pat_pmt_then_packets() {
+    let out = run(&mut fresh(SegmenterConfig::default()), &hard_source(), 0);
+    for s in &out {
+        assert_eq!(s.data.len() % PACKET_SIZE, 0);
+        let pid = |i: usize| {
+            let p = &s.data[i * PACKET_SIZE..];
+            u16::from(p[1] & 0x1f) << 8 | u16::from(p[2])
+        };
+        assert_eq!(
+            [pid(0), pid(1), pid(2)],
+            [media::ts::MARKER_PID, 0, media::ts::PMT_PID]
+        );
+    }
+}
+
+/// Real encoder output (ffmpeg fixture, see fixtures/README.txt): demux → segment
+/// (1 s target) → relay → identical; and ffprobe reads our TS back with every frame.
+#[test]
+fn ffmpeg_fixture_segments_relay_and_probe() {
+    let ts = include_bytes!("fixtures/h264_aac.ts");
+    let source = demux_frames(ts);
+    let config = SegmenterConfig {
+        target_duration_ms: 1000,
+        ..SegmenterConfig::default()
+    };
+    let out = run(&mut fresh(config), &source, source[0].dts);
+    assert!(out.len() >= 3);
+    let relayed = concat(&out);
+    let (followed, _) = relay(&relayed, 188 * 3);
+    assert_same(&out, &followed);
+    let back = demux_frames(&relayed);
+    let count = |v: &[Frame], c| v.iter().filter(|f| f.codec == c).count();
+    assert_eq!(count(&back, Codec::H264), count(&source, Codec::H264));
+
+    let dir = std::env::temp_dir().join(format!("brdyun-media-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("segments.ts");
+    std::fs::write(&path, &relayed).expect("write ts");
+    let probe = std::process::Command::new("ffprobe")
+        .args(["-v", "error", "-count_packets", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=codec_name,nb_read_packets",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&path)
+        .output()
+        .expect("ffprobe is installed (apt install ffmpeg)");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&probe.stdout);
+    assert!(
+        probe.status.success(),
+        "{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    // ffprobe lists the stream under its program and under streams: every line agrees.
+    let expected = format!("h264,{}", count(&source, Codec::H264));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    assert!(
+        !lines.is_empty() && lines.iter().all(|l| *l == expected),
+        "{text}"
+    );
+}
