@@ -1,0 +1,260 @@
+//! Golden playlists (exact text) and parse-back with an independent parser (m3u8-rs).
+
+use m3u8_rs::{MediaPlaylistType, Playlist};
+use media::hls::{
+    LiveWindow, MasterPlaylist, MediaPlaylist, PlaylistSegment, PlaylistType, Variant,
+};
+
+const T0: i64 = 1_714_564_800_000; // 2024-05-01T12:00:00.000Z
+
+fn seg(msn: u64, seq: u64, disc: bool, ticks: u64, pdt: i64) -> PlaylistSegment {
+    PlaylistSegment {
+        msn,
+        discontinuity_seq: seq,
+        discontinuous: disc,
+        duration_ticks: ticks,
+        program_date_time_ms: pdt,
+        gap: false,
+    }
+}
+
+fn uri(msn: u64) -> String {
+    format!("seg{msn}.ts")
+}
+
+fn parse_media(text: &str) -> m3u8_rs::MediaPlaylist {
+    match m3u8_rs::parse_playlist_res(text.as_bytes()) {
+        Ok(Playlist::MediaPlaylist(p)) => p,
+        other => panic!("not a media playlist: {other:?}"),
+    }
+}
+
+#[test]
+fn live_window_golden_and_parse_back() {
+    let mut window = LiveWindow::new(3, 2000);
+    window.push(seg(99, 4, false, 180_000, T0 - 2000));
+    window.push(seg(100, 4, false, 180_000, T0));
+    window.push(seg(101, 4, false, 172_800, T0 + 2000));
+    window.push(seg(102, 5, true, 183_150, T0 + 3920));
+    let text = window.playlist().render(uri);
+    let golden = "\
+#EXTM3U
+#EXT-X-VERSION:3
+#EXT-X-TARGETDURATION:2
+#EXT-X-MEDIA-SEQUENCE:100
+#EXT-X-DISCONTINUITY-SEQUENCE:4
+#EXT-X-INDEPENDENT-SEGMENTS
+#EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:00.000Z
+#EXTINF:2.000,
+seg100.ts
+#EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:02.000Z
+#EXTINF:1.920,
+seg101.ts
+#EXT-X-DISCONTINUITY
+#EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:03.920Z
+#EXTINF:2.035,
+seg102.ts
+";
+    assert_eq!(text, golden);
+    let p = parse_media(&text);
+    assert_eq!(p.target_duration, 2);
+    assert_eq!(p.media_sequence, 100);
+    assert_eq!(p.discontinuity_sequence, 4);
+    assert!(p.independent_segments && !p.end_list && p.playlist_type.is_none());
+    let uris: Vec<&str> = p.segments.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(uris, ["seg100.ts", "seg101.ts", "seg102.ts"]);
+    assert!(p.segments[2].discontinuity && !p.segments[1].discontinuity);
+    let pdt: Vec<i64> = p
+        .segments
+        .iter()
+        .map(|s| {
+            s.program_date_time
+                .expect("pdt on every segment")
+                .timestamp_millis()
+        })
+        .collect();
+    assert_eq!(pdt, [T0, T0 + 2000, T0 + 3920]);
+    assert!((p.segments[2].duration - 2.035).abs() < 1e-6);
+}
+
+#[test]
+fn target_duration_only_grows_in_a_live_window() {
+    let mut window = LiveWindow::new(2, 2000);
+    window.push(seg(1, 0, false, 180_000, T0));
+    window.push(seg(2, 0, false, 5 * 90_000 + 45_000, T0 + 2000)); // 5.5 s → 6
+    assert_eq!(window.playlist().target_duration(), 6);
+    window.push(seg(3, 0, false, 180_000, T0 + 7500));
+    window.push(seg(4, 0, false, 180_000, T0 + 9500));
+    // The long segment left the window; the announced target stays.
+    assert_eq!(window.segments().count(), 2);
+    assert_eq!(window.playlist().target_duration(), 6);
+    // A 2.4 s segment rounds to 2 (rfc8216bis 4.4.3.1 compares rounded durations).
+    let mut small = LiveWindow::new(5, 2000);
+    small.push(seg(1, 0, false, 216_000, T0));
+    assert_eq!(small.playlist().target_duration(), 2);
+}
+
+#[test]
+fn vod_and_event_playlists_with_gaps() {
+    let mut gap = seg(11, 0, false, 180_000, T0 + 2000);
+    gap.gap = true;
+    let vod = MediaPlaylist {
+        playlist_type: PlaylistType::Vod,
+        target_duration_secs: 2,
+        segments: vec![
+            seg(10, 0, false, 180_000, T0),
+            gap,
+            seg(12, 1, true, 90_000, T0 + 4000),
+        ],
+        ended: false,
+    };
+    let text = vod.render(|msn| format!("/live/stream/{msn}.ts"));
+    let golden = "\
+#EXTM3U
+#EXT-X-VERSION:3
+#EXT-X-TARGETDURATION:2
+#EXT-X-MEDIA-SEQUENCE:10
+#EXT-X-DISCONTINUITY-SEQUENCE:0
+#EXT-X-PLAYLIST-TYPE:VOD
+#EXT-X-INDEPENDENT-SEGMENTS
+#EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:00.000Z
+#EXTINF:2.000,
+/live/stream/10.ts
+#EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:02.000Z
+#EXTINF:2.000,
+#EXT-X-GAP
+/live/stream/11.ts
+#EXT-X-DISCONTINUITY
+#EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:04.000Z
+#EXTINF:1.000,
+/live/stream/12.ts
+#EXT-X-ENDLIST
+";
+    assert_eq!(text, golden);
+    let p = parse_media(&text);
+    assert_eq!(p.playlist_type, Some(MediaPlaylistType::Vod));
+    assert!(p.end_list);
+    assert_eq!(p.segments.len(), 3);
+    assert!(p.segments[1].unknown_tags.iter().any(|t| t.tag == "X-GAP"));
+
+    let event = MediaPlaylist {
+        playlist_type: PlaylistType::Event,
+        ..vod
+    };
+    let p = parse_media(&event.render(uri));
+    assert_eq!(p.playlist_type, Some(MediaPlaylistType::Event));
+    assert!(!p.end_list);
+}
+
+#[test]
+fn first_segment_discontinuity_keeps_sequence_numbers_consistent() {
+    // The first listed segment follows a discontinuity: its sequence number is the
+    // playlist's EXT-X-DISCONTINUITY-SEQUENCE plus its own tag.
+    let pl = MediaPlaylist {
+        playlist_type: PlaylistType::Live,
+        target_duration_secs: 2,
+        segments: vec![
+            seg(7, 3, true, 180_000, T0),
+            seg(8, 3, false, 180_000, T0 + 2000),
+        ],
+        ended: false,
+    };
+    let p = parse_media(&pl.render(uri));
+    assert_eq!(p.discontinuity_sequence, 2);
+    assert!(p.segments[0].discontinuity);
+}
+
+#[test]
+fn uris_cannot_inject_tags() {
+    let pl = MediaPlaylist {
+        playlist_type: PlaylistType::Live,
+        target_duration_secs: 2,
+        segments: vec![seg(1, 0, false, 180_000, T0)],
+        ended: false,
+    };
+    let text = pl.render(|_| "a.ts\n#EXT-X-ENDLIST".to_string());
+    assert!(text.contains("a.ts%0A#EXT-X-ENDLIST\n"));
+    assert!(!parse_media(&text).end_list);
+}
+
+#[test]
+fn master_playlist_golden_with_backup_variants() {
+    let main = Variant {
+        uri: "mono.m3u8".into(),
+        bandwidth: 1_650_000,
+        average_bandwidth: Some(1_200_000),
+        codecs: vec!["avc1.64001f".into(), "mp4a.40.2".into()],
+        resolution: Some((1280, 720)),
+        frame_rate_milli: Some(29_970),
+    };
+    let backup = Variant {
+        uri: "https://node-b.example.net/live/stream/mono.m3u8?pass=abc".into(),
+        ..main.clone()
+    };
+    let master = MasterPlaylist {
+        independent_segments: true,
+        variants: vec![main, backup],
+    };
+    let text = master.render();
+    let golden = "\
+#EXTM3U
+#EXT-X-VERSION:3
+#EXT-X-INDEPENDENT-SEGMENTS
+#EXT-X-STREAM-INF:BANDWIDTH=1650000,AVERAGE-BANDWIDTH=1200000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=29.970
+mono.m3u8
+#EXT-X-STREAM-INF:BANDWIDTH=1650000,AVERAGE-BANDWIDTH=1200000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=29.970
+https://node-b.example.net/live/stream/mono.m3u8?pass=abc
+";
+    assert_eq!(text, golden);
+    let p = match m3u8_rs::parse_playlist_res(text.as_bytes()) {
+        Ok(Playlist::MasterPlaylist(p)) => p,
+        other => panic!("not a master playlist: {other:?}"),
+    };
+    assert!(p.independent_segments);
+    assert_eq!(p.variants.len(), 2);
+    for v in &p.variants {
+        assert_eq!(v.bandwidth, 1_650_000);
+        assert_eq!(v.average_bandwidth, Some(1_200_000));
+        assert_eq!(v.codecs.as_deref(), Some("avc1.64001f,mp4a.40.2"));
+        let r = v.resolution.expect("resolution");
+        assert_eq!((r.width, r.height), (1280, 720));
+        assert_eq!(v.frame_rate, Some(29.97));
+    }
+    assert_eq!(
+        p.variants[1].uri,
+        "https://node-b.example.net/live/stream/mono.m3u8?pass=abc"
+    );
+}
+
+#[test]
+fn playlists_from_real_segments() {
+    use media::{Codec, Frame, Segmenter, SegmenterConfig, StartPoint};
+    let mut s = Segmenter::new(
+        SegmenterConfig::default(),
+        StartPoint::Fresh {
+            min_msn: 0,
+            min_discontinuity_seq: 0,
+        },
+    );
+    let mut window = LiveWindow::new(4, 2000);
+    for i in 0..300u64 {
+        let f = Frame {
+            codec: Codec::H264,
+            pts: i * 3600,
+            dts: i * 3600,
+            keyframe: i % 25 == 0,
+            data: bytes::Bytes::from_static(&[0, 0, 0, 1, 0x65, 0x88, 0x84]),
+        };
+        if let Some(seg) = s.push(f, T0 + (i * 40) as i64) {
+            window.push(PlaylistSegment::from(&seg));
+        }
+    }
+    let p = parse_media(&window.playlist().render(uri));
+    assert_eq!(p.segments.len(), 4);
+    assert_eq!(p.media_sequence, 1);
+    for (i, seg) in p.segments.iter().enumerate() {
+        assert!((seg.duration - 2.0).abs() < 1e-6);
+        let pdt = seg.program_date_time.expect("pdt").timestamp_millis();
+        assert_eq!(pdt, T0 + 2000 * (i as i64 + 1));
+    }
+}

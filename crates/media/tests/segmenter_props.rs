@@ -1,0 +1,267 @@
+//! Property tests of the segmenter's invariants over random sources: MSN consecutive,
+//! durations summing to the timeline, dates following the timestamps, every segment
+//! starting with marker + PAT + PMT, whole 188-byte packets, continuity counters
+//! continuous across concatenated segments, and relays reproducing the bytes.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use media::timeline::TimelineMarker;
+use media::ts::{DemuxEvent, Demuxer, MARKER_PID, PACKET_SIZE, PMT_PID};
+use media::{Codec, Frame, Segment, Segmenter, SegmenterConfig, StartPoint, PTS_MASK};
+use proptest::prelude::*;
+
+const FRAME: u64 = 3_600;
+const AAC_FRAME: u64 = 1_920;
+
+#[derive(Debug, Clone)]
+struct Source {
+    video: bool,
+    audio: bool,
+    bframes: bool,
+    gops: Vec<u64>,
+    start: u64,
+    audio_lead: u64,
+    seconds: u64,
+    /// Frame index (in arrival order) where the source clock jumps, if any.
+    jump_at: Option<usize>,
+}
+
+fn source() -> impl Strategy<Value = Source> {
+    (
+        prop_oneof![Just((true, true)), Just((true, false)), Just((false, true))],
+        any::<bool>(),
+        prop::collection::vec(1u64..80, 1..6),
+        0u64..=PTS_MASK,
+        0u64..60_000,
+        8u64..30,
+        prop::option::of(50usize..600),
+    )
+        .prop_map(
+            |((video, audio), bframes, gops, start, audio_lead, seconds, jump_at)| Source {
+                video,
+                audio,
+                bframes,
+                gops,
+                start,
+                audio_lead,
+                seconds,
+                jump_at,
+            },
+        )
+}
+
+fn data(seed: u64, key: bool, audio: bool) -> Bytes {
+    let mut d = if audio {
+        vec![0xff, 0xf1, 0x4c, 0x80, 0x1f, 0xff, 0xfc]
+    } else if key {
+        vec![0, 0, 0, 1, 0x65]
+    } else {
+        vec![0, 0, 0, 1, 0x41]
+    };
+    let len = if key { 900 } else { 60 } + (seed % 11) as usize * 29;
+    d.extend((0..len).map(|i| ((seed + i as u64 * 3) % 200 + 16) as u8));
+    Bytes::from(d)
+}
+
+impl Source {
+    fn frames(&self) -> Vec<Frame> {
+        let total = self.seconds * 25;
+        let mut out: Vec<(u64, Frame)> = Vec::new();
+        if self.video {
+            let (mut n, mut g, mut decode) = (0u64, 0usize, 0u64);
+            while n < total {
+                let len = self.gops[g % self.gops.len()];
+                g += 1;
+                let mut order = vec![0u64];
+                let mut a = 1;
+                if self.bframes {
+                    while a + 2 < len {
+                        order.extend_from_slice(&[a + 2, a, a + 1]);
+                        a += 3;
+                    }
+                }
+                order.extend(a..len);
+                for off in order {
+                    let delay = if self.bframes { FRAME } else { 0 };
+                    let dts = self.start + decode * FRAME;
+                    let pts = self.start + (n + off) * FRAME + delay;
+                    out.push((
+                        decode * FRAME,
+                        Frame {
+                            codec: Codec::H264,
+                            pts: pts & PTS_MASK,
+                            dts: dts & PTS_MASK,
+                            keyframe: off == 0,
+                            data: data(decode, off == 0, false),
+                        },
+                    ));
+                    decode += 1;
+                }
+                n += len;
+            }
+        }
+        if self.audio {
+            for j in 0..total * FRAME / AAC_FRAME {
+                let ts = (self.start + j * AAC_FRAME) & PTS_MASK;
+                out.push((
+                    (j * AAC_FRAME).saturating_sub(self.audio_lead),
+                    Frame {
+                        codec: Codec::Aac,
+                        pts: ts,
+                        dts: ts,
+                        keyframe: true,
+                        data: data(j, true, true),
+                    },
+                ));
+            }
+        }
+        out.sort_by_key(|(t, _)| *t);
+        let mut frames: Vec<Frame> = out.into_iter().map(|(_, f)| f).collect();
+        if let Some(at) = self.jump_at.filter(|&at| at < frames.len()) {
+            // Everything from here on is an hour later on the source clock.
+            for f in &mut frames[at..] {
+                f.pts = (f.pts + 324_000_000) & PTS_MASK;
+                f.dts = (f.dts + 324_000_000) & PTS_MASK;
+            }
+        }
+        frames
+    }
+}
+
+fn segment_all(frames: &[Frame]) -> (Vec<Segment>, Segmenter) {
+    let mut seg = Segmenter::new(
+        SegmenterConfig::default(),
+        StartPoint::Fresh {
+            min_msn: 0,
+            min_discontinuity_seq: 0,
+        },
+    );
+    let mut out = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        out.extend(seg.push(f.clone(), 1_700_000_000_000 + i as i64 * 20));
+        while let Some(s) = seg.pop_ready() {
+            out.push(s);
+        }
+    }
+    while let Some(s) = seg.flush() {
+        out.push(s);
+    }
+    (out, seg)
+}
+
+fn relay(bytes: &[u8]) -> Vec<Segment> {
+    let mut demux = Demuxer::new();
+    let mut b = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
+    let mut events = Vec::new();
+    demux.push(bytes, &mut events);
+    demux.flush(&mut events);
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            DemuxEvent::Frame(f) => out.extend(b.push(f, 0)),
+            DemuxEvent::Marker(m) => out.extend(b.push_marker(&m).ok().flatten()),
+            DemuxEvent::Discontinuity(_) => b.discontinuity(),
+        }
+        while let Some(s) = b.pop_ready() {
+            out.push(s);
+        }
+    }
+    while let Some(s) = b.flush() {
+        out.push(s);
+    }
+    out
+}
+
+fn pid(p: &[u8]) -> u16 {
+    u16::from(p[1] & 0x1f) << 8 | u16::from(p[2])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn segmenter_invariants_hold(src in source()) {
+        let frames = src.frames();
+        let (segments, _) = segment_all(&frames);
+        prop_assert!(!segments.is_empty());
+        let mut counters: HashMap<u16, u8> = HashMap::new();
+        for s in &segments {
+            prop_assert_eq!(s.data.len() % PACKET_SIZE, 0);
+            let packets: Vec<&[u8]> = s.data.chunks(PACKET_SIZE).collect();
+            prop_assert!(packets.len() >= 4);
+            prop_assert_eq!([pid(packets[0]), pid(packets[1]), pid(packets[2])], [MARKER_PID, 0, PMT_PID]);
+            let marker = TimelineMarker::parse(&packets[0][4..]).expect("marker parses");
+            prop_assert_eq!(marker.state.msn, s.msn);
+            prop_assert_eq!(marker.duration_ticks, s.duration_ticks);
+            for p in &packets {
+                prop_assert_eq!(p[0], 0x47);
+                let cc = p[3] & 0x0f;
+                if let Some(prev) = counters.insert(pid(p), cc) {
+                    prop_assert_eq!(cc, (prev + 1) & 0x0f, "cc of pid {:#x}", pid(p));
+                }
+            }
+        }
+        for w in segments.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            prop_assert_eq!(b.msn, a.msn + 1);
+            if b.discontinuous {
+                prop_assert_eq!(b.discontinuity_seq, a.discontinuity_seq + 1);
+                // Dates continue from the end of the previous segment.
+                let end = a.program_date_time_ms + (a.duration_ticks / 90) as i64;
+                prop_assert!((b.program_date_time_ms - end).abs() <= 1);
+            } else {
+                prop_assert_eq!(b.discontinuity_seq, a.discontinuity_seq);
+                // Durations sum to the timeline; dates follow the timestamps.
+                prop_assert_eq!(a.start_ts + a.duration_ticks, b.start_ts);
+                let step = b.program_date_time_ms - a.program_date_time_ms;
+                let exact = (a.duration_ticks / 90) as i64;
+                prop_assert!(step == exact || step == exact + 1, "{} vs {}", step, exact);
+            }
+            if src.video {
+                let bound = SegmenterConfig::default().max_segment_ticks() + 3 * FRAME;
+                prop_assert!(a.duration_ticks <= bound, "{} > {}", a.duration_ticks, bound);
+            }
+        }
+        // A node following from the middle reproduces the rest.
+        let k = segments.len() / 2;
+        let tail = &segments[k..];
+        let bytes: Vec<u8> = tail.iter().flat_map(|s| s.data.iter().copied()).collect();
+        let followed = relay(&bytes);
+        prop_assert_eq!(followed.len(), tail.len());
+        for (x, y) in tail.iter().zip(&followed) {
+            prop_assert_eq!(x, y);
+        }
+    }
+
+    #[test]
+    fn marker_parse_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let _ = TimelineMarker::parse(&bytes);
+    }
+
+    #[test]
+    fn markers_round_trip(
+        msn in any::<u64>(), seq in any::<u64>(), anchor in any::<u64>(), unix in any::<i64>(),
+        start in any::<u64>(), dur in any::<u64>(), pdt in any::<i64>(), counts in any::<(u32, u32, u32)>(),
+        flags in any::<(bool, bool)>(), cc in any::<[u8; 5]>(),
+    ) {
+        let mut m = TimelineMarker::default();
+        m.state.msn = msn;
+        m.state.discontinuity_seq = seq;
+        m.state.anchor_ts = anchor;
+        m.state.anchor_unix_ms = unix;
+        m.state.wraps = start >> 33;
+        m.state.cc.pat = cc[0] & 15;
+        m.state.cc.pmt = cc[1] & 15;
+        m.state.cc.video = cc[2] & 15;
+        m.state.cc.audio = cc[3] & 15;
+        m.state.cc.marker = cc[4] & 15;
+        m.state.tracks.video = Some(Codec::H264);
+        m.start_ts = start;
+        m.duration_ticks = dur;
+        m.program_date_time_ms = pdt;
+        (m.target_duration_ms, m.video_frames, m.audio_frames) = counts;
+        (m.discontinuous, m.keyframe_start) = flags;
+        prop_assert_eq!(TimelineMarker::parse(&m.encode()), Ok(m));
+    }
+}
