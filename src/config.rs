@@ -302,10 +302,10 @@ mod tests {
                 .contains("stream[0].name")
         );
         assert!(err("[[stream]]\nname = \"a\"\ninputs = []").contains("stream[0].inputs"));
-        assert!(
-            err("[[stream]]\nname = \"a\"\ninputs = [\"x\"]\nsegment_duration = 0")
-                .contains("segment_duration")
-        );
-        assert!(err("[[stream]]\nname = \"a\"\ninputs = [\"x\"]\n[[stream]]\nname = \"a\"\ninputs = [\"x\"]").contains("twice"));
+        assert!(err(
+            "[[stream]]\nname = \"a\"\ninputs = [\"udp://127.0.0.1:5000\"]\nsegment_duration = 0.1"
+        )
+        .contains("segment_duration"));
+        assert!(err("[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]\n[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]").contains("twice"));
     }
 }

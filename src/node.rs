@@ -23,12 +23,8 @@ use crate::inputs::InputUrl;
 pub struct RunningNode {
     /// Where HTTP is served.
     pub http: SocketAddr,
-    /// Where HTTPS is served, when configured.
-    pub https: Option<SocketAddr>,
     /// Where RTMP publish is accepted, when configured.
     pub rtmp: Option<SocketAddr>,
-    /// The node's shared state.
-    pub state: AppState,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -218,9 +214,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     );
     Ok(RunningNode {
         http,
-        https,
         rtmp,
-        state,
         shutdown,
         tasks,
     })

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ingest::{IngestEvent, IngestSender};
+use media::codec::aac::{adts_frame_ranges, AudioSpecificConfig, SAMPLES_PER_FRAME};
 use media::ts::demux::{DemuxEvent, Demuxer};
 use media::{Frame, TrackKind, PTS_MASK};
 
@@ -36,6 +37,7 @@ impl LoopedClip {
                 DemuxEvent::Frame(f) => Some(f),
                 _ => None,
             })
+            .flat_map(split_audio)
             .collect();
         let video: Vec<&Frame> = frames
             .iter()
@@ -58,15 +60,33 @@ impl LoopedClip {
             frame.dts = frame.dts.wrapping_sub(origin) & PTS_MASK;
             frame.pts = frame.pts.wrapping_sub(origin) & PTS_MASK;
         }
-        // Keep only what fits in one period (audio may run a frame past the video).
-        frames.retain(|f| f.dts < period || f.dts > PTS_MASK / 2);
+        // Keep only what fits in one period, and put audio on an exact grid of frame
+        // durations so that it continues across loops without a gap or an overlap.
+        frames.retain(|f| f.kind() == TrackKind::Audio || f.dts < period || f.dts > PTS_MASK / 2);
+        let audio_ticks = frames
+            .iter()
+            .find(|f| f.kind() == TrackKind::Audio)
+            .and_then(|f| AudioSpecificConfig::from_adts(&f.data).ok())
+            .map(|c| SAMPLES_PER_FRAME * media::CLOCK_HZ / u64::from(c.sample_rate()));
+        if let Some(ticks) = audio_ticks {
+            let fit = usize::try_from(period / ticks).unwrap_or(usize::MAX);
+            let first = frames
+                .iter()
+                .find(|f| f.kind() == TrackKind::Audio)
+                .map_or(0, |f| f.pts);
+            let mut index = 0;
+            frames.retain_mut(|f| {
+                if f.kind() != TrackKind::Audio {
+                    return true;
+                }
+                index += 1;
+                f.pts = first.wrapping_add((index as u64 - 1) * ticks) & PTS_MASK;
+                f.dts = f.pts;
+                index <= fit
+            });
+        }
         frames.sort_by_key(|f| signed(f.dts));
         Ok(Self { frames, period })
-    }
-
-    /// The loop period in 90 kHz ticks.
-    pub fn period(&self) -> u64 {
-        self.period
     }
 
     /// Emits the clip forever in real time, with timestamps continuing across loops from
@@ -91,6 +111,28 @@ impl LoopedClip {
     }
 }
 
+/// One PES often carries many AAC frames; the loop needs each frame with its own
+/// timestamp so that it can cut audio exactly at the loop period.
+fn split_audio(frame: Frame) -> Vec<Frame> {
+    if frame.kind() != TrackKind::Audio {
+        return vec![frame];
+    }
+    let Ok(config) = AudioSpecificConfig::from_adts(&frame.data) else {
+        return vec![frame];
+    };
+    let ticks = SAMPLES_PER_FRAME * media::CLOCK_HZ / u64::from(config.sample_rate());
+    adts_frame_ranges(&frame.data)
+        .into_iter()
+        .enumerate()
+        .map(|(i, range)| Frame {
+            pts: frame.pts.wrapping_add(i as u64 * ticks) & PTS_MASK,
+            dts: frame.dts.wrapping_add(i as u64 * ticks) & PTS_MASK,
+            data: frame.data.slice(range),
+            ..frame.clone()
+        })
+        .collect()
+}
+
 /// Reads a masked 33-bit timestamp that may hold a small negative value.
 fn signed(ts: u64) -> i64 {
     if ts > PTS_MASK / 2 {
@@ -107,7 +149,7 @@ mod tests {
     #[test]
     fn the_clip_loops_on_its_video_period() {
         let clip = LoopedClip::from_ts(DEMO_CLIP).unwrap();
-        assert_eq!(clip.period(), 864_000, "9.6 s at 90 kHz");
+        assert_eq!(clip.period, 864_000, "9.6 s at 90 kHz");
         let video = clip
             .frames
             .iter()
@@ -132,7 +174,10 @@ mod tests {
             span < 864_000,
             "audio does not overlap the next loop: {span}"
         );
-        assert!(audio.len() >= 449, "{}", audio.len());
+        assert_eq!(audio.len(), 450, "450 frames of 1920 ticks fill the period");
+        for pair in audio.windows(2) {
+            assert_eq!(pair[1].pts - pair[0].pts, 1920, "audio on an exact grid");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -172,3 +172,51 @@ mod tests {
         );
     }
 }
+
+/// Splits a run of ADTS frames (as one PES often carries) into the byte ranges of the
+/// individual frames. Stops at the first header that does not parse or overruns `data`.
+pub fn adts_frame_ranges(data: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut at = 0;
+    while let Some(header) = data.get(at..at + 7) {
+        if header[0] != 0xff || header[1] & 0xf0 != 0xf0 {
+            break;
+        }
+        let len = (usize::from(header[3] & 0x03) << 11)
+            | (usize::from(header[4]) << 3)
+            | usize::from(header[5] >> 5);
+        if len < 7 || at + len > data.len() {
+            break;
+        }
+        ranges.push(at..at + len);
+        at += len;
+    }
+    ranges
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn splits_runs_of_adts_frames_and_stops_at_garbage() {
+        let asc = AudioSpecificConfig {
+            object_type: 2,
+            sample_rate_index: 3,
+            channels: 2,
+        };
+        let mut data = Vec::new();
+        for len in [10usize, 0, 300] {
+            asc.write_adts_header(len, &mut data).unwrap();
+            data.extend(std::iter::repeat_n(0xaa, len));
+        }
+        assert_eq!(adts_frame_ranges(&data), vec![0..17, 17..24, 24..331]);
+        data.extend_from_slice(&[0xff, 0xf1, 0x4c, 0x80, 0xff]);
+        assert_eq!(
+            adts_frame_ranges(&data).len(),
+            3,
+            "a truncated header ends the run"
+        );
+        assert!(adts_frame_ranges(&[0u8; 20]).is_empty());
+    }
+}
