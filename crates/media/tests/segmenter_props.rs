@@ -234,6 +234,59 @@ proptest! {
         }
     }
 
+    /// Hostile input: arbitrary timestamps, flags, codecs and valid-but-absurd markers,
+    /// in both modes, never panic and every output is still whole packets.
+    #[test]
+    fn arbitrary_input_never_panics(
+        ops in prop::collection::vec(
+            (0u8..8, any::<u64>(), any::<u64>(), any::<bool>(), any::<u32>(), any::<u64>()),
+            1..300,
+        ),
+        adopt in any::<bool>(),
+    ) {
+        let start = if adopt {
+            StartPoint::Adopt
+        } else {
+            StartPoint::Fresh { min_msn: u64::MAX - 3, min_discontinuity_seq: u64::MAX - 1 }
+        };
+        let mut seg = Segmenter::new(SegmenterConfig::default(), start);
+        let mut out = Vec::new();
+        for (op, a, b, key, n, big) in ops {
+            match op {
+                0 => {
+                    let mut m = TimelineMarker::default();
+                    m.state.msn = big;
+                    m.start_ts = a;
+                    m.state.wraps = a >> 33;
+                    m.duration_ticks = b;
+                    m.video_frames = n % 4;
+                    m.audio_frames = n % 3;
+                    m.state.tracks.video = key.then_some(Codec::H265);
+                    out.extend(seg.push_marker(&m.encode()).ok().flatten());
+                }
+                1 => seg.discontinuity(),
+                2 => out.extend(seg.flush()),
+                _ => {
+                    let codec = [Codec::H264, Codec::H265, Codec::Aac][usize::from(op % 3)];
+                    let frame = Frame {
+                        codec,
+                        pts: a & PTS_MASK,
+                        dts: if op % 2 == 0 { a & PTS_MASK } else { b & PTS_MASK },
+                        keyframe: key,
+                        data: data(big, key, codec == Codec::Aac),
+                    };
+                    out.extend(seg.push(frame, big as i64));
+                }
+            }
+            while let Some(s) = seg.pop_ready() {
+                out.push(s);
+            }
+        }
+        for s in out {
+            prop_assert_eq!(s.data.len() % PACKET_SIZE, 0);
+        }
+    }
+
     #[test]
     fn marker_parse_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
         let _ = TimelineMarker::parse(&bytes);

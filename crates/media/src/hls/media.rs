@@ -50,12 +50,12 @@ impl From<&Segment> for PlaylistSegment {
 impl PlaylistSegment {
     /// The duration in whole milliseconds (ticks / 90, rounded to nearest).
     pub fn duration_ms(&self) -> u64 {
-        (self.duration_ticks + 45) / 90
+        self.duration_ticks.saturating_add(45) / 90
     }
 
     /// The duration rounded to the nearest second, as EXT-X-TARGETDURATION compares it.
     fn rounded_secs(&self) -> u64 {
-        (self.duration_ms() + 500) / 1000
+        self.duration_ms().saturating_add(500) / 1000
     }
 }
 

@@ -10,7 +10,10 @@
 
 use std::collections::VecDeque;
 
-use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed};
+use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES};
+
+/// The most adopted markers waiting for their frames; older ones are written as they are.
+const MAX_PENDING_MARKERS: usize = 8;
 use crate::timeline::{TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind};
 
@@ -44,7 +47,11 @@ impl Followed {
         ext_pts >= start && ext_pts < start.saturating_add(self.marker.duration_ticks)
     }
 
-    fn take(&mut self, t: Timed) {
+    fn take(&mut self, t: Timed, stats: &mut SegmenterStats) {
+        if self.frames.len() >= MAX_SEGMENT_FRAMES {
+            stats.dropped_overflow += 1;
+            return;
+        }
         match t.frame.kind() {
             TrackKind::Video => self.video += 1,
             TrackKind::Audio => self.audio += 1,
@@ -110,6 +117,9 @@ impl Follow {
             audio: 0,
             frames: Vec::new(),
         });
+        while self.segs.len() > MAX_PENDING_MARKERS {
+            self.emit_front(ready, stats);
+        }
         self.emit_complete(ready, stats);
     }
 
@@ -152,7 +162,7 @@ impl Follow {
             }
             if let Some(s) = self.segs.front_mut() {
                 s.started = true;
-                s.take(t);
+                s.take(t, stats);
             }
         } else {
             let target = match kind {
@@ -166,7 +176,7 @@ impl Follow {
                     .find(|s| s.in_range(ext_pts) && s.audio < s.marker.audio_frames),
             };
             match target {
-                Some(s) => s.take(t),
+                Some(s) => s.take(t, stats),
                 None => stats.dropped_unmatched += 1,
             }
         }
@@ -195,7 +205,7 @@ impl Follow {
         let marker = s.marker;
         let (segment, cc) = emit(&marker, s.frames);
         let mut state = marker.state;
-        state.msn += 1;
+        state.msn = state.msn.saturating_add(1);
         state.cc = cc;
         let end_ts = marker.start_ts.saturating_add(marker.duration_ticks);
         self.next = Some((state, end_ts, marker.state.unix_ms_at(end_ts)));

@@ -139,7 +139,13 @@ pub struct SegmenterStats {
     pub incomplete: u64,
     /// Markers that could not be parsed.
     pub bad_markers: u64,
+    /// Frames dropped because a segment already held [`MAX_SEGMENT_FRAMES`] (a source
+    /// whose timestamps do not advance, or a marker announcing absurd counts).
+    pub dropped_overflow: u64,
 }
+
+/// The most frames one segment may hold; bounds memory against hostile input.
+pub const MAX_SEGMENT_FRAMES: usize = 20_000;
 
 /// A frame with its unwrapped timestamps.
 #[derive(Debug, Clone)]
@@ -181,7 +187,7 @@ pub(crate) fn unwrap_ts(value: u64, reference: Option<u64>) -> u64 {
     if candidate > r && candidate - r > WRAP / 2 && candidate >= WRAP {
         candidate - WRAP
     } else if candidate < r && r - candidate > WRAP / 2 {
-        candidate + WRAP
+        candidate.checked_add(WRAP).unwrap_or(candidate)
     } else {
         candidate
     }

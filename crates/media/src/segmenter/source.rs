@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed};
+use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES};
 use crate::timeline::{TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind, CLOCK_HZ};
 
@@ -18,6 +18,8 @@ const WAIT_SPAN: u64 = CLOCK_HZ;
 /// Frame durations assumed until two frames of a track have been seen.
 const DEFAULT_VIDEO_DELTA: u64 = 3_600;
 const DEFAULT_AUDIO_DELTA: u64 = 1_920;
+/// The most audio frames held while no segment is open.
+const MAX_WAIT_AUDIO: usize = 512;
 
 /// The segment being built.
 #[derive(Debug)]
@@ -66,6 +68,15 @@ pub(super) struct Source {
     audio_queue: VecDeque<Timed>,
     /// Audio held while no segment is open, with its arrival wall clock.
     wait_audio: VecDeque<(Timed, i64)>,
+}
+
+/// Appends a frame unless the segment is full.
+fn push_bounded(frames: &mut Vec<Timed>, t: Timed, stats: &mut SegmenterStats) {
+    if frames.len() < MAX_SEGMENT_FRAMES {
+        frames.push(t);
+    } else {
+        stats.dropped_overflow += 1;
+    }
 }
 
 fn track_index(kind: TrackKind) -> usize {
@@ -168,7 +179,8 @@ impl Source {
         let idx = track_index(kind);
         let forward = 10 * self.cfg.target_ticks();
         let far = |reference: u64| {
-            ext_dts > reference.saturating_add(forward) || ext_dts + MAX_BACKWARD < reference
+            ext_dts > reference.saturating_add(forward)
+                || ext_dts.saturating_add(MAX_BACKWARD) < reference
         };
         match self.clocks[idx].last_dts {
             Some(prev) if far(prev) => {
@@ -236,7 +248,7 @@ impl Source {
             }
             self.cut(t, now, ready, stats);
         } else if let Some(cur) = &mut self.cur {
-            cur.frames.push(t);
+            push_bounded(&mut cur.frames, t, stats);
         }
         self.decide(stats);
         self.maybe_seal_closing(false, ready, stats);
@@ -273,11 +285,15 @@ impl Source {
         } else if t.ext_pts < cur.start_ts {
             stats.dropped_late += 1;
         } else if let Some(cur) = &mut self.cur {
-            cur.frames.push(t);
+            push_bounded(&mut cur.frames, t, stats);
         }
     }
 
     fn trim_wait_audio(&mut self, stats: &mut SegmenterStats) {
+        while self.wait_audio.len() > MAX_WAIT_AUDIO {
+            self.wait_audio.pop_front();
+            stats.dropped_before_keyframe += 1;
+        }
         while let (Some((front, _)), Some((back, _))) =
             (self.wait_audio.front(), self.wait_audio.back())
         {
@@ -332,7 +348,7 @@ impl Source {
             state.anchor_unix_ms = now;
             self.first = false;
         } else if self.pending_disc {
-            state.discontinuity_seq += 1;
+            state.discontinuity_seq = state.discontinuity_seq.saturating_add(1);
             state.anchor_ts = t.ext_pts;
             state.anchor_unix_ms = self.last_end_unix_ms.unwrap_or(now);
             discontinuous = true;
@@ -340,7 +356,7 @@ impl Source {
         self.pending_disc = false;
         state.wraps = t.ext_pts >> 33;
         self.next = state;
-        self.next.msn = state.msn + 1;
+        self.next.msn = state.msn.saturating_add(1);
         self.cur = Some(Open {
             state,
             discontinuous,
@@ -379,7 +395,12 @@ impl Source {
         };
         while let Some(a) = self.audio_queue.front() {
             let p = a.ext_pts;
-            let passed_by_video = self.last_video_dts.is_some_and(|d| p < d);
+            // Video has passed it — or video stalled while audio ran a whole maximum
+            // segment ahead (bounds the queue; still a function of the timestamps).
+            let newest = self.audio_queue.back().map_or(p, |b| b.ext_pts);
+            let passed_by_video = self.last_video_dts.is_some_and(|d| p < d)
+                || newest.saturating_sub(p) > self.cfg.max_segment_ticks()
+                || self.audio_queue.len() > MAX_SEGMENT_FRAMES;
             if p >= cur.start_ts && !passed_by_video {
                 break;
             }
@@ -387,9 +408,9 @@ impl Source {
                 break;
             };
             if p >= cur.start_ts {
-                cur.frames.push(a);
+                push_bounded(&mut cur.frames, a, stats);
             } else if let Some(c) = self.closing.as_mut().filter(|c| p >= c.start_ts) {
-                c.frames.push(a);
+                push_bounded(&mut c.frames, a, stats);
             } else if cur.after_wait && self.closing.is_none() {
                 stats.dropped_before_keyframe += 1;
             } else {
@@ -470,7 +491,7 @@ impl Source {
                     TrackKind::Video => self.clocks[0].delta.unwrap_or(DEFAULT_VIDEO_DELTA),
                     TrackKind::Audio => self.clocks[1].delta.unwrap_or(DEFAULT_AUDIO_DELTA),
                 };
-                t.ext_pts + delta
+                t.ext_pts.saturating_add(delta)
             })
             .max()
             .unwrap_or(open.start_ts)

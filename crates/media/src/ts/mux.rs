@@ -57,7 +57,8 @@ pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, Conti
             TrackKind::Video => VIDEO_PID,
             TrackKind::Audio => AUDIO_PID,
         };
-        let pcr = (pid == pcr_pid).then(|| (frame.dts + (1 << 33) - PCR_OFFSET) & PTS_MASK);
+        let pcr =
+            (pid == pcr_pid).then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
         w.pes(pid, frame, pcr);
     }
     (Bytes::from(w.out), w.cc)
