@@ -79,12 +79,15 @@ pub async fn run(
                 None
             }
         };
-        if let Some(segment) = segment {
+        // One event can finish several segments (a marker that cuts while a segment was
+        // being cut locally, a discontinuity): publish every one that is ready.
+        let mut next = segment;
+        while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
             publish(&channel, segment, &tracks, settings.state_file.as_ref()).await;
             settings.publish_latency.observe(received.elapsed());
         }
     }
-    if let Some(segment) = segmenter.flush() {
+    while let Some(segment) = segmenter.flush() {
         publish(&channel, segment, &tracks, settings.state_file.as_ref()).await;
     }
 }

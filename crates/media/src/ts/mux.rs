@@ -7,7 +7,7 @@
 //! marker packet (MARKER_PID) · PAT · PMT · one PES per frame, in the order given
 //! ```
 //!
-//! Video PES carry PES_packet_length 0, audio PES their exact length. The first packet
+//! Every PES carries its exact PES_packet_length (0 only for video over 64 KiB). The first packet
 //! of every PES on the PCR PID (video, or audio for audio-only streams) carries a PCR of
 //! `dts − PCR_OFFSET` (mod 2^33); a keyframe's first packet sets random_access_indicator.
 //! Packets are padded with adaptation-field stuffing, never with null packets.
@@ -126,13 +126,16 @@ fn pes_timestamp(prefix: u8, ts: u64) -> [u8; 5] {
 fn pes_header(frame: &Frame) -> Vec<u8> {
     let with_dts = frame.pts != frame.dts;
     let header_data_len: u8 = if with_dts { 10 } else { 5 };
-    let (stream_id, packet_length) = match frame.kind() {
-        TrackKind::Video => (STREAM_ID_VIDEO, 0u16),
-        TrackKind::Audio => {
-            let len = 3 + usize::from(header_data_len) + frame.data.len();
-            (STREAM_ID_AUDIO, u16::try_from(len).unwrap_or(0))
-        }
+    let stream_id = match frame.kind() {
+        TrackKind::Video => STREAM_ID_VIDEO,
+        TrackKind::Audio => STREAM_ID_AUDIO,
     };
+    // An exact length lets a demuxer hand a frame over as soon as its last packet
+    // arrives; with length 0 a relay follower would hold a segment's last video frame
+    // until the next segment starts. Video too large for 16 bits is written unbounded
+    // (length 0), which MPEG-TS allows for video.
+    let len = 3 + usize::from(header_data_len) + frame.data.len();
+    let packet_length = u16::try_from(len).unwrap_or(0);
     let mut h = Vec::with_capacity(19);
     h.extend_from_slice(&[0x00, 0x00, 0x01, stream_id]);
     h.extend_from_slice(&packet_length.to_be_bytes());
