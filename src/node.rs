@@ -220,13 +220,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     })
 }
 
-/// A future that resolves when the shutdown flag is raised.
-fn until(
-    mut shutdown: watch::Receiver<bool>,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
-    async move {
-        let _ = shutdown.wait_for(|s| *s).await;
-    }
+/// Resolves when the shutdown flag is raised (or its sender is gone).
+async fn until(mut shutdown: watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
 }
 
 /// Starts the built-in looped clip for a stream and returns it as an input.

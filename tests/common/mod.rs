@@ -28,7 +28,7 @@ impl NodeProcess {
     pub fn start(dir: &Path, name: &str, config: &str) -> NodeProcess {
         let path = dir.join(format!("{name}.toml"));
         std::fs::write(&path, config).expect("write config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_brdyun"))
+        let child = Command::new(env!("CARGO_BIN_EXE_brdyun"))
             .args(["node", "--config"])
             .arg(&path)
             .env("RUST_LOG", "warn")
@@ -36,7 +36,13 @@ impl NodeProcess {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn brdyun");
-        let stdout = child.stdout.take().expect("stdout");
+        // The guard kills the child on every path, including a failed start.
+        let mut node = NodeProcess {
+            child,
+            http: SocketAddr::from(([0, 0, 0, 0], 0)),
+            rtmp: None,
+        };
+        let stdout = node.child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -50,11 +56,11 @@ impl NodeProcess {
                         .find_map(|kv| kv.strip_prefix(key))
                         .and_then(|v| v.parse::<SocketAddr>().ok())
                 };
-                let http = field("http=").expect("http address");
-                let rtmp = field("rtmp=");
+                node.http = field("http=").expect("http address");
+                node.rtmp = field("rtmp=");
                 // Keep draining stdout so the child never blocks on a full pipe.
                 std::thread::spawn(move || for _ in lines {});
-                return NodeProcess { child, http, rtmp };
+                return node;
             }
         }
     }

@@ -194,18 +194,66 @@ fn bandwidth(segments: &VecDeque<Arc<LiveSegment>>) -> (u64, u64) {
     let (mut bytes, mut ticks) = (0u64, 0u64);
     for segment in segments {
         let len = segment.data.len() as u64;
-        if segment.duration_ticks > 0 {
-            peak = peak.max(len * 8 * media::CLOCK_HZ / segment.duration_ticks);
+        if let Some(rate) = (len * 8 * media::CLOCK_HZ).checked_div(segment.duration_ticks) {
+            peak = peak.max(rate);
         }
         bytes += len;
         ticks += segment.duration_ticks;
     }
-    let average = if ticks > 0 {
-        bytes * 8 * media::CLOCK_HZ / ticks
-    } else {
-        0
-    };
+    let average = (bytes * 8 * media::CLOCK_HZ)
+        .checked_div(ticks)
+        .unwrap_or(0);
     (peak, average)
+}
+
+/// Registers a channel's counters and live-window state with the metrics registry.
+pub fn register_metrics(channel: &Arc<Channel>, metrics: &crate::metrics::Metrics) {
+    let channel = Arc::clone(channel);
+    let stream = crate::metrics::label(channel.name());
+    metrics.register(Box::new(move |out: &mut String| {
+        use std::fmt::Write as _;
+        let c = &channel.counters;
+        for (name, value) in [
+            ("segments_total", c.segments.load(Ordering::Relaxed)),
+            (
+                "segment_bytes_total",
+                c.segment_bytes.load(Ordering::Relaxed),
+            ),
+            (
+                "discontinuities_total",
+                c.discontinuities.load(Ordering::Relaxed),
+            ),
+            (
+                "segments_served_total",
+                c.segments_served.load(Ordering::Relaxed),
+            ),
+            (
+                "playlists_served_total",
+                c.playlists_served.load(Ordering::Relaxed),
+            ),
+        ] {
+            let _ = writeln!(out, "brdyun_stream_{name}{{stream=\"{stream}\"}} {value}");
+        }
+        let snapshot = channel.snapshot();
+        if let Some(newest) = snapshot.newest() {
+            let _ = writeln!(
+                out,
+                "brdyun_stream_last_msn{{stream=\"{stream}\"}} {}",
+                newest.msn
+            );
+            let end_ms = newest.program_date_time_ms
+                + (newest.duration_ticks * 1000 / media::CLOCK_HZ) as i64;
+            let _ = writeln!(
+                out,
+                "brdyun_stream_last_segment_end_unix_ms{{stream=\"{stream}\"}} {end_ms}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "brdyun_stream_bitrate_bps{{stream=\"{stream}\"}} {}",
+            snapshot.bandwidth.1
+        );
+    }));
 }
 
 #[cfg(test)]
@@ -261,54 +309,4 @@ mod tests {
             vec![3]
         );
     }
-}
-
-/// Registers a channel's counters and live-window state with the metrics registry.
-pub fn register_metrics(channel: &Arc<Channel>, metrics: &crate::metrics::Metrics) {
-    let channel = Arc::clone(channel);
-    let stream = crate::metrics::label(channel.name());
-    metrics.register(Box::new(move |out: &mut String| {
-        use std::fmt::Write as _;
-        let c = &channel.counters;
-        for (name, value) in [
-            ("segments_total", c.segments.load(Ordering::Relaxed)),
-            (
-                "segment_bytes_total",
-                c.segment_bytes.load(Ordering::Relaxed),
-            ),
-            (
-                "discontinuities_total",
-                c.discontinuities.load(Ordering::Relaxed),
-            ),
-            (
-                "segments_served_total",
-                c.segments_served.load(Ordering::Relaxed),
-            ),
-            (
-                "playlists_served_total",
-                c.playlists_served.load(Ordering::Relaxed),
-            ),
-        ] {
-            let _ = writeln!(out, "brdyun_stream_{name}{{stream=\"{stream}\"}} {value}");
-        }
-        let snapshot = channel.snapshot();
-        if let Some(newest) = snapshot.newest() {
-            let _ = writeln!(
-                out,
-                "brdyun_stream_last_msn{{stream=\"{stream}\"}} {}",
-                newest.msn
-            );
-            let end_ms = newest.program_date_time_ms
-                + (newest.duration_ticks * 1000 / media::CLOCK_HZ) as i64;
-            let _ = writeln!(
-                out,
-                "brdyun_stream_last_segment_end_unix_ms{{stream=\"{stream}\"}} {end_ms}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "brdyun_stream_bitrate_bps{{stream=\"{stream}\"}} {}",
-            snapshot.bandwidth.1
-        );
-    }));
 }
