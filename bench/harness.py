@@ -9,7 +9,9 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
+import threading
 import time
 
 import parse
@@ -245,16 +247,21 @@ def make_clip(path, seconds=20):
         raise BenchError(f"ffmpeg could not make the clip: {done.stderr.decode(errors='replace')[-800:]}")
 
 
-def start_udp_feeder(procs, clip, port, log_path):
-    """Loops the clip in real time into udp://127.0.0.1:port (ffmpeg -re -stream_loop -1)."""
-    return procs.start(
-        [
-            "ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin",
-            "-re", "-stream_loop", "-1", "-i", clip,
-            "-c", "copy", "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316",
-        ],  # fmt: skip
-        log_path,
-    )
+def start_udp_feeder(procs, clip, port, log_path, copy_port=None):
+    """Loops the clip in real time into udp://127.0.0.1:port (ffmpeg -re -stream_loop -1).
+
+    With copy_port, ffmpeg's tee muxer sends the same stream to a second port too (the
+    harness's KeyframeClock): one mpegts muxer per output, written one after the other
+    for every packet, so both copies leave within microseconds of each other.
+    """
+    head = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-stream_loop", "-1", "-i", clip]
+    target = f"udp://127.0.0.1:{port}?pkt_size=1316"
+    if copy_port is None:
+        tail = ["-c", "copy", "-f", "mpegts", target]
+    else:
+        copy = f"udp://127.0.0.1:{copy_port}?pkt_size=1316"
+        tail = ["-map", "0", "-c", "copy", "-f", "tee", f"[f=mpegts]{target}|[f=mpegts]{copy}"]
+    return procs.start(head + tail, log_path)
 
 
 NGINX_WORKERS = 2
@@ -395,3 +402,51 @@ def still_open(sock):
             sock.setblocking(True)
         except OSError:
             pass
+
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+class KeyframeClock:
+    """Receives a copy of the UDP feed and records when each video keyframe arrived.
+
+    Arrival times are the kernel's receive timestamps (SO_TIMESTAMPNS, CLOCK_REALTIME),
+    so they do not depend on when this Python thread gets scheduled; compare them
+    with time.time() readings.
+    """
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.keyframes = []
+        self.datagrams = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="keyframe-clock", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                data, ancillary, _, _ = self.sock.recvmsg(65536, socket.CMSG_SPACE(16))
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            stamp = time.time()
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+                    seconds, nanos = struct.unpack("qq", payload[:16])
+                    stamp = seconds + nanos / 1e9
+            self.datagrams += 1
+            for _ in range(parse.video_keyframe_starts(data)):
+                self.keyframes.append(stamp)
+
+    def close(self):
+        """Stops the receiver thread and closes the socket."""
+        self._stop.set()
+        self._thread.join(timeout=2)
+        self.sock.close()

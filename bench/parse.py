@@ -266,6 +266,79 @@ def appearance_intervals(first_seen, durations):
     return rows
 
 
+def timeline_offsets(first_seen, durations):
+    """Per new segment: (msn, its first appearance minus where the media timeline says it
+    should appear), relative to the first new segment; None if an EXTINF is unknown.
+
+    Expected time of segment k = appearance of the first segment + the EXTINF sum of the
+    segments after it up to k. A node that publishes each segment a constant delay after
+    its media ends gives all-zero offsets; the peak-to-peak spread is the jitter, and a
+    steady slope would be drift between the feeder's clock and the node's.
+    """
+    if not first_seen:
+        return []
+    msns = sorted(first_seen)
+    origin = msns[0]
+    rows, elapsed_media = [(origin, 0.0)], 0.0
+    for previous, msn in zip(msns, msns[1:]):
+        for between in range(previous + 1, msn + 1):
+            if between not in durations:
+                return None
+            elapsed_media += durations[between]
+        rows.append((msn, (first_seen[msn] - first_seen[origin]) - elapsed_media))
+    return rows
+
+
+def video_keyframe_starts(datagram):
+    """How many H.264/H.265 keyframes start in this chunk of MPEG-TS packets.
+
+    A keyframe start is a packet with payload_unit_start, the adaptation field's
+    random_access_indicator (ffmpeg's muxer sets it on key packets) and a PES header
+    whose stream_id is a video one (0xE0..0xEF). Malformed packets are skipped.
+    """
+    found = 0
+    for offset in range(0, len(datagram) - 187, 188):
+        packet = datagram[offset : offset + 188]
+        if packet[0] != 0x47 or not packet[1] & 0x40:
+            continue
+        control = (packet[3] >> 4) & 0x3
+        if control != 0x3:  # keyframe starts carry an adaptation field and a payload
+            continue
+        af_len = packet[4]
+        if af_len == 0 or 5 + af_len > 184 or not packet[5] & 0x40:
+            continue
+        payload = packet[5 + af_len :]
+        if len(payload) >= 4 and payload[:3] == b"\x00\x00\x01" and 0xE0 <= payload[3] <= 0xEF:
+            found += 1
+    return found
+
+
+def publish_delays(appearances, keyframes):
+    """Per segment: (msn, first appearance minus the arrival of the keyframe that closed it).
+
+    A segment is complete when the keyframe that starts the next one arrives, so the
+    closing keyframe is the latest one that arrived before the appearance. Returns
+    (rows, ambiguous) where ambiguous counts consecutive appearances that were not
+    separated by exactly one keyframe (the pairing would then be a guess).
+    """
+    keyframes = sorted(keyframes)
+    rows, ambiguous = [], 0
+    previous = None
+    for msn in sorted(appearances):
+        seen = appearances[msn]
+        before = [t for t in keyframes if t <= seen]
+        if not before:
+            previous = (msn, seen)
+            continue
+        if previous is not None and previous[0] == msn - 1:
+            between = sum(1 for t in keyframes if previous[1] < t <= seen)
+            if between != 1:
+                ambiguous += 1
+        rows.append((msn, seen - before[-1]))
+        previous = (msn, seen)
+    return rows, ambiguous
+
+
 def parse_vmrss_kib(status_text):
     """VmRSS in KiB from the text of /proc/PID/status."""
     match = re.search(r"^VmRSS:\s+(\d+)\s+kB\s*$", status_text, re.MULTILINE)

@@ -22,6 +22,7 @@ What is measured, and how:
    (x264 nal-hrd=cbr, GOP 2 s) + AAC 128 kbit/s = ~3.2 Mbit/s, is made with ffmpeg
    and looped in real time into a node over UDP
    (`ffmpeg -re -stream_loop -1 -i clip.ts -c copy -f mpegts udp://127.0.0.1:P?pkt_size=1316`),
+   (through ffmpeg's tee muxer, which also sends a copy to this script, see 3b),
    so a 2 s segment is ~800 KB. The node's window is 600 s so the chosen segment
    stays available. One segment from the playlist is fetched, its exact bytes are
    saved in an nginx docroot, both answers are checked byte-identical (sha256), then
@@ -38,15 +39,23 @@ What is measured, and how:
    segment during the runs (window 600 s), so its size at both ends is reported.
 3. Ingest-to-playlist latency. While the UDP feed runs (before the wrk runs), the
    media playlist is polled every 5 ms over one keep-alive connection, recording
-   the monotonic time each new segment number is first seen. If /metrics exposes a
-   segment-publish histogram (a `# TYPE ... histogram` whose name contains
-   "publish", e.g. brdyun_segment_publish_seconds), the delta of that histogram
-   over the polling window is reported (mean, p50, p99). Otherwise the figure is the
-   polling one, which measures *publication regularity*, not absolute latency: for
-   each pair of consecutive segments, (time between their first appearances) minus
-   (EXTINF of the newer one). Its mean is ~0 by construction when the node keeps up;
-   its spread (stdev, p99 of |deviation|, max) is the jitter a player sees, within
-   the poll resolution (also reported).
+   the time each new segment number is first seen.
+   a) If /metrics exposes a segment-publish histogram (a `# TYPE ... histogram` whose
+      name contains "publish", e.g. brdyun_segment_publish_seconds), the delta of that
+      histogram over the polling window is reported (mean, p50, p99).
+   b) Keyframe arrival -> playlist: ffmpeg's tee muxer sends the same TS to a second
+      UDP port that this script reads, stamping each datagram with the kernel receive
+      time (SO_TIMESTAMPNS) and noting the video keyframe starts (PUSI + random access
+      indicator + video PES). A segment is complete when the keyframe opening the next
+      one arrives, so delay = first appearance - arrival of the latest keyframe before
+      it. This is end-to-end on one clock: demux, the wait for the rest of the cut
+      point's data (e.g. audio the source interleaves late), segmenting, publishing,
+      plus up to one poll period (reported). "ambiguous pairings" counts appearances
+      not separated by exactly one keyframe (then the figure would be a guess).
+   c) Regularity, which needs no second clock: (time between consecutive first
+      appearances) - (EXTINF of the newer segment), and each appearance's offset from
+      the media timeline (first appearance + the EXTINF sum); the spread of these is
+      the jitter a player sees, and the feeder's own pacing (ffmpeg -re) is part of it.
 4. Memory. Two nodes, each with `builtin://meeting` streams (a looped 450 kbit/s
    clip), window 60 s, 2 s segments: one with 1 stream, one with 21 streams, run side
    by side for 70 s (windows full), then VmRSS from /proc/PID/status:
@@ -54,6 +63,9 @@ What is measured, and how:
    connections each send `GET /m/index.m3u8 HTTP/1.1` (keep-alive), read the whole
    answer and stay idle; (RSS after - RSS before) / 1000 = bytes per idle viewer
    connection (RLIMIT_NOFILE is raised first; how many stayed open is reported).
+
+The load average and the number of running compiler processes (other work on the
+same 2 cores skews every figure) are printed at the start and the end.
 
 --quick shortens wrk runs to 3 s, latency polling to 15 s, memory to 6 streams
 after 25 s (windows not yet full) and 200 idle connections: a smoke check only.
@@ -215,7 +227,7 @@ def scrape_metrics(port):
     return body.decode("utf-8", "replace") if status == 200 else ""
 
 
-def bench_latency(node, args):
+def bench_latency(node, clock, args):
     """Benchmark 3: ingest-to-playlist latency or, without a metric, publication regularity."""
     node.wait_segments(STREAM, 2, 60)
     metrics_before = scrape_metrics(node.port)
@@ -229,7 +241,7 @@ def bench_latency(node, args):
         while time.monotonic() < deadline:
             tick = time.monotonic()
             status, body = poller.get(f"/{STREAM}/mono.m3u8")
-            seen_at = time.monotonic()
+            seen_at = time.time()  # same clock as the keyframe arrival stamps
             polls += 1
             if status == 200:
                 try:
@@ -278,6 +290,16 @@ def bench_latency(node, args):
     deviations = [(interval - extinf) * 1e3 for _, interval, extinf in rows]
     result["intervals"] = [{"msn": m, "interval_s": i, "extinf_s": e} for m, i, e in rows]
     result["deviation_ms"] = parse.summarize(deviations)
+    delays, ambiguous = parse.publish_delays(first_seen, list(clock.keyframes))
+    result["keyframes_received"] = len(clock.keyframes)
+    result["publish_delays"] = [{"msn": m, "delay_s": d} for m, d in delays]
+    result["publish_delay_ms"] = parse.summarize([d * 1e3 for _, d in delays])
+    result["publish_delay_ambiguous_pairs"] = ambiguous
+    offsets = parse.timeline_offsets(first_seen, durations) or []
+    offset_ms = [o * 1e3 for _, o in offsets]
+    result["timeline_offsets"] = [{"msn": m, "offset_s": o} for m, o in offsets]
+    result["timeline_offset_ms"] = parse.summarize(offset_ms)
+    result["timeline_offset_peak_to_peak_ms"] = max(offset_ms) - min(offset_ms) if offset_ms else None
     result["abs_deviation_ms"] = parse.summarize([abs(d) for d in deviations])
     table = [
         ["poll period (achieved)", fmt(result["poll_period_ms"], 2) + " ms"],
@@ -294,12 +316,24 @@ def bench_latency(node, args):
         ]
     else:
         table.append(["publish histogram in /metrics", "absent: polling figures below"])
+    p = result["publish_delay_ms"]
+    table += [
+        ["video keyframes received by the tee copy", len(clock.keyframes)],
+        ["keyframe arrival -> playlist: mean", fmt(p.get("mean"), 2) + " ms"],
+        ["keyframe arrival -> playlist: p50", fmt(p.get("p50"), 2) + " ms"],
+        ["keyframe arrival -> playlist: p99", fmt(p.get("p99"), 2) + " ms"],
+        ["keyframe arrival -> playlist: max", fmt(p.get("max"), 2) + " ms"],
+        ["ambiguous keyframe pairings", ambiguous],
+    ]
     d, a = result["deviation_ms"], result["abs_deviation_ms"]
     table += [
         ["appearance interval - EXTINF: mean", fmt(d.get("mean"), 2) + " ms"],
         ["appearance interval - EXTINF: stdev", fmt(d.get("stdev"), 2) + " ms"],
         ["|appearance interval - EXTINF|: p99", fmt(a.get("p99"), 2) + " ms"],
         ["|appearance interval - EXTINF|: max", fmt(a.get("max"), 2) + " ms"],
+        ["offset from media timeline: stdev", fmt(result["timeline_offset_ms"].get("stdev"), 2) + " ms"],
+        ["offset from media timeline: peak-to-peak", fmt(result["timeline_offset_peak_to_peak_ms"], 2) + " ms"],
+        ["offset from media timeline: last (drift)", fmt(offset_ms[-1] if offset_ms else None, 2) + " ms"],
     ]
     print_table(f"3. ingest-to-playlist ({elapsed:.0f}s of polling)", ["figure", "value"], table)
     return result
@@ -417,9 +451,14 @@ def summary_rows(results):
         if metric:
             rows.append([f"ingest->playlist {metric['name']} mean ms", fmt(ms(metric["mean_s"]), 2), "-", "-"])
             rows.append([f"ingest->playlist {metric['name']} p99 ms", fmt(ms(metric["p99_s"]), 2), "-", "-"])
+        p = latency["publish_delay_ms"]
+        rows.append(["keyframe arrival -> segment in playlist, p50 ms", fmt(p.get("p50"), 2), "-", "-"])
+        rows.append(["keyframe arrival -> segment in playlist, p99 ms", fmt(p.get("p99"), 2), "-", "-"])
         d, a = latency["deviation_ms"], latency["abs_deviation_ms"]
         rows.append(["segment appearance interval - EXTINF, stdev ms", fmt(d.get("stdev"), 2), "-", "-"])
         rows.append(["segment appearance interval - EXTINF, p99 abs ms", fmt(a.get("p99"), 2), "-", "-"])
+        rows.append(["segment appearance vs media timeline, peak-to-peak ms",
+                     fmt(latency.get("timeline_offset_peak_to_peak_ms"), 2), "-", "-"])  # fmt: skip
     memory = results.get("memory")
     if memory:
         many = memory["streams"]
@@ -459,6 +498,17 @@ def environment(binary):
         "wrk": out(["wrk", "-v"]),
         "ffmpeg": out(["ffmpeg", "-version"]),
     }
+
+
+def machine_load():
+    """Load average and running compilers: other work on the 2 cores skews every figure."""
+    try:
+        done = subprocess.run(["pgrep", "-c", "-x", "rustc|cargo|cc1|cc1plus|ld"],
+                              capture_output=True, text=True, timeout=5, check=False)  # fmt: skip
+        builds = int(done.stdout.strip() or 0)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        builds = None
+    return {"loadavg": os.getloadavg(), "compiler_processes": builds}
 
 
 def raise_nofile(want):
@@ -503,6 +553,7 @@ def run(args):
     harness.ensure_tools(need_apt=os.geteuid() == 0)
     nofile = raise_nofile(args.connections + 4096)
     results = {"quick": args.quick, "environment": environment(args.binary), "rlimit_nofile": nofile}
+    results["load_at_start"] = machine_load()
     procs = harness.Processes()
     tmp = tempfile.mkdtemp(prefix="brdyun-bench-")
     started = time.monotonic()
@@ -514,10 +565,16 @@ def run(args):
             node = harness.Node(
                 procs, args.binary, os.path.join(tmp, "live"), "bench", [(STREAM, [f"udp://127.0.0.1:{udp_port}"])], 600
             )
-            harness.start_udp_feeder(procs, clip, udp_port, os.path.join(tmp, "feeder.log"))
+            clock = harness.KeyframeClock()
+            harness.start_udp_feeder(procs, clip, udp_port, os.path.join(tmp, "feeder.log"), clock.port)
             results["clip"] = {"bytes": os.path.getsize(clip), "seconds": 20}
             if "latency" in args.only:
-                results["latency"] = bench_latency(node, args)
+                try:
+                    results["latency"] = bench_latency(node, clock, args)
+                finally:
+                    clock.close()
+            else:
+                clock.close()
             if "delivery" in args.only:
                 nginx = harness.Nginx(procs, os.path.join(tmp, "nginx"))
                 results["delivery"] = bench_delivery(node, nginx, args)
@@ -527,11 +584,16 @@ def run(args):
     finally:
         procs.stop_all()
         results["runtime_s"] = time.monotonic() - started
+        results["load_at_end"] = machine_load()
         if args.keep_tmp:
             print(f"\nlogs and configs kept in {tmp}")
         else:
             subprocess.run(["rm", "-rf", "--", tmp], check=False)
     print_markdown(summary_rows(results))
+    for when in ("load_at_start", "load_at_end"):
+        load = results[when]
+        print(f"{when.replace('_', ' ')}: loadavg {' '.join(f'{x:.2f}' for x in load['loadavg'])}, "
+              f"compiler processes {load['compiler_processes']}")  # fmt: skip
     with open(args.out, "w", encoding="utf-8") as out:
         json.dump(results, out, indent=2, sort_keys=True)
         out.write("\n")

@@ -174,6 +174,44 @@ class StatsTests(unittest.TestCase):
         self.assertAlmostEqual(rows[0][1], 2.1)
         self.assertAlmostEqual(rows[1][1], 1.9)
 
+    def test_timeline_offsets_show_jitter_and_bridge_missed_polls(self):
+        seen = {10: 100.0, 11: 102.1, 13: 106.0}
+        durations = {11: 2.0, 12: 2.0, 13: 2.0}
+        rows = parse.timeline_offsets(seen, durations)
+        self.assertEqual([m for m, _ in rows], [10, 11, 13])
+        self.assertAlmostEqual(rows[0][1], 0.0)
+        self.assertAlmostEqual(rows[1][1], 0.1)
+        self.assertAlmostEqual(rows[2][1], 0.0)
+        self.assertIsNone(parse.timeline_offsets(seen, {11: 2.0, 13: 2.0}))
+        self.assertEqual(parse.timeline_offsets({}, {}), [])
+
+    def test_keyframe_starts_need_rai_pusi_and_a_video_pes(self):
+        def packet(pusi, rai, stream_id):
+            header = bytes([0x47, 0x40 if pusi else 0x00, 0x100 & 0xFF, 0x30])
+            adaptation = bytes([7, 0x40 if rai else 0x00]) + bytes(6)
+            payload = b"\x00\x00\x01" + bytes([stream_id])
+            return (header + adaptation + payload).ljust(188, b"\xff")
+
+        key = packet(True, True, 0xE0)
+        self.assertEqual(parse.video_keyframe_starts(key), 1)
+        self.assertEqual(parse.video_keyframe_starts(key * 3), 3)
+        for other in (packet(False, True, 0xE0), packet(True, False, 0xE0), packet(True, True, 0xC0)):
+            self.assertEqual(parse.video_keyframe_starts(other), 0)
+        self.assertEqual(parse.video_keyframe_starts(b"\x47" + bytes(186)), 0)  # short: ignored
+        self.assertEqual(parse.video_keyframe_starts(b"\x00" + key[1:]), 0)  # lost sync
+
+    def test_publish_delay_pairs_each_segment_with_its_closing_keyframe(self):
+        keyframes = [10.0, 12.0, 14.0, 16.0]
+        seen = {5: 12.05, 6: 14.03, 7: 16.5}
+        rows, ambiguous = parse.publish_delays(seen, keyframes)
+        self.assertEqual([m for m, _ in rows], [5, 6, 7])
+        self.assertAlmostEqual(rows[0][1], 0.05)
+        self.assertAlmostEqual(rows[1][1], 0.03)
+        self.assertAlmostEqual(rows[2][1], 0.5)
+        self.assertEqual(ambiguous, 0)
+        _, ambiguous = parse.publish_delays({5: 12.05, 6: 16.1}, keyframes)
+        self.assertEqual(ambiguous, 1)  # two keyframes between: the pairing is a guess
+
     def test_small_parsers(self):
         self.assertEqual(parse.parse_vmrss_kib("Name:\tx\nVmRSS:\t   12345 kB\n"), 12345)
         self.assertEqual(
