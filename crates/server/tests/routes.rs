@@ -1,0 +1,271 @@
+//! The router answered in-process (no socket): playlists, segments with HEAD and
+//! Range, the relay, errors as JSON with their codes, CORS, metrics, the admin token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::metrics::Metrics;
+use server::{router, AppState, NodeIdentity};
+use tower::ServiceExt;
+
+fn segment(msn: u64) -> LiveSegment {
+    let mut data = vec![0x47u8; 188 * 10];
+    data[1..9].copy_from_slice(&msn.to_be_bytes());
+    LiveSegment {
+        msn,
+        discontinuity_seq: 0,
+        discontinuous: false,
+        duration_ticks: 180_000,
+        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
+        data: Bytes::from(data),
+    }
+}
+
+fn tracks() -> TrackSummary {
+    TrackSummary {
+        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
+        resolution: Some((640, 360)),
+        frame_rate_milli: Some(25_000),
+    }
+}
+
+fn node(segments: std::ops::Range<u64>) -> (AppState, Arc<Channel>) {
+    let identity = NodeIdentity {
+        name: "t".into(),
+        hostname: None,
+    };
+    let state = AppState::new(identity, Metrics::new(), None);
+    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
+    for msn in segments {
+        channel.push(segment(msn), tracks());
+    }
+    state.add_stream(Arc::clone(&channel), None);
+    (state, channel)
+}
+
+async fn call(
+    state: &AppState,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, Bytes) {
+    let mut request = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = router(state.clone())
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, body)
+}
+
+#[tokio::test]
+async fn live_playlists_parse_back_and_list_the_window() {
+    let (state, _) = node(10..17);
+    let (status, headers, body) = call(&state, Method::GET, "/s/mono.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers[header::CONTENT_TYPE],
+        "application/vnd.apple.mpegurl"
+    );
+    assert_eq!(headers[header::CACHE_CONTROL], "public, max-age=1");
+    assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+    let text = std::str::from_utf8(&body).unwrap();
+    assert!(text.contains("#EXT-X-MEDIA-SEQUENCE:12\n"), "{text}");
+    assert!(
+        text.contains("#EXT-X-PROGRAM-DATE-TIME:2023-11-14T22:13:44.000Z\n"),
+        "{text}"
+    );
+    let m3u8_rs::Playlist::MediaPlaylist(media) = m3u8_rs::parse_playlist_res(&body).unwrap()
+    else {
+        panic!("not a media playlist")
+    };
+    assert_eq!(media.media_sequence, 12);
+    assert_eq!(media.target_duration, 2);
+    let uris: Vec<&str> = media.segments.iter().map(|s| s.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "seg-12.ts",
+            "seg-13.ts",
+            "seg-14.ts",
+            "seg-15.ts",
+            "seg-16.ts"
+        ]
+    );
+
+    let (status, _, body) = call(&state, Method::GET, "/s/index.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let m3u8_rs::Playlist::MasterPlaylist(master) = m3u8_rs::parse_playlist_res(&body).unwrap()
+    else {
+        panic!("not a master playlist")
+    };
+    let variant = &master.variants[0];
+    assert_eq!(variant.uri, "mono.m3u8");
+    assert_eq!(variant.codecs.as_deref(), Some("avc1.64001e,mp4a.40.2"));
+    assert_eq!(variant.bandwidth, 7520, "1880 bytes per 2 s");
+}
+
+#[tokio::test]
+async fn segments_support_head_and_ranges() {
+    let (state, _) = node(0..3);
+    let (status, headers, body) = call(&state, Method::GET, "/s/seg-2.ts", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "video/mp2t");
+    assert_eq!(
+        headers[header::CACHE_CONTROL],
+        "public, max-age=86400, immutable"
+    );
+    assert_eq!(body.len(), 1880);
+    assert_eq!(&body[1..9], &2u64.to_be_bytes());
+
+    let (status, headers, body) = call(&state, Method::HEAD, "/s/seg-2.ts", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_LENGTH], "1880");
+    assert!(body.is_empty());
+
+    let (status, headers, body) = call(
+        &state,
+        Method::GET,
+        "/s/seg-2.ts",
+        &[("range", "bytes=188-375")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(headers[header::CONTENT_RANGE], "bytes 188-375/1880");
+    assert_eq!(body.len(), 188);
+
+    let (status, headers, _) = call(
+        &state,
+        Method::GET,
+        "/s/seg-2.ts",
+        &[("range", "bytes=5000-")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(headers[header::CONTENT_RANGE], "bytes */1880");
+}
+
+#[tokio::test]
+async fn errors_are_json_with_their_codes() {
+    let (state, _) = node(0..3);
+    let cases = [
+        ("/nope/mono.m3u8", StatusCode::NOT_FOUND, 104_005),
+        ("/s/seg-99.ts", StatusCode::NOT_FOUND, 404),
+        ("/s/..%2F..%2Fetc%2Fpasswd", StatusCode::NOT_FOUND, 404),
+        ("/s/whatever.txt", StatusCode::NOT_FOUND, 404),
+        ("/s/seg-1x.ts", StatusCode::NOT_FOUND, 404),
+        ("/a/b/c/d", StatusCode::NOT_FOUND, 404),
+    ];
+    for (uri, expected_status, expected_code) in cases {
+        let (status, headers, body) = call(&state, Method::GET, uri, &[]).await;
+        assert_eq!(status, expected_status, "{uri}");
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json", "{uri}");
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["code"], expected_code, "{uri}");
+        assert!(json["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    // A stream with no segment yet: the meeting has not started, retry later.
+    let empty = Arc::new(Channel::new("later", 5, server::render::renderer(2000)));
+    state.add_stream(empty, None);
+    let (status, headers, body) = call(&state, Method::GET, "/later/index.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(headers[header::RETRY_AFTER], "2");
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["code"], 103_002);
+}
+
+#[tokio::test]
+async fn preflight_and_metrics() {
+    let (state, _) = node(0..3);
+    let (status, headers, _) = call(
+        &state,
+        Method::OPTIONS,
+        "/s/mono.m3u8",
+        &[("origin", "https://x.example")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+    assert!(headers[header::ACCESS_CONTROL_ALLOW_HEADERS]
+        .to_str()
+        .unwrap()
+        .contains("Range"));
+    call(&state, Method::GET, "/s/seg-1.ts", &[]).await;
+    let (status, _, body) = call(&state, Method::GET, "/metrics", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = std::str::from_utf8(&body).unwrap();
+    assert!(
+        text.contains("brdyun_http_requests_total{kind=\"segment\",status=\"2xx\"} 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_admin_api_needs_the_token_when_one_is_set() {
+    let identity = NodeIdentity {
+        name: "t".into(),
+        hostname: None,
+    };
+    let state = AppState::new(identity, Metrics::new(), Some("tok".into()));
+    let (status, _, body) = call(&state, Method::GET, "/api/streams", &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["code"], 401);
+    let (status, _, _) = call(
+        &state,
+        Method::GET,
+        "/api/streams",
+        &[("authorization", "Bearer nope")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, body) = call(
+        &state,
+        Method::GET,
+        "/api/node",
+        &[("authorization", "Bearer tok")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["name"], "t");
+}
+
+#[tokio::test]
+async fn the_relay_streams_from_the_asked_segment_then_follows_live() {
+    let (state, channel) = node(0..3);
+    let response = router(state.clone())
+        .oneshot(Request::get("/s/mpegts?msn=1").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()[header::CONTENT_TYPE], "video/mp2t");
+    let mut body = response.into_body();
+    let mut received = Vec::new();
+    for _ in 0..2 {
+        let frame = body.frame().await.unwrap().unwrap();
+        received.push(frame.into_data().unwrap());
+    }
+    channel.push(segment(3), tracks());
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    received.push(frame.into_data().unwrap());
+    let numbers: Vec<u64> = received
+        .iter()
+        .map(|c| u64::from_be_bytes(c[1..9].try_into().unwrap()))
+        .collect();
+    assert_eq!(numbers, [1, 2, 3]);
+}
