@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// A running `brdyun node` process, killed when dropped.
@@ -14,6 +14,8 @@ pub struct NodeProcess {
     pub child: Child,
     pub http: SocketAddr,
     pub rtmp: Option<SocketAddr>,
+    /// The HTTPS address from the `listening` line, when the node serves HTTPS.
+    pub https: Option<SocketAddr>,
 }
 
 impl Drop for NodeProcess {
@@ -41,6 +43,7 @@ impl NodeProcess {
             child,
             http: SocketAddr::from(([0, 0, 0, 0], 0)),
             rtmp: None,
+            https: None,
         };
         let stdout = node.child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
@@ -58,6 +61,7 @@ impl NodeProcess {
                 };
                 node.http = field("http=").expect("http address");
                 node.rtmp = field("rtmp=");
+                node.https = field("https=");
                 // Keep draining stdout so the child never blocks on a full pipe.
                 std::thread::spawn(move || for _ in lines {});
                 return node;
@@ -158,4 +162,145 @@ pub fn free_udp_port() -> u16 {
         .local_addr()
         .expect("addr")
         .port()
+}
+
+/// A child process (ffmpeg, curl, a failing node) killed and reaped when dropped, so no
+/// test path leaves one running. Its stderr is collected by a thread when piped.
+pub struct ChildGuard {
+    pub child: Child,
+    what: String,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ChildGuard {
+    /// Spawns `cmd` with stdin closed, stdout discarded and stderr collected.
+    pub fn spawn(what: &str, cmd: &mut Command) -> ChildGuard {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {what} ({cmd:?}): {e}"));
+        let stderr = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                text
+            })
+        });
+        ChildGuard {
+            child,
+            what: what.to_owned(),
+            stderr,
+        }
+    }
+
+    /// Waits for the exit, up to `limit`; `None` when it is still running.
+    pub fn wait_timeout(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Ok(None) => return None,
+                Err(e) => panic!("waiting for {}: {e}", self.what),
+            }
+        }
+    }
+
+    /// Waits for the exit (panics after `limit`, killing the child) and returns the
+    /// status with everything the child wrote to stderr.
+    pub fn finish(mut self, limit: Duration) -> (ExitStatus, String) {
+        let status = self.wait_timeout(limit);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        match status {
+            Some(status) => (status, stderr),
+            None => panic!(
+                "{} still running after {limit:?}; stderr:\n{stderr}",
+                self.what
+            ),
+        }
+    }
+
+    /// Kills the child now and returns its stderr.
+    pub fn kill(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// An ffmpeg command that encodes `seconds` of a 320x180 25 fps test pattern with a
+/// 440 Hz tone (H.264 with B-frames, one keyframe a second, AAC) in real time to
+/// `format` at `url`.
+pub fn ffmpeg_source(seconds: u32, format: &str, url: &str) -> Command {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"])
+        .args(["-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"])
+        .args(["-re", "-f", "lavfi", "-i", "sine=frequency=440"])
+        .args([
+            "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-bf", "2",
+        ])
+        .args(["-c:a", "aac", "-t", &seconds.to_string(), "-f", format, url]);
+    cmd
+}
+
+/// Plays `url` with ffmpeg as an HLS client, decoding `seconds` of media to nowhere;
+/// returns the exit status and the error lines ffmpeg printed. Bounded by `limit`.
+pub fn ffmpeg_decode(url: &str, seconds: u32, limit: Duration) -> (ExitStatus, Vec<String>) {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-hide_banner", "-v", "error", "-i", url])
+        .args(["-t", &seconds.to_string(), "-f", "null", "-"]);
+    let (status, stderr) = ChildGuard::spawn("ffmpeg hls client", &mut cmd).finish(limit);
+    let errors = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    (status, errors)
+}
+
+/// GET `path` and parse the body as JSON: (status, document).
+pub fn http_get_json(addr: SocketAddr, path: &str) -> (u16, serde_json::Value) {
+    let (status, head, body) = http_get(addr, path);
+    let value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("GET {path}: body is not JSON ({e}): {head}"));
+    (status, value)
+}
+
+/// The live media playlist of `stream`, when the node serves one (HTTP 200).
+pub fn media_playlist(addr: SocketAddr, stream: &str) -> Option<String> {
+    let (status, _, body) = http_get(addr, &format!("/{stream}/mono.m3u8"));
+    (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Asserts that `stream` is configured but has not started: 503 with code 103002.
+pub fn assert_not_started(addr: SocketAddr, stream: &str) {
+    let (status, head, body) = http_get(addr, &format!("/{stream}/mono.m3u8"));
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(
+        status, 503,
+        "{stream} should not be started: {head}\n{text}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("503 body is not JSON ({e}): {text}"));
+    assert_eq!(doc["code"], 103002, "error document: {doc}");
 }
