@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use media::ts::demux::{DemuxEvent, Demuxer};
+use media::ts::demux::{DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason};
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -60,6 +60,9 @@ pub struct InputCounters {
     pub dropped: AtomicU64,
     /// Connections or sessions started.
     pub connects: AtomicU64,
+    /// Damage the demuxer found in the source: sync losses, continuity-counter
+    /// breaks, bad PES, bad PSI sections, packets flagged as errored.
+    pub demux_errors: AtomicU64,
 }
 
 impl InputCounters {
@@ -136,10 +139,12 @@ pub(crate) async fn demux_into(
     events: &mpsc::Sender<InputEvent>,
 ) -> Option<usize> {
     let mut out = Vec::new();
+    let errors_before = demux_errors(demuxer.stats());
     match data {
         Some(data) => demuxer.push(data, &mut out),
         None => demuxer.flush(&mut out),
     }
+    InputCounters::add(&counters.demux_errors, demux_errors(demuxer.stats()) - errors_before);
     let sent = out.len();
     for event in out {
         let event = match event {
@@ -148,9 +153,18 @@ pub(crate) async fn demux_into(
                 IngestEvent::Frame(frame)
             }
             DemuxEvent::Marker(payload) => IngestEvent::Marker(payload),
-            DemuxEvent::Discontinuity(_) => IngestEvent::Discontinuity,
+            // A new program or codec is a new source: the timeline restarts.
+            DemuxEvent::Discontinuity(DiscontinuityReason::ProgramChange) => IngestEvent::Discontinuity,
+            // Lost or damaged packets are counted; the timestamps still say where the
+            // media belongs, and the segmenter marks a discontinuity if they jump.
+            DemuxEvent::Discontinuity(_) => continue,
         };
         events.send(InputEvent::Media(event)).await.ok()?;
     }
     Some(sent)
+}
+
+/// The demuxer's damage counters, summed.
+fn demux_errors(stats: &DemuxStats) -> u64 {
+    stats.sync_losses + stats.cc_errors + stats.pes_errors + stats.crc_errors + stats.dropped_packets
 }

@@ -243,3 +243,32 @@ proptest! {
         prop_assert!(datagram.ends_with(payload) || datagram.starts_with(payload));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_datagrams_are_counted_as_demux_errors_without_a_discontinuity() {
+    let mut input = start(&UdpConfig::new("127.0.0.1:0".parse().expect("addr")), 4096);
+    let sender = StdUdpSocket::bind("127.0.0.1:0").expect("sender");
+    let to = input.addr;
+    tokio::task::spawn_blocking(move || {
+        // Every 10th datagram is lost on the way, as on a lossy multicast network.
+        for (seq, chunk) in FIXTURE.chunks(7 * 188).enumerate() {
+            if seq % 10 != 5 {
+                sender.send_to(chunk, to).expect("send");
+            }
+            if seq % 16 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    // Read everything the input delivers until it has been quiet for half a second.
+    let mut video = 0;
+    while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(500), input.events.recv()).await {
+        match event {
+            InputEvent::Media(IngestEvent::Discontinuity) => panic!("packet loss made a discontinuity"),
+            InputEvent::Media(IngestEvent::Frame(frame)) if frame.kind() == TrackKind::Video => video += 1,
+            _ => {}
+        }
+    }
+    assert!(video >= 25, "only {video} video frames got through");
+    assert!(InputCounters::get(&input.counters.demux_errors) > 0, "losses were not counted");
+}

@@ -51,6 +51,7 @@ pub fn register_inputs(metrics: &Metrics, stream: &str, counters: Vec<Arc<InputC
                 ("errors", InputCounters::get(&c.errors)),
                 ("dropped", InputCounters::get(&c.dropped)),
                 ("connects", InputCounters::get(&c.connects)),
+                ("demux_errors", InputCounters::get(&c.demux_errors)),
             ] {
                 let _ = writeln!(
                     out,
