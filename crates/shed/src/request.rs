@@ -1,0 +1,94 @@
+//! What the HTTP layer knows about a request before deciding to admit it (SHED-1).
+
+use serde::Deserialize;
+
+use crate::device::DeviceType;
+
+/// The kind of route a request targets; the main input of classification, because it
+/// says whether refusing the request stops someone from watching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteKind {
+    /// A live media playlist of a running playback (refresh every target duration).
+    LivePlaylist,
+    /// A live segment or LL-HLS part of a running playback.
+    LiveSegment,
+    /// The master playlist: the start of a playback.
+    PlaybackStart,
+    /// MPEG-TS relay to another node, which feeds that node's viewers.
+    Relay,
+    /// An archive (DVR) playlist: browsing or starting an archive view.
+    ArchivePlaylist,
+    /// An archive (DVR) segment.
+    ArchiveSegment,
+    /// A preview thumbnail.
+    Thumbnail,
+    /// Meeting metadata (titles, participants, schedule).
+    MeetingMetadata,
+    /// The operator's admin API (including the fault-injection rules).
+    Admin,
+    /// Player telemetry beacons and logs.
+    Telemetry,
+    /// Speculative prefetch by a player or a peer.
+    Prefetch,
+    /// Anything not recognised.
+    Other,
+}
+
+impl RouteKind {
+    /// Number of route kinds; sizes the classifier's lookup table.
+    pub const COUNT: usize = 12;
+
+    /// All route kinds in declaration order (index = `self as usize`).
+    pub const ALL: [RouteKind; RouteKind::COUNT] = [
+        RouteKind::LivePlaylist,
+        RouteKind::LiveSegment,
+        RouteKind::PlaybackStart,
+        RouteKind::Relay,
+        RouteKind::ArchivePlaylist,
+        RouteKind::ArchiveSegment,
+        RouteKind::Thumbnail,
+        RouteKind::MeetingMetadata,
+        RouteKind::Admin,
+        RouteKind::Telemetry,
+        RouteKind::Prefetch,
+        RouteKind::Other,
+    ];
+
+    /// Stable snake_case name, the same as the config key; for errors and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RouteKind::LivePlaylist => "live_playlist",
+            RouteKind::LiveSegment => "live_segment",
+            RouteKind::PlaybackStart => "playback_start",
+            RouteKind::Relay => "relay",
+            RouteKind::ArchivePlaylist => "archive_playlist",
+            RouteKind::ArchiveSegment => "archive_segment",
+            RouteKind::Thumbnail => "thumbnail",
+            RouteKind::MeetingMetadata => "meeting_metadata",
+            RouteKind::Admin => "admin",
+            RouteKind::Telemetry => "telemetry",
+            RouteKind::Prefetch => "prefetch",
+            RouteKind::Other => "other",
+        }
+    }
+}
+
+/// A member identity reduced to a 64-bit hash (of the pass subject or member header),
+/// so facts stay `Copy` and matching never allocates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(transparent)]
+pub struct MemberId(pub u64);
+
+/// Everything classification and fault injection look at, gathered once per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestFacts {
+    /// Which route the request targets.
+    pub route: RouteKind,
+    /// The player family, from the User-Agent or a device header.
+    pub device: DeviceType,
+    /// The member, when the pass, session or a member header identifies one.
+    pub member: Option<MemberId>,
+    /// Whether this member currently has a running playback on this node.
+    pub in_playback: bool,
+}
