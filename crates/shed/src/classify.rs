@@ -277,4 +277,32 @@ mod tests {
 
         assert!(toml::from_str::<ClassifierConfig>("in_playbak_bonus = 1").is_err());
     }
+
+    proptest::proptest! {
+        /// SHED-1: whatever the adjustments, a request stays in its route's bucket, and
+        /// being in playback or identified never lowers its priority (default config).
+        #[test]
+        fn priority_stays_in_route_bucket(
+            r in 0usize..RouteKind::COUNT,
+            d in 0usize..DeviceType::COUNT,
+            member in proptest::option::of(proptest::num::u64::ANY),
+            in_playback in proptest::bool::ANY,
+            dev_adj in proptest::num::i8::ANY,
+            play in proptest::num::i8::ANY,
+            mem in proptest::num::i8::ANY,
+        ) {
+            let route = RouteKind::ALL[r];
+            let device = DeviceType::ALL[d];
+            let f = RequestFacts { route, device, member: member.map(MemberId), in_playback };
+            let mut cfg = ClassifierConfig { in_playback_bonus: play, member_bonus: mem, ..ClassifierConfig::default() };
+            cfg.devices.insert(device, dev_adj);
+            let c = Classifier::new(&cfg).expect("defaults are valid").classify(&f);
+            proptest::prop_assert_eq!(c.bucket, RouteRule::default_for(route).bucket);
+            proptest::prop_assert_eq!(c.priority.bucket(), c.bucket);
+
+            let d = Classifier::default();
+            let plain = d.classify(&RequestFacts { member: None, in_playback: false, ..f });
+            proptest::prop_assert!(d.classify(&f).priority >= plain.priority);
+        }
+    }
 }

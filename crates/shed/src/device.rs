@@ -24,6 +24,9 @@ pub enum DeviceType {
     Unknown,
 }
 
+/// How many leading bytes of a User-Agent are examined; real ones are under 400.
+pub const UA_SCAN_LIMIT: usize = 512;
+
 /// Case-insensitive ASCII substring search, without allocation.
 fn contains_ci(haystack: &[u8], needle: &[u8]) -> bool {
     if needle.is_empty() {
@@ -84,8 +87,12 @@ impl DeviceType {
     /// first (their UAs also say "Android" or "Safari"), then media tools and ExoPlayer
     /// (app UAs), then iOS (every iOS browser uses Apple's player), then desktop Safari
     /// (a UA that says "Safari" without being Chrome, Edge or Firefox).
+    ///
+    /// Only the first [`UA_SCAN_LIMIT`] bytes are looked at, so a hostile, huge header
+    /// costs no more than a real one.
     pub fn from_user_agent(ua: &str) -> DeviceType {
         let ua = ua.as_bytes();
+        let ua = ua.get(..UA_SCAN_LIMIT).unwrap_or(ua);
         if ua.iter().all(u8::is_ascii_whitespace) {
             return DeviceType::Unknown;
         }
@@ -207,6 +214,16 @@ mod tests {
             Some(DeviceType::SmartTv)
         );
         assert_eq!(DeviceType::from_name("toaster"), None);
+    }
+
+    #[test]
+    fn only_the_head_of_a_huge_header_counts() {
+        let mut ua = "Lavf/60.16.100 ".to_string();
+        ua.push_str(&"x".repeat(100_000));
+        ua.push_str(" iPhone");
+        assert_eq!(DeviceType::from_user_agent(&ua), DeviceType::MediaTool);
+        let late = format!("{}Lavf/60", " ".repeat(UA_SCAN_LIMIT));
+        assert_eq!(DeviceType::from_user_agent(&late), DeviceType::Unknown);
     }
 
     proptest::proptest! {

@@ -133,7 +133,7 @@ impl FaultRules {
         FaultRules {
             cap,
             next_id: 1,
-            rules: Vec::with_capacity(cap),
+            rules: Vec::with_capacity(cap.min(64)),
         }
     }
 
