@@ -229,7 +229,13 @@ class Node:
 
 
 def make_clip(path, seconds=20):
-    """Encodes the ~3.2 Mbit/s 1280x720 H.264 + AAC MPEG-TS clip the UDP feeder loops."""
+    """Encodes the ~3.2 Mbit/s 1280x720 H.264 + AAC clip the UDP feeder loops.
+
+    The clip is MP4, not TS: with `-stream_loop -1 -i clip.ts`, ffmpeg's mpegts demuxer
+    drops the first video PES (the IDR) after each loop's seek, so every 20 s the
+    stream carried a GOP without its keyframe and the node (rightly) made a 4 s
+    segment. An MP4 loops sample-exact; the feeder still sends MPEG-TS.
+    """
     argv = [
         "ffmpeg", "-hide_banner", "-loglevel", "error", "-y",
         "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25",
@@ -240,7 +246,7 @@ def make_clip(path, seconds=20):
         "-x264-params", "nal-hrd=cbr:force-cfr=1",
         "-g", "50", "-keyint_min", "50", "-sc_threshold", "0",
         "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
-        "-f", "mpegts", path,
+        "-movflags", "+faststart", "-f", "mp4", path,
     ]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, timeout=180, check=False)
     if done.returncode != 0:

@@ -21,7 +21,8 @@ What is measured, and how:
 1. Segment delivery. A 20 s 1280x720 testsrc2 clip, H.264 CBR 3000 kbit/s
    (x264 nal-hrd=cbr, GOP 2 s) + AAC 128 kbit/s = ~3.2 Mbit/s, is made with ffmpeg
    and looped in real time into a node over UDP
-   (`ffmpeg -re -stream_loop -1 -i clip.ts -c copy -f mpegts udp://127.0.0.1:P?pkt_size=1316`),
+   (`ffmpeg -re -stream_loop -1 -i clip.mp4 -c copy -f mpegts udp://127.0.0.1:P?pkt_size=1316`;
+   MP4 because a TS source loses its first IDR at each loop, see harness.make_clip)
    (through ffmpeg's tee muxer, which also sends a copy to this script, see 3b),
    so a 2 s segment is ~800 KB. The node's window is 600 s so the chosen segment
    stays available. One segment from the playlist is fetched, its exact bytes are
@@ -148,13 +149,13 @@ WRK_HEADER = ["target", "server", "conns", "req/s", "MiB/s", "p50 ms", "p99 ms",
 def bench_delivery(node, nginx, args):
     """Benchmarks 1 and 2: segment and playlist delivery, brdyun vs nginx."""
     text, playlist = node.wait_segments(STREAM, 3, 60)
-    # The newest complete segments are the most representative; skip the very first
-    # one (it may start mid-GOP) and prefer the largest of the last few.
+    # Among the newest segments (skipping the very first, which may start mid-GOP),
+    # take the one closest to the nominal 800 KB (2 s at ~3.2 Mbit/s).
     candidates = playlist.segments[1:] or playlist.segments
     choice = None
     for segment in reversed(candidates[-4:]):
         status, body = harness.http_get(node.port, f"/{STREAM}/{segment.uri}")
-        if status == 200 and (choice is None or len(body) > len(choice[1])):
+        if status == 200 and (choice is None or abs(len(body) - 800_000) < abs(len(choice[1]) - 800_000)):
             choice = (segment, body)
     if choice is None:
         raise BenchError("no segment could be fetched from the node")
@@ -559,7 +560,7 @@ def run(args):
     started = time.monotonic()
     try:
         if args.only & {"delivery", "latency"}:
-            clip = os.path.join(tmp, "clip.ts")
+            clip = os.path.join(tmp, "clip.mp4")
             harness.make_clip(clip)
             udp_port = harness.free_port(socket.SOCK_DGRAM)
             node = harness.Node(
