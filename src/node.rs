@@ -225,12 +225,14 @@ async fn until(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
 }
 
-/// Starts the built-in looped clip for a stream and returns it as an input.
+/// Starts the built-in looped clip for a stream and returns it as an input. The clip is
+/// demuxed once per process and shared by every stream that uses it.
 fn builtin_source(tasks: &mut JoinSet<()>, stream: &str) -> InputSpec {
+    static CLIP: std::sync::OnceLock<Result<LoopedClip, String>> = std::sync::OnceLock::new();
     let (tx, rx) = mpsc::channel(256);
-    match LoopedClip::from_ts(DEMO_CLIP) {
+    match CLIP.get_or_init(|| LoopedClip::from_ts(DEMO_CLIP).map_err(|e| e.to_string())) {
         Ok(clip) => {
-            tasks.spawn(clip.run(tx, server::routes::admin::unix_ms()));
+            tasks.spawn(clip.clone().run(tx, server::routes::admin::unix_ms()));
         }
         Err(error) => tracing::error!(stream, %error, "built-in source unusable"),
     }
