@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod render;
 pub mod routes;
 pub mod serve;
+pub mod shed;
 pub mod state;
 pub mod tracks;
 

@@ -1,4 +1,4 @@
-//! The state every route shares: this node's identity, its channels, metrics.
+//! The state every route shares: this node's identity, its channels, metrics, shedder.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::channel::Channel;
 use crate::metrics::Metrics;
+use crate::shed::{ShedSettings, Shedder};
 
 /// Who this node is, as it tells viewers and operators.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,11 +41,30 @@ struct Shared {
     metrics: Arc<Metrics>,
     admin_token: Option<String>,
     started: Instant,
+    shedder: Arc<Shedder>,
 }
 
 impl AppState {
-    /// State for a node with no streams yet.
+    /// State for a node with no streams yet, shedding with the default
+    /// [`ShedSettings`] (no monitor yet: see [`Shedder::run_monitor`]).
     pub fn new(node: NodeIdentity, metrics: Arc<Metrics>, admin_token: Option<String>) -> Self {
+        let shedder =
+            Shedder::new(&ShedSettings::default()).expect("the default shed settings are valid");
+        Self::with_shedder(node, metrics, admin_token, Arc::new(shedder))
+    }
+
+    /// State for a node with its own shedder (built from the `[shedding]` config);
+    /// registers the shedder's metrics.
+    pub fn with_shedder(
+        node: NodeIdentity,
+        metrics: Arc<Metrics>,
+        admin_token: Option<String>,
+        shedder: Arc<Shedder>,
+    ) -> Self {
+        let for_metrics = Arc::clone(&shedder);
+        metrics.register(Box::new(move |out: &mut String| {
+            for_metrics.render_metrics(out);
+        }));
         Self {
             inner: Arc::new(Shared {
                 node,
@@ -52,8 +72,14 @@ impl AppState {
                 metrics,
                 admin_token,
                 started: Instant::now(),
+                shedder,
             }),
         }
+    }
+
+    /// The node's load shedder (the layer, the fault-rule API and the monitor share it).
+    pub fn shedder(&self) -> &Arc<Shedder> {
+        &self.inner.shedder
     }
 
     /// This node's identity.

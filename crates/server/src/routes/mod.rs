@@ -9,11 +9,12 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{delete, get};
 use axum::Router;
 
 use crate::error::ApiError;
 use crate::metrics::RouteKind;
+use crate::shed::{fault_api, ShedLayer};
 use crate::state::AppState;
 
 /// Builds the node's HTTP application.
@@ -26,8 +27,16 @@ pub fn router(state: AppState) -> Router {
         .route("/api/node", get(admin::node))
         .route("/api/streams", get(admin::streams))
         .route("/api/streams/{name}", get(admin::stream))
+        .route(
+            "/api/fault-rules",
+            get(fault_api::list).post(fault_api::add),
+        )
+        .route("/api/fault-rules/{id}", delete(fault_api::remove))
         .route("/{stream}/{file}", get(hls::stream_file))
         .fallback(|| async { ApiError::NotFound })
+        // Inside the CORS/counting layer: a shed answer is counted as a 5xx, and a CORS
+        // preflight is answered before shedding (it costs nothing).
+        .layer(ShedLayer::new(std::sync::Arc::clone(state.shedder())))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             count_and_cors,
@@ -60,6 +69,24 @@ pub fn route_kind(path: &str) -> RouteKind {
         RouteKind::Metrics
     } else {
         RouteKind::Other
+    }
+}
+
+/// The shedding route kind of a path (SHED-1), refining [`route_kind`]: the master
+/// playlist starts a playback, a media playlist or segment belongs to a running one.
+pub fn shed_route_kind(path: &str) -> shed::RouteKind {
+    use shed::RouteKind as Shed;
+    match route_kind(path) {
+        RouteKind::Playlist if path.ends_with("/index.m3u8") => Shed::PlaybackStart,
+        RouteKind::Playlist => Shed::LivePlaylist,
+        RouteKind::Segment => Shed::LiveSegment,
+        RouteKind::Relay => Shed::Relay,
+        RouteKind::Api | RouteKind::Metrics => Shed::Admin,
+        RouteKind::Player => Shed::Other,
+        RouteKind::Other if path == "/telemetry" || path.starts_with("/telemetry/") => {
+            Shed::Telemetry
+        }
+        RouteKind::Other => Shed::Other,
     }
 }
 

@@ -1,0 +1,25 @@
+//! Prioritized load shedding in the HTTP stack (SHED-1..3, FIT-1): the I/O edge of the
+//! pure `shed` crate.
+//!
+//! Per request, [`layer::ShedService`] gathers the facts (route kind from the path via
+//! [`crate::routes::shed_route_kind`], device from `X-Brdyun-Device` or `User-Agent`,
+//! member from `X-Brdyun-Member`, in playback from `X-Brdyun-Playback: 1` or a
+//! segment/media-playlist request), asks [`Shedder::decide`] (classify, shed curve at the
+//! current overload level, then the operator's fault rules) and either answers the
+//! back-pressure 503 at once, without reading the body, or calls the routes with an
+//! in-flight guard and feeds the request's latency to the adaptive limit.
+//!
+//! In the background, [`Shedder::run_monitor`] samples CPU from `/proc/stat` every
+//! 500 ms and the runtime's queueing delay every 100 ms, and publishes the overload
+//! level the next decisions read. [`fault_api`] is the authenticated admin API for the
+//! fault-injection rules; [`ShedSettings`] is the `[shedding]` config section.
+
+pub mod fault_api;
+pub mod layer;
+pub mod overload;
+mod settings;
+mod shedder;
+
+pub use layer::{ShedLayer, ShedService};
+pub use settings::{ShedSettings, ShedSettingsError};
+pub use shedder::{member_id, Decision, ShedCounts, Shedder};

@@ -1,0 +1,104 @@
+//! The `[shedding]` section of a node's config: every dial of the shedding layer, each
+//! with a default, so an empty (or missing) section gives the documented behaviour.
+
+use serde::Deserialize;
+use shed::{
+    AdaptiveLimitConfig, BackPressureConfig, ClassifierConfig, ConfigError, OverloadConfig,
+};
+
+/// Configuration of the shedding layer (SHED-1..3, FIT-1).
+///
+/// ```toml
+/// [shedding]
+/// enabled = true            # false: every request passes, fault rules included
+/// fault_rule_cap = 32       # most active fault-injection rules
+/// max_fault_rule_seconds = 86400
+/// cpu_sample_ms = 500       # /proc/stat sampling period
+/// tick_ms = 100             # overload estimator period
+/// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
+/// [shedding.back_pressure]  # shed::BackPressureConfig (retry dials)
+/// [shedding.overload]       # shed::OverloadConfig (pressure marks, smoothing)
+/// [shedding.limit]          # shed::AdaptiveLimitConfig (Gradient2)
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShedSettings {
+    /// Whether the layer sheds at all; when false it only passes requests through.
+    pub enabled: bool,
+    /// Route table and device/member/playback adjustments.
+    pub classifier: ClassifierConfig,
+    /// The retry dials of the 503 answer.
+    pub back_pressure: BackPressureConfig,
+    /// Most fault-injection rules active at once (FIT-1).
+    pub fault_rule_cap: usize,
+    /// Longest duration an operator may give a fault rule, in seconds.
+    pub max_fault_rule_seconds: u64,
+    /// Marks and smoothing of the overload level.
+    pub overload: OverloadConfig,
+    /// The adaptive concurrency limit.
+    pub limit: AdaptiveLimitConfig,
+    /// How often CPU utilisation is sampled, in milliseconds.
+    pub cpu_sample_ms: u64,
+    /// How often the overload level is recomputed, in milliseconds.
+    pub tick_ms: u64,
+}
+
+impl Default for ShedSettings {
+    fn default() -> Self {
+        ShedSettings {
+            enabled: true,
+            classifier: ClassifierConfig::default(),
+            back_pressure: BackPressureConfig::default(),
+            fault_rule_cap: 32,
+            max_fault_rule_seconds: 86_400,
+            overload: OverloadConfig::default(),
+            limit: AdaptiveLimitConfig::default(),
+            cpu_sample_ms: 500,
+            tick_ms: 100,
+        }
+    }
+}
+
+/// A `[shedding]` value that cannot work; the message starts with the dotted key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ShedSettingsError {
+    /// A sub-section rejected its values.
+    #[error("shedding.{section}.{source}")]
+    Section {
+        /// `classifier`, `back_pressure`, `overload` or `limit`.
+        section: &'static str,
+        /// What is wrong, naming the key inside the section.
+        source: ConfigError,
+    },
+    /// A top-level number is outside its range.
+    #[error("shedding.{key}: must be {expected}")]
+    OutOfRange {
+        /// The key.
+        key: &'static str,
+        /// The allowed range.
+        expected: &'static str,
+    },
+}
+
+impl ShedSettings {
+    /// Checks the top-level numbers (the sections are checked when compiled).
+    ///
+    /// # Errors
+    /// [`ShedSettingsError::OutOfRange`] naming the key.
+    pub(crate) fn validate_top(&self) -> Result<(), ShedSettingsError> {
+        let out = |key, expected| Err(ShedSettingsError::OutOfRange { key, expected });
+        if self.fault_rule_cap == 0 || self.fault_rule_cap > 1024 {
+            return out("fault_rule_cap", "in 1..=1024");
+        }
+        if self.max_fault_rule_seconds == 0 {
+            return out("max_fault_rule_seconds", ">= 1");
+        }
+        if !(10..=60_000).contains(&self.cpu_sample_ms) {
+            return out("cpu_sample_ms", "in 10..=60000");
+        }
+        if !(10..=10_000).contains(&self.tick_ms) {
+            return out("tick_ms", "in 10..=10000");
+        }
+        Ok(())
+    }
+}

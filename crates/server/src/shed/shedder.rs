@@ -1,0 +1,446 @@
+//! The node's shedding state: compiled policy, live overload level, fault rules and the
+//! counters behind the metrics. One per node, shared by every request as `Arc<Shedder>`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use shed::{
+    AdaptiveLimit, Advice, BackPressure, Bucket, Classified, Classifier, FaultError, FaultRule,
+    FaultRuleSpec, FaultRules, MemberId, OverloadConfig, OverloadLevel, Priority, RequestFacts,
+    RuleId, ShedCurve,
+};
+use tokio::time::Instant;
+
+use super::settings::{ShedSettings, ShedSettingsError};
+use crate::metrics::Histogram;
+
+/// `forced_bits` value meaning "no override".
+const NOT_FORCED: u64 = u64::MAX;
+
+/// The member id of a member name (the `X-Brdyun-Member` header or a fault rule's
+/// `members` entry): 64-bit FNV-1a of the bytes, so both sides hash alike, without
+/// allocation. An empty name identifies nobody.
+pub fn member_id(name: &[u8]) -> Option<MemberId> {
+    if name.is_empty() {
+        return None;
+    }
+    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Some(MemberId(hash))
+}
+
+/// What the layer does with one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Serve it.
+    Admit(Classified),
+    /// Answer the back-pressure 503 with this advice.
+    Shed {
+        /// The request's bucket and priority.
+        classified: Classified,
+        /// The retry dials of the answer.
+        advice: Advice,
+        /// The fault rule that shed it, or `None` for a real (overload) shed.
+        injected_by: Option<RuleId>,
+    },
+}
+
+/// Outcome counters of one bucket, as read by tests and the admin view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShedCounts {
+    /// Requests passed to the routes.
+    pub admitted: u64,
+    /// Requests refused by the shed curve (real overload).
+    pub shed: u64,
+    /// Requests refused by a fault-injection rule.
+    pub injected: u64,
+}
+
+#[derive(Debug, Default)]
+struct BucketStats {
+    admitted: AtomicU64,
+    shed: AtomicU64,
+    injected: AtomicU64,
+    latency: Histogram,
+}
+
+/// A fault rule as the admin API lists it.
+#[derive(Debug, Clone)]
+pub struct RuleView {
+    /// The rule's id.
+    pub id: RuleId,
+    /// The rule as added.
+    pub spec: FaultRuleSpec,
+    /// Requests it has shed.
+    pub injected: u64,
+    /// Time left before it expires.
+    pub remaining: Duration,
+}
+
+/// Shedding state of one node (see the module docs).
+#[derive(Debug)]
+pub struct Shedder {
+    enabled: bool,
+    classifier: Classifier,
+    curve: ShedCurve,
+    back_pressure: BackPressure,
+    rules: RwLock<FaultRules>,
+    /// Rules in `rules` (expired ones included until purged); 0 skips the lock.
+    rule_count: AtomicUsize,
+    max_rule_duration: Duration,
+    limit: Mutex<AdaptiveLimit>,
+    limit_value: AtomicU32,
+    pub(crate) overload_cfg: OverloadConfig,
+    pub(crate) cpu_period: Duration,
+    pub(crate) tick_period: Duration,
+    origin: Instant,
+    in_flight: AtomicU32,
+    level_bits: AtomicU64,
+    forced_bits: AtomicU64,
+    next_request: AtomicU64,
+    cpu_bits: AtomicU64,
+    queue_delay_nanos: AtomicU64,
+    monitor_running: AtomicBool,
+    stats: [BucketStats; 3],
+}
+
+fn bucket_index(bucket: Bucket) -> usize {
+    bucket as usize
+}
+
+impl Shedder {
+    /// Compiles the settings.
+    ///
+    /// # Errors
+    /// [`ShedSettingsError`] naming the first key that cannot work.
+    pub fn new(settings: &ShedSettings) -> Result<Shedder, ShedSettingsError> {
+        settings.validate_top()?;
+        let section = |section| move |source| ShedSettingsError::Section { section, source };
+        let classifier = Classifier::new(&settings.classifier).map_err(section("classifier"))?;
+        let back_pressure =
+            BackPressure::new(settings.back_pressure.clone()).map_err(section("back_pressure"))?;
+        settings.overload.validate().map_err(section("overload"))?;
+        let limit = AdaptiveLimit::new(settings.limit.clone()).map_err(section("limit"))?;
+        let limit_value = limit.limit();
+        Ok(Shedder {
+            enabled: settings.enabled,
+            classifier,
+            curve: ShedCurve,
+            back_pressure,
+            rules: RwLock::new(FaultRules::new(settings.fault_rule_cap)),
+            rule_count: AtomicUsize::new(0),
+            max_rule_duration: Duration::from_secs(settings.max_fault_rule_seconds),
+            limit: Mutex::new(limit),
+            limit_value: AtomicU32::new(limit_value),
+            overload_cfg: settings.overload.clone(),
+            cpu_period: Duration::from_millis(settings.cpu_sample_ms),
+            tick_period: Duration::from_millis(settings.tick_ms),
+            origin: Instant::now(),
+            in_flight: AtomicU32::new(0),
+            level_bits: AtomicU64::new(0f64.to_bits()),
+            forced_bits: AtomicU64::new(NOT_FORCED),
+            next_request: AtomicU64::new(0),
+            cpu_bits: AtomicU64::new(0f64.to_bits()),
+            queue_delay_nanos: AtomicU64::new(0),
+            monitor_running: AtomicBool::new(false),
+            stats: Default::default(),
+        })
+    }
+
+    /// Whether the layer sheds at all (`[shedding] enabled`).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Time since this shedder was created: the time axis of fault-rule expiry and of
+    /// the adaptive limit (tokio's clock, so paused-time tests control it).
+    pub fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    /// The overload level decisions use now: the operator/test override when set,
+    /// otherwise the level last published by the monitor.
+    pub fn level(&self) -> OverloadLevel {
+        let forced = self.forced_bits.load(Ordering::Relaxed);
+        let bits = if forced == NOT_FORCED {
+            self.level_bits.load(Ordering::Relaxed)
+        } else {
+            forced
+        };
+        OverloadLevel::new(f64::from_bits(bits))
+    }
+
+    /// The lowest priority admitted at the current level.
+    pub fn threshold(&self) -> Priority {
+        self.curve.threshold(self.level())
+    }
+
+    /// Operator/test override of the overload level: `Some(level)` pins it (e.g. to
+    /// rehearse shedding, or to stop shedding during an incident with `Some(ZERO)`),
+    /// `None` returns to the measured level.
+    pub fn force_level(&self, level: Option<OverloadLevel>) {
+        let bits = level.map_or(NOT_FORCED, |l| l.get().to_bits());
+        self.forced_bits.store(bits, Ordering::Relaxed);
+    }
+
+    /// Whether the level is currently overridden by [`Shedder::force_level`].
+    pub fn is_forced(&self) -> bool {
+        self.forced_bits.load(Ordering::Relaxed) != NOT_FORCED
+    }
+
+    pub(crate) fn publish_level(&self, level: OverloadLevel) {
+        self.level_bits
+            .store(level.get().to_bits(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn publish_inputs(&self, cpu: f64, queue_delay: Duration) {
+        self.cpu_bits.store(cpu.to_bits(), Ordering::Relaxed);
+        let nanos = u64::try_from(queue_delay.as_nanos()).unwrap_or(u64::MAX);
+        self.queue_delay_nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    /// Marks the monitor as started; false when one already runs.
+    pub(crate) fn claim_monitor(&self) -> bool {
+        !self.monitor_running.swap(true, Ordering::AcqRel)
+    }
+
+    pub(crate) fn release_monitor(&self) {
+        self.monitor_running.store(false, Ordering::Release);
+    }
+
+    /// Requests currently being handled (admitted, response not yet produced).
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The adaptive concurrency limit's current value.
+    pub fn concurrency_limit(&self) -> u32 {
+        self.limit_value.load(Ordering::Relaxed)
+    }
+
+    /// Outcome counters of a bucket.
+    pub fn counts(&self, bucket: Bucket) -> ShedCounts {
+        let s = &self.stats[bucket_index(bucket)];
+        ShedCounts {
+            admitted: s.admitted.load(Ordering::Relaxed),
+            shed: s.shed.load(Ordering::Relaxed),
+            injected: s.injected.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Classify, compare with the shed curve, then consult the fault rules, and count
+    /// the outcome. O(1) and allocation-free apart from walking the (capped) rules,
+    /// which only happens while rules exist.
+    pub fn decide(&self, facts: &RequestFacts) -> Decision {
+        let classified = self.classifier.classify(facts);
+        let stats = &self.stats[bucket_index(classified.bucket)];
+        let seq = self.next_request.fetch_add(1, Ordering::Relaxed);
+        // A device that names its member always gets the same jitter; anonymous
+        // requests spread by sequence number.
+        let seed = facts.member.map_or(seq, |m| m.0);
+        let level = self.level();
+        if !self.curve.admit(classified.priority, level) {
+            stats.shed.fetch_add(1, Ordering::Relaxed);
+            return Decision::Shed {
+                classified,
+                advice: self.back_pressure.answer(classified.priority, level, seed),
+                injected_by: None,
+            };
+        }
+        if self.rule_count.load(Ordering::Relaxed) > 0 {
+            let hit = self
+                .read_rules()
+                .matches(facts, classified.priority, self.now(), seq);
+            if let Some(rule) = hit {
+                stats.injected.fetch_add(1, Ordering::Relaxed);
+                return Decision::Shed {
+                    classified,
+                    advice: self.back_pressure.answer(classified.priority, level, seed),
+                    injected_by: Some(rule),
+                };
+            }
+        }
+        stats.admitted.fetch_add(1, Ordering::Relaxed);
+        Decision::Admit(classified)
+    }
+
+    /// Counts an admitted request in flight; returns the count including it.
+    pub(crate) fn enter(&self) -> u32 {
+        self.in_flight
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1)
+    }
+
+    /// The request left (answered or cancelled).
+    pub(crate) fn leave(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Feeds a completed request's latency to the histogram and the adaptive limit.
+    pub(crate) fn complete(&self, bucket: Bucket, rtt: Duration, in_flight_at_start: u32) {
+        self.stats[bucket_index(bucket)].latency.observe(rtt);
+        let now = self.now();
+        let mut limit = match self.limit.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let value = limit.on_sample(rtt, in_flight_at_start, now);
+        self.limit_value.store(value, Ordering::Relaxed);
+    }
+
+    fn read_rules(&self) -> RwLockReadGuard<'_, FaultRules> {
+        self.rules.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_rules(&self) -> RwLockWriteGuard<'_, FaultRules> {
+        self.rules.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Longest duration a fault rule may be given.
+    pub fn max_rule_duration(&self) -> Duration {
+        self.max_rule_duration
+    }
+
+    /// Adds a fault rule that lasts `duration` from now (FIT-1).
+    ///
+    /// # Errors
+    /// [`FaultError::Invalid`] naming the field, [`FaultError::Full`] at the cap.
+    pub fn add_rule(
+        &self,
+        mut spec: FaultRuleSpec,
+        duration: Duration,
+    ) -> Result<RuleId, FaultError> {
+        let now = self.now();
+        spec.expires_at = now.saturating_add(duration);
+        let mut rules = self.write_rules();
+        let id = rules.add(spec, now)?;
+        self.rule_count
+            .store(rules.list(Duration::ZERO).count(), Ordering::Relaxed);
+        Ok(id)
+    }
+
+    /// Removes a rule; returns how many requests it shed.
+    ///
+    /// # Errors
+    /// [`FaultError::UnknownRule`] when no rule has this id.
+    pub fn remove_rule(&self, id: RuleId) -> Result<u64, FaultError> {
+        let mut rules = self.write_rules();
+        let now = self.now();
+        rules.purge_expired(now);
+        let removed = rules.remove(id)?;
+        self.rule_count
+            .store(rules.list(Duration::ZERO).count(), Ordering::Relaxed);
+        Ok(removed.injected())
+    }
+
+    /// The active rules, oldest first.
+    pub fn rules(&self) -> Vec<RuleView> {
+        let now = self.now();
+        self.read_rules()
+            .list(now)
+            .map(|r: &FaultRule| RuleView {
+                id: r.id(),
+                spec: r.spec().clone(),
+                injected: r.injected(),
+                remaining: r.spec().expires_at.saturating_sub(now),
+            })
+            .collect()
+    }
+
+    /// Drops expired rules (called by the monitor, so an idle rule set costs nothing
+    /// on the request path).
+    pub(crate) fn purge_rules(&self) {
+        if self.rule_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut rules = self.write_rules();
+        rules.purge_expired(self.now());
+        self.rule_count
+            .store(rules.list(Duration::ZERO).count(), Ordering::Relaxed);
+    }
+
+    /// Appends the shedding metrics in the Prometheus text format.
+    pub fn render_metrics(&self, out: &mut String) {
+        out.push_str("# HELP brdyun_shed_requests_total Requests by bucket and shedding outcome (shed: overload, injected: fault rule).\n");
+        out.push_str("# TYPE brdyun_shed_requests_total counter\n");
+        for bucket in Bucket::ALL {
+            let c = self.counts(bucket);
+            for (outcome, value) in [
+                ("admitted", c.admitted),
+                ("shed", c.shed),
+                ("injected", c.injected),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "brdyun_shed_requests_total{{bucket=\"{}\",outcome=\"{outcome}\"}} {value}",
+                    bucket.as_str()
+                );
+            }
+        }
+        let gauges: [(&str, &str, f64); 7] = [
+            (
+                "in_flight",
+                "Admitted requests being handled.",
+                f64::from(self.in_flight()),
+            ),
+            (
+                "overload_level",
+                "Overload level in use (0..1).",
+                self.level().get(),
+            ),
+            (
+                "threshold",
+                "Lowest priority admitted (0..99).",
+                f64::from(self.threshold().get()),
+            ),
+            (
+                "concurrency_limit",
+                "Adaptive concurrency limit (Gradient2).",
+                f64::from(self.concurrency_limit()),
+            ),
+            (
+                "cpu_utilisation",
+                "Host CPU utilisation last sampled (0..1).",
+                f64::from_bits(self.cpu_bits.load(Ordering::Relaxed)),
+            ),
+            (
+                "queue_delay_seconds",
+                "Runtime queueing delay last probed.",
+                self.queue_delay_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            ),
+            (
+                "level_forced",
+                "1 while an operator override pins the level.",
+                if self.is_forced() { 1.0 } else { 0.0 },
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let _ = writeln!(out, "# HELP brdyun_shed_{name} {help}");
+            let _ = writeln!(out, "# TYPE brdyun_shed_{name} gauge");
+            let _ = writeln!(out, "brdyun_shed_{name} {value}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP brdyun_shed_fault_rules Active fault-injection rules."
+        );
+        let _ = writeln!(out, "# TYPE brdyun_shed_fault_rules gauge");
+        let _ = writeln!(
+            out,
+            "brdyun_shed_fault_rules {}",
+            self.read_rules().list(self.now()).count()
+        );
+        out.push_str("# HELP brdyun_shed_request_duration_seconds Time to produce the response of admitted requests, by bucket.\n");
+        out.push_str("# TYPE brdyun_shed_request_duration_seconds histogram\n");
+        for bucket in Bucket::ALL {
+            let labels = format!("bucket=\"{}\"", bucket.as_str());
+            self.stats[bucket_index(bucket)].latency.render(
+                "brdyun_shed_request_duration_seconds",
+                &labels,
+                out,
+            );
+        }
+    }
+}
