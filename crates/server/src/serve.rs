@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -149,8 +149,8 @@ where
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    let connection = builder.serve_connection_with_upgrades(io, service);
+    // HTTP/1.1 only (TLS offers ALPN http/1.1): no protocol sniffing on every connection.
+    let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
     tokio::pin!(connection);
     let closed = async {
         let _ = closing.wait_for(|c| *c).await;

@@ -3,10 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
@@ -52,20 +50,24 @@ pub fn segment_uri(msn: u64) -> String {
     format!("seg-{msn}.ts")
 }
 
-/// Query parameters of the relay.
-#[derive(Debug, Default, Deserialize)]
-pub struct RelayQuery {
-    /// Start at this media sequence number (clamped into the window); default: the
-    /// oldest segment, so a pulling node gets the whole window at once.
-    pub msn: Option<u64>,
+/// The relay's `msn=N` query parameter: where to start (clamped into the window);
+/// without it, the oldest segment, so a pulling node gets the whole window at once.
+pub fn relay_start(query: Option<&str>) -> Result<Option<u64>, ApiError> {
+    let Some(query) = query else { return Ok(None) };
+    for pair in query.split('&') {
+        if let Some(value) = pair.strip_prefix("msn=") {
+            return value.parse().map(Some).map_err(|_| ApiError::BadRequest);
+        }
+    }
+    Ok(None)
 }
 
-/// Serves every per-stream file.
+/// Serves every per-stream file. The request is taken whole (not as extracted headers
+/// and query) so the hot path copies nothing from it.
 pub async fn stream_file(
     State(state): State<AppState>,
     Path((stream, file)): Path<(String, String)>,
-    Query(query): Query<RelayQuery>,
-    headers: HeaderMap,
+    request: Request,
 ) -> Response {
     let Some(entry) = state.stream(&stream) else {
         return ApiError::StreamNotFound.into_response();
@@ -99,17 +101,35 @@ pub async fn stream_file(
                     .counters
                     .segments_served
                     .fetch_add(1, Ordering::Relaxed);
-                http_util::ranged(&headers, MPEG_TS, Cache::Immutable, segment.data.clone())
+                http_util::ranged(
+                    request.headers(),
+                    MPEG_TS,
+                    Cache::Immutable,
+                    segment.data.clone(),
+                )
             }
             None => ApiError::SegmentGone.into_response(),
         },
-        StreamFile::MpegTs => relay::serve(channel, query.msn),
+        StreamFile::MpegTs => match relay_start(request.uri().query()) {
+            Ok(start) => relay::serve(channel, start),
+            Err(error) => error.into_response(),
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::StreamFile;
+
+    #[test]
+    fn relay_query() {
+        use super::relay_start;
+        assert_eq!(relay_start(None), Ok(None));
+        assert_eq!(relay_start(Some("a=1&msn=42")), Ok(Some(42)));
+        assert_eq!(relay_start(Some("x=1")), Ok(None));
+        assert!(relay_start(Some("msn=-1")).is_err());
+        assert!(relay_start(Some("msn=99999999999999999999999")).is_err());
+    }
 
     #[test]
     fn file_names() {
