@@ -507,6 +507,35 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
 }
 
 #[tokio::test]
+async fn browsers_may_send_the_shedding_headers_cross_origin() {
+    let state = node_with(&ShedSettings::default(), None);
+    let preflight = send(
+        &state,
+        Method::OPTIONS,
+        "/s/mono.m3u8",
+        &[
+            ("origin", "https://example.com"),
+            ("access-control-request-method", "GET"),
+            ("access-control-request-headers", "x-brdyun-member"),
+        ],
+        Body::empty(),
+    )
+    .await;
+    assert_eq!(preflight.status, StatusCode::NO_CONTENT);
+    let allowed = preflight.headers[header::ACCESS_CONTROL_ALLOW_HEADERS]
+        .to_str()
+        .expect("ascii")
+        .to_ascii_lowercase();
+    for h in ["x-brdyun-device", "x-brdyun-member", "x-brdyun-playback"] {
+        assert!(allowed.contains(h), "{allowed}");
+    }
+    let exposed = preflight.headers[header::ACCESS_CONTROL_EXPOSE_HEADERS]
+        .to_str()
+        .expect("ascii");
+    assert!(exposed.contains("Retry-After"), "{exposed}");
+}
+
+#[tokio::test]
 async fn disabled_shedding_passes_everything() {
     let settings = ShedSettings {
         enabled: false,

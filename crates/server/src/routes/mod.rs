@@ -103,7 +103,11 @@ async fn count_and_cors(State(state): State<AppState>, request: Request, next: N
         );
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static("Range, Content-Type, Authorization"),
+            // The X-Brdyun-* headers let a browser player state its device, member and
+            // playback to the shedding layer.
+            HeaderValue::from_static(
+                "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback",
+            ),
         );
         headers.insert(
             header::ACCESS_CONTROL_MAX_AGE,

@@ -1,17 +1,19 @@
 //! The tower layer that admits or sheds every request of a node (after linkerd2-proxy's
 //! `loadshed`): a shed request is answered at once with a prebuilt-shape 503 and its
-//! body is never read; an admitted one is counted in flight until its response is
+//! body is never read (the request is dropped); an admitted one is counted in flight until its response is
 //! ready, and its latency feeds the adaptive concurrency limit.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use futures_util::future::{self, BoxFuture, Either, Ready};
+use futures_util::future::Either;
 use shed::{Advice, Bucket, DeviceType, RequestFacts, RouteKind};
 use tokio::time::Instant;
 use tower::{Layer, Service};
@@ -122,17 +124,67 @@ impl Drop for InFlight {
     }
 }
 
+/// The response future of [`ShedService`]: the ready 503 of a shed request, or the
+/// routes' future of an admitted one with its in-flight guard. A plain enum, so the
+/// admit path adds no allocation to what the routes do.
+pub struct ShedFuture<F> {
+    state: FutureState<F>,
+}
+
+enum FutureState<F> {
+    Shed(Option<Response>),
+    Admitted {
+        inner: F,
+        guard: InFlight,
+        bucket: Bucket,
+        started: Instant,
+        in_flight_at_start: u32,
+    },
+}
+
+impl<F> Future for ShedFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match &mut this.state {
+            FutureState::Shed(response) => match response.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                // Polled again after completion: the response was already handed out.
+                None => Poll::Pending,
+            },
+            FutureState::Admitted {
+                inner,
+                guard,
+                bucket,
+                started,
+                in_flight_at_start,
+            } => {
+                let response = ready!(Pin::new(inner).poll(cx));
+                guard
+                    .shedder
+                    .complete(*bucket, started.elapsed(), *in_flight_at_start);
+                // Leave the in-flight count now, not when the future is dropped.
+                this.state = FutureState::Shed(None);
+                Poll::Ready(response)
+            }
+        }
+    }
+}
+
+/// The routes' future must be `Unpin` (axum's route futures are); box a service whose
+/// future is not (e.g. with `Box::pin` in a `service_fn`).
 impl<S> Service<Request> for ShedService<S>
 where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: Service<Request, Response = Response, Error = Infallible> + Clone,
+    S::Future: Unpin,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<
-        Ready<Result<Response, Infallible>>,
-        BoxFuture<'static, Result<Response, Infallible>>,
-    >;
+    type Future = Either<S::Future, ShedFuture<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -143,10 +195,10 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         if !self.shedder.enabled() {
-            return Either::Right(Box::pin(inner.call(request)));
+            return Either::Left(inner.call(request));
         }
         let facts = request_facts(request.uri().path(), request.headers());
-        let bucket: Bucket = match self.shedder.decide(&facts) {
+        let bucket = match self.shedder.decide(&facts) {
             Decision::Admit(classified) => classified.bucket,
             Decision::Shed {
                 advice,
@@ -159,20 +211,24 @@ where
                     rule = injected_by.map(|r| r.0),
                     "request shed"
                 );
-                return Either::Left(future::ready(Ok(shed_response(&advice))));
+                // Dropping the request here drops its body unread.
+                return Either::Right(ShedFuture {
+                    state: FutureState::Shed(Some(shed_response(&advice))),
+                });
             }
         };
-        let shedder = Arc::clone(&self.shedder);
-        let in_flight_at_start = shedder.enter();
+        let in_flight_at_start = self.shedder.enter();
         let guard = InFlight {
-            shedder: Arc::clone(&shedder),
+            shedder: Arc::clone(&self.shedder),
         };
-        let started = Instant::now();
-        Either::Right(Box::pin(async move {
-            let response = inner.call(request).await;
-            shedder.complete(bucket, started.elapsed(), in_flight_at_start);
-            drop(guard);
-            response
-        }))
+        Either::Right(ShedFuture {
+            state: FutureState::Admitted {
+                inner: inner.call(request),
+                guard,
+                bucket,
+                started: Instant::now(),
+                in_flight_at_start,
+            },
+        })
     }
 }
