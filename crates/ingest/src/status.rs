@@ -144,7 +144,10 @@ pub(crate) async fn demux_into(
         Some(data) => demuxer.push(data, &mut out),
         None => demuxer.flush(&mut out),
     }
-    InputCounters::add(&counters.demux_errors, demux_errors(demuxer.stats()) - errors_before);
+    InputCounters::add(
+        &counters.demux_errors,
+        demux_errors(demuxer.stats()) - errors_before,
+    );
     let sent = out.len();
     for event in out {
         let event = match event {
@@ -154,7 +157,9 @@ pub(crate) async fn demux_into(
             }
             DemuxEvent::Marker(payload) => IngestEvent::Marker(payload),
             // A new program or codec is a new source: the timeline restarts.
-            DemuxEvent::Discontinuity(DiscontinuityReason::ProgramChange) => IngestEvent::Discontinuity,
+            DemuxEvent::Discontinuity(DiscontinuityReason::ProgramChange) => {
+                IngestEvent::Discontinuity
+            }
             // Lost or damaged packets are counted; the timestamps still say where the
             // media belongs, and the segmenter marks a discontinuity if they jump.
             DemuxEvent::Discontinuity(_) => continue,
@@ -166,5 +171,9 @@ pub(crate) async fn demux_into(
 
 /// The demuxer's damage counters, summed.
 fn demux_errors(stats: &DemuxStats) -> u64 {
-    stats.sync_losses + stats.cc_errors + stats.pes_errors + stats.crc_errors + stats.dropped_packets
+    stats.sync_losses
+        + stats.cc_errors
+        + stats.pes_errors
+        + stats.crc_errors
+        + stats.dropped_packets
 }
