@@ -262,13 +262,22 @@ async fn lost_datagrams_are_counted_as_demux_errors_without_a_discontinuity() {
     });
     // Read everything the input delivers until it has been quiet for half a second.
     let mut video = 0;
-    while let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(500), input.events.recv()).await {
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_millis(500), input.events.recv()).await
+    {
         match event {
-            InputEvent::Media(IngestEvent::Discontinuity) => panic!("packet loss made a discontinuity"),
-            InputEvent::Media(IngestEvent::Frame(frame)) if frame.kind() == TrackKind::Video => video += 1,
+            InputEvent::Media(IngestEvent::Discontinuity) => {
+                panic!("packet loss made a discontinuity")
+            }
+            InputEvent::Media(IngestEvent::Frame(frame)) if frame.kind() == TrackKind::Video => {
+                video += 1
+            }
             _ => {}
         }
     }
     assert!(video >= 25, "only {video} video frames got through");
-    assert!(InputCounters::get(&input.counters.demux_errors) > 0, "losses were not counted");
+    assert!(
+        InputCounters::get(&input.counters.demux_errors) > 0,
+        "losses were not counted"
+    );
 }
