@@ -22,4 +22,4 @@ mod shedder;
 
 pub use layer::{ShedLayer, ShedService};
 pub use settings::{ShedSettings, ShedSettingsError};
-pub use shedder::{member_id, Decision, ShedCounts, Shedder};
+pub use shedder::{member_id, Decision, RuleView, ShedCounts, Shedder};
