@@ -20,6 +20,9 @@ pub struct Config {
     /// The streams this node delivers.
     #[serde(default, rename = "stream")]
     pub streams: Vec<StreamConfig>,
+    /// Prioritized load shedding and fault injection (`[shedding]`).
+    #[serde(default)]
+    pub shedding: server::shed::ShedSettings,
 }
 
 /// `[node]`: identity, listeners, storage.

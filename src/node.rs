@@ -90,10 +90,13 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         name: node_config.name.clone(),
         hostname: node_config.hostname.clone(),
     };
-    let state = AppState::new(
+    let shedder =
+        Arc::new(server::shed::Shedder::new(&config.shedding).context("shedding config")?);
+    let state = AppState::with_shedder(
         identity,
         Arc::clone(&metrics),
         node_config.admin_token.clone(),
+        shedder,
     );
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();

@@ -57,6 +57,7 @@ pub async fn start_cluster(port: u16, data: &Path) -> anyhow::Result<Vec<Running
                 ..NodeConfig::default()
             },
             defaults: StreamDefaults::default(),
+            shedding: Default::default(),
             streams: vec![
                 StreamConfig {
                     name: STREAM.into(),
