@@ -1,23 +1,22 @@
 //! Wiring one delivery node: listeners, RTMP, and per stream its input supervisor,
-//! pipeline (segmenter) and live channel.
+//! pipeline (segmenter) and live channel (`stream`).
+
+pub mod stream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use ingest::supervisor::{self, InputSpec, PublishRegistry, SupervisorConfig};
-use server::channel::Channel;
+use ingest::supervisor::PublishRegistry;
 use server::metrics::Metrics;
-use server::pipeline::{self, PipelineSettings};
 use server::{AppState, NodeIdentity};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::config::Config;
-use crate::demo::source::{LoopedClip, DEMO_CLIP};
-use crate::inputs::InputUrl;
+use stream::StreamContext;
 
 /// A node that is up: its bound addresses and a way to stop it.
 pub struct RunningNode {
@@ -102,62 +101,15 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let mut tasks = JoinSet::new();
     let registry = PublishRegistry::new();
 
+    let context = StreamContext {
+        state: state.clone(),
+        metrics: Arc::clone(&metrics),
+        registry: registry.clone(),
+        data_dir: node_config.data_dir.clone(),
+        defaults: config.defaults,
+    };
     for stream in &config.streams {
-        let settings = stream.settings(&config.defaults);
-        let channel = Arc::new(Channel::new(
-            stream.name.clone(),
-            settings.window_segments,
-            server::render::renderer(settings.segment_duration_ms),
-        ));
-        let (events_tx, events_rx) = mpsc::channel(4096);
-        let mut specs = Vec::with_capacity(stream.inputs.len());
-        for url in &stream.inputs {
-            let parsed = InputUrl::parse(url)?;
-            specs.push(parsed.into_spec(|| builtin_source(&mut tasks, &stream.name)));
-        }
-        let mut supervisor_config = SupervisorConfig::new(stream.name.clone(), specs);
-        supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
-        let handle = supervisor::spawn(
-            supervisor_config,
-            Some(&registry),
-            events_tx,
-            shutdown_rx.clone(),
-        )
-        .with_context(|| format!("stream {}", stream.name))?;
-        let status = handle.status();
-        let status_source: server::state::StatusSource =
-            Arc::new(move || server::ingest_view::inputs_json(&status.borrow()));
-        state.add_stream(Arc::clone(&channel), Some(status_source));
-        server::channel::register_metrics(&channel, &metrics);
-        server::ingest_view::register_inputs(&metrics, &stream.name, handle.counters().to_vec());
-        tasks.spawn(handle.join());
-        let publish_latency = Arc::new(server::metrics::Histogram::default());
-        let latency = Arc::clone(&publish_latency);
-        let stream_label = server::metrics::label(&stream.name);
-        metrics.register(Box::new(move |out: &mut String| {
-            latency.render(
-                "brdyun_segment_publish_seconds",
-                &format!("stream=\"{stream_label}\""),
-                out,
-            );
-        }));
-        let pipeline_settings = PipelineSettings {
-            publish_latency,
-            target_duration_ms: settings.segment_duration_ms,
-            state_file: Some(
-                node_config
-                    .data_dir
-                    .join("streams")
-                    .join(format!("{}.timeline.json", stream.name)),
-            ),
-        };
-        let mut stop = shutdown_rx.clone();
-        tasks.spawn(async move {
-            tokio::select! {
-                () = pipeline::run(channel, events_rx, pipeline_settings) => {}
-                _ = stop.wait_for(|s| *s) => {}
-            }
-        });
+        stream::start_stream(&context, stream, shutdown_rx.clone(), &mut tasks)?;
     }
 
     let app = server::router(state.clone());
@@ -226,21 +178,4 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
 /// Resolves when the shutdown flag is raised (or its sender is gone).
 async fn until(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
-}
-
-/// Starts the built-in looped clip for a stream and returns it as an input. The clip is
-/// demuxed once per process and shared by every stream that uses it.
-fn builtin_source(tasks: &mut JoinSet<()>, stream: &str) -> InputSpec {
-    static CLIP: std::sync::OnceLock<Result<LoopedClip, String>> = std::sync::OnceLock::new();
-    let (tx, rx) = mpsc::channel(256);
-    match CLIP.get_or_init(|| LoopedClip::from_ts(DEMO_CLIP).map_err(|e| e.to_string())) {
-        Ok(clip) => {
-            tasks.spawn(clip.clone().run(tx, server::routes::admin::unix_ms()));
-        }
-        Err(error) => tracing::error!(stream, %error, "built-in source unusable"),
-    }
-    InputSpec::Channel {
-        name: "builtin://meeting".into(),
-        events: rx,
-    }
 }
