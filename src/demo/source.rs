@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use ingest::{IngestEvent, IngestSender};
-use media::codec::aac::{adts_frame_ranges, AudioSpecificConfig, SAMPLES_PER_FRAME};
+use media::codec::aac::{AudioSpecificConfig, SAMPLES_PER_FRAME};
 use media::ts::demux::{DemuxEvent, Demuxer};
 use media::{Frame, TrackKind, PTS_MASK};
 
@@ -37,7 +37,6 @@ impl LoopedClip {
                 DemuxEvent::Frame(f) => Some(f),
                 _ => None,
             })
-            .flat_map(split_audio)
             .collect();
         let video: Vec<&Frame> = frames
             .iter()
@@ -109,28 +108,6 @@ impl LoopedClip {
             }
         }
     }
-}
-
-/// One PES often carries many AAC frames; the loop needs each frame with its own
-/// timestamp so that it can cut audio exactly at the loop period.
-fn split_audio(frame: Frame) -> Vec<Frame> {
-    if frame.kind() != TrackKind::Audio {
-        return vec![frame];
-    }
-    let Ok(config) = AudioSpecificConfig::from_adts(&frame.data) else {
-        return vec![frame];
-    };
-    let ticks = SAMPLES_PER_FRAME * media::CLOCK_HZ / u64::from(config.sample_rate());
-    adts_frame_ranges(&frame.data)
-        .into_iter()
-        .enumerate()
-        .map(|(i, range)| Frame {
-            pts: frame.pts.wrapping_add(i as u64 * ticks) & PTS_MASK,
-            dts: frame.dts.wrapping_add(i as u64 * ticks) & PTS_MASK,
-            data: frame.data.slice(range),
-            ..frame.clone()
-        })
-        .collect()
 }
 
 /// Reads a masked 33-bit timestamp that may hold a small negative value.

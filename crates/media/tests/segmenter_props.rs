@@ -52,14 +52,24 @@ fn source() -> impl Strategy<Value = Source> {
 }
 
 fn data(seed: u64, key: bool, audio: bool) -> Bytes {
+    let len = if key { 900 } else { 60 } + (seed % 11) as usize * 29;
     let mut d = if audio {
-        vec![0xff, 0xf1, 0x4c, 0x80, 0x1f, 0xff, 0xfc]
+        // One well-formed ADTS frame (48 kHz stereo AAC-LC), as the demuxer expects.
+        let config = media::codec::aac::AudioSpecificConfig {
+            object_type: 2,
+            sample_rate_index: 3,
+            channels: 2,
+        };
+        let mut header = Vec::new();
+        config
+            .write_adts_header(len, &mut header)
+            .expect("small frame");
+        header
     } else if key {
         vec![0, 0, 0, 1, 0x65]
     } else {
         vec![0, 0, 0, 1, 0x41]
     };
-    let len = if key { 900 } else { 60 } + (seed % 11) as usize * 29;
     d.extend((0..len).map(|i| ((seed + i as u64 * 3) % 200 + 16) as u8));
     Bytes::from(d)
 }

@@ -14,6 +14,7 @@ use super::packet::{Packet, PacketReader, ReaderEvent};
 use super::pes::{Pes, PesAssembler, PesOutput};
 use super::psi::{Pat, Pmt, SectionAssembler};
 use super::MARKER_PID;
+use crate::codec::aac::{adts_frame_ranges, AudioSpecificConfig, SAMPLES_PER_FRAME};
 use crate::codec::probe::is_keyframe;
 use crate::{Codec, Frame, TrackKind};
 
@@ -401,6 +402,10 @@ fn emit(stats: &mut DemuxStats, codec: Codec, pes: PesOutput, out: &mut Vec<Demu
             stats.pes_errors += 1;
             continue;
         };
+        if codec == Codec::Aac {
+            emit_aac(stats, pts, payload, out);
+            continue;
+        }
         let keyframe = is_keyframe(codec, &payload);
         stats.frames += 1;
         out.push(DemuxEvent::Frame(Frame {
@@ -409,6 +414,47 @@ fn emit(stats: &mut DemuxStats, codec: Codec, pes: PesOutput, out: &mut Vec<Demu
             dts: header.dts.unwrap_or(pts),
             keyframe,
             data: payload,
+        }));
+    }
+}
+
+/// Splits an AAC PES into its ADTS frames, each with its own timestamp (the PES
+/// timestamp plus the frames before it). Encoders pack many frames into one PES (ffmpeg
+/// up to ~16, a third of a second); one frame per `Frame` lets a segment close as soon
+/// as the frame that crosses the cut arrives, and cuts audio-only streams exactly.
+/// Bytes that do not parse as ADTS are delivered as they are (one frame), or, when they
+/// trail valid frames, dropped and counted.
+fn emit_aac(stats: &mut DemuxStats, pts: u64, payload: Bytes, out: &mut Vec<DemuxEvent>) {
+    let ranges = adts_frame_ranges(&payload);
+    let sample_rate = ranges
+        .first()
+        .and_then(|r| AudioSpecificConfig::from_adts(&payload[r.clone()]).ok())
+        .map(|c| u64::from(c.sample_rate()));
+    let (Some(sample_rate), Some(last)) = (sample_rate, ranges.last()) else {
+        stats.frames += 1;
+        out.push(DemuxEvent::Frame(Frame {
+            codec: Codec::Aac,
+            pts,
+            dts: pts,
+            keyframe: true,
+            data: payload,
+        }));
+        return;
+    };
+    if last.end < payload.len() {
+        stats.pes_errors += 1;
+    }
+    for (i, range) in ranges.into_iter().enumerate() {
+        // Offsets from the PES start, so a non-integer frame duration never accumulates.
+        let offset = i as u64 * SAMPLES_PER_FRAME * crate::CLOCK_HZ / sample_rate;
+        let frame_pts = pts.wrapping_add(offset) & crate::PTS_MASK;
+        stats.frames += 1;
+        out.push(DemuxEvent::Frame(Frame {
+            codec: Codec::Aac,
+            pts: frame_pts,
+            dts: frame_pts,
+            keyframe: true,
+            data: payload.slice(range),
         }));
     }
 }
