@@ -1,0 +1,32 @@
+//! The meeting core of brdyun, shared by the MC (`brdyun mc`) and the nodes.
+//!
+//! Pure: no I/O, no clock, no randomness — time (`now_ms`) and secrets are passed in.
+//!
+//! - [`code`]: the one table of public error codes (102004 … 104118, 16): HTTP status,
+//!   messages in English and Chinese, log level and metric label, and the 18
+//!   [`ConnectCause`]s behind 104101–104118.
+//! - [`meeting`]: a meeting's lifecycle (created → live → closed, lock, viewer limit,
+//!   stream key) and the MC's collection of meetings, serializable for the MC's store.
+//! - [`version`]: client versions (`X-Brdyun-Client-Version`) and the 102011 / 16 rule.
+//! - [`viewers`]: viewer counts reported by nodes, summed across nodes by the MC.
+//! - [`admission`]: a node's decision for a viewer opening a meeting's stream.
+//!
+//! Data flow: the MC owns [`Meetings`] and [`ViewerCounts`]; nodes poll it and get a
+//! [`MeetingView`] per meeting; a node answers each new viewer with
+//! [`admission::admit_new_viewer`], whose error is an [`ErrorCode`] sent as
+//! `{"code": N, "message": "..."}`.
+
+pub mod admission;
+pub mod code;
+pub mod meeting;
+pub mod version;
+pub mod viewers;
+
+pub use admission::{admit_new_viewer, McLink, MeetingView};
+pub use code::{CodeInfo, ConnectCause, ErrorCode, LogLevel};
+pub use meeting::{
+    Action, InvalidMeetingId, Meeting, MeetingError, MeetingId, MeetingSecrets, MeetingState,
+    Meetings, NewMeeting,
+};
+pub use version::{check_client, ClientVersion, CLIENT_VERSION_HEADER};
+pub use viewers::ViewerCounts;
