@@ -41,6 +41,8 @@ struct Open {
 struct TrackClock {
     last_dts: Option<u64>,
     delta: Option<u64>,
+    /// The last two frame durations were equal (exact timestamps, no rounding).
+    steady: bool,
     /// The track had frames before the last jump and has not yet rejoined the timeline.
     stale: bool,
 }
@@ -194,7 +196,9 @@ impl Source {
             }
             Some(prev) => {
                 if ext_dts > prev {
-                    self.clocks[idx].delta = Some(ext_dts - prev);
+                    let clock = &mut self.clocks[idx];
+                    clock.steady = clock.delta == Some(ext_dts - prev);
+                    clock.delta = Some(ext_dts - prev);
                 }
             }
             None => {
@@ -270,7 +274,18 @@ impl Source {
             return;
         };
         if self.has_video {
-            let passed = t.ext_pts >= cur.start_ts;
+            // Audio is complete up to the cut once the next frame is due at or after it:
+            // the segment closes as soon as its last audio frame arrives, not a frame
+            // (often a whole multi-frame PES) later. While frame durations vary by a
+            // tick (rounded 44.1 kHz timestamps) one tick of slack keeps this safe.
+            let clock = self.clocks[1];
+            let delta = clock.delta.unwrap_or(DEFAULT_AUDIO_DELTA);
+            let next_at_least = if clock.steady {
+                delta
+            } else {
+                delta.saturating_sub(1)
+            };
+            let passed = t.ext_pts.saturating_add(next_at_least) >= cur.start_ts;
             self.audio_queue.push_back(t);
             self.decide(stats);
             self.maybe_seal_closing(passed, ready, stats);
