@@ -20,6 +20,9 @@ pub enum ApiError {
     BadRequest,
     /// An admin call without the right token.
     Unauthorized,
+    /// A condition of the meeting code table (`meeting::ErrorCode`): its code, status
+    /// and message come from that one table.
+    Meeting(meeting::ErrorCode),
 }
 
 impl ApiError {
@@ -32,6 +35,7 @@ impl ApiError {
             ApiError::SegmentGone | ApiError::NotFound => 404,
             ApiError::BadRequest => 400,
             ApiError::Unauthorized => 401,
+            ApiError::Meeting(code) => code.code(),
         }
     }
 
@@ -45,6 +49,9 @@ impl ApiError {
             ApiError::NotStarted => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadRequest => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Meeting(code) => {
+                StatusCode::from_u16(code.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
+            }
         }
     }
 
@@ -57,7 +64,14 @@ impl ApiError {
             ApiError::NotFound => "no such resource",
             ApiError::BadRequest => "malformed request",
             ApiError::Unauthorized => "missing or wrong admin token",
+            ApiError::Meeting(code) => code.message(),
         }
+    }
+}
+
+impl From<meeting::ErrorCode> for ApiError {
+    fn from(code: meeting::ErrorCode) -> Self {
+        ApiError::Meeting(code)
     }
 }
 
@@ -75,7 +89,12 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/json"),
         );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        if self == ApiError::NotStarted {
+        let retry = match self {
+            ApiError::NotStarted => true,
+            ApiError::Meeting(code) => code.is_retryable(),
+            _ => false,
+        };
+        if retry {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
         }
         response

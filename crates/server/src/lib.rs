@@ -9,6 +9,7 @@ pub mod channel;
 pub mod error;
 pub mod http_util;
 pub mod ingest_view;
+pub mod mc;
 pub mod metrics;
 pub mod pipeline;
 pub mod render;

@@ -42,6 +42,7 @@ struct Shared {
     admin_token: Option<String>,
     started: Instant,
     shedder: Arc<Shedder>,
+    meeting_gate: std::sync::OnceLock<Arc<crate::mc::gate::MeetingGate>>,
 }
 
 impl AppState {
@@ -73,6 +74,7 @@ impl AppState {
                 admin_token,
                 started: Instant::now(),
                 shedder,
+                meeting_gate: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -110,6 +112,25 @@ impl AppState {
             Ok(mut map) => map.insert(name, entry),
             Err(poisoned) => poisoned.into_inner().insert(name, entry),
         };
+    }
+
+    /// Removes a stream (a meeting closed); its viewers get the meeting's code from then on.
+    pub fn remove_stream(&self, name: &str) -> Option<StreamEntry> {
+        match self.inner.streams.write() {
+            Ok(mut map) => map.remove(name),
+            Err(poisoned) => poisoned.into_inner().remove(name),
+        }
+    }
+
+    /// Puts the node's streams behind its MC's meeting rules (set once, by a node with
+    /// an `[mc]` section); returns false if a gate was already set.
+    pub fn set_meeting_gate(&self, gate: Arc<crate::mc::gate::MeetingGate>) -> bool {
+        self.inner.meeting_gate.set(gate).is_ok()
+    }
+
+    /// The meeting gate, when this node's streams are meetings of an MC.
+    pub fn meeting_gate(&self) -> Option<&Arc<crate::mc::gate::MeetingGate>> {
+        self.inner.meeting_gate.get()
     }
 
     /// The stream of that name.

@@ -32,7 +32,7 @@ pub fn router(state: AppState) -> Router {
             get(fault_api::list).post(fault_api::add),
         )
         .route("/api/fault-rules/{id}", delete(fault_api::remove))
-        .route("/{stream}/{file}", get(hls::stream_file))
+        .route("/{stream}/{file}", get(crate::mc::gate::stream_file))
         .fallback(|| async { ApiError::NotFound })
         // Inside the CORS/counting layer: a shed answer is counted as a 5xx, and a CORS
         // preflight is answered before shedding (it costs nothing).
@@ -106,7 +106,7 @@ async fn count_and_cors(State(state): State<AppState>, request: Request, next: N
             // The X-Brdyun-* headers let a browser player state its device, member and
             // playback to the shedding layer.
             HeaderValue::from_static(
-                "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback",
+                "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback, X-Brdyun-Client-Version",
             ),
         );
         headers.insert(

@@ -1,0 +1,329 @@
+//! The MC's meeting API handlers. Every refusal is `{"code": N, "message": "..."}`:
+//! meeting conditions with their table code, plain protocol errors with the HTTP
+//! status as the code.
+
+use std::collections::HashMap;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use meeting::{
+    check_client, Action, ErrorCode, Meeting, MeetingId, MeetingSecrets, MeetingView, NewMeeting,
+    CLIENT_VERSION_HEADER,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::store::{random_secret, ChangeError};
+use super::McState;
+use crate::routes::admin::unix_ms;
+
+/// Largest request body accepted.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// A refusal of the meeting API.
+#[derive(Debug)]
+pub enum McApiError {
+    /// A condition of the code table.
+    Meeting(ErrorCode),
+    /// The request is malformed; the message says how (it is about the caller's input).
+    BadRequest(String),
+    /// No or wrong token.
+    Unauthorized,
+}
+
+impl IntoResponse for McApiError {
+    fn into_response(self) -> Response {
+        match self {
+            McApiError::Meeting(code) => crate::error::ApiError::Meeting(code).into_response(),
+            McApiError::BadRequest(message) => (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"code": 400, "message": message})),
+            )
+                .into_response(),
+            McApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                Json(json!({"code": 401, "message": "missing or wrong token"})),
+            )
+                .into_response(),
+        }
+    }
+}
+
+impl From<ChangeError> for McApiError {
+    fn from(e: ChangeError) -> Self {
+        match e {
+            ChangeError::Meeting(e) => McApiError::Meeting(e.code()),
+            ChangeError::Store(e) => {
+                tracing::error!(error = %e, "meeting store not writable");
+                McApiError::Meeting(ErrorCode::McUnavailable)
+            }
+        }
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// True when the token is the admin token (or no admin token is configured).
+fn is_admin(mc: &McState, given: Option<&str>) -> bool {
+    match &mc.inner.settings.admin_token {
+        None => true,
+        Some(expected) => given.is_some_and(|g| same(g, expected)),
+    }
+}
+
+fn parse_id(id: &str) -> Result<MeetingId, McApiError> {
+    MeetingId::parse(id).map_err(|e| McApiError::BadRequest(e.to_string()))
+}
+
+async fn read_json<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, McApiError> {
+    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        McApiError::BadRequest(format!("request body larger than {MAX_BODY} bytes"))
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| McApiError::BadRequest(format!("malformed JSON: {e}")))
+}
+
+fn version_check(mc: &McState, headers: &HeaderMap, in_session: bool) -> Result<(), McApiError> {
+    let stated = headers
+        .get(CLIENT_VERSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("invalid"));
+    check_client(stated, mc.inner.settings.min_client_version, in_session)
+        .map_err(McApiError::Meeting)
+}
+
+/// A meeting with its secrets, for its host and admins.
+fn full(meeting: &Meeting) -> Value {
+    json!({
+        "id": meeting.id,
+        "title": meeting.title,
+        "state": meeting.state,
+        "locked": meeting.locked,
+        "viewer_limit": meeting.viewer_limit,
+        "stream_key": meeting.stream_key,
+        "host_token": meeting.host_token,
+        "created_ms": meeting.created_ms,
+        "started_ms": meeting.started_ms,
+        "closed_ms": meeting.closed_ms,
+    })
+}
+
+fn view(mc: &McState, meeting: &Meeting, now_ms: i64) -> MeetingView {
+    let viewers = mc.viewers().total(&meeting.id, now_ms);
+    MeetingView::of(meeting, viewers)
+}
+
+/// `POST /api/meetings` (admin): creates a meeting; 201 with its stream key and host
+/// token, 102004 when the id exists, 102011 for an old client.
+pub async fn create(State(mc): State<McState>, headers: HeaderMap, body: Body) -> Response {
+    match create_inner(&mc, &headers, body).await {
+        Ok(meeting) => (StatusCode::CREATED, Json(full(&meeting))).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn create_inner(
+    mc: &McState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Meeting, McApiError> {
+    if !is_admin(mc, bearer(headers)) {
+        return Err(McApiError::Unauthorized);
+    }
+    version_check(mc, headers, false)?;
+    let request: NewMeeting = read_json(body).await?;
+    let id = parse_id(&request.id)?;
+    let secrets = MeetingSecrets {
+        stream_key: random_secret(),
+        host_token: random_secret(),
+    };
+    let now = unix_ms();
+    let meeting = mc.change(|meetings| meetings.create(id, &request, secrets, now).cloned())?;
+    tracing::info!(meeting = %meeting.id, "meeting created");
+    Ok(meeting)
+}
+
+/// `GET /api/meetings` (admin or node token): every meeting's public view.
+pub async fn list(State(mc): State<McState>, headers: HeaderMap) -> Response {
+    let token = bearer(&headers);
+    if !is_admin(&mc, token) && !is_node(&mc, token) {
+        return McApiError::Unauthorized.into_response();
+    }
+    let now = unix_ms();
+    let meetings: Vec<MeetingView> = mc.meetings().iter().map(|m| view(&mc, m, now)).collect();
+    Json(json!({ "meetings": meetings })).into_response()
+}
+
+/// `GET /api/meetings/{id}`: the public view for anyone; with the host's or an admin's
+/// token, the whole meeting with its secrets.
+pub async fn get_one(
+    State(mc): State<McState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let id = match parse_id(&id) {
+        Ok(id) => id,
+        Err(e) => return e.into_response(),
+    };
+    let meetings = mc.meetings();
+    let meeting = match meetings.get(&id) {
+        Ok(m) => m,
+        Err(e) => return McApiError::Meeting(e.code()).into_response(),
+    };
+    let token = bearer(&headers);
+    let owner = token.is_some_and(|t| same(t, &meeting.host_token))
+        || (token.is_some() && is_admin(&mc, token));
+    if owner {
+        Json(full(meeting)).into_response()
+    } else {
+        Json(view(&mc, meeting, unix_ms())).into_response()
+    }
+}
+
+fn authorize_host(mc: &McState, headers: &HeaderMap, id: &MeetingId) -> Result<(), McApiError> {
+    let token = bearer(headers);
+    if is_admin(mc, token) {
+        return Ok(());
+    }
+    let meetings = mc.meetings();
+    // A token that is neither admin nor this meeting's host is refused the same way
+    // for a meeting that exists and one that does not: tokens do not probe ids.
+    match meetings.get(id) {
+        Ok(m) if token.is_some_and(|t| same(t, &m.host_token)) => Ok(()),
+        _ => Err(McApiError::Unauthorized),
+    }
+}
+
+fn change_meeting(
+    mc: &McState,
+    headers: &HeaderMap,
+    id: &str,
+    action: Action,
+) -> Result<Meeting, McApiError> {
+    let id = parse_id(id)?;
+    authorize_host(mc, headers, &id)?;
+    version_check(mc, headers, true)?;
+    let now = unix_ms();
+    let meeting = mc.change(|meetings| meetings.apply(&id, action, now).cloned())?;
+    tracing::info!(meeting = %meeting.id, ?action, "meeting changed");
+    Ok(meeting)
+}
+
+/// `POST /api/meetings/{id}/{start|lock|unlock|close}` (host or admin).
+pub async fn action(
+    State(mc): State<McState>,
+    Path((id, action)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let action = match action.as_str() {
+        "start" => Action::Start,
+        "lock" => Action::Lock,
+        "unlock" => Action::Unlock,
+        "close" => Action::Close,
+        _ => return crate::error::ApiError::NotFound.into_response(),
+    };
+    match change_meeting(&mc, &headers, &id, action) {
+        Ok(meeting) => Json(full(&meeting)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ViewerLimit {
+    viewer_limit: Option<u32>,
+}
+
+/// `PUT /api/meetings/{id}/viewer-limit` (host or admin): `{"viewer_limit": N}` or
+/// `{"viewer_limit": null}` for no limit.
+pub async fn set_viewer_limit(
+    State(mc): State<McState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    // Authorize before reading the body: an unauthenticated caller costs no parsing.
+    let checked = parse_id(&id).and_then(|parsed| authorize_host(&mc, &headers, &parsed));
+    if let Err(e) = checked {
+        return e.into_response();
+    }
+    let limit: ViewerLimit = match read_json(body).await {
+        Ok(limit) => limit,
+        Err(e) => return e.into_response(),
+    };
+    match change_meeting(
+        &mc,
+        &headers,
+        &id,
+        Action::SetViewerLimit(limit.viewer_limit),
+    ) {
+        Ok(meeting) => Json(full(&meeting)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn is_node(mc: &McState, given: Option<&str>) -> bool {
+    match &mc.inner.settings.node_token {
+        None => true,
+        Some(expected) => given.is_some_and(|g| same(g, expected)),
+    }
+}
+
+/// `GET /api/nodes/sync?node=N&viewers=id:count,…` (node token, as bearer or `token=`):
+/// records the node's viewer counts and answers with every meeting's view (viewers
+/// summed across nodes) and the minimum client version.
+pub async fn sync(
+    State(mc): State<McState>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let token = bearer(&headers).or(query.get("token").map(String::as_str));
+    let allowed = is_node(&mc, token) || (token.is_some() && is_admin(&mc, token));
+    if !allowed {
+        return McApiError::Unauthorized.into_response();
+    }
+    let node = query.get("node").map_or("", String::as_str);
+    if node.is_empty() || node.len() > 128 {
+        return McApiError::BadRequest("node must be 1 to 128 bytes".into()).into_response();
+    }
+    let viewers = query.get("viewers").map_or("", String::as_str);
+    let mut counts = Vec::new();
+    for pair in viewers.split(',').filter(|p| !p.is_empty()) {
+        let parsed = pair
+            .split_once(':')
+            .and_then(|(id, n)| Some((MeetingId::parse(id).ok()?, n.parse::<u32>().ok()?)));
+        match parsed {
+            Some(entry) => counts.push(entry),
+            None => {
+                return McApiError::BadRequest(format!("bad viewers entry {pair:?}: use id:count"))
+                    .into_response()
+            }
+        }
+    }
+    let now = unix_ms();
+    if !mc.viewers().report(node, counts, now) {
+        tracing::warn!(node = %node, "viewer report ignored: too many nodes or meetings");
+    }
+    let meetings: Vec<MeetingView> = mc.meetings().iter().map(|m| view(&mc, m, now)).collect();
+    Json(json!({
+        "now_ms": now,
+        "min_client_version": mc.inner.settings.min_client_version.map(|v| v.to_string()),
+        "meetings": meetings,
+    }))
+    .into_response()
+}

@@ -1,0 +1,245 @@
+//! The node's side of meetings: before a viewer gets a meeting's stream, the node
+//! checks what it knows from its MC (`meeting::admit_new_viewer`) and the client's
+//! version, and counts distinct viewers so the MC can enforce the viewer limit across
+//! nodes.
+//!
+//! The MC watcher feeds the gate ([`MeetingGate::connected`], [`MeetingGate::failed`])
+//! and reads the counts back ([`MeetingGate::viewer_counts`]) for its next report.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use meeting::{
+    admit_new_viewer, check_client, ClientVersion, ConnectCause, ErrorCode, McLink, MeetingView,
+    CLIENT_VERSION_HEADER,
+};
+
+use crate::error::ApiError;
+use crate::routes::hls::{self, StreamFile};
+use crate::state::AppState;
+
+/// A viewer stays counted this long after their last playlist request.
+pub const VIEWER_IDLE: Duration = Duration::from_secs(20);
+/// Most distinct viewers tracked per meeting (beyond it, new viewers are refused as full).
+pub const MAX_VIEWERS_TRACKED: usize = 200_000;
+/// The header a player may use to name its viewer (else the peer address is used).
+pub const VIEWER_HEADER: &str = "x-brdyun-member";
+
+#[derive(Debug)]
+struct GateState {
+    link: McLink,
+    views: HashMap<String, MeetingView>,
+    reported: HashMap<String, u64>,
+    min_version: Option<ClientVersion>,
+    viewers: HashMap<String, HashMap<String, Instant>>,
+    managed: std::collections::HashSet<String>,
+}
+
+/// What a node knows of its MC's meetings, and who watches them here.
+#[derive(Debug)]
+pub struct MeetingGate {
+    state: Mutex<GateState>,
+}
+
+impl Default for MeetingGate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MeetingGate {
+    /// A gate that has not heard from the MC yet (new viewers get 102005).
+    pub fn new() -> Self {
+        Self {
+            state: Mutex::new(GateState {
+                link: McLink::Starting,
+                views: HashMap::new(),
+                reported: HashMap::new(),
+                min_version: None,
+                viewers: HashMap::new(),
+                managed: std::collections::HashSet::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        // Every update is one assignment: the state stays consistent after a panic.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The MC answered: its meetings, its minimum client version, and the counts this
+    /// node reported in that same exchange.
+    pub fn connected(
+        &self,
+        views: Vec<MeetingView>,
+        min_version: Option<ClientVersion>,
+        reported: HashMap<String, u64>,
+    ) {
+        let mut state = self.lock();
+        state.link = McLink::Connected;
+        state.views = views.into_iter().map(|v| (v.id.clone(), v)).collect();
+        state.reported = reported;
+        state.min_version = min_version;
+    }
+
+    /// The last exchange with the MC failed with `cause`. What the node knew stays.
+    pub fn failed(&self, cause: ConnectCause) {
+        let mut state = self.lock();
+        state.link = state.link.failed(cause);
+    }
+
+    /// Marks `stream` as a meeting delivered for the MC (`true`) or no longer
+    /// (`false`). Streams of the node's own config are not meetings and pass ungated.
+    pub fn set_managed(&self, stream: &str, managed: bool) {
+        let mut state = self.lock();
+        if managed {
+            state.managed.insert(stream.to_owned());
+        } else {
+            state.managed.remove(stream);
+            state.viewers.remove(stream);
+        }
+    }
+
+    fn is_managed(&self, stream: &str) -> bool {
+        self.lock().managed.contains(stream)
+    }
+
+    /// The link to the MC as the gate sees it.
+    pub fn link(&self) -> McLink {
+        self.lock().link
+    }
+
+    /// Distinct viewers per meeting right now (idle ones are forgotten).
+    pub fn viewer_counts(&self) -> HashMap<String, u64> {
+        let mut state = self.lock();
+        let now = Instant::now();
+        state.viewers.retain(|_, viewers| {
+            viewers.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
+            !viewers.is_empty()
+        });
+        state
+            .viewers
+            .iter()
+            .map(|(meeting, viewers)| (meeting.clone(), viewers.len() as u64))
+            .collect()
+    }
+
+    /// Decides one request for a meeting's playlist: a viewer seen recently continues
+    /// (only the version rule, in-session form, applies); a new viewer must be
+    /// admitted, and is counted from then on.
+    ///
+    /// # Errors
+    /// The code the viewer gets.
+    pub fn check_viewer(
+        &self,
+        meeting: &str,
+        viewer: &str,
+        version: Option<&str>,
+        delivering: bool,
+    ) -> Result<(), ErrorCode> {
+        let mut state = self.lock();
+        let now = Instant::now();
+        let known = state
+            .viewers
+            .get(meeting)
+            .and_then(|v| v.get(viewer))
+            .is_some_and(|seen| now.duration_since(*seen) < VIEWER_IDLE);
+        let min_version = state.min_version;
+        if known {
+            check_client(version, min_version, true)?;
+        } else {
+            check_client(version, min_version, false)?;
+            let here_now = state.viewers.get(meeting).map_or(0, |viewers| {
+                viewers
+                    .values()
+                    .filter(|seen| now.duration_since(**seen) < VIEWER_IDLE)
+                    .count() as u64
+            });
+            if here_now >= MAX_VIEWERS_TRACKED as u64 {
+                return Err(ErrorCode::Full);
+            }
+            let reported = state.reported.get(meeting).copied().unwrap_or(0);
+            admit_new_viewer(
+                state.link,
+                state.views.get(meeting),
+                reported,
+                here_now,
+                delivering,
+            )?;
+        }
+        state
+            .viewers
+            .entry(meeting.to_owned())
+            .or_default()
+            .insert(viewer.to_owned(), now);
+        Ok(())
+    }
+
+    /// The code for a meeting the node does not deliver (nothing to serve yet).
+    pub fn not_here(&self, meeting: &str) -> ErrorCode {
+        let state = self.lock();
+        match admit_new_viewer(state.link, state.views.get(meeting), 0, 0, false) {
+            Err(code) => code,
+            // Unreachable by `admit_new_viewer`'s contract (not delivering is never Ok);
+            // answer "starting" rather than panic.
+            Ok(()) => ErrorCode::NotStarted,
+        }
+    }
+}
+
+fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
+    let named = headers
+        .get(VIEWER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128);
+    match (named, peer) {
+        (Some(name), _) => format!("m:{name}"),
+        (None, Some(peer)) => format!("ip:{}", peer.ip()),
+        (None, None) => "anonymous".to_owned(),
+    }
+}
+
+/// Every per-stream file, behind the meeting gate when the node has an MC; without
+/// one, exactly [`hls::stream_file`].
+pub async fn stream_file(
+    State(state): State<AppState>,
+    Path((stream, file)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let Some(gate) = state.meeting_gate() else {
+        return hls::stream_file(State(state), Path((stream, file)), request).await;
+    };
+    let entry = state.stream(&stream);
+    if entry.is_some() && !gate.is_managed(&stream) {
+        // A stream of the node's own config, not a meeting.
+        return hls::stream_file(State(state), Path((stream, file)), request).await;
+    }
+    let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
+    if !delivering {
+        return ApiError::Meeting(gate.not_here(&stream)).into_response();
+    }
+    if matches!(
+        StreamFile::parse(&file),
+        Some(StreamFile::Master | StreamFile::Media)
+    ) {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0);
+        let headers = request.headers();
+        let viewer = viewer_key(headers, peer);
+        let version = headers
+            .get(CLIENT_VERSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        if let Err(code) = gate.check_viewer(&stream, &viewer, version, true) {
+            tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
+            return ApiError::Meeting(code).into_response();
+        }
+    }
+    hls::stream_file(State(state), Path((stream, file)), request).await
+}

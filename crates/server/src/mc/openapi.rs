@@ -1,0 +1,71 @@
+//! The MC API's OpenAPI 3.0 document, served at `/api/openapi.json`.
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+/// The document (kept next to the handlers it describes; a test checks it parses and
+/// names every route).
+pub const DOCUMENT: &str = r##"{
+  "openapi": "3.0.3",
+  "info": {
+    "title": "brdyun MC meeting API",
+    "version": "1",
+    "description": "Meetings on a brdyun MC. Errors are {\"code\": N, \"message\": \"...\"}; meeting codes are listed in the README. Clients may state their version in X-Brdyun-Client-Version."
+  },
+  "components": {
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "parameters": {
+      "id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}},
+      "clientVersion": {"name": "X-Brdyun-Client-Version", "in": "header", "required": false, "schema": {"type": "string", "example": "2.1.0.456"}}
+    },
+    "schemas": {
+      "Error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
+      "NewMeeting": {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "viewer_limit": {"type": "integer", "nullable": true, "minimum": 0}}},
+      "MeetingView": {"type": "object", "properties": {"id": {"type": "string"}, "state": {"type": "string", "enum": ["created", "live", "closed"]}, "locked": {"type": "boolean"}, "viewer_limit": {"type": "integer", "nullable": true}, "viewers": {"type": "integer"}}},
+      "Meeting": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "state": {"type": "string", "enum": ["created", "live", "closed"]}, "locked": {"type": "boolean"}, "viewer_limit": {"type": "integer", "nullable": true}, "stream_key": {"type": "string"}, "host_token": {"type": "string"}, "created_ms": {"type": "integer"}, "started_ms": {"type": "integer", "nullable": true}, "closed_ms": {"type": "integer", "nullable": true}}}
+    },
+    "responses": {
+      "Error": {"description": "a refusal with its code", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    }
+  },
+  "paths": {
+    "/api/meetings": {
+      "post": {"summary": "create a meeting (admin token); 102004 if the id exists, 102011 for an old client", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/clientVersion"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewMeeting"}}}},
+        "responses": {"201": {"description": "created, with stream_key and host_token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Meeting"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "list meetings (admin or node token)", "security": [{"bearer": []}],
+        "responses": {"200": {"description": "every meeting", "content": {"application/json": {"schema": {"type": "object", "properties": {"meetings": {"type": "array", "items": {"$ref": "#/components/schemas/MeetingView"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/meetings/{id}": {
+      "get": {"summary": "a meeting: public view, or with secrets for its host or an admin; 104005 if unknown",
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "the meeting", "content": {"application/json": {"schema": {"oneOf": [{"$ref": "#/components/schemas/MeetingView"}, {"$ref": "#/components/schemas/Meeting"}]}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/meetings/{id}/{action}": {
+      "post": {"summary": "start, lock, unlock or close (host token of the meeting, or admin); 103003 once closed, 16 for an old client", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}, {"$ref": "#/components/parameters/clientVersion"}, {"name": "action", "in": "path", "required": true, "schema": {"type": "string", "enum": ["start", "lock", "unlock", "close"]}}],
+        "responses": {"200": {"description": "the meeting afterwards", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Meeting"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/meetings/{id}/viewer-limit": {
+      "put": {"summary": "set or clear the viewer limit across all nodes (host or admin)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}, {"$ref": "#/components/parameters/clientVersion"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["viewer_limit"], "properties": {"viewer_limit": {"type": "integer", "nullable": true, "minimum": 0}}}}}},
+        "responses": {"200": {"description": "the meeting afterwards", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Meeting"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/nodes/sync": {
+      "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token, as bearer or token=)",
+        "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "example": "m1:3,m2:0"}}, {"name": "token", "in": "query", "required": false, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "meetings with viewers summed over nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"now_ms": {"type": "integer"}, "min_client_version": {"type": "string", "nullable": true}, "meetings": {"type": "array", "items": {"$ref": "#/components/schemas/MeetingView"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/{id}/mpegts": {
+      "get": {"summary": "the meeting's stream as one endless MPEG-TS (what nodes pull)", "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "video/mp2t"}, "default": {"$ref": "#/components/responses/Error"}}}
+    }
+  }
+}"##;
+
+/// `GET /api/openapi.json`.
+pub async fn document() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT).into_response()
+}

@@ -1,0 +1,159 @@
+//! The MC's embedded store: every meeting in one JSON file, replaced atomically
+//! (write a temporary file, fsync it, rename it over the old one, fsync the directory).
+//!
+//! Why a JSON file and not an embedded database: an MC holds at most
+//! [`meeting::meeting::MAX_MEETINGS`] small records that change a few times per
+//! meeting; one atomic rename gives crash safety without a new dependency, and the file
+//! is readable by an operator. Every change is written before it is acknowledged, under
+//! the same lock that serializes changes — which is also what makes concurrent creates
+//! of one id produce exactly one winner.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use meeting::{MeetingError, Meetings};
+use thiserror::Error;
+
+/// Why the store could not be opened or written.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The file exists but cannot be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The store file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid store (refusing to start beats losing meetings).
+    #[error("{path} is not a valid meeting store: {reason}")]
+    Corrupt {
+        /// The store file.
+        path: PathBuf,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The new state could not be written; nothing was changed.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The store file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Why a change to the meetings failed.
+#[derive(Debug, Error)]
+pub enum ChangeError {
+    /// The meeting refused (exists, closed, …).
+    #[error(transparent)]
+    Meeting(#[from] MeetingError),
+    /// The store could not be written (the change was not made).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The meetings, in memory and on disk.
+#[derive(Debug)]
+pub struct Store {
+    path: PathBuf,
+    current: Mutex<Arc<Meetings>>,
+}
+
+impl Store {
+    /// Opens (or starts) the store at `path`.
+    ///
+    /// # Errors
+    /// The file exists but cannot be read or parsed.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let meetings = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Meetings::new(),
+            Err(source) => {
+                return Err(StoreError::Read {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            current: Mutex::new(Arc::new(meetings)),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Arc<Meetings>> {
+        // The guarded value is only ever replaced whole: a panic cannot leave it torn.
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The meetings now.
+    pub fn snapshot(&self) -> Arc<Meetings> {
+        Arc::clone(&self.lock())
+    }
+
+    /// Applies `change` to a copy, writes the copy, then makes it current. Changes are
+    /// serialized; a failed change or write leaves everything as it was.
+    ///
+    /// # Errors
+    /// The change's own refusal, or the write failure.
+    pub fn change<T>(
+        &self,
+        change: impl FnOnce(&mut Meetings) -> Result<T, MeetingError>,
+    ) -> Result<(T, Arc<Meetings>), ChangeError> {
+        let mut current = self.lock();
+        let mut next = Meetings::clone(&current);
+        let out = change(&mut next)?;
+        self.write(&next)?;
+        let next = Arc::new(next);
+        *current = Arc::clone(&next);
+        Ok((out, next))
+    }
+
+    fn write(&self, meetings: &Meetings) -> Result<(), StoreError> {
+        let error = |source| StoreError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let bytes = serde_json::to_vec_pretty(meetings)
+            .map_err(|e| error(std::io::Error::other(e.to_string())))?;
+        let tmp = self.path.with_extension("json.tmp");
+        let mut file = std::fs::File::create(&tmp).map_err(error)?;
+        file.write_all(&bytes).map_err(error)?;
+        file.sync_all().map_err(error)?;
+        drop(file);
+        std::fs::rename(&tmp, &self.path).map_err(error)?;
+        if let Some(dir) = self.path.parent() {
+            // Make the rename itself durable; some filesystems refuse to sync a
+            // directory, which is not worth failing the change for.
+            if let Ok(dir) = std::fs::File::open(dir) {
+                let _ = dir.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A fresh 128-bit secret as 32 hex digits, from the OS's random source.
+pub fn random_secret() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if from_os.is_err() {
+        // No /dev/urandom (not Linux/Unix): std's per-instance random SipHash keys.
+        use std::hash::{BuildHasher, Hasher};
+        for chunk in bytes.chunks_mut(8) {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u64(0);
+            for (b, h) in chunk.iter_mut().zip(hasher.finish().to_le_bytes()) {
+                *b = h;
+            }
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
