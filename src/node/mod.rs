@@ -95,10 +95,13 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         identity,
         Arc::clone(&metrics),
         node_config.admin_token.clone(),
-        shedder,
+        Arc::clone(&shedder),
     );
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    // The overload monitor publishes the level the shedding layer reads (CPU of this
+    // process, in-flight vs the adaptive limit, runtime queueing delay).
+    tasks.spawn(shedder.run_monitor(until(shutdown_rx.clone())));
     let registry = PublishRegistry::new();
 
     let context = StreamContext {

@@ -98,6 +98,11 @@ async fn get(state: &AppState, uri: &str, headers: &[(&str, &str)]) -> Answer {
     send(state, Method::GET, uri, headers, Body::empty()).await
 }
 
+/// A telemetry beacon (NON_CRITICAL): `POST /telemetry`, answered 204 when admitted.
+async fn beacon(state: &AppState, headers: &[(&str, &str)]) -> Answer {
+    send(state, Method::POST, "/telemetry", headers, Body::from("{}")).await
+}
+
 async fn post_rule(state: &AppState, json: &str) -> Answer {
     send(
         state,
@@ -154,10 +159,10 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
     let alice_tv_ua = [("x-brdyun-member", "alice"), ("user-agent", TV_UA)];
     // Telemetry (NON_CRITICAL) of alice on a TV: shed, whether the device comes from
     // the device header or the User-Agent.
-    let first = get(&state, "/telemetry", &alice_tv_header).await;
+    let first = beacon(&state, &alice_tv_header).await;
     let (retries, _) = assert_shed_answer(&first);
     assert_eq!(retries, 0, "NON_CRITICAL gets no retries");
-    assert_shed_answer(&get(&state, "/telemetry", &alice_tv_ua).await);
+    assert_shed_answer(&beacon(&state, &alice_tv_ua).await);
     assert_shed_answer(&get(&state, "/player", &alice_tv_ua).await);
 
     // Her live segment and playlist (CRITICAL, above the range) still pass.
@@ -170,16 +175,16 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
         StatusCode::OK
     );
     // Another member on a TV, alice on a browser, an anonymous TV: not selected (the
-    // 404 is the route's own answer for /telemetry, which this node does not serve).
+    // beacon sink answers 204).
     let bob_tv = [("x-brdyun-member", "bob"), ("x-brdyun-device", "smart_tv")];
     assert_eq!(
-        get(&state, "/telemetry", &bob_tv).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &bob_tv).await.status,
+        StatusCode::NO_CONTENT
     );
     let alice_browser = [("x-brdyun-member", "alice"), ("user-agent", CHROME_UA)];
     assert_eq!(
-        get(&state, "/telemetry", &alice_browser).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &alice_browser).await.status,
+        StatusCode::NO_CONTENT
     );
     assert_eq!(
         get(&state, "/player", &[("user-agent", TV_UA)])
@@ -218,8 +223,8 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
     assert_eq!(removed.status, StatusCode::OK);
     assert_eq!(removed.json()["injected"].as_u64(), Some(3));
     assert_eq!(
-        get(&state, "/telemetry", &alice_tv_header).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &alice_tv_header).await.status,
+        StatusCode::NO_CONTENT
     );
 }
 
@@ -228,7 +233,7 @@ async fn fit_rule_expires_after_its_duration() {
     let state = node_with(&ShedSettings::default(), Some("tok"));
     let added = post_rule(&state, r#"{"max_priority":29,"duration_seconds":10}"#).await;
     assert_eq!(added.status, StatusCode::CREATED);
-    assert_shed_answer(&get(&state, "/telemetry", &[]).await);
+    assert_shed_answer(&beacon(&state, &[]).await);
 
     tokio::time::advance(Duration::from_secs(4)).await;
     let list = get(
@@ -241,12 +246,12 @@ async fn fit_rule_expires_after_its_duration() {
         .as_f64()
         .expect("remaining");
     assert!((remaining - 6.0).abs() < 0.01, "{remaining}");
-    assert_shed_answer(&get(&state, "/telemetry", &[]).await);
+    assert_shed_answer(&beacon(&state, &[]).await);
 
     tokio::time::advance(Duration::from_secs(6)).await;
     assert_eq!(
-        get(&state, "/telemetry", &[]).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &[]).await.status,
+        StatusCode::NO_CONTENT
     );
     let list = get(
         &state,
@@ -362,8 +367,8 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
     assert_eq!(again.status, StatusCode::CREATED, "a slot is free again");
     // Share 0 selects nobody: requests pass.
     assert_eq!(
-        get(&state, "/telemetry", &[]).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &[]).await.status,
+        StatusCode::NO_CONTENT
     );
 }
 
@@ -388,7 +393,7 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
 
     // Level 0.9: threshold floor(99 · 0.729) = 72, above every DEGRADED score.
     state.shedder().force_level(Some(OverloadLevel::new(0.9)));
-    let telemetry = get(&state, "/telemetry", &browser).await;
+    let telemetry = beacon(&state, &browser).await;
     let (nc_retries, nc_wait) = assert_shed_answer(&telemetry);
     let degraded = get(&state, "/player", &browser).await;
     let (dg_retries, dg_wait) = assert_shed_answer(&degraded);
@@ -448,8 +453,8 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     // Back to the measured level (0: no monitor runs here): nothing is shed.
     state.shedder().force_level(None);
     assert_eq!(
-        get(&state, "/telemetry", &browser).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &browser).await.status,
+        StatusCode::NO_CONTENT
     );
 }
 
@@ -465,7 +470,7 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
     // A real shed at level 0.7 (threshold 33).
     let level = OverloadLevel::new(0.7);
     state.shedder().force_level(Some(level));
-    let real = get(&state, "/telemetry", &member).await;
+    let real = beacon(&state, &member).await;
     assert_shed_answer(&real);
     assert_eq!(
         real.body.as_ref(),
@@ -473,8 +478,8 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
     );
     state.shedder().force_level(None);
     assert_eq!(
-        get(&state, "/telemetry", &member).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &member).await.status,
+        StatusCode::NO_CONTENT
     );
 
     // The same request shed by a rule at level 0: the same answer for that level,
@@ -485,7 +490,7 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
     )
     .await;
     assert_eq!(added.status, StatusCode::CREATED);
-    let injected = get(&state, "/telemetry", &member).await;
+    let injected = beacon(&state, &member).await;
     assert_shed_answer(&injected);
     assert_eq!(state.shedder().counts(Bucket::NonCritical).injected, 1);
     assert_eq!(state.shedder().counts(Bucket::NonCritical).shed, 1);
@@ -544,8 +549,8 @@ async fn disabled_shedding_passes_everything() {
     let state = node_with(&settings, None);
     state.shedder().force_level(Some(OverloadLevel::FULL));
     assert_eq!(
-        get(&state, "/telemetry", &[]).await.status,
-        StatusCode::NOT_FOUND
+        beacon(&state, &[]).await.status,
+        StatusCode::NO_CONTENT
     );
     assert_eq!(get(&state, "/player", &[]).await.status, StatusCode::OK);
 }

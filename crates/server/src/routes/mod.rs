@@ -9,12 +9,12 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::Router;
 
 use crate::error::ApiError;
 use crate::metrics::RouteKind;
-use crate::shed::{fault_api, ShedLayer};
+use crate::shed::{fault_api, telemetry, ShedLayer};
 use crate::state::AppState;
 
 /// Builds the node's HTTP application.
@@ -32,6 +32,7 @@ pub fn router(state: AppState) -> Router {
             get(fault_api::list).post(fault_api::add),
         )
         .route("/api/fault-rules/{id}", delete(fault_api::remove))
+        .route("/telemetry", post(telemetry::beacon))
         .route("/{stream}/{file}", get(crate::mc::gate::stream_file))
         .fallback(|| async { ApiError::NotFound })
         // Inside the CORS/counting layer: a shed answer is counted as a 5xx, and a CORS

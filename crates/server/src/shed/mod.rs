@@ -9,8 +9,8 @@
 //! back-pressure 503 at once, without reading the body, or calls the routes with an
 //! in-flight guard and feeds the request's latency to the adaptive limit.
 //!
-//! In the background, [`Shedder::run_monitor`] samples CPU from `/proc/stat` every
-//! 500 ms and the runtime's queueing delay every 100 ms, and publishes the overload
+//! In the background, [`Shedder::run_monitor`] samples this process's CPU utilisation
+//! (`/proc/self/stat`; see [`CpuSource`]) every 500 ms and the runtime's queueing delay every 100 ms, and publishes the overload
 //! level the next decisions read. [`fault_api`] is the authenticated admin API for the
 //! fault-injection rules; [`ShedSettings`] is the `[shedding]` config section.
 
@@ -19,7 +19,8 @@ pub mod layer;
 pub mod overload;
 mod settings;
 mod shedder;
+pub mod telemetry;
 
 pub use layer::{ShedLayer, ShedService};
-pub use settings::{ShedSettings, ShedSettingsError};
+pub use settings::{CpuSource, ShedSettings, ShedSettingsError};
 pub use shedder::{member_id, Decision, RuleView, ShedCounts, Shedder};

@@ -1,8 +1,11 @@
-//! The overload monitor: the I/O half of overload detection. It samples host CPU
-//! utilisation from `/proc/stat`, probes the runtime's queueing delay (how long a
-//! freshly spawned task waits before it first runs) and, every tick, feeds them with
-//! the in-flight count and the adaptive limit to [`shed::OverloadEstimator`], then
-//! publishes the level the request path reads.
+//! The overload monitor: the I/O half of overload detection. It samples CPU
+//! utilisation (by default **this process's** CPU time from `/proc/self/stat`, divided
+//! by the wall time and the cores available to the process, so a compiler or another
+//! service on the same host does not make a node shed; `cpu_source = "host"` reads the
+//! host-wide `/proc/stat` instead, `"off"` ignores CPU), probes the runtime's queueing
+//! delay (how long a freshly spawned task waits before it first runs) and, every tick,
+//! feeds them with the in-flight count and the adaptive limit to
+//! [`shed::OverloadEstimator`], then publishes the level the request path reads.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,6 +14,7 @@ use std::time::Duration;
 use shed::{OverloadEstimator, OverloadInputs};
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::settings::CpuSource;
 use super::shedder::Shedder;
 
 /// Cumulative CPU time counters from the aggregate `cpu` line of `/proc/stat`.
@@ -57,14 +61,103 @@ pub fn utilisation(before: CpuTimes, after: CpuTimes) -> Option<f64> {
     Some((busy as f64 / total as f64).clamp(0.0, 1.0))
 }
 
-fn read_cpu() -> Option<CpuTimes> {
-    // A small in-memory file: reading it inline costs microseconds.
-    match std::fs::read_to_string("/proc/stat") {
-        Ok(text) => parse_proc_stat(&text),
-        Err(error) => {
-            tracing::debug!(%error, "cpu sampling unavailable");
-            None
+/// Clock ticks per second of `/proc` CPU counters (`USER_HZ`): 100 on every Linux ABI
+/// this server targets (the kernel exports it as a constant to user space).
+pub const USER_HZ: f64 = 100.0;
+
+/// The CPU time (user + system, all threads, in clock ticks) of a process from the
+/// text of its `/proc/<pid>/stat`; `None` when malformed. The command name (field 2)
+/// may contain spaces and parentheses, so fields are counted after its last `)`.
+/// Never panics, whatever the text.
+pub fn parse_self_stat(text: &str) -> Option<u64> {
+    let (_, rest) = text.rsplit_once(')')?;
+    // After the name: state(3) ppid(4) ... utime(14) stime(15), so 11 and 12 here.
+    let mut fields = rest.split_ascii_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    utime.checked_add(stime)
+}
+
+/// This process's CPU utilisation between two readings of its CPU ticks taken
+/// `elapsed` apart, as a share of `cores` (0..=1); `None` when no time passed or the
+/// counter went backwards.
+pub fn process_utilisation(
+    before: u64,
+    after: u64,
+    elapsed: Duration,
+    cores: usize,
+) -> Option<f64> {
+    let ticks = after.checked_sub(before)?;
+    let wall = elapsed.as_secs_f64() * cores.max(1) as f64;
+    if wall <= 0.0 {
+        return None;
+    }
+    Some((ticks as f64 / USER_HZ / wall).clamp(0.0, 1.0))
+}
+
+/// One reading of the configured CPU counters.
+#[derive(Debug, Clone, Copy)]
+enum CpuReading {
+    Host(CpuTimes),
+    Process { ticks: u64, at: Instant },
+}
+
+/// Samples CPU utilisation from the configured source.
+#[derive(Debug)]
+struct CpuSampler {
+    source: CpuSource,
+    cores: usize,
+    last: Option<CpuReading>,
+}
+
+impl CpuSampler {
+    fn new(source: CpuSource) -> CpuSampler {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let mut sampler = CpuSampler {
+            source,
+            cores,
+            last: None,
+        };
+        sampler.last = sampler.read();
+        sampler
+    }
+
+    fn read(&self) -> Option<CpuReading> {
+        let path = match self.source {
+            CpuSource::Off => return None,
+            CpuSource::Host => "/proc/stat",
+            CpuSource::Process => "/proc/self/stat",
+        };
+        // A small in-memory file: reading it inline costs microseconds.
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => {
+                tracing::debug!(%error, path, "cpu sampling unavailable");
+                return None;
+            }
+        };
+        match self.source {
+            CpuSource::Host => parse_proc_stat(&text).map(CpuReading::Host),
+            _ => parse_self_stat(&text).map(|ticks| CpuReading::Process {
+                ticks,
+                at: Instant::now(),
+            }),
         }
+    }
+
+    /// The utilisation since the previous sample, when both samples are usable.
+    fn sample(&mut self) -> Option<f64> {
+        let now = self.read();
+        let u = match (self.last, now) {
+            (Some(CpuReading::Host(a)), Some(CpuReading::Host(b))) => utilisation(a, b),
+            (
+                Some(CpuReading::Process { ticks: a, at: t0 }),
+                Some(CpuReading::Process { ticks: b, at: t1 }),
+            ) => process_utilisation(a, b, t1.saturating_duration_since(t0), self.cores),
+            _ => None,
+        };
+        self.last = now;
+        u
     }
 }
 
@@ -79,7 +172,7 @@ async fn probe_queue_delay() -> Duration {
 impl Shedder {
     /// Runs the overload monitor until `shutdown` completes: every `tick_ms` it
     /// recomputes and publishes the overload level and drops expired fault rules; every
-    /// `cpu_sample_ms` it re-samples CPU. Only one monitor runs per shedder; a second
+    /// `cpu_sample_ms` it re-samples CPU (from `cpu_source`). Only one monitor runs per shedder; a second
     /// call returns at once. The lead's node wiring spawns this once per node.
     pub async fn run_monitor(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         if !self.claim_monitor() {
@@ -98,7 +191,7 @@ impl Shedder {
         };
         let mut ticker = tokio::time::interval(self.tick_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut last_cpu = read_cpu();
+        let mut sampler = CpuSampler::new(self.cpu_source);
         let mut last_cpu_at = Instant::now();
         let mut cpu = 0.0;
         tokio::pin!(shutdown);
@@ -108,13 +201,9 @@ impl Shedder {
                 _ = ticker.tick() => {}
             }
             if last_cpu_at.elapsed() >= self.cpu_period {
-                let sample = read_cpu();
-                if let (Some(before), Some(after)) = (last_cpu, sample) {
-                    if let Some(u) = utilisation(before, after) {
-                        cpu = u;
-                    }
+                if let Some(u) = sampler.sample() {
+                    cpu = u;
                 }
-                last_cpu = sample;
                 last_cpu_at = Instant::now();
             }
             let queue_delay = probe_queue_delay().await;
@@ -183,7 +272,57 @@ mod tests {
         }
     }
 
+    #[test]
+    fn parses_self_stat_with_a_hostile_name_and_normalises_by_cores() {
+        let line =
+            "4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 3190 0 0 0 150 50 0 0 20 0 9 0 100 1000 10";
+        assert_eq!(parse_self_stat(line), Some(200));
+        assert_eq!(parse_self_stat("4242 (x) S 1 2"), None);
+        assert_eq!(parse_self_stat("no paren"), None);
+        // 100 ticks = 1 s of CPU over 1 s on 2 cores: half the machine.
+        let u = process_utilisation(0, 100, Duration::from_secs(1), 2);
+        assert_eq!(u, Some(0.5));
+        assert_eq!(process_utilisation(100, 0, Duration::from_secs(1), 2), None);
+        assert_eq!(process_utilisation(0, 100, Duration::ZERO, 2), None);
+        assert_eq!(
+            process_utilisation(0, 10_000, Duration::from_secs(1), 1),
+            Some(1.0)
+        );
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        if !own.is_empty() {
+            assert!(
+                parse_self_stat(&own).is_some(),
+                "this process's /proc/self/stat"
+            );
+        }
+    }
+
+    /// A busy neighbour must not count: this process idles while another process
+    /// burns a core, and the process sampler stays near 0.
+    #[test]
+    fn process_source_ignores_a_busy_neighbour() {
+        let Ok(mut burner) = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("while :; do :; done")
+            .spawn()
+        else {
+            return;
+        };
+        let mut sampler = CpuSampler::new(CpuSource::Process);
+        std::thread::sleep(Duration::from_millis(400));
+        let own = sampler.sample();
+        let _ = burner.kill();
+        let _ = burner.wait();
+        let own = own.expect("/proc/self/stat readable on linux");
+        assert!(own < 0.2, "idle process measured at {own}");
+    }
+
     proptest! {
+        #[test]
+        fn self_stat_parser_never_panics(text in ".{0,300}") {
+            let _ = parse_self_stat(&text);
+        }
+
         #[test]
         fn parser_never_panics_and_idle_fits_total(text in ".{0,200}", nums in proptest::collection::vec(any::<u64>(), 0..12)) {
             let _ = parse_proc_stat(&text);

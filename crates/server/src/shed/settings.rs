@@ -13,7 +13,9 @@ use shed::{
 /// enabled = true            # false: every request passes, fault rules included
 /// fault_rule_cap = 32       # most active fault-injection rules
 /// max_fault_rule_seconds = 86400
-/// cpu_sample_ms = 500       # /proc/stat sampling period
+/// cpu_source = "process"   # "process" (default): this process's CPU time over the
+///                           # cores it may use; "host": host-wide /proc/stat; "off"
+/// cpu_sample_ms = 500       # CPU sampling period
 /// tick_ms = 100             # overload estimator period
 /// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
 /// [shedding.back_pressure]  # shed::BackPressureConfig (retry dials)
@@ -37,6 +39,8 @@ pub struct ShedSettings {
     pub overload: OverloadConfig,
     /// The adaptive concurrency limit.
     pub limit: AdaptiveLimitConfig,
+    /// Where CPU pressure is read from (default: this process).
+    pub cpu_source: CpuSource,
     /// How often CPU utilisation is sampled, in milliseconds.
     pub cpu_sample_ms: u64,
     /// How often the overload level is recomputed, in milliseconds.
@@ -53,10 +57,27 @@ impl Default for ShedSettings {
             max_fault_rule_seconds: 86_400,
             overload: OverloadConfig::default(),
             limit: AdaptiveLimitConfig::default(),
+            cpu_source: CpuSource::Process,
             cpu_sample_ms: 500,
             tick_ms: 100,
         }
     }
+}
+
+/// Where the overload monitor reads CPU utilisation from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuSource {
+    /// This process's user + system time (`/proc/self/stat`) over the wall time and the
+    /// cores available to it: a node sheds for its own work only, not because a
+    /// compiler or another service is busy on the same host.
+    #[default]
+    Process,
+    /// Host-wide utilisation (`/proc/stat`): for a host dedicated to the node, where
+    /// any CPU contention hurts its viewers.
+    Host,
+    /// CPU is not an overload signal (in-flight and queueing delay still are).
+    Off,
 }
 
 /// A `[shedding]` value that cannot work; the message starts with the dotted key.

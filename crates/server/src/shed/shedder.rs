@@ -13,7 +13,7 @@ use shed::{
 };
 use tokio::time::Instant;
 
-use super::settings::{ShedSettings, ShedSettingsError};
+use super::settings::{CpuSource, ShedSettings, ShedSettingsError};
 use crate::metrics::Histogram;
 
 /// `forced_bits` value meaning "no override".
@@ -94,6 +94,7 @@ pub struct Shedder {
     limit: Mutex<AdaptiveLimit>,
     limit_value: AtomicU32,
     pub(crate) overload_cfg: OverloadConfig,
+    pub(crate) cpu_source: CpuSource,
     pub(crate) cpu_period: Duration,
     pub(crate) tick_period: Duration,
     origin: Instant,
@@ -136,6 +137,7 @@ impl Shedder {
             limit: Mutex::new(limit),
             limit_value: AtomicU32::new(limit_value),
             overload_cfg: settings.overload.clone(),
+            cpu_source: settings.cpu_source,
             cpu_period: Duration::from_millis(settings.cpu_sample_ms),
             tick_period: Duration::from_millis(settings.tick_ms),
             origin: Instant::now(),
@@ -403,7 +405,7 @@ impl Shedder {
             ),
             (
                 "cpu_utilisation",
-                "Host CPU utilisation last sampled (0..1).",
+                "CPU utilisation last sampled from shedding.cpu_source (0..1).",
                 f64::from_bits(self.cpu_bits.load(Ordering::Relaxed)),
             ),
             (
