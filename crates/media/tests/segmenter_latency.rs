@@ -13,7 +13,7 @@ const AUDIO_TICKS: u64 = 1_920; // 1024 samples at 48 kHz
 const BURST: u64 = 8; // AAC frames per PES, as ffmpeg packs them
 
 fn video(i: u64) -> Frame {
-    let key = i % 25 == 0;
+    let key = i.is_multiple_of(25);
     let mut data = vec![0, 0, 0, 1, if key { 0x65 } else { 0x41 }];
     data.extend(std::iter::repeat_n(0x5a, 300));
     Frame {
