@@ -81,6 +81,87 @@ pub struct StreamDefaults {
     /// How long the active input may deliver nothing before the next input takes over, seconds.
     #[serde(default = "default_source_timeout")]
     pub source_timeout: f64,
+    /// DVR archive defaults (`[defaults.dvr]`).
+    #[serde(default)]
+    pub dvr: DvrConfig,
+}
+
+/// `dvr`: whether and how long a stream is archived (issue 3). In `[defaults.dvr]` and
+/// per stream (`dvr = { enabled = true, depth = "1d" }`); a stream's keys override the
+/// defaults one by one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DvrConfig {
+    /// Record the stream (default false).
+    pub enabled: Option<bool>,
+    /// How long to keep: seconds, or `"90s"`, `"30m"`, `"12h"`, `"7d"` (default 7 days).
+    pub depth: Option<Depth>,
+    /// Disk limit for the stream's archive: bytes, or `"500M"`, `"20G"` (default none).
+    pub max_bytes: Option<Size>,
+}
+
+/// An archive depth in milliseconds, written as seconds or with a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "NumberOrText")]
+pub struct Depth(pub u64);
+
+/// A size in bytes, written as a number or with a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "NumberOrText")]
+pub struct Size(pub u64);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumberOrText {
+    Number(u64),
+    Text(String),
+}
+
+impl TryFrom<NumberOrText> for Depth {
+    type Error = String;
+    fn try_from(value: NumberOrText) -> Result<Self, String> {
+        let text = match value {
+            NumberOrText::Number(n) => n.to_string(),
+            NumberOrText::Text(t) => t,
+        };
+        dvr::retention::parse_depth(&text)
+            .map(Depth)
+            .ok_or_else(|| format!("depth {text:?}: expected seconds or a number with s, m, h or d (up to 10 years)"))
+    }
+}
+
+impl TryFrom<NumberOrText> for Size {
+    type Error = String;
+    fn try_from(value: NumberOrText) -> Result<Self, String> {
+        let text = match value {
+            NumberOrText::Number(n) => n.to_string(),
+            NumberOrText::Text(t) => t,
+        };
+        dvr::retention::parse_bytes(&text).map(Size).ok_or_else(|| {
+            format!("max_bytes {text:?}: expected bytes or a number with K, M, G or T")
+        })
+    }
+}
+
+/// The default depth of an enabled archive: a week.
+const DEFAULT_DVR_DEPTH_MS: u64 = 7 * 86_400_000;
+
+impl DvrConfig {
+    /// This stream's retention when recording is enabled (the stream's keys over the
+    /// defaults'), else `None`.
+    pub fn resolve(&self, defaults: &DvrConfig) -> Option<dvr::Retention> {
+        if !self.enabled.or(defaults.enabled).unwrap_or(false) {
+            return None;
+        }
+        Some(dvr::Retention {
+            depth_ms: Some(
+                self.depth
+                    .or(defaults.depth)
+                    .map_or(DEFAULT_DVR_DEPTH_MS, |d| d.0),
+            ),
+            max_bytes: self.max_bytes.or(defaults.max_bytes).map(|s| s.0),
+        })
+    }
 }
 
 impl Default for StreamDefaults {
@@ -89,6 +170,7 @@ impl Default for StreamDefaults {
             segment_duration: default_segment_duration(),
             window: default_window(),
             source_timeout: default_source_timeout(),
+            dvr: DvrConfig::default(),
         }
     }
 }
@@ -107,6 +189,9 @@ pub struct StreamConfig {
     pub window: Option<f64>,
     /// Overrides `defaults.source_timeout`.
     pub source_timeout: Option<f64>,
+    /// Overrides `defaults.dvr`, key by key.
+    #[serde(default)]
+    pub dvr: DvrConfig,
 }
 
 fn default_name() -> String {
@@ -137,6 +222,8 @@ pub struct StreamSettings {
     pub window_segments: usize,
     /// Input stall timeout, milliseconds.
     pub source_timeout_ms: u64,
+    /// The archive's retention when the stream is recorded.
+    pub dvr: Option<dvr::Retention>,
 }
 
 impl StreamConfig {
@@ -149,6 +236,7 @@ impl StreamConfig {
             window_segments: ((window / segment).ceil() as usize).max(3),
             source_timeout_ms: (self.source_timeout.unwrap_or(defaults.source_timeout) * 1000.0)
                 .round() as u64,
+            dvr: self.dvr.resolve(&defaults.dvr),
         }
     }
 }
@@ -289,9 +377,58 @@ mod tests {
             StreamSettings {
                 segment_duration_ms: 2000,
                 window_segments: 15,
-                source_timeout_ms: 5000
+                source_timeout_ms: 5000,
+                dvr: None,
             }
         );
+    }
+
+    #[test]
+    fn dvr_settings_merge_over_the_defaults() {
+        let config = Config::parse(
+            r#"
+            [defaults.dvr]
+            depth = "2d"
+            max_bytes = "20G"
+            [[stream]]
+            name = "a"
+            inputs = ["publish://"]
+            dvr = { enabled = true }
+            [[stream]]
+            name = "b"
+            inputs = ["publish://"]
+            dvr = { enabled = true, depth = 3600, max_bytes = 1000000 }
+            [[stream]]
+            name = "c"
+            inputs = ["publish://"]
+            "#,
+        )
+        .unwrap();
+        let dvr = |i: usize| config.streams[i].settings(&config.defaults).dvr;
+        assert_eq!(
+            dvr(0),
+            Some(dvr::Retention {
+                depth_ms: Some(2 * 86_400_000),
+                max_bytes: Some(20 << 30)
+            })
+        );
+        assert_eq!(
+            dvr(1),
+            Some(dvr::Retention {
+                depth_ms: Some(3_600_000),
+                max_bytes: Some(1_000_000)
+            })
+        );
+        assert_eq!(dvr(2), None);
+        let err = |text: &str| format!("{:#}", Config::parse(text).unwrap_err());
+        let stream = "[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]\n";
+        assert!(err(&format!(
+            "{stream}dvr = {{ enabled = true, depth = \"7w\" }}"
+        ))
+        .contains("depth"));
+        assert!(err(&format!("{stream}dvr = {{ enabled = true, depth = -1 }}")).contains("dvr"));
+        assert!(err(&format!("{stream}dvr = {{ max_bytes = \"lots\" }}")).contains("max_bytes"));
+        assert!(err(&format!("{stream}dvr = {{ enable = true }}")).contains("enable"));
     }
 
     #[test]

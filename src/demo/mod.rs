@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::config::{Config, NodeConfig, StreamConfig, StreamDefaults};
+use crate::config::{Config, Depth, DvrConfig, NodeConfig, StreamConfig, StreamDefaults};
 use crate::node::{self, RunningNode};
 
 /// The demo's stream name.
@@ -65,6 +65,12 @@ pub async fn start_cluster(port: u16, data: &Path) -> anyhow::Result<Vec<Running
                     segment_duration: None,
                     window: None,
                     source_timeout: None,
+                    // The demo meeting is archived for an hour (catch-up URLs in the README).
+                    dvr: DvrConfig {
+                        enabled: Some(true),
+                        depth: Some(Depth(3_600_000)),
+                        max_bytes: None,
+                    },
                 },
                 StreamConfig {
                     name: "live".into(),
@@ -76,6 +82,7 @@ pub async fn start_cluster(port: u16, data: &Path) -> anyhow::Result<Vec<Running
                     segment_duration: None,
                     window: None,
                     source_timeout: None,
+                    dvr: DvrConfig::default(),
                 },
             ],
         };

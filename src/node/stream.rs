@@ -11,6 +11,7 @@ use ingest::supervisor::{self, InputSpec, PublishRegistry, SupervisorConfig};
 use server::channel::Channel;
 use server::metrics::Metrics;
 use server::pipeline::{self, PipelineSettings};
+use server::recorder::{Recorder, RecorderSettings};
 use server::AppState;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -95,10 +96,21 @@ pub fn start_stream(
                 .join(format!("{}.timeline.json", stream.name)),
         ),
     };
+    let recorder = match settings.dvr {
+        Some(retention) => {
+            let dir = context.data_dir.join("archive").join(&stream.name);
+            let recorder = Recorder::start(&stream.name, RecorderSettings::new(dir, retention))
+                .with_context(|| format!("stream {}: opening its archive", stream.name))?;
+            channel.set_archive(Arc::clone(&recorder));
+            recorder.register_metrics(metrics);
+            Some(recorder)
+        }
+        None => None,
+    };
     let mut stop = stop;
     tasks.spawn(async move {
         tokio::select! {
-            () = pipeline::run(channel, events_rx, pipeline_settings) => {}
+            () = pipeline::run_recording(channel, events_rx, pipeline_settings, recorder) => {}
             _ = stop.wait_for(|s| *s) => {}
         }
     });

@@ -102,6 +102,7 @@ pub struct Channel {
     renderer: Arc<Renderer>,
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
+    archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -123,7 +124,18 @@ impl Channel {
             newest_msn,
             renderer,
             counters: ChannelCounters::default(),
+            archive: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Attaches the stream's DVR recorder (once); false if one was already attached.
+    pub fn set_archive(&self, recorder: Arc<crate::recorder::Recorder>) -> bool {
+        self.archive.set(recorder).is_ok()
+    }
+
+    /// The stream's DVR recorder and archive, when the stream is recorded.
+    pub fn archive(&self) -> Option<&Arc<crate::recorder::Recorder>> {
+        self.archive.get()
     }
 
     /// The stream name.

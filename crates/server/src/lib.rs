@@ -12,6 +12,7 @@ pub mod ingest_view;
 pub mod mc;
 pub mod metrics;
 pub mod pipeline;
+pub mod recorder;
 pub mod render;
 pub mod routes;
 pub mod serve;

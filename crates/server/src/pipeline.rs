@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::channel::{Channel, LiveSegment};
 use crate::metrics::Histogram;
+use crate::recorder::Recorder;
 use crate::routes::admin::unix_ms;
 use crate::tracks::TrackProbe;
 
@@ -41,12 +42,36 @@ pub struct PersistedTimeline {
 /// Runs until the event channel closes.
 pub async fn run(
     channel: Arc<Channel>,
+    events: mpsc::Receiver<IngestEvent>,
+    settings: PipelineSettings,
+) {
+    run_recording(channel, events, settings, None).await;
+}
+
+/// [`run`], handing every published segment to `recorder` as well (without waiting
+/// for the disk). The numbering continues after the newer of the persisted counters and
+/// the archive's newest segment, so the live MSN never reuses an archived one.
+pub async fn run_recording(
+    channel: Arc<Channel>,
     mut events: mpsc::Receiver<IngestEvent>,
     settings: PipelineSettings,
+    recorder: Option<Arc<Recorder>>,
 ) {
     let persisted = match &settings.state_file {
         Some(path) => load(path).await,
         None => None,
+    };
+    let archived = recorder.as_ref().and_then(|r| r.newest());
+    let persisted = match (persisted, archived) {
+        (Some(p), Some((msn, discontinuity_seq))) if msn > p.msn => Some(PersistedTimeline {
+            msn,
+            discontinuity_seq: discontinuity_seq.max(p.discontinuity_seq),
+        }),
+        (None, Some((msn, discontinuity_seq))) => Some(PersistedTimeline {
+            msn,
+            discontinuity_seq,
+        }),
+        (p, _) => p,
     };
     let start = StartPoint::Fresh {
         // After a restart the next segment follows the last one, after a discontinuity.
@@ -83,12 +108,26 @@ pub async fn run(
         // being cut locally, a discontinuity): publish every one that is ready.
         let mut next = segment;
         while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
-            publish(&channel, segment, &tracks, settings.state_file.as_ref()).await;
+            publish(
+                &channel,
+                segment,
+                &tracks,
+                settings.state_file.as_ref(),
+                recorder.as_deref(),
+            )
+            .await;
             settings.publish_latency.observe(received.elapsed());
         }
     }
     while let Some(segment) = segmenter.flush() {
-        publish(&channel, segment, &tracks, settings.state_file.as_ref()).await;
+        publish(
+            &channel,
+            segment,
+            &tracks,
+            settings.state_file.as_ref(),
+            recorder.as_deref(),
+        )
+        .await;
     }
 }
 
@@ -97,6 +136,7 @@ async fn publish(
     segment: Segment,
     tracks: &TrackProbe,
     state_file: Option<&PathBuf>,
+    recorder: Option<&Recorder>,
 ) {
     let persisted = PersistedTimeline {
         msn: segment.msn,
@@ -115,6 +155,9 @@ async fn publish(
         if let Err(error) = save(path, persisted).await {
             tracing::warn!(stream = %channel.name(), %error, "cannot persist timeline counters");
         }
+    }
+    if let Some(recorder) = recorder {
+        recorder.record(&live);
     }
     channel.push(live, tracks.summary());
 }

@@ -112,6 +112,7 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
             "playlists_served": counters.playlists_served.load(Ordering::Relaxed),
         },
         "inputs": entry.inputs.as_ref().map(|source| source()),
+        "dvr": channel.archive().map(|recorder| recorder.status()),
     })
 }
 

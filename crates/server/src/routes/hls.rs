@@ -22,6 +22,8 @@ pub enum StreamFile {
     Segment(u64),
     /// `mpegts`: the continuous MPEG-TS relay.
     MpegTs,
+    /// A catch-up file from the DVR archive (`index-{from}-{duration}.m3u8`, …).
+    Archive(crate::routes::archive::ArchiveRequest),
 }
 
 impl StreamFile {
@@ -32,6 +34,9 @@ impl StreamFile {
             "mono.m3u8" => Some(Self::Media),
             "mpegts" => Some(Self::MpegTs),
             _ => {
+                if let Some(archive) = crate::routes::archive::ArchiveRequest::parse(file) {
+                    return Some(Self::Archive(archive));
+                }
                 let digits = file.strip_prefix("seg-")?.strip_suffix(".ts")?;
                 if digits.is_empty()
                     || digits.len() > 20
@@ -77,7 +82,7 @@ pub async fn stream_file(
     };
     let channel = entry.channel;
     let snapshot = channel.snapshot();
-    if snapshot.segments.is_empty() {
+    if snapshot.segments.is_empty() && !matches!(kind, StreamFile::Archive(_)) {
         return ApiError::NotStarted.into_response();
     }
     match kind {
@@ -114,6 +119,9 @@ pub async fn stream_file(
             Ok(start) => relay::serve(channel, start),
             Err(error) => error.into_response(),
         },
+        StreamFile::Archive(archive) => {
+            crate::routes::archive::serve(&channel, archive, request.headers()).await
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The one router table of a node. Every route is documented in the README.
 
 pub mod admin;
+pub mod archive;
 pub mod hls;
 pub mod player;
 pub mod relay;

@@ -1,0 +1,330 @@
+//! Catch-up from the DVR archive (issue 3; OTT-ARCH-1/2). Per stream:
+//!
+//! | file | answer |
+//! |---|---|
+//! | `index-{from}-{duration}.m3u8` | VOD playlist of that period (EXT-X-ENDLIST, PDT on every segment) |
+//! | `index-{from}-now.m3u8` | EVENT playlist from `from`, growing as recording goes on |
+//! | `timeshift_rel-{seconds}.m3u8` | a sliding live window `seconds` behind now |
+//! | `archive-{from}-{duration}.ts` | the period as one MPEG-TS download, streamed from disk |
+//! | `dvr-{msn}.ts` | one archived segment (the URIs inside the playlists above) |
+//!
+//! `from` is UTC Unix seconds, `duration` seconds (1 to 86,400). A period with nothing
+//! archived is a 404; a malformed, negative or overflowing number is a 400. Files are
+//! found through the index only (numeric ids under the stream's archive directory), so
+//! no request names a path.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use dvr::index::{Entry, Index};
+use media::hls::PlaylistType;
+
+use crate::channel::Channel;
+use crate::error::ApiError;
+use crate::http_util::{self, Cache, M3U8, MPEG_TS};
+use crate::recorder::Recorder;
+use crate::routes::admin::unix_ms;
+
+/// The longest period a playlist or download may cover, seconds.
+pub const MAX_PERIOD_SECS: u32 = 86_400;
+/// The latest `from` accepted (9999-12-31), so milliseconds never overflow.
+const MAX_FROM_SECS: i64 = 253_402_300_799;
+/// Segments in a time-shift window when the live window is empty.
+const DEFAULT_WINDOW_SEGMENTS: usize = 30;
+
+/// An archive file name, parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveRequest {
+    /// `index-{from}-{duration}.m3u8`.
+    Period {
+        /// Start, Unix seconds.
+        from_secs: i64,
+        /// Length, seconds.
+        duration_secs: u32,
+    },
+    /// `index-{from}-now.m3u8`.
+    FromNow {
+        /// Start, Unix seconds.
+        from_secs: i64,
+    },
+    /// `timeshift_rel-{seconds}.m3u8`.
+    Timeshift {
+        /// How far behind now the window's live edge is, seconds.
+        behind_secs: u32,
+    },
+    /// `archive-{from}-{duration}.ts`.
+    Download {
+        /// Start, Unix seconds.
+        from_secs: i64,
+        /// Length, seconds.
+        duration_secs: u32,
+    },
+    /// `dvr-{msn}.ts`.
+    Segment(u64),
+    /// An archive name with a malformed, negative or out-of-range number (400).
+    Malformed,
+}
+
+/// Unsigned decimal of 1 to `max_digits` digits (no sign, no spaces).
+fn number(text: &str, max_digits: usize) -> Option<u64> {
+    if text.is_empty() || text.len() > max_digits || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+fn from_secs(text: &str) -> Option<i64> {
+    number(text, 12)
+        .and_then(|n| i64::try_from(n).ok())
+        .filter(|&n| n <= MAX_FROM_SECS)
+}
+
+fn duration_secs(text: &str) -> Option<u32> {
+    number(text, 6)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| (1..=MAX_PERIOD_SECS).contains(&n))
+}
+
+impl ArchiveRequest {
+    /// Parses a file name; `None` when it is not an archive name at all.
+    pub fn parse(file: &str) -> Option<Self> {
+        if let Some(rest) = file
+            .strip_prefix("index-")
+            .and_then(|r| r.strip_suffix(".m3u8"))
+        {
+            let Some((from, duration)) = rest.split_once('-') else {
+                return Some(Self::Malformed);
+            };
+            let parsed = match (from_secs(from), duration) {
+                (Some(from_secs), "now") => Some(Self::FromNow { from_secs }),
+                (Some(from_secs), d) => duration_secs(d).map(|duration_secs| Self::Period {
+                    from_secs,
+                    duration_secs,
+                }),
+                (None, _) => None,
+            };
+            return Some(parsed.unwrap_or(Self::Malformed));
+        }
+        if let Some(rest) = file
+            .strip_prefix("timeshift_rel-")
+            .and_then(|r| r.strip_suffix(".m3u8"))
+        {
+            let seconds = number(rest, 10).and_then(|n| u32::try_from(n).ok());
+            return Some(
+                seconds.map_or(Self::Malformed, |behind_secs| Self::Timeshift {
+                    behind_secs,
+                }),
+            );
+        }
+        if let Some(rest) = file
+            .strip_prefix("archive-")
+            .and_then(|r| r.strip_suffix(".ts"))
+        {
+            let parsed = rest.split_once('-').and_then(|(from, duration)| {
+                Some(Self::Download {
+                    from_secs: from_secs(from)?,
+                    duration_secs: duration_secs(duration)?,
+                })
+            });
+            return Some(parsed.unwrap_or(Self::Malformed));
+        }
+        if let Some(rest) = file
+            .strip_prefix("dvr-")
+            .and_then(|r| r.strip_suffix(".ts"))
+        {
+            return Some(number(rest, 20).map_or(Self::Malformed, Self::Segment));
+        }
+        None
+    }
+}
+
+/// The URI of an archived segment inside archive playlists (relative to them).
+pub fn archive_segment_uri(entry: &Entry) -> String {
+    format!("dvr-{}.ts", entry.msn)
+}
+
+/// Answers an archive request for `channel`'s stream.
+pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderMap) -> Response {
+    let Some(recorder) = channel.archive() else {
+        // This stream is not recorded on this node.
+        return ApiError::NotFound.into_response();
+    };
+    let reader = recorder.reader();
+    match request {
+        ArchiveRequest::Malformed => ApiError::BadRequest.into_response(),
+        ArchiveRequest::Period {
+            from_secs,
+            duration_secs,
+        } => {
+            let from_ms = from_secs * 1000;
+            let to_ms = from_ms + i64::from(duration_secs) * 1000;
+            playlist(recorder, |index| {
+                let slice = index.query(from_ms, to_ms);
+                (!slice.entries.is_empty()).then(|| {
+                    dvr::playlist::render(slice, PlaylistType::Vod, 1, true, archive_segment_uri)
+                })
+            })
+        }
+        ArchiveRequest::FromNow { from_secs } => playlist(recorder, |index| {
+            let slice = index.query(from_secs * 1000, i64::MAX);
+            (!slice.entries.is_empty()).then(|| {
+                dvr::playlist::render(slice, PlaylistType::Event, 1, false, archive_segment_uri)
+            })
+        }),
+        ArchiveRequest::Timeshift { behind_secs } => {
+            let edge_ms = unix_ms().saturating_sub(i64::from(behind_secs) * 1000);
+            let window = match channel.snapshot().segments.len() {
+                0 => DEFAULT_WINDOW_SEGMENTS,
+                n => n,
+            };
+            playlist(recorder, |index| timeshift(index, edge_ms, window))
+        }
+        ArchiveRequest::Download {
+            from_secs,
+            duration_secs,
+        } => {
+            let from_ms = from_secs * 1000;
+            let to_ms = from_ms + i64::from(duration_secs) * 1000;
+            let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
+            if entries.is_empty() {
+                return ApiError::NotFound.into_response();
+            }
+            download(recorder, entries, from_secs, duration_secs)
+        }
+        ArchiveRequest::Segment(msn) => {
+            let Some(entry) = reader.with_index(|i| i.by_msn(msn).copied()) else {
+                return ApiError::NotFound.into_response();
+            };
+            let reader = reader.clone();
+            match tokio::task::spawn_blocking(move || reader.read(&entry)).await {
+                Ok(Ok(data)) => {
+                    http_util::ranged(headers, MPEG_TS, Cache::Immutable, Bytes::from(data))
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(stream = %channel.name(), msn, %error, "archived segment unreadable");
+                    ApiError::NotFound.into_response()
+                }
+                Err(_) => ApiError::NotFound.into_response(),
+            }
+        }
+    }
+}
+
+/// The sliding window of `window` segments whose live edge is `edge_ms`.
+fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<String> {
+    let before = index.query(i64::MIN, edge_ms);
+    let n = before.entries.len();
+    if n == 0 {
+        return None;
+    }
+    let first = before.first_ordinal + n.saturating_sub(window) as u64;
+    let slice = index.from_ordinal(first, window);
+    Some(dvr::playlist::render(
+        slice,
+        PlaylistType::Live,
+        1,
+        false,
+        archive_segment_uri,
+    ))
+}
+
+fn playlist(recorder: &Recorder, render: impl FnOnce(&Index) -> Option<String>) -> Response {
+    match recorder.reader().with_index(render) {
+        Some(text) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+        None => ApiError::NotFound.into_response(),
+    }
+}
+
+/// Streams the segments one at a time from disk: memory stays at one segment whatever
+/// the period's length. The length is known from the index and sent up front.
+fn download(
+    recorder: &Recorder,
+    entries: Vec<Entry>,
+    from_secs: i64,
+    duration_secs: u32,
+) -> Response {
+    let total: u64 = entries.iter().map(|e| u64::from(e.size)).sum();
+    let reader = recorder.reader().clone();
+    let chunks = futures_util::stream::unfold(
+        (reader, entries.into_iter()),
+        |(reader, mut rest)| async move {
+            let entry = rest.next()?;
+            let for_read = reader.clone();
+            let chunk = match tokio::task::spawn_blocking(move || for_read.read(&entry)).await {
+                Ok(Ok(data)) => Ok(Bytes::from(data)),
+                Ok(Err(error)) => Err(error),
+                Err(join) => Err(std::io::Error::other(join)),
+            };
+            Some((chunk, (reader, rest)))
+        },
+    );
+    let mut response = Response::new(Body::from_stream(chunks));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(MPEG_TS));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(total));
+    if let Ok(value) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"archive-{from_secs}-{duration_secs}.ts\""
+    )) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ArchiveRequest as R;
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            R::parse("index-1700000000-30.m3u8"),
+            Some(R::Period {
+                from_secs: 1_700_000_000,
+                duration_secs: 30
+            })
+        );
+        assert_eq!(
+            R::parse("index-1700000000-now.m3u8"),
+            Some(R::FromNow {
+                from_secs: 1_700_000_000
+            })
+        );
+        assert_eq!(
+            R::parse("timeshift_rel-600.m3u8"),
+            Some(R::Timeshift { behind_secs: 600 })
+        );
+        assert_eq!(
+            R::parse("archive-1700000000-3600.ts"),
+            Some(R::Download {
+                from_secs: 1_700_000_000,
+                duration_secs: 3600
+            })
+        );
+        assert_eq!(R::parse("dvr-42.ts"), Some(R::Segment(42)));
+        assert_eq!(R::parse("index.m3u8"), None);
+        assert_eq!(R::parse("seg-1.ts"), None);
+        for bad in [
+            "index--5-30.m3u8",
+            "index-5--30.m3u8",
+            "index-5-0.m3u8",
+            "index-5-86401.m3u8",
+            "index-99999999999999999999-30.m3u8",
+            "index-253402300800-30.m3u8",
+            "index-1-2-3.m3u8",
+            "index-+5-30.m3u8",
+            "index-5.m3u8",
+            "index- 5-30.m3u8",
+            "timeshift_rel--1.m3u8",
+            "timeshift_rel-99999999999.m3u8",
+            "archive-5.ts",
+            "archive-5-99999999999999999999.ts",
+            "dvr-..%2F..%2Fetc%2Fpasswd.ts",
+            "dvr-99999999999999999999.ts",
+            "dvr-.ts",
+        ] {
+            assert_eq!(R::parse(bad), Some(R::Malformed), "{bad}");
+        }
+    }
+}
