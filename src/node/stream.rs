@@ -76,6 +76,11 @@ pub fn start_stream(
     server::channel::register_metrics(&channel, metrics);
     server::ingest_view::register_inputs(metrics, &stream.name, handle.counters().to_vec());
     tasks.spawn(handle.join());
+    metrics.describe(
+        "brdyun_segment_publish_seconds",
+        "histogram",
+        "Time from the event that completes a segment to the segment being listed.",
+    );
     let publish_latency = Arc::new(server::metrics::Histogram::default());
     let latency = Arc::clone(&publish_latency);
     let stream_label = server::metrics::label(&stream.name);

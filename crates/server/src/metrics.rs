@@ -60,6 +60,7 @@ pub type Collector = Box<dyn Fn(&mut String) + Send + Sync>;
 pub struct Metrics {
     requests: [[AtomicU64; 5]; 7],
     collectors: RwLock<Vec<Collector>>,
+    families: RwLock<std::collections::BTreeMap<&'static str, (&'static str, &'static str)>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -88,6 +89,15 @@ impl Metrics {
         self.requests[row][class].load(Ordering::Relaxed)
     }
 
+    /// Declares a metric family's type and help text, written once per scrape however
+    /// many collectors (one per stream, say) write its samples.
+    pub fn describe(&self, name: &'static str, kind: &'static str, help: &'static str) {
+        match self.families.write() {
+            Ok(mut map) => map.insert(name, (kind, help)),
+            Err(poisoned) => poisoned.into_inner().insert(name, (kind, help)),
+        };
+    }
+
     /// Adds a collector that appends its own lines at every scrape.
     pub fn register(&self, collector: Collector) {
         match self.collectors.write() {
@@ -112,6 +122,13 @@ impl Metrics {
                     );
                 }
             }
+        }
+        let families = match self.families.read() {
+            Ok(map) => map.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        for (name, (kind, help)) in families {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         }
         let collectors = match self.collectors.read() {
             Ok(list) => list,
