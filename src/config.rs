@@ -23,6 +23,9 @@ pub struct Config {
     /// Prioritized load shedding and fault injection (`[shedding]`).
     #[serde(default)]
     pub shedding: server::shed::ShedSettings,
+    /// The node's MC (`[mc]`): meetings become streams, viewers get meeting codes.
+    #[serde(default)]
+    pub mc: Option<crate::mc::config::McLinkConfig>,
 }
 
 /// `[node]`: identity, listeners, storage.
@@ -288,6 +291,9 @@ impl Config {
             &self.defaults.window.into(),
             &self.defaults.source_timeout.into(),
         )?;
+        if let Some(mc) = &self.mc {
+            mc.validate()?;
+        }
         let mut names = std::collections::BTreeSet::new();
         for (i, stream) in self.streams.iter().enumerate() {
             let at = format!("stream[{i}]");

@@ -1,11 +1,13 @@
 //! The `brdyun` binary: the command line, the config and the wiring of a node.
 //!
 //! - `brdyun demo` starts a local cluster fed by a built-in meeting source;
-//! - `brdyun node --config FILE` runs one delivery node.
+//! - `brdyun node --config FILE` runs one delivery node;
+//! - `brdyun mc --config FILE` runs the meeting controller (MC).
 
 mod config;
 mod demo;
 mod inputs;
+mod mc;
 mod node;
 
 use std::path::PathBuf;
@@ -34,6 +36,13 @@ enum Command {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// Runs the MC (meeting controller): the meeting API, publishing, and the origin
+    /// every node pulls meeting streams from.
+    Mc {
+        /// The MC's TOML config file.
+        #[arg(long, short)]
+        config: PathBuf,
+    },
     /// Checks a config file and exits.
     CheckConfig {
         /// The TOML config file.
@@ -52,6 +61,10 @@ fn main() -> anyhow::Result<()> {
         Command::Node { config } => {
             let config = config::Config::load(&config)?;
             runtime.block_on(node::run_until_signal(config))
+        }
+        Command::Mc { config } => {
+            let config = mc::config::McConfig::load(&config)?;
+            runtime.block_on(mc::run_until_signal(config))
         }
         Command::CheckConfig { config } => {
             config::Config::load(&config)?;

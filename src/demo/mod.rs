@@ -58,6 +58,7 @@ pub async fn start_cluster(port: u16, data: &Path) -> anyhow::Result<Vec<Running
             },
             defaults: StreamDefaults::default(),
             shedding: Default::default(),
+            mc: None,
             streams: vec![
                 StreamConfig {
                     name: STREAM.into(),

@@ -114,6 +114,18 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     for stream in &config.streams {
         stream::start_stream(&context, stream, shutdown_rx.clone(), &mut tasks)?;
     }
+    if let Some(mc) = &config.mc {
+        // Meetings of the MC become streams; viewers of them go through the gate.
+        let gate = Arc::new(server::mc::gate::MeetingGate::new());
+        state.set_meeting_gate(Arc::clone(&gate));
+        tasks.spawn(crate::mc::watcher::run(
+            context.clone(),
+            mc.clone(),
+            node_config.name.clone(),
+            gate,
+            shutdown_rx.clone(),
+        ));
+    }
 
     let app = server::router(state.clone());
     let http_listener = TcpListener::bind(node_config.http)

@@ -304,3 +304,83 @@ pub fn assert_not_started(addr: SocketAddr, stream: &str) {
         .unwrap_or_else(|e| panic!("503 body is not JSON ({e}): {text}"));
     assert_eq!(doc["code"], 103002, "error document: {doc}");
 }
+
+/// Writes `config` to `dir/name.toml` and starts `brdyun <role> --config` with it
+/// (`role` = "mc" or "node"); its `listening` line gives the addresses.
+pub fn start_role(dir: &Path, name: &str, role: &str, config: &str) -> NodeProcess {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, config).expect("write config");
+    let child = Command::new(env!("CARGO_BIN_EXE_brdyun"))
+        .args([role, "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn brdyun");
+    let mut process = NodeProcess {
+        child,
+        http: SocketAddr::from(([0, 0, 0, 0], 0)),
+        rtmp: None,
+        https: None,
+    };
+    let stdout = process.child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "{role} {name} did not start");
+        let Some(Ok(line)) = lines.next() else {
+            panic!("{role} {name} exited before listening")
+        };
+        if let Some(rest) = line.strip_prefix("listening ") {
+            let field = |key: &str| {
+                rest.split_whitespace()
+                    .find_map(|kv| kv.strip_prefix(key))
+                    .and_then(|v| v.parse::<SocketAddr>().ok())
+            };
+            process.http = field("http=").expect("http address");
+            process.rtmp = field("rtmp=");
+            process.https = field("https=");
+            std::thread::spawn(move || for _ in lines {});
+            return process;
+        }
+    }
+}
+
+/// One HTTP/1.0 request with headers and a body: (status, body parsed as JSON, or
+/// `Null` when it is not JSON).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut head = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write head");
+    stream.write_all(body.as_bytes()).expect("write body");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let status = String::from_utf8_lossy(&raw[..split])
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let json = serde_json::from_slice(&raw[split + 4..]).unwrap_or(serde_json::Value::Null);
+    (status, json)
+}

@@ -1,0 +1,254 @@
+//! Configuration of the MC role (`brdyun mc --config FILE`) and of a node's link to
+//! its MC (the node config's `[mc]` section). Unknown keys are errors.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+use crate::config::{StreamConfig, StreamDefaults};
+
+/// A node's `[mc]` section: where its MC is, and how meeting streams are set up.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McLinkConfig {
+    /// The MC's base URL, `http(s)://host:port`.
+    pub url: String,
+    /// The MC's node token.
+    pub token: Option<String>,
+    /// PEM CA certificates to trust for an `https` MC.
+    pub ca_file: Option<PathBuf>,
+    /// Seconds between syncs with the MC (default 1).
+    #[serde(default = "default_poll")]
+    pub poll_interval: f64,
+    /// Connect and answer timeout of one sync, seconds (default 3).
+    #[serde(default = "default_timeout")]
+    pub timeout: f64,
+    /// Standby MCs (base URLs): their relay of the meeting becomes a backup input.
+    #[serde(default)]
+    pub backup_urls: Vec<String>,
+    /// The template of every meeting stream: any key of a `[[stream]]` except `name`
+    /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
+    #[serde(default)]
+    pub stream: toml::Table,
+}
+
+fn default_poll() -> f64 {
+    1.0
+}
+fn default_timeout() -> f64 {
+    3.0
+}
+
+impl McLinkConfig {
+    /// The stream a node runs for meeting `id`: the MC's relay of it (then the standby
+    /// MCs'), with the template's settings.
+    ///
+    /// # Errors
+    /// The template has a key a stream does not accept, or sets `name`/`inputs`.
+    pub fn meeting_stream(&self, id: &str) -> anyhow::Result<StreamConfig> {
+        if self.stream.contains_key("name") || self.stream.contains_key("inputs") {
+            bail!("mc.stream must not set name or inputs: they come from the meeting");
+        }
+        let inputs = std::iter::once(&self.url)
+            .chain(&self.backup_urls)
+            .map(|base| format!("{}/{id}/mpegts", base.trim_end_matches('/')))
+            .collect();
+        stream_from(id, inputs, &self.stream).context("mc.stream")
+    }
+
+    /// The poll interval.
+    pub fn poll(&self) -> Duration {
+        Duration::from_secs_f64(self.poll_interval)
+    }
+
+    /// Checks the section.
+    ///
+    /// # Errors
+    /// The first broken rule, naming its key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for url in std::iter::once(&self.url).chain(&self.backup_urls) {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("mc.url {url:?} must start with http:// or https://");
+            }
+        }
+        if !(0.1..=60.0).contains(&self.poll_interval) {
+            bail!(
+                "mc.poll_interval {} must be between 0.1 and 60 seconds",
+                self.poll_interval
+            );
+        }
+        if !(0.1..=60.0).contains(&self.timeout) {
+            bail!(
+                "mc.timeout {} must be between 0.1 and 60 seconds",
+                self.timeout
+            );
+        }
+        self.meeting_stream("check").map(|_| ())
+    }
+}
+
+/// A stream config from a name, inputs and a template of the other `[[stream]]` keys
+/// (built through serde so that every key a stream accepts works in the template).
+///
+/// # Errors
+/// The template has a key a stream does not accept.
+pub fn stream_from(
+    name: &str,
+    inputs: Vec<String>,
+    template: &toml::Table,
+) -> anyhow::Result<StreamConfig> {
+    let mut table = template.clone();
+    table.insert("name".into(), toml::Value::String(name.to_owned()));
+    table.insert(
+        "inputs".into(),
+        toml::Value::Array(inputs.into_iter().map(toml::Value::String).collect()),
+    );
+    Ok(StreamConfig::deserialize(table)?)
+}
+
+/// The MC's own config file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McConfig {
+    /// The MC itself.
+    pub mc: McSection,
+    /// Stream settings of every meeting on the MC.
+    #[serde(default)]
+    pub defaults: StreamDefaults,
+    /// Meetings made at start if absent (e.g. a built-in source for the demo).
+    #[serde(default, rename = "meeting")]
+    pub meetings: Vec<PresetMeeting>,
+}
+
+/// `[mc]` of the MC's file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McSection {
+    /// The name in logs.
+    #[serde(default = "default_mc_name")]
+    pub name: String,
+    /// HTTP listen address: the API and the meeting relays.
+    pub http: SocketAddr,
+    /// RTMP publish listen address (`rtmp://mc/live/<meeting>?key=<stream_key>`).
+    pub rtmp: Option<SocketAddr>,
+    /// Where the store (`meetings.json`) and timeline state live.
+    pub data_dir: PathBuf,
+    /// Admin bearer token; without it the admin API is open.
+    pub admin_token: Option<String>,
+    /// Token nodes sync with; without it any caller may sync.
+    pub node_token: Option<String>,
+    /// Clients below this version get 102011 / 16.
+    pub min_client_version: Option<String>,
+    /// How long a node's viewer report counts, seconds (default 10).
+    #[serde(default = "default_ttl")]
+    pub viewer_report_ttl: f64,
+}
+
+fn default_mc_name() -> String {
+    "mc".into()
+}
+fn default_ttl() -> f64 {
+    10.0
+}
+
+/// `[[meeting]]`: a meeting the MC makes at start when it does not exist yet.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetMeeting {
+    /// The id.
+    pub id: String,
+    /// A title.
+    #[serde(default)]
+    pub title: String,
+    /// The viewer limit.
+    pub viewer_limit: Option<u32>,
+    /// Start it right away.
+    #[serde(default)]
+    pub start: bool,
+    /// Inputs besides RTMP publish: `udp://…`, `http(s)://…` (MPEG-TS), `builtin://meeting`.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+}
+
+impl McConfig {
+    /// Reads and checks the MC's config file.
+    ///
+    /// # Errors
+    /// Unreadable file, bad TOML for this schema, or a broken rule.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("config {}", path.display()))
+    }
+
+    /// Parses and checks config text.
+    ///
+    /// # Errors
+    /// As [`McConfig::load`].
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let config: McConfig = toml::from_str(text)?;
+        if let Some(v) = &config.mc.min_client_version {
+            v.parse::<meeting::ClientVersion>()
+                .with_context(|| format!("mc.min_client_version {v:?}"))?;
+        }
+        if !(1.0..=600.0).contains(&config.mc.viewer_report_ttl) {
+            bail!("mc.viewer_report_ttl must be between 1 and 600 seconds");
+        }
+        for (i, preset) in config.meetings.iter().enumerate() {
+            meeting::MeetingId::parse(&preset.id).with_context(|| format!("meeting[{i}].id"))?;
+            for (j, input) in preset.inputs.iter().enumerate() {
+                crate::inputs::InputUrl::parse(input)
+                    .with_context(|| format!("meeting[{i}].inputs[{j}]"))?;
+            }
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_meeting_stream_comes_from_the_template() {
+        let link: McLinkConfig = toml::from_str(
+            "url = \"http://mc:9000/\"\nbackup_urls = [\"http://standby:9000\"]\n[stream]\nwindow = 30\n",
+        )
+        .unwrap();
+        link.validate().unwrap();
+        let stream = link.meeting_stream("m1").unwrap();
+        assert_eq!(stream.name, "m1");
+        assert_eq!(
+            stream.inputs,
+            ["http://mc:9000/m1/mpegts", "http://standby:9000/m1/mpegts"]
+        );
+        assert_eq!(stream.window, Some(30.0));
+        let bad: McLinkConfig =
+            toml::from_str("url = \"http://mc\"\n[stream]\nwindwo = 3\n").unwrap();
+        assert!(format!("{:#}", bad.validate().unwrap_err()).contains("windwo"));
+        let bad: McLinkConfig = toml::from_str("url = \"ftp://mc\"").unwrap();
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn the_mc_file_is_checked() {
+        let ok = McConfig::parse(
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"/tmp/x\"\nmin_client_version = \"2.1\"\n[[meeting]]\nid = \"m\"\nstart = true\ninputs = [\"builtin://meeting\"]\n",
+        )
+        .unwrap();
+        assert_eq!(ok.meetings.len(), 1);
+        let err = |t: &str| format!("{:#}", McConfig::parse(t).unwrap_err());
+        assert!(
+            err("[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\nmin_client_version = \"x\"")
+                .contains("min_client_version")
+        );
+        assert!(
+            err("[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n[[meeting]]\nid = \"a/b\"")
+                .contains("meeting[0].id")
+        );
+        assert!(err("[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\nport = 3").contains("port"));
+    }
+}

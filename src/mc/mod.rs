@@ -1,0 +1,239 @@
+//! `brdyun mc`: the meeting controller. It keeps the meetings (API + store), accepts
+//! each live meeting's stream (RTMP publish with the meeting's stream key, or the
+//! preset's MPEG-TS inputs), segments it like a node, and serves it as MPEG-TS over
+//! HTTP at `/{meeting}/mpegts` — the single origin every node pulls, which is what
+//! gives all nodes the same timeline.
+//!
+//! The node side lives here too: [`watcher`] is a node's loop over its MC.
+
+pub mod config;
+pub mod streams;
+pub mod watcher;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use ingest::supervisor::PublishRegistry;
+use meeting::{Action, MeetingId, MeetingSecrets, MeetingState, Meetings, NewMeeting};
+use server::mc::{McSettings, McState};
+use server::metrics::Metrics;
+use server::{AppState, NodeIdentity};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::config::StreamConfig;
+use crate::node::stream::StreamContext;
+use config::{McConfig, PresetMeeting};
+use streams::MeetingStreams;
+
+/// A running MC: its addresses and a way to stop it.
+pub struct RunningMc {
+    /// The HTTP address (API and relays).
+    pub http: SocketAddr,
+    /// The RTMP publish address, when configured.
+    pub rtmp: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+}
+
+impl RunningMc {
+    /// Stops every task and waits (bounded) for them.
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        let drain = async { while self.tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(Duration::from_secs(6), drain)
+            .await
+            .is_err()
+        {
+            self.tasks.abort_all();
+        }
+    }
+}
+
+/// Runs the MC until SIGINT/SIGTERM.
+///
+/// # Errors
+/// The MC could not start.
+pub async fn run_until_signal(config: McConfig) -> anyhow::Result<()> {
+    let mc = start(config).await?;
+    tracing::info!(http = %mc.http, rtmp = ?mc.rtmp, "mc running");
+    crate::node::wait_for_signal().await;
+    tracing::info!("stopping");
+    mc.stop().await;
+    Ok(())
+}
+
+/// Starts the MC.
+///
+/// # Errors
+/// A listener cannot bind, the data directory cannot be made, the store is unreadable.
+pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
+    let section = &config.mc;
+    std::fs::create_dir_all(section.data_dir.join("streams"))
+        .with_context(|| format!("creating data_dir {}", section.data_dir.display()))?;
+    let min_client_version = match &section.min_client_version {
+        Some(v) => Some(v.parse().context("mc.min_client_version")?),
+        None => None,
+    };
+    let mc = McState::open(McSettings {
+        store_path: section.data_dir.join("meetings.json"),
+        admin_token: section.admin_token.clone(),
+        node_token: section.node_token.clone(),
+        min_client_version,
+        viewer_report_ttl: Duration::from_secs_f64(section.viewer_report_ttl),
+    })
+    .context("opening the meeting store")?;
+    apply_presets(&mc, &config.meetings)?;
+
+    let metrics = Metrics::new();
+    let identity = NodeIdentity {
+        name: section.name.clone(),
+        hostname: None,
+    };
+    let state = AppState::new(identity, Arc::clone(&metrics), section.admin_token.clone());
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let registry = PublishRegistry::new();
+    let context = StreamContext {
+        state: state.clone(),
+        metrics: Arc::clone(&metrics),
+        registry: registry.clone(),
+        data_dir: section.data_dir.clone(),
+        defaults: config.defaults,
+    };
+
+    let app = server::mc::router(mc.clone(), server::router(state));
+    let listener = TcpListener::bind(section.http)
+        .await
+        .with_context(|| format!("binding mc.http {}", section.http))?;
+    let http = listener.local_addr()?;
+    tasks.spawn(server::run(listener, app, None, until(shutdown_rx.clone())));
+
+    let mut rtmp = None;
+    if let Some(addr) = section.rtmp {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding mc.rtmp {addr}"))?;
+        rtmp = Some(listener.local_addr()?);
+        let stats = Arc::new(ingest::rtmp::RtmpStats::default());
+        server::ingest_view::register_rtmp(&metrics, Arc::clone(&stats));
+        // The registry holds exactly the live meetings, each with its stream key: a
+        // publish to a meeting that is not live, or with another key, is refused.
+        let authorizer: Arc<dyn ingest::publish::PublishAuthorizer> = Arc::new(registry);
+        tasks.spawn(ingest::rtmp::serve_with_stats(
+            listener,
+            authorizer,
+            ingest::rtmp::RtmpLimits::default(),
+            stats,
+            until(shutdown_rx.clone()),
+        ));
+    }
+
+    let presets = config.meetings.clone();
+    tasks.spawn(follow_meetings(
+        MeetingStreams::new(context),
+        mc.subscribe(),
+        presets,
+        shutdown_rx,
+    ));
+    tracing::info!(mc = %section.name, %http, ?rtmp, meetings = mc.meetings().len(), "mc started");
+    println!(
+        "listening http={http} https=- rtmp={}",
+        rtmp.map_or_else(|| "-".to_owned(), |a| a.to_string())
+    );
+    Ok(RunningMc {
+        http,
+        rtmp,
+        shutdown,
+        tasks,
+    })
+}
+
+/// Creates the preset meetings that do not exist yet, and starts those marked `start`
+/// that are still in `created`.
+fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> {
+    let now = server::routes::admin::unix_ms();
+    for preset in presets {
+        let id = MeetingId::parse(&preset.id).context("preset meeting id")?;
+        let exists = mc.meetings().get(&id).is_ok();
+        if !exists {
+            let request = NewMeeting {
+                id: preset.id.clone(),
+                title: preset.title.clone(),
+                viewer_limit: preset.viewer_limit,
+            };
+            let secrets = MeetingSecrets {
+                stream_key: server::mc::store::random_secret(),
+                host_token: server::mc::store::random_secret(),
+            };
+            mc.change(|m| m.create(id.clone(), &request, secrets, now).map(|_| ()))
+                .with_context(|| format!("creating preset meeting {id}"))?;
+        }
+        let created = mc
+            .meetings()
+            .get(&id)
+            .is_ok_and(|m| m.state == MeetingState::Created);
+        if preset.start && created {
+            mc.change(|m| m.apply(&id, Action::Start, now).map(|_| ()))
+                .with_context(|| format!("starting preset meeting {id}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The stream of a live meeting on the MC: RTMP publish with its key, then the
+/// preset's inputs.
+fn meeting_stream(
+    meeting: &meeting::Meeting,
+    presets: &[PresetMeeting],
+) -> anyhow::Result<StreamConfig> {
+    let mut inputs = vec![format!("publish://?key={}", meeting.stream_key)];
+    if let Some(preset) = presets.iter().find(|p| p.id == meeting.id.as_str()) {
+        inputs.extend(preset.inputs.iter().cloned());
+    }
+    config::stream_from(meeting.id.as_str(), inputs, &toml::Table::new())
+}
+
+/// Starts a stream for each live meeting and stops it when the meeting leaves `live`.
+async fn follow_meetings(
+    mut streams: MeetingStreams,
+    mut changes: watch::Receiver<Arc<Meetings>>,
+    presets: Vec<PresetMeeting>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let meetings = Arc::clone(&changes.borrow_and_update());
+        for id in streams.ids() {
+            let live = MeetingId::parse(&id)
+                .ok()
+                .and_then(|id| {
+                    meetings
+                        .get(&id)
+                        .ok()
+                        .map(|m| m.state == MeetingState::Live)
+                })
+                .unwrap_or(false);
+            if !live {
+                streams.stop(&id);
+            }
+        }
+        for meeting in meetings.iter().filter(|m| m.state == MeetingState::Live) {
+            let started = meeting_stream(meeting, &presets).and_then(|s| streams.ensure(&s));
+            if let Err(error) = started {
+                tracing::error!(meeting = %meeting.id, error = %format!("{error:#}"), "cannot start meeting stream");
+            }
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { break },
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+    streams.stop_all();
+}
+
+async fn until(mut shutdown: watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|s| *s).await;
+}

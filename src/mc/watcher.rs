@@ -1,0 +1,106 @@
+//! A node's watch over its MC: every poll interval, report this node's viewers per
+//! meeting and learn every meeting; start a stream for each live meeting, stop it when
+//! the meeting closes (or leaves the MC's list). When the MC cannot be reached, the
+//! node keeps every stream it has (viewers keep watching), the gate answers 102005 /
+//! 1041xx for the rest, and the next successful poll brings everything back.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ingest::mc_client::{self, McClientConfig};
+use meeting::MeetingState;
+use server::mc::gate::MeetingGate;
+use tokio::sync::watch;
+
+use super::config::McLinkConfig;
+use super::streams::MeetingStreams;
+use crate::node::stream::StreamContext;
+
+/// Runs until `shutdown`.
+pub async fn run(
+    context: StreamContext,
+    link: McLinkConfig,
+    node_name: String,
+    gate: Arc<MeetingGate>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let client = McClientConfig {
+        url: link.url.clone(),
+        token: link.token.clone(),
+        node: node_name,
+        ca_file: link.ca_file.clone(),
+        timeout: std::time::Duration::from_secs_f64(link.timeout),
+    };
+    let mut streams = MeetingStreams::new(context);
+    let mut last_failure = None;
+    loop {
+        let mut counts: Vec<(String, u64)> = gate.viewer_counts().into_iter().collect();
+        counts.sort();
+        let exchange = tokio::select! {
+            result = mc_client::sync(&client, None, &counts) => result,
+            _ = shutdown.wait_for(|s| *s) => break,
+        };
+        match exchange {
+            Ok(answer) => {
+                if last_failure.take().is_some() {
+                    tracing::info!(mc = %link.url, "mc reachable again");
+                }
+                reconcile(&link, &mut streams, &gate, &answer.meetings);
+                gate.connected(
+                    answer.meetings,
+                    answer.min_client_version,
+                    counts.into_iter().collect(),
+                );
+            }
+            Err(error) => {
+                let cause = error.cause();
+                if last_failure != Some(cause) {
+                    tracing::warn!(mc = %link.url, code = cause.code(), error = %error, "mc unreachable");
+                }
+                last_failure = Some(cause);
+                gate.failed(cause);
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(link.poll()) => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+    streams.stop_all();
+}
+
+fn reconcile(
+    link: &McLinkConfig,
+    streams: &mut MeetingStreams,
+    gate: &MeetingGate,
+    meetings: &[meeting::MeetingView],
+) {
+    let live: HashSet<&str> = meetings
+        .iter()
+        .filter(|m| m.state == MeetingState::Live)
+        .map(|m| m.id.as_str())
+        .collect();
+    let listed: HashMap<&str, MeetingState> =
+        meetings.iter().map(|m| (m.id.as_str(), m.state)).collect();
+    for id in streams.ids() {
+        if !live.contains(id.as_str()) {
+            tracing::info!(meeting = %id, state = ?listed.get(id.as_str()), "meeting no longer live");
+            streams.stop(&id);
+            gate.set_managed(&id, false);
+        }
+    }
+    for id in live {
+        if streams.contains(id) || meeting::MeetingId::parse(id).is_err() {
+            continue;
+        }
+        let started = link
+            .meeting_stream(id)
+            .and_then(|stream| streams.ensure(&stream));
+        match started {
+            Ok(_) => gate.set_managed(id, true),
+            Err(error) => {
+                tracing::error!(meeting = %id, error = %format!("{error:#}"), "cannot start meeting stream")
+            }
+        }
+    }
+}
