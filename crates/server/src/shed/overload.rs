@@ -2,7 +2,8 @@
 //! utilisation (by default **this process's** CPU time from `/proc/self/stat`, divided
 //! by the wall time and the cores available to the process, so a compiler or another
 //! service on the same host does not make a node shed; `cpu_source = "host"` reads the
-//! host-wide `/proc/stat` instead, `"off"` ignores CPU), probes the runtime's queueing
+//! host-wide `/proc/stat` instead, `"runtime"` the busy share of the tokio runtime's
+//! workers the monitor runs on, `"off"` ignores CPU), probes the runtime's queueing
 //! delay (how long a freshly spawned task waits before it first runs) and, every tick,
 //! feeds them with the in-flight count and the adaptive limit to
 //! [`shed::OverloadEstimator`], then publishes the level the request path reads.
@@ -99,7 +100,26 @@ pub fn process_utilisation(
 #[derive(Debug, Clone, Copy)]
 enum CpuReading {
     Host(CpuTimes),
-    Process { ticks: u64, at: Instant },
+    Process {
+        ticks: u64,
+        at: Instant,
+    },
+    Runtime {
+        busy: Duration,
+        workers: usize,
+        at: Instant,
+    },
+}
+
+/// Total time the current tokio runtime's workers spent polling tasks, and how many
+/// workers it has; `None` outside a runtime.
+fn runtime_busy() -> Option<(Duration, usize)> {
+    let metrics = tokio::runtime::Handle::try_current().ok()?.metrics();
+    let workers = metrics.num_workers();
+    let busy = (0..workers)
+        .map(|w| metrics.worker_total_busy_duration(w))
+        .fold(Duration::ZERO, Duration::saturating_add);
+    Some((busy, workers))
 }
 
 /// Samples CPU utilisation from the configured source.
@@ -125,6 +145,13 @@ impl CpuSampler {
     fn read(&self) -> Option<CpuReading> {
         let path = match self.source {
             CpuSource::Off => return None,
+            CpuSource::Runtime => {
+                return runtime_busy().map(|(busy, workers)| CpuReading::Runtime {
+                    busy,
+                    workers,
+                    at: Instant::now(),
+                })
+            }
             CpuSource::Host => "/proc/stat",
             CpuSource::Process => "/proc/self/stat",
         };
@@ -154,6 +181,20 @@ impl CpuSampler {
                 Some(CpuReading::Process { ticks: a, at: t0 }),
                 Some(CpuReading::Process { ticks: b, at: t1 }),
             ) => process_utilisation(a, b, t1.saturating_duration_since(t0), self.cores),
+            (
+                Some(CpuReading::Runtime {
+                    busy: a, at: t0, ..
+                }),
+                Some(CpuReading::Runtime {
+                    busy: b,
+                    workers,
+                    at: t1,
+                }),
+            ) => {
+                let wall = t1.saturating_duration_since(t0).as_secs_f64() * workers.max(1) as f64;
+                let busy = b.checked_sub(a)?.as_secs_f64();
+                (wall > 0.0).then(|| (busy / wall).clamp(0.0, 1.0))
+            }
             _ => None,
         };
         self.last = now;
@@ -315,6 +356,27 @@ mod tests {
         let _ = burner.wait();
         let own = own.expect("/proc/self/stat readable on linux");
         assert!(own < 0.2, "idle process measured at {own}");
+    }
+
+    /// The runtime source sees this runtime's own work: near 0 while idle, near 1
+    /// while a task spins on its single worker.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn runtime_source_measures_the_runtime_workers() {
+        let mut sampler = CpuSampler::new(CpuSource::Runtime);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let idle = sampler.sample().expect("inside a runtime");
+        assert!(idle < 0.2, "idle runtime measured at {idle}");
+        let spin = tokio::spawn(async {
+            let until = std::time::Instant::now() + Duration::from_millis(300);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        });
+        spin.await.expect("spinner");
+        // Workers publish their busy time when they park.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let busy = sampler.sample().expect("inside a runtime");
+        assert!(busy > 0.5, "spinning runtime measured at {busy}");
     }
 
     proptest! {

@@ -14,7 +14,8 @@ use shed::{
 /// fault_rule_cap = 32       # most active fault-injection rules
 /// max_fault_rule_seconds = 86400
 /// cpu_source = "process"   # "process" (default): this process's CPU time over the
-///                           # cores it may use; "host": host-wide /proc/stat; "off"
+///                           # cores it may use; "host": host-wide /proc/stat;
+///                           # "runtime": busy share of the node's tokio workers; "off"
 /// cpu_sample_ms = 500       # CPU sampling period
 /// tick_ms = 100             # overload estimator period
 /// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
@@ -76,6 +77,10 @@ pub enum CpuSource {
     /// Host-wide utilisation (`/proc/stat`): for a host dedicated to the node, where
     /// any CPU contention hurts its viewers.
     Host,
+    /// The busy share of the worker threads of the tokio runtime the monitor runs on:
+    /// only this node's own work counts, which also makes it usable for a node that
+    /// shares its process (tests, benchmarks, an embedded node).
+    Runtime,
     /// CPU is not an overload signal (in-flight and queueing delay still are).
     Off,
 }

@@ -1,0 +1,398 @@
+//! Shared by the overload test and the overload benchmark: a node on its own tokio
+//! runtime (so its capacity is its own workers, whatever the load generator does) and
+//! a bounded HTTP/1.1 load generator over raw keep-alive TCP connections on loopback.
+//!
+//! Each connection belongs to one traffic class and sends that class's request at a
+//! paced rate (or back to back); latency is measured from the moment the request was
+//! *due*, so a node that falls behind is charged for the wait (no coordinated
+//! omission).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::metrics::Metrics;
+use server::shed::{ShedSettings, Shedder};
+use server::{router, AppState, NodeIdentity};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+/// The stream every node here serves, with segments 10..13 in its window.
+pub const STREAM: &str = "s";
+/// A segment of the window.
+pub const SEGMENT_PATH: &str = "/s/seg-12.ts";
+
+/// A node running on its own runtime thread until dropped.
+pub struct Node {
+    /// Where it serves HTTP.
+    pub addr: SocketAddr,
+    /// Its shedder (level, counters).
+    pub shedder: Arc<Shedder>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts a node with `workers` runtime threads, shedding settings, its overload
+/// monitor, and one stream whose segments are `segment_bytes` long.
+pub fn start_node(settings: &ShedSettings, workers: usize, segment_bytes: usize) -> Node {
+    let shedder = Arc::new(Shedder::new(settings).expect("valid shedding settings"));
+    let identity = NodeIdentity {
+        name: "load".into(),
+        hostname: None,
+    };
+    let state = AppState::with_shedder(identity, Metrics::new(), None, Arc::clone(&shedder));
+    let channel = Arc::new(Channel::new(STREAM, 5, server::render::renderer(2000)));
+    let tracks = TrackSummary {
+        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
+        resolution: Some((640, 360)),
+        frame_rate_milli: Some(25_000),
+    };
+    let payload = Bytes::from(vec![0x47u8; segment_bytes]);
+    for msn in 10..13u64 {
+        let segment = LiveSegment {
+            msn,
+            discontinuity_seq: 0,
+            discontinuous: false,
+            duration_ticks: 180_000,
+            program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
+            data: payload.clone(),
+        };
+        channel.push(segment, tracks.clone());
+    }
+    state.add_stream(channel, None);
+
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let monitor_shedder = Arc::clone(&shedder);
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .expect("node runtime");
+        runtime.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            addr_tx
+                .send(listener.local_addr().expect("local addr"))
+                .expect("test waits for the address");
+            let (monitor_stop_tx, monitor_stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let monitor = tokio::spawn(monitor_shedder.run_monitor(async move {
+                let _ = monitor_stop_rx.await;
+            }));
+            server::run(listener, router(state), None, async move {
+                let _ = stop_rx.await;
+            })
+            .await;
+            let _ = monitor_stop_tx.send(());
+            let _ = monitor.await;
+        });
+    });
+    let addr = addr_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("node started");
+    Node {
+        addr,
+        shedder,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    }
+}
+
+/// One class of traffic: its name, the exact request it sends, and its share of the
+/// connections.
+#[derive(Debug, Clone)]
+pub struct Class {
+    /// For reports.
+    pub name: &'static str,
+    /// The raw HTTP/1.1 request (keep-alive).
+    pub request: Vec<u8>,
+    /// Share of the connections (the shares are normalised).
+    pub share: f64,
+}
+
+impl Class {
+    /// A GET with the given extra headers.
+    pub fn get(name: &'static str, path: &str, headers: &[(&str, &str)], share: f64) -> Class {
+        Class {
+            name,
+            request: request("GET", path, headers, b""),
+            share,
+        }
+    }
+
+    /// A POST with a body.
+    pub fn post(
+        name: &'static str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        share: f64,
+    ) -> Class {
+        Class {
+            name,
+            request: request("POST", path, headers, body),
+            share,
+        }
+    }
+}
+
+fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (k, v) in headers {
+        r.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if method == "POST" {
+        r.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    r.push_str("\r\n");
+    let mut bytes = r.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// What one request got.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// Index of its class.
+    pub class: usize,
+    /// When it was due, since the start of the run.
+    pub due: Duration,
+    /// When it was actually sent (later than `due` when the generator fell behind).
+    pub sent: Duration,
+    /// From due to the last byte of the answer (or to the failure).
+    pub latency: Duration,
+    /// HTTP status; 0 when the connection failed or the answer did not come in time.
+    pub status: u16,
+    /// A 503 carrying the back-pressure body (`{"maxRetries":...}`).
+    pub back_pressure: bool,
+}
+
+/// How to drive the node.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The traffic classes.
+    pub classes: Vec<Class>,
+    /// Number of connections, split among classes by share.
+    pub connections: usize,
+    /// Requests per second per connection; `None`: back to back.
+    pub rate_per_connection: Option<f64>,
+    /// How long to send.
+    pub duration: Duration,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+}
+
+/// The class of connection `i` of `n`: contiguous blocks by cumulative share.
+fn class_of(i: usize, n: usize, classes: &[Class]) -> usize {
+    let total: f64 = classes.iter().map(|c| c.share).sum();
+    let x = (i as f64 + 0.5) / n as f64 * total;
+    let mut acc = 0.0;
+    for (k, c) in classes.iter().enumerate() {
+        acc += c.share;
+        if x < acc {
+            return k;
+        }
+    }
+    classes.len() - 1
+}
+
+/// Runs the plan against `addr` and returns every request's sample. Bounded by
+/// `duration + timeout`.
+pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..plan.connections {
+        let class = class_of(i, plan.connections, &plan.classes);
+        let request = plan.classes[class].request.clone();
+        let plan = plan.clone();
+        // Spread the first requests over one period so connections do not move in step.
+        let offset = plan.rate_per_connection.map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(i as f64 / plan.connections as f64 / r)
+        });
+        tasks.spawn(async move { connection(addr, class, &request, &plan, start, offset).await });
+    }
+    let mut samples = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        samples.extend(done.expect("connection task"));
+    }
+    samples
+}
+
+async fn connection(
+    addr: SocketAddr,
+    class: usize,
+    request: &[u8],
+    plan: &Plan,
+    start: Instant,
+    offset: Duration,
+) -> Vec<Sample> {
+    let mut out = Vec::new();
+    let mut stream: Option<TcpStream> = None;
+    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut k = 0u32;
+    loop {
+        let due = match plan.rate_per_connection {
+            Some(rate) => offset + Duration::from_secs_f64(f64::from(k) / rate),
+            None => start.elapsed(),
+        };
+        if due >= plan.duration {
+            break;
+        }
+        k += 1;
+        tokio::time::sleep_until(start + due).await;
+        let sent = start.elapsed();
+        if stream.is_none() {
+            stream = TcpStream::connect(addr).await.ok();
+            if let Some(s) = &stream {
+                let _ = s.set_nodelay(true);
+            }
+        }
+        let answer = match stream.as_mut() {
+            Some(s) => tokio::time::timeout(plan.timeout, exchange(s, request, &mut buf))
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        };
+        let latency = start.elapsed().saturating_sub(due);
+        let (status, back_pressure) = answer.unwrap_or_else(|| {
+            stream = None;
+            (0, false)
+        });
+        out.push(Sample {
+            class,
+            due,
+            sent,
+            latency,
+            status,
+            back_pressure,
+        });
+    }
+    out
+}
+
+/// Sends one request and reads its whole answer; `None` on any failure.
+async fn exchange(s: &mut TcpStream, request: &[u8], buf: &mut Vec<u8>) -> Option<(u16, bool)> {
+    s.write_all(request).await.ok()?;
+    buf.clear();
+    let head_end = loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+        let mut chunk = [0u8; 8192];
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = std::str::from_utf8(buf.get(..head_end)?).ok()?;
+    let status: u16 = head.get(9..12)?.parse().ok()?;
+    let length = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut have = buf.len() - head_end;
+    let body_start: Vec<u8> = buf.get(head_end..head_end + have.min(64))?.to_vec();
+    let mut chunk = vec![0u8; 64 * 1024];
+    while have < length {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        have += n;
+    }
+    let back_pressure = status == 503 && body_start.starts_with(b"{\"maxRetries\":");
+    Some((status, back_pressure))
+}
+
+/// Per-class figures of a run, counting requests due in `from..to`.
+#[derive(Debug, Clone, Default)]
+pub struct ClassReport {
+    /// Requests due in the window.
+    pub sent: usize,
+    /// Answered 2xx.
+    pub ok: usize,
+    /// Answered with the back-pressure 503.
+    pub shed: usize,
+    /// Anything else (other status, failure, timeout).
+    pub failed: usize,
+    /// Latencies of the 2xx answers, sorted.
+    pub ok_latencies: Vec<Duration>,
+    /// Send time of the first request answered with back-pressure.
+    pub first_shed: Option<Duration>,
+}
+
+impl ClassReport {
+    /// Share of requests answered 2xx.
+    pub fn success(&self) -> f64 {
+        self.ok as f64 / self.sent.max(1) as f64
+    }
+
+    /// Share of requests shed.
+    pub fn shed_share(&self) -> f64 {
+        self.shed as f64 / self.sent.max(1) as f64
+    }
+
+    /// A percentile (0..=100) of the 2xx latencies.
+    pub fn percentile(&self, p: f64) -> Duration {
+        if self.ok_latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((p / 100.0) * (self.ok_latencies.len() - 1) as f64).round() as usize;
+        self.ok_latencies[i.min(self.ok_latencies.len() - 1)]
+    }
+}
+
+/// Splits samples by class, keeping requests due in `from..to`.
+pub fn report(
+    samples: &[Sample],
+    classes: usize,
+    from: Duration,
+    to: Duration,
+) -> Vec<ClassReport> {
+    let mut out = vec![ClassReport::default(); classes];
+    for s in samples {
+        let r = &mut out[s.class];
+        if s.back_pressure {
+            r.first_shed = Some(r.first_shed.map_or(s.sent, |f| f.min(s.sent)));
+        }
+        if s.due < from || s.due >= to {
+            continue;
+        }
+        r.sent += 1;
+        if (200..300).contains(&s.status) {
+            r.ok += 1;
+            r.ok_latencies.push(s.latency);
+        } else if s.back_pressure {
+            r.shed += 1;
+        } else {
+            r.failed += 1;
+        }
+    }
+    for r in &mut out {
+        r.ok_latencies.sort_unstable();
+    }
+    out
+}

@@ -1,0 +1,115 @@
+//! Real overload on loopback (SHED-1, SHED-2): a node on one runtime worker is driven
+//! past its capacity by a bounded load generator over real TCP connections — 10 %
+//! CRITICAL (segments of a member in playback), 30 % DEGRADED (master playlists, made
+//! DEGRADED through `[shedding.classifier]`), 60 % NON_CRITICAL (`POST /telemetry`
+//! beacons). The node's own overload monitor measures the overload (the busy share of
+//! its runtime worker: `cpu_source = "runtime"`, because the generator shares the
+//! process); nothing is forced. CRITICAL keeps succeeding while the others are shed,
+//! lower priorities first.
+
+mod shed_load;
+
+use std::time::Duration;
+
+use server::shed::ShedSettings;
+use shed::Bucket;
+use shed_load::{drive, report, start_node, Class, Plan, SEGMENT_PATH};
+
+const SETTINGS: &str = r#"
+cpu_source = "runtime"
+cpu_sample_ms = 100
+[classifier.routes.playback_start]
+bucket = "degraded"
+score = 45
+"#;
+
+#[test]
+fn critical_keeps_succeeding_while_lower_priorities_are_shed_first() {
+    let settings: ShedSettings = toml::from_str(SETTINGS).expect("valid [shedding]");
+    let node = start_node(&settings, 1, 32 * 1024);
+    let member = [
+        ("X-Brdyun-Device", "browser"),
+        ("X-Brdyun-Member", "viewer-1"),
+        ("X-Brdyun-Playback", "1"),
+    ];
+    let browser = [("X-Brdyun-Device", "browser")];
+    let plan = Plan {
+        classes: vec![
+            Class::get("critical", SEGMENT_PATH, &member, 0.1),
+            Class::get("degraded", "/s/index.m3u8", &browser, 0.3),
+            Class::post(
+                "non_critical",
+                "/telemetry",
+                &browser,
+                br#"{"event":"heartbeat","bufferSeconds":8.1}"#,
+                0.6,
+            ),
+        ],
+        connections: 100,
+        rate_per_connection: None,
+        duration: Duration::from_secs(8),
+        timeout: Duration::from_secs(5),
+    };
+    let generator = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("generator runtime");
+    let samples = generator.block_on(drive(node.addr, &plan));
+    let peak_counts = [
+        node.shedder.counts(Bucket::Critical),
+        node.shedder.counts(Bucket::Degraded),
+        node.shedder.counts(Bucket::NonCritical),
+    ];
+    drop(node);
+
+    // The first 2 s are the rise of the overload level; judge the rest.
+    let r = report(&samples, 3, Duration::from_secs(2), plan.duration);
+    for (class, rep) in plan.classes.iter().zip(&r) {
+        println!(
+            "{:>12}: sent {:>6} ok {:>6} shed {:>6} failed {:>4} | success {:.4} shed {:.3} p50 {:?} p99 {:?} first shed at {:?}",
+            class.name,
+            rep.sent,
+            rep.ok,
+            rep.shed,
+            rep.failed,
+            rep.success(),
+            rep.shed_share(),
+            rep.percentile(50.0),
+            rep.percentile(99.0),
+            rep.first_shed
+        );
+    }
+    println!("node counters (critical, degraded, non_critical): {peak_counts:?}");
+    let (crit, deg, nc) = (&r[0], &r[1], &r[2]);
+    assert!(
+        crit.sent > 1000 && deg.sent > 1000 && nc.sent > 1000,
+        "the generator ran"
+    );
+    assert!(
+        nc.shed_share() > 0.5,
+        "the node was driven past capacity: NON_CRITICAL mostly shed ({:.3})",
+        nc.shed_share()
+    );
+    assert!(
+        crit.success() >= 0.99,
+        "CRITICAL success {:.4} (shed {}, failed {})",
+        crit.success(),
+        crit.shed,
+        crit.failed
+    );
+    assert!(deg.shed > 0, "DEGRADED is shed too");
+    assert!(
+        nc.shed_share() >= deg.shed_share() && deg.shed_share() >= crit.shed_share(),
+        "lower priorities are shed more: nc {:.3} deg {:.3} crit {:.3}",
+        nc.shed_share(),
+        deg.shed_share(),
+        crit.shed_share()
+    );
+    let (first_nc, first_deg) = (nc.first_shed, deg.first_shed);
+    assert!(
+        first_nc.is_some() && first_nc <= first_deg,
+        "NON_CRITICAL is shed first: {first_nc:?} vs {first_deg:?}"
+    );
+    assert_eq!(peak_counts[0].shed, 0, "no CRITICAL request shed");
+}
