@@ -177,10 +177,7 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
     // Another member on a TV, alice on a browser, an anonymous TV: not selected (the
     // beacon sink answers 204).
     let bob_tv = [("x-brdyun-member", "bob"), ("x-brdyun-device", "smart_tv")];
-    assert_eq!(
-        beacon(&state, &bob_tv).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(beacon(&state, &bob_tv).await.status, StatusCode::NO_CONTENT);
     let alice_browser = [("x-brdyun-member", "alice"), ("user-agent", CHROME_UA)];
     assert_eq!(
         beacon(&state, &alice_browser).await.status,
@@ -249,10 +246,7 @@ async fn fit_rule_expires_after_its_duration() {
     assert_shed_answer(&beacon(&state, &[]).await);
 
     tokio::time::advance(Duration::from_secs(6)).await;
-    assert_eq!(
-        beacon(&state, &[]).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
     let list = get(
         &state,
         "/api/fault-rules",
@@ -366,10 +360,7 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
     let again = post_rule(&state, r#"{"share":0,"duration_seconds":60}"#).await;
     assert_eq!(again.status, StatusCode::CREATED, "a slot is free again");
     // Share 0 selects nobody: requests pass.
-    assert_eq!(
-        beacon(&state, &[]).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
 }
 
 #[tokio::test]
@@ -477,10 +468,7 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
         bp.answer(priority, level, seed).json().as_bytes()
     );
     state.shedder().force_level(None);
-    assert_eq!(
-        beacon(&state, &member).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(beacon(&state, &member).await.status, StatusCode::NO_CONTENT);
 
     // The same request shed by a rule at level 0: the same answer for that level,
     // with the same headers.
@@ -548,10 +536,7 @@ async fn disabled_shedding_passes_everything() {
     };
     let state = node_with(&settings, None);
     state.shedder().force_level(Some(OverloadLevel::FULL));
-    assert_eq!(
-        beacon(&state, &[]).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
     assert_eq!(get(&state, "/player", &[]).await.status, StatusCode::OK);
 }
 
