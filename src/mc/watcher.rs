@@ -55,7 +55,14 @@ pub async fn run(
             Err(error) => {
                 let cause = error.cause();
                 if last_failure != Some(cause) {
-                    tracing::warn!(mc = %link.url, code = cause.code(), error = %error, "mc unreachable");
+                    // Logged once per change of cause, at the level of its code's row.
+                    let code = cause.code();
+                    match meeting::ErrorCode::McConnect(cause).level() {
+                        meeting::LogLevel::Error => {
+                            tracing::error!(mc = %link.url, code, error = %error, "mc unreachable")
+                        }
+                        _ => tracing::warn!(mc = %link.url, code, error = %error, "mc unreachable"),
+                    }
                 }
                 last_failure = Some(cause);
                 gate.failed(cause);

@@ -118,6 +118,15 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         // Meetings of the MC become streams; viewers of them go through the gate.
         let gate = Arc::new(server::mc::gate::MeetingGate::new());
         state.set_meeting_gate(Arc::clone(&gate));
+        metrics.describe(
+            "brdyun_meeting_refusals_total",
+            "counter",
+            "Viewers of meetings answered with a meeting code instead of the stream, by code.",
+        );
+        let for_metrics = Arc::clone(&gate);
+        metrics.register(Box::new(move |out: &mut String| {
+            for_metrics.render_metrics(out);
+        }));
         tasks.spawn(crate::mc::watcher::run(
             context.clone(),
             mc.clone(),

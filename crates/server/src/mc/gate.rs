@@ -44,6 +44,7 @@ struct GateState {
 #[derive(Debug)]
 pub struct MeetingGate {
     state: Mutex<GateState>,
+    refusals: Mutex<std::collections::BTreeMap<u32, (&'static str, u64)>>,
 }
 
 impl Default for MeetingGate {
@@ -64,6 +65,7 @@ impl MeetingGate {
                 viewers: HashMap::new(),
                 managed: std::collections::HashSet::new(),
             }),
+            refusals: Mutex::new(std::collections::BTreeMap::new()),
         }
     }
 
@@ -107,6 +109,24 @@ impl MeetingGate {
 
     fn is_managed(&self, stream: &str) -> bool {
         self.lock().managed.contains(stream)
+    }
+
+    /// Counts one refusal by its code (metric `brdyun_meeting_refusals_total`).
+    pub fn count_refusal(&self, code: ErrorCode) {
+        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        refusals.entry(code.code()).or_insert((code.label(), 0)).1 += 1;
+    }
+
+    /// Appends the refusal counters in the Prometheus text format.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        for (code, (label, count)) in refusals.iter() {
+            let _ = writeln!(
+                out,
+                "brdyun_meeting_refusals_total{{code=\"{code}\",reason=\"{label}\"}} {count}"
+            );
+        }
     }
 
     /// The link to the MC as the gate sees it.
@@ -221,7 +241,9 @@ pub async fn stream_file(
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
-        return ApiError::Meeting(gate.not_here(&stream)).into_response();
+        let code = gate.not_here(&stream);
+        gate.count_refusal(code);
+        return ApiError::Meeting(code).into_response();
     }
     if matches!(
         StreamFile::parse(&file),
@@ -238,6 +260,7 @@ pub async fn stream_file(
             .and_then(|v| v.to_str().ok());
         if let Err(code) = gate.check_viewer(&stream, &viewer, version, true) {
             tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
+            gate.count_refusal(code);
             return ApiError::Meeting(code).into_response();
         }
     }

@@ -580,4 +580,14 @@ async fn the_node_gate_answers_with_meeting_codes() {
     gate.failed(meeting::ConnectCause::Refused);
     assert_eq!(get("/live/mono.m3u8", "a").await.0, StatusCode::OK);
     assert_eq!(get("/soon/index.m3u8", "a").await.1["code"], 102_005);
+    let mut metrics = String::new();
+    gate.render_metrics(&mut metrics);
+    assert!(
+        metrics.contains("brdyun_meeting_refusals_total{code=\"103006\",reason=\"full\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("code=\"102005\",reason=\"mc_unavailable\"} 2"),
+        "{metrics}"
+    );
 }
