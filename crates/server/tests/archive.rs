@@ -430,3 +430,94 @@ proptest::proptest! {
         proptest::prop_assert!(status.as_u16() < 500, "{} -> {}", uri, status);
     }
 }
+
+/// After a restart whose timeline counters were lost (or are older than the archive),
+/// the live numbering continues after the archive's newest segment: a number the archive
+/// holds is never handed out again (issue 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_numbering_continues_after_the_archive() {
+    use media::ts::demux::{DemuxEvent, Demuxer};
+    use server::pipeline::{self, PersistedTimeline, PipelineSettings};
+
+    let dir = tempfile::tempdir().unwrap();
+    // An archive left by an earlier run, newest segment 500.
+    {
+        let (mut store, _) = dvr::Store::open(
+            &dir.path().join("ts"),
+            dvr::Protocol::Ts,
+            Arc::new(RealFiles::default()),
+            dvr::store::DEFAULT_SPAN_MS,
+        )
+        .unwrap();
+        let old = segment(500);
+        store
+            .append(
+                dvr::store::SegmentMeta {
+                    msn: 500,
+                    discontinuity_seq: 4,
+                    discontinuous: false,
+                    start_ms: old.program_date_time_ms,
+                    duration_ticks: old.duration_ticks,
+                },
+                &old.data,
+            )
+            .unwrap();
+    }
+    // Counters that lag behind it.
+    let state_file = dir.path().join("s.timeline.json");
+    std::fs::write(
+        &state_file,
+        serde_json::to_vec(&PersistedTimeline {
+            msn: 10,
+            discontinuity_seq: 0,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let node = node(dir.path(), Arc::new(RealFiles::default()), 64);
+    assert_eq!(node.recorder.newest(), Some((500, 4)));
+
+    let (tx, rx) = tokio::sync::mpsc::channel(4096);
+    let run = tokio::spawn(pipeline::run_recording(
+        Arc::clone(&node.channel),
+        rx,
+        PipelineSettings {
+            target_duration_ms: 1000,
+            state_file: Some(state_file),
+            publish_latency: Arc::default(),
+        },
+        Some(Arc::clone(&node.recorder)),
+    ));
+    // A real 3 s H.264/AAC clip made by ffmpeg.
+    let clip = include_bytes!("../../media/tests/fixtures/h264_aac.ts");
+    let mut demuxer = Demuxer::new();
+    let mut events = Vec::new();
+    demuxer.push(clip, &mut events);
+    demuxer.flush(&mut events);
+    for event in events {
+        if let DemuxEvent::Frame(frame) = event {
+            tx.send(ingest::IngestEvent::Frame(frame)).await.unwrap();
+        }
+    }
+    drop(tx);
+    run.await.unwrap();
+
+    let live: Vec<u64> = node
+        .channel
+        .snapshot()
+        .segments
+        .iter()
+        .map(|s| s.msn)
+        .collect();
+    assert!(live.len() >= 2, "{live:?}");
+    assert_eq!(live[0], 501, "{live:?}");
+    assert_eq!(node.channel.snapshot().segments[0].discontinuity_seq, 5);
+    // And the new segments are archived after the old one.
+    node.wait_recorded(live.len() as u64);
+    let archived: Vec<u64> = node
+        .recorder
+        .reader()
+        .with_index(|i| i.entries().iter().map(|e| e.msn).collect());
+    assert_eq!(archived[0], 500);
+    assert_eq!(&archived[1..], &live[..]);
+}
