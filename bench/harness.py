@@ -456,3 +456,30 @@ class KeyframeClock:
         self._stop.set()
         self._thread.join(timeout=2)
         self.sock.close()
+
+
+def process_cpu_s(root_pid):
+    """User + system CPU seconds of a process and its direct children (nginx's workers).
+
+    CPU per request is the fair efficiency figure on a shared machine: it does not
+    depend on how much of the cores the server got while wrk and others ran."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [root_pid]
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == root_pid:
+                    pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / tick

@@ -121,12 +121,16 @@ def print_table(title, header, rows):
     sys.stdout.flush()
 
 
-def wrk_pair(brdyun_port, brdyun_path, nginx_port, nginx_path, connections, seconds):
-    """Runs wrk against brdyun then nginx with the same settings; returns the record."""
+def wrk_pair(brdyun, brdyun_path, nginx, nginx_path, connections, seconds):
+    """Runs wrk against brdyun then nginx with the same settings; returns the record,
+    with each server's CPU time per request (its process and children, from /proc)."""
     record = {"connections": connections, "seconds": seconds}
-    for who, port, path in (("brdyun", brdyun_port, brdyun_path), ("nginx", nginx_port, nginx_path)):
-        argv, result = harness.run_wrk(port, path, connections, seconds)
-        record[who] = {"command": " ".join(argv), **result.__dict__, "errors": result.errors}
+    for who, server, path in (("brdyun", brdyun, brdyun_path), ("nginx", nginx, nginx_path)):
+        cpu_before = harness.process_cpu_s(server.proc.pid)
+        argv, result = harness.run_wrk(server.port, path, connections, seconds)
+        cpu = harness.process_cpu_s(server.proc.pid) - cpu_before
+        record[who] = {"command": " ".join(argv), **result.__dict__, "errors": result.errors,
+                       "cpu_us_per_request": cpu * 1e6 / result.requests if result.requests else None}  # fmt: skip
     return record
 
 
@@ -138,12 +142,12 @@ def wrk_rows(label, runs):
             rows.append([
                 label, who, run["connections"], fmt(r["requests_per_s"], 0), fmt(mib(r["bytes_per_s"])),
                 fmt(r["latency_p50_s"] * 1e3, 2), fmt(r["latency_p99_s"] * 1e3, 2),
-                fmt(r["latency_max_s"] * 1e3, 1), r["errors"],
+                fmt(r["latency_max_s"] * 1e3, 1), fmt(r.get("cpu_us_per_request"), 2), r["errors"],
             ])  # fmt: skip
     return rows
 
 
-WRK_HEADER = ["target", "server", "conns", "req/s", "MiB/s", "p50 ms", "p99 ms", "max ms", "errors"]
+WRK_HEADER = ["target", "server", "conns", "req/s", "MiB/s", "p50 ms", "p99 ms", "max ms", "CPU us/req", "errors"]
 
 
 def bench_delivery(node, nginx, args):
@@ -166,7 +170,7 @@ def bench_delivery(node, nginx, args):
     if not same:
         raise BenchError("nginx does not serve the segment's exact bytes")
     seg_runs = [
-        wrk_pair(node.port, seg_path, nginx.port, nginx_seg, conns, args.wrk_seconds) for conns in (16, 128)
+        wrk_pair(node, seg_path, nginx, nginx_seg, conns, args.wrk_seconds) for conns in (16, 128)
     ]
     status_after, body_after = harness.http_get(node.port, seg_path)
     still_same = status_after == 200 and harness.sha256(body_after) == harness.sha256(seg_bytes)
@@ -183,7 +187,7 @@ def bench_delivery(node, nginx, args):
         raise BenchError(f"playlist answered {status}")
     nginx_pl = nginx.put("mono.m3u8", pl_body)
     pl_runs = [
-        wrk_pair(node.port, f"/{STREAM}/mono.m3u8", nginx.port, nginx_pl, conns, args.wrk_seconds)
+        wrk_pair(node, f"/{STREAM}/mono.m3u8", nginx, nginx_pl, conns, args.wrk_seconds)
         for conns in (16, 128)
     ]
     pl_end = harness.http_get(node.port, f"/{STREAM}/mono.m3u8")[1]
@@ -443,6 +447,7 @@ def summary_rows(results):
                     ("req/s", lambda r: r["requests_per_s"], 0),
                     ("MiB/s", lambda r: mib(r["bytes_per_s"]), 1),
                     ("p99 ms", lambda r: r["latency_p99_s"] * 1e3, 2),
+                    ("CPU us/request", lambda r: r.get("cpu_us_per_request"), 2),
                 ):
                     rows.append([f"{what}: {metric}", fmt(get(b), digits), fmt(get(n), digits),
                                  fmt(parse.ratio(get(b), get(n)), 2)])  # fmt: skip

@@ -6,6 +6,7 @@
 //! stream's ingest events into segments in its channel.
 
 pub mod channel;
+pub mod edge;
 pub mod error;
 pub mod http_util;
 pub mod ingest_view;

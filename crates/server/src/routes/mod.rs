@@ -6,9 +6,8 @@ pub mod hls;
 pub mod player;
 pub mod relay;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::{self, Next};
+use axum::extract::State;
+use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post};
 use axum::Router;
@@ -39,10 +38,9 @@ pub fn router(state: AppState) -> Router {
         // Inside the CORS/counting layer: a shed answer is counted as a 5xx, and a CORS
         // preflight is answered before shedding (it costs nothing).
         .layer(ShedLayer::new(std::sync::Arc::clone(state.shedder())))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            count_and_cors,
-        ))
+        .layer(crate::edge::EdgeLayer::new(std::sync::Arc::clone(
+            state.metrics(),
+        )))
         .with_state(state)
 }
 
@@ -90,46 +88,4 @@ pub fn shed_route_kind(path: &str) -> shed::RouteKind {
         }
         RouteKind::Other => Shed::Other,
     }
-}
-
-/// Counts every answer and adds the CORS headers browser players need; answers
-/// preflight requests directly.
-async fn count_and_cors(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let kind = route_kind(request.uri().path());
-    let mut response = if request.method() == Method::OPTIONS {
-        let mut preflight = StatusCode::NO_CONTENT.into_response();
-        let headers = preflight.headers_mut();
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, HEAD, OPTIONS"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            // The X-Brdyun-* headers let a browser player state its device, member and
-            // playback to the shedding layer.
-            HeaderValue::from_static(
-                "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback, X-Brdyun-Client-Version",
-            ),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("86400"),
-        );
-        preflight
-    } else {
-        next.run(request).await
-    };
-    let headers = response.headers_mut();
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("Content-Length, Content-Range, Retry-After"),
-    );
-    state
-        .metrics()
-        .count_request(kind, response.status().as_u16());
-    response
 }

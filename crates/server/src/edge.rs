@@ -1,0 +1,172 @@
+//! The outermost layer of every node's HTTP stack: answers CORS preflights, adds the
+//! CORS headers browser players need to every answer, and counts every answer by route
+//! kind and status class. A plain tower layer with an unboxed future, so the hot path
+//! (playlists, segments) pays a few header inserts and one atomic add.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use tower::{Layer, Service};
+
+use crate::metrics::{Metrics, RouteKind};
+use crate::routes::route_kind;
+
+/// Request headers a browser player may send cross-origin; the `X-Brdyun-*` ones state
+/// its device, member, playback and client version to the shedding layer.
+const ALLOW_HEADERS: &str = "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback, X-Brdyun-Client-Version";
+
+/// Wraps a service with CORS and request counting.
+#[derive(Clone)]
+pub struct EdgeLayer {
+    metrics: Arc<Metrics>,
+}
+
+impl EdgeLayer {
+    /// Counts into `metrics`.
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self { metrics }
+    }
+}
+
+impl<S> Layer<S> for EdgeLayer {
+    type Service = Edge<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Edge {
+            inner,
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+/// The service [`EdgeLayer`] builds.
+#[derive(Clone)]
+pub struct Edge<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S, B> Service<Request<B>> for Edge<S>
+where
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = EdgeFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let kind = route_kind(request.uri().path());
+        if request.method() == Method::OPTIONS {
+            return EdgeFuture::Preflight(Some(self.finish(kind, preflight())));
+        }
+        EdgeFuture::Inner {
+            future: self.inner.call(request),
+            kind,
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+impl<S> Edge<S> {
+    fn finish(&self, kind: RouteKind, response: Response<Body>) -> Response<Body> {
+        finish(&self.metrics, kind, response)
+    }
+}
+
+/// What [`Edge`] returns: a ready preflight answer, or the inner answer to be finished.
+pub enum EdgeFuture<F> {
+    /// The preflight answer, taken on the first poll.
+    Preflight(Option<Response<Body>>),
+    /// The inner service's answer, finished when ready.
+    Inner {
+        /// The inner future.
+        future: F,
+        /// The route kind, for counting.
+        kind: RouteKind,
+        /// Where to count.
+        metrics: Arc<Metrics>,
+    },
+}
+
+impl<F> Future for EdgeFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>> + Unpin,
+{
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            EdgeFuture::Preflight(response) => Poll::Ready(Ok(response
+                .take()
+                .unwrap_or_else(|| StatusCode::NO_CONTENT.into_response_body()))),
+            EdgeFuture::Inner {
+                future,
+                kind,
+                metrics,
+            } => {
+                let response = ready!(Pin::new(future).poll(cx))?;
+                Poll::Ready(Ok(finish(metrics, *kind, response)))
+            }
+        }
+    }
+}
+
+/// The answer to a CORS preflight.
+fn preflight() -> Response<Body> {
+    let mut response = StatusCode::NO_CONTENT.into_response_body();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, HEAD, POST, OPTIONS"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(ALLOW_HEADERS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+    response
+}
+
+/// Adds the CORS headers and counts the answer.
+fn finish(metrics: &Metrics, kind: RouteKind, mut response: Response<Body>) -> Response<Body> {
+    add_cors(response.headers_mut());
+    metrics.count_request(kind, response.status().as_u16());
+    response
+}
+
+fn add_cors(headers: &mut HeaderMap) {
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Content-Length, Content-Range, Retry-After"),
+    );
+}
+
+/// An empty response with a status, without going through `IntoResponse`'s boxing.
+trait IntoResponseBody {
+    fn into_response_body(self) -> Response<Body>;
+}
+
+impl IntoResponseBody for StatusCode {
+    fn into_response_body(self) -> Response<Body> {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = self;
+        response
+    }
+}
