@@ -1,9 +1,10 @@
 //! `brdyun demo`: a local cluster on loopback with zero configuration.
 //!
-//! Node `a` ingests the built-in meeting (a looped clip) and also accepts RTMP publish;
-//! nodes `b` and `c` pull the meeting from `a` over HTTP and so share its timeline:
-//! their playlists and segments are identical to `a`'s. Each node is an ordinary node
-//! built from an ordinary config, so the demo exercises the same code as production.
+//! An MC hosts two meetings: `meeting`, fed by the built-in source (a looped clip), and
+//! `live`, waiting for an RTMP publisher with its stream key. Nodes `a`, `b` and `c`
+//! learn the meetings from the MC and pull each live one from it, so they share its
+//! timeline: their playlists and segments are identical. The MC and every node are
+//! built from ordinary configs, so the demo exercises the same code as production.
 
 pub mod source;
 
@@ -12,11 +13,15 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::config::{Config, Depth, DvrConfig, NodeConfig, StreamConfig, StreamDefaults};
+use crate::config::{Config, NodeConfig, StreamDefaults};
+use crate::mc::config::{McConfig, McLinkConfig, McSection, PresetMeeting};
+use crate::mc::{self, RunningMc};
 use crate::node::{self, RunningNode};
 
-/// The demo's stream name.
+/// The demo's meeting fed by the built-in source.
 pub const STREAM: &str = "meeting";
+/// The demo's meeting that waits for an RTMP publisher.
+pub const LIVE: &str = "live";
 
 /// Runs the demo until Ctrl-C.
 ///
@@ -24,68 +29,84 @@ pub const STREAM: &str = "meeting";
 /// A port is taken or the data directory cannot be created.
 pub async fn run(port: u16) -> anyhow::Result<()> {
     let base = std::env::temp_dir().join("brdyun-demo");
-    let nodes = start_cluster(port, &base).await?;
-    print_urls(&nodes);
+    let (mc, nodes) = start_cluster(port, &base).await?;
+    print_urls(&mc, &nodes);
     node::wait_for_signal().await;
     for node in nodes {
         node.stop().await;
     }
+    mc.stop().await;
     Ok(())
 }
 
-/// Starts the three demo nodes on consecutive ports from `port`.
+/// Starts the MC on `port + 3` and the three nodes on `port`, `port + 1`, `port + 2`.
 ///
 /// # Errors
 /// As [`run`].
-pub async fn start_cluster(port: u16, data: &Path) -> anyhow::Result<Vec<RunningNode>> {
-    let origin_port = port;
+pub async fn start_cluster(
+    port: u16,
+    data: &Path,
+) -> anyhow::Result<(RunningMc, Vec<RunningNode>)> {
+    let mc_data = data.join("mc");
+    // The demo starts fresh: a meeting closed in an earlier run would stay closed.
+    match std::fs::remove_file(mc_data.join("meetings.json")) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).context("removing the previous demo's meetings"),
+    }
+    let mc_http = SocketAddr::from(([127, 0, 0, 1], port.saturating_add(3)));
+    let rtmp_port = 1935 + port.saturating_sub(8080);
+    let preset = |id: &str, title: &str, inputs: Vec<String>| PresetMeeting {
+        id: id.into(),
+        title: title.into(),
+        viewer_limit: None,
+        start: true,
+        inputs,
+    };
+    let mc_config = McConfig {
+        mc: McSection {
+            name: "mc".into(),
+            http: mc_http,
+            rtmp: Some(SocketAddr::from(([127, 0, 0, 1], rtmp_port))),
+            data_dir: mc_data,
+            admin_token: None,
+            node_token: None,
+            min_client_version: None,
+            viewer_report_ttl: 10.0,
+        },
+        defaults: StreamDefaults::default(),
+        meetings: vec![
+            preset(STREAM, "built-in meeting", vec!["builtin://meeting".into()]),
+            preset(LIVE, "your stream", Vec::new()),
+        ],
+    };
+    let mc = mc::start(mc_config).await.context("starting the demo mc")?;
+
+    // Every meeting is archived for an hour on the nodes (catch-up URLs in the README).
+    let template: toml::Table =
+        toml::from_str("dvr = { enabled = true, depth = \"1h\" }").context("demo template")?;
     let mut nodes = Vec::new();
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
         let http = SocketAddr::from(([127, 0, 0, 1], port + i as u16));
-        let inputs = if i == 0 {
-            vec!["builtin://meeting".to_owned()]
-        } else {
-            vec![format!("http://127.0.0.1:{origin_port}/{STREAM}/mpegts")]
-        };
-        let rtmp_port = 1935 + port.saturating_sub(8080);
         let config = Config {
             node: NodeConfig {
                 name: format!("node-{name}"),
                 http,
-                rtmp: (i == 0).then(|| SocketAddr::from(([127, 0, 0, 1], rtmp_port))),
                 data_dir: data.join(format!("node-{name}")),
                 ..NodeConfig::default()
             },
             defaults: StreamDefaults::default(),
             shedding: Default::default(),
-            mc: None,
-            streams: vec![
-                StreamConfig {
-                    name: STREAM.into(),
-                    inputs,
-                    segment_duration: None,
-                    window: None,
-                    source_timeout: None,
-                    // The demo meeting is archived for an hour (catch-up URLs in the README).
-                    dvr: DvrConfig {
-                        enabled: Some(true),
-                        depth: Some(Depth(3_600_000)),
-                        max_bytes: None,
-                    },
-                },
-                StreamConfig {
-                    name: "live".into(),
-                    inputs: vec![if i == 0 {
-                        "publish://".to_owned()
-                    } else {
-                        format!("http://127.0.0.1:{origin_port}/live/mpegts")
-                    }],
-                    segment_duration: None,
-                    window: None,
-                    source_timeout: None,
-                    dvr: DvrConfig::default(),
-                },
-            ],
+            mc: Some(McLinkConfig {
+                url: format!("http://{}", mc.http),
+                token: None,
+                ca_file: None,
+                poll_interval: 0.5,
+                timeout: 2.0,
+                backup_urls: Vec::new(),
+                stream: template.clone(),
+            }),
+            streams: Vec::new(),
         };
         config.validate().context("demo config")?;
         nodes.push(
@@ -94,32 +115,39 @@ pub async fn start_cluster(port: u16, data: &Path) -> anyhow::Result<Vec<Running
                 .with_context(|| format!("starting demo node-{name}"))?,
         );
     }
-    Ok(nodes)
+    Ok((mc, nodes))
 }
 
-fn print_urls(nodes: &[RunningNode]) {
+fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
     println!();
-    println!("brdyun demo: three nodes on loopback, one meeting on the same timeline");
+    println!("brdyun demo: an MC and three nodes on loopback, one meeting on the same timeline");
     println!();
     for (i, node) in nodes.iter().enumerate() {
         let base = format!("http://{}", node.http);
-        let role = if i == 0 {
-            "ingests the built-in meeting"
-        } else {
-            "pulls from node-a"
-        };
-        println!("  node-{} ({role})", ["a", "b", "c"][i]);
+        println!(
+            "  node-{} (pulls the meetings from the MC)",
+            ["a", "b", "c"][i]
+        );
         println!("    watch:    {base}/player?stream={STREAM}");
         println!("    playlist: {base}/{STREAM}/index.m3u8");
         println!("    status:   {base}/api/streams/{STREAM}");
         println!("    metrics:  {base}/metrics");
+        if let Some(rtmp) = node.rtmp {
+            println!("    publish:  rtmp://{rtmp}/live/NAME");
+        }
     }
-    if let Some(rtmp) = nodes.first().and_then(|n| n.rtmp) {
+    let api = format!("http://{}", mc.http);
+    println!();
+    println!("  mc (meetings, and the origin the nodes pull)");
+    println!("    meetings: {api}/api/meetings   (OpenAPI: {api}/api/openapi.json)");
+    if let Some(rtmp) = mc.rtmp {
+        let key = mc.stream_key(LIVE).unwrap_or_else(|| "KEY".into());
         println!();
-        println!("  publish your own stream to node-a:  ffmpeg -re -i INPUT -c:v libx264 -c:a aac -f flv rtmp://{rtmp}/live/live");
+        println!("  publish your own stream to the meeting \"{LIVE}\":");
+        println!("    ffmpeg -re -i INPUT -c:v libx264 -c:a aac -f flv 'rtmp://{rtmp}/live/{LIVE}?key={key}'");
         println!(
-            "    then watch it at http://{}/player?stream=live",
-            nodes[0].http
+            "    then watch it at http://{}/player?stream={LIVE}",
+            nodes.first().map_or(mc.http, |n| n.http)
         );
     }
     println!();

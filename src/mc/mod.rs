@@ -35,11 +35,19 @@ pub struct RunningMc {
     pub http: SocketAddr,
     /// The RTMP publish address, when configured.
     pub rtmp: Option<SocketAddr>,
+    meetings: McState,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
 
 impl RunningMc {
+    /// The stream key of a meeting (to show it to a local publisher).
+    pub fn stream_key(&self, id: &str) -> Option<String> {
+        let id = MeetingId::parse(id).ok()?;
+        let meetings = self.meetings.meetings();
+        meetings.get(&id).ok().map(|m| m.stream_key.clone())
+    }
+
     /// Stops every task and waits (bounded) for them.
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);
@@ -147,6 +155,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     Ok(RunningMc {
         http,
         rtmp,
+        meetings: mc,
         shutdown,
         tasks,
     })
