@@ -253,8 +253,10 @@ fn write_loop(
                         }
                     }
                     Err(StoreError::Index(error)) => {
-                        stats.refused.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(stream, %error, "segment not archived");
+                        let refused = stats.refused.fetch_add(1, Ordering::Relaxed) + 1;
+                        if refused.is_power_of_two() {
+                            tracing::warn!(stream, %error, refused, "segment does not follow the archive, not archived");
+                        }
                     }
                     Err(error) => failed(stream, stats, &error),
                 }

@@ -19,9 +19,22 @@ use server::recorder::{Recorder, RecorderSettings};
 use server::{router, AppState, NodeIdentity};
 use tower::ServiceExt;
 
-/// 2023-11-14T22:13:20Z: segment `msn` starts `2 × msn` seconds later.
-const T0_MS: i64 = 1_700_000_000_000;
-const T0_S: i64 = T0_MS / 1000;
+/// The recordings start an hour ago (on a whole minute): segment `msn` starts `2 × msn`
+/// seconds later. Recent, because an EVENT playlist may start at most a day back.
+fn t0_ms() -> i64 {
+    static T0: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *T0.get_or_init(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        (now - 3_600_000) / 60_000 * 60_000
+    })
+}
+
+fn t0_s() -> i64 {
+    t0_ms() / 1000
+}
 
 fn segment(msn: u64) -> LiveSegment {
     let mut data = vec![0x47u8; 188 * 4];
@@ -31,7 +44,7 @@ fn segment(msn: u64) -> LiveSegment {
         discontinuity_seq: 0,
         discontinuous: false,
         duration_ticks: 180_000,
-        program_date_time_ms: T0_MS + msn as i64 * 2000,
+        program_date_time_ms: t0_ms() + msn as i64 * 2000,
         data: Bytes::from(data),
     }
 }
@@ -121,7 +134,7 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
     let dir = tempfile::tempdir().unwrap();
     let node = recorded_node(dir.path());
     // 40 s from segment 12 on: 12..19, the hole, 23..31.
-    let from = T0_S + 24;
+    let from = t0_s() + 24;
     let (status, headers, body) = get(&node.state, &format!("/s/index-{from}-40.m3u8")).await;
     assert_eq!(status, StatusCode::OK, "{body:?}");
     assert_eq!(
@@ -155,10 +168,10 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
     // A hole is a 404, like anything outside the archive.
     for uri in [
         "/s/dvr-21.ts".to_owned(),
-        format!("/s/index-{}-30.m3u8", T0_S - 3600),
-        format!("/s/index-{}-30.m3u8", T0_S + 3600),
-        format!("/s/archive-{}-4.ts", T0_S + 41),
-        format!("/s/index-{}-now.m3u8", T0_S + 3600),
+        format!("/s/index-{}-30.m3u8", t0_s() - 3600),
+        format!("/s/index-{}-30.m3u8", t0_s() + 3600),
+        format!("/s/archive-{}-4.ts", t0_s() + 41),
+        format!("/s/index-{}-now.m3u8", t0_s() + 3600),
     ] {
         let (status, _, body) = get(&node.state, &uri).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
@@ -170,7 +183,7 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
 async fn from_a_moment_to_now_is_an_event_playlist_and_a_period_downloads_as_one_file() {
     let dir = tempfile::tempdir().unwrap();
     let node = recorded_node(dir.path());
-    let (status, _, body) = get(&node.state, &format!("/s/index-{}-now.m3u8", T0_S + 60)).await;
+    let (status, _, body) = get(&node.state, &format!("/s/index-{}-now.m3u8", t0_s() + 60)).await;
     assert_eq!(status, StatusCode::OK);
     let text = String::from_utf8(body.to_vec()).unwrap();
     assert!(text.contains("#EXT-X-PLAYLIST-TYPE:EVENT\n"));
@@ -182,7 +195,7 @@ async fn from_a_moment_to_now_is_an_event_playlist_and_a_period_downloads_as_one
     // It grows as recording goes on, from the same first segment.
     node.publish(40);
     node.wait_recorded(28);
-    let (_, _, body) = get(&node.state, &format!("/s/index-{}-now.m3u8", T0_S + 60)).await;
+    let (_, _, body) = get(&node.state, &format!("/s/index-{}-now.m3u8", t0_s() + 60)).await;
     let again = media_playlist(&body);
     assert_eq!(again.media_sequence, first.media_sequence);
     assert_eq!(again.segments[..first.segments.len()], first.segments[..]);
@@ -190,7 +203,7 @@ async fn from_a_moment_to_now_is_an_event_playlist_and_a_period_downloads_as_one
 
     // 10 s from segment 15: the concatenation of 15..19, with its length up front.
     let (status, headers, body) =
-        get(&node.state, &format!("/s/archive-{}-10.ts", T0_S + 30)).await;
+        get(&node.state, &format!("/s/archive-{}-10.ts", t0_s() + 30)).await;
     assert_eq!(status, StatusCode::OK);
     let expected: Vec<u8> = (15..20).flat_map(|m| segment(m).data.to_vec()).collect();
     assert_eq!(headers[header::CONTENT_LENGTH], expected.len().to_string());
@@ -206,7 +219,7 @@ async fn a_time_shift_is_a_sliding_window_behind_now() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let behind = now_s - (T0_S + 71);
+    let behind = now_s - (t0_s() + 71);
     let (status, _, body) = get(&node.state, &format!("/s/timeshift_rel-{behind}.m3u8")).await;
     assert_eq!(status, StatusCode::OK);
     let text = String::from_utf8(body.to_vec()).unwrap();
@@ -230,7 +243,7 @@ async fn a_time_shift_is_a_sliding_window_behind_now() {
     // Before anything was recorded: 404.
     let (status, _, _) = get(
         &node.state,
-        &format!("/s/timeshift_rel-{}.m3u8", now_s - T0_S + 60),
+        &format!("/s/timeshift_rel-{}.m3u8", now_s - t0_s() + 60),
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -259,6 +272,14 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
         assert_eq!(json(&body)["code"], 400, "{name}");
     }
+    // An EVENT playlist from more than a day back would list too much.
+    let (status, _, body) = get(
+        &node.state,
+        &format!("/s/index-{}-now.m3u8", t0_s() - 2 * 86_400),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(json(&body)["code"], 400);
     for uri in [
         "/s/../archive/s/ts/index.log",
         "/s/index.log",
@@ -271,7 +292,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
     let plain = Arc::new(Channel::new("p", 5, server::render::renderer(2000)));
     plain.push(segment(1), TrackSummary::default());
     node.state.add_stream(plain, None);
-    let (status, _, body) = get(&node.state, &format!("/p/index-{T0_S}-30.m3u8")).await;
+    let (status, _, body) = get(&node.state, &format!("/p/index-{}-30.m3u8", t0_s())).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(json(&body)["code"], 404);
 }
@@ -285,11 +306,11 @@ async fn the_status_api_reports_ranges_gaps_and_counters() {
     let dvr = &json(&body)["dvr"];
     assert_eq!(
         dvr["ranges"]["ts"],
-        serde_json::json!([{ "from_ms": T0_MS + 20_000, "to_ms": T0_MS + 80_000 }])
+        serde_json::json!([{ "from_ms": t0_ms() + 20_000, "to_ms": t0_ms() + 80_000 }])
     );
     assert_eq!(
         dvr["gaps"]["ts"],
-        serde_json::json!([{ "from_ms": T0_MS + 40_000, "to_ms": T0_MS + 46_000 }])
+        serde_json::json!([{ "from_ms": t0_ms() + 40_000, "to_ms": t0_ms() + 46_000 }])
     );
     assert_eq!(dvr["segments"], 27);
     assert_eq!(dvr["bytes"], 27 * 188 * 4);
@@ -368,7 +389,7 @@ async fn a_full_disk_is_reported_live_goes_on_and_recording_resumes() {
     assert_eq!(dvr["recording"], true);
     assert_eq!(
         dvr["gaps"]["ts"],
-        serde_json::json!([{ "from_ms": T0_MS + 10_000, "to_ms": T0_MS + 20_000 }])
+        serde_json::json!([{ "from_ms": t0_ms() + 10_000, "to_ms": t0_ms() + 20_000 }])
     );
 }
 

@@ -8,7 +8,8 @@
 //! | `archive-{from}-{duration}.ts` | the period as one MPEG-TS download, streamed from disk |
 //! | `dvr-{msn}.ts` | one archived segment (the URIs inside the playlists above) |
 //!
-//! `from` is UTC Unix seconds, `duration` seconds (1 to 86,400). A period with nothing
+//! `from` is UTC Unix seconds, `duration` seconds (1 to 86,400; an EVENT playlist's
+//! `from` at most 86,400 s ago). A period with nothing
 //! archived is a 404; a malformed, negative or overflowing number is a 400. Files are
 //! found through the index only (numeric ids under the stream's archive directory), so
 //! no request names a path.
@@ -166,12 +167,19 @@ pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderM
                 })
             })
         }
-        ArchiveRequest::FromNow { from_secs } => playlist(recorder, |index| {
-            let slice = index.query(from_secs * 1000, i64::MAX);
-            (!slice.entries.is_empty()).then(|| {
-                dvr::playlist::render(slice, PlaylistType::Event, 1, false, archive_segment_uri)
+        ArchiveRequest::FromNow { from_secs } => {
+            // An EVENT playlist lists everything since `from`: keep it to a day, like a
+            // period, so no request renders a week-long playlist.
+            if from_secs * 1000 < unix_ms() - i64::from(MAX_PERIOD_SECS) * 1000 {
+                return ApiError::BadRequest.into_response();
+            }
+            playlist(recorder, |index| {
+                let slice = index.query(from_secs * 1000, i64::MAX);
+                (!slice.entries.is_empty()).then(|| {
+                    dvr::playlist::render(slice, PlaylistType::Event, 1, false, archive_segment_uri)
+                })
             })
-        }),
+        }
         ArchiveRequest::Timeshift { behind_secs } => {
             let edge_ms = unix_ms().saturating_sub(i64::from(behind_secs) * 1000);
             let window = match channel.snapshot().segments.len() {
