@@ -45,14 +45,13 @@ fn assert_decodes(addr: SocketAddr, stream: &str, seconds: u32) {
     );
 }
 
-#[test]
-fn rtmp_publish_is_served_as_hls_that_ffmpeg_decodes() {
-    let dir = tempfile::tempdir().unwrap();
+/// A node whose stream `live` accepts RTMP publish with the key `s3cret`, and its RTMP address.
+fn rtmp_node(dir: &std::path::Path, name: &str) -> (NodeProcess, std::net::SocketAddr) {
     let node = NodeProcess::start(
-        dir.path(),
-        "rtmp",
+        dir,
+        name,
         &config(
-            &dir.path().join("data"),
+            &dir.join("data"),
             "rtmp = \"127.0.0.1:0\"",
             "[[stream]]\nname = \"live\"\ninputs = [\"publish://?key=s3cret\"]\n",
         ),
@@ -60,6 +59,13 @@ fn rtmp_publish_is_served_as_hls_that_ffmpeg_decodes() {
     let rtmp = node
         .rtmp
         .expect("the listening line names the rtmp address");
+    (node, rtmp)
+}
+
+#[test]
+fn rtmp_publish_is_served_as_hls_that_ffmpeg_decodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, rtmp) = rtmp_node(dir.path(), "rtmp");
     let url = format!("rtmp://{rtmp}/live/live?key=s3cret");
     let mut publisher =
         ChildGuard::spawn("ffmpeg rtmp publisher", &mut ffmpeg_source(30, "flv", &url));
@@ -76,18 +82,7 @@ fn rtmp_publish_is_served_as_hls_that_ffmpeg_decodes() {
 #[test]
 fn rtmp_publish_with_a_wrong_key_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let node = NodeProcess::start(
-        dir.path(),
-        "rtmp-key",
-        &config(
-            &dir.path().join("data"),
-            "rtmp = \"127.0.0.1:0\"",
-            "[[stream]]\nname = \"live\"\ninputs = [\"publish://?key=s3cret\"]\n",
-        ),
-    );
-    let rtmp = node
-        .rtmp
-        .expect("the listening line names the rtmp address");
+    let (node, rtmp) = rtmp_node(dir.path(), "rtmp-key");
     let url = format!("rtmp://{rtmp}/live/live?key=wrong");
     let publisher = ChildGuard::spawn("ffmpeg rtmp publisher", &mut ffmpeg_source(10, "flv", &url));
     let (status, stderr) = publisher.finish(Duration::from_secs(15));
