@@ -193,3 +193,14 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// An id parses exactly when it is 1 to 64 URL-safe characters, and never panics.
+    #[test]
+    fn id_parsing_matches_its_rule(s in "\\PC{0,80}") {
+        let ok = !s.is_empty()
+            && s.len() <= 64
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        prop_assert_eq!(MeetingId::parse(&s).is_ok(), ok);
+    }
+}
