@@ -468,11 +468,92 @@ fn each_way_of_not_reaching_the_mc_has_its_code() {
     let trust = format!("ca_file = \"{}\"\n", other_ca.display());
     let code = cause_code(d, "badcert", &format!("https://{https}"), "t", &trust);
     assert_eq!(code, 104_107);
+    // 104106: the node's CA file is unusable.
+    let trust = format!("ca_file = \"{}\"\n", d.join("missing-ca.pem").display());
+    assert_eq!(
+        cause_code(d, "tlsconfig", &format!("https://{https}"), "t", &trust),
+        104_106
+    );
+    // 104108: the https MC URL leads to a plain-HTTP server.
+    assert_eq!(
+        cause_code(d, "handshake", &format!("https://{}", mc.http), "t", ""),
+        104_108
+    );
+    // 104101: a URL without a host.
+    assert_eq!(cause_code(d, "badurl", "http://", "t", ""), 104_101);
+    // Canned answers: a redirect, other 4xx, 5xx, a stall after the headers, a reset
+    // mid-message, an empty answer.
+    let canned: [(&str, &'static [u8], u64); 6] = [
+        (
+            "redirect",
+            b"HTTP/1.1 302 Found\r\nLocation: http://elsewhere/\r\nContent-Length: 0\r\n\r\n",
+            104_109,
+        ),
+        (
+            "client",
+            b"HTTP/1.1 418 I'm a teapot\r\nContent-Length: 0\r\n\r\n",
+            104_112,
+        ),
+        (
+            "server",
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n",
+            104_113,
+        ),
+        (
+            "stall",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{",
+            104_116,
+        ),
+        (
+            "reset",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"meet",
+            104_117,
+        ),
+        (
+            "empty",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            104_118,
+        ),
+    ];
+    for (name, answer, code) in canned {
+        // The reset case closes right after its partial body; the others hold the
+        // connection open so the client judges what it read.
+        let hold = if name == "reset" {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(5)
+        };
+        let addr = canned_server(answer, hold);
+        assert_eq!(
+            cause_code(d, name, &format!("http://{addr}"), "t", ""),
+            code,
+            "{name}"
+        );
+    }
     // 104102: a name that does not resolve.
     assert_eq!(
         cause_code(d, "dns", "http://no-such-mc.invalid:9", "t", ""),
         104_102
     );
+}
+
+/// A server that reads each request and writes `answer`, then holds the connection
+/// for `hold` before closing it.
+fn canned_server(answer: &'static [u8], hold: Duration) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = stream.write_all(answer);
+                std::thread::sleep(hold);
+            });
+        }
+    });
+    addr
 }
 
 /// A self-signed certificate for localhost and 127.0.0.1 in `dir`.
