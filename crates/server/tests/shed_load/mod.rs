@@ -177,8 +177,12 @@ pub struct Sample {
     pub sent: Duration,
     /// From due to the last byte of the answer (or to the failure).
     pub latency: Duration,
+    /// From sending to the last byte of the answer: the node's part of `latency`.
+    pub service: Duration,
     /// HTTP status; 0 when the connection failed or the answer did not come in time.
     pub status: u16,
+    /// Body bytes of the answer.
+    pub bytes: usize,
     /// A 503 carrying the back-pressure body (`{"maxRetries":...}`).
     pub back_pressure: bool,
 }
@@ -270,25 +274,32 @@ async fn connection(
                 .flatten(),
             None => None,
         };
-        let latency = start.elapsed().saturating_sub(due);
-        let (status, back_pressure) = answer.unwrap_or_else(|| {
+        let done = start.elapsed();
+        let (status, bytes, back_pressure) = answer.unwrap_or_else(|| {
             stream = None;
-            (0, false)
+            (0, 0, false)
         });
         out.push(Sample {
             class,
             due,
             sent,
-            latency,
+            latency: done.saturating_sub(due),
+            service: done.saturating_sub(sent),
             status,
+            bytes,
             back_pressure,
         });
     }
     out
 }
 
-/// Sends one request and reads its whole answer; `None` on any failure.
-async fn exchange(s: &mut TcpStream, request: &[u8], buf: &mut Vec<u8>) -> Option<(u16, bool)> {
+/// Sends one request and reads its whole answer: status, body length, whether it is
+/// the back-pressure answer; `None` on any failure.
+async fn exchange(
+    s: &mut TcpStream,
+    request: &[u8],
+    buf: &mut Vec<u8>,
+) -> Option<(u16, usize, bool)> {
     s.write_all(request).await.ok()?;
     buf.clear();
     let head_end = loop {
@@ -324,7 +335,7 @@ async fn exchange(s: &mut TcpStream, request: &[u8], buf: &mut Vec<u8>) -> Optio
         have += n;
     }
     let back_pressure = status == 503 && body_start.starts_with(b"{\"maxRetries\":");
-    Some((status, back_pressure))
+    Some((status, length, back_pressure))
 }
 
 /// Per-class figures of a run, counting requests due in `from..to`.
@@ -338,8 +349,14 @@ pub struct ClassReport {
     pub shed: usize,
     /// Anything else (other status, failure, timeout).
     pub failed: usize,
-    /// Latencies of the 2xx answers, sorted.
+    /// Body bytes of the 2xx answers.
+    pub ok_bytes: u64,
+    /// Latencies (from due) of the 2xx answers, sorted.
     pub ok_latencies: Vec<Duration>,
+    /// Service times (from sent) of the 2xx answers, sorted.
+    pub ok_service: Vec<Duration>,
+    /// Requests actually sent in the window (by send time).
+    pub sent_in_window: usize,
     /// Send time of the first request answered with back-pressure.
     pub first_shed: Option<Duration>,
 }
@@ -355,14 +372,23 @@ impl ClassReport {
         self.shed as f64 / self.sent.max(1) as f64
     }
 
-    /// A percentile (0..=100) of the 2xx latencies.
+    /// A percentile (0..=100) of the 2xx latencies (from due).
     pub fn percentile(&self, p: f64) -> Duration {
-        if self.ok_latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let i = ((p / 100.0) * (self.ok_latencies.len() - 1) as f64).round() as usize;
-        self.ok_latencies[i.min(self.ok_latencies.len() - 1)]
+        percentile(&self.ok_latencies, p)
     }
+
+    /// A percentile (0..=100) of the 2xx service times (from sent).
+    pub fn service_percentile(&self, p: f64) -> Duration {
+        percentile(&self.ok_service, p)
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Splits samples by class, keeping requests due in `from..to`.
@@ -378,13 +404,18 @@ pub fn report(
         if s.back_pressure {
             r.first_shed = Some(r.first_shed.map_or(s.sent, |f| f.min(s.sent)));
         }
+        if s.sent >= from && s.sent < to {
+            r.sent_in_window += 1;
+        }
         if s.due < from || s.due >= to {
             continue;
         }
         r.sent += 1;
         if (200..300).contains(&s.status) {
             r.ok += 1;
+            r.ok_bytes += s.bytes as u64;
             r.ok_latencies.push(s.latency);
+            r.ok_service.push(s.service);
         } else if s.back_pressure {
             r.shed += 1;
         } else {
@@ -393,6 +424,7 @@ pub fn report(
     }
     for r in &mut out {
         r.ok_latencies.sort_unstable();
+        r.ok_service.sort_unstable();
     }
     out
 }
