@@ -80,5 +80,8 @@ fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        // Logs go to stderr: stdout carries the machine-readable `listening` line and
+        // the demo's URLs.
+        .with_writer(std::io::stderr)
         .init();
 }

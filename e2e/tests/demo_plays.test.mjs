@@ -1,5 +1,6 @@
 // The demo plays in a real browser: hls.js in headless Chromium watches node-a (which
-// ingests the meeting) and node-b (which pulls it) for 20 s each, with no fatal error.
+// ingests the meeting) and node-b (which pulls it) for 20 s each, with no fatal error,
+// then a catch-up period from the archive.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDemo, waitFor200, launchBrowser } from '../lib/cluster.mjs';
@@ -37,3 +38,22 @@ for (const node of [0, 1]) {
     assert.ok(played > 17, `played only ${played.toFixed(1)} s of 20 (stats ${JSON.stringify(stats)})`);
   });
 }
+
+// Catch-up (issue 3): after the live tests the nodes have recorded close to a minute of
+// the meeting; hls.js plays a 30-second archive period as a VOD playlist.
+test('hls.js plays a catch-up period from the archive', { timeout: 90_000 }, async () => {
+  const from = Math.floor(Date.now() / 1000) - 40;
+  const src = `/meeting/index-${from}-30.m3u8`;
+  const base = `http://127.0.0.1:${PORT + 1}`;
+  const playlist = await waitFor200(base + src);
+  assert.match(playlist, /#EXT-X-PLAYLIST-TYPE:VOD/);
+  assert.match(playlist, /#EXT-X-ENDLIST/);
+  const page = await browser.newPage();
+  await page.goto(`${base}/player?stream=meeting&src=${encodeURIComponent(src)}`);
+  await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime > 1, null, { timeout: 30_000 });
+  await page.waitForTimeout(12_000);
+  const stats = await page.evaluate(() => window.__brdyun);
+  await page.close();
+  assert.deepEqual(stats.fatalErrors, [], `fatal errors: ${stats.fatalErrors}`);
+  assert.ok(stats.currentTime > 10, `played only ${stats.currentTime.toFixed(1)} s (stats ${JSON.stringify(stats)})`);
+});
