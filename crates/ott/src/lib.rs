@@ -1,0 +1,63 @@
+//! Pure decisions of OTT/DVR redundancy (requirements §3, OTT-*): given a snapshot of
+//! the mesh as plain values, what should this node do? No I/O, no tokio, no clock
+//! reads: time is passed in as Unix milliseconds.
+//!
+//! Data flow, per request, in the HTTP layer that uses this crate:
+//!
+//! 1. the `mesh` crate keeps a [`Snapshot`] (nodes, members, minimum version);
+//! 2. a viewer's [`ViewerContext`] comes from the connection (peer address, TLS) and
+//!    `X-Forwarded-Proto` (OTT-ADDR-4), its [`PlayerKind`] from the User-Agent
+//!    (OTT-PLAY-1);
+//! 3. master playlist: [`backups_for_viewer`] picks up to two eligible backups
+//!    ([`eligible`], OTT-ELIG-1..5) by rendezvous hashing ([`choose_backups`],
+//!    OTT-GRP-2), at an address the viewer may use ([`backup_address`],
+//!    OTT-ADDR-1..5); [`master_variants`] lists own variants then the backups' with
+//!    a [`Pass`] each (OTT-PROT-1);
+//! 4. stream not working here: [`redirect_target`] (OTT-PROT-2); catch-up period not
+//!    held here: [`archive_target`] (OTT-PROT-3, OTT-ARCH-1/2);
+//! 5. a viewer arriving with a pass: [`KeyRing::verify`] (OTT-GRP-3), then
+//!    [`admit_backup_viewer`] (OTT-OVL-1/2).
+//!
+//! In the background, every tick: [`group_report`] per group for the Backups screen
+//! (OTT-OPS-1) and [`AlertState::update`] for alerts 70, 78, 79 (OTT-OPS-3).
+
+mod address;
+mod alert;
+mod balance;
+mod base64url;
+mod eligibility;
+mod overload;
+mod pass;
+mod player;
+mod problem;
+mod report;
+mod route;
+mod variants;
+mod view;
+
+pub use address::{backup_address, is_public_ip, ViewerContext};
+pub use alert::{
+    AlertChange, AlertCode, AlertKey, AlertKind, AlertState, Observations, REFUSAL_GAP_MS,
+};
+pub use balance::{choose_backups, rendezvous_weight};
+pub use eligibility::{
+    eligibility_problems, eligible, live_window_age_ms, servable_problems, LIVE_WINDOW_MAX_AGE_MS,
+    MAX_BITRATE_RATIO_PERMILLE, MAX_CLOCK_SKEW_MS,
+};
+pub use overload::{admit_backup_viewer, overload, Admit, Overload};
+pub use pass::{
+    KeyRing, Pass, PassError, ViewKey, MASTER_PASS_LIFETIME_MS, PASS_CLOCK_TOLERANCE_MS,
+    PASS_QUERY_PARAM, REDIRECT_PASS_LIFETIME_MS,
+};
+pub use player::PlayerKind;
+pub use problem::Problem;
+pub use report::{group_report, GroupReport, GroupState, MemberRow};
+pub use route::{
+    archive_target, backups_for_viewer, eligible_backups, redirect_target, ArchiveDecision,
+    NoTarget, Target,
+};
+pub use variants::{backup_uri, master_variants, BackupLink};
+pub use view::{
+    Announced, ArchiveRanges, Load, MemberView, NodeId, NodeView, Protocol, Rung, Scheme, Snapshot,
+    Thresholds, Transport, Version, VersionError,
+};

@@ -1,0 +1,188 @@
+//! The named problems of OTT groups, in the plain words the Backups screen shows
+//! (OTT-OPS-1) and alert 78 carries (OTT-OPS-3).
+
+use crate::view::{NodeId, Version};
+
+/// Something that keeps a member from serving as a backup, or a group from being
+/// protected. `Display` is the plain-words text; [`Problem::code`] a stable key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Problem {
+    /// Failure detection marks the node dead.
+    #[error("node {node} is not reachable in the mesh")]
+    NodeDown {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-GRP-5.
+    #[error("node {node} runs version {version}, older than the minimum compatible {minimum}: its members accept no viewers")]
+    VersionTooOld {
+        /// The node.
+        node: NodeId,
+        /// What it runs.
+        version: Version,
+        /// The minimum.
+        minimum: Version,
+    },
+    /// OTT-ELIG-1: "can substitute" is off.
+    #[error("the member on node {node} is not offered as backup (can substitute is off)")]
+    CannotSubstitute {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-1: no live window in the last 10 minutes.
+    #[error("the member on node {node} has not delivered its live window in the last 10 minutes")]
+    LiveWindowStale {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-2, OTT-GRP-4.
+    #[error("the member on node {node} is not on the same timeline (not the same source)")]
+    NotSameTimeline {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-3: no HLS over MPEG-TS.
+    #[error("the member on node {node} does not deliver hls over mpeg-ts")]
+    NotHlsTs {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-3: the rungs do not pair up one to one.
+    #[error("the member on node {node} has a different ladder (number of rungs)")]
+    LadderMismatch {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-3: a rung of another codec.
+    #[error("the member on node {node} has rungs of another codec")]
+    CodecMismatch {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-3: an adaptive package's rung above 1.25× ours.
+    #[error("the member on node {node} has a rung above 1.25 times our bitrate")]
+    BitrateTooHigh {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-4, OTT-GRP-3.
+    #[error("the clock of node {node} differs from ours by {offset_ms} ms, more than 240 s")]
+    ClockSkew {
+        /// The node.
+        node: NodeId,
+        /// Its clock minus ours.
+        offset_ms: i64,
+    },
+    /// OTT-ELIG-4.
+    #[error("node {node} does not have the ott view key")]
+    NoViewKey {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ELIG-5, OTT-OVL-1.
+    #[error("node {node} is overloaded and refuses viewers from other nodes")]
+    Overloaded {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ADDR-2.
+    #[error("a node has only private addresses for backup ({node})")]
+    OnlyPrivateAddresses {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ADDR-3.
+    #[error("a node has no https address for backup ({node})")]
+    NoHttpsAddress {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ADDR-5.
+    #[error("a node has only cdn names shared with other nodes, which cannot be backup addresses ({node})")]
+    OnlyCdnSharedAddresses {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-ADDR-1.
+    #[error("a node announces no address for backup ({node})")]
+    NoAddress {
+        /// The node.
+        node: NodeId,
+    },
+    /// OTT-GRP-2: fewer than two eligible members.
+    #[error(
+        "group {group} has {eligible} eligible member(s), fewer than two: it is not protected"
+    )]
+    NotEnoughMembers {
+        /// The group.
+        group: String,
+        /// Eligible members, this node's included.
+        eligible: usize,
+    },
+    /// This node has no member in the group it is asked about.
+    #[error("this node has no member in group {group}")]
+    NotInGroup {
+        /// The group.
+        group: String,
+    },
+}
+
+impl Problem {
+    /// A stable kebab-case key for APIs, metrics labels and alert labels.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Problem::NodeDown { .. } => "node-down",
+            Problem::VersionTooOld { .. } => "version-too-old",
+            Problem::CannotSubstitute { .. } => "cannot-substitute",
+            Problem::LiveWindowStale { .. } => "live-window-stale",
+            Problem::NotSameTimeline { .. } => "not-same-timeline",
+            Problem::NotHlsTs { .. } => "not-hls-ts",
+            Problem::LadderMismatch { .. } => "ladder-mismatch",
+            Problem::CodecMismatch { .. } => "codec-mismatch",
+            Problem::BitrateTooHigh { .. } => "bitrate-too-high",
+            Problem::ClockSkew { .. } => "clock-skew",
+            Problem::NoViewKey { .. } => "no-view-key",
+            Problem::Overloaded { .. } => "overloaded",
+            Problem::OnlyPrivateAddresses { .. } => "only-private-addresses",
+            Problem::NoHttpsAddress { .. } => "no-https-address",
+            Problem::OnlyCdnSharedAddresses { .. } => "only-cdn-shared-addresses",
+            Problem::NoAddress { .. } => "no-address",
+            Problem::NotEnoughMembers { .. } => "not-enough-members",
+            Problem::NotInGroup { .. } => "not-in-group",
+        }
+    }
+
+    /// The node the problem is about, if it is about one.
+    pub fn node(&self) -> Option<&NodeId> {
+        match self {
+            Problem::NodeDown { node }
+            | Problem::VersionTooOld { node, .. }
+            | Problem::CannotSubstitute { node }
+            | Problem::LiveWindowStale { node }
+            | Problem::NotSameTimeline { node }
+            | Problem::NotHlsTs { node }
+            | Problem::LadderMismatch { node }
+            | Problem::CodecMismatch { node }
+            | Problem::BitrateTooHigh { node }
+            | Problem::ClockSkew { node, .. }
+            | Problem::NoViewKey { node }
+            | Problem::Overloaded { node }
+            | Problem::OnlyPrivateAddresses { node }
+            | Problem::NoHttpsAddress { node }
+            | Problem::OnlyCdnSharedAddresses { node }
+            | Problem::NoAddress { node } => Some(node),
+            Problem::NotEnoughMembers { .. } | Problem::NotInGroup { .. } => None,
+        }
+    }
+
+    /// Problems that alert 78 (`reserve-ott-problem`) reports: everything about a
+    /// member or node except overload (alert 79) and the group-level ones (alert 70).
+    pub fn is_member_problem(&self) -> bool {
+        !matches!(
+            self,
+            Problem::Overloaded { .. }
+                | Problem::NotEnoughMembers { .. }
+                | Problem::NotInGroup { .. }
+        )
+    }
+}

@@ -1,0 +1,60 @@
+//! OTT-PLAY-1: backup variants only for players that switch.
+
+use ott::PlayerKind;
+
+#[test]
+fn play_1_switching_players() {
+    for ua in [
+        "AppleCoreMedia/1.0.0.20G75 (iPhone; U; CPU OS 16_6 like Mac OS X; en_us)",
+        "AppleCoreMedia/1.0.0.21J354 (Apple TV; U; CPU OS 17_0 like Mac OS X; en_us)",
+        "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15",
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36",
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0",
+        "MyApp/1.0 (Linux;Android 12) ExoPlayerLib/2.18.1",
+        "ExoPlayer",
+        "AndroidXMedia3/1.1.1",
+        "androidx.media3.exoplayer/1.2.0",
+    ] {
+        assert_eq!(PlayerKind::from_user_agent(ua), PlayerKind::Switching, "{ua}");
+        assert!(PlayerKind::from_user_agent(ua).offers_backups());
+    }
+}
+
+#[test]
+fn play_1_non_switching_players() {
+    for ua in [
+        "",
+        "   ",
+        "VLC/3.0.18 LibVLC/3.0.18",
+        "Lavf/60.3.100",
+        "Lavf58.76.100",
+        "ffmpeg/6.0",
+        "libmpv",
+        "mpv 0.35.1",
+        "mpv",
+        "Kodi/20.2 (X11; Linux x86_64) Ubuntu/22.04 App_Bitness/64 Version/20.2",
+        "XBMC/12.0",
+        "curl/8.4.0",
+        "GStreamer souphttpsrc 1.22",
+    ] {
+        assert_eq!(
+            PlayerKind::from_user_agent(ua),
+            PlayerKind::NonSwitching,
+            "{ua:?}"
+        );
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn any_user_agent_is_classified_without_panic(ua in "\\PC{0,200}") {
+        let _ = PlayerKind::from_user_agent(&ua);
+    }
+
+    /// A VLC token wins over any browser token around it.
+    #[test]
+    fn vlc_never_switches(prefix in "[ -~]{0,40}", suffix in "[ -~]{0,40}") {
+        let ua = format!("{prefix} VLC/3.0.20 {suffix}");
+        proptest::prop_assert_eq!(PlayerKind::from_user_agent(&ua), PlayerKind::NonSwitching);
+    }
+}
