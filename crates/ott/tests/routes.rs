@@ -222,3 +222,62 @@ proptest::proptest! {
 fn any_ms() -> impl proptest::strategy::Strategy<Value = i64> {
     proptest::prop_oneof![-10i64..10, proptest::num::i64::ANY, 0..10 * HOUR]
 }
+
+proptest::proptest! {
+    /// Whatever is broken in the mesh, every backup handed to a viewer is an eligible
+    /// node at an address that viewer may use, and a redirect target is up, has the
+    /// view key and a sane clock (OTT-GRP-2, OTT-ADDR-2/3, OTT-PROT-2).
+    #[test]
+    fn every_backup_and_redirect_obeys_the_rules(
+        breaks in proptest::collection::vec((0usize..4, 0u8..10), 0..8),
+        public: bool,
+        https: bool,
+        session in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..16),
+    ) {
+        let names = ["b", "c", "d", "e"];
+        let mut s = snapshot("a", &names);
+        for (which, what) in breaks {
+            let name = names[which];
+            match what {
+                0 => node_mut(&mut s, name).alive = false,
+                1 => node_mut(&mut s, name).clock_offset_ms = 241_000,
+                2 => node_mut(&mut s, name).has_view_key = false,
+                3 => node_mut(&mut s, name).load.cpu_percent = 99,
+                4 => node_mut(&mut s, name).addresses[0].public = false,
+                5 => {
+                    let n = node_mut(&mut s, name);
+                    n.addresses[0].scheme = ott::Scheme::Http;
+                    n.addresses[0].url_base = format!("http://{name}.example.net");
+                }
+                6 => member_mut(&mut s, name).timeline_fingerprint = None,
+                7 => member_mut(&mut s, name).can_substitute = false,
+                8 => member_mut(&mut s, name).live_window_at_ms = Some(NOW - 3_600_000),
+                _ => node_mut(&mut s, name).version = ott::Version::new(1, 0, 0, 0),
+            }
+        }
+        let viewer = ViewerContext { public, https };
+        let eligible = eligible_backups(&s, GROUP, NOW);
+        let backups = backups_for_viewer(&s, GROUP, viewer, &session, NOW);
+        proptest::prop_assert!(backups.len() <= 2);
+        for t in &backups {
+            proptest::prop_assert!(eligible.contains(&t.node));
+            let node = s.node(&t.node).expect("a known node");
+            proptest::prop_assert_eq!(ott::backup_address(node, viewer), Ok(t.url_base.clone()));
+            proptest::prop_assert!(!https || t.url_base.starts_with("https://"));
+        }
+        if let Ok(t) = redirect_target(&s, GROUP, Protocol::Hls, viewer, &session, NOW) {
+            let node = s.node(&t.node).expect("a known node");
+            let member = s.members.iter().find(|m| m.node == t.node).expect("its member");
+            proptest::prop_assert!(
+                ott::servable_problems(node, member, NOW, s.min_version).is_empty()
+            );
+        }
+        // The report agrees: protected means no problem and two eligible members.
+        let report = ott::group_report(&s, GROUP, NOW);
+        let protected = report.state == ott::GroupState::Protected;
+        proptest::prop_assert_eq!(
+            protected,
+            report.eligible_members >= 2 && report.rows.iter().all(|r| r.problems.is_empty())
+        );
+    }
+}
