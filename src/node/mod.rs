@@ -137,16 +137,16 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     }
 
     let app = server::router(state.clone());
-    let http_listener = TcpListener::bind(node_config.http)
-        .await
+    // HTTP(S) is served nginx-style: one thread per core, each with its own runtime and
+    // its own SO_REUSEPORT listener; ingest and pipelines stay on this runtime.
+    let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let http_listeners = server::serve::bind_reuseport(node_config.http, threads)
         .with_context(|| format!("binding node.http {}", node_config.http))?;
-    let http = http_listener.local_addr()?;
-    tasks.spawn(server::run(
-        http_listener,
-        app.clone(),
-        None,
-        until(shutdown_rx.clone()),
-    ));
+    let http = http_listeners.local_addr();
+    tasks.spawn(
+        server::serve::serve_on_threads(http_listeners, app.clone(), None, shutdown_rx.clone())
+            .context("starting the http threads")?,
+    );
 
     let mut https = None;
     if let (Some(addr), Some(cert), Some(key)) = (
@@ -155,16 +155,13 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         &node_config.tls_key,
     ) {
         let acceptor = server::serve::tls_acceptor(cert, key)?;
-        let listener = TcpListener::bind(addr)
-            .await
+        let listeners = server::serve::bind_reuseport(addr, threads)
             .with_context(|| format!("binding node.https {addr}"))?;
-        https = Some(listener.local_addr()?);
-        tasks.spawn(server::run(
-            listener,
-            app,
-            Some(acceptor),
-            until(shutdown_rx.clone()),
-        ));
+        https = Some(listeners.local_addr());
+        tasks.spawn(
+            server::serve::serve_on_threads(listeners, app, Some(acceptor), shutdown_rx.clone())
+                .context("starting the https threads")?,
+        );
     }
 
     let mut rtmp = None;

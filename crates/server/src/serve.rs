@@ -1,7 +1,13 @@
 //! Serving the router on a listener, over plain HTTP or HTTPS (rustls), with
-//! graceful shutdown: `run(listener, app, tls, shutdown)`.
+//! graceful shutdown: `run(listener, app, tls, shutdown)` on the caller's runtime, or
+//! [`bind_reuseport`] + [`serve_on_threads`] for a node: one `SO_REUSEPORT` listener
+//! per serving thread, each thread with its own current-thread runtime, so a connection
+//! is served start to finish on one thread (no cross-thread wake-ups, no work stealing),
+//! as nginx's workers do.
 
 use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +74,101 @@ pub fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
         .with_single_cert(certs, key)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Listening sockets bound to one address with `SO_REUSEPORT`, one per serving thread:
+/// the kernel spreads incoming connections over them.
+#[derive(Debug)]
+pub struct ReusePortListeners {
+    listeners: Vec<std::net::TcpListener>,
+    local: SocketAddr,
+}
+
+impl ReusePortListeners {
+    /// The address they listen on (the port is resolved when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+/// Binds `count` (at least one) listening sockets to `addr` with `SO_REUSEPORT`.
+///
+/// `SO_REUSEPORT` would let a second node of the same user share a configured port
+/// silently, so a non-zero port is first probed with a plain bind: a port already
+/// taken (by a reuse-port group or anything else) is refused as `AddrInUse`.
+///
+/// # Errors
+/// The address is taken or cannot be bound, or a socket option is refused.
+pub fn bind_reuseport(addr: SocketAddr, count: usize) -> io::Result<ReusePortListeners> {
+    if addr.port() != 0 {
+        drop(std::net::TcpListener::bind(addr)?);
+    }
+    let first = reuseport_socket(addr)?;
+    let local = first.local_addr()?;
+    let mut listeners = Vec::with_capacity(count.max(1));
+    listeners.push(first);
+    for _ in 1..count {
+        listeners.push(reuseport_socket(local)?);
+    }
+    Ok(ReusePortListeners { listeners, local })
+}
+
+fn reuseport_socket(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
+}
+
+/// Serves `app` on each listener from its own OS thread running a current-thread tokio
+/// runtime, until `shutdown` turns true; the returned future resolves when every
+/// serving thread has finished (open connections get the same grace period as [`run`]).
+/// The rest of the node (ingest, pipelines, the shedding monitor) stays on the
+/// caller's runtime; the router's state is shared by all threads.
+///
+/// # Errors
+/// A runtime or a thread could not be created (threads already started are told to
+/// stop through `shutdown` by the caller).
+pub fn serve_on_threads(
+    listeners: ReusePortListeners,
+    app: Router,
+    tls: Option<TlsAcceptor>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> io::Result<impl Future<Output = ()> + Send + 'static> {
+    let mut done = Vec::with_capacity(listeners.listeners.len());
+    for (index, listener) in listeners.listeners.into_iter().enumerate() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _entered = runtime.enter();
+            TcpListener::from_std(listener)?
+        };
+        let (app, tls, mut shutdown) = (app.clone(), tls.clone(), shutdown.clone());
+        let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name(format!("http-{index}"))
+            .spawn(move || {
+                let stop = async move {
+                    let _ = shutdown.wait_for(|stop| *stop).await;
+                };
+                runtime.block_on(run(listener, app, tls, stop));
+                // Archive reads may still hold a blocking thread: do not wait for ever.
+                runtime.shutdown_timeout(Duration::from_secs(1));
+                let _ = finished.send(());
+            })?;
+        done.push(finished_rx);
+    }
+    Ok(async move {
+        for finished in done {
+            // An error means the thread ended without saying so (a panic): it is over.
+            let _ = finished.await;
+        }
+    })
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and
@@ -161,5 +262,72 @@ where
             connection.as_mut().graceful_shutdown();
             let _ = connection.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::{bind_reuseport, serve_on_threads};
+    use crate::metrics::Metrics;
+    use crate::{AppState, NodeIdentity};
+
+    fn app() -> axum::Router {
+        crate::router(AppState::new(
+            NodeIdentity {
+                name: "threads".into(),
+                hostname: None,
+            },
+            Metrics::new(),
+            None,
+        ))
+    }
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.expect("read");
+        answer
+    }
+
+    #[tokio::test]
+    async fn threads_serve_the_router_and_stop_on_shutdown() {
+        let listeners = bind_reuseport("127.0.0.1:0".parse().expect("addr"), 2).expect("bind");
+        let addr = listeners.local_addr();
+        assert_ne!(addr.port(), 0);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let done = tokio::spawn(serve_on_threads(listeners, app(), None, stopped).expect("start"));
+        // Enough connections that the kernel hands some to each listener.
+        for _ in 0..16 {
+            let answer = get(addr, "/api/node").await;
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            assert!(answer.contains("\"threads\""), "{answer}");
+            let missing = get(addr, "/nope").await;
+            assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+        }
+        stop.send(true).expect("threads listen");
+        tokio::time::timeout(Duration::from_secs(10), done)
+            .await
+            .expect("every thread stops")
+            .expect("no panic");
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    }
+
+    #[test]
+    fn a_taken_port_is_refused() {
+        let plain = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let taken = plain.local_addr().expect("addr");
+        let error = bind_reuseport(taken, 2).expect_err("port in use");
+        assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
+        // A second reuse-port group cannot silently share a node's port either.
+        let group = bind_reuseport("127.0.0.1:0".parse().expect("addr"), 2).expect("bind");
+        let error = bind_reuseport(group.local_addr(), 2).expect_err("port in use");
+        assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
     }
 }

@@ -141,6 +141,18 @@ impl AppState {
         }
     }
 
+    /// The live channel of that name: the hot path's lookup, which (unlike
+    /// [`AppState::stream`]) does not clone the status source.
+    pub fn channel(&self, name: &str) -> Option<Arc<Channel>> {
+        match self.inner.streams.read() {
+            Ok(map) => map.get(name).map(|entry| Arc::clone(&entry.channel)),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .get(name)
+                .map(|entry| Arc::clone(&entry.channel)),
+        }
+    }
+
     /// All streams, by name.
     pub fn streams(&self) -> Vec<StreamEntry> {
         match self.inner.streams.read() {

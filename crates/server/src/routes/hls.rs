@@ -74,13 +74,12 @@ pub async fn stream_file(
     Path((stream, file)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let Some(entry) = state.stream(&stream) else {
+    let Some(channel) = state.channel(&stream) else {
         return ApiError::StreamNotFound.into_response();
     };
     let Some(kind) = StreamFile::parse(&file) else {
         return ApiError::NotFound.into_response();
     };
-    let channel = entry.channel;
     let snapshot = channel.snapshot();
     if snapshot.segments.is_empty() && !matches!(kind, StreamFile::Archive(_)) {
         return ApiError::NotStarted.into_response();
