@@ -20,6 +20,7 @@
 
 pub mod backpressure;
 pub mod classify;
+pub mod control;
 pub mod curve;
 pub mod device;
 pub mod error;
@@ -31,6 +32,7 @@ pub mod request;
 
 pub use backpressure::{Advice, BackPressure, BackPressureConfig, StackText};
 pub use classify::{Classified, Classifier, ClassifierConfig, RouteRule};
+pub use control::{LevelControlConfig, LevelController};
 pub use curve::ShedCurve;
 pub use device::DeviceType;
 pub use error::{ConfigError, FaultError};

@@ -59,23 +59,34 @@ pub fn request_facts(path: &str, headers: &HeaderMap) -> RequestFacts {
     }
 }
 
+/// The headers every back-pressure answer shares, built once: a refusal clones them
+/// instead of parsing and inserting each.
+fn shed_headers() -> &'static HeaderMap {
+    static HEADERS: std::sync::OnceLock<HeaderMap> = std::sync::OnceLock::new();
+    HEADERS.get_or_init(|| {
+        let mut headers = HeaderMap::with_capacity(4);
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
+        headers
+    })
+}
+
 /// The back-pressure answer (SHED-3), the same for a real and an injected shed: 503,
 /// `Retry-After`, JSON `{"maxRetries":N,"retryAfterSeconds":S}`, never cached, readable
-/// cross-origin.
+/// cross-origin. The fixed headers are prebuilt; only the two dials are rendered.
 pub fn shed_response(advice: &Advice) -> Response {
     let json = advice.json();
     let mut response = Response::new(Body::from(bytes::Bytes::copy_from_slice(json.as_bytes())));
     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
+    headers.clone_from(shed_headers());
     if let Ok(value) = HeaderValue::from_bytes(advice.retry_after().as_bytes()) {
         headers.insert(header::RETRY_AFTER, value);
     }

@@ -22,5 +22,5 @@ mod shedder;
 pub mod telemetry;
 
 pub use layer::{ShedLayer, ShedService};
-pub use settings::{CpuSource, ShedSettings, ShedSettingsError};
+pub use settings::{CpuSource, LevelSource, ShedSettings, ShedSettingsError};
 pub use shedder::{member_id, Decision, RuleView, ShedCounts, Shedder};

@@ -12,10 +12,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed::{OverloadEstimator, OverloadInputs};
+use shed::{LevelController, OverloadEstimator, OverloadInputs};
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::settings::CpuSource;
+use super::settings::{CpuSource, LevelSource};
 use super::shedder::Shedder;
 
 /// Cumulative CPU time counters from the aggregate `cpu` line of `/proc/stat`.
@@ -230,6 +230,15 @@ impl Shedder {
                 return;
             }
         };
+        let mut controller = match LevelController::new(self.control_cfg.clone()) {
+            Ok(c) => c,
+            Err(error) => {
+                // Validated by Shedder::new as well: unreachable in practice.
+                tracing::error!(%error, "level controller refused its config");
+                self.release_monitor();
+                return;
+            }
+        };
         let mut ticker = tokio::time::interval(self.tick_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut sampler = CpuSampler::new(self.cpu_source);
@@ -237,17 +246,21 @@ impl Shedder {
         let mut cpu = 0.0;
         tokio::pin!(shutdown);
         loop {
-            tokio::select! {
+            let scheduled = tokio::select! {
                 () = &mut shutdown => break,
-                _ = ticker.tick() => {}
-            }
+                at = ticker.tick() => at,
+            };
+            // How late this tick runs is how long a task that became ready waited for
+            // a worker: the queueing delay every request sees. (A spawned probe can
+            // under-read it: the runtime runs a task spawned by a worker next.)
+            let late = scheduled.elapsed();
             if last_cpu_at.elapsed() >= self.cpu_period {
                 if let Some(u) = sampler.sample() {
                     cpu = u;
                 }
                 last_cpu_at = Instant::now();
             }
-            let queue_delay = probe_queue_delay().await;
+            let queue_delay = probe_queue_delay().await.max(late);
             let inputs = OverloadInputs {
                 cpu,
                 in_flight: self.in_flight(),
@@ -255,7 +268,11 @@ impl Shedder {
                 queue_delay,
             };
             let before = self.level();
-            let level = estimator.tick(inputs, self.now());
+            let pressure = estimator.tick(inputs, self.now());
+            let level = match self.level_source {
+                LevelSource::Pressure => pressure,
+                LevelSource::QueueDelay => controller.tick(queue_delay, cpu, self.now()),
+            };
             self.publish_inputs(cpu, queue_delay);
             self.publish_level(level);
             if (level.get() - before.get()).abs() >= 0.1 && !self.is_forced() {

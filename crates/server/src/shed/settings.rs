@@ -3,7 +3,8 @@
 
 use serde::Deserialize;
 use shed::{
-    AdaptiveLimitConfig, BackPressureConfig, ClassifierConfig, ConfigError, OverloadConfig,
+    AdaptiveLimitConfig, BackPressureConfig, ClassifierConfig, ConfigError, LevelControlConfig,
+    OverloadConfig,
 };
 
 /// Configuration of the shedding layer (SHED-1..3, FIT-1).
@@ -18,10 +19,14 @@ use shed::{
 ///                           # "runtime": busy share of the node's tokio workers; "off"
 /// cpu_sample_ms = 500       # CPU sampling period
 /// tick_ms = 100             # overload estimator period
+/// level_source = "pressure" # "pressure" (default): shed::OverloadEstimator over CPU,
+///                           # in-flight and queueing delay; "queue_delay":
+///                           # shed::LevelController, fed back from queueing delay only
 /// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
 /// [shedding.back_pressure]  # shed::BackPressureConfig (retry dials)
 /// [shedding.overload]       # shed::OverloadConfig (pressure marks, smoothing)
 /// [shedding.limit]          # shed::AdaptiveLimitConfig (Gradient2)
+/// [shedding.control]        # shed::LevelControlConfig (used by "queue_delay")
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -46,6 +51,10 @@ pub struct ShedSettings {
     pub cpu_sample_ms: u64,
     /// How often the overload level is recomputed, in milliseconds.
     pub tick_ms: u64,
+    /// What computes the overload level.
+    pub level_source: LevelSource,
+    /// The feedback controller of `level_source = "queue_delay"`.
+    pub control: LevelControlConfig,
 }
 
 impl Default for ShedSettings {
@@ -61,8 +70,25 @@ impl Default for ShedSettings {
             cpu_source: CpuSource::Process,
             cpu_sample_ms: 500,
             tick_ms: 100,
+            level_source: LevelSource::Pressure,
+            control: LevelControlConfig::default(),
         }
     }
+}
+
+/// What computes the overload level the shed curve reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelSource {
+    /// [`shed::OverloadEstimator`]: the largest of CPU, in-flight/limit and queueing
+    /// delay pressure, smoothed. Simple to reason about, but under a flood whose
+    /// refusals alone saturate the CPU it pins at 1.
+    #[default]
+    Pressure,
+    /// [`shed::LevelController`]: raised while the runtime's queueing delay is above
+    /// `control.target_ms`, lowered while it is well below, so the level settles where
+    /// the admitted work fits the node.
+    QueueDelay,
 }
 
 /// Where the overload monitor reads CPU utilisation from.

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use shed::{
     AdaptiveLimit, Advice, BackPressure, Bucket, Classified, Classifier, FaultError, FaultRule,
-    FaultRuleSpec, FaultRules, MemberId, OverloadConfig, OverloadLevel, Priority, RequestFacts,
-    RuleId, ShedCurve,
+    FaultRuleSpec, FaultRules, LevelControlConfig, MemberId, OverloadConfig, OverloadLevel,
+    Priority, RequestFacts, RuleId, ShedCurve,
 };
 use tokio::time::Instant;
 
-use super::settings::{CpuSource, ShedSettings, ShedSettingsError};
+use super::settings::{CpuSource, LevelSource, ShedSettings, ShedSettingsError};
 use crate::metrics::Histogram;
 
 /// `forced_bits` value meaning "no override".
@@ -94,6 +94,8 @@ pub struct Shedder {
     limit: Mutex<AdaptiveLimit>,
     limit_value: AtomicU32,
     pub(crate) overload_cfg: OverloadConfig,
+    pub(crate) level_source: LevelSource,
+    pub(crate) control_cfg: LevelControlConfig,
     pub(crate) cpu_source: CpuSource,
     pub(crate) cpu_period: Duration,
     pub(crate) tick_period: Duration,
@@ -124,6 +126,7 @@ impl Shedder {
         let back_pressure =
             BackPressure::new(settings.back_pressure.clone()).map_err(section("back_pressure"))?;
         settings.overload.validate().map_err(section("overload"))?;
+        settings.control.validate().map_err(section("control"))?;
         let limit = AdaptiveLimit::new(settings.limit.clone()).map_err(section("limit"))?;
         let limit_value = limit.limit();
         Ok(Shedder {
@@ -137,6 +140,8 @@ impl Shedder {
             limit: Mutex::new(limit),
             limit_value: AtomicU32::new(limit_value),
             overload_cfg: settings.overload.clone(),
+            level_source: settings.level_source,
+            control_cfg: settings.control.clone(),
             cpu_source: settings.cpu_source,
             cpu_period: Duration::from_millis(settings.cpu_sample_ms),
             tick_period: Duration::from_millis(settings.tick_ms),
@@ -284,12 +289,14 @@ impl Shedder {
     /// Feeds a completed request's latency to the histogram and the adaptive limit.
     pub(crate) fn complete(&self, bucket: Bucket, rtt: Duration, in_flight_at_start: u32) {
         self.stats[bucket_index(bucket)].latency.observe(rtt);
-        let now = self.now();
-        let mut limit = match self.limit.lock() {
+        // No request waits for this lock: when another worker holds it, this sample
+        // is skipped (Gradient2 aggregates windows of samples, one fewer is harmless).
+        let mut limit = match self.limit.try_lock() {
             Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         };
-        let value = limit.on_sample(rtt, in_flight_at_start, now);
+        let value = limit.on_sample(rtt, in_flight_at_start, self.now());
         self.limit_value.store(value, Ordering::Relaxed);
     }
 

@@ -51,6 +51,35 @@ impl Drop for Node {
 /// Starts a node with `workers` runtime threads, shedding settings, its overload
 /// monitor, and one stream whose segments are `segment_bytes` long.
 pub fn start_node(settings: &ShedSettings, workers: usize, segment_bytes: usize) -> Node {
+    start_node_on(settings, workers, segment_bytes, None)
+}
+
+/// Restricts the calling thread (and the threads it starts afterwards) to one CPU, so
+/// a node and its load generator do not take each other's core. Uses `taskset` on
+/// the thread id; returns false (and changes nothing) where that is unavailable.
+pub fn pin_current_thread(cpu: usize) -> bool {
+    let Ok(link) = std::fs::read_link("/proc/thread-self") else {
+        return false;
+    };
+    // "<pid>/task/<tid>"
+    let Some(tid) = link.file_name().and_then(|t| t.to_str()).map(str::to_owned) else {
+        return false;
+    };
+    std::process::Command::new("taskset")
+        .args(["-p", "-c", &cpu.to_string(), &tid])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// [`start_node`], with the node's runtime threads pinned to `cpu` when given.
+pub fn start_node_on(
+    settings: &ShedSettings,
+    workers: usize,
+    segment_bytes: usize,
+    cpu: Option<usize>,
+) -> Node {
     let shedder = Arc::new(Shedder::new(settings).expect("valid shedding settings"));
     let identity = NodeIdentity {
         name: "load".into(),
@@ -81,6 +110,9 @@ pub fn start_node(settings: &ShedSettings, workers: usize, segment_bytes: usize)
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let monitor_shedder = Arc::clone(&shedder);
     let thread = std::thread::spawn(move || {
+        if let Some(cpu) = cpu {
+            pin_current_thread(cpu);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .enable_all()
@@ -359,6 +391,11 @@ pub struct ClassReport {
     pub sent_in_window: usize,
     /// Send time of the first request answered with back-pressure.
     pub first_shed: Option<Duration>,
+    /// 2xx answers completed in the window (by completion time, whenever due): the
+    /// node's goodput over the window even when the generator falls behind.
+    pub ok_done_in_window: usize,
+    /// Body bytes of those answers.
+    pub ok_bytes_done_in_window: u64,
 }
 
 impl ClassReport {
@@ -406,6 +443,11 @@ pub fn report(
         }
         if s.sent >= from && s.sent < to {
             r.sent_in_window += 1;
+        }
+        let done = s.due.saturating_add(s.latency);
+        if (200..300).contains(&s.status) && done >= from && done < to {
+            r.ok_done_in_window += 1;
+            r.ok_bytes_done_in_window += s.bytes as u64;
         }
         if s.due < from || s.due >= to {
             continue;
