@@ -14,7 +14,7 @@
 //!    `same mix` (every class × 4, so CRITICAL alone asks 4× what the node served of
 //!    it) and `flood` (CRITICAL at the rate the node served it at capacity, the other
 //!    3.9 × capacity DEGRADED and NON_CRITICAL, 1:2) — each with both level sources:
-//!    `pressure` (the estimator) and `queue_delay` (the feedback controller). Latency
+//!    `pressure` (the estimator) and `feedback` (the controller). Latency
 //!    counts from when a request was due, so queueing in the node (or the generator)
 //!    is charged; the level the node used is sampled every 100 ms.
 //!
@@ -43,11 +43,11 @@ bucket = "degraded"
 score = 45
 "#;
 
-/// The same, with the level fed back from queueing delay (ticks every 20 ms).
+/// The same, with the level from the feedback controller (ticks every 20 ms).
 const CONTROLLED: &str = r#"
 cpu_source = "runtime"
 cpu_sample_ms = 100
-level_source = "queue_delay"
+level_source = "feedback"
 tick_ms = 20
 [classifier.routes.playback_start]
 bucket = "degraded"
@@ -316,7 +316,7 @@ fn bench(mix: Mix, segment_kib: usize) {
     ];
     let seconds = 10.0;
     for (shape, shares) in shapes {
-        for (source, settings) in [("pressure", &pressure), ("queue_delay", &controlled)] {
+        for (source, settings) in [("pressure", &pressure), ("feedback", &controlled)] {
             let plan = Plan {
                 classes: classes(mix, shares),
                 connections,

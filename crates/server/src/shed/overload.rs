@@ -271,7 +271,7 @@ impl Shedder {
             let pressure = estimator.tick(inputs, self.now());
             let level = match self.level_source {
                 LevelSource::Pressure => pressure,
-                LevelSource::QueueDelay => controller.tick(queue_delay, cpu, self.now()),
+                LevelSource::Feedback => controller.tick(queue_delay, cpu, self.now()),
             };
             self.publish_inputs(cpu, queue_delay);
             self.publish_level(level);

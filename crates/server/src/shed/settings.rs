@@ -20,13 +20,14 @@ use shed::{
 /// cpu_sample_ms = 500       # CPU sampling period
 /// tick_ms = 100             # overload estimator period
 /// level_source = "pressure" # "pressure" (default): shed::OverloadEstimator over CPU,
-///                           # in-flight and queueing delay; "queue_delay":
-///                           # shed::LevelController, fed back from queueing delay only
+///                           # in-flight and queueing delay; "feedback":
+///                           # shed::LevelController, integrates queueing delay and
+///                           # busy share against their targets
 /// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
 /// [shedding.back_pressure]  # shed::BackPressureConfig (retry dials)
 /// [shedding.overload]       # shed::OverloadConfig (pressure marks, smoothing)
 /// [shedding.limit]          # shed::AdaptiveLimitConfig (Gradient2)
-/// [shedding.control]        # shed::LevelControlConfig (used by "queue_delay")
+/// [shedding.control]        # shed::LevelControlConfig (used by "feedback")
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -53,7 +54,7 @@ pub struct ShedSettings {
     pub tick_ms: u64,
     /// What computes the overload level.
     pub level_source: LevelSource,
-    /// The feedback controller of `level_source = "queue_delay"`.
+    /// The feedback controller of `level_source = "feedback"`.
     pub control: LevelControlConfig,
 }
 
@@ -85,10 +86,11 @@ pub enum LevelSource {
     /// refusals alone saturate the CPU it pins at 1.
     #[default]
     Pressure,
-    /// [`shed::LevelController`]: raised while the runtime's queueing delay is above
-    /// `control.target_ms`, lowered while it is well below, so the level settles where
-    /// the admitted work fits the node.
-    QueueDelay,
+    /// [`shed::LevelController`]: raised while the runtime's queueing delay or the
+    /// busy share (from `cpu_source`) is above its target (`control.target_ms`,
+    /// `control.cpu_target`), lowered while both are well below, so the level settles
+    /// where the admitted work fits the node.
+    Feedback,
 }
 
 /// Where the overload monitor reads CPU utilisation from.
