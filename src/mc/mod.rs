@@ -50,14 +50,7 @@ impl RunningMc {
 
     /// Stops every task and waits (bounded) for them.
     pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        let drain = async { while self.tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(Duration::from_secs(6), drain)
-            .await
-            .is_err()
-        {
-            self.tasks.abort_all();
-        }
+        crate::node::stop_tasks(&self.shutdown, &mut self.tasks).await;
     }
 }
 

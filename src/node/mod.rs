@@ -31,14 +31,20 @@ pub struct RunningNode {
 impl RunningNode {
     /// Stops every task and waits (bounded) for them to finish.
     pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        let drain = async { while self.tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(Duration::from_secs(6), drain)
-            .await
-            .is_err()
-        {
-            self.tasks.abort_all();
-        }
+        crate::node::stop_tasks(&self.shutdown, &mut self.tasks).await;
+    }
+}
+
+/// Raises the shutdown flag and waits (at most 6 s) for the tasks to finish, then
+/// aborts the rest.
+pub(crate) async fn stop_tasks(shutdown: &watch::Sender<bool>, tasks: &mut JoinSet<()>) {
+    let _ = shutdown.send(true);
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(6), drain)
+        .await
+        .is_err()
+    {
+        tasks.abort_all();
     }
 }
 
