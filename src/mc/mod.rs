@@ -111,27 +111,29 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         .await
         .with_context(|| format!("binding mc.http {}", section.http))?;
     let http = listener.local_addr()?;
-    tasks.spawn(server::run(listener, app, None, until(shutdown_rx.clone())));
+    tasks.spawn(server::run(
+        listener,
+        app,
+        None,
+        crate::node::until(shutdown_rx.clone()),
+    ));
 
-    let mut rtmp = None;
-    if let Some(addr) = section.rtmp {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding mc.rtmp {addr}"))?;
-        rtmp = Some(listener.local_addr()?);
-        let stats = Arc::new(ingest::rtmp::RtmpStats::default());
-        server::ingest_view::register_rtmp(&metrics, Arc::clone(&stats));
-        // The registry holds exactly the live meetings, each with its stream key: a
-        // publish to a meeting that is not live, or with another key, is refused.
-        let authorizer: Arc<dyn ingest::publish::PublishAuthorizer> = Arc::new(registry);
-        tasks.spawn(ingest::rtmp::serve_with_stats(
-            listener,
-            authorizer,
-            ingest::rtmp::RtmpLimits::default(),
-            stats,
-            until(shutdown_rx.clone()),
-        ));
-    }
+    // The registry holds exactly the live meetings, each with its stream key: a publish
+    // to a meeting that is not live, or with another key, is refused.
+    let rtmp = match section.rtmp {
+        Some(addr) => Some(
+            crate::node::start_rtmp(
+                addr,
+                "mc.rtmp",
+                Arc::new(registry),
+                &metrics,
+                &shutdown_rx,
+                &mut tasks,
+            )
+            .await?,
+        ),
+        None => None,
+    };
 
     let presets = config.meetings.clone();
     tasks.spawn(follow_meetings(
@@ -234,8 +236,4 @@ async fn follow_meetings(
         }
     }
     streams.stop_all();
-}
-
-async fn until(mut shutdown: watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|s| *s).await;
 }

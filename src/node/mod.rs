@@ -170,23 +170,20 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         );
     }
 
-    let mut rtmp = None;
-    if let Some(addr) = node_config.rtmp {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding node.rtmp {addr}"))?;
-        rtmp = Some(listener.local_addr()?);
-        let stats = Arc::new(ingest::rtmp::RtmpStats::default());
-        server::ingest_view::register_rtmp(&metrics, Arc::clone(&stats));
-        let authorizer: Arc<dyn ingest::publish::PublishAuthorizer> = Arc::new(registry.clone());
-        tasks.spawn(ingest::rtmp::serve_with_stats(
-            listener,
-            authorizer,
-            ingest::rtmp::RtmpLimits::default(),
-            stats,
-            until(shutdown_rx.clone()),
-        ));
-    }
+    let rtmp = match node_config.rtmp {
+        Some(addr) => Some(
+            start_rtmp(
+                addr,
+                "node.rtmp",
+                Arc::new(registry.clone()),
+                &metrics,
+                &shutdown_rx,
+                &mut tasks,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, streams = config.streams.len(), "node started");
     // One machine-readable line for scripts and process tests (ports may be 0 in the config).
     println!(
@@ -202,7 +199,36 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     })
 }
 
+/// Binds `addr` and accepts RTMP publishers there, each authorized by `authorizer`,
+/// with the server's counters in `metrics`; returns the bound address.
+///
+/// # Errors
+/// The address cannot be bound (`key` names the config key in the message).
+pub(crate) async fn start_rtmp(
+    addr: SocketAddr,
+    key: &str,
+    authorizer: Arc<dyn ingest::publish::PublishAuthorizer>,
+    metrics: &Metrics,
+    shutdown: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {key} {addr}"))?;
+    let bound = listener.local_addr()?;
+    let stats = Arc::new(ingest::rtmp::RtmpStats::default());
+    server::ingest_view::register_rtmp(metrics, Arc::clone(&stats));
+    tasks.spawn(ingest::rtmp::serve_with_stats(
+        listener,
+        authorizer,
+        ingest::rtmp::RtmpLimits::default(),
+        stats,
+        until(shutdown.clone()),
+    ));
+    Ok(bound)
+}
+
 /// Resolves when the shutdown flag is raised (or its sender is gone).
-async fn until(mut shutdown: watch::Receiver<bool>) {
+pub(crate) async fn until(mut shutdown: watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|s| *s).await;
 }

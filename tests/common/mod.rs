@@ -28,45 +28,7 @@ impl Drop for NodeProcess {
 impl NodeProcess {
     /// Writes `config` to `dir/name.toml` and starts a node with it.
     pub fn start(dir: &Path, name: &str, config: &str) -> NodeProcess {
-        let path = dir.join(format!("{name}.toml"));
-        std::fs::write(&path, config).expect("write config");
-        let child = Command::new(env!("CARGO_BIN_EXE_brdyun"))
-            .args(["node", "--config"])
-            .arg(&path)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn brdyun");
-        // The guard kills the child on every path, including a failed start.
-        let mut node = NodeProcess {
-            child,
-            http: SocketAddr::from(([0, 0, 0, 0], 0)),
-            rtmp: None,
-            https: None,
-        };
-        let stdout = node.child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            assert!(Instant::now() < deadline, "node {name} did not start");
-            let Some(Ok(line)) = lines.next() else {
-                panic!("node {name} exited before listening")
-            };
-            if let Some(rest) = line.strip_prefix("listening ") {
-                let field = |key: &str| {
-                    rest.split_whitespace()
-                        .find_map(|kv| kv.strip_prefix(key))
-                        .and_then(|v| v.parse::<SocketAddr>().ok())
-                };
-                node.http = field("http=").expect("http address");
-                node.rtmp = field("rtmp=");
-                node.https = field("https=");
-                // Keep draining stdout so the child never blocks on a full pipe.
-                std::thread::spawn(move || for _ in lines {});
-                return node;
-            }
-        }
+        start_role(dir, name, "node", config)
     }
 
     /// Sends SIGKILL and waits.
@@ -318,6 +280,7 @@ pub fn start_role(dir: &Path, name: &str, role: &str, config: &str) -> NodeProce
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn brdyun");
+    // The guard kills the child on every path, including a failed start.
     let mut process = NodeProcess {
         child,
         http: SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -341,6 +304,7 @@ pub fn start_role(dir: &Path, name: &str, role: &str, config: &str) -> NodeProce
             process.http = field("http=").expect("http address");
             process.rtmp = field("rtmp=");
             process.https = field("https=");
+            // Keep draining stdout so the child never blocks on a full pipe.
             std::thread::spawn(move || for _ in lines {});
             return process;
         }
