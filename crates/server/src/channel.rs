@@ -103,6 +103,8 @@ pub struct Channel {
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
     archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
+    pushed_at_ms: std::sync::atomic::AtomicI64,
+    input_paused: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Channel {
@@ -125,7 +127,26 @@ impl Channel {
             renderer,
             counters: ChannelCounters::default(),
             archive: std::sync::OnceLock::new(),
+            pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
+            input_paused: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// When the newest segment was published here, Unix ms on this node's clock.
+    pub fn pushed_at_ms(&self) -> Option<i64> {
+        let at = self.pushed_at_ms.load(Ordering::Relaxed);
+        (at != i64::MIN).then_some(at)
+    }
+
+    /// Pauses (or resumes) the stream's input: the pipeline drops what the input
+    /// delivers while paused. The operator's test failure of OTT-OPS-2.
+    pub fn set_input_paused(&self, paused: bool) {
+        self.input_paused.store(paused, Ordering::Relaxed);
+    }
+
+    /// Whether the input is paused by the operator.
+    pub fn input_paused(&self) -> bool {
+        self.input_paused.load(Ordering::Relaxed)
     }
 
     /// Attaches the stream's DVR recorder (once); false if one was already attached.
@@ -196,6 +217,8 @@ impl Channel {
             Ok(mut guard) => *guard = next,
             Err(poisoned) => *poisoned.into_inner() = next,
         }
+        self.pushed_at_ms
+            .store(crate::routes::admin::unix_ms(), Ordering::Relaxed);
         self.newest_msn.send_replace(Some(msn));
     }
 }

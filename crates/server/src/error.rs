@@ -23,6 +23,132 @@ pub enum ApiError {
     /// A condition of the meeting code table (`meeting::ErrorCode`): its code, status
     /// and message come from that one table.
     Meeting(meeting::ErrorCode),
+    /// An OTT redundancy answer: a refused pass, a refused backup viewer, or a stream
+    /// that does not work here with no node to send the viewer to.
+    Ott(OttRefusal),
+}
+
+/// The OTT answers that are not content (codes 105xxx, documented in the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OttRefusal {
+    /// The pass is not a pass (bad encoding, truncated).
+    PassMalformed,
+    /// The pass names a view key this node does not hold (too old, another domain).
+    PassUnknownKey,
+    /// The pass signature does not match.
+    PassForged,
+    /// The pass is for another stream.
+    PassWrongStream,
+    /// The pass expired (beyond 240 s of clock tolerance).
+    PassExpired,
+    /// The pass is bound to another viewer address.
+    PassWrongViewer,
+    /// A viewer from another node refused: CPU above the error threshold (OTT-OVL-1).
+    OverloadCpu,
+    /// A viewer from another node refused: network above the error threshold.
+    OverloadNetwork,
+    /// A viewer from another node refused: the backup-session limit is reached.
+    OverloadSessions,
+    /// The stream does not work here and no node of its group can take the viewer.
+    NoBackup,
+}
+
+impl OttRefusal {
+    /// The refusal for a pass error.
+    pub fn from_pass(error: &ott::PassError) -> Self {
+        match error {
+            ott::PassError::Malformed | ott::PassError::StreamTooLong => Self::PassMalformed,
+            ott::PassError::UnknownKey { .. } => Self::PassUnknownKey,
+            ott::PassError::Forged => Self::PassForged,
+            ott::PassError::WrongStream => Self::PassWrongStream,
+            ott::PassError::Expired => Self::PassExpired,
+            ott::PassError::WrongViewer => Self::PassWrongViewer,
+        }
+    }
+
+    /// The refusal for an overload cause.
+    pub fn from_overload(cause: ott::Overload) -> Self {
+        match cause {
+            ott::Overload::Cpu => Self::OverloadCpu,
+            ott::Overload::Network => Self::OverloadNetwork,
+            ott::Overload::SessionLimit => Self::OverloadSessions,
+        }
+    }
+
+    /// Every refusal, for documentation and metrics.
+    pub const ALL: [OttRefusal; 10] = [
+        Self::PassMalformed,
+        Self::PassUnknownKey,
+        Self::PassForged,
+        Self::PassWrongStream,
+        Self::PassExpired,
+        Self::PassWrongViewer,
+        Self::OverloadCpu,
+        Self::OverloadNetwork,
+        Self::OverloadSessions,
+        Self::NoBackup,
+    ];
+
+    /// The public code.
+    pub fn code(self) -> u32 {
+        match self {
+            Self::PassMalformed => 105_001,
+            Self::PassUnknownKey => 105_002,
+            Self::PassForged => 105_003,
+            Self::PassWrongStream => 105_004,
+            Self::PassExpired => 105_005,
+            Self::PassWrongViewer => 105_006,
+            Self::OverloadCpu => 105_011,
+            Self::OverloadNetwork => 105_012,
+            Self::OverloadSessions => 105_013,
+            Self::NoBackup => 105_020,
+        }
+    }
+
+    /// The HTTP status: 403 for passes, 503 for the rest (a player moves on at once).
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::PassMalformed
+            | Self::PassUnknownKey
+            | Self::PassForged
+            | Self::PassWrongStream
+            | Self::PassExpired
+            | Self::PassWrongViewer => StatusCode::FORBIDDEN,
+            _ => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The fixed message.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::PassMalformed => "the pass is malformed",
+            Self::PassUnknownKey => "the pass is signed with a view key this node does not hold",
+            Self::PassForged => "the pass signature is not valid",
+            Self::PassWrongStream => "the pass is for another stream",
+            Self::PassExpired => "the pass has expired",
+            Self::PassWrongViewer => "the pass is bound to another viewer",
+            Self::OverloadCpu => "this node takes no more backup viewers: CPU overloaded",
+            Self::OverloadNetwork => "this node takes no more backup viewers: network overloaded",
+            Self::OverloadSessions => "this node takes no more backup viewers: session limit reached",
+            Self::NoBackup => "the stream does not work on this node and no other node can serve it",
+        }
+    }
+
+    /// A short label for metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::PassMalformed => "pass_malformed",
+            Self::PassUnknownKey => "pass_unknown_key",
+            Self::PassForged => "pass_forged",
+            Self::PassWrongStream => "pass_wrong_stream",
+            Self::PassExpired => "pass_expired",
+            Self::PassWrongViewer => "pass_wrong_viewer",
+            Self::OverloadCpu => "overload_cpu",
+            Self::OverloadNetwork => "overload_network",
+            Self::OverloadSessions => "overload_sessions",
+            Self::NoBackup => "no_backup",
+        }
+    }
 }
 
 impl ApiError {
@@ -36,6 +162,7 @@ impl ApiError {
             ApiError::BadRequest => 400,
             ApiError::Unauthorized => 401,
             ApiError::Meeting(code) => code.code(),
+            ApiError::Ott(refusal) => refusal.code(),
         }
     }
 
@@ -52,6 +179,7 @@ impl ApiError {
             ApiError::Meeting(code) => {
                 StatusCode::from_u16(code.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
             }
+            ApiError::Ott(refusal) => refusal.status(),
         }
     }
 
@@ -65,6 +193,7 @@ impl ApiError {
             ApiError::BadRequest => "malformed request",
             ApiError::Unauthorized => "missing or wrong admin token",
             ApiError::Meeting(code) => code.message(),
+            ApiError::Ott(refusal) => refusal.message(),
         }
     }
 }

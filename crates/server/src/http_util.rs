@@ -19,6 +19,9 @@ pub enum Cache {
     Immutable,
     /// Never cache (status, errors, streams).
     None,
+    /// Made for one viewer (a master playlist with its backups and passes): no shared
+    /// cache may keep it.
+    NoStore,
 }
 
 impl Cache {
@@ -27,6 +30,7 @@ impl Cache {
             Cache::LivePlaylist => "public, max-age=1",
             Cache::Immutable => "public, max-age=86400, immutable",
             Cache::None => "no-cache",
+            Cache::NoStore => "private, no-store",
         })
     }
 }

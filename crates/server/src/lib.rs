@@ -14,6 +14,7 @@ pub mod mc;
 pub mod metrics;
 pub mod pipeline;
 pub mod recorder;
+pub mod redundancy;
 pub mod render;
 pub mod routes;
 pub mod serve;

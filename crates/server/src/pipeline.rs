@@ -84,7 +84,18 @@ pub async fn run_recording(
     };
     let mut segmenter = Segmenter::new(config, start);
     let mut tracks = TrackProbe::default();
+    let mut was_paused = false;
     while let Some(event) = events.recv().await {
+        // An operator's pause drops the input (OTT-OPS-2); what comes after it follows
+        // a discontinuity, as after a source switch.
+        if channel.input_paused() {
+            was_paused = true;
+            continue;
+        }
+        if std::mem::take(&mut was_paused) {
+            segmenter.discontinuity();
+            tracks.reset();
+        }
         let received = std::time::Instant::now();
         let segment = match event {
             IngestEvent::Frame(frame) => {

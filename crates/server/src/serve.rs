@@ -22,6 +22,11 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
+/// Whether a request arrived over TLS: a request extension set on every connection,
+/// read by the OTT address rules (an HTTPS viewer gets only HTTPS backups, OTT-ADDR-3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Secure(pub bool);
+
 /// Why the TLS configuration could not be loaded.
 #[derive(Debug, Error)]
 pub enum TlsError {
@@ -200,13 +205,14 @@ pub async fn run(
         let app = app.clone();
         let tls = tls.clone();
         let mut closing = closing_rx.clone();
+        let secure = tls.is_some();
         connections.spawn(async move {
             let service =
                 TowerToHyperService::new(app.into_service::<hyper::body::Incoming>().map_request(
                     move |mut request: hyper::Request<hyper::body::Incoming>| {
-                        request
-                            .extensions_mut()
-                            .insert(axum::extract::ConnectInfo(peer));
+                        let extensions = request.extensions_mut();
+                        extensions.insert(axum::extract::ConnectInfo(peer));
+                        extensions.insert(Secure(secure));
                         request
                     },
                 ));

@@ -43,6 +43,7 @@ struct Shared {
     started: Instant,
     shedder: Arc<Shedder>,
     meeting_gate: std::sync::OnceLock<Arc<crate::mc::gate::MeetingGate>>,
+    redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
 }
 
 impl AppState {
@@ -75,6 +76,7 @@ impl AppState {
                 started: Instant::now(),
                 shedder,
                 meeting_gate: std::sync::OnceLock::new(),
+                redundancy: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -131,6 +133,17 @@ impl AppState {
     /// The meeting gate, when this node's streams are meetings of an MC.
     pub fn meeting_gate(&self) -> Option<&Arc<crate::mc::gate::MeetingGate>> {
         self.inner.meeting_gate.get()
+    }
+
+    /// Makes the node part of an OTT domain (set once, by a node with an `[ott]`
+    /// section); returns false if it already was.
+    pub fn set_redundancy(&self, redundancy: Arc<crate::redundancy::Redundancy>) -> bool {
+        self.inner.redundancy.set(redundancy).is_ok()
+    }
+
+    /// The node's OTT redundancy, when it belongs to a mesh domain.
+    pub fn redundancy(&self) -> Option<&Arc<crate::redundancy::Redundancy>> {
+        self.inner.redundancy.get()
     }
 
     /// The stream of that name.

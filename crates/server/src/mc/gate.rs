@@ -224,13 +224,22 @@ fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
     }
 }
 
-/// Every per-stream file, behind the meeting gate when the node has an MC; without
-/// one, exactly [`hls::stream_file`].
+/// Every per-stream file: first the OTT door when the node is in a mesh domain
+/// (passes, backup refusals, redirects), then the meeting gate when the node has an
+/// MC; without either, exactly [`hls::stream_file`].
 pub async fn stream_file(
     State(state): State<AppState>,
     Path((stream, file)): Path<(String, String)>,
     request: Request,
 ) -> Response {
+    if let Some(redundancy) = state.redundancy() {
+        let now = crate::routes::admin::unix_ms();
+        if let crate::redundancy::door::Door::Answer(response) =
+            crate::redundancy::door::check(&state, redundancy, &stream, &file, &request, now)
+        {
+            return response;
+        }
+    }
     let Some(gate) = state.meeting_gate() else {
         return hls::stream_file(State(state), Path((stream, file)), request).await;
     };

@@ -90,7 +90,17 @@ pub async fn stream_file(
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
-            http_util::ok(M3U8, Cache::LivePlaylist, snapshot.master_playlist.clone())
+            let with_backups = state.redundancy().and_then(|redundancy| {
+                let now = crate::routes::admin::unix_ms();
+                crate::redundancy::master::with_backups(
+                    redundancy, &stream, &snapshot, &request, now,
+                )
+            });
+            match with_backups {
+                // Per viewer (its backups and passes): never cached by a proxy.
+                Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
+                None => http_util::ok(M3U8, Cache::LivePlaylist, snapshot.master_playlist.clone()),
+            }
         }
         StreamFile::Media => {
             channel

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod archive;
+pub mod backups;
 pub mod hls;
 pub mod player;
 pub mod relay;
@@ -27,6 +28,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/node", get(admin::node))
         .route("/api/streams", get(admin::streams))
         .route("/api/streams/{name}", get(admin::stream))
+        .route("/api/streams/{name}/pause", post(backups::pause))
+        .route("/api/streams/{name}/resume", post(backups::resume))
+        .route("/api/ott", get(backups::report))
+        .route("/backups", get(backups::page))
         .route(
             "/api/fault-rules",
             get(fault_api::list).post(fault_api::add),
@@ -61,7 +66,7 @@ pub fn route_kind(path: &str) -> RouteKind {
         RouteKind::Segment
     } else if path.ends_with("/mpegts") {
         RouteKind::Relay
-    } else if path.starts_with("/player") {
+    } else if path.starts_with("/player") || path == "/backups" {
         RouteKind::Player
     } else if path.starts_with("/api/") {
         RouteKind::Api

@@ -1,0 +1,317 @@
+//! The door of a stream in an OTT group: what happens to a request before the stream's
+//! own routes see it.
+//!
+//! In order: a pass in the query is checked (403 with its 105xxx code when refused,
+//! OTT-GRP-3); a viewer arriving with a pass is refused at once when this node is
+//! overloaded (503, OTT-OVL-1..3) and counted as a backup session otherwise; a catch-up
+//! request goes to the node holding most of its period (302, OTT-PROT-3, OTT-ARCH-1/2);
+//! a new viewer of a stream that does not work here goes to a node that can serve it
+//! (302, OTT-PROT-2). A viewer that already came with a pass is never sent on again:
+//! two broken nodes cannot bounce a player between them.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Request};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, OttRefusal};
+use crate::redundancy::members::stream_working;
+use crate::redundancy::{MeshView, Redundancy};
+use crate::routes::archive::ArchiveRequest;
+use crate::routes::hls::StreamFile;
+use crate::serve::Secure;
+use crate::state::AppState;
+
+/// The door's decision.
+#[derive(Debug)]
+pub enum Door {
+    /// Serve the request here.
+    Continue,
+    /// Answer with this instead (a refusal or a redirect).
+    Answer(Response),
+}
+
+/// Who is asking, as the OTT rules see it.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    /// The connection's peer address (`X-Forwarded-For` is never read, OTT-ADDR-4).
+    pub ip: IpAddr,
+    /// Public/HTTPS, for the address rules.
+    pub context: ott::ViewerContext,
+    /// The bytes backups are balanced by (OTT-CAP-1): the member header when the
+    /// player sends one, else the address and User-Agent.
+    pub session: Vec<u8>,
+    /// The key of the session in the backup-session set.
+    pub key: String,
+}
+
+impl Viewer {
+    /// The viewer of a request.
+    pub fn of(request: &Request) -> Self {
+        let ip = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+        let secure = request.extensions().get::<Secure>().is_some_and(|s| s.0);
+        let headers = request.headers();
+        let forwarded_proto = headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok());
+        let scheme = if secure {
+            ott::Scheme::Https
+        } else {
+            ott::Scheme::Http
+        };
+        let member = headers
+            .get(crate::mc::gate::VIEWER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 128);
+        let user_agent = headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let key = match member {
+            Some(member) => format!("m:{member}"),
+            None => format!("ip:{ip}\n{user_agent}"),
+        };
+        Self {
+            ip,
+            context: ott::ViewerContext::from_connection(ip, scheme, forwarded_proto),
+            session: key.as_bytes().to_vec(),
+            key,
+        }
+    }
+}
+
+/// The value of `pass=` in a query, if any.
+pub fn pass_param(query: Option<&str>) -> Option<&str> {
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(ott::PASS_QUERY_PARAM)?.strip_prefix('='))
+}
+
+/// The query without its `pass=` parameter (`None` when nothing is left).
+pub fn query_without_pass(query: Option<&str>) -> Option<String> {
+    let kept: Vec<&str> = query?
+        .split('&')
+        .filter(|pair| {
+            !pair.is_empty()
+                && pair
+                    .strip_prefix(ott::PASS_QUERY_PARAM)
+                    .is_none_or(|rest| !rest.is_empty() && !rest.starts_with('='))
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
+}
+
+/// A 302 to `location`, not cached (the next viewer may be sent elsewhere).
+pub fn redirect(location: &str) -> Response {
+    let mut response = StatusCode::FOUND.into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        headers.insert(header::LOCATION, value);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Signs a pass for `target`'s stream valid `lifetime_ms`; `None` when it cannot be
+/// signed (a stream name over 255 bytes).
+pub fn sign_for(
+    redundancy: &Redundancy,
+    view: &MeshView,
+    stream: &str,
+    now_ms: i64,
+    lifetime_ms: i64,
+) -> Option<String> {
+    let pass = ott::Pass {
+        stream: stream.to_owned(),
+        expires_at_ms: now_ms.saturating_add(lifetime_ms),
+        viewer: None,
+        key_id: 0,
+    };
+    match view.keys.sign(&pass) {
+        Ok(text) => {
+            redundancy
+                .counters
+                .passes_issued
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(text)
+        }
+        Err(error) => {
+            tracing::warn!(stream, %error, "cannot sign a pass");
+            None
+        }
+    }
+}
+
+/// The catch-up period `[from, to]` a request asks for, Unix ms.
+fn archive_period(request: ArchiveRequest, now_ms: i64) -> Option<(i64, i64)> {
+    match request {
+        ArchiveRequest::Period {
+            from_secs,
+            duration_secs,
+        }
+        | ArchiveRequest::Download {
+            from_secs,
+            duration_secs,
+        } => {
+            let from = from_secs.saturating_mul(1000);
+            Some((from, from.saturating_add(i64::from(duration_secs) * 1000)))
+        }
+        ArchiveRequest::FromNow { from_secs } => Some((from_secs.saturating_mul(1000), now_ms)),
+        ArchiveRequest::Timeshift { .. }
+        | ArchiveRequest::Segment(_)
+        | ArchiveRequest::Malformed => None,
+    }
+}
+
+fn refuse(redundancy: &Redundancy, refusal: OttRefusal) -> Door {
+    redundancy.counters.refused(refusal);
+    Door::Answer(ApiError::Ott(refusal).into_response())
+}
+
+/// Decides a request for `file` of `stream` (see the module doc).
+pub fn check(
+    state: &AppState,
+    redundancy: &Redundancy,
+    stream: &str,
+    file: &str,
+    request: &Request,
+    now_ms: i64,
+) -> Door {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(membership) = redundancy.membership(stream) else {
+        return Door::Continue;
+    };
+    let Some(view) = redundancy.view() else {
+        return Door::Continue;
+    };
+    let Some(kind) = StreamFile::parse(file) else {
+        return Door::Continue;
+    };
+    let viewer = Viewer::of(request);
+    let query = request.uri().query();
+    let with_pass = match pass_param(query) {
+        Some(text) => match view.keys.verify(text, stream, Some(viewer.ip), now_ms) {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::debug!(stream, code = error.code(), "pass refused");
+                return refuse(redundancy, OttRefusal::from_pass(&error));
+            }
+        },
+        None => false,
+    };
+    let at_the_door = matches!(
+        kind,
+        StreamFile::Master | StreamFile::Media | StreamFile::Archive(_)
+    );
+    if !at_the_door {
+        return Door::Continue;
+    }
+    if with_pass && !redundancy.sessions.is_known(&viewer.key) {
+        let mut this = view.snapshot.this.clone();
+        this.load.backup_sessions = redundancy.sessions.count();
+        if let ott::Admit::Refuse(cause) = ott::admit_backup_viewer(&this, true) {
+            return refuse(redundancy, OttRefusal::from_overload(cause));
+        }
+        redundancy.counters.backup_viewers_admitted.fetch_add(1, Relaxed);
+    }
+    if with_pass {
+        redundancy.sessions.touch(&viewer.key);
+    }
+    let group = membership.group.as_str();
+    let snapshot = &view.snapshot;
+    let rest = query_without_pass(query);
+    let file_with_query = match &rest {
+        Some(q) => format!("{file}?{q}"),
+        None => file.to_owned(),
+    };
+    if let StreamFile::Archive(archive) = kind {
+        if with_pass {
+            return Door::Continue;
+        }
+        let Some((from, to)) = archive_period(archive, now_ms) else {
+            return Door::Continue;
+        };
+        let decision = ott::archive_target(
+            snapshot,
+            group,
+            ott::Protocol::Hls,
+            from,
+            to,
+            viewer.context,
+            now_ms,
+        );
+        if let ott::ArchiveDecision::Redirect(target) = decision {
+            if let Some(pass) =
+                sign_for(redundancy, &view, &target.stream, now_ms, ott::REDIRECT_PASS_LIFETIME_MS)
+            {
+                redundancy.counters.redirects_archive.fetch_add(1, Relaxed);
+                return Door::Answer(redirect(&target.location(&file_with_query, &pass)));
+            }
+        }
+        return Door::Continue;
+    }
+    let working = state.channel(stream).is_some_and(|channel| {
+        stream_working(&channel, now_ms, redundancy.settings().stale_after_ms)
+    });
+    if working {
+        return Door::Continue;
+    }
+    if with_pass {
+        // Sent here as a backup, and the stream does not work here either: refuse at
+        // once so the player tries its next backup.
+        return refuse(redundancy, OttRefusal::NoBackup);
+    }
+    match ott::redirect_target(
+        snapshot,
+        group,
+        ott::Protocol::Hls,
+        viewer.context,
+        &viewer.session,
+        now_ms,
+    ) {
+        Ok(target) => {
+            match sign_for(redundancy, &view, &target.stream, now_ms, ott::REDIRECT_PASS_LIFETIME_MS) {
+                Some(pass) => {
+                    redundancy.counters.redirects_open.fetch_add(1, Relaxed);
+                    Door::Answer(redirect(&target.location(&file_with_query, &pass)))
+                }
+                None => Door::Continue,
+            }
+        }
+        Err(no_target) => {
+            tracing::debug!(stream, problems = no_target.problems.len(), "no node to redirect to");
+            Door::Continue
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_parameter_is_found_and_removed() {
+        assert_eq!(pass_param(Some("a=1&pass=xyz")), Some("xyz"));
+        assert_eq!(pass_param(Some("passport=1")), None);
+        assert_eq!(pass_param(None), None);
+        assert_eq!(query_without_pass(Some("a=1&pass=xyz&b=2")).as_deref(), Some("a=1&b=2"));
+        assert_eq!(query_without_pass(Some("pass=xyz")), None);
+        assert_eq!(query_without_pass(Some("passport=1")).as_deref(), Some("passport=1"));
+    }
+
+    #[test]
+    fn archive_periods() {
+        let period = ArchiveRequest::Period {
+            from_secs: 100,
+            duration_secs: 30,
+        };
+        assert_eq!(archive_period(period, 0), Some((100_000, 130_000)));
+        let from_now = ArchiveRequest::FromNow { from_secs: 100 };
+        assert_eq!(archive_period(from_now, 200_000), Some((100_000, 200_000)));
+        assert_eq!(archive_period(ArchiveRequest::Segment(3), 0), None);
+    }
+}

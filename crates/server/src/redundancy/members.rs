@@ -1,0 +1,146 @@
+//! What this node announces about its own members (OTT-GRP-1, OTT-ELIG-1..3,
+//! OTT-ARCH-1), computed from its live channels.
+
+use crate::channel::{Channel, WindowSnapshot};
+use crate::redundancy::{Membership, Redundancy};
+use crate::state::AppState;
+
+/// Whether a stream works here now: its input is not paused and its newest segment
+/// was published less than `stale_after_ms` ago. A stream that does not work sends new
+/// viewers elsewhere (OTT-PROT-2) and announces no live window.
+pub fn stream_working(channel: &Channel, now_ms: i64, stale_after_ms: i64) -> bool {
+    !channel.input_paused()
+        && channel
+            .pushed_at_ms()
+            .is_some_and(|at| now_ms.saturating_sub(at) < stale_after_ms)
+}
+
+/// FNV-1a, 64 bits: a hash that is the same on every node and every build.
+fn fnv1a(parts: &[u64]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.to_be_bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The timeline fingerprint of a window (OTT-ELIG-2, OTT-GRP-4): a hash of the timeline
+/// law its newest segment carries in its marker packet (discontinuity sequence, the
+/// PTS↔wall-clock anchor, the target duration). Two nodes that follow the same upstream
+/// timeline cut every segment at the same place with the same numbers and dates, and
+/// have equal fingerprints through a whole discontinuity period even while one is a
+/// segment behind; a node that cut its own timeline (its own anchor) never matches.
+pub fn timeline_fingerprint(window: &WindowSnapshot) -> Option<u64> {
+    let newest = window.newest()?;
+    let packet = newest.data.get(..media::ts::PACKET_SIZE)?;
+    let marker = media::timeline::TimelineMarker::parse(packet.get(4..)?).ok()?;
+    let state = marker.state;
+    Some(fnv1a(&[
+        state.discontinuity_seq,
+        state.anchor_ts,
+        state.anchor_unix_ms as u64,
+        u64::from(marker.target_duration_ms),
+    ]))
+}
+
+/// The codec family the ladder announces (`h264`, `h265`, `aac`, …) from an RFC 6381
+/// codec string.
+pub fn codec_family(codec: &str) -> String {
+    let prefix = codec.split('.').next().unwrap_or(codec);
+    match prefix {
+        "avc1" | "avc3" => "h264".to_owned(),
+        "hvc1" | "hev1" => "h265".to_owned(),
+        "mp4a" => "aac".to_owned(),
+        other => other.to_ascii_lowercase(),
+    }
+}
+
+/// This node's member for one stream of a group.
+pub fn own_member(
+    node: &ott::NodeId,
+    stream: &str,
+    membership: &Membership,
+    channel: &Channel,
+    now_ms: i64,
+    stale_after_ms: i64,
+) -> ott::MemberView {
+    let window = channel.snapshot();
+    let working = stream_working(channel, now_ms, stale_after_ms);
+    let ladder = window
+        .tracks
+        .codecs
+        .first()
+        .map(|codec| ott::Rung {
+            codec: codec_family(codec),
+            bitrate_bps: window.bandwidth.0,
+            transport: ott::Transport::Ts,
+        })
+        .into_iter()
+        .collect();
+    let archive = channel.archive().map_or_else(ott::ArchiveRanges::default, |r| {
+        let range = r.reader().with_index(|i| i.range());
+        ott::ArchiveRanges {
+            ts: range.map(|r| vec![(r.from_ms, r.to_ms)]).unwrap_or_default(),
+            fmp4: Vec::new(),
+        }
+    });
+    ott::MemberView {
+        node: node.clone(),
+        group: membership.group.clone(),
+        stream: stream.to_owned(),
+        can_substitute: membership.can_substitute,
+        live_window_at_ms: if working { channel.pushed_at_ms() } else { None },
+        timeline_fingerprint: timeline_fingerprint(&window),
+        ladder,
+        archive,
+    }
+}
+
+impl Redundancy {
+    /// Every member of this node (`node` is its mesh id), for the mesh to announce.
+    pub fn own_members(
+        &self,
+        state: &AppState,
+        node: &ott::NodeId,
+        now_ms: i64,
+    ) -> Vec<ott::MemberView> {
+        self.memberships()
+            .into_iter()
+            .filter_map(|(stream, membership)| {
+                let channel = state.channel(&stream)?;
+                Some(own_member(
+                    node,
+                    &stream,
+                    &membership,
+                    &channel,
+                    now_ms,
+                    self.settings().stale_after_ms,
+                ))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codec_families() {
+        assert_eq!(codec_family("avc1.64001f"), "h264");
+        assert_eq!(codec_family("hvc1.1.6.L93.B0"), "h265");
+        assert_eq!(codec_family("mp4a.40.2"), "aac");
+        assert_eq!(codec_family("VP09.00"), "vp09");
+    }
+
+    #[test]
+    fn fingerprint_hash_is_stable_and_order_sensitive() {
+        assert_eq!(fnv1a(&[1, 2]), fnv1a(&[1, 2]));
+        assert_ne!(fnv1a(&[1, 2]), fnv1a(&[2, 1]));
+        // FNV-1a of no input is its offset basis.
+        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
+    }
+}

@@ -1,0 +1,253 @@
+//! OTT redundancy on the HTTP side of a node (requirements §3, OTT-*).
+//!
+//! The `mesh` keeps a view of the domain; the node's glue hands it here with
+//! [`Redundancy::update_view`] (an [`ott::Snapshot`] plus the view keys) every few hundred
+//! milliseconds. Routes then ask the pure `ott` crate, per request:
+//!
+//! - the **door** ([`door`]): check a pass (403 with a 105xxx code), refuse a backup
+//!   viewer when overloaded (503, fast), redirect a new viewer of a stream that does not
+//!   work here (302 with a pass), redirect a catch-up request to the node holding most
+//!   of the period;
+//! - the **master playlist** with backup variants ([`master`]);
+//! - the **Backups screen** and alerts 70/78/79 ([`report`], [`alerts`]).
+//!
+//! What this node announces about its own members is computed here too
+//! ([`Redundancy::own_members`]), from the live channels.
+
+pub mod alerts;
+pub mod door;
+pub mod master;
+pub mod members;
+pub mod report;
+mod sessions;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use crate::error::OttRefusal;
+use crate::metrics::Metrics;
+
+pub use sessions::BackupSessions;
+
+/// How a stream takes part in an OTT group (`ott_backup`, `backup_group`, OTT-GRP-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Membership {
+    /// The group name; members of one group on different nodes back each other up.
+    pub group: String,
+    /// "Can substitute": this node's member is offered as a backup to others.
+    pub can_substitute: bool,
+}
+
+/// The mesh as this node last saw it.
+pub struct MeshView {
+    /// Nodes, members and the minimum version, from this node's point of view.
+    pub snapshot: ott::Snapshot,
+    /// The domain's view keys (sign with the current one, verify with any held).
+    pub keys: Arc<ott::KeyRing>,
+}
+
+/// Tunables of the HTTP side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RedundancySettings {
+    /// A stream whose newest segment is older than this (or whose input is paused) does
+    /// not work here: new viewers are redirected (OTT-PROT-2) and the member announces
+    /// no live window, so other nodes stop offering it within seconds.
+    pub stale_after_ms: i64,
+    /// A backup viewer (arrived with a pass) stays counted this long after its last
+    /// playlist request.
+    pub session_idle_ms: i64,
+}
+
+impl Default for RedundancySettings {
+    fn default() -> Self {
+        Self {
+            stale_after_ms: 8_000,
+            session_idle_ms: 20_000,
+        }
+    }
+}
+
+/// Counters of the OTT answers, for `/metrics` and the Backups screen.
+#[derive(Debug, Default)]
+pub struct RedundancyCounters {
+    /// Master playlists served with backup variants.
+    pub masters_with_backups: AtomicU64,
+    /// Passes signed (master playlist backups and redirects).
+    pub passes_issued: AtomicU64,
+    /// New viewers redirected because the stream does not work here.
+    pub redirects_open: AtomicU64,
+    /// Catch-up requests redirected to the node holding most of the period.
+    pub redirects_archive: AtomicU64,
+    /// Viewers admitted with a pass from another node.
+    pub backup_viewers_admitted: AtomicU64,
+    refusals: [AtomicU64; OttRefusal::ALL.len()],
+}
+
+impl RedundancyCounters {
+    /// Counts one refusal.
+    pub fn refused(&self, refusal: OttRefusal) {
+        if let Some(i) = OttRefusal::ALL.iter().position(|r| *r == refusal) {
+            self.refusals[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Refusals of one kind so far.
+    pub fn refusals(&self, refusal: OttRefusal) -> u64 {
+        OttRefusal::ALL
+            .iter()
+            .position(|r| *r == refusal)
+            .map_or(0, |i| self.refusals[i].load(Ordering::Relaxed))
+    }
+
+    /// Backup viewers refused for overload so far (the input of alert 79).
+    pub fn overload_refusals(&self) -> u64 {
+        [
+            OttRefusal::OverloadCpu,
+            OttRefusal::OverloadNetwork,
+            OttRefusal::OverloadSessions,
+        ]
+        .into_iter()
+        .map(|r| self.refusals(r))
+        .sum()
+    }
+}
+
+/// The OTT state of one node: memberships, the last mesh view, backup sessions,
+/// counters and alerts.
+pub struct Redundancy {
+    settings: RedundancySettings,
+    memberships: RwLock<HashMap<String, Membership>>,
+    view: RwLock<Option<Arc<MeshView>>>,
+    /// Viewers that arrived from another node with a pass (OTT-OVL-1).
+    pub sessions: BackupSessions,
+    /// Answer counters.
+    pub counters: RedundancyCounters,
+    /// Alerts 70/78/79 and their delivery.
+    pub alerts: Mutex<alerts::AlertBook>,
+}
+
+impl Redundancy {
+    /// A node's redundancy state; no mesh view yet (no backups are offered, passes are
+    /// refused as signed with an unknown key) until [`Redundancy::update_view`].
+    pub fn new(settings: RedundancySettings) -> Self {
+        Self {
+            settings,
+            memberships: RwLock::new(HashMap::new()),
+            view: RwLock::new(None),
+            sessions: BackupSessions::new(settings.session_idle_ms),
+            counters: RedundancyCounters::default(),
+            alerts: Mutex::new(alerts::AlertBook::default()),
+        }
+    }
+
+    /// The tunables.
+    pub fn settings(&self) -> RedundancySettings {
+        self.settings
+    }
+
+    /// Puts `stream` in an OTT group (or takes it out with `None`).
+    pub fn set_membership(&self, stream: &str, membership: Option<Membership>) {
+        let mut map = self
+            .memberships
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match membership {
+            Some(m) => map.insert(stream.to_owned(), m),
+            None => map.remove(stream),
+        };
+    }
+
+    /// The group membership of a stream of this node.
+    pub fn membership(&self, stream: &str) -> Option<Membership> {
+        self.memberships
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(stream)
+            .cloned()
+    }
+
+    /// Every stream of this node in a group, sorted by stream name.
+    pub fn memberships(&self) -> Vec<(String, Membership)> {
+        let mut all: Vec<(String, Membership)> = self
+            .memberships
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(s, m)| (s.clone(), m.clone()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Replaces the mesh view (called by the node's mesh loop).
+    pub fn update_view(&self, view: MeshView) {
+        *self.view.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(view));
+    }
+
+    /// The last mesh view, if the mesh has reported.
+    pub fn view(&self) -> Option<Arc<MeshView>> {
+        self.view
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Registers the OTT metrics.
+    pub fn register_metrics(self: &Arc<Self>, metrics: &Metrics) {
+        metrics.describe(
+            "brdyun_ott_answers_total",
+            "counter",
+            "OTT answers: master playlists with backups, passes, redirects, admitted backup viewers.",
+        );
+        metrics.describe(
+            "brdyun_ott_refusals_total",
+            "counter",
+            "OTT refusals by code: bad passes (403) and backup viewers refused for overload (503).",
+        );
+        metrics.describe(
+            "brdyun_ott_backup_sessions",
+            "gauge",
+            "Viewers served here that arrived from another node with a pass.",
+        );
+        metrics.describe(
+            "brdyun_ott_alert_active",
+            "gauge",
+            "OTT alerts firing now (70 unprotected group, 78 member or node problem, 79 overload refusals).",
+        );
+        let this = Arc::clone(self);
+        metrics.register(Box::new(move |out: &mut String| this.render_metrics(out)));
+    }
+
+    fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let c = &self.counters;
+        for (kind, value) in [
+            ("master_with_backups", &c.masters_with_backups),
+            ("pass_issued", &c.passes_issued),
+            ("redirect_open", &c.redirects_open),
+            ("redirect_archive", &c.redirects_archive),
+            ("backup_viewer_admitted", &c.backup_viewers_admitted),
+        ] {
+            let _ = writeln!(
+                out,
+                "brdyun_ott_answers_total{{kind=\"{kind}\"}} {}",
+                value.load(Ordering::Relaxed)
+            );
+        }
+        for refusal in OttRefusal::ALL {
+            let _ = writeln!(
+                out,
+                "brdyun_ott_refusals_total{{code=\"{}\",reason=\"{}\"}} {}",
+                refusal.code(),
+                refusal.label(),
+                c.refusals(refusal)
+            );
+        }
+        let _ = writeln!(out, "brdyun_ott_backup_sessions {}", self.sessions.count());
+        self.alerts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render_metrics(out);
+    }
+}

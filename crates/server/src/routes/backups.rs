@@ -1,0 +1,81 @@
+//! The Backups screen (OTT-OPS-1) and its API: `GET /backups` (the page, embedded),
+//! `GET /api/ott` (its data), and the test failure of OTT-OPS-2,
+//! `POST /api/streams/{name}/pause` and `/resume` (the stream's input on this node).
+//!
+//! Like every `/api` call, these need the admin token when the node has one; the page
+//! asks for it once and keeps it in the browser's session storage.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::routes::admin::{authorize, unix_ms};
+use crate::state::AppState;
+
+static BACKUPS_HTML: &str = include_str!("../../assets/backups.html");
+
+/// `GET /backups`: the page.
+pub async fn page() -> Response {
+    let mut response = BACKUPS_HTML.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters.
+pub async fn report(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(e) = authorize(&state, &headers) {
+        return e.into_response();
+    }
+    let node = state.node().name.clone();
+    let mut body = match state.redundancy() {
+        Some(redundancy) => redundancy.report_json(&node, unix_ms()),
+        None => json!({ "node": node, "mesh": "off", "groups": [], "nodes": [] }),
+    };
+    let paused: Vec<String> = state
+        .streams()
+        .iter()
+        .filter(|s| s.channel.input_paused())
+        .map(|s| s.channel.name().to_owned())
+        .collect();
+    body["paused_streams"] = json!(paused);
+    Json(body).into_response()
+}
+
+fn set_paused(state: &AppState, headers: &HeaderMap, name: &str, paused: bool) -> Response {
+    if let Err(e) = authorize(state, headers) {
+        return e.into_response();
+    }
+    let Some(channel) = state.channel(name) else {
+        return ApiError::StreamNotFound.into_response();
+    };
+    channel.set_input_paused(paused);
+    tracing::warn!(stream = %name, paused, "input pause set by the operator");
+    Json(json!({ "stream": name, "paused": paused })).into_response()
+}
+
+/// `POST /api/streams/{name}/pause`: drops the stream's input on this node until
+/// resumed; its viewers move to backups and new viewers are redirected (OTT-OPS-2).
+pub async fn pause(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    set_paused(&state, &headers, &name, true)
+}
+
+/// `POST /api/streams/{name}/resume`: takes the input back.
+pub async fn resume(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    set_paused(&state, &headers, &name, false)
+}
