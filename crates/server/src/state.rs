@@ -136,9 +136,14 @@ impl AppState {
     }
 
     /// Makes the node part of an OTT domain (set once, by a node with an `[ott]`
-    /// section); returns false if it already was.
+    /// section) and registers its metrics; returns false if it already was.
     pub fn set_redundancy(&self, redundancy: Arc<crate::redundancy::Redundancy>) -> bool {
-        self.inner.redundancy.set(redundancy).is_ok()
+        let for_metrics = Arc::clone(&redundancy);
+        if self.inner.redundancy.set(redundancy).is_err() {
+            return false;
+        }
+        for_metrics.register_metrics(&self.inner.metrics);
+        true
     }
 
     /// The node's OTT redundancy, when it belongs to a mesh domain.

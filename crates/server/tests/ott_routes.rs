@@ -1,0 +1,377 @@
+//! The OTT door and the master playlist with backups, answered in-process against a
+//! mesh snapshot given as plain values (OTT-PROT-1..3, OTT-PLAY-1, OTT-ADDR-3/4,
+//! OTT-GRP-3, OTT-OVL-1..2, OTT-OPS-1/2).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::metrics::Metrics;
+use server::redundancy::{Membership, MeshView, Redundancy, RedundancySettings};
+use server::{router, AppState, NodeIdentity};
+use tower::ServiceExt;
+
+const HLS_JS_UA: &str =
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36";
+const VIEWER: &str = "203.0.113.9:50000";
+const SECRET: &[u8] = b"view key of the test domain";
+
+fn now_ms() -> i64 {
+    server::routes::admin::unix_ms()
+}
+
+fn segment(msn: u64) -> LiveSegment {
+    LiveSegment {
+        msn,
+        discontinuity_seq: 0,
+        discontinuous: false,
+        duration_ticks: 180_000,
+        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
+        data: Bytes::from(vec![0x47u8; 188 * 10]),
+    }
+}
+
+fn tracks() -> TrackSummary {
+    TrackSummary {
+        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
+        resolution: Some((640, 360)),
+        frame_rate_milli: Some(25_000),
+    }
+}
+
+fn node_view(id: &str, url: &str, https: bool) -> ott::NodeView {
+    ott::NodeView {
+        id: ott::NodeId::new(id),
+        version: ott::Version::new(0, 1, 0, 0),
+        hostname: None,
+        addresses: vec![ott::Announced {
+            url_base: url.into(),
+            scheme: if https {
+                ott::Scheme::Https
+            } else {
+                ott::Scheme::Http
+            },
+            public: true,
+            cdn_shared: false,
+        }],
+        clock_offset_ms: 0,
+        has_view_key: true,
+        load: ott::Load::default(),
+        thresholds: ott::Thresholds::default(),
+        alive: true,
+    }
+}
+
+fn member(node: &str, stream: &str, archive: Vec<(i64, i64)>) -> ott::MemberView {
+    ott::MemberView {
+        node: ott::NodeId::new(node),
+        group: "g".into(),
+        stream: stream.into(),
+        can_substitute: true,
+        live_window_at_ms: Some(now_ms()),
+        timeline_fingerprint: Some(42),
+        ladder: vec![ott::Rung {
+            codec: "h264".into(),
+            bitrate_bps: 1_000_000,
+            transport: ott::Transport::Ts,
+        }],
+        archive: ott::ArchiveRanges {
+            ts: archive,
+            fmp4: Vec::new(),
+        },
+    }
+}
+
+struct Cluster {
+    state: AppState,
+    channel: Arc<Channel>,
+    redundancy: Arc<Redundancy>,
+}
+
+/// Node `a` serving stream `s` in group `g`, with `b` and `c` (public, HTTP, and `d`
+/// HTTPS only) as the rest of the domain.
+fn cluster(this: ott::NodeView, archive_here: Vec<(i64, i64)>) -> Cluster {
+    let state = AppState::new(
+        NodeIdentity {
+            name: "a".into(),
+            hostname: None,
+        },
+        Metrics::new(),
+        None,
+    );
+    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
+    for msn in 10..15 {
+        channel.push(segment(msn), tracks());
+    }
+    state.add_stream(Arc::clone(&channel), None);
+    let redundancy = Arc::new(Redundancy::new(RedundancySettings::default()));
+    redundancy.set_membership(
+        "s",
+        Some(Membership {
+            group: "g".into(),
+            can_substitute: true,
+        }),
+    );
+    let snapshot = ott::Snapshot {
+        this,
+        nodes: vec![
+            node_view("b", "http://198.51.100.2:8080", false),
+            node_view("c", "http://198.51.100.3:8080", false),
+            node_view("d", "https://d.example.net", true),
+        ],
+        members: vec![
+            member("a", "s", archive_here),
+            member("b", "s-b", vec![(1_000_000, 9_000_000)]),
+            member("c", "s-c", vec![(5_000_000, 6_000_000)]),
+            member("d", "s-d", Vec::new()),
+        ],
+        min_version: ott::Version::new(0, 1, 0, 0),
+    };
+    redundancy.update_view(MeshView {
+        snapshot,
+        keys: Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
+    });
+    assert!(state.set_redundancy(Arc::clone(&redundancy)));
+    Cluster {
+        state,
+        channel,
+        redundancy,
+    }
+}
+
+fn this_node() -> ott::NodeView {
+    node_view("a", "http://198.51.100.1:8080", false)
+}
+
+async fn call(
+    state: &AppState,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::builder().method(Method::GET).uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let mut request = request.body(Body::empty()).unwrap();
+    let peer: SocketAddr = VIEWER.parse().unwrap();
+    request.extensions_mut().insert(ConnectInfo(peer));
+    let response = router(state.clone()).oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn sign(stream: &str, expires_at_ms: i64, secret: &[u8]) -> String {
+    ott::Pass {
+        stream: stream.into(),
+        expires_at_ms,
+        viewer: None,
+        key_id: 0,
+    }
+    .sign(&ott::ViewKey::new(7, secret))
+    .unwrap()
+}
+
+fn code_of(body: &str) -> u64 {
+    let value: serde_json::Value = serde_json::from_str(body).unwrap();
+    value["code"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn a_switching_player_gets_two_backups_with_identical_attributes() {
+    // OTT-PROT-1, OTT-GRP-2: own variant first, then two backups with a pass each.
+    let cluster = cluster(this_node(), Vec::new());
+    let (status, headers, body) = call(
+        &cluster.state,
+        "/s/index.m3u8",
+        &[("user-agent", HLS_JS_UA)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CACHE_CONTROL], "private, no-store");
+    let master = match m3u8_rs::parse_playlist_res(body.as_bytes()) {
+        Ok(m3u8_rs::Playlist::MasterPlaylist(m)) => m,
+        other => panic!("not a master playlist: {other:?}"),
+    };
+    assert_eq!(master.variants.len(), 3, "{body}");
+    assert_eq!(master.variants[0].uri, "mono.m3u8");
+    let backups: Vec<&str> = master.variants[1..]
+        .iter()
+        .map(|v| v.uri.as_str())
+        .collect();
+    for uri in &backups {
+        assert!(
+            uri.starts_with("http://198.51.100.2:8080/s-b/mono.m3u8?pass=")
+                || uri.starts_with("http://198.51.100.3:8080/s-c/mono.m3u8?pass=")
+                || uri.starts_with("https://d.example.net/s-d/mono.m3u8?pass="),
+            "{uri}"
+        );
+    }
+    assert_ne!(
+        backups[0].split("?pass=").next(),
+        backups[1].split("?pass=").next(),
+        "two different backups"
+    );
+    // Identical attributes: only the URI differs.
+    let attributes: Vec<String> = body
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-STREAM-INF"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(attributes.len(), 3);
+    assert!(attributes.iter().all(|a| *a == attributes[0]));
+    // The pass in a backup URI is valid on the backup for its stream.
+    let pass = backups[0].split("pass=").nth(1).unwrap();
+    let stream = ["s-b", "s-c", "s-d"]
+        .into_iter()
+        .find(|s| backups[0].contains(&format!("/{s}/")))
+        .unwrap();
+    let ring = ott::KeyRing::new(ott::ViewKey::new(7, SECRET));
+    ring.verify(pass, stream, None, now_ms()).unwrap();
+}
+
+#[tokio::test]
+async fn non_switching_players_get_the_plain_master_playlist() {
+    // OTT-PLAY-1: VLC, ffmpeg and a missing User-Agent get no backup variants.
+    let cluster = cluster(this_node(), Vec::new());
+    for ua in ["VLC/3.0.20 LibVLC/3.0.20", "Lavf/60.3.100", ""] {
+        let headers: &[(&str, &str)] = if ua.is_empty() {
+            &[]
+        } else {
+            &[("user-agent", ua)]
+        };
+        let (status, _, body) = call(&cluster.state, "/s/index.m3u8", headers).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body.matches("#EXT-X-STREAM-INF").count(), 1, "{ua}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn an_https_viewer_gets_only_https_backups_and_x_forwarded_for_is_ignored() {
+    // OTT-ADDR-3 (X-Forwarded-Proto counts), OTT-ADDR-4 (X-Forwarded-For does not:
+    // a private forwarded address would hide public backups if it were read).
+    let cluster = cluster(this_node(), Vec::new());
+    let (_, _, body) = call(
+        &cluster.state,
+        "/s/index.m3u8",
+        &[
+            ("user-agent", HLS_JS_UA),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-for", "10.0.0.1"),
+        ],
+    )
+    .await;
+    let uris: Vec<&str> = body.lines().filter(|l| l.starts_with("http")).collect();
+    assert_eq!(uris.len(), 1, "{body}");
+    assert!(uris[0].starts_with("https://d.example.net/s-d/mono.m3u8?pass="));
+}
+
+#[tokio::test]
+async fn bad_passes_are_refused_with_their_codes() {
+    // OTT-GRP-3: forged, expired, another stream's, and malformed passes → 403.
+    let cluster = cluster(this_node(), Vec::new());
+    let now = now_ms();
+    let cases = [
+        (sign("s", now + 60_000, b"another domain"), 105_003),
+        (sign("s", now - 241_000, SECRET), 105_005),
+        (sign("other", now + 60_000, SECRET), 105_004),
+        ("not-a-pass".to_owned(), 105_001),
+    ];
+    for (pass, code) in cases {
+        let (status, _, body) =
+            call(&cluster.state, &format!("/s/mono.m3u8?pass={pass}"), &[]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert_eq!(code_of(&body), code);
+    }
+    // Within the 240 s clock tolerance an expired pass still admits.
+    let pass = sign("s", now - 200_000, SECRET);
+    let (status, _, _) = call(&cluster.state, &format!("/s/mono.m3u8?pass={pass}"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let metrics = call(&cluster.state, "/metrics", &[]).await.2;
+    assert!(metrics.contains("brdyun_ott_refusals_total{code=\"105003\",reason=\"pass_forged\"} 1"));
+}
+
+#[tokio::test]
+async fn an_overloaded_node_refuses_backup_viewers_at_once_but_never_its_own() {
+    // OTT-OVL-1/2: CPU above the error threshold refuses viewers with a pass, fast.
+    let mut this = this_node();
+    this.load.cpu_percent = 97;
+    let cluster = cluster(this, Vec::new());
+    let pass = sign("s", now_ms() + 60_000, SECRET);
+    let started = std::time::Instant::now();
+    let (status, _, body) = call(&cluster.state, &format!("/s/mono.m3u8?pass={pass}"), &[]).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(code_of(&body), 105_011);
+    assert!(started.elapsed() < std::time::Duration::from_millis(500));
+    let (status, _, _) = call(&cluster.state, "/s/mono.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::OK, "own viewers are never refused");
+    assert_eq!(cluster.redundancy.counters.overload_refusals(), 1);
+}
+
+#[tokio::test]
+async fn a_backup_session_limit_counts_distinct_viewers_with_passes() {
+    let mut this = this_node();
+    this.thresholds.backup_session_limit = Some(1);
+    let cluster = cluster(this, Vec::new());
+    let pass = sign("s", now_ms() + 60_000, SECRET);
+    let uri = format!("/s/mono.m3u8?pass={pass}");
+    let first = call(&cluster.state, &uri, &[("x-brdyun-member", "m1")]).await;
+    assert_eq!(first.0, StatusCode::OK);
+    // The same viewer again is a known session, not a new one.
+    let again = call(&cluster.state, &uri, &[("x-brdyun-member", "m1")]).await;
+    assert_eq!(again.0, StatusCode::OK);
+    let second = call(&cluster.state, &uri, &[("x-brdyun-member", "m2")]).await;
+    assert_eq!(second.0, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(code_of(&second.2), 105_013);
+    assert_eq!(cluster.redundancy.sessions.count(), 1);
+}
+
+#[tokio::test]
+async fn a_paused_stream_redirects_new_viewers_with_a_pass() {
+    // OTT-OPS-2, OTT-PROT-2: a 302 to another node, keeping the query, adding a pass.
+    let cluster = cluster(this_node(), Vec::new());
+    cluster.channel.set_input_paused(true);
+    let (status, headers, _) = call(&cluster.state, "/s/index.m3u8?x=1", &[]).await;
+    assert_eq!(status, StatusCode::FOUND);
+    let location = headers[header::LOCATION].to_str().unwrap();
+    assert!(
+        location.starts_with("http://198.51.100.2:8080/s-b/index.m3u8?x=1&pass=")
+            || location.starts_with("http://198.51.100.3:8080/s-c/index.m3u8?x=1&pass="),
+        "{location}"
+    );
+    // A viewer that already came with a pass is not sent on: it gets a fast refusal
+    // so its player tries the next backup.
+    let pass = sign("s", now_ms() + 60_000, SECRET);
+    let (status, _, body) = call(&cluster.state, &format!("/s/mono.m3u8?pass={pass}"), &[]).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(code_of(&body), 105_020);
+    // Segments are still served from the window.
+    let (status, _, _) = call(&cluster.state, "/s/seg-14.ts", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    cluster.channel.set_input_paused(false);
+    cluster.channel.push(segment(15), tracks());
+    let (status, _, _) = call(&cluster.state, "/s/index.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn archive_requests_go_to_the_node_holding_most_of_the_period() {
+    // OTT-PROT-3, OTT-ARCH-1/2: b holds 1000..9000 s, this node 8000..10000 s.
+    let cluster = cluster(this_node(), vec![(8_000_000, 10_000_000)]);
+    let (status, headers, _) = call(&cluster.state, "/s/index-2000-3600.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::FOUND);
+    let location = headers[header::LOCATION].to_str().unwrap();
+    assert!(
+        location.starts_with("http://198.51.100.2:8080/s-b/index-2000-3600.m3u8?pass="),
+        "{location}"
+    );
+    // Inside this node's own range: served here (no archive attached → its own answer).
+    let (status, _, _) = call(&cluster.state, "/s/index-8500-60.m3u8", &[]).await;
+    assert_ne!(status, StatusCode::FOUND);
+}
