@@ -129,8 +129,12 @@ impl OttRefusal {
             Self::PassWrongViewer => "the pass is bound to another viewer",
             Self::OverloadCpu => "this node takes no more backup viewers: CPU overloaded",
             Self::OverloadNetwork => "this node takes no more backup viewers: network overloaded",
-            Self::OverloadSessions => "this node takes no more backup viewers: session limit reached",
-            Self::NoBackup => "the stream does not work on this node and no other node can serve it",
+            Self::OverloadSessions => {
+                "this node takes no more backup viewers: session limit reached"
+            }
+            Self::NoBackup => {
+                "the stream does not work on this node and no other node can serve it"
+            }
         }
     }
 

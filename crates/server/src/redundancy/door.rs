@@ -216,7 +216,10 @@ pub fn check(
         if let ott::Admit::Refuse(cause) = ott::admit_backup_viewer(&this, true) {
             return refuse(redundancy, OttRefusal::from_overload(cause));
         }
-        redundancy.counters.backup_viewers_admitted.fetch_add(1, Relaxed);
+        redundancy
+            .counters
+            .backup_viewers_admitted
+            .fetch_add(1, Relaxed);
     }
     if with_pass {
         redundancy.sessions.touch(&viewer.key);
@@ -245,9 +248,13 @@ pub fn check(
             now_ms,
         );
         if let ott::ArchiveDecision::Redirect(target) = decision {
-            if let Some(pass) =
-                sign_for(redundancy, &view, &target.stream, now_ms, ott::REDIRECT_PASS_LIFETIME_MS)
-            {
+            if let Some(pass) = sign_for(
+                redundancy,
+                &view,
+                &target.stream,
+                now_ms,
+                ott::REDIRECT_PASS_LIFETIME_MS,
+            ) {
                 redundancy.counters.redirects_archive.fetch_add(1, Relaxed);
                 return Door::Answer(redirect(&target.location(&file_with_query, &pass)));
             }
@@ -274,7 +281,13 @@ pub fn check(
         now_ms,
     ) {
         Ok(target) => {
-            match sign_for(redundancy, &view, &target.stream, now_ms, ott::REDIRECT_PASS_LIFETIME_MS) {
+            match sign_for(
+                redundancy,
+                &view,
+                &target.stream,
+                now_ms,
+                ott::REDIRECT_PASS_LIFETIME_MS,
+            ) {
                 Some(pass) => {
                     redundancy.counters.redirects_open.fetch_add(1, Relaxed);
                     Door::Answer(redirect(&target.location(&file_with_query, &pass)))
@@ -283,7 +296,11 @@ pub fn check(
             }
         }
         Err(no_target) => {
-            tracing::debug!(stream, problems = no_target.problems.len(), "no node to redirect to");
+            tracing::debug!(
+                stream,
+                problems = no_target.problems.len(),
+                "no node to redirect to"
+            );
             Door::Continue
         }
     }
@@ -298,9 +315,15 @@ mod tests {
         assert_eq!(pass_param(Some("a=1&pass=xyz")), Some("xyz"));
         assert_eq!(pass_param(Some("passport=1")), None);
         assert_eq!(pass_param(None), None);
-        assert_eq!(query_without_pass(Some("a=1&pass=xyz&b=2")).as_deref(), Some("a=1&b=2"));
+        assert_eq!(
+            query_without_pass(Some("a=1&pass=xyz&b=2")).as_deref(),
+            Some("a=1&b=2")
+        );
         assert_eq!(query_without_pass(Some("pass=xyz")), None);
-        assert_eq!(query_without_pass(Some("passport=1")).as_deref(), Some("passport=1"));
+        assert_eq!(
+            query_without_pass(Some("passport=1")).as_deref(),
+            Some("passport=1")
+        );
     }
 
     #[test]

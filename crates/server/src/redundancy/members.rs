@@ -80,19 +80,27 @@ pub fn own_member(
         })
         .into_iter()
         .collect();
-    let archive = channel.archive().map_or_else(ott::ArchiveRanges::default, |r| {
-        let range = r.reader().with_index(|i| i.range());
-        ott::ArchiveRanges {
-            ts: range.map(|r| vec![(r.from_ms, r.to_ms)]).unwrap_or_default(),
-            fmp4: Vec::new(),
-        }
-    });
+    let archive = channel
+        .archive()
+        .map_or_else(ott::ArchiveRanges::default, |r| {
+            let range = r.reader().with_index(|i| i.range());
+            ott::ArchiveRanges {
+                ts: range
+                    .map(|r| vec![(r.from_ms, r.to_ms)])
+                    .unwrap_or_default(),
+                fmp4: Vec::new(),
+            }
+        });
     ott::MemberView {
         node: node.clone(),
         group: membership.group.clone(),
         stream: stream.to_owned(),
         can_substitute: membership.can_substitute,
-        live_window_at_ms: if working { channel.pushed_at_ms() } else { None },
+        live_window_at_ms: if working {
+            channel.pushed_at_ms()
+        } else {
+            None
+        },
         timeline_fingerprint: timeline_fingerprint(&window),
         ladder,
         archive,
