@@ -12,6 +12,7 @@
 //! timeline identical on every node that ingests the same source (DESIGN.md, invariant 1).
 
 pub mod codec;
+pub mod fmp4;
 pub mod frame;
 pub mod hls;
 pub mod segmenter;
