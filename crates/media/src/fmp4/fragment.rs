@@ -9,7 +9,7 @@ use super::bmff::{close, file_type, open, open_full, MAX_BOX_BODY};
 use super::config::InitConfig;
 use super::{Fmp4Error, AUDIO_TRACK_ID, VIDEO_TRACK_ID};
 use crate::codec::aac::SAMPLES_PER_FRAME;
-use crate::codec::nal::{annexb_nals, h264_type, h265_type};
+use crate::codec::nal::{h264_type, h265_type};
 use crate::segmenter::unwrap_ts;
 use crate::{Codec, Frame, TrackKind, CLOCK_HZ};
 
@@ -131,13 +131,12 @@ impl<'a> Run<'a> {
         let data: &'a [u8] = &t.frame.data;
         let first = self.pieces.len();
         let mut size = 0;
-        for nal in annexb_nals(data) {
-            if in_band_dropped(t.frame.codec, nal) {
+        for nal in nal_ranges(data) {
+            if in_band_dropped(t.frame.codec, &data[nal.clone()]) {
                 continue;
             }
-            let start = nal.as_ptr() as usize - data.as_ptr() as usize;
-            self.pieces.push(start..start + nal.len());
             size += 4 + nal.len();
+            self.pieces.push(nal);
         }
         self.push(t, data, first, size);
     }
@@ -220,6 +219,54 @@ impl<'a> Run<'a> {
 
 fn clamp_u32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// The byte ranges of the NAL units of an Annex B access unit, as
+/// [`crate::codec::nal::annexb_nals`] splits them (bytes before the first start code
+/// skipped, trailing zero bytes trimmed, empty units left out).
+///
+/// Packaging scans every video byte once, so this skips ahead the way start-code
+/// searches usually do: a byte above 1 cannot be part of the `00 00 01` ending at it or
+/// at either of the next two bytes.
+fn nal_ranges(data: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
+    /// The start of the next start code at or after `from`, and where its NAL begins.
+    fn next_start_code(data: &[u8], from: usize) -> Option<(usize, usize)> {
+        let mut i = from + 2;
+        while let Some(&b) = data.get(i) {
+            if b > 1 {
+                i += 3;
+            } else if b == 0 {
+                i += 1;
+            } else if data[i - 1] == 0 && data[i - 2] == 0 {
+                return Some((i - 2, i + 1));
+            } else {
+                i += 3;
+            }
+        }
+        None
+    }
+    let mut next = next_start_code(data, 0).map(|(_, nal)| nal);
+    std::iter::from_fn(move || loop {
+        let start = next?;
+        let end = match next_start_code(data, start) {
+            Some((code, nal)) => {
+                next = Some(nal);
+                code
+            }
+            None => {
+                next = None;
+                data.len()
+            }
+        };
+        let trimmed = data[start..end]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == 0)
+            .count();
+        if end - trimmed > start {
+            return Some(start..end - trimmed);
+        }
+    })
 }
 
 /// NAL units not copied into samples: access unit delimiters, filler data and the
@@ -403,6 +450,21 @@ mod tests {
                 keyframe: key,
                 data: Bytes::from(d),
             },
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn nal_ranges_split_like_the_codec_module(
+            data in proptest::collection::vec(proptest::prop_oneof![
+                3 => proptest::strategy::Just(0u8),
+                2 => proptest::strategy::Just(1u8),
+                2 => proptest::prelude::any::<u8>(),
+            ], 0..200)
+        ) {
+            let fast: Vec<&[u8]> = nal_ranges(&data).map(|r| &data[r]).collect();
+            let reference: Vec<&[u8]> = crate::codec::nal::annexb_nals(&data).collect();
+            proptest::prop_assert_eq!(fast, reference);
         }
     }
 
