@@ -1,0 +1,369 @@
+//! The typed gossip state: constant key names and the JSON each key holds.
+//!
+//! A node owns these keys in its own chitchat state:
+//!
+//! | key | value |
+//! |---|---|
+//! | [`KEY_NODE`] | [`NodeAnnounce`] as JSON: version, host name, addresses, load, thresholds |
+//! | [`KEY_CLOCK`] | its wall clock, Unix ms, rewritten every gossip round |
+//! | [`KEY_VIEW_KEY`] | the fingerprint of its current view key, 16 hex digits |
+//! | [`MEMBER_PREFIX`]`<stream>` | [`MemberAnnounce`] as JSON, one key per member |
+//!
+//! The public announce types carry `ott` values; the JSON is a private mirror with
+//! `serde` (the `ott` crate stays free of it). Unknown JSON fields are ignored and
+//! missing optional ones take defaults, so a newer node's state still reads.
+
+use ott::{Announced, ArchiveRanges, Load, Rung, Scheme, Thresholds, Transport, Version};
+use serde::{Deserialize, Serialize};
+
+/// Key of the node's announce.
+pub const KEY_NODE: &str = "node";
+/// Key of the node's clock, Unix ms as decimal text.
+pub const KEY_CLOCK: &str = "clock";
+/// Key of the node's current view-key fingerprint, 16 lowercase hex digits.
+pub const KEY_VIEW_KEY: &str = "view_key";
+/// Prefix of member keys; the rest of the key is the stream name.
+pub const MEMBER_PREFIX: &str = "member:";
+
+/// What a node tells the domain about itself (OTT-GRP-5, OTT-ADDR-*, OTT-ELIG-5,
+/// OTT-OVL-1). The clock and the view-key fingerprint are published by the mesh
+/// itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeAnnounce {
+    /// Its release version (OTT-GRP-5).
+    pub version: Version,
+    /// Its public host name, when configured (OTT-ADDR-1).
+    pub hostname: Option<String>,
+    /// The addresses viewers may reach it at (OTT-ADDR-1..5).
+    pub addresses: Vec<Announced>,
+    /// Its current load (OTT-ELIG-5).
+    pub load: Load,
+    /// Its refusal thresholds (OTT-OVL-1).
+    pub thresholds: Thresholds,
+}
+
+/// One stream or adaptive package of this node in an OTT group (OTT-GRP-1): what
+/// becomes an [`ott::MemberView`] on every node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberAnnounce {
+    /// The backup group name.
+    pub group: String,
+    /// The stream or package name on this node; unique among this node's members.
+    pub stream: String,
+    /// "Can substitute" (OTT-ELIG-1).
+    pub can_substitute: bool,
+    /// When it last delivered its live window, Unix ms on this node's clock.
+    pub live_window_at_ms: Option<i64>,
+    /// Fingerprint of its recent segments (OTT-ELIG-2).
+    pub timeline_fingerprint: Option<u64>,
+    /// Its renditions (OTT-ELIG-3).
+    pub ladder: Vec<Rung>,
+    /// Its archive ranges (OTT-ARCH-1/2).
+    pub archive: ArchiveRanges,
+}
+
+impl MemberAnnounce {
+    /// The view of this member on `node`.
+    pub fn into_view(self, node: ott::NodeId) -> ott::MemberView {
+        ott::MemberView {
+            node,
+            group: self.group,
+            stream: self.stream,
+            can_substitute: self.can_substitute,
+            live_window_at_ms: self.live_window_at_ms,
+            timeline_fingerprint: self.timeline_fingerprint,
+            ladder: self.ladder,
+            archive: self.archive,
+        }
+    }
+}
+
+/// The chitchat key of a member.
+pub fn member_key(stream: &str) -> String {
+    format!("{MEMBER_PREFIX}{stream}")
+}
+
+/// Formats a view-key fingerprint for [`KEY_VIEW_KEY`].
+pub fn fingerprint_text(fp: u64) -> String {
+    format!("{fp:016x}")
+}
+
+/// Parses a [`KEY_VIEW_KEY`] value.
+pub fn parse_fingerprint(text: &str) -> Option<u64> {
+    u64::from_str_radix(text, 16).ok()
+}
+
+// ---- JSON mirrors ---------------------------------------------------------------
+
+#[derive(Serialize, Deserialize)]
+struct WireNode {
+    version: String,
+    #[serde(default)]
+    hostname: Option<String>,
+    #[serde(default)]
+    addresses: Vec<WireAddress>,
+    #[serde(default)]
+    load: WireLoad,
+    #[serde(default)]
+    thresholds: Option<WireThresholds>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireAddress {
+    url_base: String,
+    https: bool,
+    public: bool,
+    #[serde(default)]
+    cdn_shared: bool,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct WireLoad {
+    cpu: u8,
+    net: u8,
+    backup_sessions: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireThresholds {
+    cpu_error: u8,
+    net_error: u8,
+    #[serde(default)]
+    backup_session_limit: Option<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireMember {
+    group: String,
+    stream: String,
+    can_substitute: bool,
+    #[serde(default)]
+    live_window_at_ms: Option<i64>,
+    #[serde(default)]
+    timeline_fingerprint: Option<u64>,
+    #[serde(default)]
+    ladder: Vec<WireRung>,
+    #[serde(default)]
+    archive_ts: Vec<(i64, i64)>,
+    #[serde(default)]
+    archive_fmp4: Vec<(i64, i64)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireRung {
+    codec: String,
+    bitrate_bps: u64,
+    fmp4: bool,
+}
+
+impl From<&NodeAnnounce> for WireNode {
+    fn from(n: &NodeAnnounce) -> Self {
+        WireNode {
+            version: n.version.to_string(),
+            hostname: n.hostname.clone(),
+            addresses: n
+                .addresses
+                .iter()
+                .map(|a| WireAddress {
+                    url_base: a.url_base.clone(),
+                    https: a.scheme == Scheme::Https,
+                    public: a.public,
+                    cdn_shared: a.cdn_shared,
+                })
+                .collect(),
+            load: WireLoad {
+                cpu: n.load.cpu_percent,
+                net: n.load.net_percent,
+                backup_sessions: n.load.backup_sessions,
+            },
+            thresholds: Some(WireThresholds {
+                cpu_error: n.thresholds.cpu_error_percent,
+                net_error: n.thresholds.net_error_percent,
+                backup_session_limit: n.thresholds.backup_session_limit,
+            }),
+        }
+    }
+}
+
+impl From<WireNode> for NodeAnnounce {
+    fn from(w: WireNode) -> Self {
+        NodeAnnounce {
+            // An unreadable version reads as 0.0.0.0: below any minimum, so the
+            // node shows as a problem instead of vanishing (OTT-GRP-5).
+            version: w.version.parse().unwrap_or_default(),
+            hostname: w.hostname,
+            addresses: w
+                .addresses
+                .into_iter()
+                .map(|a| Announced {
+                    url_base: a.url_base,
+                    scheme: if a.https { Scheme::Https } else { Scheme::Http },
+                    public: a.public,
+                    cdn_shared: a.cdn_shared,
+                })
+                .collect(),
+            load: Load {
+                cpu_percent: w.load.cpu,
+                net_percent: w.load.net,
+                backup_sessions: w.load.backup_sessions,
+            },
+            thresholds: w
+                .thresholds
+                .map(|t| Thresholds {
+                    cpu_error_percent: t.cpu_error,
+                    net_error_percent: t.net_error,
+                    backup_session_limit: t.backup_session_limit,
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl From<&MemberAnnounce> for WireMember {
+    fn from(m: &MemberAnnounce) -> Self {
+        WireMember {
+            group: m.group.clone(),
+            stream: m.stream.clone(),
+            can_substitute: m.can_substitute,
+            live_window_at_ms: m.live_window_at_ms,
+            timeline_fingerprint: m.timeline_fingerprint,
+            ladder: m
+                .ladder
+                .iter()
+                .map(|r| WireRung {
+                    codec: r.codec.clone(),
+                    bitrate_bps: r.bitrate_bps,
+                    fmp4: r.transport == Transport::Fmp4,
+                })
+                .collect(),
+            archive_ts: m.archive.ts.clone(),
+            archive_fmp4: m.archive.fmp4.clone(),
+        }
+    }
+}
+
+impl From<WireMember> for MemberAnnounce {
+    fn from(w: WireMember) -> Self {
+        MemberAnnounce {
+            group: w.group,
+            stream: w.stream,
+            can_substitute: w.can_substitute,
+            live_window_at_ms: w.live_window_at_ms,
+            timeline_fingerprint: w.timeline_fingerprint,
+            ladder: w
+                .ladder
+                .into_iter()
+                .map(|r| Rung {
+                    codec: r.codec,
+                    bitrate_bps: r.bitrate_bps,
+                    transport: if r.fmp4 {
+                        Transport::Fmp4
+                    } else {
+                        Transport::Ts
+                    },
+                })
+                .collect(),
+            archive: ArchiveRanges {
+                ts: w.archive_ts,
+                fmp4: w.archive_fmp4,
+            },
+        }
+    }
+}
+
+/// The JSON of a node announce.
+pub fn encode_node(n: &NodeAnnounce) -> String {
+    serde_json::to_string(&WireNode::from(n)).expect("plain structs always serialize")
+}
+
+/// A node announce from its JSON; `None` when it does not parse.
+pub fn decode_node(json: &str) -> Option<NodeAnnounce> {
+    serde_json::from_str::<WireNode>(json).ok().map(Into::into)
+}
+
+/// The JSON of a member announce.
+pub fn encode_member(m: &MemberAnnounce) -> String {
+    serde_json::to_string(&WireMember::from(m)).expect("plain structs always serialize")
+}
+
+/// A member announce from its JSON; `None` when it does not parse.
+pub fn decode_member(json: &str) -> Option<MemberAnnounce> {
+    serde_json::from_str::<WireMember>(json)
+        .ok()
+        .map(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample_node() -> NodeAnnounce {
+        NodeAnnounce {
+            version: Version::new(2, 1, 0, 456),
+            hostname: Some("node-b.example.net".into()),
+            addresses: vec![
+                Announced {
+                    url_base: "https://node-b.example.net".into(),
+                    scheme: Scheme::Https,
+                    public: true,
+                    cdn_shared: false,
+                },
+                Announced {
+                    url_base: "http://10.0.0.2:8080".into(),
+                    scheme: Scheme::Http,
+                    public: false,
+                    cdn_shared: true,
+                },
+            ],
+            load: Load {
+                cpu_percent: 37,
+                net_percent: 12,
+                backup_sessions: 4,
+            },
+            thresholds: Thresholds {
+                cpu_error_percent: 85,
+                net_error_percent: 80,
+                backup_session_limit: Some(500),
+            },
+        }
+    }
+
+    #[test]
+    fn node_and_member_roundtrip_through_json() {
+        let n = sample_node();
+        assert_eq!(decode_node(&encode_node(&n)), Some(n));
+        let m = MemberAnnounce {
+            group: "g".into(),
+            stream: "meeting".into(),
+            can_substitute: true,
+            live_window_at_ms: Some(1_780_000_000_123),
+            timeline_fingerprint: Some(u64::MAX - 7),
+            ladder: vec![
+                Rung {
+                    codec: "h264".into(),
+                    bitrate_bps: 2_500_000,
+                    transport: Transport::Ts,
+                },
+                Rung {
+                    codec: "h264".into(),
+                    bitrate_bps: 2_500_000,
+                    transport: Transport::Fmp4,
+                },
+            ],
+            archive: ArchiveRanges {
+                ts: vec![(1, 2), (5, 9)],
+                fmp4: vec![],
+            },
+        };
+        assert_eq!(decode_member(&encode_member(&m)), Some(m));
+    }
+
+    #[test]
+    fn garbage_and_bad_versions_do_not_panic() {
+        assert_eq!(decode_node("{"), None);
+        assert_eq!(decode_member("[]"), None);
+        let n = decode_node(r#"{"version":"banana","future":1}"#).expect("reads");
+        assert_eq!(n.version, Version::default());
+        assert_eq!(n.thresholds, Thresholds::default());
+    }
+}
