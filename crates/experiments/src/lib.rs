@@ -22,6 +22,7 @@ pub mod assign;
 pub mod definition;
 pub mod device;
 pub mod error;
+pub mod events;
 pub mod histogram;
 pub mod kpi;
 pub mod run;
@@ -39,12 +40,12 @@ pub use definition::{
 };
 pub use device::PerDevice;
 pub use error::{CommandError, DefinitionError};
+pub use events::{
+    AbortReason, Alert, ExperimentEvent, GuardrailKind, NodeReport, RunOutcome, RunRecord,
+};
 pub use histogram::TtffHistogram;
 pub use kpi::{GroupKpis, Kpi, KpiCounters, KpiEvent, SessionFlags};
-pub use run::{
-    AbortReason, Alert, ExperimentEvent, Experiments, ExperimentsConfig, GuardrailKind, NodeReport,
-    RunOutcome, RunRecord,
-};
+pub use run::{Experiments, ExperimentsConfig};
 pub use schedule::Schedule;
 pub use shedset::{ShedEntry, ShedSet};
 pub use stall::{count_stalls, SegmentRequest, StallDetector, StallDetectorConfig, StallReport};

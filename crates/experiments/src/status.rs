@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::definition::ExperimentDefinition;
 use crate::device::PerDevice;
+use crate::events::RunRecord;
 use crate::kpi::GroupKpis;
-use crate::run::RunRecord;
 use crate::verdict::{DeviceStatus, Verdict};
 
 /// The whole page.
