@@ -4,6 +4,8 @@
 //!   with EXT-X-PROGRAM-DATE-TIME on every segment (players align backup nodes by it).
 //! - [`LiveWindow`]: the sliding window a live channel keeps, with a target duration that
 //!   never decreases (a playlist's EXT-X-TARGETDURATION must not change).
+//! - [`LowLatencyPlaylist`]: the LL-HLS playlist of fMP4 segments and their parts, with
+//!   blocking reload, delta updates, preload hints and rendition reports.
 //! - [`MasterPlaylist`]: variants with their attributes; several variants may share
 //!   attributes and differ only by URI, which is how backup nodes are offered
 //!   (OTT-PROT-1, OTT-GRP-2).
@@ -12,10 +14,14 @@
 //! own; caller-supplied text (URIs, codec strings) is made safe for the line format.
 
 mod date;
+mod ll;
 mod master;
 mod media;
 
 pub use date::format_rfc3339_ms;
+pub use ll::{
+    LlSegment, LlUris, LowLatencyPlaylist, PendingSegment, PlaylistPart, RenditionReport,
+};
 pub use master::{MasterPlaylist, Variant};
 pub use media::{LiveWindow, MediaPlaylist, PlaylistSegment, PlaylistType};
 
