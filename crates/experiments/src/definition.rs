@@ -72,7 +72,7 @@ impl PriorityRange {
 
 /// Limits that end a run at once when the experiment group crosses them (EXP-1). They
 /// are checked per device type in scope, on the experiment group's counters merged
-/// over the nodes, once the device type has `min_samples` trials.
+/// over the nodes, once the device type has `min_samples` start attempts (sessions).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Guardrails {
@@ -80,8 +80,8 @@ pub struct Guardrails {
     pub max_critical_failure_share: f64,
     /// Largest tolerated start-failure rate (failures / attempts).
     pub max_start_failure_rate: f64,
-    /// Trials (requests, start attempts) a device type needs before a limit applies,
-    /// so one unlucky session does not abort a run.
+    /// Start attempts (sessions) a device type needs in the experiment group before a
+    /// limit applies, so one unlucky session does not abort a run.
     pub min_samples: u64,
 }
 

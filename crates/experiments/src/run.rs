@@ -86,7 +86,9 @@ impl Running {
                 ),
             ];
             for (guardrail, bad, total, limit) in checks {
-                if total >= g.min_samples {
+                // Gated on sessions, not requests: one broken session's 30 failed
+                // segment requests must not abort a run on its own.
+                if e.start_attempts >= g.min_samples && total > 0 {
                     let value = bad.min(total) as f64 / total as f64;
                     if value > limit {
                         return Some(AbortReason::Guardrail {
@@ -420,7 +422,8 @@ impl Experiments {
     }
 
     /// Take in another node's latest report: it replaces that node's previous one for
-    /// each run both know. Reports for unknown or finished runs are ignored, as are
+    /// each run both know. Never feed this node's own report back (it would count
+    /// twice). Reports for unknown or finished runs are ignored, as are
     /// nodes beyond [`ExperimentsConfig::max_nodes`].
     pub fn apply_report(&mut self, node: &str, report: NodeReport) {
         for (run_id, kpis) in report.runs {
@@ -438,8 +441,8 @@ impl Experiments {
     }
 
     /// Everything the admin API and the Experiments page show, with interim verdicts
-    /// of the runs in progress.
-    pub fn status(&self, now_ms: u64) -> crate::status::ExperimentsStatus {
+    /// of the runs in progress and the newest `history` finished runs.
+    pub fn status(&self, now_ms: u64, history: usize) -> crate::status::ExperimentsStatus {
         crate::status::ExperimentsStatus {
             now_ms,
             experiments: self
@@ -467,7 +470,7 @@ impl Experiments {
                     }
                 })
                 .collect(),
-            history: self.history.iter().rev().cloned().collect(),
+            history: self.history.iter().rev().take(history).cloned().collect(),
         }
     }
 }

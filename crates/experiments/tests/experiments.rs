@@ -95,7 +95,7 @@ fn daily_runs_start_and_stop_on_the_injected_clock() {
         started(&late),
         vec![format!("nc@{}", utc("2026-12-01T23:30Z"))]
     );
-    let status = x.status(utc("2026-12-01T23:51Z"));
+    let status = x.status(utc("2026-12-01T23:51Z"), 10);
     assert_eq!(status.running[0].ends_at_ms, utc("2026-12-02T00:15Z"));
     assert_eq!(
         status.experiments[0].next_run_ms,
@@ -145,6 +145,18 @@ fn guardrail_breach_aborts_at_once() {
     x.tick(start);
     let generation = x.generation();
     let tv = members(&def, Group::Experiment, 50);
+    // One session whose 100 CRITICAL requests all fail is not enough to abort: the
+    // guardrails wait for min_samples sessions.
+    let mut flags = experiments::SessionFlags::default();
+    x.record(
+        tv[0],
+        DeviceType::Browser,
+        KpiEvent::PlaybackStarted { ttff_ms: 900 },
+    );
+    for _ in 0..100 {
+        x.record(tv[0], DeviceType::Browser, flags.critical_request(true));
+    }
+    assert!(finished(&x.tick(start + MIN / 2)).is_empty());
     // 39 failures of 50 attempts, but the first 39 alone are below min_samples 40.
     for m in &tv[..39] {
         x.record(*m, DeviceType::SmartTv, KpiEvent::StartFailed);
@@ -257,8 +269,10 @@ fn alert_when_a_device_turns_from_no_deviation_to_deviation() {
             .count(),
         1
     );
-    let status = x.status(day);
-    assert_eq!(status.history.len(), 5);
+    assert_eq!(x.history().count(), 5);
+    let status = x.status(day, 3);
+    assert_eq!(status.history.len(), 3, "newest three");
+    assert_eq!(status.history[0].started_at_ms, day - 24 * 60 * MIN);
     assert_eq!(
         *status.experiments[0].last_status.get(DeviceType::SmartTv),
         Some(DeviceStatus::Deviation)
