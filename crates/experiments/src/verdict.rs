@@ -112,7 +112,9 @@ pub struct Verdict {
     pub devices: Vec<DeviceVerdict>,
     /// The device types that were hurt (EXP-2), empty when none.
     pub hurt: Vec<Hurt>,
-    /// Comparisons that had enough data (the Holm family size).
+    /// Comparisons that had enough data and could show a difference (the Holm family
+    /// size): a rate with no event at all, or only events, in both groups cannot, so
+    /// it does not dilute the others (Tarone's argument for discrete tests).
     pub comparisons: usize,
     /// The family-wise false-positive rate used.
     pub alpha: f64,
@@ -141,6 +143,8 @@ struct Raw {
     test: TestKind,
     p_value: f64,
     worse: bool,
+    /// Whether the test could reach a p-value below 1 with these margins.
+    informative: bool,
 }
 
 fn rate(events: u64, trials: u64) -> f64 {
@@ -172,6 +176,7 @@ fn compare_rate(c: (u64, u64), e: (u64, u64)) -> Option<Raw> {
         test,
         p_value: outcome.p_value,
         worse: rate(xe, ne) > rate(xc, nc),
+        informative: xc + xe > 0 && xc + xe < nc + ne,
     })
 }
 
@@ -200,6 +205,7 @@ fn compare_ttff(c: &KpiCounters, e: &KpiCounters) -> Option<Raw> {
         test: TestKind::MannWhitneyU,
         p_value: mw.p_value,
         worse: mw.u1 > ne as f64 * nc as f64 / 2.0,
+        informative: true,
     })
 }
 
@@ -226,7 +232,7 @@ pub fn judge(def: &ExperimentDefinition, kpis: &GroupKpis) -> Verdict {
     }
     let p_values: Vec<f64> = cells
         .iter()
-        .filter_map(|(_, _, r)| r.as_ref().ok().map(|r| r.p_value))
+        .filter_map(|(_, _, r)| r.as_ref().ok().filter(|r| r.informative).map(|r| r.p_value))
         .collect();
     let adjusted = stats::holm(&p_values);
     // Pass 2: verdicts per device type.
@@ -247,7 +253,11 @@ pub fn judge(def: &ExperimentDefinition, kpis: &GroupKpis) -> Verdict {
                 needed: cfg.min_samples,
             },
             Ok(r) => {
-                let p_adjusted = next_adjusted.next().copied().unwrap_or(1.0);
+                let p_adjusted = if r.informative {
+                    next_adjusted.next().copied().unwrap_or(1.0)
+                } else {
+                    1.0
+                };
                 let relative_change =
                     (r.control > 0.0).then(|| (r.experiment - r.control) / r.control);
                 let big_enough = relative_change.is_none_or(|ch| ch >= cfg.min_relative_change);
@@ -378,8 +388,9 @@ mod tests {
         assert!((c.relative_change.expect("control > 0") - 5.0).abs() < 1e-9);
         assert_eq!(c.test, TestKind::TwoProportionZ);
         assert!(c.p_adjusted < 1e-6 && c.p_adjusted >= c.p_value);
-        // Errors, stalls and critical failures have no events: nothing to flag.
-        assert_eq!(v.comparisons, 2 * Kpi::ALL.len());
+        // Errors, stalls and critical failures have no events in either group: they
+        // cannot differ and stay out of the Holm family (start failures and TTFF count).
+        assert_eq!(v.comparisons, 2 * 2);
     }
 
     #[test]
