@@ -66,6 +66,8 @@ impl Encoder {
     /// When the loopback hop fails: the envelope exceeds a datagram, or the socket
     /// broke.
     pub(crate) async fn encode(&mut self, envelope: ChitchatEnvelope) -> anyhow::Result<Vec<u8>> {
+        // A datagram that arrived after an earlier timeout must not pass for this one.
+        while self.tap.try_recv_from(&mut self.buf).is_ok() {}
         self.chitchat.send(self.tap_addr, envelope).await?;
         tokio::time::timeout(LOOPBACK_TIMEOUT, async {
             loop {
@@ -125,7 +127,8 @@ impl Decoder {
     /// The envelope in `bytes`, or `None` when they are not a chitchat message.
     ///
     /// # Errors
-    /// When the loopback hop fails: the decoder can no longer be trusted.
+    /// When the loopback hop fails: the decoder can no longer be trusted and must be
+    /// replaced ([`Decoder::reopen`]).
     pub(crate) async fn decode(
         &mut self,
         bytes: &[u8],
@@ -141,6 +144,11 @@ impl Decoder {
             bail!("codec loopback lost its sentinel");
         }
         Ok(Some(first))
+    }
+
+    /// A fresh decoder with the same sentinel, after a failure.
+    pub(crate) async fn reopen(&self) -> anyhow::Result<Self> {
+        Self::open(self.sentinel.clone()).await
     }
 
     async fn next(&mut self) -> anyhow::Result<ChitchatEnvelope> {

@@ -25,6 +25,7 @@
 
 pub mod clock;
 mod codec;
+mod config;
 mod crypto;
 mod mesh;
 mod snapshot;
@@ -33,10 +34,9 @@ mod transport;
 mod viewkey;
 
 pub use clock::{Clock, OffsetEstimator, SkewedClock, SystemClock};
+pub use config::{MeshConfig, MeshError, MAX_OWN_STATE_BYTES, MIN_COMPATIBLE_VERSION};
 pub use crypto::{GossipCipher, SealError, MIN_SECRET_LEN, SEAL_OVERHEAD};
-pub use mesh::{
-    Mesh, MeshConfig, MeshError, MeshEvent, MeshHandle, MAX_OWN_STATE_BYTES, MIN_COMPATIBLE_VERSION,
-};
+pub use mesh::{Mesh, MeshEvent, MeshHandle};
 pub use snapshot::{node_id, node_name};
 pub use state::{MemberAnnounce, NodeAnnounce};
 pub use transport::{Links, SealedTransport, TransportCounters, TransportStats};

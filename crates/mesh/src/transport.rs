@@ -218,7 +218,15 @@ impl Socket for SealedSocket {
         to: SocketAddr,
         envelope: ChitchatEnvelope,
     ) -> anyhow::Result<SendOutcome> {
-        let plain = self.encoder.encode(envelope).await?;
+        let plain = match self.encoder.encode(envelope).await {
+            Ok(p) => p,
+            Err(e) => {
+                // Dropped like a lost datagram; gossip repeats next round.
+                tracing::warn!(error = %e, "gossip encoder failed, replacing it");
+                self.encoder = Encoder::open().await?;
+                return Ok(SendOutcome { num_bytes_sent: 0 });
+            }
+        };
         let num_bytes_sent = plain.len();
         if plain.len() + SEAL_OVERHEAD > MAX_UDP_PAYLOAD {
             bump(&self.stats.oversized);
@@ -320,8 +328,14 @@ impl Ingress {
                     tracing::debug!(from = %from, "authenticated gossip datagram is not a chitchat message");
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "gossip codec failed, leaving the mesh");
-                    return;
+                    tracing::warn!(error = %e, "gossip decoder failed, replacing it");
+                    match self.decoder.reopen().await {
+                        Ok(d) => self.decoder = d,
+                        Err(e) => {
+                            tracing::error!(error = %e, "gossip decoder cannot be replaced, leaving the mesh");
+                            return;
+                        }
+                    }
                 }
             }
         }
