@@ -75,7 +75,7 @@ pub struct RunRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum ExperimentEvent {
-    /// A run started; its shed slice is now active ([`Experiments::generation`] moved).
+    /// A run started; its shed slice is now active ([`crate::Experiments::generation`] moved).
     Started {
         /// Run id.
         run: String,
