@@ -26,6 +26,9 @@ pub struct Config {
     /// The node's MC (`[mc]`): meetings become streams, viewers get meeting codes.
     #[serde(default)]
     pub mc: Option<crate::mc::config::McLinkConfig>,
+    /// The node's mesh domain and OTT redundancy (`[ott]`).
+    #[serde(default)]
+    pub ott: Option<crate::ott::OttConfig>,
 }
 
 /// `[node]`: identity, listeners, storage.
@@ -195,6 +198,11 @@ pub struct StreamConfig {
     /// Overrides `defaults.dvr`, key by key.
     #[serde(default)]
     pub dvr: DvrConfig,
+    /// Offer this node's stream as a backup to the other members of its OTT group
+    /// ("can substitute", OTT-GRP-1); needs `[ott]`.
+    pub ott_backup: Option<bool>,
+    /// The OTT group this stream belongs to (default: the stream's name); needs `[ott]`.
+    pub backup_group: Option<String>,
 }
 
 fn default_name() -> String {
@@ -294,6 +302,9 @@ impl Config {
         if let Some(mc) = &self.mc {
             mc.validate()?;
         }
+        if let Some(ott) = &self.ott {
+            ott.validate()?;
+        }
         let mut names = std::collections::BTreeSet::new();
         for (i, stream) in self.streams.iter().enumerate() {
             let at = format!("stream[{i}]");
@@ -312,6 +323,15 @@ impl Config {
             for (j, input) in stream.inputs.iter().enumerate() {
                 crate::inputs::InputUrl::parse(input)
                     .with_context(|| format!("{at}.inputs[{j}]"))?;
+            }
+            if let Some(group) = &stream.backup_group {
+                if !valid_stream_name(group) {
+                    bail!("{at}.backup_group {group:?}: use 1 to 64 letters, digits, '-' or '_'");
+                }
+            }
+            if (stream.ott_backup.is_some() || stream.backup_group.is_some()) && self.ott.is_none()
+            {
+                bail!("{at}.ott_backup and backup_group need an [ott] section");
             }
             check_durations(
                 &at,

@@ -9,6 +9,7 @@ mod demo;
 mod inputs;
 mod mc;
 mod node;
+mod ott;
 
 use std::path::PathBuf;
 

@@ -23,6 +23,14 @@ pub const STREAM: &str = "meeting";
 /// The demo's meeting that waits for an RTMP publisher.
 pub const LIVE: &str = "live";
 
+/// The demo domain's secret: the demo's nodes are on loopback only.
+const DEMO_DOMAIN_SECRET: &str = "brdyun demo domain, loopback only";
+
+/// The UDP gossip port of demo node `i` (`port + 10 + i`).
+fn gossip_port(port: u16, i: u16) -> u16 {
+    port.saturating_add(10).saturating_add(i)
+}
+
 /// Runs the demo until Ctrl-C.
 ///
 /// # Errors
@@ -82,12 +90,33 @@ pub async fn start_cluster(
     };
     let mc = mc::start(mc_config).await.context("starting the demo mc")?;
 
-    // Every meeting is archived for an hour on the nodes (catch-up URLs in the README).
+    // Every meeting is archived for an hour on the nodes (catch-up URLs in the README)
+    // and is one OTT group across the three nodes: each node offers its copy as a
+    // backup of the others.
     let template: toml::Table =
-        toml::from_str("dvr = { enabled = true, depth = \"1h\" }").context("demo template")?;
+        toml::from_str("dvr = { enabled = true, depth = \"1h\" }\nott_backup = true")
+            .context("demo template")?;
+    let gossip = |i: u16| SocketAddr::from(([127, 0, 0, 1], gossip_port(port, i)));
     let mut nodes = Vec::new();
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
         let http = SocketAddr::from(([127, 0, 0, 1], port + i as u16));
+        let ott = crate::ott::OttConfig {
+            domain_secret: DEMO_DOMAIN_SECRET.into(),
+            gossip: gossip(i as u16),
+            gossip_advertise: None,
+            seeds: (0..3u16)
+                .filter(|j| *j != i as u16)
+                .map(|j| gossip(j).to_string())
+                .collect(),
+            announce: Vec::new(),
+            cpu_error_percent: 90,
+            net_error_percent: 90,
+            net_capacity_mbps: 1000,
+            backup_session_limit: None,
+            alert_webhook: None,
+            view_key_rotation_hours: 24.0,
+            min_version: None,
+        };
         let config = Config {
             node: NodeConfig {
                 name: format!("node-{name}"),
@@ -107,6 +136,7 @@ pub async fn start_cluster(
                 stream: template.clone(),
             }),
             streams: Vec::new(),
+            ott: Some(ott),
         };
         config.validate().context("demo config")?;
         nodes.push(
@@ -120,7 +150,8 @@ pub async fn start_cluster(
 
 fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
     println!();
-    println!("brdyun demo: an MC and three nodes on loopback, one meeting on the same timeline");
+    println!("brdyun demo: an MC and three nodes on loopback, one meeting on the same timeline,");
+    println!("each node a backup of the others (one OTT group per meeting)");
     println!();
     for (i, node) in nodes.iter().enumerate() {
         let base = format!("http://{}", node.http);
@@ -131,9 +162,13 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
         println!("    watch:    {base}/player?stream={STREAM}");
         println!("    playlist: {base}/{STREAM}/index.m3u8");
         println!("    status:   {base}/api/streams/{STREAM}");
+        println!("    backups:  {base}/backups   (OTT group state; the test-failure button pauses this node's input)");
         println!("    metrics:  {base}/metrics");
         if let Some(rtmp) = node.rtmp {
             println!("    publish:  rtmp://{rtmp}/live/NAME");
+        }
+        if let Some(gossip) = node.gossip {
+            println!("    gossip:   udp {gossip} (the mesh domain, sealed with the domain secret)");
         }
     }
     let api = format!("http://{}", mc.http);

@@ -64,6 +64,9 @@ impl MeetingStreams {
         };
         let _ = running.stop.send(true);
         self.context.state.remove_stream(id);
+        if let Some(redundancy) = self.context.state.redundancy() {
+            redundancy.set_membership(id, None);
+        }
         // The tasks saw the stop flag; whatever has not finished is cut short.
         running.tasks.abort_all();
         tracing::info!(meeting = %id, "meeting stream stopped");

@@ -24,6 +24,8 @@ pub struct RunningNode {
     pub http: SocketAddr,
     /// Where RTMP publish is accepted, when configured.
     pub rtmp: Option<SocketAddr>,
+    /// Where gossip of the mesh domain is received, when the node has `[ott]`.
+    pub gossip: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -107,9 +109,11 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let mut tasks = JoinSet::new();
     // The overload monitor publishes the level the shedding layer reads (CPU of this
     // process, in-flight vs the adaptive limit, runtime queueing delay).
-    tasks.spawn(shedder.run_monitor(until(shutdown_rx.clone())));
+    tasks.spawn(Arc::clone(&shedder).run_monitor(until(shutdown_rx.clone())));
     let registry = PublishRegistry::new();
 
+    // The OTT state exists before the streams, which register their group membership.
+    let redundancy = config.ott.as_ref().map(|_| crate::ott::attach(&state));
     let context = StreamContext {
         state: state.clone(),
         metrics: Arc::clone(&metrics),
@@ -170,6 +174,26 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         );
     }
 
+    let gossip = match (&config.ott, redundancy) {
+        (Some(ott), Some(redundancy)) => Some(
+            crate::ott::start(
+                ott,
+                node_config,
+                http,
+                https,
+                crate::ott::OttRuntime {
+                    state: state.clone(),
+                    redundancy,
+                    shedder: Arc::clone(&shedder),
+                },
+                shutdown_rx.clone(),
+                &mut tasks,
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+
     let rtmp = match node_config.rtmp {
         Some(addr) => Some(
             start_rtmp(
@@ -187,13 +211,15 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, streams = config.streams.len(), "node started");
     // One machine-readable line for scripts and process tests (ports may be 0 in the config).
     println!(
-        "listening http={http} https={} rtmp={}",
+        "listening http={http} https={} rtmp={} gossip={}",
         https.map_or_else(|| "-".to_owned(), |a| a.to_string()),
-        rtmp.map_or_else(|| "-".to_owned(), |a| a.to_string())
+        rtmp.map_or_else(|| "-".to_owned(), |a| a.to_string()),
+        gossip.map_or_else(|| "-".to_owned(), |a| a.to_string())
     );
     Ok(RunningNode {
         http,
         rtmp,
+        gossip,
         shutdown,
         tasks,
     })

@@ -69,6 +69,14 @@ pub fn start_stream(
     let status = handle.status();
     let status_source: server::state::StatusSource =
         Arc::new(move || server::ingest_view::inputs_json(&status.borrow()));
+    if let Some(redundancy) = context.state.redundancy() {
+        let membership = crate::ott::membership(
+            &stream.name,
+            stream.ott_backup,
+            stream.backup_group.as_deref(),
+        );
+        redundancy.set_membership(&stream.name, membership);
+    }
     context
         .state
         .add_stream(Arc::clone(&channel), Some(status_source));

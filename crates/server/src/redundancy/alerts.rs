@@ -70,6 +70,57 @@ pub fn alertmanager_body(changes: &[ott::AlertChange], node: &str) -> String {
     Value::Array(alerts).to_string()
 }
 
+/// Why a webhook delivery failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    /// The URL is not an `http://` URL this client can reach.
+    #[error("webhook url is not a valid http:// url")]
+    BadUrl,
+    /// Connecting or sending failed.
+    #[error("webhook request failed: {0}")]
+    Request(String),
+    /// The receiver answered with an error status.
+    #[error("webhook answered {0}")]
+    Status(u16),
+    /// No answer in time.
+    #[error("webhook timed out")]
+    Timeout,
+}
+
+/// Posts an Alertmanager body to `url` (plain `http://`, as Alertmanager is usually
+/// reached inside the operator's network), waiting at most `timeout`.
+///
+/// # Errors
+/// [`WebhookError`] naming what failed; the caller logs it and drops the batch.
+pub async fn post_webhook(
+    url: &str,
+    body: String,
+    timeout: std::time::Duration,
+) -> Result<(), WebhookError> {
+    use http_body_util::Full;
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    let uri: axum::http::Uri = url.parse().map_err(|_| WebhookError::BadUrl)?;
+    if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        return Err(WebhookError::BadUrl);
+    }
+    let request = axum::http::Request::post(uri)
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(bytes::Bytes::from(body)))
+        .map_err(|_| WebhookError::BadUrl)?;
+    let client = Client::builder(TokioExecutor::new()).build_http();
+    let response = tokio::time::timeout(timeout, client.request(request))
+        .await
+        .map_err(|_| WebhookError::Timeout)?
+        .map_err(|e| WebhookError::Request(e.to_string()))?;
+    let status = response.status();
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(WebhookError::Status(status.as_u16()))
+    }
+}
+
 impl AlertBook {
     /// Advances the alert machine; returns the changes of this tick (also logged and
     /// kept for the screen).

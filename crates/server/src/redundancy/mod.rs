@@ -16,6 +16,7 @@
 
 pub mod alerts;
 pub mod door;
+pub mod load;
 pub mod master;
 pub mod members;
 pub mod report;

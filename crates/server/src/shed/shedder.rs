@@ -218,6 +218,12 @@ impl Shedder {
         self.monitor_running.store(false, Ordering::Release);
     }
 
+    /// The CPU utilisation last sampled by the monitor from `shedding.cpu_source`
+    /// (0..1); also the CPU load a node announces to its mesh domain (OTT-ELIG-5).
+    pub fn cpu_utilisation(&self) -> f64 {
+        f64::from_bits(self.cpu_bits.load(Ordering::Relaxed))
+    }
+
     /// Requests currently being handled (admitted, response not yet produced).
     pub fn in_flight(&self) -> u32 {
         self.in_flight.load(Ordering::Relaxed)
