@@ -80,7 +80,9 @@ impl Links {
 #[derive(Debug, Default)]
 pub struct TransportStats {
     sent: AtomicU64,
+    sent_bytes: AtomicU64,
     received: AtomicU64,
+    received_bytes: AtomicU64,
     rejected: AtomicU64,
     undecodable: AtomicU64,
     oversized: AtomicU64,
@@ -92,8 +94,12 @@ pub struct TransportStats {
 pub struct TransportCounters {
     /// Datagrams sealed and sent.
     pub sent: u64,
+    /// Bytes of those datagrams (UDP payload).
+    pub sent_bytes: u64,
     /// Datagrams opened and handed to chitchat.
     pub received: u64,
+    /// Bytes of those datagrams (UDP payload).
+    pub received_bytes: u64,
     /// Datagrams that did not open: another domain's, tampered, truncated, garbage.
     pub rejected: u64,
     /// Datagrams that opened but were not a chitchat message (a peer of another
@@ -110,7 +116,9 @@ impl TransportStats {
     pub fn counters(&self) -> TransportCounters {
         TransportCounters {
             sent: self.sent.load(Ordering::Relaxed),
+            sent_bytes: self.sent_bytes.load(Ordering::Relaxed),
             received: self.received.load(Ordering::Relaxed),
+            received_bytes: self.received_bytes.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
             undecodable: self.undecodable.load(Ordering::Relaxed),
             oversized: self.oversized.load(Ordering::Relaxed),
@@ -249,7 +257,10 @@ impl Socket for SealedSocket {
         }
         let sealed = self.cipher.seal(&plain)?;
         match self.wire.send_to(&sealed, to).await {
-            Ok(_) => bump(&self.stats.sent),
+            Ok(n) => {
+                bump(&self.stats.sent);
+                self.stats.sent_bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
             // A peer that is gone, or a transient network error: UDP semantics,
             // gossip retries next round. Only a broken socket would matter, and the
             // receive side reports that.
@@ -314,6 +325,9 @@ impl Ingress {
             match self.decoder.decode(plain).await {
                 Ok(Some(envelope)) => {
                     bump(&self.stats.received);
+                    self.stats
+                        .received_bytes
+                        .fetch_add(n as u64, Ordering::Relaxed);
                     let outcome = RecvOutcome {
                         from_addr: from,
                         envelope,

@@ -56,6 +56,25 @@ async fn three_nodes_converge_with_their_announced_state_and_members() {
         assert!(s.own_member("meeting-group").is_some());
     }
 
+    // Steady-state traffic: clocks change every round, nothing else.
+    let before: Vec<_> = all.iter().map(|h| h.transport_counters()).collect();
+    let window = Duration::from_secs(2);
+    tokio::time::sleep(window).await;
+    for (h, b) in all.iter().zip(&before) {
+        let c = h.transport_counters();
+        let per_s = (c.sent_bytes - b.sent_bytes) as f64 / window.as_secs_f64();
+        let dgrams = (c.sent - b.sent) as f64 / window.as_secs_f64();
+        eprintln!(
+            "{}: {per_s:.0} B/s, {dgrams:.0} datagrams/s sent",
+            h.node_id()
+        );
+        assert!(
+            per_s < 20_000.0,
+            "gossip of 3 nodes stays small: {per_s} B/s"
+        );
+        assert_eq!(c.rejected, 0);
+    }
+
     // Changing and removing members reaches the others.
     let mut moved = common::member("b-other");
     moved.can_substitute = false;
