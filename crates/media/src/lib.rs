@@ -5,6 +5,7 @@
 //! ```text
 //! MPEG-TS bytes ──► ts::Demuxer ──► Frame ──► Segmenter ──► Segment (MPEG-TS bytes) ──► hls playlist
 //!            (RTMP/FLV input builds Frames directly)
+//!                                                             └──► fmp4 (init, segments, LL-HLS parts) ──► hls::LowLatencyPlaylist, dash::Mpd
 //! ```
 //!
 //! Nothing here does I/O or reads a clock: time is passed in as arguments, so every
@@ -12,6 +13,7 @@
 //! timeline identical on every node that ingests the same source (DESIGN.md, invariant 1).
 
 pub mod codec;
+pub mod dash;
 pub mod fmp4;
 pub mod frame;
 pub mod hls;

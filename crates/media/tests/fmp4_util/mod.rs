@@ -334,3 +334,27 @@ pub fn fragments(data: &[u8]) -> Vec<(Bx, Bx, Vec<Traf>)> {
     }
     out
 }
+
+/// Packets of one stream type (`v` or `a`), counted from ffprobe's packet list.
+///
+/// One type at a time: ffmpeg 5's dash demuxer, reading both adaptation sets, stops at
+/// the end of the video and drops the audio packets after it (and `-count_packets`
+/// misses one more).
+pub fn packet_count(path: &str, select: &str) -> usize {
+    let (ok, stdout, stderr) = run(
+        "ffprobe",
+        &[
+            "-v",
+            "error",
+            "-select_streams",
+            select,
+            "-show_entries",
+            "packet=pts",
+            "-of",
+            "csv=p=0",
+            path,
+        ],
+    );
+    assert!(ok && stderr.trim().is_empty(), "ffprobe {path}: {stderr}");
+    stdout.lines().filter(|l| !l.trim().is_empty()).count()
+}

@@ -1,0 +1,337 @@
+//! The MPD writer: periods, adaptation sets (one per track, as CMAF wants), segment
+//! templates with a run-length `SegmentTimeline`.
+
+use std::fmt;
+
+use crate::hls::format_rfc3339_ms;
+use crate::segmenter::Segment;
+use crate::{TrackKind, CLOCK_HZ};
+
+/// One segment as the MPD lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpdSegment {
+    /// Media sequence number: `$Number$`.
+    pub msn: u64,
+    /// Extended 90 kHz start (the PTS of its first frame): `S@t`.
+    pub start_ts: u64,
+    /// Duration in 90 kHz ticks: `S@d`.
+    pub duration_ticks: u64,
+}
+
+impl From<&Segment> for MpdSegment {
+    fn from(s: &Segment) -> Self {
+        Self {
+            msn: s.msn,
+            start_ts: s.start_ts,
+            duration_ticks: s.duration_ticks,
+        }
+    }
+}
+
+/// The video representation of a period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpdVideo {
+    /// RFC 6381 codec string.
+    pub codecs: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Peak bits per second (`@bandwidth`, required by DASH).
+    pub bandwidth: u64,
+}
+
+/// The audio representation of a period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpdAudio {
+    /// RFC 6381 codec string.
+    pub codecs: String,
+    /// Sampling rate in Hz.
+    pub sample_rate: u32,
+    /// Channel count.
+    pub channels: u8,
+    /// Peak bits per second.
+    pub bandwidth: u64,
+}
+
+/// The segments of one discontinuity sequence, with the anchor that maps its media time
+/// to wall-clock time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpdPeriod {
+    /// The discontinuity sequence number: the Period is `id="d<seq>"`.
+    pub discontinuity_seq: u64,
+    /// Extended 90 kHz timestamp of the anchor (`presentationTimeOffset`).
+    pub anchor_ts: u64,
+    /// Wall-clock time at `anchor_ts`, Unix milliseconds (`Period@start` is its distance
+    /// from `availabilityStartTime`).
+    pub anchor_unix_ms: i64,
+    /// The segments, oldest first, consecutive by MSN.
+    pub segments: Vec<MpdSegment>,
+    /// The video track, if any.
+    pub video: Option<MpdVideo>,
+    /// The audio track, if any.
+    pub audio: Option<MpdAudio>,
+}
+
+/// Live or finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpdKind {
+    /// A live MPD: `type="dynamic"`, reloaded by the player.
+    Dynamic {
+        /// `publishTime`, Unix milliseconds: when this MPD was produced.
+        publish_unix_ms: i64,
+        /// `minimumUpdatePeriod`, milliseconds.
+        minimum_update_period_ms: u64,
+        /// `timeShiftBufferDepth`, milliseconds: the live window.
+        time_shift_buffer_depth_ms: u64,
+        /// `suggestedPresentationDelay`, milliseconds: how far behind the live edge
+        /// players start.
+        suggested_presentation_delay_ms: u64,
+    },
+    /// A finished presentation (a stream that ended, an archive range): `type="static"`
+    /// with `mediaPresentationDuration`.
+    Static,
+}
+
+/// How an MPD names its resources.
+pub trait MpdUris {
+    /// The init segment of a track in a discontinuity sequence.
+    fn init(&self, discontinuity_seq: u64, track: TrackKind) -> String;
+    /// The media segment template of a track, containing `$Number$`.
+    fn media(&self, discontinuity_seq: u64, track: TrackKind) -> String;
+}
+
+/// An MPD; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mpd {
+    /// Dynamic or static.
+    pub kind: MpdKind,
+    /// `availabilityStartTime`, Unix milliseconds: fixed for the life of the timeline
+    /// (its first anchor is the natural choice); every `Period@start` is measured from it.
+    pub availability_start_unix_ms: i64,
+    /// `minBufferTime`, milliseconds.
+    pub min_buffer_time_ms: u64,
+    /// The periods, oldest first.
+    pub periods: Vec<MpdPeriod>,
+    /// `UTCTiming` (`urn:mpeg:dash:utc:http-iso:2014`): where players read the node's
+    /// clock; `None` writes none.
+    pub utc_timing_uri: Option<String>,
+}
+
+/// Writes milliseconds as an xs:duration, e.g. `PT2.035S`.
+fn duration_ms(w: &mut impl fmt::Write, ms: u64) -> fmt::Result {
+    write!(w, "PT{}.{:03}S", ms / 1000, ms % 1000)
+}
+
+/// 90 kHz ticks to milliseconds, rounded to nearest.
+fn ticks_ms(ticks: u64) -> u64 {
+    ticks.saturating_add(45) / 90
+}
+
+/// Escapes caller-supplied text for an XML attribute value.
+fn xml_attr(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains(['&', '<', '>', '"', '\'', '\r', '\n', '\t']) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\r' => out.push_str("&#13;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' => out.push_str("&#9;"),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+impl MpdPeriod {
+    /// `Period@start` in milliseconds after `availabilityStartTime` (0 when the anchor
+    /// is earlier).
+    fn start_ms(&self, availability_start_unix_ms: i64) -> u64 {
+        u64::try_from(
+            self.anchor_unix_ms
+                .saturating_sub(availability_start_unix_ms),
+        )
+        .unwrap_or(0)
+    }
+
+    /// Where the period's last segment ends, milliseconds after `availabilityStartTime`.
+    fn end_ms(&self, availability_start_unix_ms: i64) -> u64 {
+        let end_ts = self
+            .segments
+            .last()
+            .map_or(self.anchor_ts, |s| s.start_ts + s.duration_ticks);
+        self.start_ms(availability_start_unix_ms) + ticks_ms(end_ts.saturating_sub(self.anchor_ts))
+    }
+}
+
+impl Mpd {
+    /// The longest segment, milliseconds (`maxSegmentDuration`).
+    fn max_segment_ms(&self) -> u64 {
+        self.periods
+            .iter()
+            .flat_map(|p| &p.segments)
+            .map(|s| ticks_ms(s.duration_ticks))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Writes the MPD.
+    pub fn write_to(&self, w: &mut impl fmt::Write, uris: &impl MpdUris) -> fmt::Result {
+        let ast = self.availability_start_unix_ms;
+        w.write_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")?;
+        w.write_str(
+            "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" \
+             profiles=\"urn:mpeg:dash:profile:isoff-live:2011\"",
+        )?;
+        match self.kind {
+            MpdKind::Dynamic {
+                publish_unix_ms,
+                minimum_update_period_ms,
+                time_shift_buffer_depth_ms,
+                suggested_presentation_delay_ms,
+            } => {
+                w.write_str(" type=\"dynamic\" availabilityStartTime=\"")?;
+                format_rfc3339_ms(w, ast)?;
+                w.write_str("\" publishTime=\"")?;
+                format_rfc3339_ms(w, publish_unix_ms)?;
+                w.write_str("\" minimumUpdatePeriod=\"")?;
+                duration_ms(w, minimum_update_period_ms)?;
+                w.write_str("\" timeShiftBufferDepth=\"")?;
+                duration_ms(w, time_shift_buffer_depth_ms)?;
+                w.write_str("\" suggestedPresentationDelay=\"")?;
+                duration_ms(w, suggested_presentation_delay_ms)?;
+                w.write_char('"')?;
+            }
+            MpdKind::Static => {
+                let end = self.periods.last().map_or(0, |p| p.end_ms(ast));
+                let start = self.periods.first().map_or(0, |p| p.start_ms(ast));
+                w.write_str(" type=\"static\" mediaPresentationDuration=\"")?;
+                duration_ms(w, end.saturating_sub(start))?;
+                w.write_char('"')?;
+            }
+        }
+        w.write_str(" maxSegmentDuration=\"")?;
+        duration_ms(w, self.max_segment_ms())?;
+        w.write_str("\" minBufferTime=\"")?;
+        duration_ms(w, self.min_buffer_time_ms)?;
+        w.write_str("\">\n")?;
+        let first_start = self.periods.first().map_or(0, |p| p.start_ms(ast));
+        for p in &self.periods {
+            // A static presentation starts at its first period.
+            let start = match self.kind {
+                MpdKind::Dynamic { .. } => p.start_ms(ast),
+                MpdKind::Static => p.start_ms(ast).saturating_sub(first_start),
+            };
+            write!(w, "  <Period id=\"d{}\" start=\"", p.discontinuity_seq)?;
+            duration_ms(w, start)?;
+            w.write_str("\">\n")?;
+            if let Some(v) = &p.video {
+                writeln!(
+                    w,
+                    "    <AdaptationSet id=\"1\" contentType=\"video\" mimeType=\"video/mp4\" \
+                     segmentAlignment=\"true\" startWithSAP=\"1\" maxWidth=\"{}\" maxHeight=\"{}\">",
+                    v.width, v.height
+                )?;
+                template(w, p, uris, TrackKind::Video)?;
+                writeln!(
+                    w,
+                    "      <Representation id=\"v\" codecs=\"{}\" bandwidth=\"{}\" width=\"{}\" height=\"{}\"/>",
+                    xml_attr(&v.codecs),
+                    v.bandwidth,
+                    v.width,
+                    v.height
+                )?;
+                w.write_str("    </AdaptationSet>\n")?;
+            }
+            if let Some(a) = &p.audio {
+                w.write_str(
+                    "    <AdaptationSet id=\"2\" contentType=\"audio\" mimeType=\"audio/mp4\" \
+                     segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"und\">\n",
+                )?;
+                template(w, p, uris, TrackKind::Audio)?;
+                writeln!(
+                    w,
+                    "      <Representation id=\"a\" codecs=\"{}\" bandwidth=\"{}\" audioSamplingRate=\"{}\">",
+                    xml_attr(&a.codecs),
+                    a.bandwidth,
+                    a.sample_rate
+                )?;
+                writeln!(
+                    w,
+                    "        <AudioChannelConfiguration \
+                     schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"{}\"/>",
+                    a.channels
+                )?;
+                w.write_str("      </Representation>\n    </AdaptationSet>\n")?;
+            }
+            w.write_str("  </Period>\n")?;
+        }
+        if let Some(uri) = &self.utc_timing_uri {
+            writeln!(
+                w,
+                "  <UTCTiming schemeIdUri=\"urn:mpeg:dash:utc:http-iso:2014\" value=\"{}\"/>",
+                xml_attr(uri)
+            )?;
+        }
+        w.write_str("</MPD>\n")
+    }
+
+    /// The MPD as a `String`.
+    pub fn render(&self, uris: &impl MpdUris) -> String {
+        let segments: usize = self.periods.iter().map(|p| p.segments.len()).sum();
+        let mut s = String::with_capacity(1024 + self.periods.len() * 1024 + segments * 40);
+        self.write_to(&mut s, uris)
+            .expect("writing to a String cannot fail");
+        s
+    }
+}
+
+/// `SegmentTemplate` with its `SegmentTimeline`: `S@t` on the first entry and after a
+/// gap, equal consecutive durations folded into `S@r`.
+fn template(
+    w: &mut impl fmt::Write,
+    p: &MpdPeriod,
+    uris: &impl MpdUris,
+    track: TrackKind,
+) -> fmt::Result {
+    let start_number = p.segments.first().map_or(0, |s| s.msn);
+    writeln!(
+        w,
+        "      <SegmentTemplate timescale=\"{CLOCK_HZ}\" presentationTimeOffset=\"{}\" \
+         startNumber=\"{start_number}\" initialization=\"{}\" media=\"{}\">",
+        p.anchor_ts,
+        xml_attr(&uris.init(p.discontinuity_seq, track)),
+        xml_attr(&uris.media(p.discontinuity_seq, track))
+    )?;
+    w.write_str("        <SegmentTimeline>\n")?;
+    let mut i = 0;
+    let mut expected_start = None;
+    while let Some(s) = p.segments.get(i) {
+        let mut repeat = 0usize;
+        while p.segments.get(i + repeat + 1).is_some_and(|n| {
+            n.duration_ticks == s.duration_ticks
+                && n.start_ts == s.start_ts + (repeat as u64 + 1) * s.duration_ticks
+        }) {
+            repeat += 1;
+        }
+        w.write_str("          <S")?;
+        if expected_start != Some(s.start_ts) {
+            write!(w, " t=\"{}\"", s.start_ts)?;
+        }
+        write!(w, " d=\"{}\"", s.duration_ticks)?;
+        if repeat > 0 {
+            write!(w, " r=\"{repeat}\"")?;
+        }
+        w.write_str("/>\n")?;
+        expected_start = Some(s.start_ts + (repeat as u64 + 1) * s.duration_ticks);
+        i += repeat + 1;
+    }
+    w.write_str("        </SegmentTimeline>\n      </SegmentTemplate>\n")
+}
