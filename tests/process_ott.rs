@@ -1,0 +1,279 @@
+//! OTT groups across real node processes on loopback (OTT-GRP-*, OTT-PROT-1/2,
+//! OTT-OPS-2): an origin node feeds one meeting to nodes a, b and c, which pull it on the
+//! same timeline and form one OTT group in one mesh domain.
+//!
+//! - kill -9 of a node: the others stop offering it within seconds; restarted, it
+//!   rejoins and is offered again;
+//! - a paused input: new viewers of that node are redirected with a pass that the
+//!   other node accepts, and the others stop offering it;
+//! - a node with another domain secret never joins.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{free_udp_port, http_request, wait_for, NodeProcess};
+
+const SECRET: &str = "process test domain secret";
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) Chrome/120 Safari/537.36";
+
+/// GET with headers: (status, head, body as text).
+fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
+}
+
+fn origin_config(dir: &Path) -> String {
+    format!(
+        "[node]\nname = \"origin\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[defaults]\nsegment_duration = 1\n[[stream]]\nname = \"meeting\"\ninputs = [\"builtin://meeting\"]\n",
+        dir.join("origin").display()
+    )
+}
+
+struct Member {
+    name: &'static str,
+    gossip: u16,
+}
+
+fn member_config(
+    dir: &Path,
+    me: &Member,
+    peers: &[u16],
+    origin: SocketAddr,
+    secret: &str,
+) -> String {
+    let seeds: Vec<String> = peers
+        .iter()
+        .filter(|p| **p != me.gossip)
+        .map(|p| format!("\"127.0.0.1:{p}\""))
+        .collect();
+    format!(
+        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{data}\"\n\
+         [defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"meeting\"\ninputs = [\"http://{origin}/meeting/mpegts\"]\nott_backup = true\n\
+         [ott]\ndomain_secret = \"{secret}\"\ngossip = \"127.0.0.1:{gossip}\"\nseeds = [{seeds}]\n",
+        name = me.name,
+        data = dir.join(me.name).display(),
+        gossip = me.gossip,
+        seeds = seeds.join(", "),
+    )
+}
+
+fn start_member(
+    dir: &Path,
+    me: &Member,
+    peers: &[u16],
+    origin: SocketAddr,
+    secret: &str,
+) -> NodeProcess {
+    NodeProcess::start(dir, me.name, &member_config(dir, me, peers, origin, secret))
+}
+
+/// The backup URLs in a node's master playlist for a browser.
+fn offered(node: SocketAddr) -> Vec<String> {
+    let (status, _, body) = get(node, "/meeting/index.m3u8", &[("User-Agent", BROWSER)]);
+    if status != 200 {
+        return Vec::new();
+    }
+    body.lines()
+        .filter(|l| l.starts_with("http://"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn offers(node: SocketAddr, other: SocketAddr) -> bool {
+    let prefix = format!("http://{other}/");
+    offered(node).iter().any(|u| u.starts_with(&prefix))
+}
+
+struct Cluster {
+    _dir: tempfile::TempDir,
+    origin: NodeProcess,
+    nodes: Vec<NodeProcess>,
+    members: Vec<Member>,
+}
+
+impl Cluster {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = NodeProcess::start(dir.path(), "origin", &origin_config(dir.path()));
+        let members: Vec<Member> = ["a", "b", "c"]
+            .into_iter()
+            .map(|name| Member {
+                name,
+                gossip: free_udp_port(),
+            })
+            .collect();
+        let ports: Vec<u16> = members.iter().map(|m| m.gossip).collect();
+        let nodes: Vec<NodeProcess> = members
+            .iter()
+            .map(|m| start_member(dir.path(), m, &ports, origin.http, SECRET))
+            .collect();
+        let cluster = Self {
+            _dir: dir,
+            origin,
+            nodes,
+            members,
+        };
+        // Every node offers the two others once the group has formed.
+        for (i, node) in cluster.nodes.iter().enumerate() {
+            wait_for(
+                &format!("node {} to offer two backups", cluster.members[i].name),
+                Duration::from_secs(40),
+                || (offered(node.http).len() == 2).then_some(()),
+            );
+        }
+        cluster
+    }
+
+    fn ports(&self) -> Vec<u16> {
+        self.members.iter().map(|m| m.gossip).collect()
+    }
+}
+
+#[test]
+fn a_killed_node_leaves_the_master_playlists_and_rejoins_on_restart() {
+    let mut cluster = Cluster::start();
+    let a_http = cluster.nodes[0].http;
+    let (b, c) = (cluster.nodes[1].http, cluster.nodes[2].http);
+    assert!(offers(b, a_http) && offers(c, a_http));
+    cluster.nodes[0].kill9();
+    let killed = Instant::now();
+    wait_for(
+        "b and c to stop offering a",
+        Duration::from_secs(15),
+        || (!offers(b, a_http) && !offers(c, a_http)).then_some(()),
+    );
+    let dropped_after = killed.elapsed();
+    println!("a dropped from b's and c's master playlists {dropped_after:?} after kill -9");
+    assert!(dropped_after < Duration::from_secs(10), "{dropped_after:?}");
+    // b and c still back each other up.
+    assert!(offers(b, c) && offers(c, b));
+    // a restarts with the same config (new generation, new HTTP port): it rejoins.
+    let ports = cluster.ports();
+    let restarted = start_member(
+        cluster._dir.path(),
+        &cluster.members[0],
+        &ports,
+        cluster.origin.http,
+        SECRET,
+    );
+    let back = Instant::now();
+    wait_for(
+        "b to offer the restarted a",
+        Duration::from_secs(30),
+        || offers(b, restarted.http).then_some(()),
+    );
+    println!("restarted a offered again {:?} after start", back.elapsed());
+    cluster.nodes[0] = restarted;
+}
+
+#[test]
+fn a_paused_input_redirects_new_viewers_with_a_pass_the_other_node_accepts() {
+    let cluster = Cluster::start();
+    let (a, b) = (cluster.nodes[0].http, cluster.nodes[1].http);
+    let (status, _) = http_request(a, "POST", "/api/streams/meeting/pause", &[], "");
+    assert_eq!(status, 200);
+    // A new viewer of a (no User-Agent: a non-switching player) is sent elsewhere.
+    let (status, head, _) = get(a, "/meeting/index.m3u8", &[]);
+    assert_eq!(status, 302, "{head}");
+    let location = head
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .expect("location")
+        .to_owned();
+    assert!(location.contains("/meeting/index.m3u8?pass="), "{location}");
+    let target: SocketAddr = location
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_ne!(target, a);
+    // The pass signed on a is accepted on the target (the view key is agreed), and a
+    // forged one is refused there.
+    let path = &location[location.find("/meeting/").unwrap()..];
+    let (status, _, body) = get(target, path, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.starts_with("#EXTM3U"));
+    let (status, _, body) = get(target, "/meeting/index.m3u8?pass=AQAAAAA", &[]);
+    assert_eq!(status, 403, "{body}");
+    // The others stop offering a: its member announces no live window while paused.
+    wait_for(
+        "b to stop offering the paused a",
+        Duration::from_secs(15),
+        || (!offers(b, a)).then_some(()),
+    );
+    // Resumed: a serves its own viewers again and is offered again.
+    let (status, _) = http_request(a, "POST", "/api/streams/meeting/resume", &[], "");
+    assert_eq!(status, 200);
+    wait_for("a to serve again", Duration::from_secs(20), || {
+        (get(a, "/meeting/index.m3u8", &[]).0 == 200).then_some(())
+    });
+    wait_for("b to offer a again", Duration::from_secs(20), || {
+        offers(b, a).then_some(())
+    });
+}
+
+#[test]
+fn a_node_with_another_domain_secret_never_joins() {
+    let cluster = Cluster::start();
+    let a = cluster.nodes[0].http;
+    let stranger = Member {
+        name: "stranger",
+        gossip: free_udp_port(),
+    };
+    let mut seeds = cluster.ports();
+    seeds.push(stranger.gossip);
+    let other = start_member(
+        cluster._dir.path(),
+        &stranger,
+        &seeds,
+        cluster.origin.http,
+        "another domain's secret, 32 bytes",
+    );
+    // Gossip runs every 250 ms: 6 s is many rounds in which it could have joined.
+    std::thread::sleep(Duration::from_secs(6));
+    let (_, report) = http_request(a, "GET", "/api/ott", &[], "");
+    let names: Vec<String> = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("stranger")),
+        "{names:?}"
+    );
+    assert!(!offers(a, other.http));
+    let (_, theirs) = http_request(other.http, "GET", "/api/ott", &[], "");
+    assert_eq!(theirs["nodes"].as_array().unwrap().len(), 1, "{theirs}");
+    assert_eq!(report["view_key"]["in_use"], true, "{report}");
+    assert_eq!(offered(other.http), Vec::<String>::new());
+}
