@@ -148,7 +148,7 @@ impl Mesh {
         };
         let ticker = tokio::spawn(tick(shared.clone(), interval));
         Ok(MeshHandle {
-            chitchat: Some(handle),
+            chitchat: Mutex::new(Some(handle)),
             shared,
             ticker,
             _clock_listener: listener,
@@ -156,10 +156,11 @@ impl Mesh {
     }
 }
 
-/// This node's membership in the domain. Dropping it leaves silently (peers detect
-/// the silence); [`MeshHandle::shutdown`] waits for gossip to stop.
+/// This node's membership in the domain. `Send + Sync`: share it behind an `Arc`.
+/// Dropping it leaves silently (peers detect the silence); [`MeshHandle::shutdown`]
+/// waits for gossip to stop.
 pub struct MeshHandle {
-    chitchat: Option<ChitchatHandle>,
+    chitchat: Mutex<Option<ChitchatHandle>>,
     shared: Arc<Shared>,
     ticker: JoinHandle<()>,
     _clock_listener: ListenerHandle,
@@ -419,9 +420,11 @@ impl MeshHandle {
 
     /// Leaves the domain: stops the ticker and gossip and releases the socket. Peers
     /// see this node die like any silent node (chitchat has no goodbye).
-    pub async fn shutdown(mut self) {
+    /// Later calls do nothing.
+    pub async fn shutdown(&self) {
         self.ticker.abort();
-        if let Some(h) = self.chitchat.take() {
+        let handle = lock(&self.chitchat).take();
+        if let Some(h) = handle {
             if let Err(e) = h.shutdown().await {
                 tracing::debug!(error = %e, "gossip stopped with an error");
             }
@@ -432,11 +435,17 @@ impl MeshHandle {
 impl Drop for MeshHandle {
     fn drop(&mut self) {
         self.ticker.abort();
-        if let Some(h) = self.chitchat.take() {
+        if let Some(h) = lock(&self.chitchat).take() {
             h.abort();
         }
     }
 }
+
+// The server shares the handle behind an `Arc` across tasks.
+const _: () = {
+    const fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<MeshHandle>();
+};
 
 fn check_size(bytes: usize) -> Result<(), MeshError> {
     if bytes > MAX_OWN_STATE_BYTES {

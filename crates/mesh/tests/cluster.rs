@@ -134,6 +134,9 @@ async fn a_node_with_another_secret_can_neither_join_nor_read() {
     assert_eq!(a.transport_counters().undecodable, 0);
     // It cannot learn the view key: its own differs.
     assert_ne!(x.view_key_fingerprint(), a.view_key_fingerprint());
+    // Leaving is idempotent.
+    x.shutdown().await;
+    x.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
