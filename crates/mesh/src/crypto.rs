@@ -157,6 +157,14 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn opening_arbitrary_bytes_never_panics(mut bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048)) {
+            let c = GossipCipher::new(b"0123456789abcdef-domain");
+            proptest::prop_assert_eq!(c.open(&mut bytes), None);
+        }
+    }
+
     #[test]
     fn view_key_secrets_differ_by_epoch_and_from_the_gossip_key() {
         let k = DomainKeys::new(b"0123456789abcdef-domain");

@@ -297,7 +297,7 @@ pub fn decode_member(json: &str) -> Option<MemberAnnounce> {
 mod tests {
     use super::*;
 
-    pub(crate) fn sample_node() -> NodeAnnounce {
+    fn sample_node() -> NodeAnnounce {
         NodeAnnounce {
             version: Version::new(2, 1, 0, 456),
             hostname: Some("node-b.example.net".into()),
@@ -356,6 +356,40 @@ mod tests {
             },
         };
         assert_eq!(decode_member(&encode_member(&m)), Some(m));
+    }
+
+    proptest::proptest! {
+        // Peers are authenticated, but a bug or a newer version must not crash us.
+        #[test]
+        fn decoders_never_panic(text in ".{0,200}") {
+            let _ = decode_node(&text);
+            let _ = decode_member(&text);
+            let _ = parse_fingerprint(&text);
+        }
+
+        #[test]
+        fn announces_roundtrip(
+            cpu in 0u8..=100,
+            sessions in proptest::prelude::any::<u32>(),
+            fp in proptest::prelude::any::<u64>(),
+            at in proptest::prelude::any::<i64>(),
+            stream in "[a-z0-9_-]{1,64}",
+        ) {
+            let mut n = sample_node();
+            n.load.cpu_percent = cpu;
+            n.load.backup_sessions = sessions;
+            proptest::prop_assert_eq!(decode_node(&encode_node(&n)), Some(n));
+            let m = MemberAnnounce {
+                group: "g".into(),
+                stream,
+                can_substitute: at % 2 == 0,
+                live_window_at_ms: Some(at),
+                timeline_fingerprint: Some(fp),
+                ladder: vec![],
+                archive: ArchiveRanges { ts: vec![(at, at)], fmp4: vec![] },
+            };
+            proptest::prop_assert_eq!(decode_member(&encode_member(&m)), Some(m));
+        }
     }
 
     #[test]

@@ -256,3 +256,22 @@ async fn config_validation_names_the_field() {
         .with_test_rotation(Duration::from_secs(1));
     assert!(test_rotation.validate().is_ok());
 }
+
+#[tokio::test]
+async fn oversized_and_duplicate_member_sets_are_refused_and_change_nothing() {
+    let a = node(config("a", &[])).await;
+    let twice = vec![common::member("s"), common::member("s")];
+    assert!(matches!(
+        a.set_members(twice).await,
+        Err(mesh::MeshError::DuplicateMember(s)) if s == "s"
+    ));
+    let mut huge = common::member("big");
+    huge.archive.ts = (0..5_000).map(|i| (i * 10, i * 10 + 5)).collect();
+    assert!(matches!(
+        a.set_members(vec![huge]).await,
+        Err(mesh::MeshError::StateTooLarge { .. })
+    ));
+    let s = a.snapshot();
+    let own: Vec<_> = s.members.iter().map(|m| m.stream.as_str()).collect();
+    assert_eq!(own, ["a-stream"]);
+}
