@@ -8,6 +8,7 @@
 pub mod channel;
 pub mod edge;
 pub mod error;
+pub mod experiments;
 pub mod http_util;
 pub mod ingest_view;
 pub mod mc;

@@ -14,6 +14,7 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 
 use crate::error::ApiError;
+use crate::experiments::api as experiments_api;
 use crate::metrics::RouteKind;
 use crate::shed::{fault_api, telemetry, ShedLayer};
 use crate::state::AppState;
@@ -38,6 +39,14 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/fault-rules/{id}", delete(fault_api::remove))
         .route("/telemetry", post(telemetry::beacon))
+        .route("/experiments", get(experiments_api::page))
+        .route(
+            "/api/experiments",
+            get(experiments_api::status).post(experiments_api::upsert),
+        )
+        .route("/api/experiments/report", get(experiments_api::report))
+        .route("/api/experiments/{id}", delete(experiments_api::remove))
+        .route("/api/experiments/{id}/start", post(experiments_api::start))
         .route("/{stream}/{file}", get(crate::mc::gate::stream_file))
         .fallback(|| async { ApiError::NotFound })
         // Inside the CORS/counting layer: a shed answer is counted as a 5xx, and a CORS
@@ -66,7 +75,7 @@ pub fn route_kind(path: &str) -> RouteKind {
         RouteKind::Segment
     } else if path.ends_with("/mpegts") {
         RouteKind::Relay
-    } else if path.starts_with("/player") || path == "/backups" {
+    } else if path.starts_with("/player") || path == "/backups" || path == "/experiments" {
         RouteKind::Player
     } else if path.starts_with("/api/") {
         RouteKind::Api

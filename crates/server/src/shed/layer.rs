@@ -19,6 +19,8 @@ use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::shedder::{member_id, Decision, Shedder};
+use crate::experiments::api::unix_ms_u64;
+use crate::experiments::Observed;
 use crate::routes::shed_route_kind;
 
 /// Names the device family explicitly (`DeviceType` names: `browser`, `apple`,
@@ -150,6 +152,9 @@ enum FutureState<F> {
         bucket: Bucket,
         started: Instant,
         in_flight_at_start: u32,
+        /// A CRITICAL request of a member observed by a running experiment: its
+        /// outcome is a KPI event.
+        critical: Option<Observed>,
     },
 }
 
@@ -173,11 +178,19 @@ where
                 bucket,
                 started,
                 in_flight_at_start,
+                critical,
             } => {
                 let response = ready!(Pin::new(inner).poll(cx));
                 guard
                     .shedder
                     .complete(*bucket, started.elapsed(), *in_flight_at_start);
+                if let (Some(o), Ok(r)) = (*critical, &response) {
+                    guard.shedder.experiments().critical_answered(
+                        o,
+                        r.status().is_server_error(),
+                        unix_ms_u64(),
+                    );
+                }
                 // Leave the in-flight count now, not when the future is dropped.
                 this.state = FutureState::Shed(None);
                 Poll::Ready(response)
@@ -209,25 +222,45 @@ where
             return Either::Left(inner.call(request));
         }
         let facts = request_facts(request.uri().path(), request.headers());
+        // Lock-free, and `None` at once while no experiment runs.
+        let observed = self
+            .shedder
+            .experiments()
+            .observe(&facts, request.headers());
         let bucket = match self.shedder.decide(&facts) {
             Decision::Admit(classified) => classified.bucket,
             Decision::Shed {
                 advice,
                 injected_by,
+                experiment,
                 classified,
             } => {
                 tracing::debug!(
                     route = facts.route.as_str(),
                     priority = classified.priority.get(),
                     rule = injected_by.map(|r| r.0),
+                    experiment,
                     "request shed"
                 );
+                if let (Some(o), Bucket::Critical) = (observed, classified.bucket) {
+                    self.shedder
+                        .experiments()
+                        .critical_answered(o, true, unix_ms_u64());
+                }
                 // Dropping the request here drops its body unread.
                 return Either::Right(ShedFuture {
                     state: FutureState::Shed(Some(shed_response(&advice))),
                 });
             }
         };
+        if let Some(o) = observed {
+            self.shedder.experiments().request_admitted(
+                o,
+                facts.route,
+                request.uri().path(),
+                unix_ms_u64(),
+            );
+        }
         let in_flight_at_start = self.shedder.enter();
         let guard = InFlight {
             shedder: Arc::clone(&self.shedder),
@@ -239,6 +272,7 @@ where
                 bucket,
                 started: Instant::now(),
                 in_flight_at_start,
+                critical: observed.filter(|_| bucket == Bucket::Critical),
             },
         })
     }

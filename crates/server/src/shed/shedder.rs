@@ -14,6 +14,7 @@ use shed::{
 use tokio::time::Instant;
 
 use super::settings::{CpuSource, LevelSource, ShedSettings, ShedSettingsError};
+use crate::experiments::NodeExperiments;
 use crate::metrics::Histogram;
 
 /// `forced_bits` value meaning "no override".
@@ -45,6 +46,9 @@ pub enum Decision {
         advice: Advice,
         /// The fault rule that shed it, or `None` for a real (overload) shed.
         injected_by: Option<RuleId>,
+        /// Shed for a running experiment's experiment group (EXP-1): injected like a
+        /// fault rule hit, counted per run by the experiments.
+        experiment: bool,
     },
 }
 
@@ -108,6 +112,7 @@ pub struct Shedder {
     queue_delay_nanos: AtomicU64,
     monitor_running: AtomicBool,
     stats: [BucketStats; 3],
+    experiments: NodeExperiments,
 }
 
 fn bucket_index(bucket: Bucket) -> usize {
@@ -154,7 +159,14 @@ impl Shedder {
             queue_delay_nanos: AtomicU64::new(0),
             monitor_running: AtomicBool::new(false),
             stats: Default::default(),
+            experiments: NodeExperiments::default(),
         })
+    }
+
+    /// The node's continuous shedding experiments (EXP-1): their shed slices are part
+    /// of every decision, their KPIs are fed by the layer and `/telemetry`.
+    pub fn experiments(&self) -> &NodeExperiments {
+        &self.experiments
     }
 
     /// Whether the layer sheds at all (`[shedding] enabled`).
@@ -244,9 +256,10 @@ impl Shedder {
         }
     }
 
-    /// Classify, compare with the shed curve, then consult the fault rules, and count
-    /// the outcome. O(1) and allocation-free apart from walking the (capped) rules,
-    /// which only happens while rules exist.
+    /// Classify, compare with the shed curve, then consult the fault rules and the
+    /// running experiments' shed slices, and count the outcome. O(1) and
+    /// allocation-free apart from walking the (capped) rules and running experiments,
+    /// which only happens while there are any.
     pub fn decide(&self, facts: &RequestFacts) -> Decision {
         let classified = self.classifier.classify(facts);
         let stats = &self.stats[bucket_index(classified.bucket)];
@@ -261,6 +274,7 @@ impl Shedder {
                 classified,
                 advice: self.back_pressure.answer(classified.priority, level, seed),
                 injected_by: None,
+                experiment: false,
             };
         }
         if self.rule_count.load(Ordering::Relaxed) > 0 {
@@ -273,8 +287,19 @@ impl Shedder {
                     classified,
                     advice: self.back_pressure.answer(classified.priority, level, seed),
                     injected_by: Some(rule),
+                    experiment: false,
                 };
             }
+        }
+        // Running experiments shed their experiment group's slice the same way (FIT-1).
+        if self.experiments.shed_hit(facts, classified.priority) {
+            stats.injected.fetch_add(1, Ordering::Relaxed);
+            return Decision::Shed {
+                classified,
+                advice: self.back_pressure.answer(classified.priority, level, seed),
+                injected_by: None,
+                experiment: true,
+            };
         }
         stats.admitted.fetch_add(1, Ordering::Relaxed);
         Decision::Admit(classified)
@@ -457,5 +482,6 @@ impl Shedder {
                 out,
             );
         }
+        self.experiments.render_metrics(out);
     }
 }

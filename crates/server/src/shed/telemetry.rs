@@ -1,13 +1,50 @@
-//! `POST /telemetry`: the sink for player beacons and logs. It reads and discards the
-//! body (bounded by the router's body limit) and answers `204`. It exists so beacons
-//! have a NON_CRITICAL route the shedding layer refuses first under overload (SHED-1);
-//! storing and aggregating beacons is a later issue's work.
+//! `POST /telemetry`: the sink for player beacons (EXP-1). A NON_CRITICAL route, so the
+//! shedding layer refuses it first under overload (SHED-1).
+//!
+//! The body (at most [`MAX_BEACON_BYTES`]) is one beacon in the format of
+//! [`crate::experiments::beacon`]. A valid beacon is answered `204`; when its member is
+//! in a group of a running experiment with its device type in scope, it becomes a KPI
+//! event of its session, everyone else's is dropped at once. A body that is too large is
+//! `413` (106002), one that is not a beacon `400` (106001) naming the field.
 
-use axum::body::Bytes;
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::layer::{request_facts, MEMBER_HEADER};
+use super::member_id;
+use crate::experiments::api::{unix_ms_u64, ExperimentsApiError};
+use crate::experiments::beacon::{Beacon, MAX_BEACON_BYTES};
+use crate::state::AppState;
 
 /// Accepts one beacon.
-pub async fn beacon(body: Bytes) -> StatusCode {
-    tracing::trace!(bytes = body.len(), "telemetry beacon");
-    StatusCode::NO_CONTENT
+pub async fn beacon(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BEACON_BYTES).await else {
+        return ExperimentsApiError::TooLarge.into_response();
+    };
+    let beacon = match Beacon::parse(&bytes) {
+        Ok(b) => b,
+        Err(e) => return ExperimentsApiError::BadBeacon(e.to_string()).into_response(),
+    };
+    let experiments = state.shedder().experiments();
+    let facts = request_facts("/telemetry", &headers);
+    let member = match &beacon.member {
+        Some(name) => member_id(name.as_bytes()),
+        None => headers
+            .get(&MEMBER_HEADER)
+            .and_then(|v| member_id(v.as_bytes())),
+    };
+    let device = beacon.device.unwrap_or(facts.device);
+    if let Some(member) = member {
+        let counted = experiments.beacon(
+            &beacon.session,
+            member,
+            device,
+            beacon.observation,
+            unix_ms_u64(),
+        );
+        tracing::trace!(counted, device = device.as_str(), "telemetry beacon");
+    }
+    StatusCode::NO_CONTENT.into_response()
 }
