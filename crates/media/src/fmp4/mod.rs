@@ -7,6 +7,7 @@
 //! frames of a keyframe ─► InitConfig::from_frames ─► write_init ─► init.mp4 (ftyp, moov)
 //! Segment (TS bytes) ───► frames_from_ts ─► write_segment ─► styp, prft, (moof, mdat)+
 //!                                               └─ one moof+mdat per LL-HLS part
+//! frames of the open segment, as they arrive ─► PartBuilder ─► the same parts, live
 //! ```
 //!
 //! Everything here is a pure function writing into a `Vec<u8>`; no I/O, no clock.
@@ -46,6 +47,7 @@ mod bmff;
 mod config;
 mod fragment;
 mod init;
+mod live;
 mod records;
 mod segment;
 
@@ -54,6 +56,7 @@ use thiserror::Error;
 pub use config::{AudioTrack, InitConfig, VideoTrack};
 pub use fragment::{write_fragment, FragmentInfo, FragmentOptions, ProducerTime, TimedFrame};
 pub use init::write_init;
+pub use live::{PartBuilder, MAX_TRACK_WAIT_TICKS};
 pub use segment::{
     frames_from_ts, package_ts_segment, part_starts, sequence_number, write_segment, NextDts, Part,
     SegmentOptions,

@@ -3,12 +3,13 @@
 //! # The part cut rule
 //!
 //! Parts are cut on a grid of `part_ticks` of the primary track's DTS (video when the
-//! segment has video, else audio), with its origin at the segment's first primary DTS:
-//! a new part starts at the first primary frame whose grid index exceeds that of the
-//! current part's first primary frame; the frames before it (in segment order: DTS,
-//! video first) belong to the current part. The rule reads the frames in order and
-//! never looks back, so a live packager that closes part k when the frame crossing the
-//! next grid line arrives gets exactly the parts written here, on every node.
+//! config carries video, else audio; a segment without frames of it is one part), with
+//! its origin at the segment's first primary DTS: a new part starts at the first
+//! primary frame whose grid index exceeds that of the current part's first primary
+//! frame; the frames before it (in segment order: DTS, video first) belong to the
+//! current part. The rule reads the frames in order and never looks back, so a live
+//! packager that closes part k when the frame crossing the next grid line arrives gets
+//! exactly the parts written here, on every node ([`super::PartBuilder`]).
 
 use std::ops::Range;
 
@@ -58,12 +59,7 @@ pub fn sequence_number(msn: u64, part: usize) -> u32 {
 /// for the rule (and left out when written).
 pub fn part_starts(config: &InitConfig, frames: &[TimedFrame], part_ticks: u64) -> Vec<usize> {
     let part_ticks = part_ticks.max(1);
-    let carried = |t: &&TimedFrame| config.carries(t.frame.kind());
-    let primary = if frames
-        .iter()
-        .filter(carried)
-        .any(|t| t.frame.kind() == TrackKind::Video)
-    {
+    let primary = if config.video.is_some() {
         TrackKind::Video
     } else {
         TrackKind::Audio
