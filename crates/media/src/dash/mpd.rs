@@ -163,11 +163,11 @@ impl MpdPeriod {
 
     /// Where the period's last segment ends, milliseconds after `availabilityStartTime`.
     fn end_ms(&self, availability_start_unix_ms: i64) -> u64 {
-        let end_ts = self
-            .segments
-            .last()
-            .map_or(self.anchor_ts, |s| s.start_ts + s.duration_ticks);
-        self.start_ms(availability_start_unix_ms) + ticks_ms(end_ts.saturating_sub(self.anchor_ts))
+        let end_ts = self.segments.last().map_or(self.anchor_ts, |s| {
+            s.start_ts.saturating_add(s.duration_ticks)
+        });
+        self.start_ms(availability_start_unix_ms)
+            .saturating_add(ticks_ms(end_ts.saturating_sub(self.anchor_ts)))
     }
 }
 
@@ -293,6 +293,13 @@ impl Mpd {
     }
 }
 
+/// Where `count` segments of `s`'s duration starting at `s` end (`None` past `u64`).
+fn end_after(s: &MpdSegment, count: usize) -> Option<u64> {
+    s.duration_ticks
+        .checked_mul(count as u64)
+        .and_then(|d| s.start_ts.checked_add(d))
+}
+
 /// `SegmentTemplate` with its `SegmentTimeline`: `S@t` on the first entry and after a
 /// gap, equal consecutive durations folded into `S@r`.
 fn template(
@@ -316,8 +323,7 @@ fn template(
     while let Some(s) = p.segments.get(i) {
         let mut repeat = 0usize;
         while p.segments.get(i + repeat + 1).is_some_and(|n| {
-            n.duration_ticks == s.duration_ticks
-                && n.start_ts == s.start_ts + (repeat as u64 + 1) * s.duration_ticks
+            n.duration_ticks == s.duration_ticks && Some(n.start_ts) == end_after(s, repeat + 1)
         }) {
             repeat += 1;
         }
@@ -330,7 +336,7 @@ fn template(
             write!(w, " r=\"{repeat}\"")?;
         }
         w.write_str("/>\n")?;
-        expected_start = Some(s.start_ts + (repeat as u64 + 1) * s.duration_ticks);
+        expected_start = end_after(s, repeat + 1);
         i += repeat + 1;
     }
     w.write_str("        </SegmentTimeline>\n      </SegmentTemplate>\n")

@@ -160,7 +160,7 @@ impl<'a> Run<'a> {
             self.pieces.push(body);
             let offset = i as u64 * SAMPLES_PER_FRAME * CLOCK_HZ / u64::from(sample_rate.max(1));
             self.samples.push(Sample {
-                dts: t.ext_dts + offset,
+                dts: t.ext_dts.saturating_add(offset),
                 cto: 0,
                 sync: true,
                 src: data,
@@ -174,7 +174,13 @@ impl<'a> Run<'a> {
     fn push(&mut self, t: &'a TimedFrame, src: &'a [u8], first: usize, size: usize) {
         self.samples.push(Sample {
             dts: t.ext_dts,
-            cto: t.ext_pts as i64 - t.ext_dts as i64,
+            cto: i64::try_from(i128::from(t.ext_pts) - i128::from(t.ext_dts)).unwrap_or(
+                if t.ext_pts > t.ext_dts {
+                    i64::MAX
+                } else {
+                    i64::MIN
+                },
+            ),
             sync: t.frame.keyframe,
             src,
             pieces: first..self.pieces.len(),
@@ -363,7 +369,10 @@ pub fn write_fragment(
     };
     Ok(FragmentInfo {
         first_dts: primary.samples.first().map_or(0, |s| s.dts),
-        duration_ticks: primary.durations.iter().map(|&d| u64::from(d)).sum(),
+        duration_ticks: primary
+            .durations
+            .iter()
+            .fold(0u64, |sum, &d| sum.saturating_add(u64::from(d))),
         independent: primary.samples.first().is_some_and(|s| s.sync),
         video_samples: video.samples.len() as u32,
         audio_samples: audio.samples.len() as u32,

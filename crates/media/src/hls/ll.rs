@@ -127,14 +127,13 @@ impl LowLatencyPlaylist {
 
     /// Total duration listed, 90 kHz: complete segments plus the pending parts.
     fn end_ticks(&self) -> u64 {
-        let complete: u64 = self.segments.iter().map(|s| s.segment.duration_ticks).sum();
-        let pending: u64 = self
+        let complete = self.segments.iter().map(|s| s.segment.duration_ticks);
+        let pending = self
             .pending
             .iter()
             .flat_map(|p| &p.parts)
-            .map(|p| p.duration_ticks)
-            .sum();
-        complete + pending
+            .map(|p| p.duration_ticks);
+        complete.chain(pending).fold(0u64, u64::saturating_add)
     }
 
     /// How many leading segments a delta update replaces by EXT-X-SKIP: those that end
@@ -150,7 +149,7 @@ impl LowLatencyPlaylist {
         self.segments
             .iter()
             .take_while(|s| {
-                end += s.segment.duration_ticks;
+                end = end.saturating_add(s.segment.duration_ticks);
                 end <= boundary
             })
             .count()
@@ -165,7 +164,7 @@ impl LowLatencyPlaylist {
         self.segments
             .iter()
             .take_while(|s| {
-                end += s.segment.duration_ticks;
+                end = end.saturating_add(s.segment.duration_ticks);
                 end <= boundary
             })
             .count()
@@ -243,7 +242,7 @@ impl LowLatencyPlaylist {
             let next_msn = self
                 .segments
                 .last()
-                .map_or(media_sequence, |s| s.segment.msn + 1);
+                .map_or(media_sequence, |s| s.segment.msn.saturating_add(1));
             let (hint_msn, hint_part) = match &self.pending {
                 Some(p) => {
                     if !p.parts.is_empty() {
