@@ -1,8 +1,13 @@
 //! LL-HLS playlists: golden text for a live edge with parts, a delta update, a
 //! discontinuity with a new init, the end of a stream; parse-back of the non-LL parts
-//! with m3u8-rs (which keeps the LL tags as unknown tags).
+//! with m3u8-rs (which keeps the LL tags as unknown tags); ffmpeg plays a finished
+//! playlist of real fMP4 segments.
 
+mod fmp4_util;
+
+use fmp4_util::{decode_clean, packet_count, segments, temp_dir};
 use m3u8_rs::Playlist;
+use media::fmp4::{frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts};
 use media::hls::{
     LlSegment, LlUris, LowLatencyPlaylist, PendingSegment, PlaylistPart, PlaylistSegment,
     RenditionReport,
@@ -245,4 +250,70 @@ fn uris_cannot_break_out_of_their_attribute() {
     assert!(text.contains("#EXT-X-MAP:URI=\"a%22b.mp4\"\n"));
     assert!(text.contains("URI=\"p%22,X=%221\""));
     assert!(!text.contains("\n#EXT-X-ENDLIST"));
+}
+
+/// A finished LL-HLS playlist of real fMP4 segments and parts: ffmpeg's HLS demuxer
+/// (which ignores the LL tags) follows EXT-X-MAP and the segment URIs and reads every
+/// packet the TS segments hold; the parts listed add up to their segments.
+#[test]
+fn ll_playlist_of_fixture_segments_plays_in_ffmpeg() {
+    let segments = segments("h264_aac.ts", 1000);
+    let first = frames_from_ts(&segments[0].data, segments[0].start_ts);
+    let config = InitConfig::from_frames(first.iter().map(|t| &t.frame)).expect("config");
+    let dir = temp_dir("ll-playlist");
+    let mut init = Vec::new();
+    write_init(&config, &mut init).expect("init");
+    std::fs::write(dir.join(Uris.map(segments[0].discontinuity_seq)), &init).unwrap();
+    let mut listed = Vec::new();
+    for (i, s) in segments.iter().enumerate() {
+        let next = segments.get(i + 1).map(NextDts::of_segment);
+        let mut out = Vec::new();
+        let parts = package_ts_segment(&config, s, next, Some(18_000), &mut out).expect("segment");
+        std::fs::write(dir.join(Uris.segment(s.msn)), &out).unwrap();
+        for (k, p) in parts.iter().enumerate() {
+            std::fs::write(dir.join(Uris.part(s.msn, k)), &out[p.bytes.clone()]).unwrap();
+        }
+        let total: u64 = parts.iter().map(|p| p.duration_ticks).sum();
+        assert_eq!(total, s.duration_ticks, "parts add up to segment {}", s.msn);
+        listed.push(LlSegment {
+            segment: PlaylistSegment::from(s),
+            parts: parts
+                .iter()
+                .map(|p| PlaylistPart {
+                    duration_ticks: p.duration_ticks,
+                    independent: p.independent,
+                })
+                .collect(),
+        });
+    }
+    let playlist = LowLatencyPlaylist {
+        target_duration_secs: 1,
+        part_target_ms: 200,
+        part_hold_back_ms: 600,
+        can_skip_until_ms: None,
+        segments: listed,
+        pending: None,
+        rendition_reports: Vec::new(),
+        ended: true,
+    };
+    let text = playlist.render(&Uris, false);
+    assert!(text.contains("#EXT-X-PART:DURATION=0.200,URI=\"part"));
+    let path = dir.join("ll.m3u8");
+    std::fs::write(&path, &text).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let mut ts = Vec::new();
+    for s in &segments {
+        ts.extend_from_slice(&s.data);
+    }
+    let ts_path = dir.join("cat.ts");
+    std::fs::write(&ts_path, &ts).unwrap();
+    let ts_path = ts_path.to_string_lossy();
+    for select in ["v", "a"] {
+        assert_eq!(
+            packet_count(&path, select),
+            packet_count(&ts_path, select),
+            "{select}"
+        );
+    }
+    decode_clean(&path);
 }
