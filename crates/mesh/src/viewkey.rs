@@ -94,12 +94,14 @@ impl ViewKeySchedule {
         ViewKey::new(epoch as u32, &self.keys.view_key_secret(epoch))
     }
 
-    /// The ring to sign with at `now_ms`: the current epoch's key, and the previous one.
+    /// The ring to sign with at `now_ms`: the current epoch's key, with the previous
+    /// and the next one accepted (rotation overlap and clock skew between nodes).
     pub fn ring(&self, now_ms: i64) -> KeyRing {
         let e = self.epoch(now_ms);
         KeyRing {
             current: self.key(e),
             previous: Some(self.key(e - 1)),
+            next: Some(self.key(e + 1)),
         }
     }
 

@@ -76,13 +76,16 @@ impl fmt::Debug for ViewKey {
 }
 
 /// The keys a node signs and verifies with: it signs with `current` and accepts
-/// `current` or `previous` (the rotation overlap).
+/// `current`, `previous` (the rotation overlap: passes signed just before a rotation)
+/// or `next` (a node whose clock is slightly ahead has already rotated).
 #[derive(Debug)]
 pub struct KeyRing {
     /// Signs new passes.
     pub current: ViewKey,
     /// Still accepted until the next rotation.
     pub previous: Option<ViewKey>,
+    /// Already accepted before this node rotates to it.
+    pub next: Option<ViewKey>,
 }
 
 /// What a pass grants.
@@ -268,6 +271,7 @@ impl KeyRing {
         Self {
             current,
             previous: None,
+            next: None,
         }
     }
 
@@ -276,6 +280,7 @@ impl KeyRing {
     pub fn rotate(&mut self, next: ViewKey) {
         let old = std::mem::replace(&mut self.current, next);
         self.previous = Some(old);
+        self.next = None;
     }
 
     /// Signs a pass with the current key.
@@ -301,13 +306,17 @@ impl KeyRing {
         now_ms: i64,
     ) -> Result<Pass, PassError> {
         let (pass, bytes, body_len) = parse(text)?;
-        let key = [Some(&self.current), self.previous.as_ref()]
-            .into_iter()
-            .flatten()
-            .find(|k| k.id == pass.key_id)
-            .ok_or(PassError::UnknownKey {
-                key_id: pass.key_id,
-            })?;
+        let key = [
+            Some(&self.current),
+            self.previous.as_ref(),
+            self.next.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|k| k.id == pass.key_id)
+        .ok_or(PassError::UnknownKey {
+            key_id: pass.key_id,
+        })?;
         let (body, tag) = bytes.split_at(body_len);
         let mut ctx_body = Vec::with_capacity(MAC_LABEL.len() + body.len());
         ctx_body.extend_from_slice(MAC_LABEL);

@@ -118,6 +118,25 @@ fn grp_3_rotation_keeps_passes_in_flight_valid_for_one_overlap() {
 }
 
 #[test]
+fn grp_3_a_pass_from_a_node_that_rotated_first_is_accepted_with_the_next_key() {
+    // A node whose clock is ahead signs with the next epoch's key before this one
+    // rotates: the ring's `next` slot accepts it.
+    let ahead = KeyRing::new(ViewKey::new(8, b"next view key"));
+    let early = ahead.sign(&pass("live", NOW + 60_000)).expect("sign");
+    let mut keys = ring();
+    assert_eq!(
+        keys.verify(&early, "live", None, NOW),
+        Err(PassError::UnknownKey { key_id: 8 })
+    );
+    keys.next = Some(ViewKey::new(8, b"next view key"));
+    assert!(keys.verify(&early, "live", None, NOW).is_ok());
+    // Rotating makes it current and forgets the slot.
+    keys.rotate(ViewKey::new(8, b"next view key"));
+    assert!(keys.next.is_none());
+    assert!(keys.verify(&early, "live", None, NOW).is_ok());
+}
+
+#[test]
 fn invariant_3_a_viewer_bound_pass_is_refused_elsewhere() {
     let keys = ring();
     let mut p = pass("live", NOW + 60_000);
