@@ -12,11 +12,14 @@
 //! - `device` (optional): a device type name (`browser`, `apple`, `android`,
 //!   `smart_tv`, `media_tool`, `unknown`); without it `X-Brdyun-Device` or the
 //!   `User-Agent` decides, as for every request.
-//! - `event` (required): `start` (needs `ttff_ms`, the time from the start request to
-//!   the first frame), `start_failed`, `error` (fatal playback error), `stall`, or
+//! - `event`: `start` (needs `ttff_ms`, the time from the start request to the first
+//!   frame), `start_failed`, `error` (fatal playback error), `stall`, or
 //!   `critical_failed` (a playlist or segment request the player lost to the network).
 //!
-//! Unknown keys are ignored, so newer players can add fields.
+//! Unknown keys are ignored, so newer players can add fields; a JSON object with no
+//! `event` or another event (a heartbeat, a log line) is accepted and not counted, as
+//! `/telemetry` is also the players' log sink. Only a body that is not a JSON object,
+//! or a KPI event with a missing or unusable field, is refused.
 
 use serde::Deserialize;
 use shed::DeviceType;
@@ -75,13 +78,19 @@ fn id(value: Option<String>, field: &'static str) -> Result<Option<String>, Beac
 }
 
 impl Beacon {
-    /// Parses one beacon body.
+    /// Parses one telemetry body; `None` for a JSON object that is no KPI event.
     ///
     /// # Errors
     /// [`BeaconError::Malformed`] for anything that is not a JSON object of the
-    /// format, [`BeaconError::Field`] naming a missing or unusable field.
-    pub fn parse(body: &[u8]) -> Result<Beacon, BeaconError> {
+    /// format, [`BeaconError::Field`] naming a missing or unusable field of a KPI event.
+    pub fn parse(body: &[u8]) -> Result<Option<Beacon>, BeaconError> {
         let raw: Raw = serde_json::from_slice(body).map_err(|_| BeaconError::Malformed)?;
+        if !matches!(
+            raw.event.as_deref(),
+            Some("start" | "start_failed" | "error" | "stall" | "critical_failed")
+        ) {
+            return Ok(None);
+        }
         let session = id(raw.session, "session")?.ok_or(BeaconError::Field("session"))?;
         let member = id(raw.member, "member")?;
         let device = match raw.device {
@@ -99,14 +108,14 @@ impl Beacon {
             Some("error") => Observation::Error,
             Some("stall") => Observation::Stall,
             Some("critical_failed") => Observation::CriticalFailed,
-            _ => return Err(BeaconError::Field("event")),
+            _ => return Ok(None),
         };
-        Ok(Beacon {
+        Ok(Some(Beacon {
             session,
             member,
             device,
             observation,
-        })
+        }))
     }
 }
 
@@ -119,7 +128,8 @@ mod tests {
         let b = Beacon::parse(
             br#"{"session":"s1","member":"m","device":"smart_tv","event":"start","ttff_ms":900,"extra":1}"#,
         )
-        .expect("valid");
+        .expect("valid")
+        .expect("a KPI event");
         assert_eq!(b.session, "s1");
         assert_eq!(b.member.as_deref(), Some("m"));
         assert_eq!(b.device, Some(DeviceType::SmartTv));
@@ -131,14 +141,23 @@ mod tests {
             ("critical_failed", Observation::CriticalFailed),
         ] {
             let body = format!(r#"{{"session":"s","event":"{name}"}}"#);
-            let b = Beacon::parse(body.as_bytes()).expect(name);
+            let b = Beacon::parse(body.as_bytes())
+                .expect(name)
+                .expect("a KPI event");
             assert_eq!((b.observation, b.member, b.device), (obs, None, None));
         }
     }
 
     #[test]
     fn bad_beacons_name_the_problem() {
-        let cases: [(&[u8], BeaconError); 9] = [
+        for ignored in [
+            &b"{}"[..],
+            br#"{"event":"heartbeat","bufferSeconds":8.1}"#,
+            br#"{"session":"s","event":"dance"}"#,
+        ] {
+            assert_eq!(Beacon::parse(ignored), Ok(None));
+        }
+        let cases: [(&[u8], BeaconError); 8] = [
             (b"", BeaconError::Malformed),
             (b"[1,2]", BeaconError::Malformed),
             (br#"{"session":5,"event":"stall"}"#, BeaconError::Malformed),
@@ -146,10 +165,6 @@ mod tests {
             (
                 br#"{"session":"","event":"stall"}"#,
                 BeaconError::Field("session"),
-            ),
-            (
-                br#"{"session":"s","event":"dance"}"#,
-                BeaconError::Field("event"),
             ),
             (
                 br#"{"session":"s","event":"start"}"#,

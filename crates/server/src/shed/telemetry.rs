@@ -4,8 +4,10 @@
 //! The body (at most [`MAX_BEACON_BYTES`]) is one beacon in the format of
 //! [`crate::experiments::beacon`]. A valid beacon is answered `204`; when its member is
 //! in a group of a running experiment with its device type in scope, it becomes a KPI
-//! event of its session, everyone else's is dropped at once. A body that is too large is
-//! `413` (106002), one that is not a beacon `400` (106001) naming the field.
+//! event of its session, everyone else's is dropped at once. Other JSON objects (logs,
+//! heartbeats) are accepted and not counted. A body that is too large is `413`
+//! (106002), one that is not a JSON object or a KPI event with a bad field `400`
+//! (106001) naming the field.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -24,7 +26,8 @@ pub async fn beacon(State(state): State<AppState>, headers: HeaderMap, body: Bod
         return ExperimentsApiError::TooLarge.into_response();
     };
     let beacon = match Beacon::parse(&bytes) {
-        Ok(b) => b,
+        Ok(Some(b)) => b,
+        Ok(None) => return StatusCode::NO_CONTENT.into_response(),
         Err(e) => return ExperimentsApiError::BadBeacon(e.to_string()).into_response(),
     };
     let experiments = state.shedder().experiments();
