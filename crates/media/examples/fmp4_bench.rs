@@ -6,16 +6,16 @@
 //! ```
 //!
 //! Rows: the TS mux (`ts::mux::write_segment`, what the segmenter runs per segment),
-//! the fMP4 packaging of the same frames as one fragment and as 200 ms LL-HLS parts,
-//! and deriving fMP4 from the TS bytes (demux + package), the cost of serving the fMP4
+//! the fMP4 packaging of the same frames as one fragment and as 200 ms LL-HLS parts
+//! (whole segment, and frame by frame through `PartBuilder`), and deriving fMP4 from the TS bytes (demux + package), the cost of serving the fMP4
 //! archive from a TS archive on request.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use media::fmp4::{
-    frames_from_ts, package_ts_segment, write_segment, InitConfig, ProducerTime, SegmentOptions,
-    TimedFrame,
+    frames_from_ts, package_ts_segment, write_segment, InitConfig, NextDts, PartBuilder,
+    ProducerTime, SegmentOptions, TimedFrame,
 };
 use media::ts::{mux, DemuxEvent, Demuxer, PACKET_SIZE};
 use media::{Frame, Segment, Segmenter, SegmenterConfig, StartPoint, TimelineMarker, CLOCK_HZ};
@@ -40,32 +40,48 @@ fn main() {
     let ts_bytes: usize = segments.iter().map(|s| s.data.len()).sum();
 
     println!(
-        "demo clip: {} segments, {media_secs:.1} s of media, {} KiB of TS",
+        "demo clip: {} segments, {media_secs:.1} s of media, {} KiB of TS ({:.0} kbit/s)",
         segments.len(),
-        ts_bytes / 1024
+        ts_bytes / 1024,
+        ts_bytes as f64 * 8.0 / media_secs / 1000.0
     );
     println!(
         "{:<34} {:>12} {:>10} {:>8}",
         "path", "us/s media", "MB/s out", "vs TS"
     );
-    let ts_row = measure(&prepared, media_secs, |p| {
+    let ts_row = measure(&prepared, |p| {
         let (bytes, _) = mux::write_segment(&p.marker, &p.frames);
         bytes.len()
     });
     report("ts mux (segmenter's write)", ts_row, ts_row, media_secs);
-    let whole = measure(&prepared, media_secs, |p| {
+    let whole = measure(&prepared, |p| {
         let mut out = Vec::new();
         write_segment(&config, &p.timed, &p.options(None), &mut out).expect("package");
         out.len()
     });
     report("fmp4 segment (one fragment)", whole, ts_row, media_secs);
-    let parts = measure(&prepared, media_secs, |p| {
+    let parts = measure(&prepared, |p| {
         let mut out = Vec::new();
         write_segment(&config, &p.timed, &p.options(Some(18_000)), &mut out).expect("package");
         out.len()
     });
     report("fmp4 segment (200 ms parts)", parts, ts_row, media_secs);
-    let derived = measure(&prepared, media_secs, |p| {
+    let live = measure(&prepared, |p| {
+        let mut out = Vec::new();
+        let mut b = PartBuilder::new(
+            config.clone(),
+            p.segment.msn,
+            18_000,
+            p.options(None).producer_time,
+        );
+        for t in &p.timed {
+            b.push(t.clone(), &mut out).expect("part");
+        }
+        b.finish(NextDts::default(), &mut out).expect("part");
+        out.len()
+    });
+    report("fmp4 live parts (PartBuilder)", live, ts_row, media_secs);
+    let derived = measure(&prepared, |p| {
         let mut out = Vec::new();
         package_ts_segment(&config, &p.segment, None, None, &mut out).expect("package");
         out.len()
@@ -119,7 +135,7 @@ struct Row {
     bytes_per_pass: usize,
 }
 
-fn measure(prepared: &[Prepared], _media_secs: f64, f: impl Fn(&Prepared) -> usize) -> Row {
+fn measure(prepared: &[Prepared], f: impl Fn(&Prepared) -> usize) -> Row {
     // Warm up, then whole passes until MEASURE has elapsed.
     let mut bytes_per_pass = 0;
     for p in prepared {
