@@ -29,6 +29,10 @@ pub struct Config {
     /// The node's mesh domain and OTT redundancy (`[ott]`).
     #[serde(default)]
     pub ott: Option<crate::ott::OttConfig>,
+    /// Continuous shedding experiments (`[[experiment]]`, EXP-1, EXP-2): the fields of
+    /// `experiments::ExperimentDefinition`, unknown keys refused.
+    #[serde(default, rename = "experiment")]
+    pub experiments: Vec<experiments::ExperimentDefinition>,
 }
 
 /// `[node]`: identity, listeners, storage.
@@ -305,6 +309,8 @@ impl Config {
         if let Some(ott) = &self.ott {
             ott.validate()?;
         }
+        // Errors name the table: `experiment[1].guardrails.max_start_failure_rate: ...`.
+        experiments::validate_all(&self.experiments).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut names = std::collections::BTreeSet::new();
         for (i, stream) in self.streams.iter().enumerate() {
             let at = format!("stream[{i}]");
@@ -473,5 +479,22 @@ mod tests {
         )
         .contains("segment_duration"));
         assert!(err("[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]\n[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]").contains("twice"));
+    }
+
+    #[test]
+    fn experiments_parse_and_bad_ones_name_the_field() {
+        let good = "[[experiment]]\nid = \"nc\"\npriorities = \"non_critical\"\ncontrol_share_bp = 50\nexperiment_share_bp = 50\nschedule = { daily_at = \"03:00\" }\n";
+        let config = Config::parse(good).expect("valid");
+        assert_eq!(config.experiments.len(), 1);
+        assert_eq!(config.experiments[0].duration_minutes, 45);
+        let err = |text: &str| format!("{:#}", Config::parse(text).unwrap_err());
+        let bad_share = good.replace("experiment_share_bp = 50", "experiment_share_bp = 5000");
+        assert!(
+            err(&bad_share).contains("experiment[0].experiment_share_bp"),
+            "{}",
+            err(&bad_share)
+        );
+        assert!(err(&format!("{good}colour = \"red\"\n")).contains("colour"));
+        assert!(err(&format!("{good}{good}")).contains("experiment[1].id"));
     }
 }

@@ -137,6 +137,7 @@ pub async fn start_cluster(
             }),
             streams: Vec::new(),
             ott: Some(ott),
+            experiments: Vec::new(),
         };
         config.validate().context("demo config")?;
         nodes.push(
@@ -163,6 +164,7 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
         println!("    playlist: {base}/{STREAM}/index.m3u8");
         println!("    status:   {base}/api/streams/{STREAM}");
         println!("    backups:  {base}/backups   (OTT group state; the test-failure button pauses this node's input)");
+        println!("    experiments: {base}/experiments   (continuous shedding experiments, API /api/experiments)");
         println!("    metrics:  {base}/metrics");
         if let Some(rtmp) = node.rtmp {
             println!("    publish:  rtmp://{rtmp}/live/NAME");

@@ -110,6 +110,20 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     // The overload monitor publishes the level the shedding layer reads (CPU of this
     // process, in-flight vs the adaptive limit, runtime queueing delay).
     tasks.spawn(Arc::clone(&shedder).run_monitor(until(shutdown_rx.clone())));
+    // Continuous shedding experiments (EXP-1, EXP-2): the configured definitions, a
+    // 1 s tick, and in an OTT domain the peers' KPI reports.
+    let experiments = shedder.experiments();
+    experiments.set_segment_ms((config.defaults.segment_duration * 1000.0).round() as u64);
+    experiments
+        .set_definitions(
+            config.experiments.clone(),
+            server::experiments::api::unix_ms_u64(),
+        )
+        .context("experiment config")?;
+    tasks.spawn(server::experiments::peers::run(
+        state.clone(),
+        until(shutdown_rx.clone()),
+    ));
     let registry = PublishRegistry::new();
 
     // The OTT state exists before the streams, which register their group membership.

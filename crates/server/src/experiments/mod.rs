@@ -314,6 +314,11 @@ impl NodeExperiments {
         }
     }
 
+    /// Whether any run is in progress (one atomic load).
+    pub fn is_running(&self) -> bool {
+        self.published.is_active()
+    }
+
     /// Whether the member is in a group of a running run (its KPIs count); lock-free.
     pub fn is_observed(&self, member: MemberId, device: DeviceType) -> bool {
         self.published.is_active() && self.published.current().is_observed(member, device)

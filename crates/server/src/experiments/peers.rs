@@ -93,3 +93,54 @@ pub async fn fetch_report(
         .await
         .map_err(|_| PeerError::Timeout)?
 }
+
+/// How often the node pulls its peers' reports while a run is in progress.
+pub const PULL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long one peer may take to answer.
+pub const PULL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The node's experiments loop: [`super::NodeExperiments::tick`] every second with the
+/// wall clock, and while a run is in progress in an OTT domain, every [`PULL_EVERY`] a
+/// pull of each alive peer's report (in the background, one round at a time, with the
+/// node's own admin token: the nodes of a domain share it). Ends when `shutdown` does.
+pub async fn run(state: crate::state::AppState, shutdown: impl std::future::Future<Output = ()>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_pull = tokio::time::Instant::now();
+    let mut pulling: Option<tokio::task::JoinHandle<()>> = None;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = &mut shutdown => break,
+        }
+        let experiments = state.shedder().experiments();
+        experiments.tick(super::api::unix_ms_u64());
+        let Some(redundancy) = state.redundancy() else {
+            continue;
+        };
+        if !experiments.is_running()
+            || last_pull.elapsed() < PULL_EVERY
+            || pulling.as_ref().is_some_and(|h| !h.is_finished())
+        {
+            continue;
+        }
+        last_pull = tokio::time::Instant::now();
+        let peers = peer_urls(redundancy);
+        let state = state.clone();
+        pulling = Some(tokio::spawn(async move {
+            for (node, url) in peers {
+                match fetch_report(&url, state.admin_token(), PULL_TIMEOUT).await {
+                    Ok(report) => state.shedder().experiments().apply_report(&node, report),
+                    Err(error) => {
+                        tracing::debug!(node = %node, %error, "cannot pull a peer's experiment report");
+                    }
+                }
+            }
+        }));
+    }
+    if let Some(handle) = pulling {
+        handle.abort();
+    }
+}
