@@ -56,10 +56,6 @@ fn segment(msn: u64, first: u64, disc_seq: u64, discontinuous: bool) -> LlSegmen
 
 fn live(count: u64, pending_parts: usize) -> LowLatencyPlaylist {
     LowLatencyPlaylist {
-        target_duration_secs: 2,
-        part_target_ms: 500,
-        part_hold_back_ms: 1500,
-        can_skip_until_ms: Some(12_000),
         segments: (10..10 + count).map(|m| segment(m, 10, 0, false)).collect(),
         pending: Some(PendingSegment {
             msn: 10 + count,
@@ -73,7 +69,8 @@ fn live(count: u64, pending_parts: usize) -> LowLatencyPlaylist {
             last_msn: 10 + count,
             last_part: Some(1),
         }],
-        ended: false,
+        // PART-HOLD-BACK 1.5 s, CAN-SKIP-UNTIL 12 s.
+        ..LowLatencyPlaylist::new(2, 500)
     }
 }
 

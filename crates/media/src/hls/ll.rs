@@ -101,6 +101,22 @@ fn write_ms(w: &mut impl fmt::Write, ms: u64) -> fmt::Result {
 }
 
 impl LowLatencyPlaylist {
+    /// An empty live playlist with the draft's recommended server control for these
+    /// targets: PART-HOLD-BACK = 3 × PART-TARGET, CAN-SKIP-UNTIL = 6 × the target
+    /// duration (the smallest the draft allows).
+    pub fn new(target_duration_secs: u64, part_target_ms: u64) -> Self {
+        Self {
+            target_duration_secs,
+            part_target_ms,
+            part_hold_back_ms: part_target_ms.saturating_mul(3),
+            can_skip_until_ms: Some(target_duration_secs.saturating_mul(6_000)),
+            segments: Vec::new(),
+            pending: None,
+            rendition_reports: Vec::new(),
+            ended: false,
+        }
+    }
+
     /// EXT-X-TARGETDURATION: the configured target or the longest segment rounded to the
     /// nearest second, whichever is larger.
     pub fn target_duration(&self) -> u64 {
