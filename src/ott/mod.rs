@@ -180,10 +180,11 @@ async fn run(
         if let Err(error) = handle.set_members(members).await {
             tracing::warn!(%error, "cannot publish the node's members to the mesh");
         }
-        redundancy.update_view(MeshView {
-            snapshot: (*handle.snapshot()).clone(),
-            keys: Arc::new(handle.key_ring()),
-        });
+        redundancy.update_view(MeshView::new(
+            (*handle.snapshot()).clone(),
+            Arc::new(handle.key_ring()),
+            now,
+        ));
         if last_alert_tick.elapsed() >= ALERT_TICK {
             last_alert_tick = tokio::time::Instant::now();
             let changes = redundancy.tick_alerts(now);

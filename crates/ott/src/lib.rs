@@ -53,8 +53,8 @@ pub use player::PlayerKind;
 pub use problem::Problem;
 pub use report::{group_report, GroupReport, GroupState, MemberRow};
 pub use route::{
-    archive_target, backups_for_viewer, eligible_backups, redirect_target, ArchiveDecision,
-    NoTarget, Target,
+    archive_target, backup_candidates, backups_for_viewer, eligible_backups, pick_backups,
+    redirect_target, ArchiveDecision, NoTarget, Target,
 };
 pub use variants::{backup_uri, master_variants, BackupLink};
 pub use view::{

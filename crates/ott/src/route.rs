@@ -62,13 +62,12 @@ pub fn eligible_backups(snapshot: &Snapshot, group: &str, now_ms: i64) -> Vec<No
     ids
 }
 
-/// Balanced choice among candidates that passed a filter and have an address for the
-/// viewer; `problems` collects why the others did not.
-fn choose(
+/// The candidates that pass a filter and have an address for the viewer, one per node
+/// in member order; `problems` collects why the others did not.
+fn filter_candidates(
     snapshot: &Snapshot,
     group: &str,
     viewer: ViewerContext,
-    session: &[u8],
     ok: impl Fn(&crate::view::NodeView, &crate::view::MemberView) -> Vec<Problem>,
     problems: &mut Vec<Problem>,
 ) -> Vec<Target> {
@@ -91,23 +90,40 @@ fn choose(
             Err(problem) => problems.push(problem),
         }
     }
+    candidates
+}
+
+/// The balanced choice among `candidates` for one viewer session (OTT-CAP-1): up to
+/// two, first backup first. `this` is never chosen.
+pub fn pick_backups(candidates: &[Target], session: &[u8], this: &NodeId) -> Vec<Target> {
     let ids: Vec<NodeId> = candidates.iter().map(|t| t.node.clone()).collect();
-    choose_backups(session, &ids, &snapshot.this.id)
+    choose_backups(session, &ids, this)
         .into_iter()
         .flatten()
         .filter_map(|id| candidates.iter().find(|t| t.node == id).cloned())
         .collect()
 }
 
-/// Up to two backups for one viewer of this node's member of `group`, first backup
-/// first (OTT-GRP-2): eligible members with an address this viewer may use,
-/// balanced by the viewer session (OTT-CAP-1). Only for switching players
-/// (OTT-PLAY-1) and HLS over MPEG-TS (OTT-PROT-4): the caller decides that.
-pub fn backups_for_viewer(
+fn choose(
     snapshot: &Snapshot,
     group: &str,
     viewer: ViewerContext,
     session: &[u8],
+    ok: impl Fn(&crate::view::NodeView, &crate::view::MemberView) -> Vec<Problem>,
+    problems: &mut Vec<Problem>,
+) -> Vec<Target> {
+    let candidates = filter_candidates(snapshot, group, viewer, ok, problems);
+    pick_backups(&candidates, session, &snapshot.this.id)
+}
+
+/// Every member that may back up this node's member of `group` for viewers of this
+/// kind (OTT-ELIG-1..5 and OTT-ADDR-*), at its address for them, in member order:
+/// the part of [`backups_for_viewer`] that does not depend on the session, so a
+/// node can compute it once per mesh snapshot and only [`pick_backups`] per viewer.
+pub fn backup_candidates(
+    snapshot: &Snapshot,
+    group: &str,
+    viewer: ViewerContext,
     now_ms: i64,
 ) -> Vec<Target> {
     let Some(own) = snapshot.own_member(group) else {
@@ -123,7 +139,22 @@ pub fn backups_for_viewer(
             snapshot.min_version,
         )
     };
-    choose(snapshot, group, viewer, session, check, &mut Vec::new())
+    filter_candidates(snapshot, group, viewer, check, &mut Vec::new())
+}
+
+/// Up to two backups for one viewer of this node's member of `group`, first backup
+/// first (OTT-GRP-2): eligible members with an address this viewer may use,
+/// balanced by the viewer session (OTT-CAP-1). Only for switching players
+/// (OTT-PLAY-1) and HLS over MPEG-TS (OTT-PROT-4): the caller decides that.
+pub fn backups_for_viewer(
+    snapshot: &Snapshot,
+    group: &str,
+    viewer: ViewerContext,
+    session: &[u8],
+    now_ms: i64,
+) -> Vec<Target> {
+    let candidates = backup_candidates(snapshot, group, viewer, now_ms);
+    pick_backups(&candidates, session, &snapshot.this.id)
 }
 
 /// Why no node could take a redirected viewer.

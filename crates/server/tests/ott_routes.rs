@@ -132,10 +132,11 @@ fn cluster(this: ott::NodeView, archive_here: Vec<(i64, i64)>) -> Cluster {
         ],
         min_version: ott::Version::new(0, 1, 0, 0),
     };
-    redundancy.update_view(MeshView {
+    redundancy.update_view(MeshView::new(
         snapshot,
-        keys: Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
-    });
+        Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
+        now_ms(),
+    ));
     assert!(state.set_redundancy(Arc::clone(&redundancy)));
     Cluster {
         state,

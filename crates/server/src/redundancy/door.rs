@@ -182,18 +182,27 @@ pub fn check(
     now_ms: i64,
 ) -> Door {
     use std::sync::atomic::Ordering::Relaxed;
+    let Some(kind) = StreamFile::parse(file) else {
+        return Door::Continue;
+    };
+    let query = request.uri().query();
+    let pass = pass_param(query);
+    let at_the_door = matches!(
+        kind,
+        StreamFile::Master | StreamFile::Media | StreamFile::Archive(_)
+    );
+    // The hot path: a segment without a pass needs nothing from the door.
+    if !at_the_door && pass.is_none() {
+        return Door::Continue;
+    }
     let Some(membership) = redundancy.membership(stream) else {
         return Door::Continue;
     };
     let Some(view) = redundancy.view() else {
         return Door::Continue;
     };
-    let Some(kind) = StreamFile::parse(file) else {
-        return Door::Continue;
-    };
     let viewer = Viewer::of(request);
-    let query = request.uri().query();
-    let with_pass = match pass_param(query) {
+    let with_pass = match pass {
         Some(text) => match view.keys.verify(text, stream, Some(viewer.ip), now_ms) {
             Ok(_) => true,
             Err(error) => {
@@ -203,10 +212,6 @@ pub fn check(
         },
         None => false,
     };
-    let at_the_door = matches!(
-        kind,
-        StreamFile::Master | StreamFile::Media | StreamFile::Archive(_)
-    );
     if !at_the_door {
         return Door::Continue;
     }

@@ -32,37 +32,69 @@ pub fn with_backups(
     }
     let view = redundancy.view()?;
     let viewer = Viewer::of(request);
-    let targets = ott::backups_for_viewer(
-        &view.snapshot,
-        &membership.group,
-        viewer.context,
-        &viewer.session,
-        now_ms,
-    );
+    let candidates = view.candidates(&membership.group, viewer.context);
+    let targets = ott::pick_backups(candidates, &viewer.session, &view.snapshot.this.id);
     if targets.is_empty() {
         return None;
     }
-    let links: Vec<ott::BackupLink> = targets
-        .iter()
-        .filter_map(|target| {
-            let pass = sign_for(
-                redundancy,
-                &view,
-                &target.stream,
-                now_ms,
-                ott::MASTER_PASS_LIFETIME_MS,
-            )?;
-            Some(target.link(pass))
-        })
-        .collect();
-    let own = crate::render::master_playlist(window);
-    let playlist = media::hls::MasterPlaylist {
-        variants: ott::master_variants(&own.variants, &links),
-        ..own
-    };
+    // The plain master playlist is rendered once per segment with one variant; each
+    // backup repeats that variant's EXT-X-STREAM-INF line byte for byte (OTT-PROT-1)
+    // with the backup's URI and pass.
+    let plain = std::str::from_utf8(&window.master_playlist).ok()?;
+    let (attributes, uri) = last_variant(plain)?;
+    let mut text = String::with_capacity(plain.len() + targets.len() * (attributes.len() + 200));
+    text.push_str(plain);
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    for target in &targets {
+        let Some(pass) = sign_for(
+            redundancy,
+            &view,
+            &target.stream,
+            now_ms,
+            ott::MASTER_PASS_LIFETIME_MS,
+        ) else {
+            continue;
+        };
+        text.push_str(attributes);
+        text.push('\n');
+        text.push_str(&ott::backup_uri(uri, &target.link(pass)));
+        text.push('\n');
+    }
     redundancy
         .counters
         .masters_with_backups
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(Bytes::from(playlist.render()))
+    Some(Bytes::from(text))
+}
+
+/// The last variant of a master playlist: its `#EXT-X-STREAM-INF` line and URI.
+fn last_variant(master: &str) -> Option<(&str, &str)> {
+    let mut lines = master.lines();
+    let mut found = None;
+    while let Some(line) = lines.next() {
+        if line.starts_with("#EXT-X-STREAM-INF:") {
+            let uri = lines
+                .by_ref()
+                .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+            found = Some((line, uri));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_variant;
+
+    #[test]
+    fn the_last_variant_is_found() {
+        let text = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\na.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2\n\nb.m3u8\n";
+        assert_eq!(
+            last_variant(text),
+            Some(("#EXT-X-STREAM-INF:BANDWIDTH=2", "b.m3u8"))
+        );
+        assert_eq!(last_variant("#EXTM3U\n"), None);
+    }
 }

@@ -46,6 +46,42 @@ pub struct MeshView {
     pub snapshot: ott::Snapshot,
     /// The domain's view keys (sign with the current one, verify with any held).
     pub keys: Arc<ott::KeyRing>,
+    /// Per own group, the backup candidates for each kind of viewer (public × HTTPS),
+    /// computed once per snapshot: a master playlist request only picks among them.
+    candidates: HashMap<String, [Vec<ott::Target>; 4]>,
+}
+
+fn viewer_kind(viewer: ott::ViewerContext) -> usize {
+    usize::from(viewer.public) * 2 + usize::from(viewer.https)
+}
+
+impl MeshView {
+    /// A view of `snapshot` at `now_ms`, with the backup candidates of every group this
+    /// node is in.
+    pub fn new(snapshot: ott::Snapshot, keys: Arc<ott::KeyRing>, now_ms: i64) -> Self {
+        let mut candidates = HashMap::new();
+        for group in snapshot.own_groups() {
+            let per_kind = [(false, false), (false, true), (true, false), (true, true)].map(
+                |(public, https)| {
+                    let viewer = ott::ViewerContext { public, https };
+                    ott::backup_candidates(&snapshot, group, viewer, now_ms)
+                },
+            );
+            candidates.insert(group.to_owned(), per_kind);
+        }
+        Self {
+            snapshot,
+            keys,
+            candidates,
+        }
+    }
+
+    /// The backup candidates of `group` for this kind of viewer.
+    pub fn candidates(&self, group: &str, viewer: ott::ViewerContext) -> &[ott::Target] {
+        self.candidates
+            .get(group)
+            .map_or(&[], |per_kind| &per_kind[viewer_kind(viewer)])
+    }
 }
 
 /// Tunables of the HTTP side.
