@@ -18,7 +18,7 @@ use crate::routes::route_kind;
 
 /// Request headers a browser player may send cross-origin; the `X-Brdyun-*` ones state
 /// its device, member, playback and client version to the shedding layer.
-const ALLOW_HEADERS: &str = "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback, X-Brdyun-Client-Version";
+const ALLOW_HEADERS: &str = "Range, Content-Type, Authorization, X-Brdyun-Device, X-Brdyun-Member, X-Brdyun-Playback, X-Brdyun-Session, X-Brdyun-Client-Version";
 
 /// Wraps a service with CORS and request counting.
 #[derive(Clone)]

@@ -1,0 +1,106 @@
+// The Experiments page in headless Chromium (issue 8, EXP-1, EXP-2): the demo's node a
+// gets a definition over the admin API and starts it; the shipped player page plays and
+// sends its start beacon; 300 members' beacons fill both groups; the page shows the run
+// with its time left and the per-device KPI table, and its "Start now" button starts a
+// second definition.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDemo, waitFor200, launchBrowser } from '../lib/cluster.mjs';
+
+const PORT = Number(process.env.E2E_PORT || 18080) + 100;
+const BASE = `http://127.0.0.1:${PORT}`;
+let demo;
+let browser;
+
+/** Sheds the DEGRADED range (30-59) for 10 % of browser members; 10 % control. */
+function definition(id) {
+  return {
+    id,
+    priorities: { min: 30, max: 59 },
+    control_share_bp: 1000,
+    experiment_share_bp: 1000,
+    duration_minutes: 45,
+    devices: ['browser'],
+    schedule: { daily_at: '03:00' },
+    verdict: { alpha: 0.05, min_samples: 10, min_relative_change: 0.1 },
+  };
+}
+
+async function api(method, path, body) {
+  const res = await fetch(BASE + path, {
+    method,
+    headers: body ? { 'Content-Type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+
+before(async () => {
+  demo = await startDemo(PORT);
+  await waitFor200(`${BASE}/meeting/index.m3u8`);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await demo?.stop();
+});
+
+test('the Experiments page shows a started run and its per-device table', { timeout: 120_000 }, async () => {
+  assert.equal((await api('POST', '/api/experiments', definition('e2e-degraded'))).status, 201);
+  assert.equal((await api('POST', '/api/experiments', definition('e2e-later'))).status, 201);
+  const started = await api('POST', '/api/experiments/e2e-degraded/start');
+  assert.equal(started.status, 200, JSON.stringify(started.json));
+  const run = started.json.run;
+  assert.match(run, /^e2e-degraded@\d+$/);
+
+  // The shipped player plays and reports its start (time to first frame).
+  const player = await browser.newPage();
+  await player.goto(`${BASE}/player?stream=meeting`);
+  await player.waitForFunction(() => window.__brdyun && window.__brdyun.beacons.sent >= 1, null, { timeout: 45_000 });
+  const stats = await player.evaluate(() => window.__brdyun);
+  await player.close();
+  assert.equal(stats.beacons.events[0], 'start', JSON.stringify(stats.beacons));
+
+  // 300 members start, with times to first frame around 1 s.
+  for (let i = 0; i < 300; i += 1) {
+    const res = await fetch(`${BASE}/telemetry`, {
+      method: 'POST',
+      body: JSON.stringify({ session: `s-${i}`, member: `m-${i}`, device: 'browser', event: 'start', ttff_ms: 800 + (i % 7) * 60 }),
+    });
+    assert.equal(res.status, 204);
+  }
+  const status = (await api('GET', '/api/experiments')).json;
+  const kpis = status.running[0].kpis;
+  const control = kpis.control.browser.start_attempts;
+  const experiment = kpis.experiment.browser.start_attempts;
+  assert.ok(control >= 10 && experiment >= 10, `control ${control}, experiment ${experiment}`);
+
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(`${BASE}/experiments`);
+  const card = page.locator(`[data-testid=run][data-run="${run}"]`);
+  await card.waitFor({ timeout: 10_000 });
+  assert.match(await card.locator('[data-testid=time-left]').innerText(), /4[45] min \d\d s left/);
+  const table = card.locator('table[data-testid=device-table][data-device=browser]');
+  await table.waitFor();
+  const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => ({
+    kpi: tr.dataset.kpi, cells: Array.from(tr.cells, (td) => td.innerText),
+  })));
+  assert.deepEqual(rows.map((r) => r.kpi),
+    ['start_failure_rate', 'playback_error_rate', 'stall_rate', 'critical_failure_rate', 'time_to_first_frame']);
+  const ttff = rows.find((r) => r.kpi === 'time_to_first_frame');
+  assert.match(ttff.cells[1], new RegExp(`n=${control}\\b`), JSON.stringify(ttff));
+  assert.match(ttff.cells[2], new RegExp(`n=${experiment}\\b`), JSON.stringify(ttff));
+  assert.match(ttff.cells[5], /deviation|not enough data/, JSON.stringify(ttff));
+
+  // "Start now" on the second definition starts its run.
+  await page.locator('button[data-action=start][data-id=e2e-later]').click();
+  await page.locator('[data-testid=run][data-run^="e2e-later@"]').waitFor({ timeout: 10_000 });
+  const running = (await api('GET', '/api/experiments')).json.running.map((r) => r.experiment).sort();
+  assert.deepEqual(running, ['e2e-degraded', 'e2e-later']);
+  assert.deepEqual(pageErrors, []);
+  await page.close();
+});
