@@ -1,0 +1,331 @@
+// Real brdyun processes for the OTT end-to-end tests: one MC fed by the built-in meeting
+// and nodes that pull the meeting from it, each in its own process, all in one OTT
+// domain, so a test can kill -9, hang (SIGSTOP) and restart a node the way production
+// loses one. Configs are ordinary TOML files in a temporary directory; every child is
+// killed by `stopAll()` (call it from `after()`) and, as a last resort, when the test
+// process exits.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { mkdtempSync, openSync, closeSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import dgram from 'node:dgram';
+import { BIN } from './cluster.mjs';
+
+/** How long a process may take to print its `listening` line. */
+const START_LIMIT_MS = 20_000;
+
+/** Every child started here and not yet reaped, so nothing outlives the tests. */
+const live = new Set();
+process.on('exit', () => {
+  for (const child of live) {
+    try { child.kill('SIGKILL'); } catch { /* already gone */ }
+  }
+});
+
+/**
+ * `count` distinct free loopback ports, each free for TCP and for UDP at the time of
+ * the call (the node's HTTP listener is TCP, its gossip UDP). All are held until every
+ * one is found, so the list has no duplicates.
+ */
+export async function freePorts(count) {
+  const held = [];
+  const ports = [];
+  try {
+    while (ports.length < count) {
+      const server = net.createServer();
+      held.push(server);
+      await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+      const port = server.address().port;
+      const socket = dgram.createSocket('udp4');
+      held.push(socket);
+      const udpFree = await new Promise((resolve) => {
+        socket.once('error', () => resolve(false));
+        socket.bind(port, '127.0.0.1', () => resolve(true));
+      });
+      if (udpFree) ports.push(port);
+    }
+  } finally {
+    for (const h of held) {
+      try { h.close(); } catch { /* a socket that never bound */ }
+    }
+  }
+  return ports;
+}
+
+const tomlString = (s) => JSON.stringify(String(s));
+const tomlList = (list) => `[${list.map(tomlString).join(', ')}]`;
+
+/** The MC's config: the preset meeting `meeting` fed by the built-in source. */
+export function mcToml({ http, dataDir }) {
+  return `[mc]
+name = "mc"
+http = ${tomlString(`127.0.0.1:${http}`)}
+data_dir = ${tomlString(dataDir)}
+
+[[meeting]]
+id = "meeting"
+title = "e2e meeting"
+start = true
+inputs = ["builtin://meeting"]
+`;
+}
+
+/**
+ * A node's config: it learns the meetings from the MC, delivers each with
+ * `ott_backup = true` (one OTT group per meeting) and joins the domain `secret` with
+ * the other nodes' gossip addresses as seeds. `announce` (optional) replaces the
+ * derived address (`http://127.0.0.1:PORT`, a private one).
+ */
+export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce }) {
+  return `[node]
+name = ${tomlString(name)}
+http = ${tomlString(`127.0.0.1:${http}`)}
+data_dir = ${tomlString(dataDir)}
+
+[mc]
+url = ${tomlString(`http://127.0.0.1:${mcPort}`)}
+poll_interval = 0.5
+timeout = 2
+
+[mc.stream]
+ott_backup = true
+
+[ott]
+domain_secret = ${tomlString(secret)}
+gossip = ${tomlString(`127.0.0.1:${gossip}`)}
+seeds = ${tomlList(seeds.map((p) => `127.0.0.1:${p}`))}
+${announce ? `announce = ${tomlList(announce)}\n` : ''}`;
+}
+
+/**
+ * One brdyun process (`brdyun ROLE --config FILE`): started, killed, hung, resumed and
+ * restarted with the same config. Its stderr (the logs) goes to `LOG` next to the
+ * config, for a failing test to point at.
+ */
+export class Proc {
+  constructor({ role, name, configPath, logPath }) {
+    this.role = role;
+    this.name = name;
+    this.configPath = configPath;
+    this.logPath = logPath;
+    this.child = null;
+    this.listening = null;
+    this.stopped = false;
+  }
+
+  /** Starts the process; resolves with the fields of its `listening` line. */
+  async start() {
+    if (this.child) throw new Error(`${this.name} is already running`);
+    const log = openSync(this.logPath, 'a');
+    const child = spawn(BIN, [this.role, '--config', this.configPath], {
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info' },
+      stdio: ['ignore', 'pipe', log],
+    });
+    closeSync(log);
+    this.child = child;
+    this.stopped = false;
+    live.add(child);
+    child.on('exit', () => {
+      live.delete(child);
+      if (this.child === child) this.child = null;
+    });
+    const lines = createInterface({ input: child.stdout });
+    this.listening = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.name} did not start in ${START_LIMIT_MS} ms (log ${this.logPath})`)), START_LIMIT_MS);
+      lines.on('line', (line) => {
+        if (!line.startsWith('listening ')) return;
+        clearTimeout(timer);
+        resolve(Object.fromEntries(line.slice('listening '.length).split(' ').map((kv) => kv.split('='))));
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited (${code ?? signal}) before listening; log ${this.logPath}:\n${tail(this.logPath)}`));
+      });
+    });
+    return this.listening;
+  }
+
+  /** The process id, or null when not running. */
+  get pid() { return this.child ? this.child.pid : null; }
+
+  /** `kill -9`: the node dies without a word to anyone. */
+  async kill9() {
+    const child = this.child;
+    if (!child) return;
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    this.child = null;
+  }
+
+  /** `SIGSTOP`: the node hangs; its sockets stay open and nothing answers. */
+  hang() {
+    if (!this.child) throw new Error(`${this.name} is not running`);
+    this.child.kill('SIGSTOP');
+    this.stopped = true;
+  }
+
+  /** `SIGCONT` after [`hang`]. */
+  resume() {
+    if (this.child && this.stopped) this.child.kill('SIGCONT');
+    this.stopped = false;
+  }
+
+  /** Kills the process (if running) and starts it again with the same config. */
+  async restart() {
+    await this.kill9();
+    return this.start();
+  }
+
+  /** Replaces the config file (takes effect at the next start). */
+  rewriteConfig(text) {
+    writeFileSync(this.configPath, text);
+  }
+}
+
+function tail(path, lines = 20) {
+  try {
+    return readFileSync(path, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** A node process with its ports and URLs. */
+export class NodeProc extends Proc {
+  constructor(fields) {
+    super({ role: 'node', ...fields });
+    this.http = fields.http;
+    this.gossip = fields.gossip;
+    this.base = `http://127.0.0.1:${fields.http}`;
+  }
+}
+
+/**
+ * Starts an MC (unless `mcPort` names a running one) and one node per name in `names`,
+ * all nodes in one OTT domain. `announce(name, httpPort)` may return the addresses a
+ * node announces (default: derived, `http://127.0.0.1:PORT`). Resolves once every
+ * process listens; the meeting still needs a few seconds to reach the nodes (see
+ * [`waitProtected`]).
+ */
+export async function startCluster({ names = ['a', 'b', 'c'], secret = 'brdyun e2e domain secret, loopback only', announce, mcPort } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
+  const ports = await freePorts(1 + 2 * names.length);
+  const cluster = { dir, mc: null, nodes: {}, mcPort: mcPort ?? ports[0] };
+  cluster.stopAll = async () => {
+    const all = [...Object.values(cluster.nodes), cluster.mc].filter(Boolean);
+    for (const p of all) p.resume();
+    await Promise.all(all.map((p) => p.kill9()));
+    if (!process.env.E2E_KEEP) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    if (mcPort === undefined) {
+      const configPath = join(dir, 'mc.toml');
+      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc') }));
+      cluster.mc = new Proc({ role: 'mc', name: 'mc', configPath, logPath: join(dir, 'mc.log') });
+      await cluster.mc.start();
+    }
+    const http = names.map((_, i) => ports[1 + i]);
+    const gossip = names.map((_, i) => ports[1 + names.length + i]);
+    names.forEach((name, i) => {
+      const configPath = join(dir, `node-${name}.toml`);
+      writeFileSync(configPath, nodeToml({
+        name: `node-${name}`,
+        http: http[i],
+        gossip: gossip[i],
+        seeds: gossip.filter((_, j) => j !== i),
+        secret,
+        mcPort: cluster.mcPort,
+        dataDir: join(dir, `node-${name}`),
+        announce: announce ? announce(name, http[i]) : undefined,
+      }));
+      cluster.nodes[name] = new NodeProc({
+        name: `node-${name}`, configPath, logPath: join(dir, `node-${name}.log`), http: http[i], gossip: gossip[i],
+      });
+    });
+    await Promise.all(Object.values(cluster.nodes).map((n) => n.start()));
+  } catch (e) {
+    await cluster.stopAll();
+    throw e;
+  }
+  return cluster;
+}
+
+/** A browser-like User-Agent: the node offers backups to it (OTT-PLAY-1). */
+export const BROWSER_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36';
+
+/** The variant URLs of a master playlist, resolved against `base`. */
+export function variantUrls(master, base) {
+  const lines = master.split('\n').map((l) => l.trim());
+  const out = [];
+  lines.forEach((line, i) => {
+    if (line.startsWith('#EXT-X-STREAM-INF')) {
+      const uri = lines.slice(i + 1).find((l) => l && !l.startsWith('#'));
+      if (uri) out.push(new URL(uri, base).href);
+    }
+  });
+  return out;
+}
+
+/**
+ * `node`'s master playlist of `stream` as a switching player gets it, and its variant
+ * URLs; `null` when the node does not answer 200 within `timeoutMs`.
+ */
+export async function masterOf(node, stream = 'meeting', timeoutMs = 2_000) {
+  const url = `${node.base}/${stream}/index.m3u8`;
+  try {
+    const res = await fetch(url, { headers: { 'User-Agent': BROWSER_UA }, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+    if (res.status !== 200) return null;
+    const text = await res.text();
+    return { text, variants: variantUrls(text, url) };
+  } catch {
+    return null;
+  }
+}
+
+/** Polls `check` (async, truthy ends the wait) every `everyMs` until `limitMs`; resolves with the truthy value and the time it took. */
+export async function pollUntil(what, check, { limitMs = 30_000, everyMs = 250 } = {}) {
+  const start = Date.now();
+  for (;;) {
+    const value = await check();
+    if (value) return { value, ms: Date.now() - start };
+    if (Date.now() - start > limitMs) throw new Error(`${what}: not within ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/**
+ * Whether `node` serves its player script (200): a node that has just come back from a
+ * hang sheds its lower-priority requests for a few seconds, the page's script among them.
+ */
+export async function servesPlayer(node, timeoutMs = 2_000) {
+  try {
+    const res = await fetch(`${node.base}/player/hls.min.js`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Resolves once every node in `nodes` offers itself and every other one in its master
+ * playlist, and serves the player page's script.
+ */
+export async function waitProtected(nodes, limitMs = 45_000) {
+  const ports = nodes.map((n) => String(n.http));
+  return pollUntil(`backups offered by ${nodes.map((n) => n.name).join(', ')}`, async () => {
+    const masters = await Promise.all(nodes.map((n) => masterOf(n)));
+    const offered = masters.every((m) => m && m.variants.length === nodes.length
+      && ports.every((p) => m.variants.some((u) => new URL(u).port === p)));
+    return offered && (await Promise.all(nodes.map((n) => servesPlayer(n)))).every(Boolean);
+  }, { limitMs });
+}
