@@ -209,6 +209,8 @@ export class NodeProc extends Proc {
   }
 }
 
+const DEFAULT_SECRET = 'brdyun e2e domain secret, loopback only';
+
 /**
  * Starts an MC (unless `mcPort` names a running one) and one node per name in `names`,
  * all nodes in one OTT domain. `announce(name, httpPort)` may return the addresses a
@@ -216,12 +218,12 @@ export class NodeProc extends Proc {
  * process listens; the meeting still needs a few seconds to reach the nodes (see
  * [`waitProtected`]).
  */
-export async function startCluster({ names = ['a', 'b', 'c'], secret = 'brdyun e2e domain secret, loopback only', announce, mcPort } = {}) {
+export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
   const ports = await freePorts(1 + 2 * names.length);
-  const cluster = { dir, mc: null, nodes: {}, mcPort: mcPort ?? ports[0] };
+  const cluster = { dir, mc: null, nodes: {}, extra: [], mcPort: mcPort ?? ports[0] };
   cluster.stopAll = async () => {
-    const all = [...Object.values(cluster.nodes), cluster.mc].filter(Boolean);
+    const all = [...Object.values(cluster.nodes), ...cluster.extra, cluster.mc].filter(Boolean);
     for (const p of all) p.resume();
     await Promise.all(all.map((p) => p.kill9()));
     if (!process.env.E2E_KEEP) rmSync(dir, { recursive: true, force: true });
@@ -236,19 +238,13 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = 'brdyun e
     const http = names.map((_, i) => ports[1 + i]);
     const gossip = names.map((_, i) => ports[1 + names.length + i]);
     names.forEach((name, i) => {
-      const configPath = join(dir, `node-${name}.toml`);
-      writeFileSync(configPath, nodeToml({
-        name: `node-${name}`,
+      cluster.nodes[name] = nodeProc(cluster, {
+        name,
         http: http[i],
         gossip: gossip[i],
         seeds: gossip.filter((_, j) => j !== i),
         secret,
-        mcPort: cluster.mcPort,
-        dataDir: join(dir, `node-${name}`),
         announce: announce ? announce(name, http[i]) : undefined,
-      }));
-      cluster.nodes[name] = new NodeProc({
-        name: `node-${name}`, configPath, logPath: join(dir, `node-${name}.log`), http: http[i], gossip: gossip[i],
       });
     });
     await Promise.all(Object.values(cluster.nodes).map((n) => n.start()));
@@ -257,6 +253,28 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = 'brdyun e
     throw e;
   }
   return cluster;
+}
+
+/** Writes a node's config into the cluster's directory and returns its (not started) process. */
+function nodeProc(cluster, { name, http, gossip, seeds, secret, announce }) {
+  const configPath = join(cluster.dir, `node-${name}.toml`);
+  writeFileSync(configPath, nodeToml({
+    name: `node-${name}`, http, gossip, seeds, secret, mcPort: cluster.mcPort, dataDir: join(cluster.dir, `node-${name}`), announce,
+  }));
+  return new NodeProc({ name: `node-${name}`, configPath, logPath: join(cluster.dir, `node-${name}.log`), http, gossip });
+}
+
+/**
+ * Starts one more node `name` that pulls the cluster's MC and seeds gossip with the
+ * cluster's nodes, in the domain of `secret` (default: the cluster's usual one; another
+ * secret makes an intruder). It is stopped with the cluster.
+ */
+export async function startExtraNode(cluster, name, { secret = DEFAULT_SECRET } = {}) {
+  const [http, gossip] = await freePorts(2);
+  const node = nodeProc(cluster, { name, http, gossip, seeds: Object.values(cluster.nodes).map((n) => n.gossip), secret });
+  cluster.extra.push(node);
+  await node.start();
+  return node;
 }
 
 /** A browser-like User-Agent: the node offers backups to it (OTT-PLAY-1). */

@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { launchBrowser } from '../lib/cluster.mjs';
-import { startCluster, waitProtected, masterOf, pollUntil, servesPlayer } from '../lib/processes.mjs';
+import { startCluster, startExtraNode, waitProtected, masterOf, pollUntil, servesPlayer, BROWSER_UA, variantUrls } from '../lib/processes.mjs';
 
 /** The player's target duration (the meeting's segment duration), ms. */
 const TARGET_MS = 2_000;
@@ -205,6 +205,10 @@ test('pausing a node\'s input from the Backups page moves its viewers and redire
     assert.ok(location.searchParams.get('pass'), `the redirect carries a pass: ${location}`);
     const followed = await fetch(location);
     assert.equal(followed.status, 200, 'the backup accepts the pass');
+    // The viewer's address is the connection's (OTT-ADDR-4): claiming a public address
+    // in X-Forwarded-For would leave no backup address (all are private) and no redirect.
+    const claimed = await fetch(`${a.base}/meeting/index.m3u8`, { redirect: 'manual', headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    assert.equal(claimed.status, 302, 'X-Forwarded-For is not read');
 
     // A non-switching client (ffmpeg: no backup variants) opens a's URL and plays.
     const ff = await ffmpegDecodes(`${a.base}/meeting/index.m3u8`, 6);
@@ -263,5 +267,59 @@ test('b and c stop offering a killed node within 10 s and offer it again within 
     assert.ok(rejoined.ms <= 15_000, `a was offered again only ${rejoined.ms} ms after its restart`);
   } finally {
     if (!a.pid) await a.start();
+  }
+});
+
+test('a node without the domain secret cannot join; a forged pass is refused, a real one from another node accepted (issue 6 security)', { timeout: 90_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  await waitProtected([a, b, c]);
+
+  // Passes: a signs one for b in its master playlist; b accepts it, and refuses it with
+  // one character of the signature changed (403, 105003).
+  const master = await masterOf(a);
+  const toB = master.variants.find((u) => new URL(u).port === String(b.http));
+  assert.ok(toB && new URL(toB).searchParams.get('pass'), `a offers b with a pass:\n${master.text}`);
+  assert.equal((await fetch(toB)).status, 200, 'b accepts a pass signed on a');
+  const url = new URL(toB);
+  const pass = url.searchParams.get('pass');
+  const i = pass.length - 8;
+  url.searchParams.set('pass', pass.slice(0, i) + (pass[i] === 'A' ? 'B' : 'A') + pass.slice(i + 1));
+  const forged = await fetch(url);
+  assert.equal(forged.status, 403);
+  assert.equal((await forged.json()).code, 105003, 'a forged pass is refused as forged');
+  // X-Forwarded-For does not make a loopback viewer public (OTT-ADDR-4): it still gets
+  // the private backup addresses.
+  const claimed = await fetch(`${a.base}/meeting/index.m3u8`, { headers: { 'User-Agent': BROWSER_UA, 'X-Forwarded-For': '203.0.113.9' } });
+  assert.equal(variantUrls(await claimed.text(), a.base + '/meeting/index.m3u8').length, 3);
+
+  // An intruder with another secret, seeded with the domain's nodes, and a control node
+  // with the right secret started at the same time: the control joins, the intruder
+  // never does, and learns nothing of the domain.
+  const intruder = await startExtraNode(cluster, 'x', { secret: 'not the domain secret, 32 bytes long' });
+  const control = await startExtraNode(cluster, 'y');
+  try {
+    const nodeIds = async (node) => {
+      const body = await (await fetch(`${node.base}/api/ott`)).json();
+      return (body.nodes || []).map((n) => n.id);
+    };
+    const joined = await pollUntil('the control node joins', async () => (await nodeIds(a)).some((id) => id.startsWith('node-y')), { limitMs: 20_000 });
+    console.log(`security: a node with the domain secret joined in ${joined.ms} ms`);
+    // Watch at least as long again (and 5 s): the intruder is never listed.
+    const until = Date.now() + Math.max(5_000, 2 * joined.ms);
+    while (Date.now() < until) {
+      for (const node of [a, b, c]) {
+        const ids = await nodeIds(node);
+        assert.ok(!ids.some((id) => id.startsWith('node-x')), `${node.name} lists the intruder: ${ids}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const seen = await nodeIds(intruder);
+    assert.deepEqual(seen.filter((id) => !id.startsWith('node-x')), [], `the intruder sees ${seen}`);
+    const ott = await (await fetch(`${intruder.base}/api/ott`)).json();
+    assert.notEqual(ott.view_key?.fingerprint, (await (await fetch(`${a.base}/api/ott`)).json()).view_key?.fingerprint,
+      'the intruder does not hold the domain\'s view key');
+  } finally {
+    await intruder.kill9();
+    await control.kill9();
   }
 });
