@@ -2,7 +2,9 @@
 // gets a definition over the admin API and starts it; the shipped player page plays and
 // sends its start beacon; 300 members' beacons fill both groups; the page shows the run
 // with its time left and the per-device KPI table, and its "Start now" button starts a
-// second definition.
+// second definition. Then a run that sheds every TV request of its experiment group
+// crosses the CRITICAL-failure guardrail: the node's tick aborts it, and the page shows
+// it in the history as hurting smart TVs, with the regression alert.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDemo, waitFor200, launchBrowser } from '../lib/cluster.mjs';
@@ -102,5 +104,49 @@ test('the Experiments page shows a started run and its per-device table', { time
   const running = (await api('GET', '/api/experiments')).json.running.map((r) => r.experiment).sort();
   assert.deepEqual(running, ['e2e-degraded', 'e2e-later']);
   assert.deepEqual(pageErrors, []);
+  await page.close();
+});
+
+test('a guardrail breach ends the run and the page shows the alert', { timeout: 120_000 }, async () => {
+  const tv = { ...definition('e2e-tv'), priorities: { min: 0, max: 99 }, devices: ['smart_tv'] };
+  assert.equal((await api('POST', '/api/experiments', tv)).status, 201);
+  const started = await api('POST', '/api/experiments/e2e-tv/start');
+  assert.equal(started.status, 200, JSON.stringify(started.json));
+  const run = started.json.run;
+  // Smart TVs that report their start and ask for the master playlist: the
+  // experiment group's playlist requests are shed (failed CRITICAL requests).
+  let shed = 0;
+  for (let i = 0; i < 600; i += 1) {
+    const who = { session: `tv-${i}`, member: `tv-member-${i}` };
+    await fetch(`${BASE}/telemetry`, {
+      method: 'POST', body: JSON.stringify({ ...who, device: 'smart_tv', event: 'start', ttff_ms: 900 }),
+    });
+    const res = await fetch(`${BASE}/meeting/index.m3u8`, {
+      headers: { 'X-Brdyun-Device': 'smart_tv', 'X-Brdyun-Member': who.member, 'X-Brdyun-Session': who.session },
+    });
+    if (res.status === 503) shed += 1;
+  }
+  assert.ok(shed >= 30, `only ${shed} requests shed`);
+  // The node's 1 s tick sees the breach.
+  const deadline = Date.now() + 10_000;
+  let record;
+  while (!record && Date.now() < deadline) {
+    record = (await api('GET', '/api/experiments')).json.history.find((h) => h.id === run);
+    if (!record) await new Promise((r) => setTimeout(r, 250));
+  }
+  assert.ok(record, 'the run did not end');
+  assert.equal(record.outcome.reason, 'guardrail');
+  assert.deepEqual(record.verdict.hurt.map((h) => h.device), ['smart_tv']);
+
+  const page = await browser.newPage();
+  await page.goto(`${BASE}/experiments`);
+  const alert = page.locator('[data-testid=alert]', { hasText: 'e2e-tv' });
+  await alert.waitFor({ timeout: 10_000 });
+  assert.match(await alert.innerText(), /smart_tv turned to deviation .*failed critical requests/);
+  const entry = page.locator('[data-testid=history-run]', { hasText: run });
+  assert.match(await entry.locator('summary').innerText(), /aborted: guardrail critical_failure_share on smart_tv.*hurt: smart_tv/);
+  await entry.locator('summary').click();
+  const row = entry.locator('table[data-device=smart_tv] tr[data-kpi=critical_failure_rate]');
+  assert.match(await row.innerText(), /100\.00 %.*deviation/s);
   await page.close();
 });
