@@ -33,6 +33,22 @@ pub struct Config {
     /// `experiments::ExperimentDefinition`, unknown keys refused.
     #[serde(default, rename = "experiment")]
     pub experiments: Vec<experiments::ExperimentDefinition>,
+    /// Logins and their connection limit on this node (`[[login]]`, OTT-GRP-6).
+    #[serde(default, rename = "login")]
+    pub logins: Vec<LoginConfig>,
+}
+
+/// `[[login]]`: a viewer login; its limit applies on each node separately (OTT-GRP-6).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginConfig {
+    /// The name viewers give as `?login=NAME` (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    /// The token they give as `&token=TOKEN` (same alphabet, at least 8 characters).
+    pub token: String,
+    /// Most distinct viewer sessions of this login at once on this node ("max
+    /// connections, HTTP/HLS").
+    pub max_connections: u32,
 }
 
 /// `[node]`: identity, listeners, storage.
@@ -311,6 +327,24 @@ impl Config {
         }
         // Errors name the table: `experiment[1].guardrails.max_start_failure_rate: ...`.
         experiments::validate_all(&self.experiments).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let url_safe = |v: &str| {
+            !v.is_empty()
+                && v.len() <= 128
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        };
+        let mut login_names = std::collections::BTreeSet::new();
+        for (i, login) in self.logins.iter().enumerate() {
+            if !url_safe(&login.name) || !login_names.insert(login.name.as_str()) {
+                bail!(
+                    "login[{i}].name {:?}: use unique letters, digits, '-', '_', '.'",
+                    login.name
+                );
+            }
+            if !url_safe(&login.token) || login.token.len() < 8 {
+                bail!("login[{i}].token: at least 8 letters, digits, '-', '_' or '.'");
+            }
+        }
         let mut names = std::collections::BTreeSet::new();
         for (i, stream) in self.streams.iter().enumerate() {
             let at = format!("stream[{i}]");
@@ -496,5 +530,17 @@ mod tests {
         );
         assert!(err(&format!("{good}colour = \"red\"\n")).contains("colour"));
         assert!(err(&format!("{good}{good}")).contains("experiment[1].id"));
+    }
+
+    #[test]
+    fn logins_parse_and_bad_ones_name_the_key() {
+        let good = "[[login]]\nname = \"alice\"\ntoken = \"alice-token\"\nmax_connections = 2\n";
+        let config = Config::parse(good).unwrap();
+        assert_eq!(config.logins[0].max_connections, 2);
+        let err = |text: &str| format!("{:#}", Config::parse(text).unwrap_err());
+        assert!(err(&good.replace("alice-token", "short")).contains("login[0].token"));
+        assert!(err(&good.replace("\"alice\"", "\"a b\"")).contains("login[0].name"));
+        assert!(err(&format!("{good}{good}")).contains("login[1].name"));
+        assert!(err("[[login]]\nname = \"x\"\ntoken = \"12345678\"").contains("max_connections"));
     }
 }

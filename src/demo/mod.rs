@@ -138,6 +138,7 @@ pub async fn start_cluster(
             streams: Vec::new(),
             ott: Some(ott),
             experiments: Vec::new(),
+            logins: Vec::new(),
         };
         config.validate().context("demo config")?;
         nodes.push(

@@ -126,6 +126,15 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     ));
     let registry = PublishRegistry::new();
 
+    if !config.logins.is_empty() {
+        state.set_logins(Arc::new(server::logins::Logins::new(
+            config.logins.iter().map(|l| server::logins::Login {
+                name: l.name.clone(),
+                token: l.token.clone(),
+                max_connections: l.max_connections,
+            }),
+        )));
+    }
     // The OTT state exists before the streams, which register their group membership.
     let redundancy = config.ott.as_ref().map(|_| crate::ott::attach(&state));
     let context = StreamContext {

@@ -51,6 +51,10 @@ pub enum OttRefusal {
     OverloadSessions,
     /// The stream does not work here and no node of its group can take the viewer.
     NoBackup,
+    /// A login's connection limit on this node is reached (OTT-GRP-6).
+    LoginLimit,
+    /// An unknown login or a wrong token.
+    LoginRefused,
 }
 
 impl OttRefusal {
@@ -76,7 +80,7 @@ impl OttRefusal {
     }
 
     /// Every refusal, for documentation and metrics.
-    pub const ALL: [OttRefusal; 10] = [
+    pub const ALL: [OttRefusal; 12] = [
         Self::PassMalformed,
         Self::PassUnknownKey,
         Self::PassForged,
@@ -87,6 +91,8 @@ impl OttRefusal {
         Self::OverloadNetwork,
         Self::OverloadSessions,
         Self::NoBackup,
+        Self::LoginLimit,
+        Self::LoginRefused,
     ];
 
     /// The public code.
@@ -102,6 +108,8 @@ impl OttRefusal {
             Self::OverloadNetwork => 105_012,
             Self::OverloadSessions => 105_013,
             Self::NoBackup => 105_020,
+            Self::LoginLimit => 105_030,
+            Self::LoginRefused => 105_031,
         }
     }
 
@@ -113,7 +121,9 @@ impl OttRefusal {
             | Self::PassForged
             | Self::PassWrongStream
             | Self::PassExpired
-            | Self::PassWrongViewer => StatusCode::FORBIDDEN,
+            | Self::PassWrongViewer
+            | Self::LoginRefused => StatusCode::FORBIDDEN,
+            Self::LoginLimit => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -135,6 +145,8 @@ impl OttRefusal {
             Self::NoBackup => {
                 "the stream does not work on this node and no other node can serve it"
             }
+            Self::LoginLimit => "the login's connection limit on this node is reached",
+            Self::LoginRefused => "unknown login or wrong token",
         }
     }
 
@@ -151,6 +163,8 @@ impl OttRefusal {
             Self::OverloadNetwork => "overload_network",
             Self::OverloadSessions => "overload_sessions",
             Self::NoBackup => "no_backup",
+            Self::LoginLimit => "login_limit",
+            Self::LoginRefused => "login_refused",
         }
     }
 }

@@ -44,6 +44,7 @@ struct Shared {
     shedder: Arc<Shedder>,
     meeting_gate: std::sync::OnceLock<Arc<crate::mc::gate::MeetingGate>>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
+    logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
 }
 
 impl AppState {
@@ -77,6 +78,7 @@ impl AppState {
                 shedder,
                 meeting_gate: std::sync::OnceLock::new(),
                 redundancy: std::sync::OnceLock::new(),
+                logins: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -149,6 +151,16 @@ impl AppState {
     /// The node's OTT redundancy, when it belongs to a mesh domain.
     pub fn redundancy(&self) -> Option<&Arc<crate::redundancy::Redundancy>> {
         self.inner.redundancy.get()
+    }
+
+    /// Sets the node's logins (once); returns false if they were already set.
+    pub fn set_logins(&self, logins: Arc<crate::logins::Logins>) -> bool {
+        self.inner.logins.set(logins).is_ok()
+    }
+
+    /// The node's logins, when it has any (OTT-GRP-6).
+    pub fn logins(&self) -> Option<&Arc<crate::logins::Logins>> {
+        self.inner.logins.get()
     }
 
     /// The stream of that name.

@@ -376,3 +376,53 @@ async fn archive_requests_go_to_the_node_holding_most_of_the_period() {
     let (status, _, _) = call(&cluster.state, "/s/index-8500-60.m3u8", &[]).await;
     assert_ne!(status, StatusCode::FOUND);
 }
+
+#[tokio::test]
+async fn a_logins_limit_applies_here_and_travels_to_the_backups() {
+    // OTT-GRP-6: the limit counts this node's sessions; the login goes on to every
+    // variant so the backups count it too.
+    let cluster = cluster(this_node(), Vec::new());
+    cluster
+        .state
+        .set_logins(Arc::new(server::logins::Logins::new([
+            server::logins::Login {
+                name: "alice".into(),
+                token: "alice-token".into(),
+                max_connections: 1,
+            },
+        ])));
+    let uri = "/s/index.m3u8?login=alice&token=alice-token";
+    let first = [("user-agent", HLS_JS_UA), ("x-brdyun-member", "m1")];
+    let (status, _, body) = call(&cluster.state, uri, &first).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let uris: Vec<&str> = body.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(uris[0], "mono.m3u8?login=alice&token=alice-token");
+    assert_eq!(uris.len(), 3, "{body}");
+    for backup in &uris[1..] {
+        assert!(
+            backup.contains("/mono.m3u8?login=alice&token=alice-token&pass="),
+            "{backup}"
+        );
+    }
+    // The same viewer's media playlist is the same session.
+    let media = "/s/mono.m3u8?login=alice&token=alice-token";
+    assert_eq!(call(&cluster.state, media, &first).await.0, StatusCode::OK);
+    // A second viewer of the login is over the limit on this node.
+    let second = [("user-agent", HLS_JS_UA), ("x-brdyun-member", "m2")];
+    let (status, _, body) = call(&cluster.state, uri, &second).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(code_of(&body), 105_030);
+    let (status, _, body) = call(
+        &cluster.state,
+        "/s/index.m3u8?login=alice&token=wrong",
+        &second,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(code_of(&body), 105_031);
+    // Without a login the viewer is not limited.
+    assert_eq!(
+        call(&cluster.state, "/s/index.m3u8", &second).await.0,
+        StatusCode::OK
+    );
+}

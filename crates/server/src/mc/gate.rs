@@ -240,6 +240,21 @@ pub async fn stream_file(
             return response;
         }
     }
+    if let Some(logins) = state.logins() {
+        let playlist = matches!(
+            StreamFile::parse(&file),
+            Some(StreamFile::Master | StreamFile::Media)
+        );
+        if let (true, Some((login, token))) =
+            (playlist, crate::logins::credentials(request.uri().query()))
+        {
+            let session = crate::redundancy::door::Viewer::of(&request).key;
+            if let Err(refusal) = logins.admit(login, token, &session) {
+                tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
+                return ApiError::Ott(refusal).into_response();
+            }
+        }
+    }
     let Some(gate) = state.meeting_gate() else {
         return hls::stream_file(State(state), Path((stream, file)), request).await;
     };

@@ -11,16 +11,16 @@ use crate::channel::WindowSnapshot;
 use crate::redundancy::door::{sign_for, Viewer};
 use crate::redundancy::Redundancy;
 
-/// The master playlist for this viewer, when it gets backups: the stream is in a
-/// group, the player switches (by its User-Agent), and at least one backup is
-/// eligible with an address for this viewer. `None` means: serve the plain one.
-pub fn with_backups(
+/// The backups of this viewer: the stream is in a group, the player switches (by its
+/// User-Agent), and the mesh has eligible candidates with an address for this viewer.
+fn backups_for(
     redundancy: &Redundancy,
     stream: &str,
-    window: &WindowSnapshot,
     request: &Request,
-    now_ms: i64,
-) -> Option<Bytes> {
+) -> Option<(
+    std::sync::Arc<crate::redundancy::MeshView>,
+    Vec<ott::Target>,
+)> {
     let membership = redundancy.membership(stream)?;
     let user_agent = request
         .headers()
@@ -34,7 +34,23 @@ pub fn with_backups(
     let viewer = Viewer::of(request);
     let candidates = view.candidates(&membership.group, viewer.context);
     let targets = ott::pick_backups(candidates, &viewer.session, &view.snapshot.this.id);
-    if targets.is_empty() {
+    (!targets.is_empty()).then_some((view, targets))
+}
+
+/// The master playlist made for this viewer, or `None` for the plain, shared one: with
+/// backup variants when it gets backups (see [`backups_for`]), and with `query` (a
+/// login's `login=…&token=…`, OTT-GRP-6) on every variant URI when given, so the media
+/// playlists here and on the backups are requested under the same login.
+pub fn personalised(
+    redundancy: Option<&Redundancy>,
+    stream: &str,
+    window: &WindowSnapshot,
+    request: &Request,
+    now_ms: i64,
+    query: Option<&str>,
+) -> Option<Bytes> {
+    let backups = redundancy.and_then(|r| backups_for(r, stream, request).map(|b| (r, b)));
+    if backups.is_none() && query.is_none() {
         return None;
     }
     // The plain master playlist is rendered once per segment with one variant; each
@@ -42,30 +58,42 @@ pub fn with_backups(
     // with the backup's URI and pass.
     let plain = std::str::from_utf8(&window.master_playlist).ok()?;
     let (attributes, uri) = last_variant(plain)?;
-    let mut text = String::with_capacity(plain.len() + targets.len() * (attributes.len() + 200));
-    text.push_str(plain);
-    if !text.ends_with('\n') {
+    let uri = match query {
+        Some(q) if uri.contains('?') => format!("{uri}&{q}"),
+        Some(q) => format!("{uri}?{q}"),
+        None => uri.to_owned(),
+    };
+    let mut text = String::with_capacity(plain.len() + 3 * (attributes.len() + 240));
+    for line in plain.lines() {
+        // Only the variant's URI line changes (it is the last non-tag line).
+        if !line.starts_with('#') && !line.is_empty() {
+            text.push_str(&uri);
+        } else {
+            text.push_str(line);
+        }
         text.push('\n');
     }
-    for target in &targets {
-        let Some(pass) = sign_for(
-            redundancy,
-            &view,
-            &target.stream,
-            now_ms,
-            ott::MASTER_PASS_LIFETIME_MS,
-        ) else {
-            continue;
-        };
-        text.push_str(attributes);
-        text.push('\n');
-        text.push_str(&ott::backup_uri(uri, &target.link(pass)));
-        text.push('\n');
+    if let Some((redundancy, (view, targets))) = backups {
+        for target in &targets {
+            let Some(pass) = sign_for(
+                redundancy,
+                &view,
+                &target.stream,
+                now_ms,
+                ott::MASTER_PASS_LIFETIME_MS,
+            ) else {
+                continue;
+            };
+            text.push_str(attributes);
+            text.push('\n');
+            text.push_str(&ott::backup_uri(&uri, &target.link(pass)));
+            text.push('\n');
+        }
+        redundancy
+            .counters
+            .masters_with_backups
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
-    redundancy
-        .counters
-        .masters_with_backups
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Some(Bytes::from(text))
 }
 

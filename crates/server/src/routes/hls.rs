@@ -90,12 +90,19 @@ pub async fn stream_file(
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
-            let with_backups = state.redundancy().and_then(|redundancy| {
-                let now = crate::routes::admin::unix_ms();
-                crate::redundancy::master::with_backups(
-                    redundancy, &stream, &snapshot, &request, now,
-                )
-            });
+            // A login (admitted by the gate before this) travels on to every variant.
+            let login = state
+                .logins()
+                .and(crate::logins::credentials(request.uri().query()))
+                .map(|(login, token)| format!("login={login}&token={token}"));
+            let with_backups = crate::redundancy::master::personalised(
+                state.redundancy().map(|r| &**r),
+                &stream,
+                &snapshot,
+                &request,
+                crate::routes::admin::unix_ms(),
+                login.as_deref(),
+            );
             match with_backups {
                 // Per viewer (its backups and passes): never cached by a proxy.
                 Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
