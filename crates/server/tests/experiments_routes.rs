@@ -501,3 +501,47 @@ async fn peer_reports_merge_into_the_running_run() {
     let status = get(&a, "/api/experiments", &[AUTH]).await.json();
     assert_eq!(status["running"][0]["nodes"][0], "node-b");
 }
+
+#[tokio::test]
+async fn a_peer_report_is_pulled_over_http_with_the_token() {
+    let b = node();
+    define_and_start(&b).await;
+    let control = member_in("tv-all", Group::Control);
+    let body = format!(
+        r#"{{"session":"b1","member":"{control}","device":"smart_tv","event":"start","ttff_ms":700}}"#
+    );
+    assert_eq!(
+        send(&b, Method::POST, "/telemetry", &[], body).await.status,
+        StatusCode::NO_CONTENT
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(server::run(listener, router(b.clone()), None, async {
+        let _ = stopped.await;
+    }));
+    let base = format!("http://{addr}");
+    let timeout = std::time::Duration::from_secs(5);
+    use server::experiments::peers::{fetch_report, PeerError};
+    let report = fetch_report(&base, Some("tok"), timeout)
+        .await
+        .expect("report");
+    assert_eq!(report.runs.len(), 1);
+    let kpis = &report.runs[0].1;
+    assert_eq!(
+        kpis.control.get(shed::DeviceType::SmartTv).start_attempts,
+        1
+    );
+    assert_eq!(
+        fetch_report(&base, Some("wrong"), timeout).await,
+        Err(PeerError::Status(401))
+    );
+    assert_eq!(
+        fetch_report("https://example.invalid", None, timeout).await,
+        Err(PeerError::BadUrl)
+    );
+    let _ = stop.send(());
+    let _ = served.await;
+}
