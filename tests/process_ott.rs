@@ -277,3 +277,129 @@ fn a_node_with_another_domain_secret_never_joins() {
     assert_eq!(report["view_key"]["in_use"], true, "{report}");
     assert_eq!(offered(other.http), Vec::<String>::new());
 }
+
+/// A webhook receiver on loopback: every POST body it gets, in order.
+fn webhook_receiver() -> (SocketAddr, std::sync::mpsc::Receiver<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut raw = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Read the head, then Content-Length bytes of body.
+            let body = loop {
+                let Ok(n) = stream.read(&mut buf) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                raw.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&raw).into_owned();
+                let Some((head, body)) = text.split_once("\r\n\r\n") else {
+                    continue;
+                };
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0usize);
+                if body.len() >= length {
+                    break Some(body[..length].to_owned());
+                }
+            };
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            if let Some(body) = body {
+                if tx.send(body).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    (addr, rx)
+}
+
+#[test]
+fn losing_protection_raises_alert_70_to_the_webhook_and_recovery_clears_it() {
+    // OTT-OPS-3: two members; kill one, the other's group is unprotected: alert 70
+    // reaches Alertmanager's API shape after its 10 s raise delay.
+    let dir = tempfile::tempdir().unwrap();
+    let origin = NodeProcess::start(dir.path(), "origin", &origin_config(dir.path()));
+    let (hook, bodies) = webhook_receiver();
+    let members = [
+        Member {
+            name: "a",
+            gossip: free_udp_port(),
+        },
+        Member {
+            name: "b",
+            gossip: free_udp_port(),
+        },
+    ];
+    let ports: Vec<u16> = members.iter().map(|m| m.gossip).collect();
+    let config_a = member_config(dir.path(), &members[0], &ports, origin.http, SECRET)
+        + &format!("alert_webhook = \"http://{hook}/api/v2/alerts\"\n");
+    let a = NodeProcess::start(dir.path(), "a", &config_a);
+    let mut b = start_member(dir.path(), &members[1], &ports, origin.http, SECRET);
+    wait_for("a to offer b", Duration::from_secs(40), || {
+        offers(a.http, b.http).then_some(())
+    });
+    let killed = Instant::now();
+    b.kill9();
+    let raised = loop {
+        let body = bodies
+            .recv_timeout(Duration::from_secs(40))
+            .expect("an alert within 40 s of the kill");
+        let alerts: serde_json::Value = serde_json::from_str(&body).expect("JSON array");
+        let found = alerts.as_array().unwrap().iter().find(|alert| {
+            alert["labels"]["alertname"] == "reserve-ott-unprotected"
+                && alert["labels"]["group"] == "meeting"
+                && alert.get("endsAt").is_none()
+        });
+        if let Some(alert) = found {
+            break alert.clone();
+        }
+    };
+    println!("alert 70 delivered {:?} after kill -9", killed.elapsed());
+    assert_eq!(raised["labels"]["code"], "70");
+    assert_eq!(raised["labels"]["severity"], "critical");
+    assert!(raised["startsAt"].as_str().unwrap().ends_with('Z'));
+    let (_, report) = http_request(a.http, "GET", "/api/ott", &[], "");
+    assert!(
+        report["alerts"]["active"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|alert| alert["code"] == 70),
+        "{report}"
+    );
+    let (_, _, metrics) = get(a.http, "/metrics", &[]);
+    assert!(
+        metrics.contains("brdyun_ott_alert_active{code=\"70\",alertname=\"reserve-ott-unprotected\",group=\"meeting\""),
+        "{metrics}"
+    );
+    // b comes back: after 30 s protected the alert is resolved (endsAt).
+    let _b = start_member(dir.path(), &members[1], &ports, origin.http, SECRET);
+    let back = Instant::now();
+    loop {
+        let body = bodies
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the resolved alert within 60 s of the restart");
+        let alerts: serde_json::Value = serde_json::from_str(&body).expect("JSON array");
+        let resolved = alerts.as_array().unwrap().iter().any(|alert| {
+            alert["labels"]["alertname"] == "reserve-ott-unprotected"
+                && alert.get("endsAt").is_some()
+        });
+        if resolved {
+            break;
+        }
+    }
+    println!("alert 70 resolved {:?} after the restart", back.elapsed());
+}
