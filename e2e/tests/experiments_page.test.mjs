@@ -67,7 +67,7 @@ test('the Experiments page shows a started run and its per-device table', { time
 
   // 300 members start, with times to first frame around 1 s.
   for (let i = 0; i < 300; i += 1) {
-    const res = await fetch(`${BASE}/telemetry`, {
+    const res = await fetch(`${BASE}/telemetry/kpi`, {
       method: 'POST',
       body: JSON.stringify({ session: `s-${i}`, member: `m-${i}`, device: 'browser', event: 'start', ttff_ms: 800 + (i % 7) * 60 }),
     });
@@ -118,9 +118,12 @@ test('a guardrail breach ends the run and the page shows the alert', { timeout: 
   let shed = 0;
   for (let i = 0; i < 600; i += 1) {
     const who = { session: `tv-${i}`, member: `tv-member-${i}` };
-    await fetch(`${BASE}/telemetry`, {
-      method: 'POST', body: JSON.stringify({ ...who, device: 'smart_tv', event: 'start', ttff_ms: 900 }),
+    // KPI beacons are never shed for an experiment, even one over every priority.
+    const beacon = await fetch(`${BASE}/telemetry/kpi`, {
+      method: 'POST', headers: { 'X-Brdyun-Device': 'smart_tv', 'X-Brdyun-Member': who.member },
+      body: JSON.stringify({ ...who, event: 'start', ttff_ms: 900 }),
     });
+    assert.equal(beacon.status, 204);
     const res = await fetch(`${BASE}/meeting/index.m3u8`, {
       headers: { 'X-Brdyun-Device': 'smart_tv', 'X-Brdyun-Member': who.member, 'X-Brdyun-Session': who.session },
     });

@@ -216,6 +216,23 @@ async fn only_the_experiment_group_is_shed_through_the_fit_path() {
         (Some(1), Some(0))
     );
 
+    // Telemetry of the experiment group is in the slice too, but KPI beacons are the
+    // experiments' measurement channel: never shed for an experiment.
+    let beacon = format!(r#"{{"session":"e9","member":"{exp}","event":"start","ttff_ms":900}}"#);
+    let shed = send(
+        &state,
+        Method::POST,
+        "/telemetry",
+        &tv(&exp),
+        beacon.clone(),
+    )
+    .await;
+    assert_eq!(shed.status, StatusCode::SERVICE_UNAVAILABLE);
+    let kpi = send(&state, Method::POST, "/telemetry/kpi", &tv(&exp), beacon).await;
+    assert_eq!(kpi.status, StatusCode::NO_CONTENT);
+    let e = running_kpis(&state, "experiment", "smart_tv").await;
+    assert_eq!(e["start_attempts"], 1, "{e}");
+
     // Removing the definition ends the run and the shedding.
     let removed = send(
         &state,

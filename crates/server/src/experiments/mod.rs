@@ -50,6 +50,12 @@ use crate::shed::member_id;
 /// it promises beacons for that session, so no start or stall is inferred for it.
 pub const SESSION_HEADER: HeaderName = HeaderName::from_static("x-brdyun-session");
 
+/// Where players send KPI beacons: the experiments' measurement channel, shed under
+/// overload like any telemetry (NON_CRITICAL) but never for an experiment, so that an
+/// experiment shedding NON_CRITICAL still hears its experiment group. `POST /telemetry`
+/// accepts the same beacons (and logs) and is shed like any request.
+pub const KPI_BEACON_PATH: &str = "/telemetry/kpi";
+
 /// Runs whose metrics are kept after they end (the newest finished ones).
 const KEPT_RUNS: usize = 32;
 

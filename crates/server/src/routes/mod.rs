@@ -39,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/fault-rules/{id}", delete(fault_api::remove))
         .route("/telemetry", post(telemetry::beacon))
+        .route(crate::experiments::KPI_BEACON_PATH, post(telemetry::beacon))
         .route("/experiments", get(experiments_api::page))
         .route(
             "/api/experiments",

@@ -20,7 +20,7 @@ use tower::{Layer, Service};
 
 use super::shedder::{member_id, Decision, Shedder};
 use crate::experiments::api::unix_ms_u64;
-use crate::experiments::Observed;
+use crate::experiments::{Observed, KPI_BEACON_PATH};
 use crate::routes::shed_route_kind;
 
 /// Names the device family explicitly (`DeviceType` names: `browser`, `apple`,
@@ -227,7 +227,9 @@ where
             .shedder
             .experiments()
             .observe(&facts, request.headers());
-        let bucket = match self.shedder.decide(&facts) {
+        // KPI beacons are measured, never shed for an experiment (only by overload).
+        let experiments_apply = request.uri().path() != KPI_BEACON_PATH;
+        let bucket = match self.shedder.decide_with(&facts, experiments_apply) {
             Decision::Admit(classified) => classified.bucket,
             Decision::Shed {
                 advice,

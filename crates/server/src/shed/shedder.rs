@@ -261,6 +261,13 @@ impl Shedder {
     /// allocation-free apart from walking the (capped) rules and running experiments,
     /// which only happens while there are any.
     pub fn decide(&self, facts: &RequestFacts) -> Decision {
+        self.decide_with(facts, true)
+    }
+
+    /// [`Shedder::decide`], with the experiments' shed slices consulted only when
+    /// `experiments_apply`: KPI beacons (the experiments' own measurement channel) are
+    /// exempt, or an experiment shedding NON_CRITICAL would silence its own group.
+    pub fn decide_with(&self, facts: &RequestFacts, experiments_apply: bool) -> Decision {
         let classified = self.classifier.classify(facts);
         let stats = &self.stats[bucket_index(classified.bucket)];
         let seq = self.next_request.fetch_add(1, Ordering::Relaxed);
@@ -292,7 +299,7 @@ impl Shedder {
             }
         }
         // Running experiments shed their experiment group's slice the same way (FIT-1).
-        if self.experiments.shed_hit(facts, classified.priority) {
+        if experiments_apply && self.experiments.shed_hit(facts, classified.priority) {
             stats.injected.fetch_add(1, Ordering::Relaxed);
             return Decision::Shed {
                 classified,

@@ -1,5 +1,7 @@
-//! `POST /telemetry`: the sink for player beacons (EXP-1). A NON_CRITICAL route, so the
-//! shedding layer refuses it first under overload (SHED-1).
+//! `POST /telemetry` and `POST /telemetry/kpi`: the sink for player beacons (EXP-1).
+//! NON_CRITICAL routes, so the shedding layer refuses them first under overload
+//! (SHED-1); `/telemetry/kpi` is never shed for an experiment (see
+//! [`crate::experiments::KPI_BEACON_PATH`]).
 //!
 //! The body (at most [`MAX_BEACON_BYTES`]) is one beacon in the format of
 //! [`crate::experiments::beacon`]. A valid beacon is answered `204`; when its member is
