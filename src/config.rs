@@ -104,6 +104,9 @@ pub struct StreamDefaults {
     /// Length of the live window, seconds.
     #[serde(default = "default_window")]
     pub window: f64,
+    /// LL-HLS part duration, seconds (0.2–5, at most the segment duration).
+    #[serde(default = "default_part_duration")]
+    pub part_duration: f64,
     /// How long the active input may deliver nothing before the next input takes over, seconds.
     #[serde(default = "default_source_timeout")]
     pub source_timeout: f64,
@@ -195,6 +198,7 @@ impl Default for StreamDefaults {
         Self {
             segment_duration: default_segment_duration(),
             window: default_window(),
+            part_duration: default_part_duration(),
             source_timeout: default_source_timeout(),
             dvr: DvrConfig::default(),
         }
@@ -213,6 +217,8 @@ pub struct StreamConfig {
     pub segment_duration: Option<f64>,
     /// Overrides `defaults.window`.
     pub window: Option<f64>,
+    /// Overrides `defaults.part_duration`.
+    pub part_duration: Option<f64>,
     /// Overrides `defaults.source_timeout`.
     pub source_timeout: Option<f64>,
     /// Overrides `defaults.dvr`, key by key.
@@ -240,6 +246,9 @@ fn default_segment_duration() -> f64 {
 fn default_window() -> f64 {
     60.0
 }
+fn default_part_duration() -> f64 {
+    1.0
+}
 fn default_source_timeout() -> f64 {
     5.0
 }
@@ -251,6 +260,8 @@ pub struct StreamSettings {
     pub segment_duration_ms: u64,
     /// Segments kept in the live window.
     pub window_segments: usize,
+    /// LL-HLS part duration, milliseconds.
+    pub part_duration_ms: u64,
     /// Input stall timeout, milliseconds.
     pub source_timeout_ms: u64,
     /// The archive's retention when the stream is recorded.
@@ -265,6 +276,8 @@ impl StreamConfig {
         StreamSettings {
             segment_duration_ms: (segment * 1000.0).round() as u64,
             window_segments: ((window / segment).ceil() as usize).max(3),
+            part_duration_ms: (self.part_duration.unwrap_or(defaults.part_duration) * 1000.0)
+                .round() as u64,
             source_timeout_ms: (self.source_timeout.unwrap_or(defaults.source_timeout) * 1000.0)
                 .round() as u64,
             dvr: self.dvr.resolve(&defaults.dvr),
@@ -318,6 +331,11 @@ impl Config {
             &self.defaults.segment_duration.into(),
             &self.defaults.window.into(),
             &self.defaults.source_timeout.into(),
+        )?;
+        check_part(
+            "defaults",
+            self.defaults.part_duration,
+            self.defaults.segment_duration,
         )?;
         if let Some(mc) = &self.mc {
             mc.validate()?;
@@ -379,9 +397,24 @@ impl Config {
                 &stream.window,
                 &stream.source_timeout,
             )?;
+            check_part(
+                &at,
+                stream.part_duration.unwrap_or(self.defaults.part_duration),
+                stream
+                    .segment_duration
+                    .unwrap_or(self.defaults.segment_duration),
+            )?;
         }
         Ok(())
     }
+}
+
+/// An LL-HLS part must fit in a segment: 0.2–5 s and at most the segment duration.
+fn check_part(at: &str, part: f64, segment: f64) -> anyhow::Result<()> {
+    if !(0.2..=5.0).contains(&part) || part > segment {
+        bail!("{at}.part_duration {part} must be between 0.2 and 5 seconds and at most the segment duration {segment}");
+    }
+    Ok(())
 }
 
 fn check_durations(
@@ -443,6 +476,7 @@ mod tests {
             StreamSettings {
                 segment_duration_ms: 2000,
                 window_segments: 15,
+                part_duration_ms: 1000,
                 source_timeout_ms: 5000,
                 dvr: None,
             }

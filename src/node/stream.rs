@@ -51,6 +51,13 @@ pub fn start_stream(
         settings.window_segments,
         server::render::renderer(settings.segment_duration_ms),
     ));
+    channel.set_llhls(Arc::new(server::llhls::LlChannel::new(
+        server::llhls::LlSettings {
+            part_ms: settings.part_duration_ms,
+            target_ms: settings.segment_duration_ms,
+            window_segments: settings.window_segments,
+        },
+    )));
     let (events_tx, events_rx) = mpsc::channel(4096);
     let mut specs = Vec::with_capacity(stream.inputs.len());
     for url in &stream.inputs {

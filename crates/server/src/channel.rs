@@ -103,6 +103,7 @@ pub struct Channel {
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
     archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
+    llhls: std::sync::OnceLock<Arc<crate::llhls::LlChannel>>,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
 }
@@ -127,6 +128,7 @@ impl Channel {
             renderer,
             counters: ChannelCounters::default(),
             archive: std::sync::OnceLock::new(),
+            llhls: std::sync::OnceLock::new(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
         }
@@ -157,6 +159,17 @@ impl Channel {
     /// The stream's DVR recorder and archive, when the stream is recorded.
     pub fn archive(&self) -> Option<&Arc<crate::recorder::Recorder>> {
         self.archive.get()
+    }
+
+    /// Turns on LL-HLS for the stream (once, before its pipeline starts); false if it
+    /// was already on.
+    pub fn set_llhls(&self, ll: Arc<crate::llhls::LlChannel>) -> bool {
+        self.llhls.set(ll).is_ok()
+    }
+
+    /// The stream's LL-HLS state, when LL-HLS is on.
+    pub fn llhls(&self) -> Option<&Arc<crate::llhls::LlChannel>> {
+        self.llhls.get()
     }
 
     /// The stream name.

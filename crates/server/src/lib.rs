@@ -11,6 +11,7 @@ pub mod error;
 pub mod experiments;
 pub mod http_util;
 pub mod ingest_view;
+pub mod llhls;
 pub mod logins;
 pub mod mc;
 pub mod metrics;

@@ -85,6 +85,10 @@ pub async fn run_recording(
     let mut segmenter = Segmenter::new(config, start);
     let mut tracks = TrackProbe::default();
     let mut was_paused = false;
+    // LL-HLS parts are cut from the frames in step with the segmenter (see `llhls`).
+    let mut ll = channel
+        .llhls()
+        .map(|c| crate::llhls::Feed::new(Arc::clone(c)));
     while let Some(event) = events.recv().await {
         // An operator's pause drops the input (OTT-OPS-2); what comes after it follows
         // a discontinuity, as after a source switch.
@@ -95,23 +99,42 @@ pub async fn run_recording(
         if std::mem::take(&mut was_paused) {
             segmenter.discontinuity();
             tracks.reset();
+            if let Some(ll) = ll.as_mut() {
+                ll.discontinuity();
+            }
         }
         let received = std::time::Instant::now();
         let segment = match event {
             IngestEvent::Frame(frame) => {
                 tracks.observe(&frame);
-                segmenter.push(frame, unix_ms())
-            }
-            IngestEvent::Marker(payload) => match segmenter.push_marker(&payload) {
-                Ok(segment) => segment,
-                Err(error) => {
-                    tracing::warn!(stream = %channel.name(), %error, "bad timeline marker ignored");
-                    None
+                match ll.as_mut() {
+                    Some(ll) => {
+                        let before = segmenter.state();
+                        let segment = segmenter.push(frame.clone(), unix_ms());
+                        ll.frame(frame, before, segmenter.state());
+                        segment
+                    }
+                    None => segmenter.push(frame, unix_ms()),
                 }
-            },
+            }
+            IngestEvent::Marker(payload) => {
+                if let Some(ll) = ll.as_mut() {
+                    ll.marker(&payload);
+                }
+                match segmenter.push_marker(&payload) {
+                    Ok(segment) => segment,
+                    Err(error) => {
+                        tracing::warn!(stream = %channel.name(), %error, "bad timeline marker ignored");
+                        None
+                    }
+                }
+            }
             IngestEvent::Discontinuity => {
                 segmenter.discontinuity();
                 tracks.reset();
+                if let Some(ll) = ll.as_mut() {
+                    ll.discontinuity();
+                }
                 None
             }
         };
@@ -119,6 +142,9 @@ pub async fn run_recording(
         // being cut locally, a discontinuity): publish every one that is ready.
         let mut next = segment;
         while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
+            if let Some(ll) = ll.as_mut() {
+                ll.segment(&segment);
+            }
             publish(
                 &channel,
                 segment,
@@ -131,6 +157,9 @@ pub async fn run_recording(
         }
     }
     while let Some(segment) = segmenter.flush() {
+        if let Some(ll) = ll.as_mut() {
+            ll.segment(&segment);
+        }
         publish(
             &channel,
             segment,

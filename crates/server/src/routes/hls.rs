@@ -24,6 +24,8 @@ pub enum StreamFile {
     MpegTs,
     /// A catch-up file from the DVR archive (`index-{from}-{duration}.m3u8`, …).
     Archive(crate::routes::archive::ArchiveRequest),
+    /// An LL-HLS file (`ll.m3u8`, `part-{msn}-{i}.m4s`, …).
+    LowLatency(crate::routes::llhls::LlFile),
 }
 
 impl StreamFile {
@@ -36,6 +38,9 @@ impl StreamFile {
             _ => {
                 if let Some(archive) = crate::routes::archive::ArchiveRequest::parse(file) {
                     return Some(Self::Archive(archive));
+                }
+                if let Some(ll) = crate::routes::llhls::LlFile::parse(file) {
+                    return Some(Self::LowLatency(ll));
                 }
                 let digits = file.strip_prefix("seg-")?.strip_suffix(".ts")?;
                 if digits.is_empty()
@@ -137,6 +142,10 @@ pub async fn stream_file(
         },
         StreamFile::Archive(archive) => {
             crate::routes::archive::serve(&channel, archive, request.headers()).await
+        }
+        StreamFile::LowLatency(file) => {
+            crate::routes::llhls::serve(&channel, file, request.uri().query(), request.headers())
+                .await
         }
     }
 }

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod archive;
 pub mod backups;
 pub mod hls;
+pub mod llhls;
 pub mod player;
 pub mod relay;
 

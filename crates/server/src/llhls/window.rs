@@ -1,0 +1,255 @@
+//! The LL-HLS live window of one stream: complete fMP4 segments, the parts of the
+//! segment being cut, the init segments, and the playlists rendered once per change.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use media::hls::{
+    LlSegment, LlUris, LowLatencyPlaylist, PendingSegment, PlaylistPart, PlaylistSegment,
+};
+
+use super::packager::{Opened, Output, PartOut, SegmentOut};
+use super::Position;
+
+/// Init segments kept (one per discontinuity sequence still in the window).
+const MAX_INITS: usize = 4;
+
+/// A segment whose parts are being published.
+#[derive(Debug, Clone)]
+pub struct PendingParts {
+    /// The segment.
+    pub info: Opened,
+    /// Its parts so far, in order.
+    pub parts: Vec<PartOut>,
+}
+
+/// The LL-HLS window at one instant; readers hold an `Arc` of it and no lock.
+#[derive(Debug, Default)]
+pub struct LlSnapshot {
+    /// Complete segments, oldest first, consecutive.
+    pub segments: VecDeque<Arc<SegmentOut>>,
+    /// The segment whose parts are listed after the complete ones.
+    pub pending: Option<Arc<PendingParts>>,
+    /// Init segments by discontinuity sequence.
+    pub inits: Vec<(u64, Bytes)>,
+    /// `ll.m3u8`: the full playlist.
+    pub full: Bytes,
+    /// `ll.m3u8?_HLS_skip=YES`: the delta update.
+    pub delta: Bytes,
+    /// What the playlists list.
+    pub position: Position,
+}
+
+impl LlSnapshot {
+    /// Complete segment `msn`, if in the window.
+    pub fn segment(&self, msn: u64) -> Option<&Arc<SegmentOut>> {
+        let first = self.segments.front()?.msn;
+        let i = usize::try_from(msn.checked_sub(first)?).ok()?;
+        self.segments.get(i).filter(|s| s.msn == msn)
+    }
+
+    /// Part `index` of segment `msn`, complete or pending.
+    pub fn part(&self, msn: u64, index: usize) -> Option<Bytes> {
+        if let Some(s) = self.segment(msn) {
+            let span = s.parts.get(index)?;
+            return s
+                .bytes
+                .get(span.bytes.clone())
+                .map(|_| s.bytes.slice(span.bytes.clone()));
+        }
+        let pending = self.pending.as_ref().filter(|p| p.info.msn == msn)?;
+        pending.parts.get(index).map(|p| p.bytes.clone())
+    }
+
+    /// The init segment of discontinuity sequence `seq`.
+    pub fn init(&self, seq: u64) -> Option<Bytes> {
+        self.inits
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map(|(_, b)| b.clone())
+    }
+}
+
+/// How LL-HLS playlists name their files (relative to the playlist).
+#[derive(Debug, Clone, Copy)]
+pub struct Uris;
+
+impl LlUris for Uris {
+    fn map(&self, discontinuity_seq: u64) -> String {
+        format!("ll-init-{discontinuity_seq}.mp4")
+    }
+
+    fn segment(&self, msn: u64) -> String {
+        format!("llseg-{msn}.m4s")
+    }
+
+    fn part(&self, msn: u64, index: usize) -> String {
+        format!("part-{msn}-{index}.m4s")
+    }
+}
+
+/// The mutable window the pipeline task owns; [`LlWindow::snapshot`] freezes it.
+#[derive(Debug)]
+pub struct LlWindow {
+    window_segments: usize,
+    target_secs: u64,
+    part_target_ms: u64,
+    segments: VecDeque<Arc<SegmentOut>>,
+    pending: VecDeque<PendingParts>,
+    inits: Vec<(u64, Bytes)>,
+}
+
+impl LlWindow {
+    /// A window of `window_segments` complete segments for a `target_ms` segment target
+    /// and `part_ms` parts.
+    pub fn new(window_segments: usize, target_ms: u64, part_ms: u64) -> Self {
+        Self {
+            window_segments: window_segments.max(1),
+            target_secs: target_ms.div_ceil(1000).max(1),
+            part_target_ms: part_ms.max(1),
+            segments: VecDeque::new(),
+            pending: VecDeque::new(),
+            inits: Vec::new(),
+        }
+    }
+
+    /// Applies one packager output; true when what the playlists list changed.
+    pub fn apply(&mut self, output: Output) -> bool {
+        match output {
+            Output::Init {
+                discontinuity_seq,
+                bytes,
+            } => {
+                self.inits.retain(|(s, _)| *s != discontinuity_seq);
+                self.inits.push((discontinuity_seq, bytes));
+                while self.inits.len() > MAX_INITS {
+                    self.inits.remove(0);
+                }
+                false
+            }
+            Output::Opened(info) => {
+                self.pending.retain(|p| p.info.msn < info.msn);
+                self.pending.push_back(PendingParts {
+                    info,
+                    parts: Vec::new(),
+                });
+                false
+            }
+            Output::Part(part) => {
+                // PART-TARGET must hold every part; it only ever grows.
+                let ms = part.duration_ticks.div_ceil(90);
+                self.part_target_ms = self.part_target_ms.max(ms);
+                let Some(i) = self.pending.iter().position(|p| p.info.msn == part.msn) else {
+                    return false;
+                };
+                let listed = i == 0;
+                let pending = &mut self.pending[i];
+                if part.index != pending.parts.len() {
+                    return false;
+                }
+                pending.parts.push(part);
+                listed
+            }
+            Output::Segment(segment) => {
+                self.pending.retain(|p| p.info.msn > segment.msn);
+                if let Some(ms) = segment
+                    .parts
+                    .iter()
+                    .map(|p| p.duration_ticks.div_ceil(90))
+                    .max()
+                {
+                    self.part_target_ms = self.part_target_ms.max(ms);
+                }
+                let consecutive = self
+                    .segments
+                    .back()
+                    .is_none_or(|last| last.msn.checked_add(1) == Some(segment.msn));
+                if !consecutive {
+                    self.segments.clear();
+                }
+                self.segments.push_back(Arc::new(segment));
+                while self.segments.len() > self.window_segments {
+                    self.segments.pop_front();
+                }
+                true
+            }
+        }
+    }
+
+    /// What the playlists list now.
+    pub fn position(&self) -> Position {
+        Position {
+            last_complete: self.segments.back().map(|s| (s.msn, s.parts.len())),
+            pending: self.pending.front().map(|p| (p.info.msn, p.parts.len())),
+        }
+    }
+
+    /// The playlist model of the window.
+    pub fn playlist(&self) -> LowLatencyPlaylist {
+        let mut playlist = LowLatencyPlaylist::new(self.target_secs, self.part_target_ms);
+        playlist.segments = self
+            .segments
+            .iter()
+            .map(|s| LlSegment {
+                segment: PlaylistSegment {
+                    msn: s.msn,
+                    discontinuity_seq: s.discontinuity_seq,
+                    discontinuous: s.discontinuous,
+                    duration_ticks: s.duration_ticks,
+                    program_date_time_ms: s.program_date_time_ms,
+                    gap: false,
+                },
+                parts: s
+                    .parts
+                    .iter()
+                    .map(|p| PlaylistPart {
+                        duration_ticks: p.duration_ticks,
+                        independent: p.independent,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let next_msn = self.segments.back().map(|s| s.msn.saturating_add(1));
+        playlist.pending = self
+            .pending
+            .front()
+            .filter(|p| next_msn.is_none_or(|n| n == p.info.msn))
+            .map(|p| PendingSegment {
+                msn: p.info.msn,
+                discontinuity_seq: p.info.discontinuity_seq,
+                discontinuous: p.info.discontinuous,
+                program_date_time_ms: p.info.program_date_time_ms,
+                parts: p
+                    .parts
+                    .iter()
+                    .map(|p| PlaylistPart {
+                        duration_ticks: p.duration_ticks,
+                        independent: p.independent,
+                    })
+                    .collect(),
+            });
+        playlist
+    }
+
+    /// Freezes the window with its playlists rendered.
+    pub fn snapshot(&self) -> LlSnapshot {
+        let playlist = self.playlist();
+        let listed_pending = playlist.pending.as_ref().map(|p| p.msn);
+        LlSnapshot {
+            segments: self.segments.clone(),
+            pending: self
+                .pending
+                .front()
+                .filter(|p| Some(p.info.msn) == listed_pending)
+                .map(|p| Arc::new(p.clone())),
+            inits: self.inits.clone(),
+            full: Bytes::from(playlist.render(&Uris, false)),
+            delta: Bytes::from(playlist.render(&Uris, true)),
+            position: Position {
+                last_complete: self.segments.back().map(|s| (s.msn, s.parts.len())),
+                pending: listed_pending.zip(playlist.pending.as_ref().map(|p| p.parts.len())),
+            },
+        }
+    }
+}

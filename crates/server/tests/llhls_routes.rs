@@ -1,0 +1,492 @@
+//! LL-HLS through the router with a real pipeline fed the demo clip's frames: parts cut
+//! live concatenate to their segment and equal the fMP4 packaging of the TS segment;
+//! blocking reloads answer as soon as the part exists; far-future requests are refused
+//! at once; delta updates skip; the preload-hinted part blocks until it exists.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use ingest::IngestEvent;
+use media::fmp4::{package_ts_segment, InitConfig, NextDts};
+use media::segmenter::Segment;
+use media::ts::{DemuxEvent, Demuxer};
+use media::{Frame, TrackKind, PTS_MASK};
+use server::channel::Channel;
+use server::llhls::{LlChannel, LlSettings};
+use server::metrics::Metrics;
+use server::pipeline::{self, PipelineSettings};
+use server::{router, AppState, NodeIdentity};
+use tokio::sync::mpsc;
+use tower::ServiceExt;
+
+const CLIP: &[u8] = include_bytes!("../../../assets/demo-meeting.ts");
+
+/// The clip's frames from its first keyframe, and its period (90 kHz).
+fn clip() -> (Vec<Frame>, u64) {
+    let mut demuxer = Demuxer::new();
+    let mut events = Vec::new();
+    demuxer.push(CLIP, &mut events);
+    demuxer.flush(&mut events);
+    let frames: Vec<Frame> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            DemuxEvent::Frame(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let video: Vec<&Frame> = frames
+        .iter()
+        .filter(|f| f.kind() == TrackKind::Video)
+        .collect();
+    let first_key = video.iter().find(|f| f.keyframe).expect("a keyframe").dts;
+    let last = video.last().expect("video").dts;
+    let period = last - first_key + 3600;
+    let frames = frames.into_iter().filter(|f| f.dts >= first_key).collect();
+    (frames, period)
+}
+
+/// `laps` laps of the clip, re-stamped into one continuous stream.
+fn looped(laps: u64) -> Vec<Frame> {
+    let (frames, period) = clip();
+    let mut out = Vec::new();
+    for lap in 0..laps {
+        for f in &frames {
+            let mut f = f.clone();
+            f.dts = (f.dts + lap * period) & PTS_MASK;
+            f.pts = (f.pts + lap * period) & PTS_MASK;
+            out.push(f);
+        }
+    }
+    out
+}
+
+struct Node {
+    state: AppState,
+    channel: Arc<Channel>,
+    ll: Arc<LlChannel>,
+    events: Option<mpsc::Sender<IngestEvent>>,
+    pipeline: tokio::task::JoinHandle<()>,
+}
+
+fn node(target_ms: u64, part_ms: u64) -> Node {
+    let state = AppState::new(
+        NodeIdentity {
+            name: "t".into(),
+            hostname: None,
+        },
+        Metrics::new(),
+        None,
+    );
+    let channel = Arc::new(Channel::new("s", 30, server::render::renderer(target_ms)));
+    let ll = Arc::new(LlChannel::new(LlSettings {
+        part_ms,
+        target_ms,
+        window_segments: 30,
+    }));
+    assert!(channel.set_llhls(Arc::clone(&ll)));
+    state.add_stream(Arc::clone(&channel), None);
+    let (tx, rx) = mpsc::channel(100_000);
+    let settings = PipelineSettings {
+        target_duration_ms: target_ms,
+        state_file: None,
+        publish_latency: Arc::new(server::metrics::Histogram::default()),
+    };
+    let pipeline = tokio::spawn(pipeline::run(Arc::clone(&channel), rx, settings));
+    Node {
+        state,
+        channel,
+        ll,
+        events: Some(tx),
+        pipeline,
+    }
+}
+
+impl Node {
+    async fn feed(&self, frames: &[Frame]) {
+        let tx = self.events.as_ref().expect("open");
+        for f in frames {
+            tx.send(IngestEvent::Frame(f.clone()))
+                .await
+                .expect("pipeline runs");
+        }
+    }
+
+    /// Feeds everything and waits until the pipeline has flushed.
+    async fn finish(mut self, frames: &[Frame]) -> Self {
+        self.feed(frames).await;
+        self.events = None;
+        let pipeline = std::mem::replace(&mut self.pipeline, tokio::spawn(async {}));
+        pipeline.await.expect("pipeline ends");
+        self
+    }
+
+    /// Waits (bounded) until the pipeline has taken every frame sent so far.
+    async fn settle(&self) {
+        let tx = self.events.as_ref().expect("open");
+        for _ in 0..1000 {
+            if tx.capacity() == tx.max_capacity() {
+                break;
+            }
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn get(state: &AppState, uri: &str) -> (StatusCode, Bytes) {
+    let response = router(state.clone())
+        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
+        .await
+        .expect("infallible");
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, body)
+}
+
+fn text(body: &Bytes) -> &str {
+    std::str::from_utf8(body).expect("utf-8 playlist")
+}
+
+#[tokio::test]
+async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
+    let frames = looped(2);
+    let node = node(2000, 1000).finish(&frames).await;
+    let ll = node.ll.snapshot();
+    let ts = node.channel.snapshot();
+    assert!(ll.segments.len() >= 8, "{} segments", ll.segments.len());
+    let c = &node.ll.counters;
+    let live = c.live_segments.load(std::sync::atomic::Ordering::Relaxed);
+    let packaged = c
+        .packaged_segments
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let mismatches = c.mismatches.load(std::sync::atomic::Ordering::Relaxed);
+    println!("live {live}, packaged {packaged}, mismatches {mismatches}");
+    assert_eq!(mismatches, 0);
+    assert!(packaged <= 1, "only the first segment lacks live parts");
+    // Same numbers and durations as the TS timeline.
+    for s in &ll.segments {
+        let t = ts.segment(s.msn).expect("same msn in the ts window");
+        assert_eq!(
+            (
+                s.duration_ticks,
+                s.program_date_time_ms,
+                s.discontinuity_seq
+            ),
+            (
+                t.duration_ticks,
+                t.program_date_time_ms,
+                t.discontinuity_seq
+            )
+        );
+    }
+    for pair in ll.segments.iter().collect::<Vec<_>>().windows(2) {
+        let (s, next) = (pair[0], pair[1]);
+        // The segment route serves the concatenation of the part routes.
+        let (status, whole) = get(&node.state, &format!("/s/llseg-{}.m4s", s.msn)).await;
+        assert_eq!(status, StatusCode::OK);
+        let mut joined = Vec::new();
+        for i in 0..s.parts.len() {
+            let (status, part) = get(&node.state, &format!("/s/part-{}-{i}.m4s", s.msn)).await;
+            assert_eq!(status, StatusCode::OK);
+            joined.extend_from_slice(&part);
+        }
+        assert_eq!(joined, whole.to_vec(), "msn {}", s.msn);
+        let seconds = ((s.duration_ticks + 45_000) / 90_000).max(1) as usize;
+        assert_eq!(s.parts.len(), seconds, "1-s parts, msn {}", s.msn);
+        // … and the bytes are the fMP4 packaging of the TS segment.
+        let t = ts.segment(s.msn).expect("ts");
+        let tn = ts.segment(next.msn).expect("next ts");
+        let seg = |x: &server::channel::LiveSegment| Segment {
+            msn: x.msn,
+            discontinuity_seq: x.discontinuity_seq,
+            discontinuous: x.discontinuous,
+            start_ts: media::fmp4::frames_from_ts(&x.data, 0)
+                .iter()
+                .filter(|f| f.frame.kind() == TrackKind::Video)
+                .map(|f| f.ext_pts)
+                .next()
+                .unwrap_or(0),
+            duration_ticks: x.duration_ticks,
+            program_date_time_ms: x.program_date_time_ms,
+            keyframe_start: true,
+            data: x.data.clone(),
+        };
+        let (ts_seg, ts_next) = (seg(t), seg(tn));
+        let frames = media::fmp4::frames_from_ts(&ts_seg.data, ts_seg.start_ts);
+        let config = InitConfig::from_frames(frames.iter().map(|t| &t.frame)).expect("config");
+        let mut expected = Vec::new();
+        package_ts_segment(
+            &config,
+            &ts_seg,
+            Some(NextDts::of_segment(&ts_next)),
+            Some(90_000),
+            &mut expected,
+        )
+        .expect("packaging");
+        assert_eq!(
+            whole.to_vec(),
+            expected,
+            "msn {} differs from the ts packaging",
+            s.msn
+        );
+    }
+    // The init segment of the EXT-X-MAP is served.
+    let (_, playlist) = get(&node.state, "/s/ll.m3u8").await;
+    let map = text(&playlist)
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("EXT-X-MAP")
+        .to_owned();
+    let (status, init) = get(&node.state, &format!("/s/{map}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(&init[4..8], b"ftyp");
+}
+
+#[tokio::test]
+async fn playlist_parses_back_and_lists_parts_of_the_last_three_targets() {
+    let frames = looped(2);
+    let node = node(2000, 1000);
+    // Stop mid-stream so a segment is in progress.
+    node.feed(&frames[..frames.len() * 3 / 4]).await;
+    node.settle().await;
+    let (status, body) = get(&node.state, "/s/ll.m3u8").await;
+    assert_eq!(status, StatusCode::OK);
+    let t = text(&body);
+    println!("{t}");
+    assert!(t.starts_with("#EXTM3U\n#EXT-X-VERSION:9\n#EXT-X-TARGETDURATION:2\n"));
+    assert!(t.contains(
+        "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12.000,PART-HOLD-BACK=3.000\n#EXT-X-PART-INF:PART-TARGET=1.000\n"
+    ));
+    assert!(t.contains("#EXT-X-MAP:URI=\"ll-init-"));
+    assert!(t.contains(",INDEPENDENT=YES\n"));
+    let hint = t
+        .lines()
+        .find(|l| l.starts_with("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part-"))
+        .expect("preload hint");
+    assert!(hint.ends_with(".m4s\""));
+    // Parts only for the segments ending within three target durations of the end.
+    let with_parts: std::collections::BTreeSet<&str> = t
+        .lines()
+        .filter_map(|l| l.split("URI=\"part-").nth(1))
+        .filter_map(|l| l.split('-').next())
+        .collect();
+    assert!((3..=5).contains(&with_parts.len()), "{with_parts:?}");
+    let parsed = m3u8_rs::parse_media_playlist_res(&body).expect("m3u8-rs parses it");
+    let ll = node.ll.snapshot();
+    assert_eq!(parsed.target_duration, 2);
+    assert_eq!(
+        parsed.media_sequence,
+        ll.segments.front().expect("a segment").msn
+    );
+    assert_eq!(parsed.segments.len(), ll.segments.len());
+    for (p, s) in parsed.segments.iter().zip(&ll.segments) {
+        assert_eq!(p.uri, format!("llseg-{}.m4s", s.msn));
+        assert!((f64::from(p.duration) - s.duration_ticks as f64 / 90_000.0).abs() < 0.001);
+        assert!(p.program_date_time.is_some());
+    }
+    // The master playlist names ll.m3u8.
+    let (status, master) = get(&node.state, "/s/ll-index.m3u8").await;
+    assert_eq!(status, StatusCode::OK);
+    let master = m3u8_rs::parse_master_playlist_res(&master).expect("master parses");
+    assert_eq!(master.variants[0].uri, "ll.m3u8");
+}
+
+/// The next part after what the playlist lists: `(msn, part)`.
+fn next_part(ll: &LlChannel) -> (u64, usize) {
+    let p = ll.snapshot().position;
+    match p.pending {
+        Some((msn, parts)) => (msn, parts),
+        None => (p.last_complete.expect("a segment").0 + 1, 0),
+    }
+}
+
+#[tokio::test]
+async fn blocking_reload_answers_as_soon_as_the_part_exists() {
+    let frames = looped(2);
+    let node = node(2000, 1000);
+    let half = frames.len() / 2;
+    node.feed(&frames[..half]).await;
+    node.settle().await;
+    let mut figures = Vec::new();
+    let mut at = half;
+    for _ in 0..4 {
+        let (msn, part) = next_part(&node.ll);
+        let uri = format!("/s/ll.m3u8?_HLS_msn={msn}&_HLS_part={part}");
+        let state = node.state.clone();
+        let request = tokio::spawn(async move {
+            let answer = get(&state, &uri).await;
+            (answer, Instant::now())
+        });
+        // It waits while the part does not exist.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(
+            !request.is_finished(),
+            "answered before part {msn}.{part} existed"
+        );
+        // Feed frame by frame: the answer must come right after the frame that
+        // completes the part (pipeline processing included).
+        let mut completed_by = None;
+        while at < frames.len() {
+            node.feed(&frames[at..at + 1]).await;
+            at += 1;
+            let sent = Instant::now();
+            for _ in 0..50 {
+                tokio::task::yield_now().await;
+                if request.is_finished() {
+                    break;
+                }
+            }
+            if request.is_finished() {
+                completed_by = Some(sent);
+                break;
+            }
+        }
+        let published = completed_by.expect("the part appeared");
+        assert!(node.ll.snapshot().position.satisfies(msn, Some(part)));
+        let ((status, body), answered) = tokio::time::timeout(Duration::from_secs(5), request)
+            .await
+            .expect("answered")
+            .expect("task");
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            text(&body).contains(&format!("part-{msn}-{part}.m4s")),
+            "the answer lists the part"
+        );
+        figures.push(answered.saturating_duration_since(published));
+    }
+    let worst = figures.iter().max().copied().unwrap_or_default();
+    println!("blocking reload: last frame of the part in → answer {figures:?} (worst {worst:?})");
+    assert!(worst < Duration::from_millis(50), "{worst:?}");
+}
+
+#[tokio::test]
+async fn far_future_and_malformed_requests_are_refused_at_once() {
+    let frames = looped(1);
+    let node = node(2000, 1000);
+    node.feed(&frames[..frames.len() / 2]).await;
+    node.settle().await;
+    let last = node
+        .ll
+        .snapshot()
+        .position
+        .last_complete
+        .expect("a segment")
+        .0;
+    for uri in [
+        format!("/s/ll.m3u8?_HLS_msn={}", last + 3),
+        format!("/s/ll.m3u8?_HLS_msn={}&_HLS_part=0", last + 50),
+        "/s/ll.m3u8?_HLS_part=1".to_owned(),
+        "/s/ll.m3u8?_HLS_msn=x".to_owned(),
+    ] {
+        let started = Instant::now();
+        let (status, _) = get(&node.state, &uri).await;
+        let took = started.elapsed();
+        println!("{uri}: {status} in {took:?}");
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        assert!(took < Duration::from_millis(50), "{uri}: {took:?}");
+    }
+    // Two ahead is allowed: it waits (and is answered later or times out).
+    let uri = format!("/s/ll.m3u8?_HLS_msn={}", last + 2);
+    let state = node.state.clone();
+    let request = tokio::spawn(async move { get(&state, &uri).await });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!request.is_finished());
+    request.abort();
+    // Unknown names are 404.
+    assert_eq!(
+        get(&node.state, "/s/part-1.m4s").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get(&node.state, "/s/llseg-999.m4s").await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_part_that_does_not_come_gets_503_after_three_target_durations() {
+    let frames = looped(1);
+    let node = node(2000, 1000);
+    node.feed(&frames[..frames.len() / 2]).await;
+    for _ in 0..200 {
+        tokio::task::yield_now().await;
+    }
+    let (msn, part) = next_part(&node.ll);
+    let started = tokio::time::Instant::now();
+    let (status, _) = get(
+        &node.state,
+        &format!("/s/ll.m3u8?_HLS_msn={msn}&_HLS_part={part}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(6) && waited < Duration::from_secs(7),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test]
+async fn delta_update_skips_old_segments() {
+    let frames = looped(3);
+    let node = node(2000, 1000).finish(&frames).await;
+    let (_, full) = get(&node.state, "/s/ll.m3u8").await;
+    let (_, delta) = get(&node.state, "/s/ll.m3u8?_HLS_skip=YES").await;
+    let (_, v2) = get(&node.state, "/s/ll.m3u8?_HLS_skip=v2").await;
+    assert!(!text(&full).contains("#EXT-X-SKIP"));
+    let skipped: usize = text(&delta)
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-SKIP:SKIPPED-SEGMENTS="))
+        .expect("EXT-X-SKIP")
+        .parse()
+        .expect("a count");
+    assert!(skipped > 0);
+    assert_eq!(delta, v2);
+    let count = |b: &Bytes| text(b).lines().filter(|l| l.starts_with("llseg-")).count();
+    assert_eq!(count(&full), count(&delta) + skipped);
+    // What is left covers at least CAN-SKIP-UNTIL (12 s).
+    assert!(count(&delta) * 2 >= 12, "{}", text(&delta));
+}
+
+#[tokio::test]
+async fn the_preload_hinted_part_blocks_until_it_exists() {
+    let frames = looped(2);
+    let node = node(2000, 1000);
+    let half = frames.len() / 2;
+    node.feed(&frames[..half]).await;
+    node.settle().await;
+    let (_, playlist) = get(&node.state, "/s/ll.m3u8").await;
+    let hint = text(&playlist)
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("hint")
+        .to_owned();
+    let state = node.state.clone();
+    let uri = format!("/s/{hint}");
+    let request = tokio::spawn(async move { get(&state, &uri).await });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!request.is_finished());
+    node.feed(&frames[half..half + 100]).await;
+    let (status, body) = tokio::time::timeout(Duration::from_secs(5), request)
+        .await
+        .expect("answered")
+        .expect("task");
+    assert_eq!(status, StatusCode::OK);
+    let (_, again) = get(&node.state, &format!("/s/{hint}")).await;
+    assert_eq!(body, again);
+    let first_of_segment = hint.ends_with("-0.m4s");
+    let expected: &[u8] = if first_of_segment { b"styp" } else { b"moof" };
+    assert_eq!(&body[4..8], expected, "{hint}");
+}
