@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use axum::http::{HeaderMap, HeaderName};
 use experiments::{
     Alert, CommandError, DefinitionError, ExperimentDefinition, ExperimentEvent, Experiments,
-    ExperimentsConfig, Group, KpiEvent, NodeReport, StallDetectorConfig,
+    ExperimentsConfig, KpiEvent, NodeReport, StallDetectorConfig,
 };
 use serde::Serialize;
 use shed::{DeviceType, MemberId, Priority, RequestFacts, RouteKind};
@@ -506,15 +506,6 @@ impl NodeExperiments {
 fn segment_sequence(path: &str) -> Option<u64> {
     let file = path.rsplit('/').next()?;
     file.strip_prefix("seg-")?.strip_suffix(".ts")?.parse().ok()
-}
-
-/// The group name of a member in a run, for logs and tests.
-pub fn group_name(group: Group) -> &'static str {
-    match group {
-        Group::Control => "control",
-        Group::Experiment => "experiment",
-        Group::Neither => "neither",
-    }
 }
 
 #[cfg(test)]
