@@ -107,6 +107,8 @@ pub struct StreamDefaults {
     /// LL-HLS part duration, seconds (0.2–5, at most the segment duration).
     #[serde(default = "default_part_duration")]
     pub part_duration: f64,
+    /// LL-HLS PART-HOLD-BACK, seconds (default 3 × part_duration, at least 2 ×).
+    pub part_hold_back: Option<f64>,
     /// How long the active input may deliver nothing before the next input takes over, seconds.
     #[serde(default = "default_source_timeout")]
     pub source_timeout: f64,
@@ -199,6 +201,7 @@ impl Default for StreamDefaults {
             segment_duration: default_segment_duration(),
             window: default_window(),
             part_duration: default_part_duration(),
+            part_hold_back: None,
             source_timeout: default_source_timeout(),
             dvr: DvrConfig::default(),
         }
@@ -219,6 +222,8 @@ pub struct StreamConfig {
     pub window: Option<f64>,
     /// Overrides `defaults.part_duration`.
     pub part_duration: Option<f64>,
+    /// Overrides `defaults.part_hold_back`.
+    pub part_hold_back: Option<f64>,
     /// Overrides `defaults.source_timeout`.
     pub source_timeout: Option<f64>,
     /// Overrides `defaults.dvr`, key by key.
@@ -262,6 +267,8 @@ pub struct StreamSettings {
     pub window_segments: usize,
     /// LL-HLS part duration, milliseconds.
     pub part_duration_ms: u64,
+    /// LL-HLS PART-HOLD-BACK, milliseconds (`None`: 3 × the part duration).
+    pub part_hold_back_ms: Option<u64>,
     /// Input stall timeout, milliseconds.
     pub source_timeout_ms: u64,
     /// The archive's retention when the stream is recorded.
@@ -278,6 +285,10 @@ impl StreamConfig {
             window_segments: ((window / segment).ceil() as usize).max(3),
             part_duration_ms: (self.part_duration.unwrap_or(defaults.part_duration) * 1000.0)
                 .round() as u64,
+            part_hold_back_ms: self
+                .part_hold_back
+                .or(defaults.part_hold_back)
+                .map(|s| (s * 1000.0).round() as u64),
             source_timeout_ms: (self.source_timeout.unwrap_or(defaults.source_timeout) * 1000.0)
                 .round() as u64,
             dvr: self.dvr.resolve(&defaults.dvr),
@@ -335,6 +346,7 @@ impl Config {
         check_part(
             "defaults",
             self.defaults.part_duration,
+            self.defaults.part_hold_back,
             self.defaults.segment_duration,
         )?;
         if let Some(mc) = &self.mc {
@@ -400,6 +412,7 @@ impl Config {
             check_part(
                 &at,
                 stream.part_duration.unwrap_or(self.defaults.part_duration),
+                stream.part_hold_back.or(self.defaults.part_hold_back),
                 stream
                     .segment_duration
                     .unwrap_or(self.defaults.segment_duration),
@@ -409,10 +422,16 @@ impl Config {
     }
 }
 
-/// An LL-HLS part must fit in a segment: 0.2–5 s and at most the segment duration.
-fn check_part(at: &str, part: f64, segment: f64) -> anyhow::Result<()> {
+/// An LL-HLS part must fit in a segment: 0.2–5 s and at most the segment duration;
+/// the hold-back is at least two parts (the draft's minimum) and at most 60 s.
+fn check_part(at: &str, part: f64, hold_back: Option<f64>, segment: f64) -> anyhow::Result<()> {
     if !(0.2..=5.0).contains(&part) || part > segment {
         bail!("{at}.part_duration {part} must be between 0.2 and 5 seconds and at most the segment duration {segment}");
+    }
+    if let Some(h) = hold_back {
+        if !(h >= 2.0 * part && h <= 60.0) {
+            bail!("{at}.part_hold_back {h} must be at least twice part_duration ({part}) and at most 60 seconds");
+        }
     }
     Ok(())
 }
@@ -455,6 +474,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ll_hls_part_settings_apply_and_are_checked() {
+        let stream = "[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]\n";
+        let config = Config::parse(&format!(
+            "[defaults]\npart_duration = 0.5\n{stream}part_hold_back = 1.2"
+        ))
+        .unwrap();
+        let settings = config.streams[0].settings(&config.defaults);
+        assert_eq!(settings.part_duration_ms, 500);
+        assert_eq!(settings.part_hold_back_ms, Some(1200));
+        let err = |text: String| format!("{:#}", Config::parse(&text).unwrap_err());
+        assert!(err(format!("{stream}part_duration = 3.0")).contains("stream[0].part_duration"));
+        assert!(err(format!("{stream}part_duration = 0.1")).contains("part_duration"));
+        assert!(err(format!("{stream}part_hold_back = 1.5")).contains("stream[0].part_hold_back"));
+        assert!(err("[defaults]\npart_hold_back = 0.5".into()).contains("defaults.part_hold_back"));
+    }
+
+    #[test]
     fn a_full_config_parses_with_defaults() {
         let config = Config::parse(
             r#"
@@ -477,6 +513,7 @@ mod tests {
                 segment_duration_ms: 2000,
                 window_segments: 15,
                 part_duration_ms: 1000,
+                part_hold_back_ms: None,
                 source_timeout_ms: 5000,
                 dvr: None,
             }

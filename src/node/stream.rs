@@ -54,6 +54,7 @@ pub fn start_stream(
     channel.set_llhls(Arc::new(server::llhls::LlChannel::new(
         server::llhls::LlSettings {
             part_ms: settings.part_duration_ms,
+            hold_back_ms: settings.part_hold_back_ms,
             target_ms: settings.segment_duration_ms,
             window_segments: settings.window_segments,
         },

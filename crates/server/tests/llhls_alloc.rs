@@ -96,6 +96,7 @@ async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
     let channel = Arc::new(Channel::new("s", 30, server::render::renderer(2000)));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms: 1000,
+        hold_back_ms: None,
         target_ms: 2000,
         window_segments: 30,
     }));

@@ -84,6 +84,7 @@ fn node(target_ms: u64, part_ms: u64) -> Node {
     let channel = Arc::new(Channel::new("s", 30, server::render::renderer(target_ms)));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms,
+        hold_back_ms: None,
         target_ms,
         window_segments: 30,
     }));

@@ -54,9 +54,11 @@
 //! # Part size
 //!
 //! `part_duration` trades latency for requests and overhead: a player holds back
-//! PART-HOLD-BACK = 3 × PART-TARGET from the live edge, so 1-s parts give ~3 s of
-//! latency at the player and 0.5-s parts ~1.5 s, at twice the playlist reloads and part
-//! requests per viewer and more `moof` overhead per second of media.
+//! PART-HOLD-BACK (3 × PART-TARGET unless configured, at least 2 ×) from the live edge,
+//! so 1-s parts give ~3.3 s of latency at the player and 0.5-s parts about half, at
+//! twice the playlist reloads and part requests per viewer and more `moof` overhead
+//! per second of media. A shorter hold-back lowers latency and leaves the player less
+//! margin for network jitter.
 
 mod packager;
 mod window;
@@ -78,6 +80,9 @@ pub const DEFAULT_PART_MS: u64 = 1000;
 pub struct LlSettings {
     /// Part duration (EXT-X-PART-INF PART-TARGET), milliseconds.
     pub part_ms: u64,
+    /// PART-HOLD-BACK, milliseconds: how far behind the live edge players stay. `None`:
+    /// 3 × PART-TARGET (the draft's recommendation); never below 2 × (its minimum).
+    pub hold_back_ms: Option<u64>,
     /// The stream's segment target, milliseconds.
     pub target_ms: u64,
     /// Complete segments kept (the stream's live window).
@@ -207,7 +212,7 @@ impl Feed {
         let s = channel.settings();
         Self {
             packager: Packager::new(s.part_ms.saturating_mul(90)),
-            window: LlWindow::new(s.window_segments, s.target_ms, s.part_ms),
+            window: LlWindow::new(s.window_segments, s.target_ms, s.part_ms, s.hold_back_ms),
             channel,
             out: Vec::new(),
             stats: PackagerStats::default(),

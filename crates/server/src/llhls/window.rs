@@ -95,6 +95,7 @@ pub struct LlWindow {
     window_segments: usize,
     target_secs: u64,
     part_target_ms: u64,
+    hold_back_ms: Option<u64>,
     segments: VecDeque<Arc<SegmentOut>>,
     pending: VecDeque<PendingParts>,
     inits: Vec<(u64, Bytes)>,
@@ -102,12 +103,19 @@ pub struct LlWindow {
 
 impl LlWindow {
     /// A window of `window_segments` complete segments for a `target_ms` segment target
-    /// and `part_ms` parts.
-    pub fn new(window_segments: usize, target_ms: u64, part_ms: u64) -> Self {
+    /// and `part_ms` parts, announcing `hold_back_ms` as PART-HOLD-BACK (default 3 ×
+    /// PART-TARGET, never below 2 ×).
+    pub fn new(
+        window_segments: usize,
+        target_ms: u64,
+        part_ms: u64,
+        hold_back_ms: Option<u64>,
+    ) -> Self {
         Self {
             window_segments: window_segments.max(1),
             target_secs: target_ms.div_ceil(1000).max(1),
             part_target_ms: part_ms.max(1),
+            hold_back_ms,
             segments: VecDeque::new(),
             pending: VecDeque::new(),
             inits: Vec::new(),
@@ -188,6 +196,10 @@ impl LlWindow {
     /// The playlist model of the window.
     pub fn playlist(&self) -> LowLatencyPlaylist {
         let mut playlist = LowLatencyPlaylist::new(self.target_secs, self.part_target_ms);
+        let minimum = self.part_target_ms.saturating_mul(2);
+        if let Some(hold_back) = self.hold_back_ms {
+            playlist.part_hold_back_ms = hold_back.max(minimum);
+        }
         playlist.segments = self
             .segments
             .iter()

@@ -1,0 +1,120 @@
+// LL-HLS in a real browser: a node ingests the built-in meeting itself (source mode,
+// 2-s segments, 1-s parts) and hls.js with `lowLatencyMode` plays `ll-index.m3u8` for
+// 20 s in headless Chromium with no fatal error. The latency at the player is the wall
+// clock minus the program date-time of the playing position (`hls.playingDate`),
+// sampled every 250 ms; p50/p95 are printed and p95 must stay below the target.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchBrowser, waitFor200 } from '../lib/cluster.mjs';
+import { Proc, freePorts } from '../lib/processes.mjs';
+
+const PART_SECONDS = Number(process.env.E2E_LL_PART || 1.0);
+const TARGET_P95_MS = Number(process.env.E2E_LL_TARGET_MS || 3000 + PART_SECONDS * 1000 * 0.5);
+const PLAY_MS = 20_000;
+
+let dir;
+let node;
+let base;
+let browser;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'brdyun-llhls-'));
+  const [http] = await freePorts(1);
+  const configPath = join(dir, 'node.toml');
+  writeFileSync(configPath, `[node]
+name = "ll"
+http = "127.0.0.1:${http}"
+data_dir = ${JSON.stringify(join(dir, 'data'))}
+
+[defaults]
+segment_duration = 2.0
+part_duration = ${PART_SECONDS}
+
+[[stream]]
+name = "meeting"
+inputs = ["builtin://meeting"]
+`);
+  node = new Proc({ role: 'node', name: 'll', configPath, logPath: join(dir, 'node.log') });
+  await node.start();
+  base = `http://127.0.0.1:${http}`;
+  await waitFor200(`${base}/meeting/ll.m3u8`);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await node?.kill9();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+test(`hls.js lowLatencyMode plays LL-HLS with ${PART_SECONDS}-s parts under the latency target`, { timeout: 90_000 }, async () => {
+  const playlist = await waitFor200(`${base}/meeting/ll.m3u8`);
+  assert.match(playlist, /#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES/);
+  assert.match(playlist, /#EXT-X-PART:DURATION=/);
+  assert.match(playlist, /#EXT-X-PRELOAD-HINT:TYPE=PART/);
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.setContent('<video id="v" muted autoplay playsinline></video>');
+  await page.addScriptTag({ url: `${base}/player/hls.min.js` });
+  await page.evaluate((src) => {
+    const video = document.getElementById('v');
+    const hls = new window.Hls({ lowLatencyMode: true, backBufferLength: 10 });
+    const stats = { fatal: [], errors: 0, samples: [], blockingReloads: 0 };
+    window.__ll = { hls, stats };
+    hls.on(window.Hls.Events.ERROR, (_, data) => {
+      stats.errors += 1;
+      if (data.fatal) stats.fatal.push(`${data.type}/${data.details}`);
+    });
+    hls.on(window.Hls.Events.LEVEL_LOADED, (_, data) => {
+      if (data.details && data.details.canBlockReload) stats.canBlockReload = true;
+    });
+    hls.loadSource(src);
+    hls.attachMedia(video);
+    video.play().catch(() => {});
+  }, `${base}/meeting/ll-index.m3u8`);
+  await page.waitForFunction(() => {
+    const v = document.getElementById('v');
+    return v.currentTime > 0.5 && window.__ll.hls.playingDate;
+  }, null, { timeout: 30_000 });
+  // Let the player settle on its target latency, then sample for PLAY_MS.
+  await page.waitForTimeout(3_000);
+  const started = await page.evaluate(() => document.getElementById('v').currentTime);
+  await page.evaluate((playMs) => new Promise((resolve) => {
+    const { hls, stats } = window.__ll;
+    const video = document.getElementById('v');
+    const timer = setInterval(() => {
+      const date = hls.playingDate;
+      if (date && !video.paused) stats.samples.push(Date.now() - date.getTime());
+    }, 250);
+    setTimeout(() => { clearInterval(timer); resolve(); }, playMs);
+  }), PLAY_MS);
+  const { stats, played, hlsLatency, targetLatency } = await page.evaluate(() => ({
+    stats: window.__ll.stats,
+    played: document.getElementById('v').currentTime,
+    hlsLatency: window.__ll.hls.latency,
+    targetLatency: window.__ll.hls.targetLatency,
+  }));
+  await page.close();
+  const sorted = [...stats.samples].sort((a, b) => a - b);
+  const p50 = percentile(sorted, 50);
+  const p95 = percentile(sorted, 95);
+  console.log(`LL-HLS ${PART_SECONDS}-s parts: latency p50 ${(p50 / 1000).toFixed(2)} s, p95 ${(p95 / 1000).toFixed(2)} s `
+    + `over ${sorted.length} samples (hls.js latency ${hlsLatency?.toFixed(2)} s, target ${targetLatency?.toFixed(2)} s, `
+    + `non-fatal errors ${stats.errors})`);
+  assert.deepEqual(stats.fatal, [], `fatal errors: ${stats.fatal}`);
+  assert.deepEqual(pageErrors, []);
+  assert.ok(stats.canBlockReload, 'hls.js saw CAN-BLOCK-RELOAD');
+  assert.ok(played - started > PLAY_MS / 1000 - 3, `played only ${(played - started).toFixed(1)} s`);
+  assert.ok(sorted.length > PLAY_MS / 250 / 2, `only ${sorted.length} latency samples`);
+  assert.ok(p95 < TARGET_P95_MS, `p95 latency ${p95} ms ≥ ${TARGET_P95_MS} ms`);
+});
