@@ -116,6 +116,8 @@ struct Building {
     info: Opened,
     start_pts: u64,
     builder: PartBuilder,
+    /// The init config the builder writes for.
+    builder_config: InitConfig,
     buf: Vec<u8>,
     parts: Vec<Part>,
     /// (ext DTS, is audio) of every frame given to the builder, for verification.
@@ -292,8 +294,11 @@ impl Packager {
                 return Some(config.clone());
             }
         }
-        let frames = std::iter::once(first).chain(self.last_audio.as_ref());
-        let config = InitConfig::from_frames(frames).ok()?;
+        // The sequence's first init must carry every track: before any audio frame was
+        // seen, a stream's audio is unknown, so that segment is packaged from its TS
+        // (whose frames show the tracks) instead of being cut live.
+        let audio = self.last_audio.as_ref()?;
+        let config = InitConfig::from_frames([first, audio]).ok()?;
         self.set_init(seq, config, out)
     }
 
@@ -324,7 +329,7 @@ impl Packager {
             return;
         };
         let builder = PartBuilder::new(
-            config,
+            config.clone(),
             info.msn,
             self.part_ticks,
             Some(ProducerTime {
@@ -340,6 +345,7 @@ impl Packager {
             info,
             start_pts: t.ext_pts,
             builder,
+            builder_config: config,
             buf: Vec::new(),
             parts: Vec::new(),
             assigned: Vec::new(),
@@ -465,7 +471,14 @@ impl Packager {
         };
         let seq = segment.discontinuity_seq;
         let started = b_started(&built);
-        if let Some(b) = built.filter(|b| !b.failed && same_frames(&b.assigned, &frames)) {
+        let carried = |b: &Building| {
+            frames
+                .iter()
+                .all(|t| b.builder_config.carries(t.frame.kind()))
+        };
+        if let Some(b) =
+            built.filter(|b| !b.failed && carried(b) && same_frames(&b.assigned, &frames))
+        {
             let mut buf = b.buf;
             let mut parts = b.parts;
             let first_new = parts.len();
