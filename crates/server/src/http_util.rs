@@ -35,6 +35,15 @@ impl Cache {
     }
 }
 
+/// Content type of the embedded web pages.
+pub const HTML: &str = "text/html; charset=utf-8";
+
+/// One of the embedded pages (player, Backups, Experiments): HTML, revalidated on
+/// every load so a new build's page is picked up at once.
+pub fn page(html: &'static str) -> Response {
+    ok(HTML, Cache::None, Bytes::from_static(html.as_bytes()))
+}
+
 /// A full `200` response with the given body.
 pub fn ok(content_type: &'static str, cache: Cache, body: Bytes) -> Response {
     let mut response = Response::new(Body::from(body));

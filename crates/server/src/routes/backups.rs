@@ -6,7 +6,7 @@
 //! asks for it once and keeps it in the browser's session storage.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -19,14 +19,7 @@ static BACKUPS_HTML: &str = include_str!("../../assets/backups.html");
 
 /// `GET /backups`: the page.
 pub async fn page() -> Response {
-    let mut response = BACKUPS_HTML.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    crate::http_util::page(BACKUPS_HTML)
 }
 
 /// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters.

@@ -10,14 +10,7 @@ static PLAYER_HTML: &str = include_str!("../../assets/player.html");
 
 /// `GET /player`: the player page.
 pub async fn page() -> Response {
-    let mut response = PLAYER_HTML.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    crate::http_util::page(PLAYER_HTML)
 }
 
 /// `GET /player/hls.min.js`: the embedded hls.js.
