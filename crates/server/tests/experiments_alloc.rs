@@ -2,60 +2,17 @@
 //! (the shed-set check after the fault rules) and asking whether a request is observed,
 //! for experiment-group members (shed), control (admitted, observed) and everyone else.
 //! Same counting allocator as `shed_alloc.rs`.
-//!
-//! `unsafe` is needed only to implement `GlobalAlloc` in this test binary; it forwards
-//! to the system allocator unchanged.
-#![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
 use axum::http::{HeaderMap, HeaderValue};
 use experiments::{Assigner, ExperimentDefinition, Group};
 use server::shed::layer::request_facts;
 use server::shed::{member_id, Decision, ShedSettings, Shedder};
 
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-// SAFETY: every call is forwarded to `System` with the same arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_count::Counting = alloc_count::Counting;
 
-fn count_allocs<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    let out = f();
-    COUNTING.with(|c| c.set(false));
-    (out, ALLOCS.with(Cell::get))
-}
+use alloc_count::count_allocs;
 
 const DEFINITION: &str = r#"{"id":"alloc","priorities":{"min":0,"max":99},
   "control_share_bp":1000,"experiment_share_bp":1000,"devices":["browser"],

@@ -2,13 +2,7 @@
 //! headers and deciding (classify, shed curve, fault rules) never allocate, whether the
 //! request is admitted, shed by overload or shed by a rule. A counting global allocator
 //! records allocations made by this thread while the flag is on.
-//!
-//! `unsafe` is needed only to implement `GlobalAlloc` in this test binary; it forwards
-//! to the system allocator unchanged.
-#![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -17,47 +11,10 @@ use server::shed::layer::request_facts;
 use server::shed::{member_id, Decision, ShedSettings, Shedder};
 use shed::{FaultRuleSpec, OverloadLevel, Priority};
 
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-// SAFETY: every call is forwarded to `System` with the same arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_count::Counting = alloc_count::Counting;
 
-fn count_allocs<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    let out = f();
-    COUNTING.with(|c| c.set(false));
-    (out, ALLOCS.with(Cell::get))
-}
+use alloc_count::count_allocs;
 
 #[test]
 fn facts_and_decision_do_not_allocate() {

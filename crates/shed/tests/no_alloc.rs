@@ -1,13 +1,7 @@
 //! DESIGN invariant 5: classify + admit (and rendering the back-pressure answer) never
 //! allocate. A counting global allocator records allocations made by this thread
 //! while the flag is on.
-//!
-//! `unsafe` is needed only to implement `GlobalAlloc` in this test binary; it forwards
-//! to the system allocator unchanged.
-#![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::Duration;
 
 use shed::{
@@ -15,47 +9,10 @@ use shed::{
     Priority, RequestFacts, RouteKind, ShedCurve,
 };
 
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-// SAFETY: every call is forwarded to `System` with the same arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_count::Counting = alloc_count::Counting;
 
-fn count_allocs(f: impl FnOnce()) -> u64 {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    f();
-    COUNTING.with(|c| c.set(false));
-    ALLOCS.with(Cell::get)
-}
+use alloc_count::count_allocs;
 
 #[test]
 fn the_request_path_does_not_allocate() {
@@ -82,11 +39,11 @@ fn the_request_path_does_not_allocate() {
         "",
     ];
     // Sanity: the counter does see allocations.
-    assert!(count_allocs(|| drop(std::hint::black_box(vec![1u8; 16]))) > 0);
+    assert!(count_allocs(|| drop(std::hint::black_box(vec![1u8; 16]))).1 > 0);
 
     let mut admitted = 0u32;
     let mut body_len = 0usize;
-    let n = count_allocs(|| {
+    let (_, n) = count_allocs(|| {
         for i in 0..10_000u64 {
             let facts = RequestFacts {
                 route: RouteKind::ALL[(i % 12) as usize],
