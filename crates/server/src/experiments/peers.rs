@@ -34,17 +34,22 @@ pub enum PeerError {
 /// The peers to pull from: `(node id, url base)` of each alive node of the mesh view
 /// with an `http://` address.
 pub fn peer_urls(redundancy: &crate::redundancy::Redundancy) -> Vec<(String, String)> {
-    let Some(view) = redundancy.view() else {
-        return Vec::new();
-    };
-    view.snapshot
+    redundancy
+        .view()
+        .map_or_else(Vec::new, |view| peers_of(&view.snapshot))
+}
+
+/// [`peer_urls`] of one mesh snapshot: the other nodes that are alive, each with its
+/// first plain-HTTP announced address (a peer announcing only HTTPS is skipped).
+pub fn peers_of(snapshot: &ott::Snapshot) -> Vec<(String, String)> {
+    snapshot
         .nodes
         .iter()
         .filter(|n| n.alive)
         .filter_map(|n| {
             n.addresses
                 .iter()
-                .find(|a| a.url_base.starts_with("http://"))
+                .find(|a| a.scheme == ott::Scheme::Http)
                 .map(|a| (n.id.0.clone(), a.url_base.clone()))
         })
         .collect()
@@ -142,5 +147,58 @@ pub async fn run(state: crate::state::AppState, shutdown: impl std::future::Futu
     }
     if let Some(handle) = pulling {
         handle.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: &str, alive: bool, addresses: &[(&str, ott::Scheme)]) -> ott::NodeView {
+        ott::NodeView {
+            id: ott::NodeId::new(id),
+            version: ott::Version::new(0, 1, 0, 0),
+            hostname: None,
+            addresses: addresses
+                .iter()
+                .map(|(url, scheme)| ott::Announced {
+                    url_base: (*url).into(),
+                    scheme: *scheme,
+                    public: false,
+                    cdn_shared: false,
+                })
+                .collect(),
+            clock_offset_ms: 0,
+            has_view_key: true,
+            load: ott::Load::default(),
+            thresholds: ott::Thresholds::default(),
+            alive,
+        }
+    }
+
+    #[test]
+    fn alive_peers_with_an_http_address_are_pulled() {
+        use ott::Scheme::{Http, Https};
+        let snapshot = ott::Snapshot {
+            this: node("a", true, &[("http://10.0.0.1:8080", Http)]),
+            nodes: vec![
+                node(
+                    "b",
+                    true,
+                    &[
+                        ("https://b.example.net", Https),
+                        ("http://10.0.0.2:8080", Http),
+                    ],
+                ),
+                node("c", false, &[("http://10.0.0.3:8080", Http)]),
+                node("d", true, &[("https://d.example.net", Https)]),
+            ],
+            members: Vec::new(),
+            min_version: ott::Version::new(0, 1, 0, 0),
+        };
+        assert_eq!(
+            peers_of(&snapshot),
+            vec![("b".to_string(), "http://10.0.0.2:8080".to_string())]
+        );
     }
 }
