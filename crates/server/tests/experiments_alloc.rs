@@ -3,7 +3,6 @@
 //! for experiment-group members (shed), control (admitted, observed) and everyone else.
 //! Same counting allocator as `shed_alloc.rs`.
 
-
 use axum::http::{HeaderMap, HeaderValue};
 use experiments::{Assigner, ExperimentDefinition, Group};
 use server::shed::layer::request_facts;

@@ -95,14 +95,7 @@ impl From<CommandError> for ExperimentsApiError {
 
 /// `GET /experiments`: the page.
 pub async fn page() -> Response {
-    let mut response = EXPERIMENTS_HTML.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    crate::http_util::page(EXPERIMENTS_HTML)
 }
 
 /// Query of `GET /api/experiments`.
