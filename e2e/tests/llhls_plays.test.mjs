@@ -68,15 +68,24 @@ test(`hls.js lowLatencyMode plays LL-HLS with ${PART_SECONDS}-s parts under the 
   const page = await browser.newPage();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // Requests that took long (blocking reloads wait at most about a part).
+  const slow = [];
+  const sent = new Map();
+  page.on('request', (r) => sent.set(r, Date.now()));
+  page.on('requestfinished', async (r) => {
+    const took = Date.now() - (sent.get(r) ?? Date.now());
+    if (took > 1500) slow.push(`${r.url().split('/').pop()} ${(await r.response())?.status()} ${took} ms`);
+  });
   await page.setContent('<video id="v" muted autoplay playsinline></video>');
   await page.addScriptTag({ url: `${base}/player/hls.min.js` });
   await page.evaluate((src) => {
     const video = document.getElementById('v');
-    const hls = new window.Hls({ lowLatencyMode: true, backBufferLength: 10 });
+    const hls = new window.Hls({ lowLatencyMode: true, backBufferLength: 10, maxLiveSyncPlaybackRate: 1.2 });
     const stats = { fatal: [], errors: 0, samples: [], blockingReloads: 0 };
     window.__ll = { hls, stats };
     hls.on(window.Hls.Events.ERROR, (_, data) => {
       stats.errors += 1;
+      stats.details = [...(stats.details || []), `${data.details}${data.response ? ' ' + data.response.code : ''}${data.frag ? ' ' + data.frag.url.split('/').pop() : ''}`].slice(-5);
       if (data.fatal) stats.fatal.push(`${data.type}/${data.details}`);
     });
     hls.on(window.Hls.Events.LEVEL_LOADED, (_, data) => {
@@ -114,7 +123,8 @@ test(`hls.js lowLatencyMode plays LL-HLS with ${PART_SECONDS}-s parts under the 
   const p95 = percentile(sorted, 95);
   console.log(`LL-HLS ${PART_SECONDS}-s parts, PART-HOLD-BACK ${HOLD_BACK_SECONDS} s: latency p50 ${(p50 / 1000).toFixed(2)} s, p95 ${(p95 / 1000).toFixed(2)} s `
     + `over ${sorted.length} samples (hls.js latency ${hlsLatency?.toFixed(2)} s, target ${targetLatency?.toFixed(2)} s, `
-    + `non-fatal errors ${stats.errors})`);
+    + `non-fatal errors ${stats.errors}${stats.errors ? ': ' + stats.details.join(', ') : ''})`);
+  if (slow.length) console.log(`slow requests: ${slow.slice(0, 8).join('; ')}`);
   assert.deepEqual(stats.fatal, [], `fatal errors: ${stats.fatal}`);
   assert.deepEqual(pageErrors, []);
   assert.ok(stats.canBlockReload, 'hls.js saw CAN-BLOCK-RELOAD');
