@@ -70,10 +70,13 @@ test(`hls.js lowLatencyMode plays LL-HLS with ${PART_SECONDS}-s parts under the 
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   // Requests that took long (blocking reloads wait at most about a part).
   const slow = [];
+  const failed = [];
   const sent = new Map();
   page.on('request', (r) => sent.set(r, Date.now()));
   page.on('requestfinished', async (r) => {
     const took = Date.now() - (sent.get(r) ?? Date.now());
+    const status = (await r.response())?.status();
+    if (status !== 200) failed.push(`${r.url().split('/').pop()} ${status} ${took} ms`);
     if (took > 1500) slow.push(`${r.url().split('/').pop()} ${(await r.response())?.status()} ${took} ms`);
   });
   await page.setContent('<video id="v" muted autoplay playsinline></video>');
@@ -87,6 +90,12 @@ test(`hls.js lowLatencyMode plays LL-HLS with ${PART_SECONDS}-s parts under the 
       stats.errors += 1;
       stats.details = [...(stats.details || []), `${data.details}${data.response ? ' ' + data.response.code : ''}${data.frag ? ' ' + data.frag.url.split('/').pop() : ''}`].slice(-5);
       if (data.fatal) stats.fatal.push(`${data.type}/${data.details}`);
+      if (data.details === 'bufferStalledError') {
+        const b = video.buffered;
+        const ranges = [];
+        for (let i = 0; i < b.length; i += 1) ranges.push(`${b.start(i).toFixed(2)}-${b.end(i).toFixed(2)}`);
+        stats.stalls = [...(stats.stalls || []), `at ${video.currentTime.toFixed(2)} buffered ${ranges.join(' ')}`].slice(-3);
+      }
     });
     hls.on(window.Hls.Events.LEVEL_LOADED, (_, data) => {
       if (data.details && data.details.canBlockReload) stats.canBlockReload = true;
@@ -125,6 +134,8 @@ test(`hls.js lowLatencyMode plays LL-HLS with ${PART_SECONDS}-s parts under the 
     + `over ${sorted.length} samples (hls.js latency ${hlsLatency?.toFixed(2)} s, target ${targetLatency?.toFixed(2)} s, `
     + `non-fatal errors ${stats.errors}${stats.errors ? ': ' + stats.details.join(', ') : ''})`);
   if (slow.length) console.log(`slow requests: ${slow.slice(0, 8).join('; ')}`);
+  if (stats.stalls) console.log(`stalls: ${stats.stalls.join('; ')}`);
+  if (failed.length) console.log(`failed requests (${failed.length}): ${failed.slice(0, 8).join('; ')}`);
   assert.deepEqual(stats.fatal, [], `fatal errors: ${stats.fatal}`);
   assert.deepEqual(pageErrors, []);
   assert.ok(stats.canBlockReload, 'hls.js saw CAN-BLOCK-RELOAD');
