@@ -52,12 +52,17 @@ async function openPlayer(page, node) {
   });
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
-  await page.goto(`${node.base}/player?stream=meeting`);
+  const refused = [];
+  page.on('response', (res) => {
+    if (res.status() >= 400) refused.push(`${res.status()} ${res.url()} ${res.headers()['retry-after'] || ''}`);
+  });
+  const opened = await page.goto(`${node.base}/player?stream=meeting`);
   try {
     await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime >= 5, null, { timeout: 40_000 });
   } catch (e) {
     const stats = await page.evaluate(() => window.__brdyun).catch(() => null);
-    throw new Error(`the player on ${node.name} did not play 5 s: ${e.message}; stats ${JSON.stringify(stats)}`);
+    throw new Error(`the player on ${node.name} did not play 5 s: ${e.message}; page ${opened?.status()}, `
+      + `refused: ${JSON.stringify(refused)}, stats ${JSON.stringify(stats)}`);
   }
   await page.evaluate(() => {
     const video = document.getElementById('video');
@@ -142,20 +147,6 @@ test('hls.js survives kill -9 of its node and plays on from a backup (OTT-PROT-1
   }
 });
 
-test('hls.js survives its node hanging (SIGSTOP) and plays on from a backup (OTT-PROT-1, OTT-PLAY-2)', { timeout: 150_000 }, async () => {
-  const { a, b, c } = cluster.nodes;
-  try {
-    await survives('SIGSTOP', () => a.hang());
-  } finally {
-    a.resume();
-    // A node back from a hang sheds for a while (its load monitor saw one very late
-    // tick); the time until it serves its player page again is printed for the record.
-    const serving = await pollUntil('a serves its player page after SIGCONT', () => servesPlayer(a), { limitMs: 30_000, everyMs: 100 });
-    console.log(`SIGSTOP: a serves its player script again ${serving.ms} ms after SIGCONT`);
-    await waitProtected([a, b, c]);
-  }
-});
-
 /** Runs ffmpeg as a non-switching client; resolves with its exit code and stderr. */
 function ffmpegDecodes(url, seconds, limitMs = 45_000) {
   return new Promise((resolve) => {
@@ -184,9 +175,16 @@ test('pausing a node\'s input from the Backups page moves its viewers and redire
     const before = await player.evaluate(() => ({ ...window.__brdyun }));
 
     // The operator's test failure: the button in a's own row of the group.
-    await backups.goto(`${a.base}/backups`);
+    const opened = await backups.goto(`${a.base}/backups`);
+    assert.equal(opened.status(), 200, `the Backups page: ${await opened.text()}`);
     const pause = backups.locator('[data-group="meeting"] tr[data-node^="node-a"] button[data-action="pause"]');
-    await pause.waitFor({ timeout: 15_000 });
+    try {
+      await pause.waitFor({ timeout: 15_000 });
+    } catch (e) {
+      const shown = await backups.locator('body').innerText().catch(() => '?');
+      const api = await fetch(`${a.base}/api/ott`).then((r) => r.text()).catch((err) => String(err));
+      throw new Error(`no pause button on a's Backups page: ${e.message}\npage:\n${shown}\n/api/ott: ${api}`);
+    }
     await pause.click();
     paused = true;
     const pausedAt = Date.now();
@@ -322,4 +320,54 @@ test('a node without the domain secret cannot join; a forged pass is refused, a 
     await intruder.kill9();
     await control.kill9();
   }
+});
+
+// Last but one: a node back from a hang sheds its lower-priority requests for a while
+// (see the todo test below), which would break a following test's page load.
+test('hls.js survives its node hanging (SIGSTOP) and plays on from a backup (OTT-PROT-1, OTT-PLAY-2)', { timeout: 150_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  try {
+    await survives('SIGSTOP', () => a.hang());
+  } finally {
+    a.resume();
+    // A node back from a hang sheds for a while (its load monitor saw one very late
+    // tick); the time until it serves its player page again is printed for the record.
+    const serving = await pollUntil('a serves its player page after SIGCONT', () => servesPlayer(a), { limitMs: 30_000, everyMs: 100 });
+    console.log(`SIGSTOP: a serves its player script again ${serving.ms} ms after SIGCONT`);
+    await waitProtected([a, b, c]);
+  }
+});
+
+// Known product problem, kept as a test: a node back from a hang (SIGSTOP/SIGCONT, as
+// after a VM pause) sees the hang as one very late tick of its load monitor, raises its
+// overload level close to 1 and sheds its NON_CRITICAL routes, the player page and its
+// script among them, with Retry-After of minutes; it can happen again seconds after it
+// first recovered. Expected: a hang is not overload; the page is served (200) from 1 s
+// after SIGCONT on.
+test('a node back from a hang serves its player page from 1 s after SIGCONT on', {
+  timeout: 90_000,
+  todo: 'the shedder counts the hang as queueing delay and sheds /player and /player/hls.min.js (503, Retry-After of minutes: 115-322 s seen) for about 5 s after SIGCONT, and sometimes again later',
+}, async () => {
+  const { a, b, c } = cluster.nodes;
+  await waitProtected([a, b, c]);
+  a.hang();
+  try {
+    await new Promise((r) => setTimeout(r, 10_000));
+  } finally {
+    a.resume();
+  }
+  const resumed = Date.now();
+  const refused = [];
+  let asked = 0;
+  while (Date.now() - resumed < 20_000) {
+    const at = Date.now() - resumed;
+    const res = await fetch(`${a.base}/player?stream=meeting`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
+    await res?.arrayBuffer();
+    if (at >= 1_000) asked += 1;
+    if (res?.status !== 200) refused.push(`${at} ms: ${res ? `${res.status} Retry-After ${res.headers.get('retry-after')}` : 'no answer'}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const late = refused.filter((r) => Number(r.split(' ')[0]) >= 1_000);
+  console.log(`after SIGCONT: /player refused ${refused.length} time(s) in 20 s, ${late.length} of ${asked} from 1 s on: ${JSON.stringify(refused.slice(0, 6))}`);
+  assert.deepEqual(late, [], 'the player page is served from 1 s after SIGCONT on');
 });
