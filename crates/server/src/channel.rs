@@ -106,6 +106,7 @@ pub struct Channel {
     llhls: std::sync::OnceLock<Arc<crate::llhls::LlChannel>>,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
+    fmp4: crate::fmp4::Fmp4Rendition,
 }
 
 impl std::fmt::Debug for Channel {
@@ -131,7 +132,14 @@ impl Channel {
             llhls: std::sync::OnceLock::new(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
+            fmp4: crate::fmp4::Fmp4Rendition::new(window_len),
         }
+    }
+
+    /// The stream's live fMP4 rendition (fMP4 HLS and DASH on the TS timeline), fed
+    /// by the pipeline just before [`Channel::push`].
+    pub fn fmp4(&self) -> &crate::fmp4::Fmp4Rendition {
+        &self.fmp4
     }
 
     /// When the newest segment was published here, Unix ms on this node's clock.

@@ -9,6 +9,7 @@ pub mod channel;
 pub mod edge;
 pub mod error;
 pub mod experiments;
+pub mod fmp4;
 pub mod http_util;
 pub mod ingest_view;
 pub mod llhls;

@@ -199,6 +199,8 @@ async fn publish(
     if let Some(recorder) = recorder {
         recorder.record(&live);
     }
+    // The fMP4 twin first: once the TS segment is listed, its fMP4 is there too.
+    channel.fmp4().publish(&live, unix_ms());
     channel.push(live, tracks.summary());
 }
 

@@ -187,10 +187,16 @@ pub fn check(
     };
     let query = request.uri().query();
     let pass = pass_param(query);
-    let at_the_door = matches!(
-        kind,
-        StreamFile::Master | StreamFile::Media | StreamFile::Archive(_)
-    );
+    let at_the_door = match kind {
+        StreamFile::Master | StreamFile::Media | StreamFile::Archive(_) => true,
+        StreamFile::Fmp4(file) => file.is_live_manifest() || file.archive_period().is_some(),
+        _ => false,
+    };
+    // HLS over TS, or the fMP4 protocol of the file (OTT-PROT-4, OTT-ARCH-1).
+    let protocol = match kind {
+        StreamFile::Fmp4(file) => file.protocol(),
+        _ => ott::Protocol::Hls,
+    };
     // The hot path: a segment without a pass needs nothing from the door.
     if !at_the_door && pass.is_none() {
         return Door::Continue;
@@ -236,22 +242,20 @@ pub fn check(
         Some(q) => format!("{file}?{q}"),
         None => file.to_owned(),
     };
-    if let StreamFile::Archive(archive) = kind {
+    let period = match kind {
+        StreamFile::Archive(archive) => Some(archive_period(archive, now_ms)),
+        StreamFile::Fmp4(file) if !file.is_live_manifest() => Some(file.archive_period()),
+        _ => None,
+    };
+    if let Some(period) = period {
         if with_pass {
             return Door::Continue;
         }
-        let Some((from, to)) = archive_period(archive, now_ms) else {
+        let Some((from, to)) = period else {
             return Door::Continue;
         };
-        let decision = ott::archive_target(
-            snapshot,
-            group,
-            ott::Protocol::Hls,
-            from,
-            to,
-            viewer.context,
-            now_ms,
-        );
+        let decision =
+            ott::archive_target(snapshot, group, protocol, from, to, viewer.context, now_ms);
         if let ott::ArchiveDecision::Redirect(target) = decision {
             if let Some(pass) = sign_for(
                 redundancy,
@@ -280,7 +284,7 @@ pub fn check(
     match ott::redirect_target(
         snapshot,
         group,
-        ott::Protocol::Hls,
+        protocol,
         viewer.context,
         &viewer.session,
         now_ms,

@@ -69,26 +69,33 @@ pub fn own_member(
 ) -> ott::MemberView {
     let window = channel.snapshot();
     let working = stream_working(channel, now_ms, stale_after_ms);
+    // Every rendition is packaged in both containers: fMP4 is made from the TS
+    // segments (crate::fmp4), so it announces an fMP4 rung alike (OTT-PROT-4).
     let ladder = window
         .tracks
         .codecs
         .first()
-        .map(|codec| ott::Rung {
-            codec: codec_family(codec),
-            bitrate_bps: window.bandwidth.0,
-            transport: ott::Transport::Ts,
-        })
         .into_iter()
+        .flat_map(|codec| {
+            [ott::Transport::Ts, ott::Transport::Fmp4].map(|transport| ott::Rung {
+                codec: codec_family(codec),
+                bitrate_bps: window.bandwidth.0,
+                transport,
+            })
+        })
         .collect();
     let archive = channel
         .archive()
         .map_or_else(ott::ArchiveRanges::default, |r| {
             let range = r.reader().with_index(|i| i.range());
+            let ts: Vec<(i64, i64)> = range
+                .map(|r| vec![(r.from_ms, r.to_ms)])
+                .unwrap_or_default();
+            // The fMP4 archive is derived from the TS archive on request
+            // (crate::fmp4::archive): the same ranges (OTT-ARCH-1).
             ott::ArchiveRanges {
-                ts: range
-                    .map(|r| vec![(r.from_ms, r.to_ms)])
-                    .unwrap_or_default(),
-                fmp4: Vec::new(),
+                fmp4: ts.clone(),
+                ts,
             }
         });
     ott::MemberView {

@@ -24,6 +24,8 @@ pub enum StreamFile {
     MpegTs,
     /// A catch-up file from the DVR archive (`index-{from}-{duration}.m3u8`, …).
     Archive(crate::routes::archive::ArchiveRequest),
+    /// An fMP4 HLS or DASH file, live or from the archive (`index.mpd`, `seg-{msn}.m4s`, …).
+    Fmp4(crate::routes::fmp4::Fmp4File),
     /// An LL-HLS file (`ll.m3u8`, `part-{msn}-{i}.m4s`, …).
     LowLatency(crate::routes::llhls::LlFile),
 }
@@ -36,6 +38,9 @@ impl StreamFile {
             "mono.m3u8" => Some(Self::Media),
             "mpegts" => Some(Self::MpegTs),
             _ => {
+                if let Some(fmp4) = crate::routes::fmp4::Fmp4File::parse(file) {
+                    return Some(Self::Fmp4(fmp4));
+                }
                 if let Some(archive) = crate::routes::archive::ArchiveRequest::parse(file) {
                     return Some(Self::Archive(archive));
                 }
@@ -86,7 +91,12 @@ pub async fn stream_file(
         return ApiError::NotFound.into_response();
     };
     let snapshot = channel.snapshot();
-    if snapshot.segments.is_empty() && !matches!(kind, StreamFile::Archive(_)) {
+    let from_archive = match kind {
+        StreamFile::Archive(_) => true,
+        StreamFile::Fmp4(file) => file.is_archive(),
+        _ => false,
+    };
+    if snapshot.segments.is_empty() && !from_archive {
         return ApiError::NotStarted.into_response();
     }
     match kind {
@@ -146,6 +156,9 @@ pub async fn stream_file(
         StreamFile::LowLatency(file) => {
             crate::routes::llhls::serve(&channel, file, request.uri().query(), request.headers())
                 .await
+        }
+        StreamFile::Fmp4(file) => {
+            crate::routes::fmp4::serve(&channel, file, request.headers()).await
         }
     }
 }

@@ -3,6 +3,8 @@
 pub mod admin;
 pub mod archive;
 pub mod backups;
+pub mod dash;
+pub mod fmp4;
 pub mod hls;
 pub mod llhls;
 pub mod player;
@@ -28,6 +30,7 @@ pub fn router(state: AppState) -> Router {
         .route("/player/hls.min.js", get(player::hls_js))
         .route("/metrics", get(metrics))
         .route("/api/node", get(admin::node))
+        .route(dash::UTC_TIMING_PATH, get(dash::time))
         .route("/api/streams", get(admin::streams))
         .route("/api/streams/{name}", get(admin::stream))
         .route("/api/streams/{name}/pause", post(backups::pause))
@@ -71,9 +74,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
 
 /// The route kind of a path, for metrics.
 pub fn route_kind(path: &str) -> RouteKind {
-    if path.ends_with(".m3u8") {
+    if path.ends_with(".m3u8") || path.ends_with(".mpd") {
         RouteKind::Playlist
-    } else if path.ends_with(".ts") {
+    } else if path.ends_with(".ts") || path.ends_with(".m4s") || path.ends_with(".mp4") {
         RouteKind::Segment
     } else if path.ends_with("/mpegts") {
         RouteKind::Relay
@@ -93,7 +96,9 @@ pub fn route_kind(path: &str) -> RouteKind {
 pub fn shed_route_kind(path: &str) -> shed::RouteKind {
     use shed::RouteKind as Shed;
     match route_kind(path) {
-        RouteKind::Playlist if path.ends_with("/index.m3u8") => Shed::PlaybackStart,
+        RouteKind::Playlist if path.ends_with("/index.m3u8") || path.ends_with("/index.mpd") => {
+            Shed::PlaybackStart
+        }
         RouteKind::Playlist => Shed::LivePlaylist,
         RouteKind::Segment => Shed::LiveSegment,
         RouteKind::Relay => Shed::Relay,

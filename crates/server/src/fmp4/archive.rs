@@ -1,0 +1,267 @@
+//! fMP4 catch-up derived from the MPEG-TS archive on request (OTT-ARCH-1): the
+//! archive stores TS only, and every fMP4 file of a period is packaged from the
+//! archived TS segment when asked for, by the code that packages live segments.
+//!
+//! A period's files are grouped in *runs*: archived segments without a discontinuity
+//! or gap between them (the rule of the TS archive playlists). A run shares one init
+//! segment, named after the run's first segment in the period (`dvr-init-{msn}.mp4`)
+//! and derived from that segment's frames, and is one DASH Period.
+//!
+//! Costs: the VOD fMP4 playlist reads the index only; the static MPD reads one archived
+//! segment per run (its marker gives the run's start on the 90 kHz timeline, the rest
+//! follows from the indexed durations); an fMP4 segment or init reads and packages one
+//! archived segment.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use dvr::index::{is_gap, Entry, Slice};
+use dvr::ArchiveReader;
+use media::dash::{Mpd, MpdKind, MpdPeriod, MpdSegment, MpdUris};
+use media::fmp4::{frames_from_ts, InitConfig};
+use media::hls::PlaylistType;
+use media::{TimelineMarker, TrackKind};
+
+use super::package::{marker_of, package_segment, write_track_init, Track};
+use crate::routes::dash::{bps, representations};
+
+/// How many earlier segments of its run are tried for the init configuration of a
+/// segment that carries no parameter sets (a forced cut without a keyframe).
+const CONFIG_LOOKBACK: usize = 2;
+
+/// The runs of `entries`: index ranges split at every discontinuity or gap.
+pub fn runs(entries: &[Entry]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..entries.len() {
+        if entries[i].discontinuous || is_gap(&entries[i - 1], &entries[i]) {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    if !entries.is_empty() {
+        out.push(start..entries.len());
+    }
+    out
+}
+
+/// The VOD fMP4 HLS playlist of an archive slice: the TS archive playlist's timeline
+/// with `dvr-{msn}.m4s` segments and one EXT-X-MAP per run. Reads the index only.
+pub fn vod_playlist(slice: Slice<'_>) -> String {
+    let entries = slice.entries;
+    let mut maps = Vec::with_capacity(entries.len());
+    for run in runs(entries) {
+        let name = format!("dvr-init-{}.mp4", entries[run.start].msn);
+        maps.extend(std::iter::repeat_n(name, run.len()));
+    }
+    let text = dvr::playlist::render(slice, PlaylistType::Vod, 1, true, |e| {
+        format!("dvr-{}.m4s", e.msn)
+    });
+    super::playlist::with_maps(&text, &maps)
+}
+
+/// Names of the archive's DASH files; a Period's "sequence" is its run's first MSN.
+#[derive(Debug, Clone, Copy)]
+pub struct ArchiveUris;
+
+impl MpdUris for ArchiveUris {
+    fn init(&self, run_msn: u64, track: TrackKind) -> String {
+        format!("dvr-init-{run_msn}{}.mp4", Track::of_kind(track).suffix())
+    }
+
+    fn media(&self, _run_msn: u64, track: TrackKind) -> String {
+        format!("dvr-$Number${}.m4s", Track::of_kind(track).suffix())
+    }
+}
+
+/// Why an archived file could not be derived.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveFmp4Error {
+    /// The archived segment could not be read.
+    #[error("archived segment unreadable: {0}")]
+    Read(#[from] std::io::Error),
+    /// The archived bytes do not start with a timeline marker.
+    #[error("archived segment without a timeline marker")]
+    NoMarker,
+    /// No init configuration (no parameter sets near the segment) or no such track.
+    #[error("archived segment cannot be packaged")]
+    Package,
+}
+
+/// An archived segment read back: its bytes and marker.
+fn read_marked(
+    reader: &ArchiveReader,
+    entry: &Entry,
+) -> Result<(Bytes, TimelineMarker), ArchiveFmp4Error> {
+    let ts = Bytes::from(reader.read(entry)?);
+    let marker = marker_of(&ts).ok_or(ArchiveFmp4Error::NoMarker)?;
+    Ok((ts, marker))
+}
+
+/// The init configuration of an archived segment: from its own frames, else from up
+/// to [`CONFIG_LOOKBACK`] earlier segments of its run.
+fn config_at(
+    reader: &ArchiveReader,
+    entries: &[Entry],
+    at: usize,
+    first: (&Bytes, &TimelineMarker),
+) -> Option<InitConfig> {
+    let (ts, marker) = first;
+    let frames = frames_from_ts(ts, marker.start_ts);
+    if let Ok(config) = InitConfig::from_frames(frames.iter().map(|t| &t.frame)) {
+        return Some(config);
+    }
+    let run = runs(entries).into_iter().find(|r| r.contains(&at))?;
+    (run.start..at).rev().take(CONFIG_LOOKBACK).find_map(|i| {
+        let (ts, marker) = read_marked(reader, &entries[i]).ok()?;
+        let frames = frames_from_ts(&ts, marker.start_ts);
+        InitConfig::from_frames(frames.iter().map(|t| &t.frame)).ok()
+    })
+}
+
+/// The entries around `msn` that [`config_at`] may need (its run's, up to the lookback).
+fn neighbourhood(reader: &ArchiveReader, msn: u64) -> Option<(Vec<Entry>, usize)> {
+    reader.with_index(|index| {
+        let all = index.entries();
+        let at = all.partition_point(|e| e.msn < msn);
+        (all.get(at)?.msn == msn).then(|| {
+            let lo = at.saturating_sub(CONFIG_LOOKBACK);
+            (all[lo..=at].to_vec(), at - lo)
+        })
+    })
+}
+
+/// `dvr-{msn}{suffix}.m4s`: the archived segment `msn` packaged as `track`. Blocking
+/// (reads the disk); `Ok(None)` when `msn` is not archived.
+///
+/// # Errors
+/// [`ArchiveFmp4Error`] when it is archived but cannot be read or packaged.
+pub fn segment(
+    reader: &ArchiveReader,
+    msn: u64,
+    track: Track,
+) -> Result<Option<Bytes>, ArchiveFmp4Error> {
+    let Some((entries, at)) = neighbourhood(reader, msn) else {
+        return Ok(None);
+    };
+    let (ts, marker) = read_marked(reader, &entries[at])?;
+    let config =
+        config_at(reader, &entries, at, (&ts, &marker)).ok_or(ArchiveFmp4Error::Package)?;
+    package_segment(&marker, &ts, &config, track)
+        .map(Some)
+        .map_err(|_| ArchiveFmp4Error::Package)
+}
+
+/// `dvr-init-{msn}{suffix}.mp4`: the init segment of the run of archived segment
+/// `msn`, from that segment's configuration. Blocking; `Ok(None)` when not archived.
+///
+/// # Errors
+/// As [`segment`].
+pub fn init(
+    reader: &ArchiveReader,
+    msn: u64,
+    track: Track,
+) -> Result<Option<Bytes>, ArchiveFmp4Error> {
+    let Some((entries, at)) = neighbourhood(reader, msn) else {
+        return Ok(None);
+    };
+    let (ts, marker) = read_marked(reader, &entries[at])?;
+    let config =
+        config_at(reader, &entries, at, (&ts, &marker)).ok_or(ArchiveFmp4Error::Package)?;
+    write_track_init(&config, track)
+        .map(Some)
+        .map_err(|_| ArchiveFmp4Error::Package)
+}
+
+/// The static MPD of archived `entries` (a period's, oldest first): one Period per run,
+/// starting at its first segment (so playback starts with the period), reading one
+/// archived segment per run. Blocking.
+///
+/// # Errors
+/// [`ArchiveFmp4Error`] when a run's first segment cannot be read or has no
+/// configuration.
+pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, ArchiveFmp4Error> {
+    let mut periods = Vec::new();
+    for run in runs(entries) {
+        let run_entries = &entries[run.clone()];
+        let first = &run_entries[0];
+        let (ts, marker) = read_marked(reader, first)?;
+        let config = config_at(reader, entries, run.start, (&ts, &marker))
+            .ok_or(ArchiveFmp4Error::Package)?;
+        let frames = frames_from_ts(&ts, marker.start_ts);
+        let audio_bytes: u64 = frames
+            .iter()
+            .filter(|t| t.frame.kind() == TrackKind::Audio)
+            .map(|t| t.frame.data.len() as u64)
+            .sum();
+        let audio_bps = bps(audio_bytes, marker.duration_ticks);
+        let peak_bps = run_entries
+            .iter()
+            .map(|e| bps(u64::from(e.size), e.duration_ticks))
+            .max()
+            .unwrap_or(0);
+        let (video, audio) =
+            representations(&config, peak_bps.saturating_sub(audio_bps), audio_bps);
+        let mut start_ts = marker.start_ts;
+        let segments = run_entries
+            .iter()
+            .map(|e| {
+                let s = MpdSegment {
+                    msn: e.msn,
+                    start_ts,
+                    duration_ticks: e.duration_ticks,
+                };
+                start_ts = start_ts.saturating_add(e.duration_ticks);
+                s
+            })
+            .collect();
+        periods.push(MpdPeriod {
+            discontinuity_seq: first.msn,
+            anchor_ts: marker.start_ts,
+            anchor_unix_ms: marker.program_date_time_ms,
+            segments,
+            video,
+            audio,
+        });
+    }
+    let target_ms = entries.iter().map(Entry::duration_ms).max().unwrap_or(0);
+    let mpd = Mpd {
+        kind: MpdKind::Static,
+        availability_start_unix_ms: periods.first().map_or(0, |p| p.anchor_unix_ms),
+        min_buffer_time_ms: u64::try_from(target_ms).unwrap_or(2_000),
+        periods,
+        utc_timing_uri: None,
+    };
+    Ok(mpd.render(&ArchiveUris))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(msn: u64, start_ms: i64, discontinuous: bool) -> Entry {
+        Entry {
+            msn,
+            discontinuity_seq: 0,
+            discontinuous,
+            start_ms,
+            duration_ticks: 180_000,
+            file: 0,
+            offset: 0,
+            size: 1000,
+        }
+    }
+
+    #[test]
+    fn runs_split_at_discontinuities_and_gaps() {
+        let entries = [
+            entry(1, 0, false),
+            entry(2, 2_000, false),
+            entry(3, 4_000, true),
+            entry(4, 6_000, false),
+            entry(6, 10_000, false),
+        ];
+        assert_eq!(runs(&entries), [0..2, 2..4, 4..5]);
+        assert!(runs(&[]).is_empty());
+    }
+}

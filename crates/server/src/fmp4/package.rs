@@ -1,0 +1,139 @@
+//! Packaging one TS segment (live or archived) as fMP4: which tracks go into a file,
+//! the segment's place read from its marker, and a once-only cache of the bytes.
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use media::fmp4::{package_ts_segment, write_init, Fmp4Error, InitConfig};
+use media::ts::PACKET_SIZE;
+use media::{Segment, TimelineMarker, TrackKind};
+
+/// Which tracks one fMP4 file carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Track {
+    /// Video and audio in one file (fMP4 HLS).
+    Muxed,
+    /// The video track alone (a DASH adaptation set).
+    Video,
+    /// The audio track alone (a DASH adaptation set).
+    Audio,
+}
+
+impl Track {
+    /// The file-name suffix: `""`, `"-v"` or `"-a"`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Track::Muxed => "",
+            Track::Video => "-v",
+            Track::Audio => "-a",
+        }
+    }
+
+    /// The track of a DASH adaptation set.
+    pub fn of_kind(kind: TrackKind) -> Self {
+        match kind {
+            TrackKind::Video => Track::Video,
+            TrackKind::Audio => Track::Audio,
+        }
+    }
+
+    /// Index into a per-track cache.
+    fn index(self) -> usize {
+        match self {
+            Track::Muxed => 0,
+            Track::Video => 1,
+            Track::Audio => 2,
+        }
+    }
+
+    /// The part of `config` this file carries; `None` when that track does not exist.
+    pub fn select(self, config: &InitConfig) -> Option<InitConfig> {
+        match self {
+            Track::Muxed => Some(config.clone()),
+            Track::Video => config.video.is_some().then(|| config.video_only()),
+            Track::Audio => config.audio.is_some().then(|| config.audio_only()),
+        }
+    }
+}
+
+/// The timeline marker a brdyun TS segment starts with (its first packet's payload);
+/// `None` for bytes that do not start with one.
+pub fn marker_of(ts: &[u8]) -> Option<TimelineMarker> {
+    TimelineMarker::parse(ts.get(4..PACKET_SIZE)?).ok()
+}
+
+/// Packages the TS segment `ts`, whose marker is `marker`, as the fMP4 segment of
+/// `track` (see the module docs of [`crate::fmp4`] for why `next` is not used).
+///
+/// # Errors
+/// [`Fmp4Error::Empty`] when `config` has no such track or the segment no frame of it;
+/// other [`Fmp4Error`]s as [`package_ts_segment`].
+pub fn package_segment(
+    marker: &TimelineMarker,
+    ts: &Bytes,
+    config: &InitConfig,
+    track: Track,
+) -> Result<Bytes, Fmp4Error> {
+    let config = track.select(config).ok_or(Fmp4Error::Empty)?;
+    let segment = Segment {
+        msn: marker.state.msn,
+        discontinuity_seq: marker.state.discontinuity_seq,
+        discontinuous: marker.discontinuous,
+        start_ts: marker.start_ts,
+        duration_ticks: marker.duration_ticks,
+        program_date_time_ms: marker.program_date_time_ms,
+        keyframe_start: marker.keyframe_start,
+        data: ts.clone(),
+    };
+    let mut out = Vec::with_capacity(ts.len());
+    package_ts_segment(&config, &segment, None, None, &mut out)?;
+    Ok(Bytes::from(out))
+}
+
+/// The init segment of `track` for `config`.
+///
+/// # Errors
+/// [`Fmp4Error::Empty`] when `config` has no such track; other [`Fmp4Error`]s as
+/// [`write_init`].
+pub fn write_track_init(config: &InitConfig, track: Track) -> Result<Bytes, Fmp4Error> {
+    let config = track.select(config).ok_or(Fmp4Error::Empty)?;
+    let mut out = Vec::with_capacity(1024);
+    write_init(&config, &mut out)?;
+    Ok(Bytes::from(out))
+}
+
+/// The bytes of each [`Track`] of one file, made at most once (the first request
+/// pays, later ones share). A failure is kept too: the same input fails the same way.
+#[derive(Debug, Default)]
+pub struct TrackCache {
+    cells: [OnceLock<Option<Bytes>>; 3],
+}
+
+impl TrackCache {
+    /// The bytes of `track`, made by `make` the first time.
+    pub fn get_or_make(
+        &self,
+        track: Track,
+        make: impl FnOnce() -> Result<Bytes, Fmp4Error>,
+    ) -> Option<Bytes> {
+        self.cells[track.index()]
+            .get_or_init(|| match make() {
+                Ok(bytes) => Some(bytes),
+                Err(error) => {
+                    tracing::debug!(?track, %error, "fmp4 packaging failed");
+                    None
+                }
+            })
+            .clone()
+    }
+
+    /// Bytes held by this cache (what packaging has cost in memory so far).
+    pub fn held_bytes(&self) -> usize {
+        self.cells
+            .iter()
+            .filter_map(|c| c.get())
+            .flatten()
+            .map(Bytes::len)
+            .sum()
+    }
+}

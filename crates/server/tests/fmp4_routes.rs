@@ -1,0 +1,515 @@
+//! fMP4 HLS and DASH routes on real segments: the demo clip through the real pipeline
+//! (segmenter → fMP4 rendition → channel), answered in-process, then read by
+//! independent parsers (m3u8-rs, dash-mpd-core, a box walker written here) and by
+//! ffprobe/ffmpeg over a loopback socket. The archive's fMP4 is checked byte for byte
+//! against the live packaging of the same segments.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Request, StatusCode};
+use bytes::Bytes;
+use dvr::Retention;
+use http_body_util::BodyExt;
+use ingest::IngestEvent;
+use media::fmp4::frames_from_ts;
+use media::ts::{DemuxEvent, Demuxer};
+use media::{Frame, TrackKind};
+use server::channel::Channel;
+use server::metrics::Metrics;
+use server::pipeline::PipelineSettings;
+use server::recorder::{Recorder, RecorderSettings};
+use server::{router, AppState, NodeIdentity};
+use tower::ServiceExt;
+
+fn demo_frames() -> Vec<Frame> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/demo-meeting.ts");
+    let ts = std::fs::read(path).expect("the demo clip");
+    let mut demuxer = Demuxer::new();
+    let mut events = Vec::new();
+    demuxer.push(&ts, &mut events);
+    demuxer.flush(&mut events);
+    events
+        .into_iter()
+        .filter_map(|e| match e {
+            DemuxEvent::Frame(f) => Some(f),
+            _ => None,
+        })
+        .collect()
+}
+
+struct Node {
+    state: AppState,
+    channel: Arc<Channel>,
+}
+
+/// A node whose stream `s` got the whole demo clip through the real pipeline,
+/// recorded when `archive` names a directory.
+async fn node(window: usize, archive: Option<&std::path::Path>) -> Node {
+    let state = AppState::new(
+        NodeIdentity {
+            name: "t".into(),
+            hostname: None,
+        },
+        Metrics::new(),
+        None,
+    );
+    let channel = Arc::new(Channel::new("s", window, server::render::renderer(2000)));
+    let recorder = archive.map(|dir| {
+        let recorder = Recorder::start(
+            "s",
+            RecorderSettings::new(dir.to_owned(), Retention::default()),
+        )
+        .expect("recorder");
+        assert!(channel.set_archive(Arc::clone(&recorder)));
+        recorder
+    });
+    state.add_stream(Arc::clone(&channel), None);
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let settings = PipelineSettings {
+        target_duration_ms: 2000,
+        state_file: None,
+        publish_latency: Arc::default(),
+    };
+    let pipeline = tokio::spawn(server::pipeline::run_recording(
+        Arc::clone(&channel),
+        rx,
+        settings,
+        recorder.clone(),
+    ));
+    for frame in demo_frames() {
+        tx.send(IngestEvent::Frame(frame))
+            .await
+            .expect("pipeline alive");
+    }
+    drop(tx);
+    pipeline.await.expect("pipeline ends");
+    if let Some(recorder) = recorder {
+        let count = channel
+            .counters
+            .segments
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while recorder.status()["counters"]["recorded"].as_u64() < Some(count) {
+            assert!(Instant::now() < deadline, "{}", recorder.status());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Node { state, channel }
+}
+
+async fn get(state: &AppState, uri: &str) -> (StatusCode, HeaderMap, Bytes) {
+    let response = router(state.clone())
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, body)
+}
+
+async fn get_ok(state: &AppState, uri: &str, content_type: &str) -> Bytes {
+    let (status, headers, body) = get(state, uri).await;
+    assert_eq!(status, StatusCode::OK, "{uri}: {body:?}");
+    assert_eq!(headers[header::CONTENT_TYPE], content_type, "{uri}");
+    body
+}
+
+fn media_playlist(body: &[u8]) -> m3u8_rs::MediaPlaylist {
+    match m3u8_rs::parse_playlist_res(body) {
+        Ok(m3u8_rs::Playlist::MediaPlaylist(p)) => p,
+        other => panic!("not a media playlist: {other:?}"),
+    }
+}
+
+/// ISO BMFF boxes of `data`: (type, body).
+fn boxes(data: &[u8]) -> Vec<([u8; 4], &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 8 <= data.len() {
+        let size = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+        assert!(
+            size >= 8 && at + size <= data.len(),
+            "box size {size} at {at}"
+        );
+        let kind: [u8; 4] = data[at + 4..at + 8].try_into().unwrap();
+        out.push((kind, &data[at + 8..at + size]));
+        at += size;
+    }
+    assert_eq!(at, data.len(), "trailing bytes");
+    out
+}
+
+/// `(track_id, tfdt)` of every `traf` of every `moof`.
+fn decode_times(segment: &[u8]) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    for (kind, moof) in boxes(segment) {
+        if &kind != b"moof" {
+            continue;
+        }
+        for (kind, traf) in boxes(moof) {
+            if &kind != b"traf" {
+                continue;
+            }
+            let inner = boxes(traf);
+            let tfhd = inner.iter().find(|(k, _)| k == b"tfhd").expect("tfhd").1;
+            let tfdt = inner.iter().find(|(k, _)| k == b"tfdt").expect("tfdt").1;
+            let track = u32::from_be_bytes(tfhd[4..8].try_into().unwrap());
+            let time = if tfdt[0] == 1 {
+                u64::from_be_bytes(tfdt[4..12].try_into().unwrap())
+            } else {
+                u64::from(u32::from_be_bytes(tfdt[4..8].try_into().unwrap()))
+            };
+            out.push((track, time));
+        }
+    }
+    out
+}
+
+/// The first DTS of each track in a TS segment (video = track 1, audio = track 2).
+fn ts_first_dts(ts: &[u8]) -> Vec<(u32, u64)> {
+    let marker = server::fmp4::marker_of(ts).expect("marker");
+    let frames = frames_from_ts(ts, marker.start_ts);
+    let mut out = Vec::new();
+    for (track, kind) in [(1, TrackKind::Video), (2, TrackKind::Audio)] {
+        if let Some(f) = frames.iter().find(|t| t.frame.kind() == kind) {
+            out.push((track, f.ext_dts));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn fmp4_hls_lists_the_ts_timeline_and_segments_keep_the_ts_decode_times() {
+    let node = node(5, None).await;
+    let ts =
+        media_playlist(&get_ok(&node.state, "/s/mono.m3u8", "application/vnd.apple.mpegurl").await);
+    let body = get_ok(&node.state, "/s/fmp4.m3u8", "application/vnd.apple.mpegurl").await;
+    let text = std::str::from_utf8(&body).unwrap();
+    let fmp4 = media_playlist(&body);
+    assert_eq!(fmp4.version, Some(7), "{text}");
+    assert_eq!(fmp4.media_sequence, ts.media_sequence);
+    assert_eq!(fmp4.target_duration, ts.target_duration);
+    assert_eq!(fmp4.segments.len(), ts.segments.len());
+    assert!(fmp4.segments.len() >= 4, "{text}");
+    for (f, t) in fmp4.segments.iter().zip(&ts.segments) {
+        assert_eq!(f.duration, t.duration);
+        assert_eq!(f.program_date_time, t.program_date_time);
+        assert_eq!(f.uri.replace(".m4s", ".ts"), t.uri);
+    }
+    let map = fmp4.segments[0].map.as_ref().expect("EXT-X-MAP first");
+    assert_eq!(map.uri, "init-0.mp4");
+    assert_eq!(
+        text.matches("#EXT-X-MAP").count(),
+        1,
+        "one sequence, one map"
+    );
+
+    let (status, headers, init) = get(&node.state, "/s/init-0.mp4").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "video/mp4");
+    let kinds: Vec<[u8; 4]> = boxes(&init).iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, [*b"ftyp", *b"moov"]);
+    for s in &fmp4.segments {
+        let (status, headers, body) = get(&node.state, &format!("/s/{}", s.uri)).await;
+        assert_eq!(status, StatusCode::OK, "{}", s.uri);
+        assert_eq!(
+            headers[header::CACHE_CONTROL],
+            "public, max-age=86400, immutable"
+        );
+        let ts_body = get_ok(
+            &node.state,
+            &format!("/s/{}", s.uri.replace(".m4s", ".ts")),
+            "video/mp2t",
+        )
+        .await;
+        let expected = ts_first_dts(&ts_body);
+        assert_eq!(expected.len(), 2, "video and audio in {}", s.uri);
+        assert_eq!(decode_times(&body), expected, "{}", s.uri);
+        // The DASH files of the same segment: one track each, the same decode times.
+        let v = get_ok(
+            &node.state,
+            &format!("/s/{}", s.uri.replace(".m4s", "-v.m4s")),
+            "video/mp4",
+        )
+        .await;
+        let a = get_ok(
+            &node.state,
+            &format!("/s/{}", s.uri.replace(".m4s", "-a.m4s")),
+            "video/mp4",
+        )
+        .await;
+        assert_eq!(decode_times(&v), expected[..1]);
+        assert_eq!(decode_times(&a), expected[1..]);
+    }
+    // Out of the window, out of range, not a name: 404.
+    for uri in [
+        "/s/seg-0.m4s",
+        "/s/seg-99.m4s",
+        "/s/init-7.mp4",
+        "/s/seg-x.m4s",
+    ] {
+        assert_eq!(
+            get(&node.state, uri).await.0,
+            StatusCode::NOT_FOUND,
+            "{uri}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_live_mpd_parses_back_on_the_ts_timeline() {
+    let node = node(5, None).await;
+    let window = node.channel.snapshot();
+    let body = get_ok(&node.state, "/s/index.mpd", "application/dash+xml").await;
+    let text = std::str::from_utf8(&body).unwrap();
+    let mpd = dash_mpd_core::parse(text).expect("dash-mpd-core parses the MPD");
+    assert_eq!(mpd.mpdtype.as_deref(), Some("dynamic"), "{text}");
+    let first = window.segments.front().unwrap();
+    let marker = server::fmp4::marker_of(&first.data).unwrap();
+    assert_eq!(
+        mpd.availabilityStartTime.map(|t| t.timestamp_millis()),
+        Some(marker.state.anchor_unix_ms),
+        "availabilityStartTime is the timeline anchor"
+    );
+    assert_eq!(mpd.UTCTiming[0].value.as_deref(), Some("/api/time"));
+    assert_eq!(mpd.periods.len(), 1);
+    let period = &mpd.periods[0];
+    assert_eq!(period.id.as_deref(), Some("d0"));
+    assert_eq!(period.adaptations.len(), 2, "video and audio");
+    for (adaptation, suffix) in period.adaptations.iter().zip(["v", "a"]) {
+        let template = adaptation.SegmentTemplate.as_ref().expect("template");
+        assert_eq!(template.timescale, Some(90_000));
+        assert_eq!(template.startNumber, Some(first.msn));
+        assert_eq!(
+            template.presentationTimeOffset,
+            Some(marker.state.anchor_ts)
+        );
+        assert_eq!(
+            template.media.as_deref(),
+            Some(format!("seg-$Number$-{suffix}.m4s").as_str())
+        );
+        let timeline = &template
+            .SegmentTimeline
+            .as_ref()
+            .expect("timeline")
+            .segments;
+        assert_eq!(timeline[0].t, Some(marker.start_ts));
+        let count: i64 = timeline.iter().map(|s| 1 + s.r.unwrap_or(0)).sum();
+        assert_eq!(count as usize, window.segments.len());
+        let durations: Vec<u64> = timeline
+            .iter()
+            .flat_map(|s| std::iter::repeat_n(s.d, 1 + s.r.unwrap_or(0) as usize))
+            .collect();
+        let expected: Vec<u64> = window.segments.iter().map(|s| s.duration_ticks).collect();
+        assert_eq!(durations, expected);
+        let init = template.initialization.as_deref().expect("initialization");
+        assert_eq!(init, format!("init-0-{suffix}.mp4"));
+        get_ok(&node.state, &format!("/s/{init}"), "video/mp4").await;
+    }
+    let video = &period.adaptations[0].representations[0];
+    assert_eq!(
+        (video.width, video.height),
+        (Some(640), Some(360)),
+        "{text}"
+    );
+    assert!(video.codecs.as_deref().unwrap().starts_with("avc1."));
+
+    let time = get_ok(&node.state, "/api/time", "text/plain; charset=utf-8").await;
+    let time = chrono_free_parse(std::str::from_utf8(&time).unwrap());
+    let now = server::routes::admin::unix_ms();
+    assert!((now - time).abs() < 5_000, "{time} vs {now}");
+}
+
+/// Unix ms of `YYYY-MM-DDTHH:MM:SS.mmmZ` (days from the civil calendar).
+fn chrono_free_parse(text: &str) -> i64 {
+    assert_eq!(text.len(), 24, "{text}");
+    let n = |a: usize, b: usize| text[a..b].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0, 4), n(5, 7), n(8, 10));
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    ((days * 24 + n(11, 13)) * 60 + n(14, 16)) * 60_000 + n(17, 19) * 1000 + n(20, 23)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archived_fmp4_equals_the_live_packaging_and_has_its_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node(10, Some(dir.path())).await;
+    let window = node.channel.snapshot();
+    let first = window.segments.front().unwrap();
+    let last = window.segments.back().unwrap();
+    let from = first.program_date_time_ms / 1000;
+    let duration = (last.program_date_time_ms - first.program_date_time_ms) / 1000 + 3;
+
+    let body = get_ok(
+        &node.state,
+        &format!("/s/fmp4-{from}-{duration}.m3u8"),
+        "application/vnd.apple.mpegurl",
+    )
+    .await;
+    let vod = media_playlist(&body);
+    assert_eq!(vod.playlist_type, Some(m3u8_rs::MediaPlaylistType::Vod));
+    assert!(vod.end_list);
+    assert_eq!(vod.segments.len(), window.segments.len());
+    let map = vod.segments[0].map.as_ref().expect("EXT-X-MAP");
+    assert_eq!(map.uri, format!("dvr-init-{}.mp4", first.msn));
+    let live_init = get_ok(&node.state, "/s/init-0.mp4", "video/mp4").await;
+    let dvr_init = get_ok(&node.state, &format!("/s/{}", map.uri), "video/mp4").await;
+    assert_eq!(dvr_init, live_init, "the archive's init is the live one");
+    for (s, live) in vod.segments.iter().zip(&window.segments) {
+        assert_eq!(s.uri, format!("dvr-{}.m4s", live.msn));
+        for suffix in ["", "-v", "-a"] {
+            let dvr = get_ok(
+                &node.state,
+                &format!("/s/dvr-{}{suffix}.m4s", live.msn),
+                "video/mp4",
+            )
+            .await;
+            let seg = get_ok(
+                &node.state,
+                &format!("/s/seg-{}{suffix}.m4s", live.msn),
+                "video/mp4",
+            )
+            .await;
+            assert!(
+                dvr == seg,
+                "dvr-{}{suffix}.m4s differs from the live packaging",
+                live.msn
+            );
+        }
+    }
+
+    let body = get_ok(
+        &node.state,
+        &format!("/s/index-{from}-{duration}.mpd"),
+        "application/dash+xml",
+    )
+    .await;
+    let text = std::str::from_utf8(&body).unwrap();
+    let mpd = dash_mpd_core::parse(text).expect("dash-mpd-core parses the static MPD");
+    assert_eq!(mpd.mpdtype.as_deref(), Some("static"), "{text}");
+    let total: u64 = window.segments.iter().map(|s| s.duration_ticks).sum();
+    assert_eq!(
+        mpd.mediaPresentationDuration.map(|d| d.as_millis()),
+        Some(u128::from((total + 45) / 90))
+    );
+    let period = &mpd.periods[0];
+    let template = period.adaptations[0].SegmentTemplate.as_ref().unwrap();
+    assert_eq!(template.startNumber, Some(first.msn));
+    let marker = server::fmp4::marker_of(&first.data).unwrap();
+    assert_eq!(template.presentationTimeOffset, Some(marker.start_ts));
+    assert_eq!(template.media.as_deref(), Some("dvr-$Number$-v.m4s"));
+    assert_eq!(
+        template.initialization.as_deref(),
+        Some(format!("dvr-init-{}-v.mp4", first.msn).as_str())
+    );
+
+    // Nothing archived then: 404; malformed: 400; not archived: 404.
+    let (status, _, _) = get(&node.state, "/s/index-1000000000-60.mpd").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = get(&node.state, "/s/fmp4-5-0.m3u8").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _, _) = get(&node.state, "/s/dvr-999999.m4s").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// Runs a tool (killed after 30 s); fails the test with a clear message when it is
+/// not installed.
+fn run(tool: &str, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new("timeout")
+        .arg("30")
+        .arg(tool)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{tool} is required by this test (apt-get install ffmpeg): {e}")
+        });
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ffmpeg_reads_the_live_mpd_and_fmp4_hls_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = node(10, Some(dir.path())).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(server::run(
+        listener,
+        router(node.state.clone()),
+        None,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let window = node.channel.snapshot();
+    let first = window.segments.front().unwrap();
+    let from = first.program_date_time_ms / 1000;
+    // A live playlist that does not grow: start at its first segment (ffmpeg would
+    // otherwise wait at the live edge for more than it has to analyse).
+    let live: &[&str] = &["-live_start_index", "0"];
+    let urls: [(String, &[&str]); 4] = [
+        (format!("http://{addr}/s/fmp4.m3u8"), live),
+        (format!("http://{addr}/s/index.mpd"), &[]),
+        (format!("http://{addr}/s/index-{from}-30.mpd"), &[]),
+        (format!("http://{addr}/s/fmp4-{from}-30.m3u8"), &[]),
+    ];
+    let results = tokio::task::spawn_blocking(move || {
+        urls.iter()
+            .map(|(url, options)| {
+                let with = |args: &[&str]| {
+                    let mut all = options.to_vec();
+                    all.extend_from_slice(args);
+                    all.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+                };
+                let probe_args = with(&[
+                    "-v",
+                    "error",
+                    "-show_entries",
+                    "stream=codec_name",
+                    "-of",
+                    "csv=p=0",
+                    url,
+                ]);
+                let probe = run(
+                    "ffprobe",
+                    &probe_args.iter().map(String::as_str).collect::<Vec<_>>(),
+                );
+                let decode_args = with(&[
+                    "-nostdin", "-v", "error", "-i", url, "-t", "6", "-f", "null", "-",
+                ]);
+                let decode = run(
+                    "ffmpeg",
+                    &decode_args.iter().map(String::as_str).collect::<Vec<_>>(),
+                );
+                (url.clone(), probe, decode)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let _ = stop.send(());
+    served.await.unwrap();
+    for (url, (probe_ok, probe), (decode_ok, decode)) in results {
+        assert!(probe_ok, "{url}: {probe}");
+        let codecs: Vec<&str> = probe.lines().map(str::trim).collect();
+        assert!(
+            codecs.contains(&"h264") && codecs.contains(&"aac"),
+            "{url}: {probe}"
+        );
+        assert!(decode_ok && decode.trim().is_empty(), "{url}: {decode}");
+    }
+}
