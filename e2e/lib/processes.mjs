@@ -19,40 +19,61 @@ const START_LIMIT_MS = 20_000;
 
 /** Every child started here and not yet reaped, so nothing outlives the tests. */
 const live = new Set();
-process.on('exit', () => {
+function killLive() {
   for (const child of live) {
     try { child.kill('SIGKILL'); } catch { /* already gone */ }
   }
-});
+}
+process.on('exit', killLive);
+// The test runner ends a file that overruns with a signal: take the children along.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    killLive();
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  });
+}
+
+/** Ports are picked below Linux's default ephemeral range (32768-60999), so a port
+ * freed for a node to restart on is not handed to some outgoing connection meanwhile. */
+const PORT_LOW = 20_000;
+const PORT_HIGH = 32_000;
+
+/** Whether `port` can be bound on 127.0.0.1 for TCP and UDP now; the sockets stay held in `held`. */
+async function bindBoth(port, held) {
+  const server = net.createServer();
+  const tcp = await new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (!tcp) return false;
+  held.push(server);
+  const socket = dgram.createSocket('udp4');
+  const udp = await new Promise((resolve) => {
+    socket.once('error', () => resolve(false));
+    socket.bind(port, '127.0.0.1', () => resolve(true));
+  });
+  if (udp) held.push(socket);
+  return udp;
+}
 
 /**
  * `count` distinct free loopback ports, each free for TCP and for UDP at the time of
- * the call (the node's HTTP listener is TCP, its gossip UDP). All are held until every
- * one is found, so the list has no duplicates.
+ * the call (the node's HTTP listener is TCP, its gossip UDP), picked at random between
+ * PORT_LOW and PORT_HIGH. All are held until every one is found, so the list has no
+ * duplicates.
  */
 export async function freePorts(count) {
   const held = [];
   const ports = [];
   try {
-    while (ports.length < count) {
-      const server = net.createServer();
-      held.push(server);
-      await new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-      const port = server.address().port;
-      const socket = dgram.createSocket('udp4');
-      held.push(socket);
-      const udpFree = await new Promise((resolve) => {
-        socket.once('error', () => resolve(false));
-        socket.bind(port, '127.0.0.1', () => resolve(true));
-      });
-      if (udpFree) ports.push(port);
+    for (let tries = 0; ports.length < count; tries += 1) {
+      if (tries > 1_000) throw new Error(`no ${count} free loopback ports between ${PORT_LOW} and ${PORT_HIGH}`);
+      const port = PORT_LOW + Math.floor(Math.random() * (PORT_HIGH - PORT_LOW));
+      if (!ports.includes(port) && await bindBoth(port, held)) ports.push(port);
     }
   } finally {
     for (const h of held) {
-      try { h.close(); } catch { /* a socket that never bound */ }
+      try { h.close(); } catch { /* already closed */ }
     }
   }
   return ports;
