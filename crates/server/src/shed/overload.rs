@@ -202,6 +202,46 @@ impl CpuSampler {
     }
 }
 
+/// A tick later than this may be a suspension of the whole process rather than
+/// queueing (see [`is_suspension`]).
+pub const SUSPENSION_MIN_LATE: Duration = Duration::from_secs(1);
+
+/// Whether a tick `late` after its time, in an interval of `elapsed` during which the
+/// process used `cpu_ticks` of CPU, means the process was suspended (SIGSTOP, a paused
+/// VM, a host that slept) rather than overloaded: overload keeps the CPU busy, a
+/// suspension leaves it idle. Less than 10 % of one core over the interval is idle.
+pub fn is_suspension(late: Duration, elapsed: Duration, cpu_ticks: u64) -> bool {
+    if late < SUSPENSION_MIN_LATE || elapsed < late {
+        return false;
+    }
+    let cpu_secs = cpu_ticks as f64 / USER_HZ;
+    cpu_secs < 0.1 * elapsed.as_secs_f64()
+}
+
+/// Detects suspensions from this process's CPU time between monitor ticks.
+#[derive(Debug, Default)]
+struct SuspensionDetector {
+    last: Option<(Instant, u64)>,
+}
+
+impl SuspensionDetector {
+    /// Whether the tick that ran `late` follows a suspension; `false` where
+    /// `/proc/self/stat` cannot be read (then lateness counts as queueing, as before).
+    fn check(&mut self, late: Duration) -> bool {
+        let ticks = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|text| parse_self_stat(&text));
+        let now = Instant::now();
+        let previous = std::mem::replace(&mut self.last, ticks.map(|t| (now, t)));
+        match (previous, ticks) {
+            (Some((then, before)), Some(after)) => {
+                is_suspension(late, now.duration_since(then), after.saturating_sub(before))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// How long a task spawned now waits before the runtime first polls it.
 async fn probe_queue_delay() -> Duration {
     let sent = Instant::now();
@@ -242,6 +282,7 @@ impl Shedder {
         let mut ticker = tokio::time::interval(self.tick_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut sampler = CpuSampler::new(self.cpu_source);
+        let mut suspensions = SuspensionDetector::default();
         let mut last_cpu_at = Instant::now();
         let mut cpu = 0.0;
         tokio::pin!(shutdown);
@@ -253,7 +294,15 @@ impl Shedder {
             // How late this tick runs is how long a task that became ready waited for
             // a worker: the queueing delay every request sees. (A spawned probe can
             // under-read it: the runtime runs a task spawned by a worker next.)
-            let late = scheduled.elapsed();
+            let mut late = scheduled.elapsed();
+            if suspensions.check(late) {
+                tracing::warn!(
+                    stood_still_ms = late.as_millis() as u64,
+                    "the process was suspended; not counted as overload"
+                );
+                late = Duration::ZERO;
+                self.resumed_after_suspension();
+            }
             if last_cpu_at.elapsed() >= self.cpu_period {
                 if let Some(u) = sampler.sample() {
                     cpu = u;
@@ -295,6 +344,17 @@ impl Shedder {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_late_tick_with_an_idle_cpu_is_a_suspension_and_a_busy_one_is_not() {
+        let s = Duration::from_secs;
+        // 5 s late, 5.25 s between ticks, 2 ticks (20 ms) of CPU: stopped.
+        assert!(is_suspension(s(5), Duration::from_millis(5250), 2));
+        // Same lateness with the CPU busy half the time: overload, not a suspension.
+        assert!(!is_suspension(s(5), Duration::from_millis(5250), 260));
+        // Small lateness is never a suspension.
+        assert!(!is_suspension(Duration::from_millis(900), s(1), 0));
+    }
 
     #[test]
     fn parses_a_real_line_and_computes_utilisation() {

@@ -97,6 +97,10 @@ pub struct Shedder {
     max_rule_duration: Duration,
     limit: Mutex<AdaptiveLimit>,
     limit_value: AtomicU32,
+    limit_cfg: shed::AdaptiveLimitConfig,
+    /// When the process last came back from a suspension (shedder clock, ns; 0 none):
+    /// requests that started before it carry the suspension in their latency.
+    resumed_at_nanos: AtomicU64,
     pub(crate) overload_cfg: OverloadConfig,
     pub(crate) level_source: LevelSource,
     pub(crate) control_cfg: LevelControlConfig,
@@ -144,6 +148,8 @@ impl Shedder {
             max_rule_duration: Duration::from_secs(settings.max_fault_rule_seconds),
             limit: Mutex::new(limit),
             limit_value: AtomicU32::new(limit_value),
+            limit_cfg: settings.limit.clone(),
+            resumed_at_nanos: AtomicU64::new(0),
             overload_cfg: settings.overload.clone(),
             level_source: settings.level_source,
             control_cfg: settings.control.clone(),
@@ -324,9 +330,27 @@ impl Shedder {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// The process was suspended (SIGSTOP, a paused VM) and runs again: the time it
+    /// stood still is not overload. The adaptive limit starts afresh, and requests
+    /// that were in flight across the suspension do not feed it.
+    pub(crate) fn resumed_after_suspension(&self) {
+        let now = u64::try_from(self.now().as_nanos()).unwrap_or(u64::MAX);
+        self.resumed_at_nanos.store(now.max(1), Ordering::Relaxed);
+        if let Ok(fresh) = AdaptiveLimit::new(self.limit_cfg.clone()) {
+            let value = fresh.limit();
+            *self.limit.lock().unwrap_or_else(|p| p.into_inner()) = fresh;
+            self.limit_value.store(value, Ordering::Relaxed);
+        }
+    }
+
     /// Feeds a completed request's latency to the histogram and the adaptive limit.
     pub(crate) fn complete(&self, bucket: Bucket, rtt: Duration, in_flight_at_start: u32) {
         self.stats[bucket_index(bucket)].latency.observe(rtt);
+        let resumed = self.resumed_at_nanos.load(Ordering::Relaxed);
+        let started = self.now().saturating_sub(rtt);
+        if resumed != 0 && started.as_nanos() < u128::from(resumed) {
+            return;
+        }
         // No request waits for this lock: when another worker holds it, this sample
         // is skipped (Gradient2 aggregates windows of samples, one fewer is harmless).
         let mut limit = match self.limit.try_lock() {
@@ -490,5 +514,38 @@ impl Shedder {
             );
         }
         self.experiments.render_metrics(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suspension_resets_the_limit_and_its_stale_latencies_are_ignored() {
+        let mut settings = ShedSettings::default();
+        settings.limit.window_ms = 1;
+        settings.limit.window_min_samples = 1;
+        let shedder = Shedder::new(&settings).expect("settings");
+        let initial = shedder.concurrency_limit();
+        // One-sample windows: fast requests set the long RTT, then slow ones (at full
+        // concurrency) drag the Gradient2 limit down.
+        let window = |rtt: Duration| {
+            std::thread::sleep(Duration::from_millis(2));
+            shedder.complete(Bucket::Critical, rtt, initial);
+        };
+        (0..20).for_each(|_| window(Duration::from_millis(1)));
+        (0..20).for_each(|_| window(Duration::from_millis(200)));
+        let dragged = shedder.concurrency_limit();
+        assert!(
+            dragged < initial,
+            "slow requests lower the limit ({dragged} vs {initial})"
+        );
+        shedder.resumed_after_suspension();
+        assert_eq!(shedder.concurrency_limit(), initial);
+        // Requests that started before the resume (their latency spans the hang) do
+        // not feed the limit; the same latencies after it would.
+        (0..20).for_each(|_| window(Duration::from_secs(30)));
+        assert_eq!(shedder.concurrency_limit(), initial);
     }
 }
