@@ -51,14 +51,14 @@ pub fn start_stream(
         settings.window_segments,
         server::render::renderer(settings.segment_duration_ms),
     ));
-    channel.set_llhls(Arc::new(server::llhls::LlChannel::new(
-        server::llhls::LlSettings {
-            part_ms: settings.part_duration_ms,
-            hold_back_ms: settings.part_hold_back_ms,
-            target_ms: settings.segment_duration_ms,
-            window_segments: settings.window_segments,
-        },
-    )));
+    let ll = Arc::new(server::llhls::LlChannel::new(server::llhls::LlSettings {
+        part_ms: settings.part_duration_ms,
+        hold_back_ms: settings.part_hold_back_ms,
+        target_ms: settings.segment_duration_ms,
+        window_segments: settings.window_segments,
+    }));
+    channel.set_llhls(Arc::clone(&ll));
+    server::llhls::register_metrics(&ll, &stream.name, &context.metrics);
     let (events_tx, events_rx) = mpsc::channel(4096);
     let mut specs = Vec::with_capacity(stream.inputs.len());
     for url in &stream.inputs {

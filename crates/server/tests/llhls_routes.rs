@@ -174,6 +174,14 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
     println!("live {live}, packaged {packaged}, mismatches {mismatches}");
     assert_eq!(mismatches, 0);
     assert!(packaged <= 1, "only the first segment lacks live parts");
+    let metrics = Metrics::new();
+    server::llhls::register_metrics(&node.ll, "s", &metrics);
+    let rendered = metrics.render();
+    assert!(rendered.contains(&format!(
+        "brdyun_llhls_live_segments_total{{stream=\"s\"}} {live}\n"
+    )));
+    assert!(rendered.contains("brdyun_llhls_mismatches_total{stream=\"s\"} 0\n"));
+    assert!(rendered.contains("brdyun_llhls_blocked_requests{stream=\"s\"} 0\n"));
     // Same numbers and durations as the TS timeline.
     for s in &ll.segments {
         let t = ts.segment(s.msn).expect("same msn in the ts window");

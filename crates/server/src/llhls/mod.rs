@@ -282,3 +282,35 @@ impl Feed {
         }
     }
 }
+
+/// Registers a stream's LL-HLS counters with the metrics registry:
+/// `brdyun_llhls_{parts,live_segments,packaged_segments,mismatches}_total` and
+/// `brdyun_llhls_blocked_requests` (waiting now).
+pub fn register_metrics(ll: &Arc<LlChannel>, stream: &str, metrics: &crate::metrics::Metrics) {
+    metrics.describe(
+        "brdyun_llhls_mismatches_total",
+        "counter",
+        "LL-HLS segments whose live parts did not hold the TS segment's frames (replaced).",
+    );
+    metrics.describe(
+        "brdyun_llhls_blocked_requests",
+        "gauge",
+        "LL-HLS blocking playlist and part requests waiting now.",
+    );
+    let ll = Arc::clone(ll);
+    let stream = crate::metrics::label(stream);
+    metrics.register(Box::new(move |out: &mut String| {
+        use std::fmt::Write as _;
+        let c = &ll.counters;
+        for (name, value) in [
+            ("parts_total", &c.parts),
+            ("live_segments_total", &c.live_segments),
+            ("packaged_segments_total", &c.packaged_segments),
+            ("mismatches_total", &c.mismatches),
+            ("blocked_requests", &c.blocked),
+        ] {
+            let value = value.load(Ordering::Relaxed);
+            let _ = writeln!(out, "brdyun_llhls_{name}{{stream=\"{stream}\"}} {value}");
+        }
+    }));
+}
