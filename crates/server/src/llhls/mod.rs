@@ -314,3 +314,6 @@ pub fn register_metrics(ll: &Arc<LlChannel>, stream: &str, metrics: &crate::metr
         }
     }));
 }
+
+#[cfg(test)]
+mod tests;

@@ -234,3 +234,46 @@ fn master(channel: &Channel) -> Response {
     };
     http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(playlist.render()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Directives, LlFile};
+
+    #[test]
+    fn file_names() {
+        assert_eq!(LlFile::parse("ll.m3u8"), Some(LlFile::Playlist));
+        assert_eq!(LlFile::parse("ll-index.m3u8"), Some(LlFile::Master));
+        assert_eq!(LlFile::parse("part-12-3.m4s"), Some(LlFile::Part(12, 3)));
+        assert_eq!(LlFile::parse("llseg-12.m4s"), Some(LlFile::Segment(12)));
+        assert_eq!(LlFile::parse("ll-init-2.mp4"), Some(LlFile::Init(2)));
+        for bad in [
+            "part-12.m4s",
+            "part--1.m4s",
+            "part-1-+2.m4s",
+            "llseg-.m4s",
+            "llseg-99999999999999999999.m4s",
+            "ll-init-x.mp4",
+            "ll.m3u",
+        ] {
+            assert_eq!(LlFile::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn directives() {
+        assert_eq!(Directives::parse(None), Ok(Directives::default()));
+        assert_eq!(
+            Directives::parse(Some("_HLS_msn=5&_HLS_part=2&_HLS_skip=YES&x=1")),
+            Ok(Directives {
+                msn: Some(5),
+                part: Some(2),
+                skip: true
+            })
+        );
+        assert!(Directives::parse(Some("_HLS_skip=v2")).is_ok_and(|d| d.skip));
+        assert!(Directives::parse(Some("_HLS_skip=NO")).is_ok_and(|d| !d.skip));
+        assert!(Directives::parse(Some("_HLS_part=1")).is_err());
+        assert!(Directives::parse(Some("_HLS_msn=-1")).is_err());
+        assert!(Directives::parse(Some("_HLS_msn=1&_HLS_part=x")).is_err());
+    }
+}
