@@ -47,6 +47,16 @@ struct Node {
 /// A node whose stream `s` got the whole demo clip through the real pipeline,
 /// recorded when `archive` names a directory.
 async fn node(window: usize, archive: Option<&std::path::Path>) -> Node {
+    let events = demo_frames().into_iter().map(IngestEvent::Frame).collect();
+    node_with(window, archive, events).await
+}
+
+/// A node whose stream `s` got `events` through the real pipeline.
+async fn node_with(
+    window: usize,
+    archive: Option<&std::path::Path>,
+    events: Vec<IngestEvent>,
+) -> Node {
     let state = AppState::new(
         NodeIdentity {
             name: "t".into(),
@@ -78,10 +88,8 @@ async fn node(window: usize, archive: Option<&std::path::Path>) -> Node {
         settings,
         recorder.clone(),
     ));
-    for frame in demo_frames() {
-        tx.send(IngestEvent::Frame(frame))
-            .await
-            .expect("pipeline alive");
+    for event in events {
+        tx.send(event).await.expect("pipeline alive");
     }
     drop(tx);
     pipeline.await.expect("pipeline ends");
@@ -511,5 +519,76 @@ async fn ffmpeg_reads_the_live_mpd_and_fmp4_hls_without_errors() {
             "{url}: {probe}"
         );
         assert!(decode_ok && decode.trim().is_empty(), "{url}: {decode}");
+    }
+}
+
+#[tokio::test]
+async fn a_discontinuity_starts_a_period_and_an_init() {
+    // The clip, a source switch, the clip again (its timestamps start over).
+    let mut events: Vec<IngestEvent> = demo_frames().into_iter().map(IngestEvent::Frame).collect();
+    events.push(IngestEvent::Discontinuity);
+    events.extend(demo_frames().into_iter().map(IngestEvent::Frame));
+    let node = node_with(20, None, events).await;
+    let window = node.channel.snapshot();
+    let seqs: std::collections::BTreeSet<u64> = window
+        .segments
+        .iter()
+        .map(|s| s.discontinuity_seq)
+        .collect();
+    assert_eq!(seqs.len(), 2, "two discontinuity sequences");
+
+    let body = get_ok(&node.state, "/s/fmp4.m3u8", "application/vnd.apple.mpegurl").await;
+    let playlist = media_playlist(&body);
+    let maps: Vec<String> = playlist
+        .segments
+        .iter()
+        .filter_map(|s| s.map.as_ref().map(|m| m.uri.clone()))
+        .collect();
+    let expected: Vec<String> = seqs.iter().map(|d| format!("init-{d}.mp4")).collect();
+    assert_eq!(maps, expected);
+    let after = playlist
+        .segments
+        .iter()
+        .position(|s| s.discontinuity)
+        .expect("EXT-X-DISCONTINUITY");
+    assert!(
+        playlist.segments[after].map.is_some(),
+        "the map follows the discontinuity"
+    );
+
+    let body = get_ok(&node.state, "/s/index.mpd", "application/dash+xml").await;
+    let text = std::str::from_utf8(&body).unwrap();
+    let mpd = dash_mpd_core::parse(text).expect("parses");
+    assert_eq!(mpd.periods.len(), 2, "{text}");
+    let ast = mpd.availabilityStartTime.unwrap().timestamp_millis();
+    for (period, seq) in mpd.periods.iter().zip(&seqs) {
+        assert_eq!(period.id.as_deref(), Some(format!("d{seq}").as_str()));
+        let first = window
+            .segments
+            .iter()
+            .find(|s| s.discontinuity_seq == *seq)
+            .unwrap();
+        let template = period.adaptations[0].SegmentTemplate.as_ref().unwrap();
+        assert_eq!(template.startNumber, Some(first.msn));
+        // Period@start + (S@t − presentationTimeOffset) is the segment's date.
+        let t = template.SegmentTimeline.as_ref().unwrap().segments[0]
+            .t
+            .unwrap();
+        let pto = template.presentationTimeOffset.unwrap();
+        let start = i64::try_from(period.start.unwrap().as_millis()).unwrap();
+        let date = ast + start + i64::try_from((t - pto) / 90).unwrap();
+        assert!(
+            (date - first.program_date_time_ms).abs() <= 1,
+            "{date} vs {}",
+            first.program_date_time_ms
+        );
+        for suffix in ["v", "a"] {
+            get_ok(
+                &node.state,
+                &format!("/s/init-{seq}-{suffix}.mp4"),
+                "video/mp4",
+            )
+            .await;
+        }
     }
 }
