@@ -241,10 +241,7 @@ pub async fn stream_file(
         }
     }
     if let Some(logins) = state.logins() {
-        let playlist = matches!(
-            StreamFile::parse(&file),
-            Some(StreamFile::Master | StreamFile::Media)
-        );
+        let playlist = StreamFile::parse(&file).is_some_and(|f| f.is_viewer_playlist());
         if let (true, Some((login, token))) =
             (playlist, crate::logins::credentials(request.uri().query()))
         {
@@ -269,10 +266,7 @@ pub async fn stream_file(
         gate.count_refusal(code);
         return ApiError::Meeting(code).into_response();
     }
-    if matches!(
-        StreamFile::parse(&file),
-        Some(StreamFile::Master | StreamFile::Media)
-    ) {
+    if StreamFile::parse(&file).is_some_and(|f| f.is_viewer_playlist()) {
         let peer = request
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()

@@ -554,6 +554,12 @@ async fn the_node_gate_answers_with_meeting_codes() {
         (status, body["code"].as_u64()),
         (StatusCode::SERVICE_UNAVAILABLE, Some(103_006))
     );
+    // A DASH (or fMP4 HLS) viewer is admitted and counted like an HLS one.
+    let (status, body) = get("/live/index.mpd", "c").await;
+    assert_eq!(
+        (status, body["code"].as_u64()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some(103_006))
+    );
     assert_eq!(get("/live/mono.m3u8", "a").await.0, StatusCode::OK);
     assert_eq!(gate.viewer_counts().get("live"), Some(&1));
     // An old client: 102011 to join, 16 inside its session.
@@ -583,7 +589,7 @@ async fn the_node_gate_answers_with_meeting_codes() {
     let mut metrics = String::new();
     gate.render_metrics(&mut metrics);
     assert!(
-        metrics.contains("brdyun_meeting_refusals_total{code=\"103006\",reason=\"full\"} 1"),
+        metrics.contains("brdyun_meeting_refusals_total{code=\"103006\",reason=\"full\"} 2"),
         "{metrics}"
     );
     assert!(

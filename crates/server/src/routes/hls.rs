@@ -31,6 +31,18 @@ pub enum StreamFile {
 }
 
 impl StreamFile {
+    /// A live playlist or manifest a viewer opens and reloads (HLS, fMP4 HLS, DASH,
+    /// LL-HLS): where viewers are admitted and counted.
+    pub fn is_viewer_playlist(&self) -> bool {
+        use crate::routes::llhls::LlFile;
+        match self {
+            Self::Master | Self::Media => true,
+            Self::Fmp4(file) => file.is_live_manifest(),
+            Self::LowLatency(file) => matches!(file, LlFile::Master | LlFile::Playlist),
+            _ => false,
+        }
+    }
+
     /// Parses a file name; `None` for anything this node does not serve.
     pub fn parse(file: &str) -> Option<Self> {
         match file {
