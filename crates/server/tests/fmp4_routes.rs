@@ -418,6 +418,21 @@ async fn archived_fmp4_equals_the_live_packaging_and_has_its_manifests() {
         Some(format!("dvr-init-{}-v.mp4", first.msn).as_str())
     );
 
+    // The OTT announce: the fMP4 archive is the TS archive (derived on request).
+    let announced = server::redundancy::members::own_member(
+        &ott::NodeId::new("t"),
+        "s",
+        &server::redundancy::Membership {
+            group: "g".into(),
+            can_substitute: true,
+        },
+        &node.channel,
+        server::routes::admin::unix_ms(),
+        60_000,
+    );
+    assert!(!announced.archive.ts.is_empty());
+    assert_eq!(announced.archive.fmp4, announced.archive.ts);
+
     // Nothing archived then: 404; malformed: 400; not archived: 404.
     let (status, _, _) = get(&node.state, "/s/index-1000000000-60.mpd").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
