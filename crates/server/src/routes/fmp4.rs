@@ -350,6 +350,30 @@ async fn serve_archive(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -
 mod tests {
     use super::Fmp4File as F;
     use crate::fmp4::Track;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_name_parses_without_panic(name in "\\PC{0,40}") {
+            let _ = F::parse(&name);
+        }
+
+        #[test]
+        fn numbered_names_round_trip(n in any::<u64>(), track in 0..3u8) {
+            let (suffix, track) = match track {
+                0 => ("", Track::Muxed),
+                1 => ("-v", Track::Video),
+                _ => ("-a", Track::Audio),
+            };
+            prop_assert_eq!(F::parse(&format!("seg-{n}{suffix}.m4s")), Some(F::Segment { msn: n, track }));
+            prop_assert_eq!(
+                F::parse(&format!("init-{n}{suffix}.mp4")),
+                Some(F::Init { discontinuity_seq: n, track })
+            );
+            prop_assert_eq!(F::parse(&format!("dvr-{n}{suffix}.m4s")), Some(F::ArchiveSegment { msn: n, track }));
+            prop_assert_eq!(F::parse(&format!("dvr-init-{n}{suffix}.mp4")), Some(F::ArchiveInit { msn: n, track }));
+        }
+    }
 
     #[test]
     fn names() {
