@@ -368,3 +368,37 @@ export async function waitProtected(nodes, limitMs = 45_000) {
     return offered && (await Promise.all(nodes.map((n) => servesPlayer(n)))).every(Boolean);
   }, { limitMs });
 }
+
+/**
+ * Opens `url` in `page` until `ready` (a function run in the page) holds. Pages and
+ * their scripts are NON_CRITICAL to the node's shedder, so on a loaded machine a node may
+ * answer them with a back-pressure 503 (or shed the page's script); like a person, the
+ * test reloads, at most until `limitMs`, and says so on the console.
+ */
+export async function openPage(page, url, ready, limitMs = 30_000) {
+  const deadline = Date.now() + limitMs;
+  const shed = [];
+  const onResponse = (res) => {
+    if (res.status() === 503) shed.push(`${res.url()} Retry-After ${res.headers()['retry-after'] ?? '-'}`);
+  };
+  page.on('response', onResponse);
+  try {
+    for (let attempt = 1; ; attempt += 1) {
+      const before = shed.length;
+      const response = await page.goto(url);
+      const ok = response?.status() === 200
+        && await page.waitForFunction(ready, null, { timeout: 3_000 }).then(() => true, () => false);
+      if (ok) {
+        if (attempt > 1) console.log(`${url}: opened at attempt ${attempt}; shed before: ${JSON.stringify(shed)}`);
+        return response;
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`${url} not ready within ${limitMs} ms (${attempt} attempts; status ${response?.status()}; shed: ${JSON.stringify(shed)})`);
+      }
+      if (shed.length === before) await new Promise((r) => setTimeout(r, 250));
+      else await new Promise((r) => setTimeout(r, 1_000));
+    }
+  } finally {
+    page.off('response', onResponse);
+  }
+}

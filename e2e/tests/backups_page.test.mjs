@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { launchBrowser } from '../lib/cluster.mjs';
-import { startCluster, waitProtected, pollUntil } from '../lib/processes.mjs';
+import { startCluster, waitProtected, pollUntil, openPage } from '../lib/processes.mjs';
 
 const ARTIFACTS = new URL('../artifacts/', import.meta.url).pathname;
 
@@ -45,7 +45,7 @@ test('three healthy nodes: the group is protected, every member has a row, the v
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   try {
-    await page.goto(`${a.base}/backups`);
+    await openPage(page, `${a.base}/backups`, () => document.getElementById('at').textContent !== 'never');
     const card = await groupCard(page, 'protected');
     const rows = await card.locator('tr[data-node]').evaluateAll((trs) => trs.map((tr) => tr.dataset.node));
     assert.equal(rows.length, 3, `one row per member: ${rows}`);
@@ -77,7 +77,7 @@ test('a node with only a private address: the group is not protected and the pag
   const { a } = mixed.nodes;
   const page = await browser.newPage();
   try {
-    await page.goto(`${a.base}/backups`);
+    await openPage(page, `${a.base}/backups`, () => document.getElementById('at').textContent !== 'never');
     const card = await groupCard(page, 'not protected');
     // Wait for c's row and its address problem (the mesh needs a moment to converge).
     const cRow = card.locator('tr[data-node^="node-c"]');

@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { launchBrowser } from '../lib/cluster.mjs';
-import { startCluster, startExtraNode, waitProtected, masterOf, pollUntil, servesPlayer, BROWSER_UA, variantUrls } from '../lib/processes.mjs';
+import { startCluster, startExtraNode, waitProtected, masterOf, pollUntil, servesPlayer, openPage, BROWSER_UA, variantUrls } from '../lib/processes.mjs';
 
 /** The player's target duration (the meeting's segment duration), ms. */
 const TARGET_MS = 2_000;
@@ -56,7 +56,7 @@ async function openPlayer(page, node) {
   page.on('response', (res) => {
     if (res.status() >= 400) refused.push(`${res.status()} ${res.url()} ${res.headers()['retry-after'] || ''}`);
   });
-  const opened = await page.goto(`${node.base}/player?stream=meeting`);
+  const opened = await openPage(page, `${node.base}/player?stream=meeting`, () => !!window.__brdyun && !!window.Hls);
   try {
     await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime >= 5, null, { timeout: 40_000 });
   } catch (e) {
@@ -175,8 +175,7 @@ test('pausing a node\'s input from the Backups page moves its viewers and redire
     const before = await player.evaluate(() => ({ ...window.__brdyun }));
 
     // The operator's test failure: the button in a's own row of the group.
-    const opened = await backups.goto(`${a.base}/backups`);
-    assert.equal(opened.status(), 200, `the Backups page: ${await opened.text()}`);
+    await openPage(backups, `${a.base}/backups`, () => document.getElementById('at').textContent !== 'never');
     const pause = backups.locator('[data-group="meeting"] tr[data-node^="node-a"] button[data-action="pause"]');
     try {
       await pause.waitFor({ timeout: 15_000 });
