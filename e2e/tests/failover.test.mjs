@@ -90,7 +90,6 @@ async function resetStalls(page) {
     s.longestStallMs = 0;
     s.stalls = 0;
     s.maxFrozenMs = 0;
-    s.errorsBefore = s.errors.length;
   });
 }
 
@@ -110,28 +109,28 @@ async function survives(label, fail) {
     assert.ok(master, 'the player loaded a master playlist from node a');
     assert.equal(countStreamInf(master), 3, `the player got backup variants:\n${master}`);
     await resetStalls(page);
-    const before = await page.evaluate(() => ({ ...window.__brdyun }));
-    assert.equal(portOf(before.lastFragUrl), String(a.http), 'playing from node a before the failure');
+    const atFailure = await page.evaluate(() => ({ ...window.__brdyun }));
+    assert.equal(portOf(atFailure.lastFragUrl), String(a.http), 'playing from node a before the failure');
     await fail();
     await page.waitForTimeout(WATCH_MS);
-    const after = await page.evaluate(() => ({ ...window.__brdyun }));
-    const played = after.currentTime - before.currentTime;
-    const stall = Math.round(after.longestStallMs);
-    const frozen = Math.round(after.maxFrozenMs);
+    const atEnd = await page.evaluate(() => ({ ...window.__brdyun }));
+    const played = atEnd.currentTime - atFailure.currentTime;
+    const stall = Math.round(atEnd.longestStallMs);
+    const frozen = Math.round(atEnd.maxFrozenMs);
     console.log(`failover ${label}: longest stall ${stall} ms (video clock frozen at most ${frozen} ms), `
-      + `${after.stalls} stall(s), played ${played.toFixed(1)} s of ${WATCH_MS / 1000}, `
-      + `fatal errors ${after.fatalErrors.length}, now from ${after.lastFragUrl}, `
-      + `errors after the failure: ${JSON.stringify(after.errors.slice(before.errors.length))}`);
-    assert.deepEqual(after.fatalErrors, [], 'no fatal hls.js error');
+      + `${atEnd.stalls} stall(s), played ${played.toFixed(1)} s of ${WATCH_MS / 1000}, `
+      + `fatal errors ${atEnd.fatalErrors.length}, now from ${atEnd.lastFragUrl}, `
+      + `errors after the failure: ${JSON.stringify(atEnd.errors.slice(atFailure.errors.length))}`);
+    assert.deepEqual(atEnd.fatalErrors, [], 'no fatal hls.js error');
     assert.deepEqual(pageErrors, []);
     assert.ok(played >= WATCH_MS / 1000 - 7, `played only ${played.toFixed(1)} s in ${WATCH_MS / 1000} s after the failure`);
-    assert.ok([String(b.http), String(c.http)].includes(portOf(after.lastFragUrl)),
-      `the last fragment came from b or c, not ${after.lastFragUrl}`);
+    assert.ok([String(b.http), String(c.http)].includes(portOf(atEnd.lastFragUrl)),
+      `the last fragment came from b or c, not ${atEnd.lastFragUrl}`);
     assert.ok(stall <= STALL_GOAL_MS + STALL_SLACK_MS,
       `longest stall ${stall} ms over the goal ${STALL_GOAL_MS} ms (+${STALL_SLACK_MS} ms slack)`);
     assert.ok(frozen <= STALL_GOAL_MS + STALL_SLACK_MS,
       `video clock frozen ${frozen} ms, over the goal ${STALL_GOAL_MS} ms (+${STALL_SLACK_MS} ms slack)`);
-    return after;
+    return atEnd;
   } finally {
     await page.close();
   }
@@ -172,7 +171,7 @@ test('pausing a node\'s input from the Backups page moves its viewers and redire
   try {
     const { pageErrors } = await openPlayer(player, a);
     await resetStalls(player);
-    const before = await player.evaluate(() => ({ ...window.__brdyun }));
+    const atPause = await player.evaluate(() => ({ ...window.__brdyun }));
 
     // The operator's test failure: the button in a's own row of the group.
     await openPage(backups, `${a.base}/backups`, () => document.getElementById('at').textContent !== 'never');
@@ -213,15 +212,15 @@ test('pausing a node\'s input from the Backups page moves its viewers and redire
 
     // The viewer already playing from a moved to b or c without a fatal error.
     await player.waitForTimeout(Math.max(0, 20_000 - (Date.now() - pausedAt)));
-    const after = await player.evaluate(() => ({ ...window.__brdyun }));
-    const played = after.currentTime - before.currentTime;
-    console.log(`failover pause input: longest stall ${Math.round(after.longestStallMs)} ms `
-      + `(video clock frozen at most ${Math.round(after.maxFrozenMs)} ms), played ${played.toFixed(1)} s, `
-      + `now from ${after.lastFragUrl}, fatal errors ${after.fatalErrors.length}`);
-    assert.deepEqual(after.fatalErrors, []);
+    const atEnd = await player.evaluate(() => ({ ...window.__brdyun }));
+    const played = atEnd.currentTime - atPause.currentTime;
+    console.log(`failover pause input: longest stall ${Math.round(atEnd.longestStallMs)} ms `
+      + `(video clock frozen at most ${Math.round(atEnd.maxFrozenMs)} ms), played ${played.toFixed(1)} s, `
+      + `now from ${atEnd.lastFragUrl}, fatal errors ${atEnd.fatalErrors.length}`);
+    assert.deepEqual(atEnd.fatalErrors, []);
     assert.deepEqual(pageErrors, []);
-    assert.ok([String(b.http), String(c.http)].includes(portOf(after.lastFragUrl)),
-      `the playing viewer moved to b or c, last fragment ${after.lastFragUrl}`);
+    assert.ok([String(b.http), String(c.http)].includes(portOf(atEnd.lastFragUrl)),
+      `the playing viewer moved to b or c, last fragment ${atEnd.lastFragUrl}`);
     assert.ok(played >= 12, `played only ${played.toFixed(1)} s after the pause`);
 
     // Resume from the page: a serves the stream itself again.
