@@ -103,10 +103,30 @@ pub fn shed_route_kind(path: &str) -> shed::RouteKind {
         RouteKind::Segment => Shed::LiveSegment,
         RouteKind::Relay => Shed::Relay,
         RouteKind::Api | RouteKind::Metrics => Shed::Admin,
-        RouteKind::Player => Shed::Other,
+        // Opening the player page (and its script) is how a browser viewer starts a
+        // playback; the operator screens (Backups, Experiments) rank as admin.
+        RouteKind::Player if path.starts_with("/player") => Shed::PlaybackStart,
+        RouteKind::Player => Shed::Admin,
         RouteKind::Other if path == "/telemetry" || path.starts_with("/telemetry/") => {
             Shed::Telemetry
         }
         RouteKind::Other => Shed::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shed_route_kind;
+    use shed::RouteKind as Shed;
+
+    #[test]
+    fn pages_rank_as_starting_a_playback_or_as_admin() {
+        assert_eq!(shed_route_kind("/player"), Shed::PlaybackStart);
+        assert_eq!(shed_route_kind("/player/hls.min.js"), Shed::PlaybackStart);
+        assert_eq!(shed_route_kind("/backups"), Shed::Admin);
+        assert_eq!(shed_route_kind("/s/index.m3u8"), Shed::PlaybackStart);
+        assert_eq!(shed_route_kind("/s/mono.m3u8"), Shed::LivePlaylist);
+        assert_eq!(shed_route_kind("/telemetry"), Shed::Telemetry);
+        assert_eq!(shed_route_kind("/favicon.ico"), Shed::Other);
     }
 }
