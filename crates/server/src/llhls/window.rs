@@ -12,6 +12,13 @@ use media::hls::{
 use super::packager::{Opened, Output, PartOut, SegmentOut};
 use super::Position;
 
+/// What EXT-X-TARGETDURATION adds to the segment target from the start. A segment ends
+/// at the first keyframe past its grid line, so it is often longer than the target
+/// (with 1-s GOPs and a 2-s target, up to 2.96 s: 3 once rounded); raising the target
+/// duration when such a segment appears made hls.js stop loading in low-latency mode
+/// (seen in the e2e runs), so the playlist starts with room for one more second.
+pub const TARGET_SLACK_SECS: u64 = 1;
+
 /// Init segments kept (one per discontinuity sequence still in the window).
 const MAX_INITS: usize = 4;
 
@@ -93,6 +100,8 @@ impl LlUris for Uris {
 #[derive(Debug)]
 pub struct LlWindow {
     window_segments: usize,
+    /// EXT-X-TARGETDURATION announced so far: it must not change during the playlist's
+    /// life, so it only ever grows (a longer segment than the target raises it).
     target_secs: u64,
     part_target_ms: u64,
     hold_back_ms: Option<u64>,
@@ -113,7 +122,7 @@ impl LlWindow {
     ) -> Self {
         Self {
             window_segments: window_segments.max(1),
-            target_secs: target_ms.div_ceil(1000).max(1),
+            target_secs: target_ms.div_ceil(1000).max(1) + TARGET_SLACK_SECS,
             part_target_ms: part_ms.max(1),
             hold_back_ms,
             segments: VecDeque::new(),
@@ -176,6 +185,8 @@ impl LlWindow {
                 if !consecutive {
                     self.segments.clear();
                 }
+                let rounded = segment.duration_ticks.saturating_add(45_000) / 90_000;
+                self.target_secs = self.target_secs.max(rounded);
                 self.segments.push_back(Arc::new(segment));
                 while self.segments.len() > self.window_segments {
                     self.segments.pop_front();
