@@ -162,7 +162,8 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
             ["a", "b", "c"][i]
         );
         println!("    watch:    {base}/player?stream={STREAM}");
-        println!("    playlist: {base}/{STREAM}/index.m3u8");
+        println!("    playlist: {base}/{STREAM}/index.m3u8   (HLS, MPEG-TS; backups for switching players)");
+        println!("    ll-hls:   {base}/{STREAM}/ll-index.m3u8   dash: {base}/{STREAM}/index.mpd");
         println!("    status:   {base}/api/streams/{STREAM}");
         println!("    backups:  {base}/backups   (OTT group state; the test-failure button pauses this node's input)");
         println!("    experiments: {base}/experiments   (continuous shedding experiments, API /api/experiments)");
