@@ -163,7 +163,7 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
     let (retries, _) = assert_shed_answer(&first);
     assert_eq!(retries, 0, "NON_CRITICAL gets no retries");
     assert_shed_answer(&beacon(&state, &alice_tv_ua).await);
-    assert_shed_answer(&get(&state, "/player", &alice_tv_ua).await);
+    assert_shed_answer(&get(&state, "/", &alice_tv_ua).await);
 
     // Her live segment and playlist (CRITICAL, above the range) still pass.
     assert_eq!(
@@ -184,10 +184,8 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
         StatusCode::NO_CONTENT
     );
     assert_eq!(
-        get(&state, "/player", &[("user-agent", TV_UA)])
-            .await
-            .status,
-        StatusCode::OK
+        get(&state, "/", &[("user-agent", TV_UA)]).await.status,
+        StatusCode::TEMPORARY_REDIRECT
     );
 
     // Every injection is counted, on the rule and per bucket.
@@ -366,8 +364,8 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
 #[tokio::test]
 async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() {
     let mut settings = ShedSettings::default();
-    // The router has no DEGRADED route yet (archive, thumbnails): configure the player
-    // page as one, which also shows the `[shedding.classifier]` table at work.
+    // Configure the "other" routes (here `/`, the redirect to the player) as DEGRADED,
+    // which also shows the `[shedding.classifier]` table at work.
     settings.classifier.routes.insert(
         RouteKind::Other,
         RouteRule {
@@ -378,15 +376,15 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     let state = node_with(&settings, None);
     let browser = [("x-brdyun-device", "browser")];
     assert_eq!(
-        get(&state, "/player", &browser).await.status,
-        StatusCode::OK
+        get(&state, "/", &browser).await.status,
+        StatusCode::TEMPORARY_REDIRECT
     );
 
     // Level 0.9: threshold floor(99 · 0.729) = 72, above every DEGRADED score.
     state.shedder().force_level(Some(OverloadLevel::new(0.9)));
     let telemetry = beacon(&state, &browser).await;
     let (nc_retries, nc_wait) = assert_shed_answer(&telemetry);
-    let degraded = get(&state, "/player", &browser).await;
+    let degraded = get(&state, "/", &browser).await;
     let (dg_retries, dg_wait) = assert_shed_answer(&degraded);
     assert!(
         dg_retries >= nc_retries && dg_wait <= nc_wait,
@@ -436,7 +434,7 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
         "brdyun_shed_in_flight 1\n",
         "brdyun_shed_concurrency_limit 200\n",
         "brdyun_shed_request_duration_seconds_count{bucket=\"critical\"} 3\n",
-        "brdyun_http_requests_total{kind=\"other\",status=\"5xx\"} 2\n",
+        "brdyun_http_requests_total{kind=\"other\",status=\"5xx\"} 3\n",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
@@ -537,7 +535,7 @@ async fn disabled_shedding_passes_everything() {
     let state = node_with(&settings, None);
     state.shedder().force_level(Some(OverloadLevel::FULL));
     assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
-    assert_eq!(get(&state, "/player", &[]).await.status, StatusCode::OK);
+    assert_eq!(get(&state, "/", &[]).await.status, StatusCode::TEMPORARY_REDIRECT);
 }
 
 #[test]
