@@ -535,7 +535,10 @@ async fn disabled_shedding_passes_everything() {
     let state = node_with(&settings, None);
     state.shedder().force_level(Some(OverloadLevel::FULL));
     assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
-    assert_eq!(get(&state, "/", &[]).await.status, StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(
+        get(&state, "/", &[]).await.status,
+        StatusCode::TEMPORARY_REDIRECT
+    );
 }
 
 #[test]
