@@ -187,7 +187,7 @@ async fn run(
         ));
         if last_alert_tick.elapsed() >= ALERT_TICK {
             last_alert_tick = tokio::time::Instant::now();
-            let changes = redundancy.tick_alerts(now);
+            let changes = redundancy.tick_alerts(&state, now);
             if let (Some(url), false) = (&webhook, changes.is_empty()) {
                 let body = server::redundancy::alerts::alertmanager_body(&changes, &node_name);
                 let url = url.clone();

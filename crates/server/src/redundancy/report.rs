@@ -134,12 +134,31 @@ impl Redundancy {
     }
 
     /// One alert tick at `now_ms`: group reports and refusals into the alert machine;
-    /// returns the changes to deliver to the webhook.
-    pub fn tick_alerts(&self, now_ms: i64) -> Vec<ott::AlertChange> {
+    /// returns the changes to deliver to the webhook. A group whose stream has never
+    /// started on this node (a meeting waiting for its publisher) raises no 70 or 78:
+    /// there is nothing to protect yet.
+    pub fn tick_alerts(
+        &self,
+        state: &crate::state::AppState,
+        now_ms: i64,
+    ) -> Vec<ott::AlertChange> {
         let Some(view) = self.view() else {
             return Vec::new();
         };
-        let reports = group_reports(&view.snapshot, now_ms);
+        let started: std::collections::HashSet<String> = self
+            .memberships()
+            .into_iter()
+            .filter(|(stream, _)| {
+                state
+                    .channel(stream)
+                    .is_some_and(|c| c.pushed_at_ms().is_some())
+            })
+            .map(|(_, membership)| membership.group)
+            .collect();
+        let reports: Vec<ott::GroupReport> = group_reports(&view.snapshot, now_ms)
+            .into_iter()
+            .filter(|report| started.contains(&report.group))
+            .collect();
         self.alerts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
