@@ -49,6 +49,10 @@ pub struct MeshView {
     /// Per own group, the backup candidates for each kind of viewer (public × HTTPS),
     /// computed once per snapshot: a master playlist request only picks among them.
     candidates: HashMap<String, [Vec<ott::Target>; 4]>,
+    /// A master-playlist pass per candidate stream, signed once per snapshot: passes
+    /// are not bound to a viewer, so every viewer of this snapshot gets the same one
+    /// (valid 4 h from now, within a quarter second).
+    master_passes: HashMap<String, String>,
 }
 
 fn viewer_kind(viewer: ott::ViewerContext) -> usize {
@@ -69,11 +73,35 @@ impl MeshView {
             );
             candidates.insert(group.to_owned(), per_kind);
         }
+        let mut master_passes = HashMap::new();
+        for target in candidates.values().flatten().flatten() {
+            if master_passes.contains_key(&target.stream) {
+                continue;
+            }
+            let pass = ott::Pass {
+                stream: target.stream.clone(),
+                expires_at_ms: now_ms.saturating_add(ott::MASTER_PASS_LIFETIME_MS),
+                viewer: None,
+                key_id: 0,
+            };
+            match keys.sign(&pass) {
+                Ok(text) => {
+                    master_passes.insert(target.stream.clone(), text);
+                }
+                Err(error) => tracing::warn!(stream = %target.stream, %error, "cannot sign a pass"),
+            }
+        }
         Self {
             snapshot,
             keys,
             candidates,
+            master_passes,
         }
+    }
+
+    /// The master-playlist pass for a candidate's stream.
+    pub fn master_pass(&self, stream: &str) -> Option<&str> {
+        self.master_passes.get(stream).map(String::as_str)
     }
 
     /// The backup candidates of `group` for this kind of viewer.

@@ -127,7 +127,6 @@ pub async fn stream_file(
                 &stream,
                 &snapshot,
                 &request,
-                crate::routes::admin::unix_ms(),
                 login.as_deref(),
             );
             match with_backups {
