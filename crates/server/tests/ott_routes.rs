@@ -426,3 +426,37 @@ async fn a_logins_limit_applies_here_and_travels_to_the_backups() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn a_paused_streams_ll_hls_playlists_redirect_to_an_fmp4_node() {
+    // OTT-PROT-2/4: LL-HLS is protected by redirect on open, to a member packaging fMP4.
+    let cluster = cluster(this_node(), Vec::new());
+    let mut snapshot = cluster.redundancy.view().unwrap().snapshot.clone();
+    for member in snapshot
+        .members
+        .iter_mut()
+        .filter(|m| m.node.as_str() == "c")
+    {
+        member.ladder.push(ott::Rung {
+            codec: "h264".into(),
+            bitrate_bps: 1_000_000,
+            transport: ott::Transport::Fmp4,
+        });
+    }
+    cluster.redundancy.update_view(MeshView::new(
+        snapshot,
+        Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
+        now_ms(),
+    ));
+    cluster.channel.set_input_paused(true);
+    for file in ["ll-index.m3u8", "ll.m3u8"] {
+        let (status, headers, _) = call(&cluster.state, &format!("/s/{file}"), &[]).await;
+        assert_eq!(status, StatusCode::FOUND, "{file}");
+        let location = headers[header::LOCATION].to_str().unwrap();
+        // Only c packages fMP4: b (TS only) is never the target.
+        assert!(
+            location.starts_with(&format!("http://198.51.100.3:8080/s-c/{file}?pass=")),
+            "{location}"
+        );
+    }
+}

@@ -190,11 +190,16 @@ pub fn check(
     let at_the_door = match kind {
         StreamFile::Master | StreamFile::Media | StreamFile::Archive(_) => true,
         StreamFile::Fmp4(file) => file.is_live_manifest() || file.archive_period().is_some(),
+        StreamFile::LowLatency(file) => matches!(
+            file,
+            crate::routes::llhls::LlFile::Master | crate::routes::llhls::LlFile::Playlist
+        ),
         _ => false,
     };
     // HLS over TS, or the fMP4 protocol of the file (OTT-PROT-4, OTT-ARCH-1).
     let protocol = match kind {
         StreamFile::Fmp4(file) => file.protocol(),
+        StreamFile::LowLatency(_) => ott::Protocol::LlHls,
         _ => ott::Protocol::Hls,
     };
     // The hot path: a segment without a pass needs nothing from the door.
