@@ -107,3 +107,50 @@ fn a_bad_experiment_is_refused_naming_the_field() {
         "{stderr}"
     );
 }
+
+#[test]
+fn kpis_combine_across_the_mesh_domain() {
+    // EXP-1: a node pulls every alive peer's report while a run is in progress, so
+    // guardrails and verdicts see the whole domain's traffic.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (gossip_a, gossip_b) = (common::free_udp_port(), common::free_udp_port());
+    let ott = |me: u16, peer: u16| {
+        format!(
+            "[ott]\ndomain_secret = \"experiments across the domain\"\ngossip = \"127.0.0.1:{me}\"\nseeds = [\"127.0.0.1:{peer}\"]\n"
+        )
+    };
+    let node_config = |name: &str, me: u16, peer: u16| {
+        config(&dir.path().join(name), 1000)
+            .replace("name = \"exp\"", &format!("name = \"{name}\""))
+            + &ott(me, peer)
+    };
+    let a = NodeProcess::start(dir.path(), "a", &node_config("a", gossip_a, gossip_b));
+    let b = NodeProcess::start(dir.path(), "b", &node_config("b", gossip_b, gossip_a));
+    let auth = [("Authorization", "Bearer tok")];
+    wait_for("b's stream", Duration::from_secs(20), || {
+        let (status, _) = http_request(b.http, "GET", "/m/index.m3u8", &[], "");
+        (status == 200).then_some(())
+    });
+    // Three control-group TV requests on b only.
+    let control = member_in(Group::Control);
+    for _ in 0..3 {
+        let (status, _) = http_request(
+            b.http,
+            "GET",
+            "/m/index.m3u8",
+            &[
+                ("X-Brdyun-Device", "smart_tv"),
+                ("X-Brdyun-Member", &control),
+            ],
+            "",
+        );
+        assert_eq!(status, 200);
+    }
+    // a counts them from b's report (pulled every 5 s).
+    let seen = wait_for("a to count b's requests", Duration::from_secs(30), || {
+        let (_, body) = http_request(a.http, "GET", "/api/experiments", &auth, "");
+        let n = body["running"][0]["kpis"]["control"]["smart_tv"]["critical_requests"].as_u64();
+        n.filter(|n| *n >= 3)
+    });
+    assert_eq!(seen, 3);
+}

@@ -39,21 +39,25 @@ for (const node of [0, 1]) {
   });
 }
 
-// Catch-up (issue 3): after the live tests the nodes have recorded close to a minute of
-// the meeting; hls.js plays a 30-second archive period as a VOD playlist.
-test('hls.js plays a catch-up period from the archive', { timeout: 90_000 }, async () => {
-  const from = Math.floor(Date.now() / 1000) - 40;
-  const src = `/meeting/index-${from}-30.m3u8`;
-  const base = `http://127.0.0.1:${PORT + 1}`;
-  const playlist = await waitFor200(base + src);
-  assert.match(playlist, /#EXT-X-PLAYLIST-TYPE:VOD/);
-  assert.match(playlist, /#EXT-X-ENDLIST/);
-  const page = await browser.newPage();
-  await page.goto(`${base}/player?stream=meeting&src=${encodeURIComponent(src)}`);
-  await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime > 1, null, { timeout: 30_000 });
-  await page.waitForTimeout(12_000);
-  const stats = await page.evaluate(() => window.__brdyun);
-  await page.close();
-  assert.deepEqual(stats.fatalErrors, [], `fatal errors: ${stats.fatalErrors}`);
-  assert.ok(stats.currentTime > 10, `played only ${stats.currentTime.toFixed(1)} s (stats ${JSON.stringify(stats)})`);
-});
+// Catch-up (issue 3, and issue 7 for fMP4): after the live tests the nodes have recorded
+// close to a minute of the meeting; hls.js plays a 30-second archive period as a VOD
+// playlist, of MPEG-TS segments and of fMP4 segments derived from the same archive.
+for (const [kind, file] of [['MPEG-TS', 'index'], ['fMP4', 'fmp4']]) {
+  test(`hls.js plays a catch-up period from the archive (${kind})`, { timeout: 90_000 }, async () => {
+    const from = Math.floor(Date.now() / 1000) - 40;
+    const src = `/meeting/${file}-${from}-30.m3u8`;
+    const base = `http://127.0.0.1:${PORT + 1}`;
+    const playlist = await waitFor200(base + src);
+    assert.match(playlist, /#EXT-X-PLAYLIST-TYPE:VOD/);
+    assert.match(playlist, /#EXT-X-ENDLIST/);
+    if (kind === 'fMP4') assert.match(playlist, /#EXT-X-MAP:URI=/);
+    const page = await browser.newPage();
+    await page.goto(`${base}/player?stream=meeting&src=${encodeURIComponent(src)}`);
+    await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime > 1, null, { timeout: 30_000 });
+    await page.waitForTimeout(12_000);
+    const stats = await page.evaluate(() => window.__brdyun);
+    await page.close();
+    assert.deepEqual(stats.fatalErrors, [], `fatal errors: ${stats.fatalErrors}`);
+    assert.ok(stats.currentTime > 10, `played only ${stats.currentTime.toFixed(1)} s (stats ${JSON.stringify(stats)})`);
+  });
+}
