@@ -2,122 +2,34 @@
 //! mesh snapshot given as plain values (OTT-PROT-1..3, OTT-PLAY-1, OTT-ADDR-3/4,
 //! OTT-GRP-3, OTT-OVL-1..2, OTT-OPS-1/2).
 
-use std::net::SocketAddr;
+mod ott_fixture;
+
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
-use bytes::Bytes;
-use http_body_util::BodyExt;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::metrics::Metrics;
-use server::redundancy::{Membership, MeshView, Redundancy, RedundancySettings};
-use server::{router, AppState, NodeIdentity};
-use tower::ServiceExt;
+use axum::http::{header, StatusCode};
+use ott_fixture::{call, member, node, node_view, now_ms, rung, segment, tracks, SECRET};
+use server::redundancy::MeshView;
+use server::AppState;
 
 const HLS_JS_UA: &str =
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36";
-const VIEWER: &str = "203.0.113.9:50000";
-const SECRET: &[u8] = b"view key of the test domain";
-
-fn now_ms() -> i64 {
-    server::routes::admin::unix_ms()
-}
-
-fn segment(msn: u64) -> LiveSegment {
-    LiveSegment {
-        msn,
-        discontinuity_seq: 0,
-        discontinuous: false,
-        duration_ticks: 180_000,
-        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
-        data: Bytes::from(vec![0x47u8; 188 * 10]),
-    }
-}
-
-fn tracks() -> TrackSummary {
-    TrackSummary {
-        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
-        resolution: Some((640, 360)),
-        frame_rate_milli: Some(25_000),
-    }
-}
-
-fn node_view(id: &str, url: &str, https: bool) -> ott::NodeView {
-    ott::NodeView {
-        id: ott::NodeId::new(id),
-        version: ott::Version::new(0, 1, 0, 0),
-        hostname: None,
-        addresses: vec![ott::Announced {
-            url_base: url.into(),
-            scheme: if https {
-                ott::Scheme::Https
-            } else {
-                ott::Scheme::Http
-            },
-            public: true,
-            cdn_shared: false,
-        }],
-        clock_offset_ms: 0,
-        has_view_key: true,
-        load: ott::Load::default(),
-        thresholds: ott::Thresholds::default(),
-        alive: true,
-    }
-}
-
-fn member(node: &str, stream: &str, archive: Vec<(i64, i64)>) -> ott::MemberView {
-    ott::MemberView {
-        node: ott::NodeId::new(node),
-        group: "g".into(),
-        stream: stream.into(),
-        can_substitute: true,
-        live_window_at_ms: Some(now_ms()),
-        timeline_fingerprint: Some(42),
-        ladder: vec![ott::Rung {
-            codec: "h264".into(),
-            bitrate_bps: 1_000_000,
-            transport: ott::Transport::Ts,
-        }],
-        archive: ott::ArchiveRanges {
-            ts: archive,
-            fmp4: Vec::new(),
-        },
-    }
-}
 
 struct Cluster {
     state: AppState,
-    channel: Arc<Channel>,
-    redundancy: Arc<Redundancy>,
+    channel: Arc<server::channel::Channel>,
+    redundancy: Arc<server::redundancy::Redundancy>,
 }
 
 /// Node `a` serving stream `s` in group `g`, with `b` and `c` (public, HTTP, and `d`
 /// HTTPS only) as the rest of the domain.
 fn cluster(this: ott::NodeView, archive_here: Vec<(i64, i64)>) -> Cluster {
-    let state = AppState::new(
-        NodeIdentity {
-            name: "a".into(),
-            hostname: None,
-        },
-        Metrics::new(),
-        None,
-    );
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
-    for msn in 10..15 {
-        channel.push(segment(msn), tracks());
-    }
-    state.add_stream(Arc::clone(&channel), None);
-    let redundancy = Arc::new(Redundancy::new(RedundancySettings::default()));
-    redundancy.set_membership(
-        "s",
-        Some(Membership {
-            group: "g".into(),
-            can_substitute: true,
-        }),
-    );
-    let snapshot = ott::Snapshot {
+    let node = node();
+    let ts = |archive: Vec<(i64, i64)>| ott::ArchiveRanges {
+        ts: archive,
+        fmp4: Vec::new(),
+    };
+    let ladder = || vec![rung(ott::Transport::Ts)];
+    node.see(ott::Snapshot {
         this,
         nodes: vec![
             node_view("b", "http://198.51.100.2:8080", false),
@@ -125,47 +37,22 @@ fn cluster(this: ott::NodeView, archive_here: Vec<(i64, i64)>) -> Cluster {
             node_view("d", "https://d.example.net", true),
         ],
         members: vec![
-            member("a", "s", archive_here),
-            member("b", "s-b", vec![(1_000_000, 9_000_000)]),
-            member("c", "s-c", vec![(5_000_000, 6_000_000)]),
-            member("d", "s-d", Vec::new()),
+            member("a", "s", ladder(), ts(archive_here)),
+            member("b", "s-b", ladder(), ts(vec![(1_000_000, 9_000_000)])),
+            member("c", "s-c", ladder(), ts(vec![(5_000_000, 6_000_000)])),
+            member("d", "s-d", ladder(), ts(Vec::new())),
         ],
         min_version: ott::Version::new(0, 1, 0, 0),
-    };
-    redundancy.update_view(MeshView::new(
-        snapshot,
-        Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
-        now_ms(),
-    ));
-    assert!(state.set_redundancy(Arc::clone(&redundancy)));
+    });
     Cluster {
-        state,
-        channel,
-        redundancy,
+        state: node.state,
+        channel: node.channel,
+        redundancy: node.redundancy,
     }
 }
 
 fn this_node() -> ott::NodeView {
     node_view("a", "http://198.51.100.1:8080", false)
-}
-
-async fn call(
-    state: &AppState,
-    uri: &str,
-    headers: &[(&str, &str)],
-) -> (StatusCode, HeaderMap, String) {
-    let mut request = Request::builder().method(Method::GET).uri(uri);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let mut request = request.body(Body::empty()).unwrap();
-    let peer: SocketAddr = VIEWER.parse().unwrap();
-    request.extensions_mut().insert(ConnectInfo(peer));
-    let response = router(state.clone()).oneshot(request).await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, String::from_utf8_lossy(&body).into_owned())
 }
 
 fn sign(stream: &str, expires_at_ms: i64, secret: &[u8]) -> String {

@@ -1,0 +1,174 @@
+//! What the OTT route tests share: a node `a` serving stream `s` in group `g`, a mesh
+//! snapshot given as plain values, and in-process calls from a public viewer.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::metrics::Metrics;
+use server::redundancy::{Membership, MeshView, Redundancy, RedundancySettings};
+use server::{router, AppState, NodeIdentity};
+use tower::ServiceExt;
+
+/// The viewer's connection: a public address.
+pub const VIEWER: &str = "203.0.113.9:50000";
+/// The view key of the test domain.
+pub const SECRET: &[u8] = b"view key of the test domain";
+
+/// Now, Unix ms.
+pub fn now_ms() -> i64 {
+    server::routes::admin::unix_ms()
+}
+
+/// A 2-s segment (no timeline marker).
+pub fn segment(msn: u64) -> LiveSegment {
+    LiveSegment {
+        msn,
+        discontinuity_seq: 0,
+        discontinuous: false,
+        duration_ticks: 180_000,
+        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
+        data: Bytes::from(vec![0x47u8; 188 * 10]),
+    }
+}
+
+/// H.264 + AAC, 640×360 at 25 fps.
+pub fn tracks() -> TrackSummary {
+    TrackSummary {
+        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
+        resolution: Some((640, 360)),
+        frame_rate_milli: Some(25_000),
+    }
+}
+
+/// A node of the domain with one public address.
+pub fn node_view(id: &str, url: &str, https: bool) -> ott::NodeView {
+    ott::NodeView {
+        id: ott::NodeId::new(id),
+        version: ott::Version::new(0, 1, 0, 0),
+        hostname: None,
+        addresses: vec![ott::Announced {
+            url_base: url.into(),
+            scheme: if https {
+                ott::Scheme::Https
+            } else {
+                ott::Scheme::Http
+            },
+            public: true,
+            cdn_shared: false,
+        }],
+        clock_offset_ms: 0,
+        has_view_key: true,
+        load: ott::Load::default(),
+        thresholds: ott::Thresholds::default(),
+        alive: true,
+    }
+}
+
+/// One rung of 1 Mbit/s H.264.
+pub fn rung(transport: ott::Transport) -> ott::Rung {
+    ott::Rung {
+        codec: "h264".into(),
+        bitrate_bps: 1_000_000,
+        transport,
+    }
+}
+
+/// A member of group `g` on the same timeline, delivering its live window now.
+pub fn member(
+    node: &str,
+    stream: &str,
+    ladder: Vec<ott::Rung>,
+    archive: ott::ArchiveRanges,
+) -> ott::MemberView {
+    ott::MemberView {
+        node: ott::NodeId::new(node),
+        group: "g".into(),
+        stream: stream.into(),
+        can_substitute: true,
+        live_window_at_ms: Some(now_ms()),
+        timeline_fingerprint: Some(42),
+        ladder,
+        archive,
+    }
+}
+
+/// Node `a` with stream `s` (segments 10..15) in group `g`, before its mesh view.
+pub struct Node {
+    /// The routes' state.
+    pub state: AppState,
+    /// Stream `s`.
+    pub channel: Arc<Channel>,
+    /// The node's OTT state (attached to `state`).
+    pub redundancy: Arc<Redundancy>,
+    /// Its membership of `g`.
+    pub membership: Membership,
+}
+
+/// A fresh node `a`.
+pub fn node() -> Node {
+    let state = AppState::new(
+        NodeIdentity {
+            name: "a".into(),
+            hostname: None,
+        },
+        Metrics::new(),
+        None,
+    );
+    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
+    for msn in 10..15 {
+        channel.push(segment(msn), tracks());
+    }
+    state.add_stream(Arc::clone(&channel), None);
+    let redundancy = Arc::new(Redundancy::new(RedundancySettings::default()));
+    let membership = Membership {
+        group: "g".into(),
+        can_substitute: true,
+    };
+    redundancy.set_membership("s", Some(membership.clone()));
+    assert!(state.set_redundancy(Arc::clone(&redundancy)));
+    Node {
+        state,
+        channel,
+        redundancy,
+        membership,
+    }
+}
+
+impl Node {
+    /// Hands the node a mesh snapshot, with the test domain's view key.
+    pub fn see(&self, snapshot: ott::Snapshot) {
+        self.redundancy.update_view(MeshView::new(
+            snapshot,
+            Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
+            now_ms(),
+        ));
+    }
+}
+
+/// GET `uri` from [`VIEWER`] with headers: (status, headers, body text).
+pub async fn call(
+    state: &AppState,
+    uri: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::builder().method(Method::GET).uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let mut request = request.body(Body::empty()).unwrap();
+    let peer: SocketAddr = VIEWER.parse().unwrap();
+    request.extensions_mut().insert(ConnectInfo(peer));
+    let response = router(state.clone()).oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
+}
