@@ -212,6 +212,19 @@ pub fn check(
     let Some(view) = redundancy.view() else {
         return Door::Continue;
     };
+    let period = match kind {
+        StreamFile::Archive(archive) => Some(archive_period(archive, now_ms)),
+        StreamFile::Fmp4(file) if !file.is_live_manifest() => Some(file.archive_period()),
+        _ => None,
+    };
+    let working = period.is_none()
+        && state.channel(stream).is_some_and(|channel| {
+            stream_working(&channel, now_ms, redundancy.settings().stale_after_ms)
+        });
+    // The common case: a live playlist of a stream that works here, without a pass.
+    if working && pass.is_none() {
+        return Door::Continue;
+    }
     let viewer = Viewer::of(request);
     let with_pass = match pass {
         Some(text) => match view.keys.verify(text, stream, Some(viewer.ip), now_ms) {
@@ -247,11 +260,6 @@ pub fn check(
         Some(q) => format!("{file}?{q}"),
         None => file.to_owned(),
     };
-    let period = match kind {
-        StreamFile::Archive(archive) => Some(archive_period(archive, now_ms)),
-        StreamFile::Fmp4(file) if !file.is_live_manifest() => Some(file.archive_period()),
-        _ => None,
-    };
     if let Some(period) = period {
         if with_pass {
             return Door::Continue;
@@ -275,9 +283,6 @@ pub fn check(
         }
         return Door::Continue;
     }
-    let working = state.channel(stream).is_some_and(|channel| {
-        stream_working(&channel, now_ms, redundancy.settings().stale_after_ms)
-    });
     if working {
         return Door::Continue;
     }
