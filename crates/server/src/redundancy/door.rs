@@ -156,10 +156,7 @@ fn archive_period(request: ArchiveRequest, now_ms: i64) -> Option<(i64, i64)> {
         | ArchiveRequest::Download {
             from_secs,
             duration_secs,
-        } => {
-            let from = from_secs.saturating_mul(1000);
-            Some((from, from.saturating_add(i64::from(duration_secs) * 1000)))
-        }
+        } => Some(crate::routes::archive::period_ms(from_secs, duration_secs)),
         ArchiveRequest::FromNow { from_secs } => Some((from_secs.saturating_mul(1000), now_ms)),
         ArchiveRequest::Timeshift { .. }
         | ArchiveRequest::Segment(_)

@@ -34,6 +34,12 @@ const MAX_FROM_SECS: i64 = 253_402_300_799;
 /// Segments in a time-shift window when the live window is empty.
 const DEFAULT_WINDOW_SEGMENTS: usize = 30;
 
+/// The period `[from, from + duration)` of a catch-up request, Unix ms.
+pub fn period_ms(from_secs: i64, duration_secs: u32) -> (i64, i64) {
+    let from = from_secs.saturating_mul(1000);
+    (from, from.saturating_add(i64::from(duration_secs) * 1000))
+}
+
 /// An archive file name, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArchiveRequest {
@@ -158,8 +164,7 @@ pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderM
             from_secs,
             duration_secs,
         } => {
-            let from_ms = from_secs * 1000;
-            let to_ms = from_ms + i64::from(duration_secs) * 1000;
+            let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
             playlist(recorder, |index| {
                 let slice = index.query(from_ms, to_ms);
                 (!slice.entries.is_empty()).then(|| {
@@ -192,8 +197,7 @@ pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderM
             from_secs,
             duration_secs,
         } => {
-            let from_ms = from_secs * 1000;
-            let to_ms = from_ms + i64::from(duration_secs) * 1000;
+            let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
             let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
             if entries.is_empty() {
                 return ApiError::NotFound.into_response();

@@ -209,10 +209,7 @@ impl Fmp4File {
             | Self::ArchiveMpd {
                 from_secs,
                 duration_secs,
-            } => {
-                let from = from_secs.saturating_mul(1000);
-                Some((from, from.saturating_add(i64::from(duration_secs) * 1000)))
-            }
+            } => Some(crate::routes::archive::period_ms(from_secs, duration_secs)),
             _ => None,
         }
     }
@@ -303,8 +300,7 @@ async fn serve_archive(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -
             from_secs,
             duration_secs,
         } => {
-            let from_ms = from_secs * 1000;
-            let to_ms = from_ms + i64::from(duration_secs) * 1000;
+            let (from_ms, to_ms) = crate::routes::archive::period_ms(from_secs, duration_secs);
             let text = reader.with_index(|index| {
                 let slice = index.query(from_ms, to_ms);
                 (!slice.entries.is_empty()).then(|| archive::vod_playlist(slice))
@@ -318,8 +314,7 @@ async fn serve_archive(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -
             from_secs,
             duration_secs,
         } => {
-            let from_ms = from_secs * 1000;
-            let to_ms = from_ms + i64::from(duration_secs) * 1000;
+            let (from_ms, to_ms) = crate::routes::archive::period_ms(from_secs, duration_secs);
             let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
             if entries.is_empty() {
                 return ApiError::NotFound.into_response();
