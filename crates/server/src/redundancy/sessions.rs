@@ -12,47 +12,73 @@ const MAX_TRACKED: usize = 500_000;
 /// The set of backup sessions, each forgotten after an idle period.
 pub struct BackupSessions {
     idle: Duration,
-    seen: Mutex<HashMap<String, Instant>>,
+    /// How often idle sessions are swept: at most once per second (or per idle period
+    /// when shorter), so a failover storm of new sessions costs O(1) each, not a scan.
+    sweep_every: Duration,
+    seen: Mutex<Seen>,
+}
+
+struct Seen {
+    sessions: HashMap<String, Instant>,
+    swept: Instant,
 }
 
 impl BackupSessions {
     /// Sessions forgotten `idle_ms` after their last playlist request.
     pub fn new(idle_ms: i64) -> Self {
+        let idle = Duration::from_millis(u64::try_from(idle_ms).unwrap_or(0));
         Self {
-            idle: Duration::from_millis(u64::try_from(idle_ms).unwrap_or(0)),
-            seen: Mutex::new(HashMap::new()),
+            idle,
+            sweep_every: idle.min(Duration::from_secs(1)),
+            seen: Mutex::new(Seen {
+                sessions: HashMap::new(),
+                swept: Instant::now(),
+            }),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether `key` is a session seen within the idle period.
     pub fn is_known(&self, key: &str) -> bool {
-        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        seen.get(key).is_some_and(|at| at.elapsed() < self.idle)
+        self.lock()
+            .sessions
+            .get(key)
+            .is_some_and(|at| at.elapsed() < self.idle)
     }
 
     /// Marks `key` as active now.
     pub fn touch(&self, key: &str) {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = seen.get_mut(key) {
+        let mut seen = self.lock();
+        if let Some(at) = seen.sessions.get_mut(key) {
             *at = Instant::now();
             return;
         }
-        if seen.len() >= MAX_TRACKED {
-            let idle = self.idle;
-            seen.retain(|_, at| at.elapsed() < idle);
-            if seen.len() >= MAX_TRACKED {
+        if seen.sessions.len() >= MAX_TRACKED {
+            self.sweep(&mut seen);
+            if seen.sessions.len() >= MAX_TRACKED {
                 return;
             }
         }
-        seen.insert(key.to_owned(), Instant::now());
+        seen.sessions.insert(key.to_owned(), Instant::now());
     }
 
-    /// Active sessions now (idle ones are dropped).
-    pub fn count(&self) -> u32 {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+    fn sweep(&self, seen: &mut Seen) {
         let idle = self.idle;
-        seen.retain(|_, at| at.elapsed() < idle);
-        u32::try_from(seen.len()).unwrap_or(u32::MAX)
+        seen.sessions.retain(|_, at| at.elapsed() < idle);
+        seen.swept = Instant::now();
+    }
+
+    /// Active sessions now (idle ones are swept at most once per sweep period, so the
+    /// figure may include sessions idle for up to that much longer than the period).
+    pub fn count(&self) -> u32 {
+        let mut seen = self.lock();
+        if seen.swept.elapsed() >= self.sweep_every {
+            self.sweep(&mut seen);
+        }
+        u32::try_from(seen.sessions.len()).unwrap_or(u32::MAX)
     }
 }
 
