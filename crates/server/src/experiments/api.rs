@@ -67,12 +67,7 @@ impl ExperimentsApiError {
 impl IntoResponse for ExperimentsApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let body = json!({ "code": code, "message": self.to_string() });
-        let mut response = (status, Json(body)).into_response();
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        response
+        crate::http_util::json_error(status, code, &self.to_string())
     }
 }
 

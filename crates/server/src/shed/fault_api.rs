@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
@@ -60,12 +60,7 @@ impl IntoResponse for FaultApiError {
             FaultApiError::NotFound => StatusCode::NOT_FOUND,
             FaultApiError::Full(_) => StatusCode::CONFLICT,
         };
-        let body = json!({ "code": status.as_u16(), "message": self.to_string() });
-        let mut response = (status, Json(body)).into_response();
-        response
-            .headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        response
+        crate::http_util::json_error(status, u32::from(status.as_u16()), &self.to_string())
     }
 }
 
