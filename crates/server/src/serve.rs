@@ -22,6 +22,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
+use crate::shed::{ConnectionGate, GatedStream};
+
 /// Whether a request arrived over TLS: a request extension set on every connection,
 /// read by the OTT address rules (an HTTPS viewer gets only HTTPS backups, OTT-ADDR-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -207,12 +209,17 @@ pub async fn run(
         let mut closing = closing_rx.clone();
         let secure = tls.is_some();
         connections.spawn(async move {
+            // The device contract is held per connection (SHED-3): the shedding layer
+            // reaches the gate through the request, the socket is read through it.
+            let gate = Arc::new(ConnectionGate::new());
+            let stream = GatedStream::new(stream, Arc::clone(&gate));
             let service =
                 TowerToHyperService::new(app.into_service::<hyper::body::Incoming>().map_request(
                     move |mut request: hyper::Request<hyper::body::Incoming>| {
                         let extensions = request.extensions_mut();
                         extensions.insert(axum::extract::ConnectInfo(peer));
                         extensions.insert(Secure(secure));
+                        extensions.insert(Arc::clone(&gate));
                         request
                     },
                 ));

@@ -15,9 +15,13 @@ use server::shed::ShedSettings;
 use shed::Bucket;
 use shed_load::{drive, report, start_node, Class, Plan, SEGMENT_PATH};
 
+/// No connection is paused for repeating refused requests (`violator_pause_ms = 0`):
+/// each connection stands for a stream of distinct devices, each sending once, so the
+/// flood reaches the layer (`shed_contract.rs` tests the pause).
 const SETTINGS: &str = r#"
 cpu_source = "runtime"
 cpu_sample_ms = 100
+violator_pause_ms = 0
 [classifier.routes.playback_start]
 bucket = "degraded"
 score = 45

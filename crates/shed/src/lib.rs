@@ -9,7 +9,9 @@
 //! 2. ask [`FaultRules::matches`] whether an operator rule sheds it on purpose;
 //! 3. otherwise [`ShedCurve::admit`] compares the priority with the threshold for the
 //!    current [`OverloadLevel`];
-//! 4. a shed request gets [`BackPressure::answer`], rendered by [`Advice::json`].
+//! 4. a shed request gets [`BackPressure::answer`], rendered by [`Advice::json`];
+//!    the connection's [`ContractTracker`] tells whether the device ignored an
+//!    earlier answer, so the node can stop reading it for a moment.
 //!
 //! In the background, every tick, the node feeds CPU, in-flight count, the
 //! [`AdaptiveLimit`] (fed by completed requests' RTTs) and queueing delay to the
@@ -20,6 +22,7 @@
 
 pub mod backpressure;
 pub mod classify;
+pub mod contract;
 pub mod control;
 pub mod curve;
 pub mod device;
@@ -32,6 +35,7 @@ pub mod request;
 
 pub use backpressure::{Advice, BackPressure, BackPressureConfig, StackText};
 pub use classify::{Classified, Classifier, ClassifierConfig, RouteRule};
+pub use contract::ContractTracker;
 pub use control::{LevelControlConfig, LevelController};
 pub use curve::ShedCurve;
 pub use device::DeviceType;

@@ -18,6 +18,7 @@ use shed::{Advice, Bucket, DeviceType, RequestFacts, RouteKind};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use super::gate::ConnectionGate;
 use super::shedder::{member_id, Decision, Shedder};
 use crate::experiments::api::unix_ms_u64;
 use crate::experiments::{Observed, KPI_BEACON_PATH};
@@ -244,6 +245,16 @@ where
                     experiment,
                     "request shed"
                 );
+                // Overload refusals hold the connection to the device contract; an
+                // injected one (fault rule, experiment) must not change what it tests.
+                if injected_by.is_none() && !experiment {
+                    if let Some(gate) = request.extensions().get::<Arc<ConnectionGate>>() {
+                        let max_pause = self.shedder.violator_pause();
+                        if gate.refused(facts.route, classified.bucket, advice, max_pause) {
+                            self.shedder.count_pause();
+                        }
+                    }
+                }
                 if let (Some(o), Bucket::Critical) = (observed, classified.bucket) {
                     self.shedder
                         .experiments()

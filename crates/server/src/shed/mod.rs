@@ -11,16 +11,19 @@
 //!
 //! In the background, [`Shedder::run_monitor`] samples this process's CPU utilisation
 //! (`/proc/self/stat`; see [`CpuSource`]) every 500 ms and the runtime's queueing delay every 100 ms, and publishes the overload
-//! level the next decisions read. [`fault_api`] is the authenticated admin API for the
+//! level the next decisions read. A connection that repeats a refused request before
+//! its `Retry-After` is not read for a moment ([`gate`]). [`fault_api`] is the authenticated admin API for the
 //! fault-injection rules; [`ShedSettings`] is the `[shedding]` config section.
 
 pub mod fault_api;
+pub mod gate;
 pub mod layer;
 pub mod overload;
 mod settings;
 mod shedder;
 pub mod telemetry;
 
+pub use gate::{ConnectionGate, GatedStream};
 pub use layer::{ShedLayer, ShedService};
 pub use settings::{CpuSource, LevelSource, ShedSettings, ShedSettingsError};
 pub use shedder::{member_id, Decision, RuleView, ShedCounts, Shedder};

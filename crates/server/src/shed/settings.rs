@@ -19,6 +19,8 @@ use shed::{
 ///                           # "runtime": busy share of the node's tokio workers; "off"
 /// cpu_sample_ms = 500       # CPU sampling period
 /// tick_ms = 100             # overload estimator period
+/// violator_pause_ms = 1000  # longest pause of a connection that ignores the
+///                           # back-pressure answer (0: never pause)
 /// level_source = "pressure" # "pressure" (default): shed::OverloadEstimator over CPU,
 ///                           # in-flight and queueing delay; "feedback":
 ///                           # shed::LevelController, integrates queueing delay and
@@ -56,6 +58,10 @@ pub struct ShedSettings {
     pub level_source: LevelSource,
     /// The feedback controller of `level_source = "feedback"`.
     pub control: LevelControlConfig,
+    /// Longest time, in milliseconds, a connection is not read after it broke the
+    /// device contract (repeated a refused DEGRADED or NON_CRITICAL request before its
+    /// `Retry-After`); 0 never pauses. See [`shed::ContractTracker`].
+    pub violator_pause_ms: u64,
 }
 
 impl Default for ShedSettings {
@@ -73,6 +79,7 @@ impl Default for ShedSettings {
             tick_ms: 100,
             level_source: LevelSource::Pressure,
             control: LevelControlConfig::default(),
+            violator_pause_ms: 1000,
         }
     }
 }
@@ -152,6 +159,9 @@ impl ShedSettings {
         }
         if !(10..=10_000).contains(&self.tick_ms) {
             return out("tick_ms", "in 10..=10000");
+        }
+        if self.violator_pause_ms > 60_000 {
+            return out("violator_pause_ms", "in 0..=60000");
         }
         Ok(())
     }

@@ -117,6 +117,8 @@ pub struct Shedder {
     monitor_running: AtomicBool,
     stats: [BucketStats; 3],
     experiments: NodeExperiments,
+    violator_pause: Duration,
+    connection_pauses: AtomicU64,
 }
 
 fn bucket_index(bucket: Bucket) -> usize {
@@ -166,6 +168,8 @@ impl Shedder {
             monitor_running: AtomicBool::new(false),
             stats: Default::default(),
             experiments: NodeExperiments::default(),
+            violator_pause: Duration::from_millis(settings.violator_pause_ms),
+            connection_pauses: AtomicU64::new(0),
         })
     }
 
@@ -173,6 +177,22 @@ impl Shedder {
     /// of every decision, their KPIs are fed by the layer and `/telemetry`.
     pub fn experiments(&self) -> &NodeExperiments {
         &self.experiments
+    }
+
+    /// Longest pause of a connection that broke the device contract
+    /// (`[shedding] violator_pause_ms`; zero never pauses).
+    pub fn violator_pause(&self) -> Duration {
+        self.violator_pause
+    }
+
+    /// Counts a connection paused for breaking the device contract.
+    pub fn count_pause(&self) {
+        self.connection_pauses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Pauses so far of connections that broke the device contract.
+    pub fn connection_pauses(&self) -> u64 {
+        self.connection_pauses.load(Ordering::Relaxed)
     }
 
     /// Whether the layer sheds at all (`[shedding] enabled`).
@@ -493,6 +513,13 @@ impl Shedder {
             let _ = writeln!(out, "# TYPE brdyun_shed_{name} gauge");
             let _ = writeln!(out, "brdyun_shed_{name} {value}");
         }
+        out.push_str("# HELP brdyun_shed_connection_pauses_total Pauses of connections (not read for a moment) that repeated a refused request before its Retry-After.\n");
+        out.push_str("# TYPE brdyun_shed_connection_pauses_total counter\n");
+        let _ = writeln!(
+            out,
+            "brdyun_shed_connection_pauses_total {}",
+            self.connection_pauses()
+        );
         let _ = writeln!(
             out,
             "# HELP brdyun_shed_fault_rules Active fault-injection rules."

@@ -27,6 +27,37 @@ pub const STREAM: &str = "s";
 /// A segment of the window.
 pub const SEGMENT_PATH: &str = "/s/seg-12.ts";
 
+/// The name of the node's runtime threads (their CPU time is the node's cost).
+pub const NODE_THREAD: &str = "brdyun-node";
+
+/// CPU time (user + system) spent so far by this process's threads named
+/// [`NODE_THREAD`], from `/proc/self/task/*/stat`; zero where that is unreadable.
+pub fn node_cpu_time() -> Duration {
+    let ticks_per_second = 100.0; // USER_HZ on Linux
+    let mut ticks = 0u64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // "tid (comm) state ..." — comm may hold spaces, so split at the last ')'.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        if !head.ends_with(NODE_THREAD) {
+            continue;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the comm.
+        let utime: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let stime: u64 = fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+        ticks += utime + stime;
+    }
+    Duration::from_secs_f64(ticks as f64 / ticks_per_second)
+}
+
 /// A node running on its own runtime thread until dropped.
 pub struct Node {
     /// Where it serves HTTP.
@@ -115,6 +146,7 @@ pub fn start_node_on(
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
+            .thread_name(NODE_THREAD)
             .enable_all()
             .build()
             .expect("node runtime");
@@ -249,7 +281,7 @@ fn class_of(i: usize, n: usize, classes: &[Class]) -> usize {
 }
 
 /// Runs the plan against `addr` and returns every request's sample. Bounded by
-/// `duration + timeout`.
+/// `duration + timeout`: no request is sent after `duration`, even one due earlier.
 pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -287,7 +319,9 @@ async fn connection(
             Some(rate) => offset + Duration::from_secs_f64(f64::from(k) / rate),
             None => start.elapsed(),
         };
-        if due >= plan.duration {
+        // Nothing is sent after the end, however far behind the connection is (a
+        // connection the node keeps paused would otherwise send its backlog for ever).
+        if due >= plan.duration || start.elapsed() >= plan.duration {
             break;
         }
         k += 1;
@@ -327,7 +361,7 @@ async fn connection(
 
 /// Sends one request and reads its whole answer: status, body length, whether it is
 /// the back-pressure answer; `None` on any failure.
-async fn exchange(
+pub async fn exchange(
     s: &mut TcpStream,
     request: &[u8],
     buf: &mut Vec<u8>,

@@ -1,0 +1,210 @@
+//! The connection side of the device contract (SHED-3): every HTTP connection carries
+//! a [`ConnectionGate`] (a request extension), and its socket is read through a
+//! [`GatedStream`]. When the shedding layer refuses a request that breaks the
+//! contract (see [`shed::ContractTracker`]), the gate is paused and the stream stops
+//! reading until the pause ends: the device's next requests wait in its own socket,
+//! costing the node nothing, instead of each costing a read, a parse and a 503.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use shed::{Advice, Bucket, ContractTracker, RouteKind};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// One connection's record of what it was told and whether it is paused. Shared by
+/// the connection's stream and its requests (`Arc`, as a request extension).
+#[derive(Debug)]
+pub struct ConnectionGate {
+    origin: Instant,
+    tracker: Mutex<ContractTracker>,
+    /// End of the current pause, in ns since `origin`; 0 when never paused.
+    paused_until_nanos: AtomicU64,
+}
+
+impl Default for ConnectionGate {
+    fn default() -> Self {
+        ConnectionGate::new()
+    }
+}
+
+impl ConnectionGate {
+    /// A gate for a connection accepted now.
+    pub fn new() -> ConnectionGate {
+        ConnectionGate {
+            origin: Instant::now(),
+            tracker: Mutex::new(ContractTracker::new()),
+            paused_until_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Records a refusal of this connection's request (by overload, not by a fault
+    /// rule or an experiment); pauses the connection when the request broke the
+    /// contract. Returns whether it did.
+    pub fn refused(
+        &self,
+        route: RouteKind,
+        bucket: Bucket,
+        advice: Advice,
+        max_pause: Duration,
+    ) -> bool {
+        let now = self.origin.elapsed();
+        let pause = self
+            .tracker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .refused(route, bucket, advice, now, max_pause);
+        let Some(until) = pause else {
+            return false;
+        };
+        let nanos = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
+        self.paused_until_nanos.fetch_max(nanos, Ordering::Relaxed);
+        true
+    }
+
+    /// When the current pause ends, if the connection is paused now.
+    pub fn paused_until(&self) -> Option<Instant> {
+        let nanos = self.paused_until_nanos.load(Ordering::Relaxed);
+        if nanos == 0 {
+            return None;
+        }
+        let until = self.origin + Duration::from_nanos(nanos);
+        (until > Instant::now()).then_some(until)
+    }
+}
+
+/// A socket read through its connection's gate: reads wait while the gate is paused;
+/// writes (answers already decided) go through.
+#[derive(Debug)]
+pub struct GatedStream<S> {
+    inner: S,
+    gate: Arc<ConnectionGate>,
+    /// The timer of the current pause; made on the first pause, then reused.
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> GatedStream<S> {
+    /// Wraps a connection's socket.
+    pub fn new(inner: S, gate: Arc<ConnectionGate>) -> GatedStream<S> {
+        GatedStream {
+            inner,
+            gate,
+            sleep: None,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for GatedStream<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if let Some(until) = self.gate.paused_until() {
+            let sleep = match &mut self.sleep {
+                Some(sleep) => {
+                    if sleep.deadline() != until {
+                        sleep.as_mut().reset(until);
+                    }
+                    sleep
+                }
+                slot @ None => slot.insert(Box::pin(tokio::time::sleep_until(until))),
+            };
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for GatedStream<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn advice(seconds: u32) -> Advice {
+        Advice {
+            max_retries: 0,
+            retry_after_seconds: seconds,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_breach_stops_reading_until_the_pause_ends() {
+        let (client, server) = tokio::io::duplex(1024);
+        let gate = Arc::new(ConnectionGate::new());
+        let mut server = GatedStream::new(server, Arc::clone(&gate));
+        let mut client = client;
+        let pause = Duration::from_millis(800);
+        assert!(!gate.refused(RouteKind::Telemetry, Bucket::NonCritical, advice(30), pause));
+        assert!(
+            gate.paused_until().is_none(),
+            "a first refusal keeps reading"
+        );
+        assert!(gate.refused(RouteKind::Telemetry, Bucket::NonCritical, advice(30), pause));
+        let until = gate.paused_until().expect("paused");
+        client.write_all(b"next").await.expect("write");
+        let mut got = [0u8; 4];
+        let started = Instant::now();
+        server
+            .read_exact(&mut got)
+            .await
+            .expect("read after the pause");
+        assert_eq!(&got, b"next");
+        assert!(Instant::now() >= until);
+        assert!(started.elapsed() >= pause - Duration::from_millis(1));
+        assert!(started.elapsed() < pause + Duration::from_millis(50));
+        // Writes are never held.
+        server.write_all(b"answer").await.expect("write");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_critical_breach_never_pauses() {
+        let gate = ConnectionGate::new();
+        for _ in 0..5 {
+            assert!(!gate.refused(
+                RouteKind::LivePlaylist,
+                Bucket::Critical,
+                advice(10),
+                Duration::from_secs(1)
+            ));
+        }
+        assert!(gate.paused_until().is_none());
+    }
+}
