@@ -6,7 +6,8 @@
 //! node's own cost per answer, whatever the load generator in the same process costs.
 //!
 //! Run: `cargo run -p server --release --example refusal_cost`. The node runs on one
-//! runtime worker; the generator on two, pinned to CPU 1 where there are two CPUs.
+//! runtime worker pinned to CPU 0, the generator on two pinned to CPU 1 (where there
+//! are two CPUs).
 //! An optional argument keeps only the kinds whose name contains it.
 
 #[path = "../tests/shed_load/mod.rs"]
@@ -35,7 +36,9 @@ struct Cost {
 }
 
 fn measure(settings: &ShedSettings, class: &Class, force: bool) -> Cost {
-    let node = start_node_on(settings, 1, 256 * 1024, None);
+    let two_cpus =
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) >= 2;
+    let node = start_node_on(settings, 1, 256 * 1024, two_cpus.then_some(0));
     if force {
         node.shedder.force_level(Some(OverloadLevel::new(1.0)));
     }

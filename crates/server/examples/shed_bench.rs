@@ -24,8 +24,8 @@
 //!    queueing in the node or the generator is charged). The level the node used is
 //!    sampled every 100 ms.
 //!
-//! Run: `cargo run -p server --release --example shed_bench` (optional argument:
-//! segment size in KiB, default 256). The node runs on one runtime worker pinned to
+//! Run: `cargo run -p server --release --example shed_bench` (optional arguments:
+//! segment size in KiB, default 256; then `beacons` or `assets` for one mix only). The node runs on one runtime worker pinned to
 //! CPU 0 with the probe, the generator on two workers pinned to CPU 1 (`taskset` on
 //! the thread ids), so the generator never takes the node's core; on a one-core
 //! machine nothing is pinned.
@@ -451,7 +451,12 @@ fn main() {
         cpus().map(|c| c.0),
         cpus().map(|c| c.1)
     );
-    for mix in [Mix::Beacons, Mix::Assets] {
+    // Optional second argument: only this mix (`beacons` or `assets`).
+    let only = std::env::args().nth(2).unwrap_or_default().to_lowercase();
+    for mix in [Mix::Beacons, Mix::Assets]
+        .into_iter()
+        .filter(|m| format!("{m:?}").to_lowercase().contains(&only))
+    {
         bench(mix, segment_kib);
     }
 }
