@@ -73,16 +73,27 @@ mod tests {
         }
     }
 
+    /// A telemetry beacon refused with a `wait`-second answer at `now`, pauses capped
+    /// at `cap`.
+    fn beacon(
+        t: &mut ContractTracker,
+        wait: u32,
+        now: Duration,
+        cap: Duration,
+    ) -> Option<Duration> {
+        t.refused(
+            RouteKind::Telemetry,
+            Bucket::NonCritical,
+            advice(wait),
+            now,
+            cap,
+        )
+    }
+
     #[test]
     fn a_first_refusal_never_pauses() {
         let mut t = ContractTracker::new();
-        let pause = t.refused(
-            RouteKind::Telemetry,
-            Bucket::NonCritical,
-            advice(30),
-            SECOND,
-            SECOND,
-        );
+        let pause = beacon(&mut t, 30, SECOND, SECOND);
         assert_eq!(pause, None);
         assert_eq!(t.wait_until(RouteKind::Telemetry), 31 * SECOND);
     }
@@ -90,30 +101,12 @@ mod tests {
     #[test]
     fn an_early_repeat_pauses_for_the_capped_wait() {
         let mut t = ContractTracker::new();
-        t.refused(
-            RouteKind::Telemetry,
-            Bucket::NonCritical,
-            advice(30),
-            SECOND,
-            SECOND,
-        );
+        beacon(&mut t, 30, SECOND, SECOND);
         let now = SECOND + Duration::from_millis(5);
-        let pause = t.refused(
-            RouteKind::Telemetry,
-            Bucket::NonCritical,
-            advice(30),
-            now,
-            SECOND,
-        );
+        let pause = beacon(&mut t, 30, now, SECOND);
         assert_eq!(pause, Some(now + SECOND));
         // The pause never outlasts the wait the device was told.
-        let pause = t.refused(
-            RouteKind::Telemetry,
-            Bucket::NonCritical,
-            advice(1),
-            now,
-            10 * SECOND,
-        );
+        let pause = beacon(&mut t, 1, now, 10 * SECOND);
         assert_eq!(pause, Some(now + SECOND));
     }
 
@@ -140,13 +133,7 @@ mod tests {
     #[test]
     fn another_route_kind_keeps_the_contract() {
         let mut t = ContractTracker::new();
-        t.refused(
-            RouteKind::Telemetry,
-            Bucket::NonCritical,
-            advice(30),
-            SECOND,
-            SECOND,
-        );
+        beacon(&mut t, 30, SECOND, SECOND);
         let pause = t.refused(
             RouteKind::ArchiveSegment,
             Bucket::Degraded,
@@ -172,13 +159,7 @@ mod tests {
         }
         let mut t = ContractTracker::new();
         for _ in 0..3 {
-            let pause = t.refused(
-                RouteKind::Telemetry,
-                Bucket::NonCritical,
-                advice(5),
-                SECOND,
-                Duration::ZERO,
-            );
+            let pause = beacon(&mut t, 5, SECOND, Duration::ZERO);
             assert_eq!(pause, None);
         }
     }
