@@ -170,6 +170,14 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     }
 
     let app = server::router(state.clone());
+    // Connections opening with a CRITICAL request get a thread above the others
+    // (`[shedding] priority_lane`; off by default).
+    let lane = server::lane::PriorityLane::start(
+        app.clone(),
+        std::sync::Arc::clone(state.shedder()),
+        shutdown_rx.clone(),
+    )
+    .context("starting the priority lane")?;
     // HTTP(S) is served nginx-style: one thread per core, each with its own runtime and
     // its own SO_REUSEPORT listener; ingest and pipelines stay on this runtime.
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
@@ -177,8 +185,14 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         .with_context(|| format!("binding node.http {}", node_config.http))?;
     let http = http_listeners.local_addr();
     tasks.spawn(
-        server::serve::serve_on_threads(http_listeners, app.clone(), None, shutdown_rx.clone())
-            .context("starting the http threads")?,
+        server::serve::serve_on_threads(
+            http_listeners,
+            app.clone(),
+            None,
+            shutdown_rx.clone(),
+            lane,
+        )
+        .context("starting the http threads")?,
     );
 
     let mut https = None;
@@ -192,8 +206,14 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             .with_context(|| format!("binding node.https {addr}"))?;
         https = Some(listeners.local_addr());
         tasks.spawn(
-            server::serve::serve_on_threads(listeners, app, Some(acceptor), shutdown_rx.clone())
-                .context("starting the https threads")?,
+            server::serve::serve_on_threads(
+                listeners,
+                app,
+                Some(acceptor),
+                shutdown_rx.clone(),
+                None,
+            )
+            .context("starting the https threads")?,
         );
     }
 

@@ -1,5 +1,5 @@
 //! The shedding benchmark under 4× overload (issue 5 goals: CRITICAL success ≥ 99.9 %,
-//! CRITICAL p99 ≤ 2× unloaded, goodput ≥ 90 % of measured capacity). Bounded (~6 min).
+//! CRITICAL p99 ≤ 2× unloaded, goodput ≥ 90 % of measured capacity). Bounded (~9 min).
 //!
 //! For two mixes (NON_CRITICAL = cheap telemetry beacons, or expensive `hls.min.js`
 //! downloads):
@@ -18,7 +18,8 @@
 //!    3.9 × capacity DEGRADED and NON_CRITICAL, 1:2) — each with both level sources:
 //!    `pressure` (the estimator) and `feedback` (the controller), each without and
 //!    with the pause of connections that ignore the back-pressure answer
-//!    (`violator_pause_ms`; the generator's connections ignore it). The viewer probe
+//!    (`violator_pause_ms`; the generator's connections ignore it), and with the
+//!    priority lane (`priority_lane = "realtime"`). The viewer probe
 //!    runs through every overload run: its latency is the goal's CRITICAL latency,
 //!    read by a client that is not itself behind the flood's backlog (the flood's own
 //!    CRITICAL requests are reported too, from send and from when they were due, so
@@ -38,7 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use server::shed::ShedSettings;
+use server::shed::{LanePriority, ShedSettings};
 use shed_load::{
     drive, pin_current_thread, report, start_node_on, Class, ClassReport, Plan, SEGMENT_PATH,
 };
@@ -375,11 +376,23 @@ fn bench(mix: Mix, segment_kib: usize) {
             ..settings.clone()
         };
         let (pressure_held, controlled_held) = (held(&pressure), held(&controlled));
+        let laned = |settings: &ShedSettings| ShedSettings {
+            priority_lane: LanePriority::Realtime,
+            ..settings.clone()
+        };
+        let (controlled_laned, pressure_held_laned, controlled_held_laned) = (
+            laned(&controlled),
+            laned(&pressure_held),
+            laned(&controlled_held),
+        );
         for (source, settings) in [
             ("pressure", &pressure),
             ("feedback", &controlled),
             ("pressure + pause", &pressure_held),
             ("feedback + pause", &controlled_held),
+            ("feedback + lane", &controlled_laned),
+            ("pressure + pause + lane", &pressure_held_laned),
+            ("feedback + pause + lane", &controlled_held_laned),
         ] {
             let plan = Plan {
                 classes: classes(mix, shares),

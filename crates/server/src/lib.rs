@@ -12,6 +12,7 @@ pub mod experiments;
 pub mod fmp4;
 pub mod http_util;
 pub mod ingest_view;
+pub mod lane;
 pub mod llhls;
 pub mod logins;
 pub mod mc;

@@ -22,6 +22,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
+use crate::lane::PriorityLane;
 use crate::shed::{ConnectionGate, GatedStream};
 
 /// Whether a request arrived over TLS: a request extension set on every connection,
@@ -145,6 +146,7 @@ pub fn serve_on_threads(
     app: Router,
     tls: Option<TlsAcceptor>,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    lane: Option<Arc<PriorityLane>>,
 ) -> io::Result<impl Future<Output = ()> + Send + 'static> {
     let mut done = Vec::with_capacity(listeners.listeners.len());
     for (index, listener) in listeners.listeners.into_iter().enumerate() {
@@ -156,6 +158,7 @@ pub fn serve_on_threads(
             TcpListener::from_std(listener)?
         };
         let (app, tls, mut shutdown) = (app.clone(), tls.clone(), shutdown.clone());
+        let lane = lane.clone();
         let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("http-{index}"))
@@ -163,7 +166,7 @@ pub fn serve_on_threads(
                 let stop = async move {
                     let _ = shutdown.wait_for(|stop| *stop).await;
                 };
-                runtime.block_on(run(listener, app, tls, stop));
+                runtime.block_on(run_with_lane(listener, app, tls, stop, lane));
                 // Archive reads may still hold a blocking thread: do not wait for ever.
                 runtime.shutdown_timeout(Duration::from_secs(1));
                 let _ = finished.send(());
@@ -186,6 +189,18 @@ pub async fn run(
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
+    run_with_lane(listener, app, tls, shutdown, None).await;
+}
+
+/// [`run`], handing every plain-HTTP connection whose first request is CRITICAL to the
+/// node's [`PriorityLane`] when one is given.
+pub async fn run_with_lane(
+    listener: TcpListener,
+    app: Router,
+    tls: Option<TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+    lane: Option<Arc<PriorityLane>>,
+) {
     let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
@@ -206,37 +221,16 @@ pub async fn run(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let tls = tls.clone();
-        let mut closing = closing_rx.clone();
-        let secure = tls.is_some();
+        let closing = closing_rx.clone();
+        let lane = lane.clone();
         connections.spawn(async move {
-            // The device contract is held per connection (SHED-3): the shedding layer
-            // reaches the gate through the request, the socket is read through it.
-            let gate = Arc::new(ConnectionGate::new());
-            let stream = GatedStream::new(stream, Arc::clone(&gate));
-            let service =
-                TowerToHyperService::new(app.into_service::<hyper::body::Incoming>().map_request(
-                    move |mut request: hyper::Request<hyper::body::Incoming>| {
-                        let extensions = request.extensions_mut();
-                        extensions.insert(axum::extract::ConnectInfo(peer));
-                        extensions.insert(Secure(secure));
-                        extensions.insert(Arc::clone(&gate));
-                        request
-                    },
-                ));
-            match tls {
-                Some(acceptor) => {
-                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream))
-                        .await
-                    {
-                        Ok(Ok(stream)) => {
-                            serve_connection(TokioIo::new(stream), service, &mut closing).await
-                        }
-                        Ok(Err(error)) => tracing::debug!(%peer, %error, "tls handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
-                    }
+            if let (Some(lane), None) = (lane, &tls) {
+                if lane.wants(&stream).await {
+                    lane.hand_over(stream, peer);
+                    return;
                 }
-                None => serve_connection(TokioIo::new(stream), service, &mut closing).await,
             }
+            serve_accepted(stream, peer, app, tls, closing).await;
         });
         // Reap finished connection tasks so the set does not grow without bound.
         while connections.try_join_next().is_some() {}
@@ -247,6 +241,44 @@ pub async fn run(
     })
     .await;
     connections.abort_all();
+}
+
+/// Serves one accepted connection (TLS handshake first when `tls` is given) until it
+/// ends or `closing` turns true.
+pub(crate) async fn serve_accepted(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    tls: Option<TlsAcceptor>,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+) {
+    let secure = tls.is_some();
+    // The device contract is held per connection (SHED-3): the shedding layer
+    // reaches the gate through the request, the socket is read through it.
+    let gate = Arc::new(ConnectionGate::new());
+    let stream = GatedStream::new(stream, Arc::clone(&gate));
+    let service =
+        TowerToHyperService::new(app.into_service::<hyper::body::Incoming>().map_request(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                let extensions = request.extensions_mut();
+                extensions.insert(axum::extract::ConnectInfo(peer));
+                extensions.insert(Secure(secure));
+                extensions.insert(Arc::clone(&gate));
+                request
+            },
+        ));
+    match tls {
+        Some(acceptor) => {
+            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    serve_connection(TokioIo::new(stream), service, &mut closing).await;
+                }
+                Ok(Err(error)) => tracing::debug!(%peer, %error, "tls handshake failed"),
+                Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
+            }
+        }
+        None => serve_connection(TokioIo::new(stream), service, &mut closing).await,
+    }
 }
 
 /// Serves one connection until it ends or the server closes, then finishes in-flight
@@ -315,7 +347,8 @@ mod tests {
         let addr = listeners.local_addr();
         assert_ne!(addr.port(), 0);
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let done = tokio::spawn(serve_on_threads(listeners, app(), None, stopped).expect("start"));
+        let done =
+            tokio::spawn(serve_on_threads(listeners, app(), None, stopped, None).expect("start"));
         // Enough connections that the kernel hands some to each listener.
         for _ in 0..16 {
             let answer = get(addr, "/api/node").await;

@@ -149,3 +149,47 @@ fn refusals_injected_by_a_fault_rule_never_pause() {
     });
     assert_eq!(node.shedder.connection_pauses(), 0);
 }
+
+/// The priority lane (`priority_lane = "nice"`): a connection opening with a CRITICAL
+/// request is served on the lane, one opening with a beacon where it was accepted; both
+/// are answered, and a laned connection keeps working for its later requests.
+#[test]
+fn connections_opening_with_a_critical_request_take_the_lane() {
+    let settings: ShedSettings =
+        toml::from_str("cpu_source = \"off\"\npriority_lane = \"nice\"").expect("valid");
+    let node = start_node(&settings, 1, 16 * 1024);
+    let lane = node.lane.clone().expect("a lane was asked for");
+    let segment = Class::get(
+        "segment",
+        SEGMENT_PATH,
+        &[
+            ("X-Brdyun-Device", "browser"),
+            ("X-Brdyun-Member", "viewer-1"),
+        ],
+        1.0,
+    )
+    .request;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    runtime.block_on(async {
+        let mut beacons = connect(node.addr).await;
+        let (status, _, _) = timed(&mut beacons, &beacon()).await;
+        assert_eq!(status, 204);
+        assert_eq!(
+            lane.handed(),
+            0,
+            "a beacon connection stays where it was accepted"
+        );
+        let mut viewer = connect(node.addr).await;
+        for _ in 0..3 {
+            let (status, _, _) = timed(&mut viewer, &segment).await;
+            assert_eq!(status, 200);
+        }
+        // The viewer's connection also carries its beacons.
+        let (status, _, _) = timed(&mut viewer, &beacon()).await;
+        assert_eq!(status, 204);
+        assert_eq!(lane.handed(), 1, "the viewer's connection took the lane");
+    });
+}

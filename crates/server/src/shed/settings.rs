@@ -21,6 +21,8 @@ use shed::{
 /// tick_ms = 100             # overload estimator period
 /// violator_pause_ms = 1000  # longest pause of a connection that ignores the
 ///                           # back-pressure answer (0: never pause)
+/// priority_lane = "off"     # "nice" / "realtime": serve connections whose first
+///                           # request is CRITICAL on a thread above the others
 /// level_source = "pressure" # "pressure" (default): shed::OverloadEstimator over CPU,
 ///                           # in-flight and queueing delay; "feedback":
 ///                           # shed::LevelController, integrates queueing delay and
@@ -62,6 +64,10 @@ pub struct ShedSettings {
     /// device contract (repeated a refused DEGRADED or NON_CRITICAL request before its
     /// `Retry-After`); 0 never pauses. See [`shed::ContractTracker`].
     pub violator_pause_ms: u64,
+    /// Whether plain-HTTP connections whose first request is CRITICAL are served on a
+    /// thread of their own, ahead of the others in the OS scheduler
+    /// ([`crate::lane::PriorityLane`]).
+    pub priority_lane: LanePriority,
 }
 
 impl Default for ShedSettings {
@@ -80,8 +86,26 @@ impl Default for ShedSettings {
             level_source: LevelSource::Pressure,
             control: LevelControlConfig::default(),
             violator_pause_ms: 1000,
+            priority_lane: LanePriority::Off,
         }
     }
+}
+
+/// How the priority lane's thread is placed above the node's other threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LanePriority {
+    /// No lane: every connection is served where it was accepted.
+    #[default]
+    Off,
+    /// A lane thread at nice −10: favoured by the fair scheduler, never starving the
+    /// rest (ingest, other connections) of the CPU.
+    Nice,
+    /// A lane thread under `SCHED_FIFO` (priority 1): it runs the moment it has work,
+    /// so a CRITICAL answer never waits for another thread's time slice. The kernel's
+    /// real-time throttling (95 % by default) still leaves the others some CPU; a flood
+    /// of connections opening with CRITICAL requests can take most of a core.
+    Realtime,
 }
 
 /// What computes the overload level the shed curve reads.

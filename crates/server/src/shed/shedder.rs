@@ -13,7 +13,7 @@ use shed::{
 };
 use tokio::time::Instant;
 
-use super::settings::{CpuSource, LevelSource, ShedSettings, ShedSettingsError};
+use super::settings::{CpuSource, LanePriority, LevelSource, ShedSettings, ShedSettingsError};
 use crate::experiments::NodeExperiments;
 use crate::metrics::Histogram;
 
@@ -119,6 +119,7 @@ pub struct Shedder {
     experiments: NodeExperiments,
     violator_pause: Duration,
     connection_pauses: AtomicU64,
+    priority_lane: LanePriority,
 }
 
 fn bucket_index(bucket: Bucket) -> usize {
@@ -170,6 +171,7 @@ impl Shedder {
             experiments: NodeExperiments::default(),
             violator_pause: Duration::from_millis(settings.violator_pause_ms),
             connection_pauses: AtomicU64::new(0),
+            priority_lane: settings.priority_lane,
         })
     }
 
@@ -183,6 +185,18 @@ impl Shedder {
     /// (`[shedding] violator_pause_ms`; zero never pauses).
     pub fn violator_pause(&self) -> Duration {
         self.violator_pause
+    }
+
+    /// Where connections opening with a CRITICAL request are served
+    /// (`[shedding] priority_lane`).
+    pub fn priority_lane(&self) -> LanePriority {
+        self.priority_lane
+    }
+
+    /// Bucket and priority of a request, without counting it (the priority lane
+    /// classifies a connection's first request before the layer sees it).
+    pub fn classify(&self, facts: &RequestFacts) -> Classified {
+        self.classifier.classify(facts)
     }
 
     /// Counts a connection paused for breaking the device contract.

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::lane::PriorityLane;
 use server::metrics::Metrics;
 use server::shed::{ShedSettings, Shedder};
 use server::{router, AppState, NodeIdentity};
@@ -64,6 +65,8 @@ pub struct Node {
     pub addr: SocketAddr,
     /// Its shedder (level, counters).
     pub shedder: Arc<Shedder>,
+    /// Its priority lane, when `[shedding] priority_lane` asked for one.
+    pub lane: Option<Arc<PriorityLane>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -140,6 +143,9 @@ pub fn start_node_on(
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let monitor_shedder = Arc::clone(&shedder);
+    let lane_shedder = Arc::clone(&shedder);
+    let lane = Arc::new(std::sync::Mutex::new(None));
+    let lane_slot = Arc::clone(&lane);
     let thread = std::thread::spawn(move || {
         if let Some(cpu) = cpu {
             pin_current_thread(cpu);
@@ -152,17 +158,31 @@ pub fn start_node_on(
             .expect("node runtime");
         runtime.block_on(async move {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            addr_tx
-                .send(listener.local_addr().expect("local addr"))
-                .expect("test waits for the address");
             let (monitor_stop_tx, monitor_stop_rx) = tokio::sync::oneshot::channel::<()>();
             let monitor = tokio::spawn(monitor_shedder.run_monitor(async move {
                 let _ = monitor_stop_rx.await;
             }));
-            server::run(listener, router(state), None, async move {
-                let _ = stop_rx.await;
-            })
+            // The priority lane, when the settings ask for one, starts from this thread
+            // and so shares its CPU pin.
+            let (lane_stop_tx, lane_stop_rx) = tokio::sync::watch::channel(false);
+            let app = router(state);
+            let lane = PriorityLane::start(app.clone(), Arc::clone(&lane_shedder), lane_stop_rx)
+                .expect("priority lane");
+            *lane_slot.lock().expect("lane slot") = lane.clone();
+            addr_tx
+                .send(listener.local_addr().expect("local addr"))
+                .expect("test waits for the address");
+            server::serve::run_with_lane(
+                listener,
+                app,
+                None,
+                async move {
+                    let _ = stop_rx.await;
+                },
+                lane,
+            )
             .await;
+            let _ = lane_stop_tx.send(true);
             let _ = monitor_stop_tx.send(());
             let _ = monitor.await;
         });
@@ -170,9 +190,11 @@ pub fn start_node_on(
     let addr = addr_rx
         .recv_timeout(Duration::from_secs(10))
         .expect("node started");
+    let lane = lane.lock().expect("lane slot").clone();
     Node {
         addr,
         shedder,
+        lane,
         stop: Some(stop_tx),
         thread: Some(thread),
     }

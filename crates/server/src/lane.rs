@@ -1,0 +1,199 @@
+//! The priority lane (SHED-1, SHED-2): a serving thread of its own for connections whose
+//! first request is CRITICAL, placed above the node's other serving threads in the OS
+//! scheduler.
+//!
+//! Admission alone cannot keep a viewer's latency under overload: every connection of a
+//! serving thread shares one run queue, so an admitted segment waits behind every
+//! other ready connection — refusals and admitted low-priority answers alike — and a
+//! large answer is written over many turns of that queue. The lane takes a plain-HTTP
+//! connection as soon as its first request head has arrived (peeked, not read), ranks
+//! it with the node's classifier, and serves CRITICAL ones on its own current-thread
+//! runtime, whose thread runs at nice −10 or under `SCHED_FIFO`
+//! ([`LanePriority`]). Everything else stays where it was accepted. The shedding layer
+//! still decides every request on the lane, so a connection that opens with a CRITICAL
+//! request gains a place in the queue, not a pass.
+//!
+//! TLS connections are not laned (the request is unreadable before the handshake). The
+//! lane is one thread, so it suits a node whose CRITICAL traffic fits in one core.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::Router;
+use shed::Bucket;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+use crate::serve::serve_accepted;
+use crate::shed::layer::request_facts;
+use crate::shed::{LanePriority, Shedder};
+
+/// Longest wait for a connection's first request head before it is served where it
+/// was accepted.
+const FIRST_REQUEST_WAIT: Duration = Duration::from_millis(500);
+
+/// The node's priority lane: hand it connections with [`PriorityLane::wants`] and
+/// [`PriorityLane::hand_over`].
+#[derive(Debug)]
+pub struct PriorityLane {
+    shedder: Arc<Shedder>,
+    sender: mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>,
+    handed: AtomicU64,
+}
+
+impl PriorityLane {
+    /// Starts the lane's thread when `[shedding] priority_lane` asks for one; it serves
+    /// `app` until `shutdown` turns true. `None` when the lane is off.
+    ///
+    /// # Errors
+    /// The thread or its runtime could not be created.
+    pub fn start(
+        app: Router,
+        shedder: Arc<Shedder>,
+        shutdown: watch::Receiver<bool>,
+    ) -> std::io::Result<Option<Arc<PriorityLane>>> {
+        let priority = shedder.priority_lane();
+        if priority == LanePriority::Off {
+            return Ok(None);
+        }
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name("http-lane".into())
+            .spawn(move || {
+                if let Err(error) = raise_current_thread(priority) {
+                    tracing::warn!(?priority, %error, "priority lane runs at normal priority");
+                }
+                runtime.block_on(serve_lane(app, receiver, shutdown));
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            })?;
+        Ok(Some(Arc::new(PriorityLane {
+            shedder,
+            sender,
+            handed: AtomicU64::new(0),
+        })))
+    }
+
+    /// Whether this connection belongs on the lane: its first request head arrives
+    /// within 500 ms and ranks CRITICAL. Reads nothing from the socket (peeks).
+    pub async fn wants(&self, stream: &TcpStream) -> bool {
+        let deadline = tokio::time::Instant::now() + FIRST_REQUEST_WAIT;
+        let mut buf = [0u8; 2048];
+        loop {
+            let peeked = tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await;
+            let n = match peeked {
+                Ok(Ok(n)) if n > 0 => n,
+                _ => return false,
+            };
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut request = httparse::Request::new(&mut headers);
+            match request.parse(&buf[..n]) {
+                Ok(httparse::Status::Complete(_)) => return self.is_critical(&request),
+                // More of the head is on its way; a peek would return the same bytes at
+                // once, so wait a little before looking again.
+                Ok(httparse::Status::Partial) if n < buf.len() => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return false;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    fn is_critical(&self, request: &httparse::Request<'_, '_>) -> bool {
+        let path = request.path.unwrap_or("/");
+        let path = path.split_once('?').map_or(path, |(p, _)| p);
+        let mut headers = HeaderMap::new();
+        for header in request.headers.iter() {
+            let Ok(name) = HeaderName::from_bytes(header.name.as_bytes()) else {
+                continue;
+            };
+            if let Ok(value) = HeaderValue::from_bytes(header.value) {
+                headers.append(name, value);
+            }
+        }
+        let facts = request_facts(path, &headers);
+        self.shedder.classify(&facts).bucket == Bucket::Critical
+    }
+
+    /// Moves an accepted connection (nothing read yet) to the lane's thread.
+    pub fn hand_over(&self, stream: TcpStream, peer: SocketAddr) {
+        match stream.into_std() {
+            Ok(stream) => {
+                if self.sender.send((stream, peer)).is_ok() {
+                    self.handed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(error) => tracing::debug!(%peer, %error, "connection lost on its way to the lane"),
+        }
+    }
+
+    /// Connections handed to the lane so far.
+    pub fn handed(&self) -> u64 {
+        self.handed.load(Ordering::Relaxed)
+    }
+}
+
+/// The lane's loop: serves each connection handed over until shutdown, then lets
+/// them finish for a short grace period.
+async fn serve_lane(
+    app: Router,
+    mut receiver: mpsc::UnboundedReceiver<(std::net::TcpStream, SocketAddr)>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let (closing_tx, closing_rx) = watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let handed = tokio::select! {
+            _ = shutdown.wait_for(|stop| *stop) => break,
+            handed = receiver.recv() => handed,
+        };
+        let Some((stream, peer)) = handed else { break };
+        let Ok(stream) = TcpStream::from_std(stream) else {
+            continue;
+        };
+        connections.spawn(serve_accepted(
+            stream,
+            peer,
+            app.clone(),
+            None,
+            closing_rx.clone(),
+        ));
+        while connections.try_join_next().is_some() {}
+    }
+    let _ = closing_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    connections.abort_all();
+}
+
+/// Places the calling thread above the node's others, as `priority` says.
+#[allow(unsafe_code)]
+fn raise_current_thread(priority: LanePriority) -> std::io::Result<()> {
+    let status = match priority {
+        LanePriority::Off => return Ok(()),
+        // SAFETY: setpriority only reads its integer arguments; on Linux, PRIO_PROCESS
+        // with who = 0 applies to the calling thread.
+        LanePriority::Nice => unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) },
+        LanePriority::Realtime => {
+            let param = libc::sched_param { sched_priority: 1 };
+            // SAFETY: `param` is a valid sched_param that outlives the call; pid 0 is
+            // the calling thread.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) }
+        }
+    };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
