@@ -17,7 +17,6 @@
 //! lane is one thread, so it suits a node whose CRITICAL traffic fits in one core.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +40,6 @@ const FIRST_REQUEST_WAIT: Duration = Duration::from_millis(500);
 pub struct PriorityLane {
     shedder: Arc<Shedder>,
     sender: mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>,
-    handed: AtomicU64,
 }
 
 impl PriorityLane {
@@ -72,11 +70,7 @@ impl PriorityLane {
                 runtime.block_on(serve_lane(app, receiver, shutdown));
                 runtime.shutdown_timeout(Duration::from_secs(1));
             })?;
-        Ok(Some(Arc::new(PriorityLane {
-            shedder,
-            sender,
-            handed: AtomicU64::new(0),
-        })))
+        Ok(Some(Arc::new(PriorityLane { shedder, sender })))
     }
 
     /// Whether this connection belongs on the lane: its first request head arrives
@@ -128,16 +122,16 @@ impl PriorityLane {
         match stream.into_std() {
             Ok(stream) => {
                 if self.sender.send((stream, peer)).is_ok() {
-                    self.handed.fetch_add(1, Ordering::Relaxed);
+                    self.shedder.count_laned();
                 }
             }
             Err(error) => tracing::debug!(%peer, %error, "connection lost on its way to the lane"),
         }
     }
 
-    /// Connections handed to the lane so far.
+    /// Connections handed to the lane so far (`brdyun_shed_lane_connections_total`).
     pub fn handed(&self) -> u64 {
-        self.handed.load(Ordering::Relaxed)
+        self.shedder.laned_connections()
     }
 }
 

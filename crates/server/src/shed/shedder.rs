@@ -120,6 +120,7 @@ pub struct Shedder {
     violator_pause: Duration,
     connection_pauses: AtomicU64,
     priority_lane: LanePriority,
+    laned_connections: AtomicU64,
 }
 
 fn bucket_index(bucket: Bucket) -> usize {
@@ -172,6 +173,7 @@ impl Shedder {
             violator_pause: Duration::from_millis(settings.violator_pause_ms),
             connection_pauses: AtomicU64::new(0),
             priority_lane: settings.priority_lane,
+            laned_connections: AtomicU64::new(0),
         })
     }
 
@@ -191,6 +193,16 @@ impl Shedder {
     /// (`[shedding] priority_lane`).
     pub fn priority_lane(&self) -> LanePriority {
         self.priority_lane
+    }
+
+    /// Counts a connection handed to the priority lane.
+    pub fn count_laned(&self) {
+        self.laned_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections handed to the priority lane so far.
+    pub fn laned_connections(&self) -> u64 {
+        self.laned_connections.load(Ordering::Relaxed)
     }
 
     /// Bucket and priority of a request, without counting it (the priority lane
@@ -533,6 +545,13 @@ impl Shedder {
             out,
             "brdyun_shed_connection_pauses_total {}",
             self.connection_pauses()
+        );
+        out.push_str("# HELP brdyun_shed_lane_connections_total Connections served on the priority lane (their first request was CRITICAL).\n");
+        out.push_str("# TYPE brdyun_shed_lane_connections_total counter\n");
+        let _ = writeln!(
+            out,
+            "brdyun_shed_lane_connections_total {}",
+            self.laned_connections()
         );
         let _ = writeln!(
             out,
