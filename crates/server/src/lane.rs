@@ -26,7 +26,7 @@ use shed::Bucket;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use crate::serve::serve_accepted;
+use crate::serve::{close_gracefully, serve_accepted};
 use crate::shed::layer::request_facts;
 use crate::shed::{LanePriority, Shedder};
 
@@ -162,12 +162,7 @@ async fn serve_lane(
         ));
         while connections.try_join_next().is_some() {}
     }
-    let _ = closing_tx.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    connections.abort_all();
+    close_gracefully(&closing_tx, connections).await;
 }
 
 /// Places the calling thread above the node's others, as `priority` says.

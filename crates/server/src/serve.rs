@@ -235,7 +235,16 @@ pub async fn run_with_lane(
         // Reap finished connection tasks so the set does not grow without bound.
         while connections.try_join_next().is_some() {}
     }
-    let _ = closing_tx.send(true);
+    close_gracefully(&closing_tx, connections).await;
+}
+
+/// Tells the open connections to finish (`closing` turns true), waits for them for a
+/// grace period of 5 s, then aborts the rest.
+pub(crate) async fn close_gracefully(
+    closing: &tokio::sync::watch::Sender<bool>,
+    mut connections: tokio::task::JoinSet<()>,
+) {
+    let _ = closing.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         while connections.join_next().await.is_some() {}
     })
