@@ -131,6 +131,21 @@ fn neighbourhood(reader: &ArchiveReader, msn: u64) -> Option<(Vec<Entry>, usize)
     })
 }
 
+/// Archived segment `msn` read from disk with its timeline marker and the init
+/// configuration of its run; `Ok(None)` when it is not archived.
+fn archived(
+    reader: &ArchiveReader,
+    msn: u64,
+) -> Result<Option<(Bytes, TimelineMarker, InitConfig)>, ArchiveFmp4Error> {
+    let Some((entries, at)) = neighbourhood(reader, msn) else {
+        return Ok(None);
+    };
+    let (ts, marker) = read_marked(reader, &entries[at])?;
+    let config =
+        config_at(reader, &entries, at, (&ts, &marker)).ok_or(ArchiveFmp4Error::Package)?;
+    Ok(Some((ts, marker, config)))
+}
+
 /// `dvr-{msn}{suffix}.m4s`: the archived segment `msn` packaged as `track`. Blocking
 /// (reads the disk); `Ok(None)` when `msn` is not archived.
 ///
@@ -141,12 +156,9 @@ pub fn segment(
     msn: u64,
     track: Track,
 ) -> Result<Option<Bytes>, ArchiveFmp4Error> {
-    let Some((entries, at)) = neighbourhood(reader, msn) else {
+    let Some((ts, marker, config)) = archived(reader, msn)? else {
         return Ok(None);
     };
-    let (ts, marker) = read_marked(reader, &entries[at])?;
-    let config =
-        config_at(reader, &entries, at, (&ts, &marker)).ok_or(ArchiveFmp4Error::Package)?;
     package_segment(&marker, &ts, &config, track)
         .map(Some)
         .map_err(|_| ArchiveFmp4Error::Package)
@@ -162,12 +174,9 @@ pub fn init(
     msn: u64,
     track: Track,
 ) -> Result<Option<Bytes>, ArchiveFmp4Error> {
-    let Some((entries, at)) = neighbourhood(reader, msn) else {
+    let Some((_, _, config)) = archived(reader, msn)? else {
         return Ok(None);
     };
-    let (ts, marker) = read_marked(reader, &entries[at])?;
-    let config =
-        config_at(reader, &entries, at, (&ts, &marker)).ok_or(ArchiveFmp4Error::Package)?;
     write_track_init(&config, track)
         .map(Some)
         .map_err(|_| ArchiveFmp4Error::Package)
