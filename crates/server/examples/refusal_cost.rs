@@ -57,6 +57,7 @@ fn measure(settings: &ShedSettings, class: &Class, force: bool) -> Cost {
         rate_per_connection: None,
         duration: Duration::from_secs(3),
         timeout: Duration::from_secs(5),
+        skip_missed: false,
     };
     let cpu_before = node_cpu_time();
     let started = std::time::Instant::now();

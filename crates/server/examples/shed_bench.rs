@@ -26,6 +26,9 @@
 //!    queueing in the node or the generator is charged). The level the node used is
 //!    sampled every 100 ms.
 //!
+//! With `SHED_BENCH_TRACE=1` every 100-ms sample of the level, busy share and queueing
+//! delay is printed.
+//!
 //! Run: `cargo run -p server --release --example shed_bench` (optional arguments:
 //! segment size in KiB, default 256; then `beacons` or `assets` for one mix only). The node runs on one runtime worker pinned to
 //! CPU 0 with the probe, the generator on two workers pinned to CPU 1 (`taskset` on
@@ -69,6 +72,28 @@ cpu_sample_ms = 100
 violator_pause_ms = 0
 level_source = "feedback"
 tick_ms = 20
+[classifier.routes.live_playlist]
+bucket = "degraded"
+score = 45
+[classifier.routes.playback_start]
+bucket = "non_critical"
+score = 10
+"#;
+
+/// The same, with the cut controller (`level_source = "cut"`), its busy target raised
+/// from 0.9 to 0.95 so the node is used fully while CRITICAL has the lane.
+const CUT: &str = r#"
+cpu_source = "runtime"
+cpu_sample_ms = 100
+violator_pause_ms = 0
+level_source = "cut"
+tick_ms = 20
+[cut]
+cpu_target = 0.95
+cpu_low = 0.9
+rise_per_second = 0.2
+fall_per_second = 0.15
+target_ms = 10.0
 [classifier.routes.live_playlist]
 bucket = "degraded"
 score = 45
@@ -128,14 +153,20 @@ fn classes(mix: Mix, shares: [f64; 3]) -> Vec<Class> {
         ),
         Mix::Assets => Class::get("non_critical", "/player/hls.min.js", &browser, shares[2]),
     };
+    // Viewers send one request at a time; the flood's devices write PIPELINE at once.
     vec![
         Class::get("critical", SEGMENT_PATH, &member, shares[0]),
-        Class::get("degraded", "/s/mono.m3u8", &browser, shares[1]),
-        non_critical,
+        Class::get("degraded", "/s/mono.m3u8", &browser, shares[1]).pipelined(PIPELINE),
+        non_critical.pipelined(PIPELINE),
     ]
 }
 
 const MIX_SHARES: [f64; 3] = [0.1, 0.3, 0.6];
+
+/// Requests a DEGRADED or NON_CRITICAL connection of the generator writes together
+/// (HTTP/1.1 pipelining), so one core can offer the node 4× what it serves; CRITICAL
+/// connections, like the viewer probe and like players, send one at a time.
+const PIPELINE: usize = 8;
 
 fn run(
     settings: &ShedSettings,
@@ -146,19 +177,17 @@ fn run(
     let pins = cpus();
     let node = start_node_on(settings, 1, segment_bytes, pins.map(|(node, _)| node));
     let generator_cpu = pins.map(|(_, generator)| generator);
-    // Two workers even when pinned to one CPU: one worker alone reached less load.
-    let generator = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .on_thread_start(move || {
-            if let Some(cpu) = generator_cpu {
-                pin_current_thread(cpu);
-            }
-        })
+    // One thread: the generator's batches (HTTP/1.1 pipelining) and its reading of
+    // answers without copying their bodies keep it cheaper per request than the node.
+    let generator = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("generator runtime");
-    // The viewer probe: its own thread beside the node, so the flood generator's
-    // backlog never delays its requests or its reading of the answers.
+    // The viewer probe: a thread of its own on the node's CPU, above the node and its
+    // lane (SCHED_FIFO 2 where allowed), so neither the flood's backlog nor the node's
+    // work delays its own requests or its reading of answers: what it measures is how
+    // long the node takes to answer. (On the other CPU, waking an idle virtual CPU
+    // added milliseconds of noise to the unloaded figures.)
     let probe = probe.cloned().map(|probe| {
         let addr = node.addr;
         let node_cpu = pins.map(|(node, _)| node);
@@ -166,6 +195,7 @@ fn run(
             if let Some(cpu) = node_cpu {
                 pin_current_thread(cpu);
             }
+            raise_probe_priority();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -181,6 +211,7 @@ fn run(
         let shedder = Arc::clone(&node.shedder);
         let done = Arc::clone(&done);
         let skip = 10;
+        let trace = std::env::var_os("SHED_BENCH_TRACE").is_some();
         std::thread::spawn(move || {
             let mut levels = Vec::new();
             let mut k = 0;
@@ -190,11 +221,24 @@ fn run(
                 if k > skip {
                     let mut text = String::new();
                     shedder.render_metrics(&mut text);
-                    let busy = text
-                        .lines()
-                        .find_map(|l| l.strip_prefix("brdyun_shed_cpu_utilisation "))
-                        .and_then(|v| v.parse::<f64>().ok())
-                        .unwrap_or(0.0);
+                    let gauge = |name: &str| {
+                        text.lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .and_then(|v| v.trim().parse::<f64>().ok())
+                            .unwrap_or(0.0)
+                    };
+                    let busy = gauge("brdyun_shed_cpu_utilisation ");
+                    if trace {
+                        println!(
+                            "    trace {:>5.1} s: level {:.4} (cut {:>6.3}) threshold {:>2} busy {:.2} queue delay {:>6.2} ms",
+                            k as f64 / 10.0,
+                            shedder.level().get(),
+                            99.0 * shedder.level().get().powi(3),
+                            shedder.threshold().get(),
+                            busy,
+                            gauge("brdyun_shed_queue_delay_seconds ") * 1e3
+                        );
+                    }
                     levels.push((
                         shedder.level().get(),
                         f64::from(shedder.threshold().get()),
@@ -205,6 +249,9 @@ fn run(
             levels
         })
     };
+    if let Some(cpu) = generator_cpu {
+        pin_current_thread(cpu);
+    }
     let samples = generator.block_on(drive(node.addr, plan));
     let probe = probe.map(|p| p.join().expect("probe"));
     done.store(true, Ordering::Relaxed);
@@ -228,6 +275,15 @@ fn run(
         plan.duration,
     );
     (reports, trace, probe)
+}
+
+/// Puts the calling thread under `SCHED_FIFO` 2, above the generator and above a
+/// `"realtime"` priority lane (1); leaves it as it is where that is not allowed.
+#[allow(unsafe_code)]
+fn raise_probe_priority() {
+    let param = libc::sched_param { sched_priority: 2 };
+    // SAFETY: sched_setscheduler reads `param` and changes only the calling thread.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
 }
 
 fn print(title: &str, plan: &Plan, reports: &[ClassReport], seconds: f64) {
@@ -265,10 +321,11 @@ fn ok_per_second(reports: &[ClassReport], seconds: f64) -> (f64, f64) {
     (ok, bytes)
 }
 
-fn bench(mix: Mix, segment_kib: usize) {
+fn bench(mix: Mix, segment_kib: usize, runs: &str) {
     let segment_bytes = segment_kib * 1024;
     let pressure: ShedSettings = toml::from_str(SETTINGS).expect("valid settings");
     let controlled: ShedSettings = toml::from_str(CONTROLLED).expect("valid settings");
+    let cut: ShedSettings = toml::from_str(CUT).expect("valid settings");
     let off = ShedSettings {
         enabled: false,
         ..pressure.clone()
@@ -278,31 +335,10 @@ fn bench(mix: Mix, segment_kib: usize) {
         Mix::Assets => "hls.min.js downloads",
     });
 
-    let capacity_plan = Plan {
-        classes: classes(mix, MIX_SHARES),
-        connections: 64,
-        rate_per_connection: None,
-        duration: Duration::from_secs(5),
-        timeout: Duration::from_secs(5),
-    };
-    let seconds = 4.0;
-    let (cap, cap_trace, _) = run(&off, segment_bytes, &capacity_plan, None);
-    let (capacity, capacity_bytes) = ok_per_second(&cap, seconds);
-    let critical_capacity = cap[0].ok_done_in_window as f64 / seconds;
-    print(
-        &format!(
-            "capacity (shedding off, 64 connections back to back): {capacity:.0} req/s, {:.1} MB/s; node worker busy {:.0} %",
-            capacity_bytes / 1e6,
-            cap_trace.busy * 100.0
-        ),
-        &capacity_plan,
-        &cap,
-        seconds,
-    );
-
     // Each class alone, back to back: its own capacity, so a request of class k costs
-    // 1/capacity_k of the node and served work can be added up across classes.
-    let class_capacity: Vec<(f64, f64)> = (0..3)
+    // 1/capacity_k of the node, served work adds up across classes, and the mix's
+    // capacity is 1 / Σ share_k / capacity_k.
+    let alone: Vec<(f64, f64, f64)> = (0..3)
         .map(|k| {
             let plan = Plan {
                 classes: vec![classes(mix, MIX_SHARES).remove(k)],
@@ -310,12 +346,26 @@ fn bench(mix: Mix, segment_kib: usize) {
                 rate_per_connection: None,
                 duration: Duration::from_secs(4),
                 timeout: Duration::from_secs(5),
+                skip_missed: false,
             };
             let (alone, trace, _) = run(&off, segment_bytes, &plan, None);
-            (alone[0].ok_done_in_window as f64 / 3.0, trace.busy)
+            let r = &alone[0];
+            let bytes_each = r.ok_bytes_done_in_window as f64 / r.ok_done_in_window.max(1) as f64;
+            (r.ok_done_in_window as f64 / 3.0, trace.busy, bytes_each)
         })
         .collect();
-    let (class_capacity, class_busy): (Vec<f64>, Vec<f64>) = class_capacity.into_iter().unzip();
+    let class_capacity: Vec<f64> = alone.iter().map(|a| a.0).collect();
+    let capacity = 1.0
+        / MIX_SHARES
+            .iter()
+            .zip(&class_capacity)
+            .map(|(share, cap)| share / cap.max(1.0))
+            .sum::<f64>();
+    let capacity_bytes: f64 = MIX_SHARES
+        .iter()
+        .zip(&alone)
+        .map(|(share, a)| capacity * share * a.2)
+        .sum();
     let work = |reports: &[ClassReport], seconds: f64| -> f64 {
         reports
             .iter()
@@ -324,14 +374,14 @@ fn bench(mix: Mix, segment_kib: usize) {
             .sum()
     };
     println!(
-        "  each class alone (shedding off, 64 connections back to back): critical {:.0} req/s (node busy {:.0} %), degraded {:.0} req/s ({:.0} %), non_critical {:.0} req/s ({:.0} %); the mix's capacity run used {:.2} of the node by these costs",
+        "  each class alone (shedding off, 64 connections back to back, DEGRADED and NON_CRITICAL {PIPELINE} requests at a time): critical {:.0} req/s (node busy {:.0} %), degraded {:.0} req/s ({:.0} %), non_critical {:.0} req/s ({:.0} %); the 10/30/60 mix's capacity: {capacity:.0} req/s, {:.1} MB/s",
         class_capacity[0],
-        class_busy[0] * 100.0,
+        alone[0].1 * 100.0,
         class_capacity[1],
-        class_busy[1] * 100.0,
+        alone[1].1 * 100.0,
         class_capacity[2],
-        class_busy[2] * 100.0,
-        work(&cap, seconds)
+        alone[2].1 * 100.0,
+        capacity_bytes / 1e6,
     );
 
     // A viewer: 8 CRITICAL connections at 50 req/s each, on its own thread; measured
@@ -342,6 +392,7 @@ fn bench(mix: Mix, segment_kib: usize) {
         rate_per_connection: Some(50.0),
         duration: Duration::from_secs(11),
         timeout: Duration::from_secs(5),
+        skip_missed: false,
     };
     let nothing = Plan {
         connections: 0,
@@ -358,109 +409,99 @@ fn bench(mix: Mix, segment_kib: usize) {
     let base_p50 = unloaded.service_percentile(50.0).as_secs_f64();
     let base_p99 = unloaded.service_percentile(99.0).as_secs_f64();
 
+    // 4x the mix's capacity: CRITICAL at the rate the mix has of it at capacity (real
+    // viewers do not multiply in an overload), the rest DEGRADED and NON_CRITICAL 1:2.
     let connections = 400;
     let offered = 4.0 * capacity;
-    let flood_critical = (critical_capacity / offered).min(0.1);
-    let flood_rest = 1.0 - flood_critical;
-    let shapes = [
-        ("same mix", MIX_SHARES),
-        (
-            "flood",
-            [flood_critical, flood_rest / 3.0, flood_rest * 2.0 / 3.0],
-        ),
-    ];
+    let critical = MIX_SHARES[0] * capacity / offered;
+    let rest = 1.0 - critical;
+    let shares = [critical, rest / 3.0, rest * 2.0 / 3.0];
     let seconds = 10.0;
-    for (shape, shares) in shapes {
-        let held = |settings: &ShedSettings| ShedSettings {
-            violator_pause_ms: 1000,
-            ..settings.clone()
-        };
-        let (pressure_held, controlled_held) = (held(&pressure), held(&controlled));
-        let laned = |settings: &ShedSettings| ShedSettings {
-            priority_lane: LanePriority::Realtime,
-            ..settings.clone()
-        };
-        let (controlled_laned, pressure_held_laned, controlled_held_laned) = (
-            laned(&controlled),
-            laned(&pressure_held),
-            laned(&controlled_held),
-        );
-        for (source, settings) in [
-            ("pressure", &pressure),
-            ("feedback", &controlled),
-            ("pressure + pause", &pressure_held),
-            ("feedback + pause", &controlled_held),
-            ("feedback + lane", &controlled_laned),
-            ("pressure + pause + lane", &pressure_held_laned),
-            ("feedback + pause + lane", &controlled_held_laned),
-        ] {
-            let plan = Plan {
-                classes: classes(mix, shares),
-                connections,
-                rate_per_connection: Some(offered / connections as f64),
-                duration: Duration::from_secs(11),
-                timeout: Duration::from_secs(5),
-            };
-            let (over, trace, probe) = run(settings, segment_bytes, &plan, Some(&probe_plan));
-            let probe = probe.expect("probe ran");
-            print(
-                &format!(
-                    "4x overload, {shape} (CRITICAL share {:.3}), level_source = {source}: due {offered:.0} req/s over {connections} paced connections",
-                    shares[0]
-                ),
-                &plan,
-                &over,
-                seconds,
-            );
-            let (goodput, goodput_bytes) = ok_per_second(&over, seconds);
-            let sent: f64 = over.iter().map(|r| r.sent_in_window as f64).sum::<f64>() / seconds;
-            let crit = &over[0];
-            let p50 = crit.service_percentile(50.0).as_secs_f64();
-            let p99 = crit.service_percentile(99.0).as_secs_f64();
-            println!("  summary ({mix:?}, {shape}, {source}):");
-            println!(
-                "    offered: {sent:.0} req/s sent = {:.2}x capacity ({:.0} req/s)",
-                sent / capacity,
-                capacity
-            );
-            println!(
-                "    overload level: mean {:.2} (min {:.2}, max {:.2}), mean threshold {:.0}; node worker busy {:.0} %",
-                trace.mean,
-                trace.min,
-                trace.max,
-                trace.mean_threshold,
-                trace.busy * 100.0
-            );
-            println!(
-                "    CRITICAL success: {:.3} % in the flood, {:.3} % of the viewer probe (goal >= 99.9 %)",
-                crit.success() * 100.0,
-                probe.success() * 100.0
-            );
-            let probe_p50 = probe.service_percentile(50.0).as_secs_f64();
-            let probe_p99 = probe.service_percentile(99.0).as_secs_f64();
-            println!(
-                "    viewer probe (CRITICAL): p50 {:.3} ms vs {:.3} ms unloaded; p99 {:.3} ms vs {:.3} ms = {:.2}x (goal <= 2x)",
-                probe_p50 * 1e3,
-                base_p50 * 1e3,
-                probe_p99 * 1e3,
-                base_p99 * 1e3,
-                probe_p99 / base_p99.max(1e-9),
-            );
-            println!(
-                "    CRITICAL in the flood (read by the loaded generator): p50 {:.3} ms, p99 {:.3} ms; p99 from due {:.3} ms",
-                p50 * 1e3,
-                p99 * 1e3,
-                crit.percentile(99.0).as_secs_f64() * 1e3
-            );
-            println!(
-                "    connection pauses: {}\n    goodput: {:.1} % of the node's capacity in served work (each class weighted by its own cost; goal >= 90 %); {goodput:.0} req/s = {:.1} % of the mix capacity in requests; {:.1} MB/s = {:.1} % in bytes",
-                trace.pauses,
-                work(&over, seconds) * 100.0,
-                goodput / capacity * 100.0,
-                goodput_bytes / 1e6,
-                goodput_bytes / capacity_bytes.max(1.0) * 100.0
-            );
+    let pause = |settings: &ShedSettings| ShedSettings {
+        violator_pause_ms: 1000,
+        ..settings.clone()
+    };
+    let lane = |settings: &ShedSettings| ShedSettings {
+        priority_lane: LanePriority::Realtime,
+        ..settings.clone()
+    };
+    for (source, settings) in [
+        ("no shedding", off.clone()),
+        ("pressure", pressure.clone()),
+        ("feedback", controlled.clone()),
+        ("cut", cut.clone()),
+        ("cut + pause", pause(&cut)),
+        ("cut + lane", lane(&cut)),
+        ("feedback + pause + lane", lane(&pause(&controlled))),
+        ("cut + pause + lane", lane(&pause(&cut))),
+    ] {
+        if !source.contains(runs) {
+            continue;
         }
+        let plan = Plan {
+            classes: classes(mix, shares),
+            connections,
+            rate_per_connection: Some(offered / connections as f64),
+            duration: Duration::from_secs(11),
+            timeout: Duration::from_secs(5),
+            skip_missed: true,
+        };
+        let (over, trace, probe) = run(&settings, segment_bytes, &plan, Some(&probe_plan));
+        let probe = probe.expect("probe ran");
+        print(
+            &format!(
+                "4x overload (CRITICAL share {:.3}), {source}: due {offered:.0} req/s over {connections} paced connections",
+                shares[0]
+            ),
+            &plan,
+            &over,
+            seconds,
+        );
+        let (goodput, goodput_bytes) = ok_per_second(&over, seconds);
+        let sent: f64 = over.iter().map(|r| r.sent_in_window as f64).sum::<f64>() / seconds;
+        let crit = &over[0];
+        println!("  summary ({mix:?}, {source}):");
+        println!(
+            "    offered: {offered:.0} req/s due = 4x capacity ({capacity:.0} req/s); {sent:.0} req/s sent = {:.2}x",
+            sent / capacity,
+        );
+        println!(
+            "    overload level: mean {:.2} (min {:.2}, max {:.2}), mean threshold {:.0}; node worker busy {:.0} %",
+            trace.mean,
+            trace.min,
+            trace.max,
+            trace.mean_threshold,
+            trace.busy * 100.0
+        );
+        println!(
+            "    CRITICAL success: {:.3} % in the flood, {:.3} % of the viewer probe (goal >= 99.9 %)",
+            crit.success() * 100.0,
+            probe.success() * 100.0
+        );
+        let probe_p50 = probe.service_percentile(50.0).as_secs_f64();
+        let probe_p99 = probe.service_percentile(99.0).as_secs_f64();
+        println!(
+            "    viewer probe (CRITICAL): p50 {:.3} ms vs {:.3} ms unloaded; p99 {:.3} ms vs {:.3} ms = {:.2}x (goal <= 2x)",
+            probe_p50 * 1e3,
+            base_p50 * 1e3,
+            probe_p99 * 1e3,
+            base_p99 * 1e3,
+            probe_p99 / base_p99.max(1e-9),
+        );
+        println!(
+            "    CRITICAL in the flood: p50 {:.3} ms, p99 {:.3} ms; p99 from due {:.3} ms",
+            crit.service_percentile(50.0).as_secs_f64() * 1e3,
+            crit.service_percentile(99.0).as_secs_f64() * 1e3,
+            crit.percentile(99.0).as_secs_f64() * 1e3
+        );
+        println!(
+            "    connection pauses: {}\n    goodput: {:.1} % of the node's capacity in served work (each class weighted by its own cost; goal >= 90 %); {goodput:.0} req/s = {:.1} % of the mix capacity in requests; {:.1} MB/s = {:.1} % in bytes",
+            trace.pauses,
+            work(&over, seconds) * 100.0,
+            goodput / capacity * 100.0,
+            goodput_bytes / 1e6,
+            goodput_bytes / capacity_bytes.max(1.0) * 100.0
+        );
     }
 }
 
@@ -476,10 +517,13 @@ fn main() {
     );
     // Optional second argument: only this mix (`beacons` or `assets`).
     let only = std::env::args().nth(2).unwrap_or_default().to_lowercase();
+    // Optional third argument: only the overload runs whose name contains it (e.g.
+    // "cut + pause").
+    let runs = std::env::args().nth(3).unwrap_or_default();
     for mix in [Mix::Beacons, Mix::Assets]
         .into_iter()
         .filter(|m| format!("{m:?}").to_lowercase().contains(&only))
     {
-        bench(mix, segment_kib);
+        bench(mix, segment_kib, &runs);
     }
 }

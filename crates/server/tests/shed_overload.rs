@@ -53,6 +53,7 @@ fn critical_keeps_succeeding_while_lower_priorities_are_shed_first() {
         rate_per_connection: None,
         duration: Duration::from_secs(8),
         timeout: Duration::from_secs(5),
+        skip_missed: false,
     };
     let generator = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -69,6 +69,18 @@ impl Default for LevelControlConfig {
 }
 
 impl LevelControlConfig {
+    /// The defaults of the cut controller ([`crate::CutController`]), whose rates count
+    /// occupied priorities per second: slow enough that one interval's step changes
+    /// the admitted work by less than the band (0.2 up at twice the target, 0.3 down,
+    /// up to four times faster far from it), the rest as [`Default`].
+    pub fn cut_default() -> LevelControlConfig {
+        LevelControlConfig {
+            rise_per_second: 0.2,
+            fall_per_second: 0.3,
+            ..LevelControlConfig::default()
+        }
+    }
+
     /// Check the values can work.
     ///
     /// # Errors
@@ -113,15 +125,83 @@ impl LevelControlConfig {
     }
 }
 
-/// Integrates the queueing-delay error into an overload level (see the module docs).
+/// The question both controllers ask once per interval — does the admitted work fit?
+/// — answered from the smallest delay and busy share of the interval.
 #[derive(Debug, Clone)]
-pub struct LevelController {
+pub(crate) struct FitJudge {
     cfg: LevelControlConfig,
-    level: f64,
     /// When the last step was taken (the start of the current window).
     last_step: Option<Duration>,
     /// Smallest delay and busy share seen since then.
     window_min: Option<(Duration, f64)>,
+}
+
+impl FitJudge {
+    pub(crate) fn new(cfg: LevelControlConfig) -> Result<FitJudge, ConfigError> {
+        cfg.validate()?;
+        Ok(FitJudge {
+            cfg,
+            last_step: None,
+            window_min: None,
+        })
+    }
+
+    pub(crate) fn config(&self) -> &LevelControlConfig {
+        &self.cfg
+    }
+
+    /// Feeds one reading; once an interval has passed since the last verdict, the new
+    /// one (judged on the smallest values of the interval), `None` before.
+    pub(crate) fn judge(&mut self, queue_delay: Duration, cpu: f64, now: Duration) -> Option<Fit> {
+        let cpu = if cpu.is_nan() {
+            0.0
+        } else {
+            cpu.clamp(0.0, 1.0)
+        };
+        let Some(last) = self.last_step else {
+            self.last_step = Some(now);
+            return None;
+        };
+        let (delay, cpu) = self.window_min.map_or((queue_delay, cpu), |(d, c)| {
+            (d.min(queue_delay), c.min(cpu))
+        });
+        let elapsed = now.saturating_sub(last);
+        if elapsed < Duration::from_millis(self.cfg.interval_ms) {
+            self.window_min = Some((delay, cpu));
+            return None;
+        }
+        self.last_step = Some(now);
+        self.window_min = None;
+        let c = &self.cfg;
+        let dt = elapsed.as_secs_f64();
+        let delay_ms = delay.as_secs_f64() * 1000.0;
+        let over = (delay_ms / c.target_ms - 1.0).max((cpu - c.cpu_target) / (1.0 - c.cpu_target));
+        Some(if over > 0.0 {
+            Fit::Over { over, dt }
+        } else if delay_ms < c.target_ms * c.low_fraction && cpu < c.cpu_low {
+            Fit::Room { cpu, dt }
+        } else {
+            Fit::Fits
+        })
+    }
+}
+
+/// A [`FitJudge`] verdict over an interval of `dt` seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Fit {
+    /// The admitted work does not fit: by `over` (> 0) of the target.
+    Over { over: f64, dt: f64 },
+    /// It fits with room: the busy share was `cpu`, below `cpu_low`.
+    Room { cpu: f64, dt: f64 },
+    /// It fits, inside the band: hold.
+    Fits,
+}
+
+/// Integrates the queueing-delay error into an overload level (see the module docs).
+#[derive(Debug, Clone)]
+pub struct LevelController {
+    judge: FitJudge,
+    level: f64,
 }
 
 impl LevelController {
@@ -130,12 +210,9 @@ impl LevelController {
     /// # Errors
     /// When the config does not validate.
     pub fn new(cfg: LevelControlConfig) -> Result<LevelController, ConfigError> {
-        cfg.validate()?;
         Ok(LevelController {
-            cfg,
+            judge: FitJudge::new(cfg)?,
             level: 0.0,
-            last_step: None,
-            window_min: None,
         })
     }
 
@@ -149,35 +226,14 @@ impl LevelController {
     /// time origin; the level moves once per `interval_ms`, on the smallest values fed
     /// during it.
     pub fn tick(&mut self, queue_delay: Duration, cpu: f64, now: Duration) -> OverloadLevel {
-        let cpu = if cpu.is_nan() {
-            0.0
-        } else {
-            cpu.clamp(0.0, 1.0)
+        let (rise, fall) = {
+            let c = self.judge.config();
+            (c.rise_per_second, c.fall_per_second)
         };
-        let Some(last) = self.last_step else {
-            self.last_step = Some(now);
-            return self.level();
-        };
-        let (delay, cpu) = self.window_min.map_or((queue_delay, cpu), |(d, c)| {
-            (d.min(queue_delay), c.min(cpu))
-        });
-        let elapsed = now.saturating_sub(last);
-        if elapsed < Duration::from_millis(self.cfg.interval_ms) {
-            self.window_min = Some((delay, cpu));
-            return self.level();
-        }
-        self.last_step = Some(now);
-        self.window_min = None;
-        let c = &self.cfg;
-        let dt = elapsed.as_secs_f64();
-        let delay_ms = delay.as_secs_f64() * 1000.0;
-        let over = (delay_ms / c.target_ms - 1.0).max((cpu - c.cpu_target) / (1.0 - c.cpu_target));
-        let step = if over > 0.0 {
-            c.rise_per_second * dt * over.min(4.0)
-        } else if delay_ms < c.target_ms * c.low_fraction && cpu < c.cpu_low {
-            -c.fall_per_second * dt
-        } else {
-            0.0
+        let step = match self.judge.judge(queue_delay, cpu, now) {
+            Some(Fit::Over { over, dt }) => rise * dt * over.min(4.0),
+            Some(Fit::Room { dt, .. }) => -fall * dt,
+            Some(Fit::Fits) | None => 0.0,
         };
         self.level = OverloadLevel::new(self.level + step).get();
         self.level()

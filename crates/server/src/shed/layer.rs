@@ -147,6 +147,13 @@ pub struct ShedFuture<F> {
 
 enum FutureState<F> {
     Shed(Option<Response>),
+    /// The refusal of a request that broke the device contract, answered when the
+    /// connection's pause ends: HTTP/1.1 answers in order, so the requests a device
+    /// pipelined behind it wait too, instead of each being refused at once.
+    Held {
+        until: Pin<Box<tokio::time::Sleep>>,
+        response: Option<Response>,
+    },
     Admitted {
         inner: F,
         guard: InFlight,
@@ -173,6 +180,13 @@ where
                 // Polled again after completion: the response was already handed out.
                 None => Poll::Pending,
             },
+            FutureState::Held { until, response } => {
+                ready!(until.as_mut().poll(cx));
+                match response.take() {
+                    Some(response) => Poll::Ready(Ok(response)),
+                    None => Poll::Pending,
+                }
+            }
             FutureState::Admitted {
                 inner,
                 guard,
@@ -237,6 +251,7 @@ where
                 injected_by,
                 experiment,
                 classified,
+                partial,
             } => {
                 tracing::debug!(
                     route = facts.route.as_str(),
@@ -247,11 +262,17 @@ where
                 );
                 // Overload refusals hold the connection to the device contract; an
                 // injected one (fault rule, experiment) must not change what it tests.
+                let mut held_until = None;
                 if injected_by.is_none() && !experiment {
                     if let Some(gate) = request.extensions().get::<Arc<ConnectionGate>>() {
-                        let max_pause = self.shedder.violator_pause();
+                        let max_pause = if partial {
+                            self.shedder.marginal_pause()
+                        } else {
+                            self.shedder.violator_pause()
+                        };
                         if gate.refused(facts.route, classified.bucket, advice, max_pause) {
                             self.shedder.count_pause();
+                            held_until = gate.paused_until();
                         }
                     }
                 }
@@ -261,9 +282,15 @@ where
                         .critical_answered(o, true, unix_ms_u64());
                 }
                 // Dropping the request here drops its body unread.
-                return Either::Right(ShedFuture {
-                    state: FutureState::Shed(Some(shed_response(&advice))),
-                });
+                let response = Some(shed_response(&advice));
+                let state = match held_until {
+                    Some(until) => FutureState::Held {
+                        until: Box::pin(tokio::time::sleep_until(until)),
+                        response,
+                    },
+                    None => FutureState::Shed(response),
+                };
+                return Either::Right(ShedFuture { state });
             }
         };
         if let Some(o) = observed {

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed::{LevelController, OverloadEstimator, OverloadInputs};
+use shed::{CutController, LevelController, Occupancy, OverloadEstimator, OverloadInputs};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::settings::{CpuSource, LevelSource};
@@ -279,6 +279,18 @@ impl Shedder {
                 return;
             }
         };
+        let mut cut = match CutController::new(self.cut_cfg.clone()) {
+            Ok(c) => c,
+            Err(error) => {
+                // Validated by Shedder::new as well: unreachable in practice.
+                tracing::error!(%error, "cut controller refused its config");
+                self.release_monitor();
+                return;
+            }
+        };
+        // A priority counts as requested for 5 s after its last request, so a class
+        // whose connections are paused for a second is not jumped over.
+        let mut occupancy = Occupancy::new(Duration::from_secs(5));
         let mut ticker = tokio::time::interval(self.tick_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut sampler = CpuSampler::new(self.cpu_source);
@@ -321,6 +333,11 @@ impl Shedder {
             let level = match self.level_source {
                 LevelSource::Pressure => pressure,
                 LevelSource::Feedback => controller.tick(queue_delay, cpu, self.now()),
+                LevelSource::Cut => {
+                    let now = self.now();
+                    occupancy.record(self.take_requested(), now);
+                    cut.tick(queue_delay, cpu, now, occupancy.occupied(now))
+                }
             };
             self.publish_inputs(cpu, queue_delay);
             self.publish_level(level);

@@ -21,17 +21,23 @@ use shed::{
 /// tick_ms = 100             # overload estimator period
 /// violator_pause_ms = 1000  # longest pause of a connection that ignores the
 ///                           # back-pressure answer (0: never pause)
+/// marginal_pause_ms = 100   # the same after a refusal at the margin (the part of
+///                           # the threshold priority shed); at most the above
 /// priority_lane = "off"     # "nice" / "realtime": serve connections whose first
 ///                           # request is CRITICAL on a thread above the others
 /// level_source = "pressure" # "pressure" (default): shed::OverloadEstimator over CPU,
 ///                           # in-flight and queueing delay; "feedback":
 ///                           # shed::LevelController, integrates queueing delay and
-///                           # busy share against their targets
+///                           # busy share against their targets; "cut":
+///                           # shed::CutController, the same question answered
+///                           # by moving the cut through the requested priorities
 /// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
 /// [shedding.back_pressure]  # shed::BackPressureConfig (retry dials)
 /// [shedding.overload]       # shed::OverloadConfig (pressure marks, smoothing)
 /// [shedding.limit]          # shed::AdaptiveLimitConfig (Gradient2)
 /// [shedding.control]        # shed::LevelControlConfig (used by "feedback")
+/// [shedding.cut]            # shed::LevelControlConfig (used by "cut"; its rates
+///                           # count priorities: LevelControlConfig::cut_default)
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -60,10 +66,17 @@ pub struct ShedSettings {
     pub level_source: LevelSource,
     /// The feedback controller of `level_source = "feedback"`.
     pub control: LevelControlConfig,
+    /// The cut controller of `level_source = "cut"`.
+    pub cut: LevelControlConfig,
     /// Longest time, in milliseconds, a connection is not read after it broke the
     /// device contract (repeated a refused DEGRADED or NON_CRITICAL request before its
     /// `Retry-After`); 0 never pauses. See [`shed::ContractTracker`].
     pub violator_pause_ms: u64,
+    /// Longest pause, in milliseconds, after a refusal at the margin (the curve shed
+    /// part of the request's priority and admitted the rest); capped by
+    /// `violator_pause_ms`. Short, so that holding part of a class follows the level
+    /// instead of taking whole connections away for a second.
+    pub marginal_pause_ms: u64,
     /// Whether plain-HTTP connections whose first request is CRITICAL are served on a
     /// thread of their own, ahead of the others in the OS scheduler
     /// ([`crate::lane::PriorityLane`]).
@@ -85,7 +98,9 @@ impl Default for ShedSettings {
             tick_ms: 100,
             level_source: LevelSource::Pressure,
             control: LevelControlConfig::default(),
+            cut: LevelControlConfig::cut_default(),
             violator_pause_ms: 1000,
+            marginal_pause_ms: 100,
             priority_lane: LanePriority::Off,
         }
     }
@@ -122,6 +137,12 @@ pub enum LevelSource {
     /// `control.cpu_target`), lowered while both are well below, so the level settles
     /// where the admitted work fits the node.
     Feedback,
+    /// [`shed::CutController`]: the feedback controller's question, answered by
+    /// moving the cut through the priorities requested lately (a step is one
+    /// requested priority, unrequested ones are jumped over) and shedding the
+    /// priority at the cut in part (`cut` settings). Holds a node full even when a
+    /// flood sits on one priority, where `feedback` can only admit all of it or none.
+    Cut,
 }
 
 /// Where the overload monitor reads CPU utilisation from.
@@ -186,6 +207,9 @@ impl ShedSettings {
         }
         if self.violator_pause_ms > 60_000 {
             return out("violator_pause_ms", "in 0..=60000");
+        }
+        if self.marginal_pause_ms > 60_000 {
+            return out("marginal_pause_ms", "in 0..=60000");
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use shed::{
     AdaptiveLimit, Advice, BackPressure, Bucket, Classified, Classifier, FaultError, FaultRule,
     FaultRuleSpec, FaultRules, LevelControlConfig, MemberId, OverloadConfig, OverloadLevel,
-    Priority, RequestFacts, RuleId, ShedCurve,
+    Priority, PrioritySet, RequestFacts, RuleId, ShedCurve,
 };
 use tokio::time::Instant;
 
@@ -49,6 +49,9 @@ pub enum Decision {
         /// Shed for a running experiment's experiment group (EXP-1): injected like a
         /// fault rule hit, counted per run by the experiments.
         experiment: bool,
+        /// Refused by the curve's share of the threshold priority (the others of that
+        /// priority are admitted), not because the whole priority is shed.
+        partial: bool,
     },
 }
 
@@ -104,6 +107,10 @@ pub struct Shedder {
     pub(crate) overload_cfg: OverloadConfig,
     pub(crate) level_source: LevelSource,
     pub(crate) control_cfg: LevelControlConfig,
+    pub(crate) cut_cfg: LevelControlConfig,
+    /// Priorities requested since the monitor last looked, one bit each (the cut
+    /// controller's occupancy).
+    requested: AtomicU128Bits,
     pub(crate) cpu_source: CpuSource,
     pub(crate) cpu_period: Duration,
     pub(crate) tick_period: Duration,
@@ -118,9 +125,47 @@ pub struct Shedder {
     stats: [BucketStats; 3],
     experiments: NodeExperiments,
     violator_pause: Duration,
+    marginal_pause: Duration,
     connection_pauses: AtomicU64,
     priority_lane: LanePriority,
     laned_connections: AtomicU64,
+}
+
+/// A set of priorities (0..=99) that request paths add to without a lock: two atomic
+/// words of 64 bits.
+#[derive(Debug, Default)]
+struct AtomicU128Bits([AtomicU64; 2]);
+
+impl AtomicU128Bits {
+    fn insert(&self, v: u8) {
+        let word = &self.0[usize::from(v / 64)];
+        let bit = 1u64 << (v % 64);
+        // Most requests find their bit already set: a load, no write to the line.
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            word.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+
+    /// The set, emptied.
+    fn take(&self) -> PrioritySet {
+        let low = self.0[0].swap(0, Ordering::Relaxed);
+        let high = self.0[1].swap(0, Ordering::Relaxed);
+        (0u8..128)
+            .filter(|v| if *v < 64 { low >> v & 1 == 1 } else { high >> (v - 64) & 1 == 1 })
+            .filter_map(Priority::new)
+            .fold(PrioritySet::EMPTY, PrioritySet::with)
+    }
+}
+
+/// A uniform draw in 0..1 from a request's sequence number (splitmix64): which of the
+/// threshold priority's requests the curve's share admits, spread evenly and without
+/// a random number generator on the request path.
+fn unit_draw(seq: u64) -> f64 {
+    let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn bucket_index(bucket: Bucket) -> usize {
@@ -140,6 +185,7 @@ impl Shedder {
             BackPressure::new(settings.back_pressure.clone()).map_err(section("back_pressure"))?;
         settings.overload.validate().map_err(section("overload"))?;
         settings.control.validate().map_err(section("control"))?;
+        settings.cut.validate().map_err(section("cut"))?;
         let limit = AdaptiveLimit::new(settings.limit.clone()).map_err(section("limit"))?;
         let limit_value = limit.limit();
         Ok(Shedder {
@@ -157,6 +203,8 @@ impl Shedder {
             overload_cfg: settings.overload.clone(),
             level_source: settings.level_source,
             control_cfg: settings.control.clone(),
+            cut_cfg: settings.cut.clone(),
+            requested: AtomicU128Bits::default(),
             cpu_source: settings.cpu_source,
             cpu_period: Duration::from_millis(settings.cpu_sample_ms),
             tick_period: Duration::from_millis(settings.tick_ms),
@@ -171,6 +219,9 @@ impl Shedder {
             stats: Default::default(),
             experiments: NodeExperiments::default(),
             violator_pause: Duration::from_millis(settings.violator_pause_ms),
+            marginal_pause: Duration::from_millis(
+                settings.marginal_pause_ms.min(settings.violator_pause_ms),
+            ),
             connection_pauses: AtomicU64::new(0),
             priority_lane: settings.priority_lane,
             laned_connections: AtomicU64::new(0),
@@ -187,6 +238,13 @@ impl Shedder {
     /// (`[shedding] violator_pause_ms`; zero never pauses).
     pub fn violator_pause(&self) -> Duration {
         self.violator_pause
+    }
+
+    /// Longest pause of a connection that broke the device contract after a refusal
+    /// at the margin (`[shedding] marginal_pause_ms`): short, so holding part of a
+    /// class stays in step with the level instead of emptying the node for a second.
+    pub fn marginal_pause(&self) -> Duration {
+        self.marginal_pause
     }
 
     /// Where connections opening with a CRITICAL request are served
@@ -262,6 +320,11 @@ impl Shedder {
         self.forced_bits.load(Ordering::Relaxed) != NOT_FORCED
     }
 
+    /// The priorities requested since the last call.
+    pub(crate) fn take_requested(&self) -> PrioritySet {
+        self.requested.take()
+    }
+
     pub(crate) fn publish_level(&self, level: OverloadLevel) {
         self.level_bits
             .store(level.get().to_bits(), Ordering::Relaxed);
@@ -327,13 +390,16 @@ impl Shedder {
         // requests spread by sequence number.
         let seed = facts.member.map_or(seq, |m| m.0);
         let level = self.level();
-        if !self.curve.admit(classified.priority, level) {
+        self.requested.insert(classified.priority.get());
+        let share = self.curve.share(classified.priority, level);
+        if share < 1.0 && unit_draw(seq) >= share {
             stats.shed.fetch_add(1, Ordering::Relaxed);
             return Decision::Shed {
                 classified,
                 advice: self.back_pressure.answer(classified.priority, level, seed),
                 injected_by: None,
                 experiment: false,
+                partial: share > 0.0,
             };
         }
         if self.rule_count.load(Ordering::Relaxed) > 0 {
@@ -347,6 +413,7 @@ impl Shedder {
                     advice: self.back_pressure.answer(classified.priority, level, seed),
                     injected_by: Some(rule),
                     experiment: false,
+                    partial: false,
                 };
             }
         }
@@ -358,6 +425,7 @@ impl Shedder {
                 advice: self.back_pressure.answer(classified.priority, level, seed),
                 injected_by: None,
                 experiment: true,
+                partial: false,
             };
         }
         stats.admitted.fetch_add(1, Ordering::Relaxed);

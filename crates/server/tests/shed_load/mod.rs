@@ -210,6 +210,11 @@ pub struct Class {
     pub request: Vec<u8>,
     /// Share of the connections (the shares are normalised).
     pub share: f64,
+    /// Requests written together on one of its connections (HTTP/1.1 pipelining),
+    /// answers read in order; 1 (the default) sends one request and waits for its
+    /// answer, as a player does. Deeper batches cost the generator fewer system calls
+    /// per request, so one core can offer a node several times what it can serve.
+    pub pipeline: usize,
 }
 
 impl Class {
@@ -219,6 +224,7 @@ impl Class {
             name,
             request: request("GET", path, headers, b""),
             share,
+            pipeline: 1,
         }
     }
 
@@ -234,6 +240,15 @@ impl Class {
             name,
             request: request("POST", path, headers, body),
             share,
+            pipeline: 1,
+        }
+    }
+
+    /// The same class, its connections writing `depth` requests at a time.
+    pub fn pipelined(self, depth: usize) -> Class {
+        Class {
+            pipeline: depth.max(1),
+            ..self
         }
     }
 }
@@ -284,8 +299,13 @@ pub struct Plan {
     pub rate_per_connection: Option<f64>,
     /// How long to send.
     pub duration: Duration,
-    /// Longest wait for one answer.
+    /// Longest wait for one answer (for a batch, its last answer).
     pub timeout: Duration,
+    /// A paced connection that fell behind its schedule skips the requests it missed,
+    /// as a device waiting for an answer never sends them, instead of sending them
+    /// back to back (which measures latency from when each was due, but turns every
+    /// stall into a burst).
+    pub skip_missed: bool,
 }
 
 /// The class of connection `i` of `n`: contiguous blocks by cumulative share.
@@ -309,13 +329,15 @@ pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..plan.connections {
         let class = class_of(i, plan.connections, &plan.classes);
-        let request = plan.classes[class].request.clone();
+        let batch = plan.classes[class]
+            .request
+            .repeat(plan.classes[class].pipeline.max(1));
         let plan = plan.clone();
         // Spread the first requests over one period so connections do not move in step.
         let offset = plan.rate_per_connection.map_or(Duration::ZERO, |r| {
             Duration::from_secs_f64(i as f64 / plan.connections as f64 / r)
         });
-        tasks.spawn(async move { connection(addr, class, &request, &plan, start, offset).await });
+        tasks.spawn(async move { connection(addr, class, &batch, &plan, start, offset).await });
     }
     let mut samples = Vec::new();
     while let Some(done) = tasks.join_next().await {
@@ -327,18 +349,24 @@ pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
 async fn connection(
     addr: SocketAddr,
     class: usize,
-    request: &[u8],
+    batch: &[u8],
     plan: &Plan,
     start: Instant,
     offset: Duration,
 ) -> Vec<Sample> {
+    let depth = plan.classes[class].pipeline.max(1);
     let mut out = Vec::new();
     let mut stream: Option<TcpStream> = None;
-    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut answers = AnswerReader::default();
     let mut k = 0u32;
     loop {
+        let period = |rate: f64| depth as f64 / rate;
+        if let (Some(rate), true) = (plan.rate_per_connection, plan.skip_missed) {
+            let now = start.elapsed().saturating_sub(offset).as_secs_f64();
+            k = k.max((now / period(rate)).floor() as u32);
+        }
         let due = match plan.rate_per_connection {
-            Some(rate) => offset + Duration::from_secs_f64(f64::from(k) / rate),
+            Some(rate) => offset + Duration::from_secs_f64(f64::from(k) * period(rate)),
             None => start.elapsed(),
         };
         // Nothing is sent after the end, however far behind the connection is (a
@@ -347,38 +375,178 @@ async fn connection(
             break;
         }
         k += 1;
-        tokio::time::sleep_until(start + due).await;
+        if plan.rate_per_connection.is_some() {
+            tokio::time::sleep_until(start + due).await;
+        }
         let sent = start.elapsed();
         if stream.is_none() {
             stream = TcpStream::connect(addr).await.ok();
+            answers = AnswerReader::default();
             if let Some(s) = &stream {
                 let _ = s.set_nodelay(true);
             }
         }
-        let answer = match stream.as_mut() {
-            Some(s) => tokio::time::timeout(plan.timeout, exchange(s, request, &mut buf))
-                .await
-                .ok()
-                .flatten(),
-            None => None,
+        let first = out.len();
+        let complete = match stream.as_mut() {
+            Some(s) => tokio::time::timeout(plan.timeout, async {
+                s.write_all(batch).await.ok()?;
+                for _ in 0..depth {
+                    let (status, bytes, back_pressure) = answers.next(s).await?;
+                    let done = start.elapsed();
+                    out.push(Sample {
+                        class,
+                        due,
+                        sent,
+                        latency: done.saturating_sub(due),
+                        service: done.saturating_sub(sent),
+                        status,
+                        bytes,
+                        back_pressure,
+                    });
+                }
+                Some(())
+            })
+            .await
+            .ok()
+            .flatten()
+            .is_some(),
+            None => false,
         };
-        let done = start.elapsed();
-        let (status, bytes, back_pressure) = answer.unwrap_or_else(|| {
+        if !complete {
+            // The connection failed or an answer did not come in time: the rest of the
+            // batch failed, and the next batch opens a new connection.
             stream = None;
-            (0, 0, false)
-        });
-        out.push(Sample {
-            class,
-            due,
-            sent,
-            latency: done.saturating_sub(due),
-            service: done.saturating_sub(sent),
-            status,
-            bytes,
-            back_pressure,
-        });
+            let done = start.elapsed();
+            for _ in out.len() - first..depth {
+                out.push(Sample {
+                    class,
+                    due,
+                    sent,
+                    latency: done.saturating_sub(due),
+                    service: done.saturating_sub(sent),
+                    status: 0,
+                    bytes: 0,
+                    back_pressure: false,
+                });
+            }
+        }
     }
     out
+}
+
+/// Reads HTTP/1.1 answers one after another from a connection, keeping what arrived
+/// beyond one answer for the next. Large bodies are discarded in the kernel
+/// (`MSG_TRUNC`) rather than copied out, so reading a segment costs the generator a
+/// few system calls, not a copy of it.
+pub struct AnswerReader {
+    buf: Vec<u8>,
+    /// Where a kernel that ignored `MSG_TRUNC` would put discarded body bytes.
+    scratch: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for AnswerReader {
+    fn default() -> Self {
+        AnswerReader {
+            buf: vec![0; 16 * 1024],
+            scratch: vec![0; 256 * 1024],
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
+impl AnswerReader {
+    /// The next answer's status, body length, and whether it is the back-pressure
+    /// answer; `None` when the connection fails or the answer is malformed.
+    pub async fn next(&mut self, s: &mut TcpStream) -> Option<(u16, usize, bool)> {
+        loop {
+            let available = &self.buf[self.start..self.end];
+            let mut headers = [httparse::EMPTY_HEADER; 16];
+            let mut head = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(head_len) = head.parse(available).ok()? {
+                let status = head.code?;
+                let length = head
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
+                    .unwrap_or(0usize);
+                let body = &available[head_len..];
+                let marker: &[u8] = b"{\"maxRetries\":";
+                // The back-pressure body is small: wait for its first bytes to judge it.
+                if status == 503 && body.len() < length.min(marker.len()) {
+                    self.fill(s).await?;
+                    continue;
+                }
+                let back_pressure = status == 503 && body.starts_with(marker);
+                let in_buffer = body.len().min(length);
+                self.start += head_len + in_buffer;
+                if self.start == self.end {
+                    (self.start, self.end) = (0, 0);
+                }
+                let mut rest = length - in_buffer;
+                while rest > 0 {
+                    rest -= discard(s, rest, &mut self.scratch).await?;
+                }
+                return Some((status, length, back_pressure));
+            }
+            self.fill(s).await?;
+        }
+    }
+
+    /// Reads more bytes after those kept, moving them to the front first when the
+    /// buffer's tail is short.
+    async fn fill(&mut self, s: &mut TcpStream) -> Option<()> {
+        if self.end == self.buf.len() {
+            if self.start == 0 {
+                return None; // an answer head larger than the buffer
+            }
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        let n = s.read(&mut self.buf[self.end..]).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        self.end += n;
+        Some(())
+    }
+}
+
+/// Drops up to `most` bytes of the connection's input without copying them out
+/// (`MSG_TRUNC` on a TCP socket); `scratch` is only there so a kernel that ignored the
+/// flag would copy into valid memory. Returns how many were dropped; `None` at the end
+/// of the stream or on an error.
+#[allow(unsafe_code)]
+async fn discard(s: &TcpStream, most: usize, scratch: &mut [u8]) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let len = most.min(scratch.len()).max(1);
+    let mut one = [0u8; 1];
+    let target: &mut [u8] = if scratch.is_empty() { &mut one } else { scratch };
+    loop {
+        s.readable().await.ok()?;
+        let result = s.try_io(tokio::io::Interest::READABLE, || {
+            // SAFETY: `target` is valid for writes of `len.min(target.len())` bytes;
+            // with MSG_TRUNC a TCP socket writes none of them.
+            let n = unsafe {
+                libc::recv(
+                    s.as_raw_fd(),
+                    target.as_mut_ptr().cast(),
+                    len.min(target.len()),
+                    libc::MSG_TRUNC,
+                )
+            };
+            usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+        });
+        match result {
+            Ok(0) => return None,
+            Ok(n) => return Some(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Sends one request and reads its whole answer: status, body length, whether it is
@@ -426,10 +594,10 @@ pub async fn exchange(
     Some((status, length, back_pressure))
 }
 
-/// Per-class figures of a run, counting requests due in `from..to`.
+/// Per-class figures of a run, counting requests sent in `from..to`.
 #[derive(Debug, Clone, Default)]
 pub struct ClassReport {
-    /// Requests due in the window.
+    /// Requests sent in the window.
     pub sent: usize,
     /// Answered 2xx.
     pub ok: usize,
@@ -505,7 +673,8 @@ pub fn report(
             r.ok_done_in_window += 1;
             r.ok_bytes_done_in_window += s.bytes as u64;
         }
-        if s.due < from || s.due >= to {
+        // By send time: a connection far behind its schedule still counts what it sent.
+        if s.sent < from || s.sent >= to {
             continue;
         }
         r.sent += 1;
