@@ -26,6 +26,7 @@
 //!    queueing in the node or the generator is charged). The level the node used is
 //!    sampled every 100 ms.
 //!
+//! `SHED_BENCH_CONNECTIONS` sets the overload runs' connection count (default 400).
 //! With `SHED_BENCH_TRACE=1` every 100-ms sample of the level, busy share and queueing
 //! delay is printed.
 //!
@@ -43,6 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use server::shed::{LanePriority, ShedSettings};
+use shed::OverloadLevel;
 use shed_load::{
     drive, pin_current_thread, report, start_node_on, Class, ClassReport, Plan, SEGMENT_PATH,
 };
@@ -81,19 +83,20 @@ score = 10
 "#;
 
 /// The same, with the cut controller (`level_source = "cut"`), its busy target raised
-/// from 0.9 to 0.95 so the node is used fully while CRITICAL has the lane.
+/// from 0.9 to 0.95 so the node is used fully while CRITICAL has the lane, and its
+/// CPU read from the node's core (`host` on a pinned node: worker, lane and the
+/// kernel's work there, where the runtime's busy share counts time the lane took).
 const CUT: &str = r#"
-cpu_source = "runtime"
-cpu_sample_ms = 100
+cpu_source = "host"
+cpu_sample_ms = 200
 violator_pause_ms = 0
 level_source = "cut"
 tick_ms = 20
 [cut]
-cpu_target = 0.95
-cpu_low = 0.9
-rise_per_second = 0.2
-fall_per_second = 0.15
-target_ms = 10.0
+cpu_target = 0.97
+cpu_low = 0.92
+target_ms = 20.0
+interval_ms = 200
 [classifier.routes.live_playlist]
 bucket = "degraded"
 score = 45
@@ -123,6 +126,20 @@ struct LevelTrace {
     mean_threshold: f64,
     /// Connections paused for ignoring the back-pressure answer during the run.
     pauses: u64,
+    /// Busy share of the node's CPU over the run (its worker, the lane, the probe
+    /// and the kernel's work there), from `/proc/stat`; `None` when not pinned.
+    cpu: Option<f64>,
+}
+
+/// The counters of one CPU's line (`cpuN`) of `/proc/stat`.
+fn cpu_times(cpu: usize) -> Option<server::shed::overload::CpuTimes> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))?;
+    // The parser reads the aggregate line: give it this one under that name.
+    let fields = line.split_once(' ')?.1;
+    server::shed::overload::parse_proc_stat(&format!("cpu {fields}"))
 }
 
 /// The NON_CRITICAL traffic of a mix.
@@ -157,18 +174,25 @@ fn classes(mix: Mix, shares: [f64; 3]) -> Vec<Class> {
     vec![
         Class::get("critical", SEGMENT_PATH, &member, shares[0]),
         Class::get("degraded", "/s/mono.m3u8", &browser, shares[1]).pipelined(PIPELINE),
-        non_critical.pipelined(PIPELINE),
+        // Large downloads are cheaper to serve one at a time, and few enough to offer
+        // 4x of without batching.
+        non_critical.pipelined(match mix {
+            Mix::Beacons => PIPELINE,
+            Mix::Assets => 1,
+        }),
     ]
 }
 
 const MIX_SHARES: [f64; 3] = [0.1, 0.3, 0.6];
 
-/// Requests a DEGRADED or NON_CRITICAL connection of the generator writes together
-/// (HTTP/1.1 pipelining), so one core can offer the node 4× what it serves; CRITICAL
-/// connections, like the viewer probe and like players, send one at a time.
+/// Requests a DEGRADED or NON_CRITICAL (beacon) connection of the generator writes
+/// together (HTTP/1.1 pipelining), so one core can offer the node 4× what it serves;
+/// CRITICAL connections, like the viewer probe and like players, and the large
+/// NON_CRITICAL downloads send one at a time.
 const PIPELINE: usize = 8;
 
 fn run(
+    never_shed: bool,
     settings: &ShedSettings,
     segment_bytes: usize,
     plan: &Plan,
@@ -176,6 +200,11 @@ fn run(
 ) -> (Vec<ClassReport>, LevelTrace, Option<ClassReport>) {
     let pins = cpus();
     let node = start_node_on(settings, 1, segment_bytes, pins.map(|(node, _)| node));
+    if never_shed {
+        // The operator override: the layer, the lane and the pause all run, the
+        // level stays 0.
+        node.shedder.force_level(Some(OverloadLevel::ZERO));
+    }
     let generator_cpu = pins.map(|(_, generator)| generator);
     // One thread: the generator's batches (HTTP/1.1 pipelining) and its reading of
     // answers without copying their bodies keep it cheaper per request than the node.
@@ -252,7 +281,9 @@ fn run(
     if let Some(cpu) = generator_cpu {
         pin_current_thread(cpu);
     }
+    let cpu_before = pins.and_then(|(node, _)| cpu_times(node));
     let samples = generator.block_on(drive(node.addr, plan));
+    let cpu_after = pins.and_then(|(node, _)| cpu_times(node));
     let probe = probe.map(|p| p.join().expect("probe"));
     done.store(true, Ordering::Relaxed);
     let levels = sampler.join().expect("level sampler");
@@ -266,6 +297,9 @@ fn run(
         mean: levels.iter().map(|l| l.0).sum::<f64>() / n,
         mean_threshold: levels.iter().map(|l| l.1).sum::<f64>() / n,
         pauses,
+        cpu: cpu_before
+            .zip(cpu_after)
+            .and_then(|(b, a)| server::shed::overload::utilisation(b, a)),
     };
     // Skip the first second (connections opening, overload level rising).
     let reports = report(
@@ -338,33 +372,51 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
     // Each class alone, back to back: its own capacity, so a request of class k costs
     // 1/capacity_k of the node, served work adds up across classes, and the mix's
     // capacity is 1 / Σ share_k / capacity_k.
+    // A pipelined class is measured both pipelined and one request at a time, and
+    // its capacity is the better of the two (deep batches of large answers fill the
+    // sockets and serve less).
     let alone: Vec<(f64, f64, f64)> = (0..3)
         .map(|k| {
-            let plan = Plan {
-                classes: vec![classes(mix, MIX_SHARES).remove(k)],
-                connections: 64,
-                rate_per_connection: None,
-                duration: Duration::from_secs(4),
-                timeout: Duration::from_secs(5),
-                skip_missed: false,
+            let class = classes(mix, MIX_SHARES).remove(k);
+            let depths = if class.pipeline > 1 {
+                vec![class.pipeline, 1]
+            } else {
+                vec![1]
             };
-            let (alone, trace, _) = run(&off, segment_bytes, &plan, None);
-            let r = &alone[0];
-            let bytes_each = r.ok_bytes_done_in_window as f64 / r.ok_done_in_window.max(1) as f64;
-            (r.ok_done_in_window as f64 / 3.0, trace.busy, bytes_each)
+            depths
+                .into_iter()
+                .map(|depth| {
+                    let plan = Plan {
+                        classes: vec![class.clone().pipelined(depth)],
+                        connections: 64,
+                        rate_per_connection: None,
+                        duration: Duration::from_secs(4),
+                        timeout: Duration::from_secs(5),
+                        skip_missed: false,
+                    };
+                    let (alone, trace, _) = run(false, &off, segment_bytes, &plan, None);
+                    let r = &alone[0];
+                    let bytes_each =
+                        r.ok_bytes_done_in_window as f64 / r.ok_done_in_window.max(1) as f64;
+                    (r.ok_done_in_window as f64 / 3.0, trace.busy, bytes_each)
+                })
+                .fold(
+                    (0.0, 0.0, 0.0),
+                    |best, m| if m.0 > best.0 { m } else { best },
+                )
         })
         .collect();
     let class_capacity: Vec<f64> = alone.iter().map(|a| a.0).collect();
-    let capacity = 1.0
+    let peak = 1.0
         / MIX_SHARES
             .iter()
             .zip(&class_capacity)
             .map(|(share, cap)| share / cap.max(1.0))
             .sum::<f64>();
-    let capacity_bytes: f64 = MIX_SHARES
+    let peak_bytes: f64 = MIX_SHARES
         .iter()
         .zip(&alone)
-        .map(|(share, a)| capacity * share * a.2)
+        .map(|(share, a)| peak * share * a.2)
         .sum();
     let work = |reports: &[ClassReport], seconds: f64| -> f64 {
         reports
@@ -374,14 +426,76 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             .sum()
     };
     println!(
-        "  each class alone (shedding off, 64 connections back to back, DEGRADED and NON_CRITICAL {PIPELINE} requests at a time): critical {:.0} req/s (node busy {:.0} %), degraded {:.0} req/s ({:.0} %), non_critical {:.0} req/s ({:.0} %); the 10/30/60 mix's capacity: {capacity:.0} req/s, {:.1} MB/s",
+        "  each class alone (shedding off, 64 connections back to back, DEGRADED and NON_CRITICAL {PIPELINE} requests at a time): critical {:.0} req/s (node busy {:.0} %), degraded {:.0} req/s ({:.0} %), non_critical {:.0} req/s ({:.0} %); the 10/30/60 mix's peak: {peak:.0} req/s, {:.1} MB/s",
         class_capacity[0],
         alone[0].1 * 100.0,
         class_capacity[1],
         alone[1].1 * 100.0,
         class_capacity[2],
         alone[2].1 * 100.0,
-        capacity_bytes / 1e6,
+        peak_bytes / 1e6,
+    );
+
+    // The mix's capacity: the highest paced rate of the 10/30/60 mix (in steps of 5 %
+    // of the peak below it, 10 % above), over the same
+    // connections as the overload runs, that the node keeps up with (at least 97 %
+    // of every class answered 2xx in the window), configured as in the best run —
+    // the cut, the pause, the lane — with the level held at 0.
+    let deployed = ShedSettings {
+        violator_pause_ms: 1000,
+        priority_lane: LanePriority::Realtime,
+        ..cut.clone()
+    };
+    let connections: usize = std::env::var("SHED_BENCH_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    let mut sustained = None;
+    // From the peak down until it keeps up, or up while it does.
+    let mut fractions = vec![1.0];
+    let mut k = 0;
+    while k < fractions.len() {
+        let fraction: f64 = fractions[k];
+        k += 1;
+        let rate = peak * fraction;
+        let plan = Plan {
+            classes: classes(mix, MIX_SHARES),
+            connections,
+            rate_per_connection: Some(rate / connections as f64),
+            duration: Duration::from_secs(5),
+            timeout: Duration::from_secs(5),
+            skip_missed: false,
+        };
+        let (reports, trace, _) = run(true, &deployed, segment_bytes, &plan, None);
+        let seconds = 4.0;
+        let kept = reports
+            .iter()
+            .zip(MIX_SHARES)
+            .all(|(r, share)| r.ok_done_in_window as f64 >= 0.97 * rate * share * seconds);
+        let (ok, bytes) = ok_per_second(&reports, seconds);
+        println!(
+            "  the mix paced at {rate:.0} req/s ({:.0} % of its peak) over {connections} connections, nothing shed: {ok:.0} req/s answered, {:.1} MB/s, served work {:.2}, node CPU busy {:.0} %{}",
+            fraction * 100.0,
+            bytes / 1e6,
+            work(&reports, seconds),
+            trace.cpu.unwrap_or(f64::NAN) * 100.0,
+            if kept { ": kept up" } else { ": fell behind" }
+        );
+        let going_up = fraction > 1.0 || (fraction == 1.0 && kept);
+        if kept {
+            sustained = Some((ok, bytes, work(&reports, seconds)));
+        }
+        match (going_up, kept) {
+            (true, true) if fraction < 2.0 => fractions.push(fraction + 0.1),
+            (false, false) if fraction > 0.3 => fractions.push(fraction - 0.05),
+            _ => {}
+        }
+    }
+    let (capacity, capacity_bytes, capacity_work) =
+        sustained.expect("the node keeps up with 30 % of its peak");
+    println!(
+        "  capacity of the mix (the highest rate kept up with): {capacity:.0} req/s, {:.1} MB/s, served work {capacity_work:.2} of the peak",
+        capacity_bytes / 1e6
     );
 
     // A viewer: 8 CRITICAL connections at 50 req/s each, on its own thread; measured
@@ -398,7 +512,7 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         connections: 0,
         ..probe_plan.clone()
     };
-    let (_, _, unloaded) = run(&pressure, segment_bytes, &nothing, Some(&probe_plan));
+    let (_, _, unloaded) = run(false, &pressure, segment_bytes, &nothing, Some(&probe_plan));
     let unloaded = unloaded.expect("probe ran");
     print(
         "unloaded (the viewer probe alone: 8 CRITICAL connections x 50 req/s, shedding on)",
@@ -411,7 +525,6 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
 
     // 4x the mix's capacity: CRITICAL at the rate the mix has of it at capacity (real
     // viewers do not multiply in an overload), the rest DEGRADED and NON_CRITICAL 1:2.
-    let connections = 400;
     let offered = 4.0 * capacity;
     let critical = MIX_SHARES[0] * capacity / offered;
     let rest = 1.0 - critical;
@@ -446,7 +559,7 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             timeout: Duration::from_secs(5),
             skip_missed: true,
         };
-        let (over, trace, probe) = run(&settings, segment_bytes, &plan, Some(&probe_plan));
+        let (over, trace, probe) = run(false, &settings, segment_bytes, &plan, Some(&probe_plan));
         let probe = probe.expect("probe ran");
         print(
             &format!(
@@ -466,12 +579,13 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             sent / capacity,
         );
         println!(
-            "    overload level: mean {:.2} (min {:.2}, max {:.2}), mean threshold {:.0}; node worker busy {:.0} %",
+            "    overload level: mean {:.2} (min {:.2}, max {:.2}), mean threshold {:.0}; node worker busy {:.0} %, node CPU busy {:.0} %",
             trace.mean,
             trace.min,
             trace.max,
             trace.mean_threshold,
-            trace.busy * 100.0
+            trace.busy * 100.0,
+            trace.cpu.unwrap_or(f64::NAN) * 100.0
         );
         println!(
             "    CRITICAL success: {:.3} % in the flood, {:.3} % of the viewer probe (goal >= 99.9 %)",
@@ -494,10 +608,12 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             crit.service_percentile(99.0).as_secs_f64() * 1e3,
             crit.percentile(99.0).as_secs_f64() * 1e3
         );
+        let served = work(&over, seconds);
         println!(
-            "    connection pauses: {}\n    goodput: {:.1} % of the node's capacity in served work (each class weighted by its own cost; goal >= 90 %); {goodput:.0} req/s = {:.1} % of the mix capacity in requests; {:.1} MB/s = {:.1} % in bytes",
+            "    connection pauses: {}\n    goodput: {:.1} % of the mix's capacity in served work (each class weighted by its cost alone; goal >= 90 %), {:.1} % of the peak; {goodput:.0} req/s = {:.1} % of the capacity in requests; {:.1} MB/s = {:.1} % in bytes",
             trace.pauses,
-            work(&over, seconds) * 100.0,
+            served / capacity_work.max(1e-9) * 100.0,
+            served * 100.0,
             goodput / capacity * 100.0,
             goodput_bytes / 1e6,
             goodput_bytes / capacity_bytes.max(1.0) * 100.0

@@ -556,6 +556,19 @@ fn shedding_section_parses_from_toml_with_defaults_and_named_errors() {
         ShedSettings::default()
     );
     assert!(toml::from_str::<ShedSettings>("enabeld = true").is_err());
+    // [cut] keys left out take the cut controller's defaults, not [control]'s.
+    let cut: ShedSettings =
+        toml::from_str("level_source = \"cut\"\n[cut]\ncpu_target = 0.95\ncpu_low = 0.9\n")
+            .expect("valid toml");
+    assert_eq!(
+        cut.cut,
+        shed::LevelControlConfig {
+            cpu_target: 0.95,
+            cpu_low: 0.9,
+            ..shed::LevelControlConfig::cut_default()
+        }
+    );
+    assert!(toml::from_str::<ShedSettings>("[cut]\nrise = 1.0\n").is_err());
 
     let bad: ShedSettings =
         toml::from_str("[overload]\ncpu_low = 0.9\ncpu_high = 0.5\n").expect("valid toml");

@@ -70,13 +70,16 @@ impl Default for LevelControlConfig {
 
 impl LevelControlConfig {
     /// The defaults of the cut controller ([`crate::CutController`]), whose rates count
-    /// occupied priorities per second: slow enough that one interval's step changes
-    /// the admitted work by less than the band (0.2 up at twice the target, 0.3 down,
-    /// up to four times faster far from it), the rest as [`Default`].
+    /// requested priorities per second: 0.4 up at twice the target (capped there), 0.15
+    /// down per unit of room below the band (up to four), so that one interval's step
+    /// changes the shed share of the priority at the cut by a bounded factor; a 10 ms
+    /// delay target, since a node full of pipelined requests queues a few ms without
+    /// being over; the rest as [`Default`].
     pub fn cut_default() -> LevelControlConfig {
         LevelControlConfig {
-            rise_per_second: 0.2,
-            fall_per_second: 0.3,
+            target_ms: 10.0,
+            rise_per_second: 0.4,
+            fall_per_second: 0.15,
             ..LevelControlConfig::default()
         }
     }
@@ -179,7 +182,10 @@ impl FitJudge {
         Some(if over > 0.0 {
             Fit::Over { over, dt }
         } else if delay_ms < c.target_ms * c.low_fraction && cpu < c.cpu_low {
-            Fit::Room { cpu, dt }
+            Fit::Room {
+                under: (c.cpu_low - cpu) / (1.0 - c.cpu_target),
+                dt,
+            }
         } else {
             Fit::Fits
         })
@@ -191,8 +197,9 @@ impl FitJudge {
 pub(crate) enum Fit {
     /// The admitted work does not fit: by `over` (> 0) of the target.
     Over { over: f64, dt: f64 },
-    /// It fits with room: the busy share was `cpu`, below `cpu_low`.
-    Room { cpu: f64, dt: f64 },
+    /// It fits with room: the busy share was below `cpu_low` by `under`, in the
+    /// units of `over` (shares of `1 − cpu_target`).
+    Room { under: f64, dt: f64 },
     /// It fits, inside the band: hold.
     Fits,
 }

@@ -16,7 +16,7 @@
 //! ```text
 //! per interval, from the fit of the admitted work (smallest delay and busy share):
 //! step  = rise · dt · min(over, 2)                        does not fit
-//!       = −fall · dt · clamp(4 · (cpu_low − cpu)/cpu_low, ¼, 4)   fits with room
+//!       = −fall · dt · clamp((cpu_low − cpu)/(1 − cpu_target), ¼, 4)   fits with room
 //!       = 0                                               inside the band
 //! up    : t moves through occupied priorities above it; none above → stays
 //! down  : t moves through occupied priorities below it; none below → 0
@@ -188,19 +188,17 @@ impl CutController {
         now: Duration,
         occupied: PrioritySet,
     ) -> OverloadLevel {
-        let (rise, fall, cpu_low) = {
+        let (rise, fall) = {
             let c = self.judge.config();
-            (c.rise_per_second, c.fall_per_second, c.cpu_low)
+            (c.rise_per_second, c.fall_per_second)
         };
         let step = match self.judge.judge(queue_delay, cpu, now) {
             // At most twice the rate: a step changes the shed share by a bounded factor,
             // whose effect (refusals, paused connections) shows by the next interval.
             Some(Fit::Over { over, dt }) => rise * dt * over.min(2.0),
-            // Far below the band the cut falls up to four times faster: readmitting
-            // what an idle node could serve should not take many seconds.
-            Some(Fit::Room { cpu, dt }) => {
-                -fall * dt * (4.0 * (cpu_low - cpu) / cpu_low).clamp(0.25, 4.0)
-            }
+            // In proportion to the room, on the scale of `over`, so that a busy share
+            // wavering around the band moves the cut as much down as up.
+            Some(Fit::Room { under, dt }) => -fall * dt * under.clamp(0.25, 4.0),
             Some(Fit::Fits) | None => 0.0,
         };
         self.cut = advance(self.cut, step, occupied);

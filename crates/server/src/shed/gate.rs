@@ -1,9 +1,12 @@
 //! The connection side of the device contract (SHED-3): every HTTP connection carries
 //! a [`ConnectionGate`] (a request extension), and its socket is read through a
 //! [`GatedStream`]. When the shedding layer refuses a request that breaks the
-//! contract (see [`shed::ContractTracker`]), the gate is paused and the stream stops
-//! reading until the pause ends: the device's next requests wait in its own socket,
-//! costing the node nothing, instead of each costing a read, a parse and a 503.
+//! contract (see [`shed::ContractTracker`]), the gate is paused: the refusal is
+//! answered, and the stream reads again, only when the pause ends, so the device's
+//! next requests wait in its own socket, costing the node nothing, instead of each
+//! costing a read, a parse and a 503. Requests that arrived in the same read as a
+//! refused one (pipelined before the device saw the answer) are refused, never
+//! counted as breaches.
 
 use std::future::Future;
 use std::io;
@@ -25,6 +28,10 @@ pub struct ConnectionGate {
     tracker: Mutex<ContractTracker>,
     /// End of the current pause, in ns since `origin`; 0 when never paused.
     paused_until_nanos: AtomicU64,
+    /// Reads from the socket that returned bytes, counted by [`GatedStream`].
+    reads: AtomicU64,
+    /// `reads` when the last refusal was decided.
+    reads_at_refusal: AtomicU64,
 }
 
 impl Default for ConnectionGate {
@@ -40,12 +47,18 @@ impl ConnectionGate {
             origin: Instant::now(),
             tracker: Mutex::new(ContractTracker::new()),
             paused_until_nanos: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            reads_at_refusal: AtomicU64::new(u64::MAX),
         }
     }
 
     /// Records a refusal of this connection's request (by overload, not by a fault
     /// rule or an experiment); pauses the connection when the request broke the
     /// contract. Returns whether it did.
+    ///
+    /// A request that came in the same socket read as the previous refusal's was sent
+    /// before the device could see that refusal (HTTP/1.1 pipelining): it is refused,
+    /// but it is not a breach.
     pub fn refused(
         &self,
         route: RouteKind,
@@ -54,12 +67,14 @@ impl ConnectionGate {
         max_pause: Duration,
     ) -> bool {
         let now = self.origin.elapsed();
+        let reads = self.reads.load(Ordering::Relaxed);
+        let sent_before_the_answer = self.reads_at_refusal.swap(reads, Ordering::Relaxed) == reads;
         let pause = self
             .tracker
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .refused(route, bucket, advice, now, max_pause);
-        let Some(until) = pause else {
+        let Some(until) = pause.filter(|_| !sent_before_the_answer) else {
             return false;
         };
         let nanos = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
@@ -119,7 +134,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for GatedStream<S> {
                 return Poll::Pending;
             }
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.gate.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        polled
     }
 }
 
@@ -177,6 +197,10 @@ mod tests {
             gate.paused_until().is_none(),
             "a first refusal keeps reading"
         );
+        // The device sends its retry after the answer: a read of its own.
+        client.write_all(b"again").await.expect("write");
+        let mut retry = [0u8; 5];
+        server.read_exact(&mut retry).await.expect("read");
         assert!(gate.refused(RouteKind::Telemetry, Bucket::NonCritical, advice(30), pause));
         let until = gate.paused_until().expect("paused");
         client.write_all(b"next").await.expect("write");
@@ -192,6 +216,28 @@ mod tests {
         assert!(started.elapsed() < pause + Duration::from_millis(50));
         // Writes are never held.
         server.write_all(b"answer").await.expect("write");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_pipelined_before_the_answer_are_not_breaches() {
+        let (mut client, server) = tokio::io::duplex(1024);
+        let gate = Arc::new(ConnectionGate::new());
+        let mut server = GatedStream::new(server, Arc::clone(&gate));
+        let pause = Duration::from_millis(800);
+        let refuse = || gate.refused(RouteKind::Telemetry, Bucket::NonCritical, advice(30), pause);
+        // Three requests in one read: all refused, none a breach.
+        client.write_all(b"abc").await.expect("write");
+        let mut batch = [0u8; 3];
+        server.read_exact(&mut batch).await.expect("read");
+        for _ in 0..3 {
+            assert!(!refuse());
+        }
+        assert!(gate.paused_until().is_none());
+        // The next batch, sent after the answers, breaks the contract.
+        client.write_all(b"d").await.expect("write");
+        server.read_exact(&mut batch[..1]).await.expect("read");
+        assert!(refuse());
+        assert!(gate.paused_until().is_some());
     }
 
     #[tokio::test(start_paused = true)]

@@ -35,6 +35,31 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     if fields.next()? != "cpu" {
         return None;
     }
+    parse_cpu_fields(fields)
+}
+
+/// The `cpuN` lines of `/proc/stat` for the given CPUs, summed: the utilisation of
+/// the cores a node is pinned to. `None` when none of them is listed or a listed one
+/// is malformed. Never panics, whatever the text.
+pub fn parse_proc_stat_cpus(text: &str, cpus: &[usize]) -> Option<CpuTimes> {
+    let mut sum: Option<CpuTimes> = None;
+    for line in text.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let Some(n) = fields.next().and_then(|name| name.strip_prefix("cpu")) else {
+            continue;
+        };
+        if !n.parse::<usize>().is_ok_and(|n| cpus.contains(&n)) {
+            continue;
+        }
+        let times = parse_cpu_fields(fields)?;
+        let acc = sum.get_or_insert_with(CpuTimes::default);
+        acc.total = acc.total.checked_add(times.total)?;
+        acc.idle = acc.idle.checked_add(times.idle)?;
+    }
+    sum
+}
+
+fn parse_cpu_fields<'a>(fields: impl Iterator<Item = &'a str>) -> Option<CpuTimes> {
     // user nice system idle iowait irq softirq steal; guest time is already in user.
     let mut values = [0u64; 8];
     let mut count = 0;
@@ -48,6 +73,31 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     let total = values.iter().try_fold(0u64, |acc, v| acc.checked_add(*v))?;
     let idle = values[3].checked_add(values[4])?;
     Some(CpuTimes { total, idle })
+}
+
+/// The CPUs a thread may run on, from the `Cpus_allowed_list:` line of its
+/// `/proc/.../status` (e.g. `0-3,8`); `None` when missing or malformed. Never panics,
+/// whatever the text.
+pub fn parse_cpus_allowed(status: &str) -> Option<Vec<usize>> {
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => {
+                let n: usize = part.trim().parse().ok()?;
+                (n, n)
+            }
+        };
+        if last < first || last - first > 65_536 {
+            return None;
+        }
+        cpus.extend(first..=last);
+    }
+    (!cpus.is_empty()).then_some(cpus)
 }
 
 /// Utilisation between two samples, in 0..=1; `None` when no time passed (or the
@@ -127,15 +177,30 @@ fn runtime_busy() -> Option<(Duration, usize)> {
 struct CpuSampler {
     source: CpuSource,
     cores: usize,
+    /// For the host source: the CPUs this thread may run on, when they are not all of
+    /// the host's (a node pinned to cores measures those cores).
+    pinned: Option<Vec<usize>>,
     last: Option<CpuReading>,
 }
 
 impl CpuSampler {
     fn new(source: CpuSource) -> CpuSampler {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let pinned = std::fs::read_to_string("/proc/thread-self/status")
+            .ok()
+            .and_then(|status| parse_cpus_allowed(&status))
+            .filter(|cpus| {
+                let host = std::fs::read_to_string("/proc/stat").map_or(0, |text| {
+                    text.lines()
+                        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+                        .count()
+                });
+                cpus.len() < host
+            });
         let mut sampler = CpuSampler {
             source,
             cores,
+            pinned,
             last: None,
         };
         sampler.last = sampler.read();
@@ -164,7 +229,11 @@ impl CpuSampler {
             }
         };
         match self.source {
-            CpuSource::Host => parse_proc_stat(&text).map(CpuReading::Host),
+            CpuSource::Host => match &self.pinned {
+                Some(cpus) => parse_proc_stat_cpus(&text, cpus),
+                None => parse_proc_stat(&text),
+            }
+            .map(CpuReading::Host),
             _ => parse_self_stat(&text).map(|ticks| CpuReading::Process {
                 ticks,
                 at: Instant::now(),
@@ -374,6 +443,31 @@ mod tests {
     }
 
     #[test]
+    fn pinned_cpus_are_read_from_their_own_lines() {
+        let stat =
+            "cpu  30 0 30 140 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0\ncpu1 20 0 20 60 0 0 0 0\nintr 5\n";
+        assert_eq!(
+            parse_proc_stat_cpus(stat, &[1]),
+            Some(CpuTimes {
+                total: 100,
+                idle: 60
+            })
+        );
+        assert_eq!(
+            parse_proc_stat_cpus(stat, &[0, 1]),
+            Some(CpuTimes {
+                total: 200,
+                idle: 140
+            })
+        );
+        assert_eq!(parse_proc_stat_cpus(stat, &[7]), None);
+        let status = "Name:\tnode\nCpus_allowed:\t3\nCpus_allowed_list:\t0-2,5\n";
+        assert_eq!(parse_cpus_allowed(status), Some(vec![0, 1, 2, 5]));
+        assert_eq!(parse_cpus_allowed("Cpus_allowed_list:\t3-1\n"), None);
+        assert_eq!(parse_cpus_allowed("Name: x\n"), None);
+    }
+
+    #[test]
     fn parses_a_real_line_and_computes_utilisation() {
         let a = parse_proc_stat("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3 4\n");
         assert_eq!(
@@ -477,6 +571,8 @@ mod tests {
         #[test]
         fn self_stat_parser_never_panics(text in ".{0,300}") {
             let _ = parse_self_stat(&text);
+            let _ = parse_cpus_allowed(&text);
+            let _ = parse_proc_stat_cpus(&text, &[0, 1]);
         }
 
         #[test]

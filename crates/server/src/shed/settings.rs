@@ -66,7 +66,9 @@ pub struct ShedSettings {
     pub level_source: LevelSource,
     /// The feedback controller of `level_source = "feedback"`.
     pub control: LevelControlConfig,
-    /// The cut controller of `level_source = "cut"`.
+    /// The cut controller of `level_source = "cut"`; keys left out take
+    /// [`LevelControlConfig::cut_default`], not the feedback controller's defaults.
+    #[serde(deserialize_with = "cut_keys")]
     pub cut: LevelControlConfig,
     /// Longest time, in milliseconds, a connection is not read after it broke the
     /// device contract (repeated a refused DEGRADED or NON_CRITICAL request before its
@@ -104,6 +106,34 @@ impl Default for ShedSettings {
             priority_lane: LanePriority::Off,
         }
     }
+}
+
+/// The keys of `[shedding.cut]`, each optional: those given replace
+/// [`LevelControlConfig::cut_default`]'s.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CutKeys {
+    target_ms: Option<f64>,
+    low_fraction: Option<f64>,
+    rise_per_second: Option<f64>,
+    fall_per_second: Option<f64>,
+    interval_ms: Option<u64>,
+    cpu_target: Option<f64>,
+    cpu_low: Option<f64>,
+}
+
+fn cut_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LevelControlConfig, D::Error> {
+    let keys = CutKeys::deserialize(d)?;
+    let base = LevelControlConfig::cut_default();
+    Ok(LevelControlConfig {
+        target_ms: keys.target_ms.unwrap_or(base.target_ms),
+        low_fraction: keys.low_fraction.unwrap_or(base.low_fraction),
+        rise_per_second: keys.rise_per_second.unwrap_or(base.rise_per_second),
+        fall_per_second: keys.fall_per_second.unwrap_or(base.fall_per_second),
+        interval_ms: keys.interval_ms.unwrap_or(base.interval_ms),
+        cpu_target: keys.cpu_target.unwrap_or(base.cpu_target),
+        cpu_low: keys.cpu_low.unwrap_or(base.cpu_low),
+    })
 }
 
 /// How the priority lane's thread is placed above the node's other threads.
@@ -155,7 +185,8 @@ pub enum CpuSource {
     #[default]
     Process,
     /// Host-wide utilisation (`/proc/stat`): for a host dedicated to the node, where
-    /// any CPU contention hurts its viewers.
+    /// any CPU contention hurts its viewers. A node pinned to some cores (taskset,
+    /// cpuset) measures those cores only.
     Host,
     /// The busy share of the worker threads of the tokio runtime the monitor runs on:
     /// only this node's own work counts, which also makes it usable for a node that

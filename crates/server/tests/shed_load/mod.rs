@@ -524,7 +524,11 @@ async fn discard(s: &TcpStream, most: usize, scratch: &mut [u8]) -> Option<usize
     use std::os::fd::AsRawFd;
     let len = most.min(scratch.len()).max(1);
     let mut one = [0u8; 1];
-    let target: &mut [u8] = if scratch.is_empty() { &mut one } else { scratch };
+    let target: &mut [u8] = if scratch.is_empty() {
+        &mut one
+    } else {
+        scratch
+    };
     loop {
         s.readable().await.ok()?;
         let result = s.try_io(tokio::io::Interest::READABLE, || {
