@@ -387,22 +387,23 @@ async fn connection(
             }
         }
         let first = out.len();
+        // One answer's sample, finished at `done`; status 0 for a failure.
+        let sample = |(status, bytes, back_pressure): (u16, usize, bool), done: Duration| Sample {
+            class,
+            due,
+            sent,
+            latency: done.saturating_sub(due),
+            service: done.saturating_sub(sent),
+            status,
+            bytes,
+            back_pressure,
+        };
         let complete = match stream.as_mut() {
             Some(s) => tokio::time::timeout(plan.timeout, async {
                 s.write_all(batch).await.ok()?;
                 for _ in 0..depth {
-                    let (status, bytes, back_pressure) = answers.next(s).await?;
-                    let done = start.elapsed();
-                    out.push(Sample {
-                        class,
-                        due,
-                        sent,
-                        latency: done.saturating_sub(due),
-                        service: done.saturating_sub(sent),
-                        status,
-                        bytes,
-                        back_pressure,
-                    });
+                    let answer = answers.next(s).await?;
+                    out.push(sample(answer, start.elapsed()));
                 }
                 Some(())
             })
@@ -418,16 +419,7 @@ async fn connection(
             stream = None;
             let done = start.elapsed();
             for _ in out.len() - first..depth {
-                out.push(Sample {
-                    class,
-                    due,
-                    sent,
-                    latency: done.saturating_sub(due),
-                    service: done.saturating_sub(sent),
-                    status: 0,
-                    bytes: 0,
-                    back_pressure: false,
-                });
+                out.push(sample((0, 0, false), done));
             }
         }
     }
