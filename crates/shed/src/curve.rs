@@ -64,16 +64,6 @@ impl ShedCurve {
             1.0 - shed_share_in_band((t - t.floor()).clamp(0.0, 1.0))
         }
     }
-
-    /// Whether one request of this priority is admitted, given a uniform draw in
-    /// 0..1 (the threshold priority is admitted when the draw falls in its share).
-    pub fn admits(self, priority: Priority, level: OverloadLevel, draw: f64) -> bool {
-        match self.share(priority, level) {
-            s if s >= 1.0 => true,
-            s if s <= 0.0 => false,
-            s => draw < s,
-        }
-    }
 }
 
 /// The share of the threshold priority shed at position `f` (0..=1) of its band: `g`
@@ -170,8 +160,6 @@ mod tests {
         assert!((0.985..0.995).contains(&c.share(p(45), early)));
         assert_eq!(c.share(p(46), level), 1.0);
         assert_eq!(c.share(p(44), level), 0.0);
-        assert!(c.admits(p(45), level, 0.4));
-        assert!(!c.admits(p(45), level, 0.6));
         // Just below the next priority: almost all of 45 shed.
         let late = OverloadLevel::new((45.999f64 / 99.0).cbrt());
         assert!(c.share(p(45), late) < 0.01);

@@ -186,8 +186,9 @@ struct CpuSampler {
 impl CpuSampler {
     fn new(source: CpuSource) -> CpuSampler {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        let pinned = std::fs::read_to_string("/proc/thread-self/status")
-            .ok()
+        let pinned = (source == CpuSource::Host)
+            .then(|| std::fs::read_to_string("/proc/thread-self/status").ok())
+            .flatten()
             .and_then(|status| parse_cpus_allowed(&status))
             .filter(|cpus| {
                 let host = std::fs::read_to_string("/proc/stat").map_or(0, |text| {

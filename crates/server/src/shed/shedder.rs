@@ -396,7 +396,9 @@ impl Shedder {
         // requests spread by sequence number.
         let seed = facts.member.map_or(seq, |m| m.0);
         let level = self.level();
-        self.requested.insert(classified.priority.get());
+        if self.level_source == LevelSource::Cut {
+            self.requested.insert(classified.priority.get());
+        }
         let share = self.curve.share(classified.priority, level);
         if share < 1.0 && unit_draw(seq) >= share {
             stats.shed.fetch_add(1, Ordering::Relaxed);
