@@ -18,7 +18,13 @@
 //!    has of it at capacity, the rest DEGRADED and NON_CRITICAL 1:2, from devices that
 //!    ignore the back-pressure answer (a connection that falls behind skips what it
 //!    missed); shedding off, each level source, the connection pause, the priority
-//!    lane (`"realtime"`) and their combinations, the probe running throughout.
+//!    lane (`"realtime"`) and their combinations, the probe running throughout; and
+//!    the deployed configuration with the level held at 0 (what the flood's shape
+//!    and the lane cost when nothing is shed);
+//! 5. for the deployed configuration (cut, pause, lane), the node's **capacity for
+//!    the traffic it served**: each class paced at a multiple of its served rate over
+//!    the same connections, the highest multiple kept up with (goodput = 1 / it) — a
+//!    check of the per-class weights that needs none (`SHED_BENCH_SERVED=0` skips it).
 //!
 //! The generator costs less per request than the node, so one core offers it 4×:
 //! DEGRADED and beacon connections write [`PIPELINE`] requests at a time, and answer
@@ -87,7 +93,7 @@ tick_ms = 20
 );
 
 /// The same, with the cut controller (`level_source = "cut"`), its busy band raised
-/// from 0.8–0.9 to 0.92–0.97 so the node is used fully while CRITICAL has the lane, its
+/// from 0.8–0.9 to 0.96–0.99 so the node is used fully while CRITICAL has the lane, its
 /// delay target to 20 ms, its interval to 200 ms, and its
 /// CPU read from the node's core (`host` on a pinned node: worker, lane and the
 /// kernel's work there, where the runtime's busy share counts time the lane took).
@@ -99,8 +105,8 @@ violator_pause_ms = 0
 level_source = "cut"
 tick_ms = 20
 [cut]
-cpu_target = 0.97
-cpu_low = 0.92
+cpu_target = 0.99
+cpu_low = 0.96
 target_ms = 20.0
 interval_ms = 200
 "#,
@@ -186,6 +192,9 @@ fn classes(mix: Mix, shares: [f64; 3]) -> Vec<Class> {
 }
 
 const MIX_SHARES: [f64; 3] = [0.1, 0.3, 0.6];
+
+/// The overload run with the deployed settings but the level held at 0.
+const LANE_NOTHING_SHED: &str = "pause + lane, nothing shed";
 
 /// Requests a DEGRADED or NON_CRITICAL (beacon) connection of the generator writes
 /// together (HTTP/1.1 pipelining), so one core can offer the node 4× what it serves;
@@ -355,6 +364,64 @@ fn ok_per_second(reports: &[ClassReport], seconds: f64) -> (f64, f64) {
         .sum::<f64>()
         / seconds;
     (ok, bytes)
+}
+
+/// The node's capacity for the traffic it served in an overload run: the highest
+/// multiple of each class's served rate, paced over the run's own connections
+/// (`plan`), that the node keeps up with (every class ≥ 97 % answered) when
+/// configured as `deployed` with the level held at 0. Goodput is then 1 / that
+/// multiple of the capacity for the same traffic: what shedding and the overload cost
+/// in the node's work, whatever mix the priorities chose.
+fn served_mix_capacity(
+    deployed: &ShedSettings,
+    segment_bytes: usize,
+    plan: &Plan,
+    served: &[ClassReport],
+    seconds: f64,
+) -> Option<f64> {
+    let per_class = plan.connections_per_class();
+    let paced = |multiple: f64| Plan {
+        classes: plan
+            .classes
+            .iter()
+            .zip(served)
+            .zip(&per_class)
+            .map(|((class, r), &n)| {
+                let rate = r.ok_done_in_window as f64 / seconds * multiple;
+                class.clone().paced_at(rate / n.max(1) as f64)
+            })
+            .collect(),
+        rate_per_connection: Some(1.0),
+        duration: Duration::from_secs(5),
+        skip_missed: false,
+        ..plan.clone()
+    };
+    let mut best = None;
+    let mut multiple: f64 = 1.0;
+    let mut going_up = None;
+    loop {
+        let trial = paced(multiple);
+        let (reports, trace, _) = run(true, deployed, segment_bytes, &trial, None);
+        let window = 4.0;
+        let kept = reports.iter().zip(served).all(|(r, s)| {
+            r.ok_done_in_window as f64
+                >= 0.97 * s.ok_done_in_window as f64 / seconds * multiple * window
+        });
+        println!(
+            "    the served traffic paced at {:.2}x over the same connections, nothing shed: node CPU busy {:.0} %{}",
+            multiple,
+            trace.cpu.unwrap_or(f64::NAN) * 100.0,
+            if kept { ": kept up" } else { ": fell behind" }
+        );
+        if kept {
+            best = Some(multiple);
+        }
+        match (going_up.get_or_insert(kept), kept) {
+            (true, true) if multiple < 2.0 => multiple += 0.05,
+            (false, false) if multiple > 0.5 => multiple -= 0.05,
+            _ => return best,
+        }
+    }
 }
 
 fn bench(mix: Mix, segment_kib: usize, runs: &str) {
@@ -549,6 +616,9 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         ("cut + lane", lane(&cut)),
         ("feedback + pause + lane", lane(&pause(&controlled))),
         ("cut + pause + lane", lane(&pause(&cut))),
+        // The deployed configuration with the level held at 0: what the overload's
+        // shape and the lane cost the node when nothing is shed.
+        (LANE_NOTHING_SHED, deployed.clone()),
     ] {
         if !source.contains(runs) {
             continue;
@@ -561,7 +631,13 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             timeout: Duration::from_secs(5),
             skip_missed: true,
         };
-        let (over, trace, probe) = run(false, &settings, segment_bytes, &plan, Some(&probe_plan));
+        let (over, trace, probe) = run(
+            source == LANE_NOTHING_SHED,
+            &settings,
+            segment_bytes,
+            &plan,
+            Some(&probe_plan),
+        );
         let probe = probe.expect("probe ran");
         print(
             &format!(
@@ -620,6 +696,18 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             goodput_bytes / 1e6,
             goodput_bytes / capacity_bytes.max(1.0) * 100.0
         );
+        // For the deployed configuration only (each trial is a 5-s run); off with
+        // SHED_BENCH_SERVED=0.
+        let served_capacity = (source == "cut + pause + lane"
+            && std::env::var("SHED_BENCH_SERVED").as_deref() != Ok("0"))
+        .then(|| served_mix_capacity(&deployed, segment_bytes, &plan, &over, seconds))
+        .flatten();
+        if let Some(multiple) = served_capacity {
+            println!(
+                "    goodput: {:.1} % of the node's capacity for the traffic it served (kept up with {multiple:.2}x of it)",
+                100.0 / multiple
+            );
+        }
     }
 }
 

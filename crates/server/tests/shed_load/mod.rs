@@ -215,6 +215,10 @@ pub struct Class {
     /// answer, as a player does. Deeper batches cost the generator fewer system calls
     /// per request, so one core can offer a node several times what it can serve.
     pub pipeline: usize,
+    /// Its connections' pace as a multiple of the plan's `rate_per_connection` (1 by
+    /// default), so a plan can pace each class at a rate of its own over the same
+    /// connections.
+    pub rate_scale: f64,
 }
 
 impl Class {
@@ -225,6 +229,7 @@ impl Class {
             request: request("GET", path, headers, b""),
             share,
             pipeline: 1,
+            rate_scale: 1.0,
         }
     }
 
@@ -241,6 +246,15 @@ impl Class {
             request: request("POST", path, headers, body),
             share,
             pipeline: 1,
+            rate_scale: 1.0,
+        }
+    }
+
+    /// The same class, its connections paced at `scale` times the plan's rate.
+    pub fn paced_at(self, scale: f64) -> Class {
+        Class {
+            rate_scale: scale,
+            ..self
         }
     }
 
@@ -308,6 +322,17 @@ pub struct Plan {
     pub skip_missed: bool,
 }
 
+impl Plan {
+    /// How many of the plan's connections each class has.
+    pub fn connections_per_class(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.classes.len()];
+        for i in 0..self.connections {
+            counts[class_of(i, self.connections, &self.classes)] += 1;
+        }
+        counts
+    }
+}
+
 /// The class of connection `i` of `n`: contiguous blocks by cumulative share.
 fn class_of(i: usize, n: usize, classes: &[Class]) -> usize {
     let total: f64 = classes.iter().map(|c| c.share).sum();
@@ -334,7 +359,7 @@ pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
             .repeat(plan.classes[class].pipeline.max(1));
         let plan = plan.clone();
         // Spread the first requests over one period so connections do not move in step.
-        let offset = plan.rate_per_connection.map_or(Duration::ZERO, |r| {
+        let offset = rate_of(&plan, class).map_or(Duration::ZERO, |r| {
             Duration::from_secs_f64(i as f64 / plan.connections as f64 / r)
         });
         tasks.spawn(async move { connection(addr, class, &batch, &plan, start, offset).await });
@@ -346,6 +371,12 @@ pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
     samples
 }
 
+/// Requests per second of one connection of class `class`; `None`: back to back.
+fn rate_of(plan: &Plan, class: usize) -> Option<f64> {
+    plan.rate_per_connection
+        .map(|r| r * plan.classes[class].rate_scale)
+}
+
 async fn connection(
     addr: SocketAddr,
     class: usize,
@@ -355,17 +386,18 @@ async fn connection(
     offset: Duration,
 ) -> Vec<Sample> {
     let depth = plan.classes[class].pipeline.max(1);
+    let rate_per_connection = rate_of(plan, class);
     let mut out = Vec::new();
     let mut stream: Option<TcpStream> = None;
     let mut answers = AnswerReader::default();
     let mut k = 0u32;
     loop {
         let period = |rate: f64| depth as f64 / rate;
-        if let (Some(rate), true) = (plan.rate_per_connection, plan.skip_missed) {
+        if let (Some(rate), true) = (rate_per_connection, plan.skip_missed) {
             let now = start.elapsed().saturating_sub(offset).as_secs_f64();
             k = k.max((now / period(rate)).floor() as u32);
         }
-        let due = match plan.rate_per_connection {
+        let due = match rate_per_connection {
             Some(rate) => offset + Duration::from_secs_f64(f64::from(k) * period(rate)),
             None => start.elapsed(),
         };
@@ -375,7 +407,7 @@ async fn connection(
             break;
         }
         k += 1;
-        if plan.rate_per_connection.is_some() {
+        if rate_per_connection.is_some() {
             tokio::time::sleep_until(start + due).await;
         }
         let sent = start.elapsed();
