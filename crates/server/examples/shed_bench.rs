@@ -49,7 +49,8 @@ use std::time::Duration;
 use server::shed::{LanePriority, ShedSettings};
 use shed::OverloadLevel;
 use shed_load::{
-    drive, pin_current_thread, report, start_node_on, Class, ClassReport, Plan, SEGMENT_PATH,
+    drive, node_cpu_time, pin_current_thread, report, start_node_on, thread_cpu_time, Class,
+    ClassReport, Plan, SEGMENT_PATH,
 };
 
 /// The route table re-ranked so each class is what it is named: media playlists
@@ -137,6 +138,10 @@ struct LevelTrace {
     /// Busy share of the node's CPU over the run (its worker, the lane, the probe
     /// and the kernel's work there), from `/proc/stat`; `None` when not pinned.
     cpu: Option<f64>,
+    /// Busy shares of the node's CPU taken by its runtime worker and by its priority
+    /// lane over the run.
+    worker: f64,
+    lane: f64,
 }
 
 /// The counters of one CPU's line (`cpuN`) of `/proc/stat`.
@@ -192,6 +197,9 @@ fn classes(mix: Mix, shares: [f64; 3]) -> Vec<Class> {
 }
 
 const MIX_SHARES: [f64; 3] = [0.1, 0.3, 0.6];
+
+/// The name of the priority lane's thread.
+const LANE_THREAD: &str = "http-lane";
 
 /// The overload run with the deployed settings but the level held at 0.
 const LANE_NOTHING_SHED: &str = "pause + lane, nothing shed";
@@ -293,8 +301,13 @@ fn run(
         pin_current_thread(cpu);
     }
     let cpu_before = pins.and_then(|(node, _)| cpu_times(node));
+    let threads_before = (node_cpu_time(), thread_cpu_time(LANE_THREAD));
+    let started = std::time::Instant::now();
     let samples = generator.block_on(drive(node.addr, plan));
     let cpu_after = pins.and_then(|(node, _)| cpu_times(node));
+    let elapsed = started.elapsed().as_secs_f64();
+    let worker = (node_cpu_time() - threads_before.0).as_secs_f64() / elapsed;
+    let lane = (thread_cpu_time(LANE_THREAD) - threads_before.1).as_secs_f64() / elapsed;
     let probe = probe.map(|p| p.join().expect("probe"));
     done.store(true, Ordering::Relaxed);
     let levels = sampler.join().expect("level sampler");
@@ -311,6 +324,8 @@ fn run(
         cpu: cpu_before
             .zip(cpu_after)
             .and_then(|(b, a)| server::shed::overload::utilisation(b, a)),
+        worker,
+        lane,
     };
     // Skip the first second (connections opening, overload level rising).
     let reports = report(
@@ -543,11 +558,14 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             .all(|(r, share)| r.ok_done_in_window as f64 >= 0.97 * rate * share * seconds);
         let (ok, bytes) = ok_per_second(&reports, seconds);
         println!(
-            "  the mix paced at {rate:.0} req/s ({:.0} % of its peak) over {connections} connections, nothing shed: {ok:.0} req/s answered, {:.1} MB/s, served work {:.2}, node CPU busy {:.0} %{}",
+            "  the mix paced at {rate:.0} req/s ({:.0} % of its peak) over {connections} connections, nothing shed: {ok:.0} req/s answered, {:.1} MB/s, served work {:.2}, node CPU busy {:.0} % (worker {:.0} %, lane {:.0} % = {:.0} µs per CRITICAL request){}",
             fraction * 100.0,
             bytes / 1e6,
             work(&reports, seconds),
             trace.cpu.unwrap_or(f64::NAN) * 100.0,
+            trace.worker * 100.0,
+            trace.lane * 100.0,
+            trace.lane / (reports[0].ok_done_in_window as f64 / seconds).max(1.0) * 1e6,
             if kept { ": kept up" } else { ": fell behind" }
         );
         let going_up = fraction > 1.0 || (fraction == 1.0 && kept);
@@ -664,6 +682,13 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             trace.mean_threshold,
             trace.busy * 100.0,
             trace.cpu.unwrap_or(f64::NAN) * 100.0
+        );
+        let laned = (over[0].ok_done_in_window + probe.ok_done_in_window) as f64 / seconds;
+        println!(
+            "    node CPU by thread: worker {:.0} %, lane {:.0} % ({:.0} µs per CRITICAL request served, flood and probe)",
+            trace.worker * 100.0,
+            trace.lane * 100.0,
+            trace.lane / laned.max(1.0) * 1e6
         );
         println!(
             "    CRITICAL success: {:.3} % in the flood, {:.3} % of the viewer probe (goal >= 99.9 %)",

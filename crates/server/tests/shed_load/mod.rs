@@ -32,31 +32,35 @@ pub const SEGMENT_PATH: &str = "/s/seg-12.ts";
 pub const NODE_THREAD: &str = "brdyun-node";
 
 /// CPU time (user + system) spent so far by this process's threads named
-/// [`NODE_THREAD`], from `/proc/self/task/*/stat`; zero where that is unreadable.
+/// [`NODE_THREAD`]; zero where that is unreadable.
 pub fn node_cpu_time() -> Duration {
-    let ticks_per_second = 100.0; // USER_HZ on Linux
-    let mut ticks = 0u64;
+    thread_cpu_time(NODE_THREAD)
+}
+
+/// CPU time spent so far by this process's threads named `name` (`http-lane` for the
+/// priority lane), from `/proc/self/task/*/schedstat` (nanoseconds); zero where that
+/// is unreadable.
+pub fn thread_cpu_time(name: &str) -> Duration {
+    let mut nanos = 0u64;
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Duration::ZERO;
     };
     for task in tasks.flatten() {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            continue;
-        };
-        // "tid (comm) state ..." — comm may hold spaces, so split at the last ')'.
-        let Some((head, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        if !head.ends_with(NODE_THREAD) {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
             continue;
         }
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the comm.
-        let utime: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0);
-        let stime: u64 = fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-        ticks += utime + stime;
+        // "time on CPU (ns)  time waiting (ns)  timeslices".
+        let Ok(schedstat) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        nanos += schedstat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
     }
-    Duration::from_secs_f64(ticks as f64 / ticks_per_second)
+    Duration::from_nanos(nanos)
 }
 
 /// A node running on its own runtime thread until dropped.
