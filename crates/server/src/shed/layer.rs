@@ -265,11 +265,7 @@ where
                 let mut held_until = None;
                 if injected_by.is_none() && !experiment {
                     if let Some(gate) = request.extensions().get::<Arc<ConnectionGate>>() {
-                        let max_pause = if partial {
-                            self.shedder.marginal_pause()
-                        } else {
-                            self.shedder.violator_pause()
-                        };
+                        let max_pause = self.shedder.pause_for(partial);
                         if gate.refused(facts.route, classified.bucket, advice, max_pause) {
                             self.shedder.count_pause();
                             held_until = gate.paused_until();

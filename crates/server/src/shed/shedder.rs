@@ -253,6 +253,24 @@ impl Shedder {
         self.marginal_pause
     }
 
+    /// The longest pause for one breach: [`Shedder::marginal_pause`] after a refusal
+    /// at the margin (`partial`), [`Shedder::violator_pause`] otherwise, spread evenly
+    /// over its upper half, so connections paused together (one flood, one spike) do
+    /// not come back together and swing the node between idle and full.
+    pub fn pause_for(&self, partial: bool) -> Duration {
+        let longest = if partial {
+            self.marginal_pause
+        } else {
+            self.violator_pause
+        };
+        let seq = self.next_request.load(Ordering::Relaxed)
+            ^ self
+                .connection_pauses
+                .load(Ordering::Relaxed)
+                .rotate_left(32);
+        longest.mul_f64(0.5 + 0.5 * unit_draw(seq))
+    }
+
     /// Where connections opening with a CRITICAL request are served
     /// (`[shedding] priority_lane`).
     pub fn priority_lane(&self) -> LanePriority {
@@ -656,6 +674,27 @@ impl Shedder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pauses spread over the upper half of their maximum, so paused connections come
+    /// back at different times.
+    #[test]
+    fn pauses_spread_over_the_upper_half_of_their_maximum() {
+        let shedder = Shedder::new(&ShedSettings::default()).expect("settings");
+        let (mut shortest, mut longest) = (Duration::MAX, Duration::ZERO);
+        for _ in 0..500 {
+            let pause = shedder.pause_for(false);
+            shedder.count_pause();
+            assert!(
+                (Duration::from_millis(500)..=Duration::from_millis(1000)).contains(&pause),
+                "{pause:?}"
+            );
+            shortest = shortest.min(pause);
+            longest = longest.max(pause);
+            let marginal = shedder.pause_for(true);
+            assert!((Duration::from_millis(50)..=Duration::from_millis(100)).contains(&marginal));
+        }
+        assert!(shortest < Duration::from_millis(550) && longest > Duration::from_millis(950));
+    }
 
     #[test]
     fn a_suspension_resets_the_limit_and_its_stale_latencies_are_ignored() {
