@@ -240,23 +240,12 @@ impl Shedder {
         &self.experiments
     }
 
-    /// Longest pause of a connection that broke the device contract
-    /// (`[shedding] violator_pause_ms`; zero never pauses).
-    pub fn violator_pause(&self) -> Duration {
-        self.violator_pause
-    }
-
-    /// Longest pause of a connection that broke the device contract after a refusal
-    /// at the margin (`[shedding] marginal_pause_ms`): short, so holding part of a
-    /// class stays in step with the level instead of emptying the node for a second.
-    pub fn marginal_pause(&self) -> Duration {
-        self.marginal_pause
-    }
-
-    /// The longest pause for one breach: [`Shedder::marginal_pause`] after a refusal
-    /// at the margin (`partial`), [`Shedder::violator_pause`] otherwise, spread evenly
-    /// over its upper half, so connections paused together (one flood, one spike) do
-    /// not come back together and swing the node between idle and full.
+    /// The longest pause for one breach of the device contract: `[shedding]
+    /// marginal_pause_ms` after a refusal at the margin (`partial`), short so holding
+    /// part of a class stays in step with the level; `violator_pause_ms` otherwise
+    /// (zero never pauses). Drawn evenly from the upper half of that setting, so
+    /// connections paused together (one flood, one spike) do not come back together
+    /// and swing the node between idle and full.
     pub fn pause_for(&self, partial: bool) -> Duration {
         let longest = if partial {
             self.marginal_pause
