@@ -42,18 +42,20 @@ score = 45
 
 #[test]
 fn critical_keeps_succeeding_while_lower_priorities_are_shed_first() {
-    past_capacity(SETTINGS, true);
+    past_capacity(SETTINGS, true, 0.5);
 }
 
 #[test]
 fn the_cut_controller_keeps_the_same_order() {
     // Shedding NON_CRITICAL, in part or whole, may be all this flood needs: the cut
-    // then never reaches DEGRADED.
-    past_capacity(CUT, false);
+    // then never reaches DEGRADED. It sheds only the share the flood needs, which
+    // depends on the machine (36-100 % of NON_CRITICAL seen).
+    past_capacity(CUT, false, 0.2);
 }
 
-/// Drives the node past capacity; `degraded_shed`: DEGRADED must be shed too.
-fn past_capacity(toml_settings: &str, degraded_shed: bool) {
+/// Drives the node past capacity; `degraded_shed`: DEGRADED must be shed too;
+/// `nc_shed`: the least share of NON_CRITICAL shed that shows the node was overloaded.
+fn past_capacity(toml_settings: &str, degraded_shed: bool, nc_shed: f64) {
     let settings: ShedSettings = toml::from_str(toml_settings).expect("valid [shedding]");
     let node = start_node(&settings, 1, 32 * 1024);
     let member = [
@@ -117,8 +119,8 @@ fn past_capacity(toml_settings: &str, degraded_shed: bool) {
         "the generator ran"
     );
     assert!(
-        nc.shed_share() > 0.5,
-        "the node was driven past capacity: NON_CRITICAL mostly shed ({:.3})",
+        nc.shed_share() > nc_shed,
+        "the node was driven past capacity: NON_CRITICAL shed {:.3} > {nc_shed}",
         nc.shed_share()
     );
     assert!(
