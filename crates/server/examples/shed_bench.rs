@@ -411,12 +411,8 @@ fn served_mix_capacity(
         skip_missed: false,
         ..plan.clone()
     };
-    let mut best = None;
-    let mut multiple: f64 = 1.0;
-    let mut going_up = None;
-    loop {
-        let trial = paced(multiple);
-        let (reports, trace, _) = run(true, deployed, segment_bytes, &trial, None);
+    highest_kept(0.05, 0.05, 0.5, 2.0, |multiple| {
+        let (reports, trace, _) = run(true, deployed, segment_bytes, &paced(multiple), None);
         let window = 4.0;
         let kept = reports.iter().zip(served).all(|(r, s)| {
             r.ok_done_in_window as f64
@@ -428,12 +424,33 @@ fn served_mix_capacity(
             trace.cpu.unwrap_or(f64::NAN) * 100.0,
             if kept { ": kept up" } else { ": fell behind" }
         );
-        if kept {
-            best = Some(multiple);
+        kept.then_some(())
+    })
+    .map(|(multiple, ())| multiple)
+}
+
+/// The highest multiple a `trial` keeps up with (returns `Some`), searched from 1: up in
+/// steps of `up` while it keeps up (below `ceiling`), or down in steps of `down` until
+/// it does (above `floor`); with what that trial returned.
+fn highest_kept<T>(
+    up: f64,
+    down: f64,
+    floor: f64,
+    ceiling: f64,
+    mut trial: impl FnMut(f64) -> Option<T>,
+) -> Option<(f64, T)> {
+    let mut best = None;
+    let mut multiple = 1.0;
+    let mut going_up = None;
+    loop {
+        let outcome = trial(multiple);
+        let kept = outcome.is_some();
+        if let Some(value) = outcome {
+            best = Some((multiple, value));
         }
-        match (going_up.get_or_insert(kept), kept) {
-            (true, true) if multiple < 2.0 => multiple += 0.05,
-            (false, false) if multiple > 0.5 => multiple -= 0.05,
+        match (*going_up.get_or_insert(kept), kept) {
+            (true, true) if multiple < ceiling => multiple += up,
+            (false, false) if multiple > floor => multiple -= down,
             _ => return best,
         }
     }
@@ -534,13 +551,8 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(400);
-    let mut sustained = None;
     // From the peak down until it keeps up, or up while it does.
-    let mut fractions = vec![1.0];
-    let mut k = 0;
-    while k < fractions.len() {
-        let fraction: f64 = fractions[k];
-        k += 1;
+    let sustained = highest_kept(0.1, 0.05, 0.3, 2.0, |fraction| {
         let rate = peak * fraction;
         let plan = Plan {
             classes: classes(mix, MIX_SHARES),
@@ -568,16 +580,9 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             trace.lane / (reports[0].ok_done_in_window as f64 / seconds).max(1.0) * 1e6,
             if kept { ": kept up" } else { ": fell behind" }
         );
-        let going_up = fraction > 1.0 || (fraction == 1.0 && kept);
-        if kept {
-            sustained = Some((ok, bytes, work(&reports, seconds)));
-        }
-        match (going_up, kept) {
-            (true, true) if fraction < 2.0 => fractions.push(fraction + 0.1),
-            (false, false) if fraction > 0.3 => fractions.push(fraction - 0.05),
-            _ => {}
-        }
-    }
+        kept.then(|| (ok, bytes, work(&reports, seconds)))
+    })
+    .map(|(_, sustained)| sustained);
     let (capacity, capacity_bytes, capacity_work) =
         sustained.expect("the node keeps up with 30 % of its peak");
     println!(
