@@ -7,7 +7,7 @@
 //! controller instead asks one question — *does the admitted work fit?* — and
 //! integrates the answer. Two signals say "no": the runtime's queueing delay (how late
 //! a task that became ready is run) above `target_ms`, or the node's busy share above
-//! `cpu_target`. Like CoDel, it judges the **smallest** value seen over an interval
+//! `cpu_target` (unless that is 1: then only the delay). Like CoDel, it judges the **smallest** value seen over an interval
 //! (default 100 ms), so a burst, or a neighbour taking the core for a time slice, does
 //! not count; a standing queue or a saturated worker does.
 //!
@@ -48,7 +48,10 @@ pub struct LevelControlConfig {
     pub fall_per_second: f64,
     /// The window (ms) whose smallest delay is judged; one step per window.
     pub interval_ms: u64,
-    /// Busy share (0..=1) of the node above which the level rises.
+    /// Busy share (0..=1) of the node above which the level rises. `1` turns the CPU
+    /// signal off for rising: a saturated core whose admitted work waits less than
+    /// `target_ms` is used fully, not overloaded (the excess waits in the devices'
+    /// sockets, held back by TCP), and only the delay raises the level.
     pub cpu_target: f64,
     /// The level falls only while the busy share is below this (and the delay low).
     pub cpu_low: f64,
@@ -103,11 +106,11 @@ impl LevelControlConfig {
         positive("target_ms", self.target_ms)?;
         positive("rise_per_second", self.rise_per_second)?;
         positive("fall_per_second", self.fall_per_second)?;
-        if !(self.cpu_low > 0.0 && self.cpu_low < self.cpu_target && self.cpu_target < 1.0) {
+        if !(self.cpu_low > 0.0 && self.cpu_low < self.cpu_target && self.cpu_target <= 1.0) {
             return Err(ConfigError::OutOfRange {
                 key: "cpu_target",
                 value: self.cpu_target,
-                expected: "0 < cpu_low < cpu_target < 1",
+                expected: "0 < cpu_low < cpu_target <= 1",
             });
         }
         if self.interval_ms == 0 {
@@ -125,6 +128,18 @@ impl LevelControlConfig {
             });
         }
         Ok(())
+    }
+}
+
+impl LevelControlConfig {
+    /// The busy share that counts as one unit of `over`: `1 − cpu_target`, or
+    /// `1 − cpu_low` when `cpu_target` is 1 (a saturated core is not over by itself).
+    fn cpu_span(&self) -> f64 {
+        if self.cpu_target < 1.0 {
+            1.0 - self.cpu_target
+        } else {
+            1.0 - self.cpu_low
+        }
     }
 }
 
@@ -178,12 +193,17 @@ impl FitJudge {
         let c = &self.cfg;
         let dt = elapsed.as_secs_f64();
         let delay_ms = delay.as_secs_f64() * 1000.0;
-        let over = (delay_ms / c.target_ms - 1.0).max((cpu - c.cpu_target) / (1.0 - c.cpu_target));
+        let over_delay = delay_ms / c.target_ms - 1.0;
+        let over = if c.cpu_target < 1.0 {
+            over_delay.max((cpu - c.cpu_target) / c.cpu_span())
+        } else {
+            over_delay
+        };
         Some(if over > 0.0 {
             Fit::Over { over, dt }
         } else if delay_ms < c.target_ms * c.low_fraction && cpu < c.cpu_low {
             Fit::Room {
-                under: (c.cpu_low - cpu) / (1.0 - c.cpu_target),
+                under: (c.cpu_low - cpu) / c.cpu_span(),
                 dt,
             }
         } else {
@@ -266,6 +286,36 @@ mod tests {
         } else {
             Duration::from_secs_f64(0.002 * load / (1.0 - load))
         }
+    }
+
+    #[test]
+    fn with_cpu_target_one_a_saturated_core_rises_only_on_delay() {
+        let cfg = LevelControlConfig {
+            cpu_target: 1.0,
+            cpu_low: 0.96,
+            target_ms: 20.0,
+            ..LevelControlConfig::default()
+        };
+        let mut judge = FitJudge::new(cfg.clone()).expect("valid");
+        judge.judge(ms(1), 1.0, ms(0));
+        // Saturated, short queue: used fully, hold.
+        assert_eq!(judge.judge(ms(5), 1.0, ms(100)), Some(Fit::Fits));
+        // Saturated, the queue past the target: over, by the delay alone.
+        assert_eq!(
+            judge.judge(ms(30), 1.0, ms(200)),
+            Some(Fit::Over { over: 0.5, dt: 0.1 })
+        );
+        // Idle enough, short queue: room, counted in shares of 1 − cpu_low.
+        match judge.judge(ms(1), 0.92, ms(300)) {
+            Some(Fit::Room { under, .. }) => assert!((under - 1.0).abs() < 1e-9, "{under}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(LevelControlConfig {
+            cpu_target: 1.01,
+            ..cfg
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]

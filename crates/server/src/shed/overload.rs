@@ -320,6 +320,42 @@ async fn probe_queue_delay() -> Duration {
         .unwrap_or_default()
 }
 
+/// Measures the wait of a socket that turns readable: the probe sends itself one
+/// datagram and times how long the runtime takes to poll the task waiting for it.
+/// Readiness reaches a task the way a request reaches its connection (through the
+/// I/O driver, queued behind the tasks already ready), so under a flood held back by
+/// TCP this reads the wait every request sees, where a timer's lateness does not: the
+/// runtime runs the task a timer wakes next, ahead of the queue.
+struct ReadinessProbe {
+    send: tokio::net::UnixDatagram,
+    recv: tokio::net::UnixDatagram,
+}
+
+impl ReadinessProbe {
+    /// `None` where a socket pair cannot be made (then only timers are probed).
+    fn new() -> Option<ReadinessProbe> {
+        tokio::net::UnixDatagram::pair()
+            .map(|(send, recv)| ReadinessProbe { send, recv })
+            .map_err(|error| tracing::warn!(%error, "no readiness probe for the queueing delay"))
+            .ok()
+    }
+
+    /// The wait of one datagram, at most `limit` (a lost wake reads as `limit`).
+    async fn wait(&self, limit: Duration) -> Duration {
+        let mut buf = [0u8; 8];
+        // Drain what an earlier timed-out probe left, so readiness starts cleared.
+        while self.recv.try_recv(&mut buf).is_ok() {}
+        let sent = Instant::now();
+        if self.send.try_send(&[1]).is_err() {
+            return Duration::ZERO;
+        }
+        match tokio::time::timeout(limit, self.recv.recv(&mut buf)).await {
+            Ok(_) => sent.elapsed(),
+            Err(_) => limit,
+        }
+    }
+}
+
 impl Shedder {
     /// Runs the overload monitor until `shutdown` completes: every `tick_ms` it
     /// recomputes and publishes the overload level and drops expired fault rules; every
@@ -365,6 +401,7 @@ impl Shedder {
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut sampler = CpuSampler::new(self.cpu_source);
         let mut suspensions = SuspensionDetector::default();
+        let readiness = ReadinessProbe::new();
         let mut last_cpu_at = Instant::now();
         let mut cpu = 0.0;
         tokio::pin!(shutdown);
@@ -391,7 +428,15 @@ impl Shedder {
                 }
                 last_cpu_at = Instant::now();
             }
-            let queue_delay = probe_queue_delay().await.max(late);
+            let waited = match &readiness {
+                Some(probe) => {
+                    probe
+                        .wait(self.tick_period.max(Duration::from_millis(100)))
+                        .await
+                }
+                None => Duration::ZERO,
+            };
+            let queue_delay = probe_queue_delay().await.max(late).max(waited);
             let inputs = OverloadInputs {
                 cpu,
                 in_flight: self.in_flight(),
@@ -441,6 +486,46 @@ mod tests {
         assert!(!is_suspension(s(5), Duration::from_millis(5250), 260));
         // Small lateness is never a suspension.
         assert!(!is_suspension(Duration::from_millis(900), s(1), 0));
+    }
+
+    /// Ready tasks that each hold the worker for 2 ms per poll, as a flood's
+    /// connections do: a socket turning readable waits behind all of them, and the
+    /// readiness probe reads that wait where the timer's lateness reads little of it.
+    #[test]
+    fn the_readiness_probe_reads_the_wait_behind_ready_tasks() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let waited = runtime.block_on(async {
+            let probe = ReadinessProbe::new().expect("a socket pair");
+            let idle = probe.wait(Duration::from_secs(1)).await;
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for _ in 0..20 {
+                let stop = Arc::clone(&stop);
+                tokio::spawn(async move {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let until = std::time::Instant::now() + Duration::from_millis(2);
+                        while std::time::Instant::now() < until {
+                            std::hint::spin_loop();
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let mut busy = Duration::ZERO;
+            for _ in 0..5 {
+                busy = busy.max(probe.wait(Duration::from_secs(1)).await);
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (idle, busy)
+        });
+        let (idle, busy) = waited;
+        // 20 tasks × 2 ms: a full round is 40 ms; the probe waits behind most of it.
+        assert!(busy >= Duration::from_millis(20), "busy wait {busy:?}");
+        assert!(idle < busy, "idle {idle:?} vs busy {busy:?}");
     }
 
     #[test]
