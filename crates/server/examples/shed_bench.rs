@@ -28,7 +28,10 @@
 //!
 //! The generator costs less per request than the node, so one core offers it 4×:
 //! DEGRADED and beacon connections write [`PIPELINE`] requests at a time, and answer
-//! bodies are dropped in the kernel (`MSG_TRUNC`). The node (one runtime worker) and
+//! bodies are dropped in the kernel (`MSG_TRUNC`). The generator busy-polls: on
+//! loopback the node's CPU delivers each answer into the generator's socket, and
+//! waking a generator asleep in `epoll_wait` is a cross-CPU interrupt the node would
+//! pay, more often the less it sends. The node (one runtime worker) and
 //! the probe are pinned to CPU 0, the generator (one thread) to CPU 1, with `taskset`
 //! on the thread ids; on a one-core machine nothing is pinned.
 //!
@@ -95,7 +98,7 @@ tick_ms = 20
 
 /// The same, with the cut controller (`level_source = "cut"`) judging by the queueing
 /// delay alone (`cpu_target = 1`: a saturated core whose admitted requests wait less
-/// than 20 ms is used fully, and the excess waits in the devices' sockets), falling
+/// than 30 ms is used fully, and the excess waits in the devices' sockets), falling
 /// when its core (`host` on a pinned node: worker, lane and the kernel's work there)
 /// is below 96 % busy, every 200 ms.
 const CUT: &str = concat!(
@@ -108,11 +111,17 @@ tick_ms = 20
 [cut]
 cpu_target = 1.0
 cpu_low = 0.96
-target_ms = 20.0
+target_ms = 30.0
 interval_ms = 200
 "#,
     reranked!()
 );
+
+/// The deployed run with the cut's delay target at [`TIGHT_TARGET_MS`].
+const CUT_TIGHT: &str = "cut + pause + lane, 15 ms wait";
+
+/// The tighter delay target of [`CUT_TIGHT`].
+const TIGHT_TARGET_MS: f64 = 15.0;
 
 /// CPUs for the node and the generator, when there are two to separate.
 /// Read once, before any thread is pinned (a pinned thread sees one CPU).
@@ -475,6 +484,9 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
     let pressure: ShedSettings = toml::from_str(SETTINGS).expect("valid settings");
     let controlled: ShedSettings = toml::from_str(CONTROLLED).expect("valid settings");
     let cut: ShedSettings = toml::from_str(CUT).expect("valid settings");
+    // The cut with a tighter wait for admitted requests: it sheds to hold it.
+    let mut cut_tight = cut.clone();
+    cut_tight.cut.target_ms = TIGHT_TARGET_MS;
     let off = ShedSettings {
         enabled: false,
         ..pressure.clone()
@@ -653,6 +665,7 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         ("cut + lane", lane(&cut)),
         ("feedback + pause + lane", lane(&pause(&controlled))),
         ("cut + pause + lane", lane(&pause(&cut))),
+        (CUT_TIGHT, lane(&pause(&cut_tight))),
         // The deployed configuration with the level held at 0: what the overload's
         // shape and the lane cost the node when nothing is shed.
         (LANE_NOTHING_SHED, deployed.clone()),
