@@ -410,9 +410,9 @@ impl Shedder {
                 () = &mut shutdown => break,
                 at = ticker.tick() => at,
             };
-            // How late this tick runs is how long a task that became ready waited for
-            // a worker: the queueing delay every request sees. (A spawned probe can
-            // under-read it: the runtime runs a task spawned by a worker next.)
+            // How late this tick runs: a floor of the queueing delay (the runtime runs
+            // the task a timer wakes ahead of the queue; the readiness probe below
+            // reads the wait behind it), and the sign of a suspension.
             let mut late = scheduled.elapsed();
             if suspensions.check(late) {
                 tracing::warn!(
