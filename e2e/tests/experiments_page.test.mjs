@@ -15,6 +15,13 @@ let demo;
 let browser;
 
 /** Sheds the DEGRADED range (30-59) for 10 % of browser members; 10 % control. */
+/** A daily start half a day from now: never inside its 45-minute window while the test
+ * runs, so the node's scheduler never starts a run the test means to start itself. */
+function farFromNow() {
+  const at = new Date(Date.now() + 12 * 3600 * 1000);
+  return `${String(at.getUTCHours()).padStart(2, '0')}:${String(at.getUTCMinutes()).padStart(2, '0')}`;
+}
+
 function definition(id) {
   return {
     id,
@@ -23,7 +30,7 @@ function definition(id) {
     experiment_share_bp: 1000,
     duration_minutes: 45,
     devices: ['browser'],
-    schedule: { daily_at: '03:00' },
+    schedule: { daily_at: farFromNow() },
     verdict: { alpha: 0.05, min_samples: 10, min_relative_change: 0.1 },
   };
 }
