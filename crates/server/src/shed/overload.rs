@@ -498,29 +498,34 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
+        // The probe runs in a task on the worker, as the monitor does.
         let waited = runtime.block_on(async {
-            let probe = ReadinessProbe::new().expect("a socket pair");
-            let idle = probe.wait(Duration::from_secs(1)).await;
-            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            for _ in 0..20 {
-                let stop = Arc::clone(&stop);
-                tokio::spawn(async move {
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        let until = std::time::Instant::now() + Duration::from_millis(2);
-                        while std::time::Instant::now() < until {
-                            std::hint::spin_loop();
+            tokio::spawn(async {
+                let probe = ReadinessProbe::new().expect("a socket pair");
+                let idle = probe.wait(Duration::from_secs(1)).await;
+                let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                for _ in 0..20 {
+                    let stop = Arc::clone(&stop);
+                    tokio::spawn(async move {
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            let until = std::time::Instant::now() + Duration::from_millis(2);
+                            while std::time::Instant::now() < until {
+                                std::hint::spin_loop();
+                            }
+                            tokio::task::yield_now().await;
                         }
-                        tokio::task::yield_now().await;
-                    }
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let mut busy = Duration::ZERO;
-            for _ in 0..5 {
-                busy = busy.max(probe.wait(Duration::from_secs(1)).await);
-            }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            (idle, busy)
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let mut busy = Duration::ZERO;
+                for _ in 0..5 {
+                    busy = busy.max(probe.wait(Duration::from_secs(1)).await);
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                (idle, busy)
+            })
+            .await
+            .expect("probe task")
         });
         let (idle, busy) = waited;
         // 20 tasks × 2 ms: a full round is 40 ms; the probe waits behind most of it.
