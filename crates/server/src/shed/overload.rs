@@ -4,7 +4,8 @@
 //! service on the same host does not make a node shed; `cpu_source = "host"` reads the
 //! host-wide `/proc/stat` instead, `"runtime"` the busy share of the tokio runtime's
 //! workers the monitor runs on, `"off"` ignores CPU), probes the runtime's queueing
-//! delay (how long a freshly spawned task waits before it first runs) and, every tick,
+//! delay (how late its timer runs, and how long a datagram it sends itself waits to
+//! be read: `ReadinessProbe`) and, every tick,
 //! feeds them with the in-flight count and the adaptive limit to
 //! [`shed::OverloadEstimator`], then publishes the level the request path reads.
 
@@ -312,14 +313,6 @@ impl SuspensionDetector {
     }
 }
 
-/// How long a task spawned now waits before the runtime first polls it.
-async fn probe_queue_delay() -> Duration {
-    let sent = Instant::now();
-    tokio::spawn(async move { sent.elapsed() })
-        .await
-        .unwrap_or_default()
-}
-
 /// Measures the wait of a socket that turns readable: the probe sends itself one
 /// datagram and times how long the runtime takes to poll the task waiting for it.
 /// Readiness reaches a task the way a request reaches its connection (through the
@@ -436,7 +429,7 @@ impl Shedder {
                 }
                 None => Duration::ZERO,
             };
-            let queue_delay = probe_queue_delay().await.max(late).max(waited);
+            let queue_delay = late.max(waited);
             let inputs = OverloadInputs {
                 cpu,
                 in_flight: self.in_flight(),
