@@ -14,7 +14,6 @@ const BASE = `http://127.0.0.1:${PORT}`;
 let demo;
 let browser;
 
-/** Sheds the DEGRADED range (30-59) for 10 % of browser members; 10 % control. */
 /** A daily start half a day from now: never inside its 45-minute window while the test
  * runs, so the node's scheduler never starts a run the test means to start itself. */
 function farFromNow() {
@@ -22,6 +21,7 @@ function farFromNow() {
   return `${String(at.getUTCHours()).padStart(2, '0')}:${String(at.getUTCMinutes()).padStart(2, '0')}`;
 }
 
+/** Sheds the DEGRADED range (30-59) for 10 % of browser members; 10 % control. */
 function definition(id) {
   return {
     id,

@@ -7,9 +7,10 @@
 //! controller instead asks one question — *does the admitted work fit?* — and
 //! integrates the answer. Two signals say "no": the runtime's queueing delay (how late
 //! a task that became ready is run) above `target_ms`, or the node's busy share above
-//! `cpu_target` (unless that is 1: then only the delay). Like CoDel, it judges the **smallest** value seen over an interval
-//! (default 100 ms), so a burst, or a neighbour taking the core for a time slice, does
-//! not count; a standing queue or a saturated worker does.
+//! `cpu_target` (unless that is 1: then only the delay). Like CoDel, it judges the
+//! **smallest** value seen over an interval (default 100 ms), so a burst, or a
+//! neighbour taking the core for a time slice, does not count; a standing queue or a
+//! saturated worker does.
 //!
 //! ```text
 //! over  = max(d / target_ms − 1, (cpu − cpu_target) / (1 − cpu_target))   (smallest d, cpu of the interval)
@@ -87,6 +88,16 @@ impl LevelControlConfig {
         }
     }
 
+    /// The busy share that counts as one unit of `over`: `1 − cpu_target`, or
+    /// `1 − cpu_low` when `cpu_target` is 1 (a saturated core is not over by itself).
+    fn cpu_span(&self) -> f64 {
+        if self.cpu_target < 1.0 {
+            1.0 - self.cpu_target
+        } else {
+            1.0 - self.cpu_low
+        }
+    }
+
     /// Check the values can work.
     ///
     /// # Errors
@@ -128,18 +139,6 @@ impl LevelControlConfig {
             });
         }
         Ok(())
-    }
-}
-
-impl LevelControlConfig {
-    /// The busy share that counts as one unit of `over`: `1 − cpu_target`, or
-    /// `1 − cpu_low` when `cpu_target` is 1 (a saturated core is not over by itself).
-    fn cpu_span(&self) -> f64 {
-        if self.cpu_target < 1.0 {
-            1.0 - self.cpu_target
-        } else {
-            1.0 - self.cpu_low
-        }
     }
 }
 
