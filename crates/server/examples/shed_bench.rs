@@ -252,7 +252,12 @@ fn run(
     // work delays its own requests or its reading of answers: what it measures is how
     // long the node takes to answer. (On the other CPU, waking an idle virtual CPU
     // added milliseconds of noise to the unloaded figures.)
-    let probe = probe.cloned().map(|probe| {
+    // The probe runs as long as the plan, so both count over the same window.
+    let probe = probe.cloned().map(|probe| Plan {
+        duration: plan.duration,
+        ..probe
+    });
+    let probe = probe.map(|probe| {
         let addr = node.addr;
         let node_cpu = pins.map(|(node, _)| node);
         std::thread::spawn(move || {
@@ -396,31 +401,45 @@ fn print(title: &str, plan: &Plan, reports: &[ClassReport], seconds: f64) {
     }
 }
 
+/// Each class's 2xx answers and their bytes completed in the window, the viewer
+/// probe's counted with CRITICAL's: the node serves the probe like any viewer, and the
+/// probe runs in the capacity trials as in the overload runs, so both count it.
+fn answered(reports: &[ClassReport], probe: Option<&ClassReport>) -> Vec<(f64, f64)> {
+    reports
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let probe = probe.filter(|_| k == 0);
+            (
+                (r.ok_done_in_window + probe.map_or(0, |p| p.ok_done_in_window)) as f64,
+                (r.ok_bytes_done_in_window + probe.map_or(0, |p| p.ok_bytes_done_in_window)) as f64,
+            )
+        })
+        .collect()
+}
+
 /// 2xx answers and their bytes per second, by completion time in the window.
-fn ok_per_second(reports: &[ClassReport], seconds: f64) -> (f64, f64) {
-    let ok = reports
-        .iter()
-        .map(|r| r.ok_done_in_window as f64)
-        .sum::<f64>()
-        / seconds;
-    let bytes = reports
-        .iter()
-        .map(|r| r.ok_bytes_done_in_window as f64)
-        .sum::<f64>()
-        / seconds;
+fn ok_per_second(answered: &[(f64, f64)], seconds: f64) -> (f64, f64) {
+    let ok = answered.iter().map(|a| a.0).sum::<f64>() / seconds;
+    let bytes = answered.iter().map(|a| a.1).sum::<f64>() / seconds;
     (ok, bytes)
 }
+
+/// The step of [`served_mix_capacity`]'s multiples.
+const SERVED_STEP: f64 = 0.025;
 
 /// The node's capacity for the traffic it served in an overload run: the highest
 /// multiple of each class's served rate, paced over the run's own connections
 /// (`plan`), that the node keeps up with (every class ≥ 97 % answered) when
-/// configured as `deployed` with the level held at 0. Goodput is then 1 / that
-/// multiple of the capacity for the same traffic: what shedding and the overload cost
-/// in the node's work, whatever mix the priorities chose.
+/// configured as `deployed` with the level held at 0, the viewer probe (`probe`)
+/// running as in the overload run. Goodput is then 1 / that multiple of the capacity
+/// for the same traffic: what shedding and the overload cost in the node's work,
+/// whatever mix the priorities chose.
 fn served_mix_capacity(
     deployed: &ShedSettings,
     segment_bytes: usize,
     plan: &Plan,
+    probe: &Plan,
     served: &[ClassReport],
     seconds: f64,
 ) -> Option<f64> {
@@ -441,15 +460,16 @@ fn served_mix_capacity(
         skip_missed: false,
         ..plan.clone()
     };
-    highest_kept(0.05, 0.05, 0.5, 2.0, |multiple| {
-        let (reports, trace, _) = run(true, deployed, segment_bytes, &paced(multiple), None);
+    highest_kept(SERVED_STEP, SERVED_STEP, 0.5, 2.0, |multiple| {
+        let (reports, trace, _) =
+            run(true, deployed, segment_bytes, &paced(multiple), Some(probe));
         let window = 4.0;
         let kept = reports.iter().zip(served).all(|(r, s)| {
             r.ok_done_in_window as f64
                 >= 0.97 * s.ok_done_in_window as f64 / seconds * multiple * window
         });
         println!(
-            "    the served traffic paced at {:.2}x over the same connections, nothing shed: node CPU busy {:.0} %{}",
+            "    the served traffic paced at {:.3}x over the same connections, nothing shed: node CPU busy {:.0} %{}",
             multiple,
             trace.cpu.unwrap_or(f64::NAN) * 100.0,
             if kept { ": kept up" } else { ": fell behind" }
@@ -552,11 +572,11 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         .zip(&alone)
         .map(|(share, a)| peak * share * a.2)
         .sum();
-    let work = |reports: &[ClassReport], seconds: f64| -> f64 {
-        reports
+    let work = |answered: &[(f64, f64)], seconds: f64| -> f64 {
+        answered
             .iter()
             .zip(&class_capacity)
-            .map(|(r, cap)| r.ok_done_in_window as f64 / seconds / cap.max(1.0))
+            .map(|(a, cap)| a.0 / seconds / cap.max(1.0))
             .sum()
     };
     println!(
@@ -584,6 +604,16 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(400);
+    // A viewer: 16 CRITICAL connections at 50 req/s each, on its own thread; measured
+    // alone (unloaded), with the viewers' own load, and during every overload run.
+    let probe_plan = Plan {
+        classes: vec![classes(mix, MIX_SHARES).remove(0)],
+        connections: PROBE_CONNECTIONS,
+        rate_per_connection: Some(50.0),
+        duration: Duration::from_secs(11),
+        timeout: Duration::from_secs(5),
+        skip_missed: false,
+    };
     // From the peak down until it keeps up, or up while it does.
     let sustained = highest_kept(0.1, 0.05, 0.3, 2.0, |fraction| {
         let rate = peak * fraction;
@@ -595,25 +625,27 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             timeout: Duration::from_secs(5),
             skip_missed: false,
         };
-        let (reports, trace, _) = run(true, &deployed, segment_bytes, &plan, None);
+        let (reports, trace, probe) =
+            run(true, &deployed, segment_bytes, &plan, Some(&probe_plan));
         let seconds = 4.0;
         let kept = reports
             .iter()
             .zip(MIX_SHARES)
             .all(|(r, share)| r.ok_done_in_window as f64 >= 0.97 * rate * share * seconds);
-        let (ok, bytes) = ok_per_second(&reports, seconds);
+        let answered = answered(&reports, probe.as_ref());
+        let (ok, bytes) = ok_per_second(&answered, seconds);
         println!(
             "  the mix paced at {rate:.0} req/s ({:.0} % of its peak) over {connections} connections, nothing shed: {ok:.0} req/s answered, {:.1} MB/s, served work {:.2}, node CPU busy {:.0} % (worker {:.0} %, lane {:.0} % = {:.0} µs per CRITICAL request){}",
             fraction * 100.0,
             bytes / 1e6,
-            work(&reports, seconds),
+            work(&answered, seconds),
             trace.cpu.unwrap_or(f64::NAN) * 100.0,
             trace.worker * 100.0,
             trace.lane * 100.0,
             trace.lane / (reports[0].ok_done_in_window as f64 / seconds).max(1.0) * 1e6,
             if kept { ": kept up" } else { ": fell behind" }
         );
-        kept.then(|| (ok, bytes, work(&reports, seconds)))
+        kept.then(|| (ok, bytes, work(&answered, seconds)))
     })
     .map(|(_, sustained)| sustained);
     let (capacity, capacity_bytes, capacity_work) =
@@ -623,16 +655,6 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         capacity_bytes / 1e6
     );
 
-    // A viewer: 16 CRITICAL connections at 50 req/s each, on its own thread; measured
-    // alone (unloaded), with the viewers' own load, and during every overload run.
-    let probe_plan = Plan {
-        classes: vec![classes(mix, MIX_SHARES).remove(0)],
-        connections: PROBE_CONNECTIONS,
-        rate_per_connection: Some(50.0),
-        duration: Duration::from_secs(11),
-        timeout: Duration::from_secs(5),
-        skip_missed: false,
-    };
     let nothing = Plan {
         connections: 0,
         ..probe_plan.clone()
@@ -739,7 +761,8 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             &over,
             seconds,
         );
-        let (goodput, goodput_bytes) = ok_per_second(&over, seconds);
+        let over_answered = answered(&over, Some(&probe));
+        let (goodput, goodput_bytes) = ok_per_second(&over_answered, seconds);
         let sent: f64 = over.iter().map(|r| r.sent_in_window as f64).sum::<f64>() / seconds;
         let crit = &over[0];
         println!("  summary ({mix:?}, {source}):");
@@ -786,7 +809,7 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
             crit.service_percentile(99.0).as_secs_f64() * 1e3,
             crit.percentile(99.0).as_secs_f64() * 1e3
         );
-        let served = work(&over, seconds);
+        let served = work(&over_answered, seconds);
         println!(
             "    connection pauses: {}\n    goodput: {:.1} % of the mix's capacity in served work (each class weighted by its cost alone; goal >= 90 %), {:.1} % of the peak; {goodput:.0} req/s = {:.1} % of the capacity in requests; {:.1} MB/s = {:.1} % in bytes",
             trace.pauses,
@@ -800,12 +823,14 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         // SHED_BENCH_SERVED=0.
         let served_capacity = (source == "cut + pause + lane"
             && std::env::var("SHED_BENCH_SERVED").as_deref() != Ok("0"))
-        .then(|| served_mix_capacity(&deployed, segment_bytes, &plan, &over, seconds))
+        .then(|| served_mix_capacity(&deployed, segment_bytes, &plan, &probe_plan, &over, seconds))
         .flatten();
         if let Some(multiple) = served_capacity {
             println!(
-                "    goodput: {:.1} % of the node's capacity for the traffic it served (kept up with {multiple:.2}x of it)",
-                100.0 / multiple
+                "    goodput: {:.1} % of the node's capacity for the traffic it served (kept up with {multiple:.3}x of it; {:.1} % if it fell just short of {:.3}x)",
+                100.0 / multiple,
+                100.0 / (multiple + SERVED_STEP),
+                multiple + SERVED_STEP
             );
         }
     }
