@@ -40,6 +40,14 @@ impl PrioritySet {
     /// No priority.
     pub const EMPTY: PrioritySet = PrioritySet(0);
 
+    /// The set whose members are the set bits of `bits` (bit `v` for priority `v`);
+    /// bits above [`Priority::TOP`] are dropped. Lets a lock-free word of bits, filled
+    /// by request paths, become a set in one step.
+    #[must_use]
+    pub fn from_bits(bits: u128) -> PrioritySet {
+        PrioritySet(bits & ((1u128 << (Priority::TOP.get() + 1)) - 1))
+    }
+
     /// The set with `p` added.
     #[must_use]
     pub fn with(self, p: Priority) -> PrioritySet {
@@ -220,6 +228,13 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    #[test]
+    fn a_set_from_bits_keeps_the_priorities_and_drops_the_rest() {
+        let bits = 1u128 | 1 << 45 | 1 << 64 | 1 << 99 | 1 << 100 | 1 << 127;
+        assert_eq!(PrioritySet::from_bits(bits), set(&[0, 45, 64, 99]));
+        assert_eq!(PrioritySet::from_bits(0), PrioritySet::EMPTY);
     }
 
     #[test]

@@ -150,16 +150,7 @@ impl AtomicU128Bits {
     fn take(&self) -> PrioritySet {
         let low = self.0[0].swap(0, Ordering::Relaxed);
         let high = self.0[1].swap(0, Ordering::Relaxed);
-        (0u8..128)
-            .filter(|v| {
-                if *v < 64 {
-                    low >> v & 1 == 1
-                } else {
-                    high >> (v - 64) & 1 == 1
-                }
-            })
-            .filter_map(Priority::new)
-            .fold(PrioritySet::EMPTY, PrioritySet::with)
+        PrioritySet::from_bits(u128::from(high) << 64 | u128::from(low))
     }
 }
 
