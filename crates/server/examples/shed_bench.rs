@@ -20,7 +20,7 @@
 //! 4. **4× overload** for 11 s over 400 paced connections: CRITICAL at the rate the mix
 //!    has of it at capacity, the rest DEGRADED and NON_CRITICAL 1:2, from devices that
 //!    ignore the back-pressure answer (a connection that falls behind skips what it
-//!    missed); shedding off, each level source, the connection pause, the priority
+//!    missed); shedding off, the default settings, each level source, the connection pause, the priority
 //!    lane (`"realtime"`) and their combinations, the probe running throughout; and
 //!    the deployed configuration with the level held at 0 (what the flood's shape
 //!    and the lane cost when nothing is shed);
@@ -195,9 +195,10 @@ fn classes(mix: Mix, shares: [f64; 3]) -> Vec<Class> {
         ),
         Mix::Assets => Class::get("non_critical", "/player/hls.min.js", &browser, shares[2]),
     };
-    // Viewers send one request at a time; the flood's devices write PIPELINE at once.
+    // Viewers send one request at a time, each connection standing for many
+    // independent players; the flood's devices write PIPELINE at once.
     vec![
-        Class::get("critical", SEGMENT_PATH, &member, shares[0]),
+        Class::get("critical", SEGMENT_PATH, &member, shares[0]).independent(),
         Class::get("degraded", "/s/mono.m3u8", &browser, shares[1]).pipelined(PIPELINE),
         // Large downloads are cheaper to serve one at a time, and few enough to offer
         // 4x of without batching.
@@ -213,6 +214,10 @@ const MIX_SHARES: [f64; 3] = [0.1, 0.3, 0.6];
 /// The viewer probe's connections (each at 50 req/s): 8,800 samples in an 11-s run,
 /// so its p99 is the 88th slowest answer.
 const PROBE_CONNECTIONS: usize = 16;
+
+/// The run with the node's default settings (the `pressure` level source, the pause,
+/// no lane).
+const DEFAULTS: &str = "defaults (pressure + pause)";
 
 /// The name of the priority lane's thread.
 const LANE_THREAD: &str = "http-lane";
@@ -511,6 +516,8 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
     let pressure: ShedSettings = toml::from_str(SETTINGS).expect("valid settings");
     let controlled: ShedSettings = toml::from_str(CONTROLLED).expect("valid settings");
     let cut: ShedSettings = toml::from_str(CUT).expect("valid settings");
+    // What a node configured with nothing but the re-ranking does.
+    let defaults: ShedSettings = toml::from_str(reranked!()).expect("valid settings");
     // The cut with a tighter wait for admitted requests: it sheds to hold it.
     let mut cut_tight = cut.clone();
     cut_tight.cut.target_ms = TIGHT_TARGET_MS;
@@ -606,8 +613,12 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         .unwrap_or(400);
     // A viewer: 16 CRITICAL connections at 50 req/s each, on its own thread; measured
     // alone (unloaded), with the viewers' own load, and during every overload run.
+    // On the node's CPU it may not spin: it waits on the timer's millisecond ticks.
     let probe_plan = Plan {
-        classes: vec![classes(mix, MIX_SHARES).remove(0)],
+        classes: vec![Class {
+            independent: false,
+            ..classes(mix, MIX_SHARES).remove(0)
+        }],
         connections: PROBE_CONNECTIONS,
         rate_per_connection: Some(50.0),
         duration: Duration::from_secs(11),
@@ -728,6 +739,7 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
 
     for (source, settings) in [
         ("no shedding", off.clone()),
+        (DEFAULTS, defaults.clone()),
         ("pressure", pressure.clone()),
         ("feedback", controlled.clone()),
         ("cut", cut.clone()),

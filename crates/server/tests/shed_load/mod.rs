@@ -223,6 +223,11 @@ pub struct Class {
     /// default), so a plan can pace each class at a rate of its own over the same
     /// connections.
     pub rate_scale: f64,
+    /// Whether its paced requests come as independent devices' do (a Poisson process
+    /// per connection, each request sent at its instant) rather than on the runtime
+    /// timer's millisecond ticks, where every connection due in the same millisecond
+    /// fires at once. See [`Class::independent`].
+    pub independent: bool,
 }
 
 impl Class {
@@ -234,6 +239,7 @@ impl Class {
             share,
             pipeline: 1,
             rate_scale: 1.0,
+            independent: false,
         }
     }
 
@@ -251,6 +257,7 @@ impl Class {
             share,
             pipeline: 1,
             rate_scale: 1.0,
+            independent: false,
         }
     }
 
@@ -258,6 +265,20 @@ impl Class {
     pub fn paced_at(self, scale: f64) -> Class {
         Class {
             rate_scale: scale,
+            ..self
+        }
+    }
+
+    /// The same class, its paced requests sent as independent devices send them: the
+    /// gaps between a connection's requests are drawn from an exponential distribution
+    /// of the pace's mean, and each is sent at its instant (the timer takes the
+    /// connection to within a millisecond, then it yields until due). A few
+    /// connections at a high rate then stand for many viewers, not for bursts of
+    /// segment requests every millisecond. The waiting spins the generator's thread,
+    /// so it suits a generator that never sleeps, for a handful of connections.
+    pub fn independent(self) -> Class {
+        Class {
+            independent: true,
             ..self
         }
     }
@@ -366,13 +387,49 @@ pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
         let offset = rate_of(&plan, class).map_or(Duration::ZERO, |r| {
             Duration::from_secs_f64(i as f64 / plan.connections as f64 / r)
         });
-        tasks.spawn(async move { connection(addr, class, &batch, &plan, start, offset).await });
+        let seed = i as u64;
+        tasks.spawn(
+            async move { connection(addr, class, &batch, &plan, start, offset, seed).await },
+        );
     }
     let mut samples = Vec::new();
     while let Some(done) = tasks.join_next().await {
         samples.extend(done.expect("connection task"));
     }
     samples
+}
+
+/// Waits until `at` to within the generator's loop time: the timer (millisecond ticks)
+/// to a millisecond before, then yields until due.
+async fn sleep_until_exactly(at: Instant) {
+    let early = Duration::from_millis(1);
+    if let Some(coarse) = at.checked_sub(early) {
+        tokio::time::sleep_until(coarse).await;
+    }
+    while Instant::now() < at {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Exponentially distributed gaps (a Poisson process), from a seeded splitmix64.
+struct ExponentialGaps(u64);
+
+impl ExponentialGaps {
+    fn new(seed: u64) -> ExponentialGaps {
+        ExponentialGaps(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03)
+    }
+
+    /// A gap of mean `mean` seconds.
+    fn next(&mut self, mean: f64) -> Duration {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        // A uniform draw in (0, 1]: never 0, so the logarithm is finite.
+        let unit = ((z >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        Duration::from_secs_f64(-unit.ln() * mean)
+    }
 }
 
 /// Requests per second of one connection of class `class`; `None`: back to back.
@@ -388,9 +445,14 @@ async fn connection(
     plan: &Plan,
     start: Instant,
     offset: Duration,
+    seed: u64,
 ) -> Vec<Sample> {
     let depth = plan.classes[class].pipeline.max(1);
     let rate_per_connection = rate_of(plan, class);
+    let independent = plan.classes[class].independent;
+    let mut gaps = ExponentialGaps::new(seed);
+    // The next instant of an independent connection, since `start`.
+    let mut next = offset;
     let mut out = Vec::new();
     let mut stream: Option<TcpStream> = None;
     let mut answers = AnswerReader::default();
@@ -402,6 +464,15 @@ async fn connection(
             k = k.max((now / period(rate)).floor() as u32);
         }
         let due = match rate_per_connection {
+            Some(rate) if independent => {
+                if plan.skip_missed && next < start.elapsed() {
+                    // Memoryless: the next instant after now is a fresh draw.
+                    next = start.elapsed() + gaps.next(period(rate));
+                }
+                let due = next;
+                next += gaps.next(period(rate));
+                due
+            }
             Some(rate) => offset + Duration::from_secs_f64(f64::from(k) * period(rate)),
             None => start.elapsed(),
         };
@@ -412,7 +483,11 @@ async fn connection(
         }
         k += 1;
         if rate_per_connection.is_some() {
-            tokio::time::sleep_until(start + due).await;
+            if independent {
+                sleep_until_exactly(start + due).await;
+            } else {
+                tokio::time::sleep_until(start + due).await;
+            }
         }
         let sent = start.elapsed();
         if stream.is_none() {
