@@ -473,6 +473,31 @@ pub fn valid_stream_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The README's configuration for a node that must hold its viewers through an
+    /// overload (SHED-1..3) is the one `shed_bench` measured, and a node accepts it.
+    #[test]
+    fn the_readmes_overload_configuration_is_accepted() {
+        let readme = include_str!("../README.md");
+        let after = readme
+            .split_once("The configuration that held the targets there:")
+            .expect("the README names the overload configuration")
+            .1;
+        let block = after
+            .split_once("```toml\n")
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .expect("a toml block follows")
+            .0;
+        let config = Config::parse(block).expect("the README's overload configuration parses");
+        let shedding = &config.shedding;
+        assert_eq!(shedding.level_source, server::shed::LevelSource::Cut);
+        assert_eq!(shedding.cpu_source, server::shed::CpuSource::Host);
+        assert_eq!(shedding.priority_lane, server::shed::LanePriority::Realtime);
+        assert_eq!(shedding.violator_pause_ms, 1000);
+        assert_eq!(shedding.cut.cpu_target, 1.0);
+        assert_eq!(shedding.cut.target_ms, 30.0);
+        server::shed::Shedder::new(shedding).expect("a node builds its shedder from it");
+    }
+
     #[test]
     fn ll_hls_part_settings_apply_and_are_checked() {
         let stream = "[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]\n";
