@@ -24,7 +24,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 mod answers;
+mod arrivals;
 mod report;
+
+use arrivals::{sleep_until_exactly, ExponentialGaps};
 
 // Each test binary and benchmark that includes this module uses a part of it.
 #[allow(unused_imports)]
@@ -406,39 +409,6 @@ pub async fn drive(addr: SocketAddr, plan: &Plan) -> Vec<Sample> {
         samples.extend(done.expect("connection task"));
     }
     samples
-}
-
-/// Waits until `at` to within the generator's loop time: the timer (millisecond ticks)
-/// to a millisecond before, then yields until due.
-async fn sleep_until_exactly(at: Instant) {
-    let early = Duration::from_millis(1);
-    if let Some(coarse) = at.checked_sub(early) {
-        tokio::time::sleep_until(coarse).await;
-    }
-    while Instant::now() < at {
-        tokio::task::yield_now().await;
-    }
-}
-
-/// Exponentially distributed gaps (a Poisson process), from a seeded splitmix64.
-struct ExponentialGaps(u64);
-
-impl ExponentialGaps {
-    fn new(seed: u64) -> ExponentialGaps {
-        ExponentialGaps(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03)
-    }
-
-    /// A gap of mean `mean` seconds.
-    fn next(&mut self, mean: f64) -> Duration {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        // A uniform draw in (0, 1]: never 0, so the logarithm is finite.
-        let unit = ((z >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        Duration::from_secs_f64(-unit.ln() * mean)
-    }
 }
 
 /// Requests per second of one connection of class `class`; `None`: back to back.
