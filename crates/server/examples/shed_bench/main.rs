@@ -61,7 +61,7 @@ use shed_load::{Class, ClassReport, Plan};
 
 use mix::{classes, Mix, MIX_SHARES, PIPELINE};
 use node_run::{cpus, run};
-use search::{highest_kept, served_mix_capacity, SERVED_STEP};
+use search::{highest_kept, kept_up, served_mix_capacity, SERVED_STEP, TRIAL_WINDOW_SECONDS};
 use settings::{CONTROLLED, CUT, SETTINGS, TIGHT_TARGET_MS};
 
 /// The deployed run with the cut's delay target at [`TIGHT_TARGET_MS`].
@@ -252,11 +252,8 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         };
         let (reports, trace, probe) =
             run(true, &deployed, segment_bytes, &plan, Some(&probe_plan));
-        let seconds = 4.0;
-        let kept = reports
-            .iter()
-            .zip(MIX_SHARES)
-            .all(|(r, share)| r.ok_done_in_window as f64 >= 0.97 * rate * share * seconds);
+        let seconds = TRIAL_WINDOW_SECONDS;
+        let kept = kept_up(&reports, MIX_SHARES.iter().map(|share| rate * share));
         let answered = answered(&reports, probe.as_ref());
         let (ok, bytes) = ok_per_second(&answered, seconds);
         println!(

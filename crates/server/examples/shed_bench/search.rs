@@ -7,6 +7,22 @@ use server::shed::ShedSettings;
 use crate::node_run::run;
 use crate::shed_load::{ClassReport, Plan};
 
+/// The share of each class's due requests a node must answer (2xx, completed in the
+/// window) to count as keeping up with a load.
+const KEPT_UP_SHARE: f64 = 0.97;
+
+/// The measured window of a trial's 5-s run: the first second is skipped.
+pub(crate) const TRIAL_WINDOW_SECONDS: f64 = 4.0;
+
+/// Whether a trial's node kept up: every class answered at least [`KEPT_UP_SHARE`] of
+/// what was due for it (`due_per_second`, in class order) over the trial's window.
+pub(crate) fn kept_up(reports: &[ClassReport], due_per_second: impl Iterator<Item = f64>) -> bool {
+    reports
+        .iter()
+        .zip(due_per_second)
+        .all(|(r, due)| r.ok_done_in_window as f64 >= KEPT_UP_SHARE * due * TRIAL_WINDOW_SECONDS)
+}
+
 /// The step of [`served_mix_capacity`]'s multiples.
 pub(crate) const SERVED_STEP: f64 = 0.025;
 
@@ -45,11 +61,10 @@ pub(crate) fn served_mix_capacity(
     highest_kept(SERVED_STEP, SERVED_STEP, 0.5, 2.0, |multiple| {
         let (reports, trace, _) =
             run(true, deployed, segment_bytes, &paced(multiple), Some(probe));
-        let window = 4.0;
-        let kept = reports.iter().zip(served).all(|(r, s)| {
-            r.ok_done_in_window as f64
-                >= 0.97 * s.ok_done_in_window as f64 / seconds * multiple * window
-        });
+        let due = served
+            .iter()
+            .map(|s| s.ok_done_in_window as f64 / seconds * multiple);
+        let kept = kept_up(&reports, due);
         println!(
             "    the served traffic paced at {:.3}x over the same connections, nothing shed: node CPU busy {:.0} %{}",
             multiple,
