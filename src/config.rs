@@ -1,5 +1,6 @@
 //! The node's TOML configuration (`brdyun node --config FILE`). Every key is documented
-//! in the README with its default. Unknown keys are errors, so a typo is caught at start.
+//! in docs/configuration.md with its default. Unknown keys are errors, so a typo is
+//! caught at start.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -473,21 +474,22 @@ pub fn valid_stream_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// The README's configuration for a node that must hold its viewers through an
-    /// overload (SHED-1..3) is the one `shed_bench` measured, and a node accepts it.
+    /// The configuration in docs/load-shedding.md for a node that must hold its viewers
+    /// through an overload (SHED-1..3) is the one `shed_bench` measured, and a node
+    /// accepts it.
     #[test]
     fn the_readmes_overload_configuration_is_accepted() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../docs/load-shedding.md");
         let after = readme
             .split_once("The configuration that held the targets there:")
-            .expect("the README names the overload configuration")
+            .expect("docs/load-shedding.md names the overload configuration")
             .1;
         let block = after
             .split_once("```toml\n")
             .and_then(|(_, rest)| rest.split_once("```"))
             .expect("a toml block follows")
             .0;
-        let config = Config::parse(block).expect("the README's overload configuration parses");
+        let config = Config::parse(block).expect("docs/load-shedding.md's TOML block parses");
         let shedding = &config.shedding;
         assert_eq!(shedding.level_source, server::shed::LevelSource::Cut);
         assert_eq!(shedding.cpu_source, server::shed::CpuSource::Host);

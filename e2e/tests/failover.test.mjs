@@ -3,7 +3,7 @@
 // (the shipped player page, short timeouts, OTT-PLAY-2) plays from node a while a is
 // killed (kill -9), hung (SIGSTOP) or has its input paused from the Backups page
 // (OTT-OPS-2); the master playlists of b and c drop a and take it back when it
-// restarts (OTT-PROT-1). Measured figures are printed for the README.
+// restarts (OTT-PROT-1). Measured figures are printed for docs/measured.md.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

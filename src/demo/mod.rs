@@ -90,7 +90,7 @@ pub async fn start_cluster(
     };
     let mc = mc::start(mc_config).await.context("starting the demo mc")?;
 
-    // Every meeting is archived for an hour on the nodes (catch-up URLs in the README)
+    // Every meeting is archived for an hour on the nodes (catch-up URLs in docs/dvr.md)
     // and is one OTT group across the three nodes: each node offers its copy as a
     // backup of the others.
     let template: toml::Table =

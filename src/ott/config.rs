@@ -1,5 +1,5 @@
 //! `[ott]`: the node's mesh domain and OTT redundancy settings. Every key is in the
-//! README's config reference.
+//! config reference, docs/configuration.md.
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -28,7 +28,7 @@ pub enum ApiError {
     Ott(OttRefusal),
 }
 
-/// The OTT answers that are not content (codes 105xxx, documented in the README).
+/// The OTT answers that are not content (codes 105xxx, documented in docs/ott-redundancy.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OttRefusal {
     /// The pass is not a pass (bad encoding, truncated).
