@@ -106,7 +106,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         defaults: config.defaults,
     };
 
-    let app = server::mc::router(mc.clone(), server::router(state));
+    let app = server::mc::router(mc.clone(), state);
     let listener = TcpListener::bind(section.http)
         .await
         .with_context(|| format!("binding mc.http {}", section.http))?;
@@ -159,7 +159,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
 /// Creates the preset meetings that do not exist yet, and starts those marked `start`
 /// that are still in `created`.
 fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> {
-    let now = server::routes::admin::unix_ms();
+    let now = server::clock::unix_ms();
     for preset in presets {
         let id = MeetingId::parse(&preset.id).context("preset meeting id")?;
         let exists = mc.meetings().get(&id).is_ok();

@@ -115,10 +115,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let experiments = shedder.experiments();
     experiments.set_segment_ms((config.defaults.segment_duration * 1000.0).round() as u64);
     experiments
-        .set_definitions(
-            config.experiments.clone(),
-            server::experiments::api::unix_ms_u64(),
-        )
+        .set_definitions(config.experiments.clone(), server::clock::unix_ms_u64())
         .context("experiment config")?;
     tasks.spawn(server::experiments::peers::run(
         state.clone(),

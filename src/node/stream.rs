@@ -145,7 +145,7 @@ fn builtin_source(tasks: &mut JoinSet<()>, stream: &str) -> InputSpec {
     let (tx, rx) = mpsc::channel(256);
     match CLIP.get_or_init(|| LoopedClip::from_ts(DEMO_CLIP).map_err(|e| e.to_string())) {
         Ok(clip) => {
-            tasks.spawn(clip.clone().run(tx, server::routes::admin::unix_ms()));
+            tasks.spawn(clip.clone().run(tx, server::clock::unix_ms()));
         }
         Err(error) => tracing::error!(stream, %error, "built-in source unusable"),
     }

@@ -153,7 +153,7 @@ async fn run(
             _ = round.tick() => {}
             _ = shutdown.wait_for(|s| *s) => break,
         }
-        let now = server::routes::admin::unix_ms();
+        let now = server::clock::unix_ms();
         announce.load = ott::Load {
             cpu_percent: (shedder.cpu_utilisation() * 100.0)
                 .clamp(0.0, 100.0)

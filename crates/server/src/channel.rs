@@ -239,7 +239,7 @@ impl Channel {
             Err(poisoned) => *poisoned.into_inner() = next,
         }
         self.pushed_at_ms
-            .store(crate::routes::admin::unix_ms(), Ordering::Relaxed);
+            .store(crate::clock::unix_ms(), Ordering::Relaxed);
         self.newest_msn.send_replace(Some(msn));
     }
 }

@@ -1,6 +1,7 @@
-//! The outermost layer of every node's HTTP stack: answers CORS preflights, adds the
-//! CORS headers browser players need to every answer, and counts every answer by route
-//! kind and status class. A plain tower layer with an unboxed future, so the hot path
+//! The outermost layer of every node's HTTP stack: finds the request's route in the
+//! route table once ([`Target`], put in the request's extensions for the layers and
+//! handlers below), answers CORS preflights, adds the CORS headers browser players need
+//! to every answer, and counts every answer by route kind and status class. A plain tower layer with an unboxed future, so the hot path
 //! (playlists, segments) pays a few header inserts and one atomic add.
 
 use std::convert::Infallible;
@@ -14,7 +15,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, Stat
 use tower::{Layer, Service};
 
 use crate::metrics::{Metrics, RouteKind};
-use crate::routes::route_kind;
+use crate::url::Target;
 
 /// Request headers a browser player may send cross-origin; the `X-Brdyun-*` ones state
 /// its device, member, playback and client version to the shedding layer.
@@ -64,8 +65,11 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let kind = route_kind(request.uri().path());
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // The path is parsed here, once: the layers and handlers below read the target.
+        let target = Target::of_path(request.uri().path());
+        let kind = target.metrics_kind();
+        request.extensions_mut().insert(target);
         if request.method() == Method::OPTIONS {
             return EdgeFuture::Preflight(Some(self.finish(kind, preflight())));
         }

@@ -26,9 +26,10 @@ use shed::Bucket;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use crate::serve::{close_gracefully, serve_accepted};
-use crate::shed::layer::request_facts;
+use crate::connection::{close_gracefully, serve_accepted};
+use crate::shed::layer::facts_of;
 use crate::shed::{LanePriority, Shedder};
+use crate::url::Target;
 
 /// Longest wait for a connection's first request head before it is served where it
 /// was accepted.
@@ -113,7 +114,8 @@ impl PriorityLane {
                 headers.append(name, value);
             }
         }
-        let facts = request_facts(path, &headers);
+        let read_only = matches!(request.method, Some("GET" | "HEAD"));
+        let facts = facts_of(&Target::of_path(path), read_only, &headers);
         self.shedder.classify(&facts).bucket == Bucket::Critical
     }
 

@@ -5,7 +5,10 @@
 //! [`serve::run`] serves it on a listener over HTTP or HTTPS; [`pipeline`] turns a
 //! stream's ingest events into segments in its channel.
 
+pub mod auth;
 pub mod channel;
+pub mod clock;
+pub mod connection;
 pub mod edge;
 pub mod error;
 pub mod experiments;
@@ -26,6 +29,7 @@ pub mod serve;
 pub mod shed;
 pub mod state;
 pub mod tracks;
+pub mod url;
 
 pub use routes::router;
 pub use serve::run;

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::channel::{Channel, LiveSegment};
+use crate::clock::unix_ms;
 use crate::metrics::Histogram;
 use crate::recorder::Recorder;
-use crate::routes::admin::unix_ms;
 use crate::tracks::TrackProbe;
 
 /// How a stream's pipeline cuts and where it remembers its place.

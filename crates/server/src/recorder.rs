@@ -21,7 +21,7 @@ use dvr::{ArchiveReader, Protocol, Recovery, Retention, Store, StoreError};
 use serde_json::{json, Value};
 
 use crate::channel::LiveSegment;
-use crate::routes::admin::unix_ms;
+use crate::clock::unix_ms;
 
 /// How a stream's archive is kept.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistSegment, PlaylistType, Variant};
 
 use crate::channel::{Renderer, WindowSnapshot};
-use crate::routes::hls::segment_uri;
+use crate::url::segment_uri;
 
 /// A renderer for a channel with this target segment duration.
 ///

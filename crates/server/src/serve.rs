@@ -13,22 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt as _;
 
+pub use crate::connection::Secure;
+use crate::connection::{close_gracefully, serve_accepted};
 use crate::lane::PriorityLane;
-use crate::shed::{ConnectionGate, GatedStream};
-
-/// Whether a request arrived over TLS: a request extension set on every connection,
-/// read by the OTT address rules (an HTTPS viewer gets only HTTPS backups, OTT-ADDR-3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Secure(pub bool);
 
 /// Why the TLS configuration could not be loaded.
 #[derive(Debug, Error)]
@@ -236,87 +229,6 @@ pub async fn run_with_lane(
         while connections.try_join_next().is_some() {}
     }
     close_gracefully(&closing_tx, connections).await;
-}
-
-/// Tells the open connections to finish (`closing` turns true), waits for them for a
-/// grace period of 5 s, then aborts the rest.
-pub(crate) async fn close_gracefully(
-    closing: &tokio::sync::watch::Sender<bool>,
-    mut connections: tokio::task::JoinSet<()>,
-) {
-    let _ = closing.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    connections.abort_all();
-}
-
-/// Serves one accepted connection (TLS handshake first when `tls` is given) until it
-/// ends or `closing` turns true.
-pub(crate) async fn serve_accepted(
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    app: Router,
-    tls: Option<TlsAcceptor>,
-    mut closing: tokio::sync::watch::Receiver<bool>,
-) {
-    let secure = tls.is_some();
-    // The device contract is held per connection (SHED-3): the shedding layer
-    // reaches the gate through the request, the socket is read through it.
-    let gate = Arc::new(ConnectionGate::new());
-    let stream = GatedStream::new(stream, Arc::clone(&gate));
-    let service =
-        TowerToHyperService::new(app.into_service::<hyper::body::Incoming>().map_request(
-            move |mut request: hyper::Request<hyper::body::Incoming>| {
-                let extensions = request.extensions_mut();
-                extensions.insert(axum::extract::ConnectInfo(peer));
-                extensions.insert(Secure(secure));
-                extensions.insert(Arc::clone(&gate));
-                request
-            },
-        ));
-    match tls {
-        Some(acceptor) => {
-            match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => {
-                    serve_connection(TokioIo::new(stream), service, &mut closing).await;
-                }
-                Ok(Err(error)) => tracing::debug!(%peer, %error, "tls handshake failed"),
-                Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
-            }
-        }
-        None => serve_connection(TokioIo::new(stream), service, &mut closing).await,
-    }
-}
-
-/// Serves one connection until it ends or the server closes, then finishes in-flight
-/// requests gracefully.
-async fn serve_connection<I, S>(io: I, service: S, closing: &mut tokio::sync::watch::Receiver<bool>)
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            hyper::Request<hyper::body::Incoming>,
-            Response = hyper::Response<axum::body::Body>,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    // HTTP/1.1 only (TLS offers ALPN http/1.1): no protocol sniffing on every connection.
-    let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
-    tokio::pin!(connection);
-    let closed = async {
-        let _ = closing.wait_for(|c| *c).await;
-    };
-    tokio::select! {
-        _ = connection.as_mut() => {}
-        () = closed => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -327,7 +327,7 @@ async fn the_live_mpd_parses_back_on_the_ts_timeline() {
 
     let time = get_ok(&node.state, "/api/time", "text/plain; charset=utf-8").await;
     let time = chrono_free_parse(std::str::from_utf8(&time).unwrap());
-    let now = server::routes::admin::unix_ms();
+    let now = server::clock::unix_ms();
     assert!((now - time).abs() < 5_000, "{time} vs {now}");
 }
 
@@ -427,7 +427,7 @@ async fn archived_fmp4_equals_the_live_packaging_and_has_its_manifests() {
             can_substitute: true,
         },
         &node.channel,
-        server::routes::admin::unix_ms(),
+        server::clock::unix_ms(),
         60_000,
     );
     assert!(!announced.archive.ts.is_empty());

@@ -587,3 +587,118 @@ fn shedding_section_parses_from_toml_with_defaults_and_named_errors() {
         "{err}"
     );
 }
+
+/// FIT-1 without locking the operator out: a rule over every priority sheds viewers,
+/// status reads and beacons, but never the fault-rule, experiments and pause APIs or
+/// the operator screens, so the operator can always remove it.
+#[tokio::test]
+async fn a_rule_over_every_priority_never_sheds_operator_control() {
+    let state = node_with(&ShedSettings::default(), Some("tok"));
+    let added = post_rule(
+        &state,
+        r#"{"min_priority":0,"max_priority":99,"duration_seconds":60}"#,
+    )
+    .await;
+    assert_eq!(added.status, StatusCode::CREATED);
+    let id = added.json()["id"].as_u64().expect("rule id");
+    let auth = [("authorization", "Bearer tok")];
+    for viewer in ["/s/seg-11.ts", "/s/mono.m3u8", "/s/index.m3u8", "/player"] {
+        assert_shed_answer(&get(&state, viewer, &[]).await);
+    }
+    assert_shed_answer(&get(&state, "/api/streams", &auth).await);
+    assert_shed_answer(&beacon(&state, &[]).await);
+
+    assert_eq!(
+        get(&state, "/api/fault-rules", &auth).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get(&state, "/api/experiments", &auth).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(get(&state, "/metrics", &[]).await.status, StatusCode::OK);
+    assert_eq!(get(&state, "/backups", &[]).await.status, StatusCode::OK);
+    assert_eq!(
+        get(&state, "/experiments", &[]).await.status,
+        StatusCode::OK
+    );
+    let paused = send(
+        &state,
+        Method::POST,
+        "/api/streams/s/pause",
+        &auth,
+        Body::empty(),
+    )
+    .await;
+    assert_eq!(paused.status, StatusCode::OK);
+    let resumed = send(
+        &state,
+        Method::POST,
+        "/api/streams/s/resume",
+        &auth,
+        Body::empty(),
+    )
+    .await;
+    assert_eq!(resumed.status, StatusCode::OK);
+
+    let removed = send(
+        &state,
+        Method::DELETE,
+        &format!("/api/fault-rules/{id}"),
+        &auth,
+        Body::empty(),
+    )
+    .await;
+    assert_eq!(removed.status, StatusCode::OK);
+    assert_eq!(
+        get(&state, "/s/seg-11.ts", &[]).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(state.shedder().counts(Bucket::Critical).injected, 4);
+}
+
+/// SHED-1 on a stock node: catch-up playlists, archived segments, archive downloads
+/// and the node's and streams' status count as DEGRADED; live playback as CRITICAL; beacons as
+/// NON_CRITICAL (`brdyun_shed_requests_total`).
+#[tokio::test]
+async fn catch_up_and_status_count_as_degraded_on_a_stock_node() {
+    let state = node_with(&ShedSettings::default(), None);
+    let degraded = [
+        "/s/index-1700000000-30.m3u8",
+        "/s/index-1700000000-now.m3u8",
+        "/s/timeshift_rel-60.m3u8",
+        "/s/fmp4-1700000000-30.m3u8",
+        "/s/index-1700000000-30.mpd",
+        "/s/dvr-11.ts",
+        "/s/dvr-11-v.m4s",
+        "/s/archive-1700000000-3600.ts",
+        "/api/streams",
+        "/api/streams/s",
+        "/api/node",
+    ];
+    for path in degraded {
+        get(&state, path, &[]).await;
+    }
+    for path in ["/s/index.m3u8", "/s/mono.m3u8", "/s/seg-11.ts"] {
+        let _ = get(&state, path, &[]).await;
+    }
+    beacon(&state, &[]).await;
+    assert_eq!(
+        state.shedder().counts(Bucket::Degraded).admitted,
+        degraded.len() as u64
+    );
+    let metrics = get(&state, "/metrics", &[]).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.contains(&format!(
+            "brdyun_shed_requests_total{{bucket=\"degraded\",outcome=\"admitted\"}} {}",
+            degraded.len()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("brdyun_shed_requests_total{bucket=\"non_critical\",outcome=\"admitted\"} 1")
+    );
+    // The three live requests and the scrape (operator observability, CRITICAL).
+    assert_eq!(state.shedder().counts(Bucket::Critical).admitted, 4);
+}

@@ -13,14 +13,17 @@
 //! | `archive_segment`  | Degraded     | 60   |
 //! | `archive_playlist` | Degraded     | 55   |
 //! | `meeting_metadata` | Degraded     | 50   |
+//! | `status`           | Degraded     | 45   |
 //! | `thumbnail`        | Degraded     | 40   |
 //! | `telemetry`        | NonCritical  | 20   |
 //! | `prefetch`         | NonCritical  | 10   |
 //! | `other`            | NonCritical  | 5    |
 //!
 //! Relay ranks first because one relay connection feeds every viewer of another node.
-//! Admin is CRITICAL (low in it) so an operator can still reach an overloaded node, e.g.
-//! to remove a fault rule. Device adjustments (default): `smart_tv` +4 (TV players
+//! Admin (operator control) is CRITICAL (low in it) so an operator can still reach an
+//! overloaded node, and fault rules and experiments never shed it, so the API that
+//! removes a rule is never shed by that rule. Status reads and metrics scrapes are
+//! DEGRADED: they hurt no playback. Device adjustments (default): `smart_tv` +4 (TV players
 //! rarely recover from a failed request), `apple` +2, `android` +2, `browser` 0,
 //! `media_tool` −3, `unknown` −5. A member in playback: +5; an identified member: +2.
 
@@ -55,6 +58,7 @@ impl RouteRule {
             RouteKind::ArchiveSegment => (Bucket::Degraded, 60),
             RouteKind::ArchivePlaylist => (Bucket::Degraded, 55),
             RouteKind::MeetingMetadata => (Bucket::Degraded, 50),
+            RouteKind::Status => (Bucket::Degraded, 45),
             RouteKind::Thumbnail => (Bucket::Degraded, 40),
             RouteKind::Telemetry => (Bucket::NonCritical, 20),
             RouteKind::Prefetch => (Bucket::NonCritical, 10),

@@ -46,4 +46,4 @@ pub use fault::{DeviceSet, FaultRule, FaultRuleSpec, FaultRules, RuleId};
 pub use limit::{AdaptiveLimit, AdaptiveLimitConfig};
 pub use overload::{OverloadConfig, OverloadEstimator, OverloadInputs, OverloadLevel};
 pub use priority::{Bucket, Priority};
-pub use request::{MemberId, RequestFacts, RouteKind};
+pub use request::{member_id, MemberId, RequestFacts, RouteKind};

@@ -23,9 +23,12 @@ pub enum RouteKind {
     ArchiveSegment,
     /// A preview thumbnail.
     Thumbnail,
-    /// Meeting metadata (titles, participants, schedule).
+    /// Meeting metadata: the MC's meeting view, a node's stream status.
     MeetingMetadata,
-    /// The operator's admin API (including the fault-injection rules).
+    /// A node's own status and its metrics scrape: an operator's reading, not a viewer's.
+    Status,
+    /// Operator control: the screens, the fault-rule, experiments and pause APIs, the
+    /// MC's meeting changes. Never shed by a fault rule or an experiment.
     Admin,
     /// Player telemetry beacons and logs.
     Telemetry,
@@ -37,7 +40,7 @@ pub enum RouteKind {
 
 impl RouteKind {
     /// Number of route kinds; sizes the classifier's lookup table.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 13;
 
     /// All route kinds in declaration order (index = `self as usize`).
     pub const ALL: [RouteKind; RouteKind::COUNT] = [
@@ -49,11 +52,18 @@ impl RouteKind {
         RouteKind::ArchiveSegment,
         RouteKind::Thumbnail,
         RouteKind::MeetingMetadata,
+        RouteKind::Status,
         RouteKind::Admin,
         RouteKind::Telemetry,
         RouteKind::Prefetch,
         RouteKind::Other,
     ];
+
+    /// Operator control, which fault rules and experiments never shed: an operator must
+    /// always reach the API that removes the rule that sheds (FIT-1).
+    pub const fn is_operator_control(self) -> bool {
+        matches!(self, RouteKind::Admin)
+    }
 
     /// Stable snake_case name, the same as the config key; for errors and metrics.
     pub const fn as_str(self) -> &'static str {
@@ -66,6 +76,7 @@ impl RouteKind {
             RouteKind::ArchiveSegment => "archive_segment",
             RouteKind::Thumbnail => "thumbnail",
             RouteKind::MeetingMetadata => "meeting_metadata",
+            RouteKind::Status => "status",
             RouteKind::Admin => "admin",
             RouteKind::Telemetry => "telemetry",
             RouteKind::Prefetch => "prefetch",
@@ -91,4 +102,17 @@ pub struct RequestFacts {
     pub member: Option<MemberId>,
     /// Whether this member currently has a running playback on this node.
     pub in_playback: bool,
+}
+
+/// The member id of a member name (the `X-Brdyun-Member` header or a fault rule's
+/// `members` entry): 64-bit FNV-1a of the bytes, so both sides hash alike, without
+/// allocation. An empty name identifies nobody.
+pub fn member_id(name: &[u8]) -> Option<MemberId> {
+    if name.is_empty() {
+        return None;
+    }
+    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    Some(MemberId(hash))
 }

@@ -50,6 +50,7 @@ mod init;
 mod live;
 mod records;
 mod segment;
+mod track;
 
 use thiserror::Error;
 
@@ -61,6 +62,7 @@ pub use segment::{
     frames_from_ts, package_ts_segment, part_starts, sequence_number, write_segment, NextDts, Part,
     SegmentOptions,
 };
+pub use track::{marker_of, package_segment, write_track_init, Track, TrackCache};
 
 use crate::Codec;
 

@@ -10,7 +10,9 @@
 
 use std::collections::VecDeque;
 
-use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES};
+use super::segment::{
+    emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES,
+};
 
 /// The most adopted markers waiting for their frames; older ones are written as they are.
 const MAX_PENDING_MARKERS: usize = 8;

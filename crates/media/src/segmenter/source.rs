@@ -3,7 +3,9 @@
 
 use std::collections::VecDeque;
 
-use super::{emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES};
+use super::segment::{
+    emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES,
+};
 use crate::timeline::{TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind, CLOCK_HZ};
 

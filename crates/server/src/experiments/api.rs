@@ -15,7 +15,7 @@
 //! Errors are `{"code":N,"message":"..."}` with the codes of [`ExperimentsApiError`].
 
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
@@ -23,7 +23,8 @@ use experiments::{CommandError, DefinitionError, ExperimentDefinition, Experimen
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::routes::admin::{authorize, unix_ms};
+use crate::auth::Admin;
+use crate::clock::unix_ms_u64;
 use crate::state::AppState;
 
 static EXPERIMENTS_HTML: &str = include_str!("../../assets/experiments.html");
@@ -103,12 +104,9 @@ pub struct StatusQuery {
 /// `GET /api/experiments`: the status.
 pub async fn status(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    _admin: Admin,
     Query(query): Query<StatusQuery>,
 ) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
     let history = query.history.unwrap_or(20).min(200);
     let mut body = state
         .shedder()
@@ -121,10 +119,7 @@ pub async fn status(
 }
 
 /// `POST /api/experiments`: add or replace a definition.
-pub async fn upsert(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn upsert(State(state): State<AppState>, _admin: Admin, body: Bytes) -> Response {
     if body.len() > MAX_DEFINITION_BYTES {
         return ExperimentsApiError::TooLarge.into_response();
     }
@@ -153,12 +148,9 @@ pub async fn upsert(State(state): State<AppState>, headers: HeaderMap, body: Byt
 /// `DELETE /api/experiments/{id}`: remove a definition.
 pub async fn remove(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(id): Path<String>,
-    headers: HeaderMap,
 ) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
     match state.shedder().experiments().remove(&id, unix_ms_u64()) {
         Ok(()) => {
             tracing::info!(experiment = %id, "experiment definition removed");
@@ -171,12 +163,9 @@ pub async fn remove(
 /// `POST /api/experiments/{id}/start`: start a run now.
 pub async fn start(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(id): Path<String>,
-    headers: HeaderMap,
 ) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
     match state.shedder().experiments().start_now(&id, unix_ms_u64()) {
         Ok(ExperimentEvent::Started { run, ends_at_ms }) => {
             Json(json!({ "run": run, "ends_at_ms": ends_at_ms })).into_response()
@@ -187,10 +176,7 @@ pub async fn start(
 }
 
 /// `GET /api/experiments/report`: this node's KPIs of the runs in progress.
-pub async fn report(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
     no_cache(Json(state.shedder().experiments().local_report()).into_response())
 }
 
@@ -199,9 +185,4 @@ fn no_cache(mut response: Response) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
-}
-
-/// The wall clock in ms since the epoch, as the experiments state machine counts time.
-pub fn unix_ms_u64() -> u64 {
-    u64::try_from(unix_ms()).unwrap_or(0)
 }

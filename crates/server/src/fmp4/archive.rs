@@ -22,8 +22,8 @@ use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::PlaylistType;
 use media::{TimelineMarker, TrackKind};
 
-use super::package::{marker_of, package_segment, write_track_init, Track};
-use crate::routes::dash::{bps, representations};
+use super::mpd::{bps, representations};
+use media::fmp4::{marker_of, package_segment, write_track_init, Track};
 
 /// How many earlier segments of its run are tried for the init configuration of a
 /// segment that carries no parameter sets (a forced cut without a keyframe).

@@ -35,9 +35,9 @@
 //!   per second of media), so the fMP4 archive range equals the TS one.
 
 pub mod archive;
-pub mod package;
+pub mod mpd;
 pub mod playlist;
 pub mod rendition;
 
-pub use package::{marker_of, package_segment, write_track_init, Track};
+pub use media::fmp4::{marker_of, package_segment, write_track_init, Track};
 pub use rendition::{Fmp4Init, Fmp4Rendition, Fmp4Segment, Fmp4Window};

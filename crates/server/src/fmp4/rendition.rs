@@ -11,8 +11,8 @@ use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::{MediaPlaylist, PlaylistSegment, PlaylistType};
 use media::{TimelineMarker, TrackKind};
 
-use super::package::{marker_of, package_segment, write_track_init, Track, TrackCache};
 use crate::channel::LiveSegment;
+use media::fmp4::{marker_of, package_segment, write_track_init, Track, TrackCache};
 
 /// The init segment(s) of one discontinuity sequence.
 #[derive(Debug)]
@@ -38,6 +38,8 @@ impl Fmp4Init {
     pub fn bytes(&self, track: Track) -> Option<Bytes> {
         self.cache
             .get_or_make(track, || write_track_init(&self.config, track))
+            .map_err(|error| tracing::debug!(?track, %error, "fmp4 init not written"))
+            .ok()
     }
 }
 
@@ -64,9 +66,12 @@ impl Fmp4Segment {
 
     /// The fMP4 segment of `track`; `None` when it cannot be packaged (no such track).
     pub fn bytes(&self, track: Track) -> Option<Bytes> {
-        self.cache.get_or_make(track, || {
-            package_segment(&self.marker, &self.ts, &self.init.config, track)
-        })
+        self.cache
+            .get_or_make(track, || {
+                package_segment(&self.marker, &self.ts, &self.init.config, track)
+            })
+            .map_err(|error| tracing::debug!(?track, %error, "fmp4 segment not packaged"))
+            .ok()
     }
 
     /// Bytes of fMP4 held for this segment so far.
@@ -227,7 +232,7 @@ impl Fmp4Rendition {
         let ast = self
             .availability_start_ms()
             .unwrap_or(marker.state.anchor_unix_ms);
-        window.mpd = Bytes::from(crate::routes::dash::live_mpd(
+        window.mpd = Bytes::from(super::mpd::live_mpd(
             &window,
             ast,
             u64::from(marker.target_duration_ms),

@@ -10,7 +10,7 @@ use media::hls::{
 };
 
 use super::packager::{Opened, Output, PartOut, SegmentOut};
-use super::Position;
+use super::position::Position;
 
 /// What EXT-X-TARGETDURATION adds to the segment target from the start. A segment ends
 /// at the first keyframe past its grid line, so it is often longer than the target

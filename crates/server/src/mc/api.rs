@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use meeting::{
@@ -16,9 +16,10 @@ use meeting::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::state::McState;
 use super::store::{random_secret, ChangeError};
-use super::McState;
-use crate::routes::admin::unix_ms;
+use crate::auth::{bearer, constant_time_eq, token_matches};
+use crate::clock::unix_ms;
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -64,27 +65,9 @@ impl From<ChangeError> for McApiError {
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-}
-
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 /// True when the token is the admin token (or no admin token is configured).
 fn is_admin(mc: &McState, given: Option<&str>) -> bool {
-    match &mc.inner.settings.admin_token {
-        None => true,
-        Some(expected) => given.is_some_and(|g| same(g, expected)),
-    }
+    token_matches(mc.inner.settings.admin_token.as_deref(), given)
 }
 
 fn parse_id(id: &str) -> Result<MeetingId, McApiError> {
@@ -186,7 +169,8 @@ pub async fn get_one(
         Err(e) => return McApiError::Meeting(e.code()).into_response(),
     };
     let token = bearer(&headers);
-    let owner = token.is_some_and(|t| same(t, &meeting.host_token))
+    let owner = token
+        .is_some_and(|t| constant_time_eq(t.as_bytes(), meeting.host_token.as_bytes()))
         || (token.is_some() && is_admin(&mc, token));
     if owner {
         Json(full(meeting)).into_response()
@@ -204,7 +188,9 @@ fn authorize_host(mc: &McState, headers: &HeaderMap, id: &MeetingId) -> Result<(
     // A token that is neither admin nor this meeting's host is refused the same way
     // for a meeting that exists and one that does not: tokens do not probe ids.
     match meetings.get(id) {
-        Ok(m) if token.is_some_and(|t| same(t, &m.host_token)) => Ok(()),
+        Ok(m) if token.is_some_and(|t| constant_time_eq(t.as_bytes(), m.host_token.as_bytes())) => {
+            Ok(())
+        }
         _ => Err(McApiError::Unauthorized),
     }
 }
@@ -278,10 +264,7 @@ pub async fn set_viewer_limit(
 }
 
 fn is_node(mc: &McState, given: Option<&str>) -> bool {
-    match &mc.inner.settings.node_token {
-        None => true,
-        Some(expected) => given.is_some_and(|g| same(g, expected)),
-    }
+    token_matches(mc.inner.settings.node_token.as_deref(), given)
 }
 
 /// `GET /api/nodes/sync?node=N&viewers=id:count,…` (node token, as bearer or `token=`):

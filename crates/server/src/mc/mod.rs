@@ -9,114 +9,41 @@
 pub mod api;
 pub mod gate;
 pub mod openapi;
+mod state;
 pub mod store;
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-
-use axum::routing::{get, post};
+use axum::routing::{get, post, put, MethodRouter};
 use axum::Router;
-use meeting::{ClientVersion, Meetings, ViewerCounts};
-use tokio::sync::watch;
 
-use store::{Store, StoreError};
+pub use state::{McSettings, McState};
 
-/// How the MC's API behaves.
-#[derive(Debug, Clone)]
-pub struct McSettings {
-    /// The store file.
-    pub store_path: PathBuf,
-    /// Bearer token of admins (the meeting platform): create, and everything a host can
-    /// do. Without it the admin API is open (bind the MC to a private address).
-    pub admin_token: Option<String>,
-    /// Token nodes present to sync; without it any caller may sync.
-    pub node_token: Option<String>,
-    /// Clients below this version get 102011 (create/join) or 16 (in session).
-    pub min_client_version: Option<ClientVersion>,
-    /// How long a node's viewer report counts.
-    pub viewer_report_ttl: Duration,
-}
+use crate::state::AppState;
+use crate::url::Route;
 
-pub(crate) struct McShared {
-    pub(crate) settings: McSettings,
-    pub(crate) store: Store,
-    pub(crate) viewers: Mutex<ViewerCounts>,
-    pub(crate) changes: watch::Sender<Arc<Meetings>>,
-}
-
-/// The MC's shared state: meetings, viewer counts, settings.
-#[derive(Clone)]
-pub struct McState {
-    pub(crate) inner: Arc<McShared>,
-}
-
-impl McState {
-    /// Opens the store and builds the state.
-    ///
-    /// # Errors
-    /// The store exists but cannot be read or parsed.
-    pub fn open(settings: McSettings) -> Result<Self, StoreError> {
-        let store = Store::open(&settings.store_path)?;
-        let ttl_ms = i64::try_from(settings.viewer_report_ttl.as_millis()).unwrap_or(i64::MAX);
-        let (changes, _) = watch::channel(store.snapshot());
-        Ok(Self {
-            inner: Arc::new(McShared {
-                settings,
-                store,
-                viewers: Mutex::new(ViewerCounts::new(ttl_ms)),
-                changes,
-            }),
+/// The MC's HTTP application: the meeting API (the MC rows of the route table), then the
+/// node's routes (the meeting streams and their relays), all behind the node's shedding
+/// layer and edge, so the meeting API is classified and shed like every other route.
+pub fn router(mc: McState, node: AppState) -> Router {
+    let api = Route::MC
+        .into_iter()
+        .fold(Router::new(), |router, route| {
+            router.route(route.pattern(), handler(route))
         })
-    }
-
-    /// The meetings, updated after every change (the MC starts and stops meeting
-    /// streams from this).
-    pub fn subscribe(&self) -> watch::Receiver<Arc<Meetings>> {
-        self.inner.changes.subscribe()
-    }
-
-    /// The meetings now.
-    pub fn meetings(&self) -> Arc<Meetings> {
-        self.inner.store.snapshot()
-    }
-
-    /// Applies a change through the store and publishes the result.
-    ///
-    /// # Errors
-    /// As [`Store::change`].
-    pub fn change<T>(
-        &self,
-        change: impl FnOnce(&mut Meetings) -> Result<T, meeting::MeetingError>,
-    ) -> Result<T, store::ChangeError> {
-        let (out, meetings) = self.inner.store.change(change)?;
-        self.inner.changes.send_replace(meetings);
-        Ok(out)
-    }
-
-    pub(crate) fn viewers(&self) -> std::sync::MutexGuard<'_, ViewerCounts> {
-        self.inner
-            .viewers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
+        .with_state(mc);
+    crate::routes::with_layers(api.merge(crate::routes::routes(node.clone())), &node)
 }
 
-/// The MC's HTTP application: the meeting API, then everything `fallback` serves (the
-/// node router with the meeting streams and their relays).
-pub fn router(mc: McState, fallback: Router) -> Router {
-    Router::new()
-        .route("/api/openapi.json", get(openapi::document))
-        .route("/api/meetings", get(api::list).post(api::create))
-        .route("/api/meetings/{id}", get(api::get_one))
-        .route(
-            "/api/meetings/{id}/viewer-limit",
-            axum::routing::put(api::set_viewer_limit),
-        )
-        .route("/api/meetings/{id}/{action}", post(api::action))
-        .route("/api/nodes/sync", get(api::sync))
-        .with_state(mc)
-        .fallback_service(fallback)
+/// The handler of an MC route; a node route has none here (see [`crate::routes`]).
+fn handler(route: Route) -> MethodRouter<McState> {
+    match route {
+        Route::McOpenApi => get(openapi::document),
+        Route::McMeetings => get(api::list).post(api::create),
+        Route::McMeeting => get(api::get_one),
+        Route::McViewerLimit => put(api::set_viewer_limit),
+        Route::McMeetingAction => post(api::action),
+        Route::McNodeSync => get(api::sync),
+        _ => MethodRouter::new(),
+    }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ fn node_state() -> AppState {
 }
 
 fn app(mc: &McState) -> Router {
-    router(mc.clone(), crate::router(node_state()))
+    router(mc.clone(), node_state())
 }
 
 async fn call(

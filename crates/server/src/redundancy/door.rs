@@ -15,13 +15,12 @@ use axum::extract::{ConnectInfo, Request};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use crate::connection::Secure;
 use crate::error::{ApiError, OttRefusal};
 use crate::redundancy::members::stream_working;
 use crate::redundancy::{MeshView, Redundancy};
-use crate::routes::archive::ArchiveRequest;
-use crate::routes::hls::StreamFile;
-use crate::serve::Secure;
 use crate::state::AppState;
+use crate::url::{period_ms, ArchiveRequest, LlFile, StreamFile, Target};
 
 /// The door's decision.
 #[derive(Debug)]
@@ -156,7 +155,7 @@ fn archive_period(request: ArchiveRequest, now_ms: i64) -> Option<(i64, i64)> {
         | ArchiveRequest::Download {
             from_secs,
             duration_secs,
-        } => Some(crate::routes::archive::period_ms(from_secs, duration_secs)),
+        } => Some(period_ms(from_secs, duration_secs)),
         ArchiveRequest::FromNow { from_secs } => Some((from_secs.saturating_mul(1000), now_ms)),
         ArchiveRequest::Timeshift { .. }
         | ArchiveRequest::Segment(_)
@@ -179,7 +178,7 @@ pub fn check(
     now_ms: i64,
 ) -> Door {
     use std::sync::atomic::Ordering::Relaxed;
-    let Some(kind) = StreamFile::parse(file) else {
+    let Some(kind) = Target::stream_file(request.extensions(), file) else {
         return Door::Continue;
     };
     let query = request.uri().query();
@@ -187,10 +186,7 @@ pub fn check(
     let at_the_door = match kind {
         StreamFile::Master | StreamFile::Media | StreamFile::Archive(_) => true,
         StreamFile::Fmp4(file) => file.is_live_manifest() || file.archive_period().is_some(),
-        StreamFile::LowLatency(file) => matches!(
-            file,
-            crate::routes::llhls::LlFile::Master | crate::routes::llhls::LlFile::Playlist
-        ),
+        StreamFile::LowLatency(file) => matches!(file, LlFile::Master | LlFile::Playlist),
         _ => false,
     };
     // HLS over TS, or the fMP4 protocol of the file (OTT-PROT-4, OTT-ARCH-1).

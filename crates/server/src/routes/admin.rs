@@ -6,43 +6,17 @@
 use std::sync::atomic::Ordering;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use crate::auth::Admin;
+use crate::clock::unix_ms;
 use crate::error::ApiError;
 use crate::state::{AppState, StreamEntry};
 
-/// Checks the bearer token when one is configured.
-///
-/// # Errors
-/// [`ApiError::Unauthorized`] when the token is missing or wrong.
-pub fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = state.admin_token() else {
-        return Ok(());
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// `GET /api/node`: who this node is.
-pub async fn node(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn node(State(state): State<AppState>, _admin: Admin) -> Response {
     let node = state.node();
     Json(json!({
         "name": node.name,
@@ -55,10 +29,7 @@ pub async fn node(State(state): State<AppState>, headers: HeaderMap) -> Response
 }
 
 /// `GET /api/streams`: every stream's status.
-pub async fn streams(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn streams(State(state): State<AppState>, _admin: Admin) -> Response {
     let now = unix_ms();
     let list: Vec<Value> = state
         .streams()
@@ -71,12 +42,9 @@ pub async fn streams(State(state): State<AppState>, headers: HeaderMap) -> Respo
 /// `GET /api/streams/{name}`: one stream's status.
 pub async fn stream(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(name): Path<String>,
-    headers: HeaderMap,
 ) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
     match state.stream(&name) {
         Some(entry) => Json(stream_status(&entry, unix_ms())).into_response(),
         None => ApiError::StreamNotFound.into_response(),
@@ -114,11 +82,4 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
         "inputs": entry.inputs.as_ref().map(|source| source()),
         "dvr": channel.archive().map(|recorder| recorder.status()),
     })
-}
-
-/// The wall clock in Unix milliseconds.
-pub fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

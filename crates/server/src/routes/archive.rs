@@ -22,129 +22,14 @@ use dvr::index::{Entry, Index};
 use media::hls::PlaylistType;
 
 use crate::channel::Channel;
+use crate::clock::unix_ms;
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::recorder::Recorder;
-use crate::routes::admin::unix_ms;
+use crate::url::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 
-/// The longest period a playlist or download may cover, seconds.
-pub const MAX_PERIOD_SECS: u32 = 86_400;
-/// The latest `from` accepted (9999-12-31), so milliseconds never overflow.
-const MAX_FROM_SECS: i64 = 253_402_300_799;
 /// Segments in a time-shift window when the live window is empty.
 const DEFAULT_WINDOW_SEGMENTS: usize = 30;
-
-/// The period `[from, from + duration)` of a catch-up request, Unix ms.
-pub fn period_ms(from_secs: i64, duration_secs: u32) -> (i64, i64) {
-    let from = from_secs.saturating_mul(1000);
-    (from, from.saturating_add(i64::from(duration_secs) * 1000))
-}
-
-/// An archive file name, parsed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArchiveRequest {
-    /// `index-{from}-{duration}.m3u8`.
-    Period {
-        /// Start, Unix seconds.
-        from_secs: i64,
-        /// Length, seconds.
-        duration_secs: u32,
-    },
-    /// `index-{from}-now.m3u8`.
-    FromNow {
-        /// Start, Unix seconds.
-        from_secs: i64,
-    },
-    /// `timeshift_rel-{seconds}.m3u8`.
-    Timeshift {
-        /// How far behind now the window's live edge is, seconds.
-        behind_secs: u32,
-    },
-    /// `archive-{from}-{duration}.ts`.
-    Download {
-        /// Start, Unix seconds.
-        from_secs: i64,
-        /// Length, seconds.
-        duration_secs: u32,
-    },
-    /// `dvr-{msn}.ts`.
-    Segment(u64),
-    /// An archive name with a malformed, negative or out-of-range number (400).
-    Malformed,
-}
-
-/// Unsigned decimal of 1 to `max_digits` digits (no sign, no spaces).
-fn number(text: &str, max_digits: usize) -> Option<u64> {
-    if text.is_empty() || text.len() > max_digits || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn from_secs(text: &str) -> Option<i64> {
-    number(text, 12)
-        .and_then(|n| i64::try_from(n).ok())
-        .filter(|&n| n <= MAX_FROM_SECS)
-}
-
-fn duration_secs(text: &str) -> Option<u32> {
-    number(text, 6)
-        .and_then(|n| u32::try_from(n).ok())
-        .filter(|&n| (1..=MAX_PERIOD_SECS).contains(&n))
-}
-
-impl ArchiveRequest {
-    /// Parses a file name; `None` when it is not an archive name at all.
-    pub fn parse(file: &str) -> Option<Self> {
-        if let Some(rest) = file
-            .strip_prefix("index-")
-            .and_then(|r| r.strip_suffix(".m3u8"))
-        {
-            let Some((from, duration)) = rest.split_once('-') else {
-                return Some(Self::Malformed);
-            };
-            let parsed = match (from_secs(from), duration) {
-                (Some(from_secs), "now") => Some(Self::FromNow { from_secs }),
-                (Some(from_secs), d) => duration_secs(d).map(|duration_secs| Self::Period {
-                    from_secs,
-                    duration_secs,
-                }),
-                (None, _) => None,
-            };
-            return Some(parsed.unwrap_or(Self::Malformed));
-        }
-        if let Some(rest) = file
-            .strip_prefix("timeshift_rel-")
-            .and_then(|r| r.strip_suffix(".m3u8"))
-        {
-            let seconds = number(rest, 10).and_then(|n| u32::try_from(n).ok());
-            return Some(
-                seconds.map_or(Self::Malformed, |behind_secs| Self::Timeshift {
-                    behind_secs,
-                }),
-            );
-        }
-        if let Some(rest) = file
-            .strip_prefix("archive-")
-            .and_then(|r| r.strip_suffix(".ts"))
-        {
-            let parsed = rest.split_once('-').and_then(|(from, duration)| {
-                Some(Self::Download {
-                    from_secs: from_secs(from)?,
-                    duration_secs: duration_secs(duration)?,
-                })
-            });
-            return Some(parsed.unwrap_or(Self::Malformed));
-        }
-        if let Some(rest) = file
-            .strip_prefix("dvr-")
-            .and_then(|r| r.strip_suffix(".ts"))
-        {
-            return Some(number(rest, 20).map_or(Self::Malformed, Self::Segment));
-        }
-        None
-    }
-}
 
 /// The URI of an archived segment inside archive playlists (relative to them).
 pub fn archive_segment_uri(entry: &Entry) -> String {
@@ -282,61 +167,4 @@ fn download(
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ArchiveRequest as R;
-
-    #[test]
-    fn names() {
-        assert_eq!(
-            R::parse("index-1700000000-30.m3u8"),
-            Some(R::Period {
-                from_secs: 1_700_000_000,
-                duration_secs: 30
-            })
-        );
-        assert_eq!(
-            R::parse("index-1700000000-now.m3u8"),
-            Some(R::FromNow {
-                from_secs: 1_700_000_000
-            })
-        );
-        assert_eq!(
-            R::parse("timeshift_rel-600.m3u8"),
-            Some(R::Timeshift { behind_secs: 600 })
-        );
-        assert_eq!(
-            R::parse("archive-1700000000-3600.ts"),
-            Some(R::Download {
-                from_secs: 1_700_000_000,
-                duration_secs: 3600
-            })
-        );
-        assert_eq!(R::parse("dvr-42.ts"), Some(R::Segment(42)));
-        assert_eq!(R::parse("index.m3u8"), None);
-        assert_eq!(R::parse("seg-1.ts"), None);
-        for bad in [
-            "index--5-30.m3u8",
-            "index-5--30.m3u8",
-            "index-5-0.m3u8",
-            "index-5-86401.m3u8",
-            "index-99999999999999999999-30.m3u8",
-            "index-253402300800-30.m3u8",
-            "index-1-2-3.m3u8",
-            "index-+5-30.m3u8",
-            "index-5.m3u8",
-            "index- 5-30.m3u8",
-            "timeshift_rel--1.m3u8",
-            "timeshift_rel-99999999999.m3u8",
-            "archive-5.ts",
-            "archive-5-99999999999999999999.ts",
-            "dvr-..%2F..%2Fetc%2Fpasswd.ts",
-            "dvr-99999999999999999999.ts",
-            "dvr-.ts",
-        ] {
-            assert_eq!(R::parse(bad), Some(R::Malformed), "{bad}");
-        }
-    }
 }

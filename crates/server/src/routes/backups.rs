@@ -6,13 +6,13 @@
 //! asks for it once and keeps it in the browser's session storage.
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use crate::auth::Admin;
+use crate::clock::unix_ms;
 use crate::error::ApiError;
-use crate::routes::admin::{authorize, unix_ms};
 use crate::state::AppState;
 
 static BACKUPS_HTML: &str = include_str!("../../assets/backups.html");
@@ -23,10 +23,7 @@ pub async fn page() -> Response {
 }
 
 /// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters.
-pub async fn report(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
     let node = state.node().name.clone();
     let mut body = match state.redundancy() {
         Some(redundancy) => redundancy.report_json(&node, unix_ms()),
@@ -42,10 +39,7 @@ pub async fn report(State(state): State<AppState>, headers: HeaderMap) -> Respon
     Json(body).into_response()
 }
 
-fn set_paused(state: &AppState, headers: &HeaderMap, name: &str, paused: bool) -> Response {
-    if let Err(e) = authorize(state, headers) {
-        return e.into_response();
-    }
+fn set_paused(state: &AppState, name: &str, paused: bool) -> Response {
     let Some(channel) = state.channel(name) else {
         return ApiError::StreamNotFound.into_response();
     };
@@ -58,17 +52,17 @@ fn set_paused(state: &AppState, headers: &HeaderMap, name: &str, paused: bool) -
 /// resumed; its viewers move to backups and new viewers are redirected (OTT-OPS-2).
 pub async fn pause(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(name): Path<String>,
-    headers: HeaderMap,
 ) -> Response {
-    set_paused(&state, &headers, &name, true)
+    set_paused(&state, &name, true)
 }
 
 /// `POST /api/streams/{name}/resume`: takes the input back.
 pub async fn resume(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(name): Path<String>,
-    headers: HeaderMap,
 ) -> Response {
-    set_paused(&state, &headers, &name, false)
+    set_paused(&state, &name, false)
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
@@ -25,9 +25,9 @@ use serde_json::{json, Map, Value};
 use shed::fault::MAX_MEMBERS_PER_RULE;
 use shed::{DeviceSet, DeviceType, FaultError, FaultRuleSpec, Priority, RuleId};
 
-use super::shedder::member_id;
-use crate::routes::admin::authorize;
+use crate::auth::Admin;
 use crate::state::AppState;
+use shed::member_id;
 
 /// The fields `POST /api/fault-rules` accepts.
 const FIELDS: [&str; 6] = [
@@ -196,10 +196,7 @@ fn parse_rule(
 }
 
 /// `POST /api/fault-rules`: add a rule.
-pub async fn add(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn add(State(state): State<AppState>, _admin: Admin, body: Bytes) -> Response {
     let shedder = state.shedder();
     let added = parse_rule(&body, shedder.max_rule_duration())
         .and_then(|(spec, duration)| Ok(shedder.add_rule(spec, duration)?));
@@ -213,10 +210,7 @@ pub async fn add(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
 }
 
 /// `GET /api/fault-rules`: the active rules with their counters and time left.
-pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
+pub async fn list(State(state): State<AppState>, _admin: Admin) -> Response {
     let rules: Vec<serde_json::Value> = state
         .shedder()
         .rules()
@@ -247,12 +241,9 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Response
 /// `DELETE /api/fault-rules/{id}`: remove a rule, answering its final counter.
 pub async fn remove(
     State(state): State<AppState>,
+    _admin: Admin,
     Path(id): Path<String>,
-    headers: HeaderMap,
 ) -> Response {
-    if let Err(e) = authorize(&state, &headers) {
-        return e.into_response();
-    }
     let Ok(id) = id.parse::<u64>() else {
         return bad("id", "must be a number").into_response();
     };

@@ -11,7 +11,7 @@ use std::task::{ready, Context, Poll};
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use futures_util::future::Either;
 use shed::{Advice, Bucket, DeviceType, RequestFacts, RouteKind};
@@ -19,10 +19,11 @@ use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::gate::ConnectionGate;
-use super::shedder::{member_id, Decision, Shedder};
-use crate::experiments::api::unix_ms_u64;
-use crate::experiments::{Observed, KPI_BEACON_PATH};
-use crate::routes::shed_route_kind;
+use super::shedder::{Decision, Shedder};
+use crate::clock::unix_ms_u64;
+use crate::experiments::Observed;
+use crate::url::{Route, Target};
+use shed::member_id;
 
 /// Names the device family explicitly (`DeviceType` names: `browser`, `apple`,
 /// `android`, `smart_tv`, `media_tool`, `unknown`); wins over `User-Agent`.
@@ -33,9 +34,14 @@ pub const MEMBER_HEADER: HeaderName = HeaderName::from_static("x-brdyun-member")
 pub const PLAYBACK_HEADER: HeaderName = HeaderName::from_static("x-brdyun-playback");
 
 /// Everything classification needs, from the path and headers only: no allocation,
-/// no body.
+/// no body. A GET or HEAD; see [`facts_of`] for the other methods.
 pub fn request_facts(path: &str, headers: &HeaderMap) -> RequestFacts {
-    let route = shed_route_kind(path);
+    facts_of(&Target::of_path(path), true, headers)
+}
+
+/// The facts of a request whose route the edge has found; `read_only` for GET and HEAD.
+pub fn facts_of(target: &Target, read_only: bool, headers: &HeaderMap) -> RequestFacts {
+    let route = target.shed_kind(read_only);
     let device = headers
         .get(&DEVICE_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -60,6 +66,15 @@ pub fn request_facts(path: &str, headers: &HeaderMap) -> RequestFacts {
         member,
         in_playback,
     }
+}
+
+/// The request's target: the one the edge found, else found from its path.
+fn target_of(request: &Request) -> Target {
+    request
+        .extensions()
+        .get::<Target>()
+        .copied()
+        .unwrap_or_else(|| Target::of_path(request.uri().path()))
 }
 
 /// The headers every back-pressure answer shares, built once: a refusal clones them
@@ -236,14 +251,16 @@ where
         if !self.shedder.enabled() {
             return Either::Left(inner.call(request));
         }
-        let facts = request_facts(request.uri().path(), request.headers());
+        let target = target_of(&request);
+        let read_only = matches!(*request.method(), Method::GET | Method::HEAD);
+        let facts = facts_of(&target, read_only, request.headers());
         // Lock-free, and `None` at once while no experiment runs.
         let observed = self
             .shedder
             .experiments()
             .observe(&facts, request.headers());
         // KPI beacons are measured, never shed for an experiment (only by overload).
-        let experiments_apply = request.uri().path() != KPI_BEACON_PATH;
+        let experiments_apply = target.route != Some(Route::KpiBeacon);
         let bucket = match self.shedder.decide_with(&facts, experiments_apply) {
             Decision::Admit(classified) => classified.bucket,
             Decision::Shed {

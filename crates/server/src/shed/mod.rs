@@ -26,4 +26,5 @@ pub mod telemetry;
 pub use gate::{ConnectionGate, GatedStream};
 pub use layer::{ShedLayer, ShedService};
 pub use settings::{CpuSource, LanePriority, LevelSource, ShedSettings, ShedSettingsError};
-pub use shedder::{member_id, Decision, RuleView, ShedCounts, Shedder};
+pub use shed::member_id;
+pub use shedder::{Decision, RuleView, ShedCounts, Shedder};

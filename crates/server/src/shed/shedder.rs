@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use shed::{
     AdaptiveLimit, Advice, BackPressure, Bucket, Classified, Classifier, FaultError, FaultRule,
-    FaultRuleSpec, FaultRules, LevelControlConfig, MemberId, OverloadConfig, OverloadLevel,
-    Priority, PrioritySet, RequestFacts, RuleId, ShedCurve,
+    FaultRuleSpec, FaultRules, LevelControlConfig, OverloadConfig, OverloadLevel, Priority,
+    PrioritySet, RequestFacts, RuleId, ShedCurve,
 };
 use tokio::time::Instant;
 
@@ -19,19 +19,6 @@ use crate::metrics::Histogram;
 
 /// `forced_bits` value meaning "no override".
 const NOT_FORCED: u64 = u64::MAX;
-
-/// The member id of a member name (the `X-Brdyun-Member` header or a fault rule's
-/// `members` entry): 64-bit FNV-1a of the bytes, so both sides hash alike, without
-/// allocation. An empty name identifies nobody.
-pub fn member_id(name: &[u8]) -> Option<MemberId> {
-    if name.is_empty() {
-        return None;
-    }
-    let hash = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    Some(MemberId(hash))
-}
 
 /// What the layer does with one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -408,7 +395,10 @@ impl Shedder {
                 partial: share > 0.0,
             };
         }
-        if self.rule_count.load(Ordering::Relaxed) > 0 {
+        // Operator control is never shed by a rule or an experiment: an operator must
+        // always reach the API that removes the rule (FIT-1).
+        let injectable = !facts.route.is_operator_control();
+        if injectable && self.rule_count.load(Ordering::Relaxed) > 0 {
             let hit = self
                 .read_rules()
                 .matches(facts, classified.priority, self.now(), seq);
@@ -424,7 +414,8 @@ impl Shedder {
             }
         }
         // Running experiments shed their experiment group's slice the same way (FIT-1).
-        if experiments_apply && self.experiments.shed_hit(facts, classified.priority) {
+        if injectable && experiments_apply && self.experiments.shed_hit(facts, classified.priority)
+        {
             stats.injected.fetch_add(1, Ordering::Relaxed);
             return Decision::Shed {
                 classified,

@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::layer::{request_facts, MEMBER_HEADER};
 use super::member_id;
-use crate::experiments::api::{unix_ms_u64, ExperimentsApiError};
+use crate::clock::unix_ms_u64;
+use crate::experiments::api::ExperimentsApiError;
 use crate::experiments::beacon::{Beacon, MAX_BEACON_BYTES};
 use crate::state::AppState;
 

@@ -24,7 +24,7 @@ pub const SECRET: &[u8] = b"view key of the test domain";
 
 /// Now, Unix ms.
 pub fn now_ms() -> i64 {
-    server::routes::admin::unix_ms()
+    server::clock::unix_ms()
 }
 
 /// A 2-s segment (no timeline marker).

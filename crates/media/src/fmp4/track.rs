@@ -1,12 +1,17 @@
-//! Packaging one TS segment (live or archived) as fMP4: which tracks go into a file,
-//! the segment's place read from its marker, and a once-only cache of the bytes.
+//! Which tracks one fMP4 file carries, packaging one brdyun TS segment (live or
+//! archived) as the fMP4 file of a track, and a once-only cache of those bytes.
+//!
+//! A brdyun TS segment starts with its timeline marker, so its place on the timeline
+//! (MSN, start, duration, date) is read from its own bytes: a live segment and an
+//! archived one are packaged by the same code and give the same bytes on every node.
 
 use std::sync::OnceLock;
 
 use bytes::Bytes;
-use media::fmp4::{package_ts_segment, write_init, Fmp4Error, InitConfig};
-use media::ts::PACKET_SIZE;
-use media::{Segment, TimelineMarker, TrackKind};
+
+use super::{package_ts_segment, write_init, Fmp4Error, InitConfig};
+use crate::ts::PACKET_SIZE;
+use crate::{Segment, TimelineMarker, TrackKind};
 
 /// Which tracks one fMP4 file carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,7 +68,9 @@ pub fn marker_of(ts: &[u8]) -> Option<TimelineMarker> {
 }
 
 /// Packages the TS segment `ts`, whose marker is `marker`, as the fMP4 segment of
-/// `track` (see the module docs of [`crate::fmp4`] for why `next` is not used).
+/// `track`. The next segment's first DTS is not waited for (no delay at the live
+/// edge): the last sample's duration is estimated, and the bytes do not depend on when
+/// they were asked for.
 ///
 /// # Errors
 /// [`Fmp4Error::Empty`] when `config` has no such track or the segment no frame of it;
@@ -106,25 +113,20 @@ pub fn write_track_init(config: &InitConfig, track: Track) -> Result<Bytes, Fmp4
 /// pays, later ones share). A failure is kept too: the same input fails the same way.
 #[derive(Debug, Default)]
 pub struct TrackCache {
-    cells: [OnceLock<Option<Bytes>>; 3],
+    cells: [OnceLock<Result<Bytes, Fmp4Error>>; 3],
 }
 
 impl TrackCache {
     /// The bytes of `track`, made by `make` the first time.
+    ///
+    /// # Errors
+    /// What `make` returned the first time.
     pub fn get_or_make(
         &self,
         track: Track,
         make: impl FnOnce() -> Result<Bytes, Fmp4Error>,
-    ) -> Option<Bytes> {
-        self.cells[track.index()]
-            .get_or_init(|| match make() {
-                Ok(bytes) => Some(bytes),
-                Err(error) => {
-                    tracing::debug!(?track, %error, "fmp4 packaging failed");
-                    None
-                }
-            })
-            .clone()
+    ) -> Result<Bytes, Fmp4Error> {
+        self.cells[track.index()].get_or_init(make).clone()
     }
 
     /// Bytes held by this cache (what packaging has cost in memory so far).
@@ -132,7 +134,7 @@ impl TrackCache {
         self.cells
             .iter()
             .filter_map(|c| c.get())
-            .flatten()
+            .filter_map(|r| r.as_ref().ok())
             .map(Bytes::len)
             .sum()
     }

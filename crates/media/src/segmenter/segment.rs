@@ -1,0 +1,134 @@
+//! What both segmenting modes share: the configuration, the finished segment, the
+//! counters, and the two helpers that make a segment's bytes a pure function of its
+//! marker and frames ([`emit`]) and unwrap 33-bit timestamps ([`unwrap_ts`]).
+
+use bytes::Bytes;
+
+use crate::timeline::{ContinuityCounters, TimelineMarker};
+use crate::ts::mux::write_segment;
+use crate::{Frame, TrackKind, CLOCK_HZ, PTS_MASK};
+
+/// How long segments should be, and how long they may get without a keyframe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmenterConfig {
+    /// Target segment duration (EXT-X-TARGETDURATION is derived from it), milliseconds.
+    pub target_duration_ms: u32,
+    /// A segment longer than `target × factor` is cut at the next frame even without a
+    /// keyframe, so a source with missing keyframes still gives bounded segments.
+    pub max_segment_factor: u32,
+}
+
+impl Default for SegmenterConfig {
+    fn default() -> Self {
+        Self {
+            target_duration_ms: 2000,
+            max_segment_factor: 3,
+        }
+    }
+}
+
+impl SegmenterConfig {
+    /// The target in 90 kHz ticks (at least 1).
+    pub fn target_ticks(&self) -> u64 {
+        (u64::from(self.target_duration_ms) * CLOCK_HZ / 1000).max(1)
+    }
+
+    /// The forced-cut length in 90 kHz ticks.
+    pub fn max_segment_ticks(&self) -> u64 {
+        self.target_ticks() * u64::from(self.max_segment_factor.max(1))
+    }
+}
+
+/// One finished segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// Media sequence number.
+    pub msn: u64,
+    /// Discontinuity sequence number of this segment.
+    pub discontinuity_seq: u64,
+    /// A discontinuity precedes this segment (EXT-X-DISCONTINUITY).
+    pub discontinuous: bool,
+    /// Extended (unwrapped) 90 kHz PTS of the first frame.
+    pub start_ts: u64,
+    /// Duration in 90 kHz ticks (distance to the next segment's start).
+    pub duration_ticks: u64,
+    /// EXT-X-PROGRAM-DATE-TIME, Unix milliseconds.
+    pub program_date_time_ms: i64,
+    /// The first frame is a random access point (false only after a forced cut).
+    pub keyframe_start: bool,
+    /// The MPEG-TS bytes: marker packet, PAT, PMT, then the frames' PES.
+    pub data: Bytes,
+}
+
+/// Counters of what the segmenter dropped or decided, for monitoring.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SegmenterStats {
+    /// Frames dropped while waiting for the keyframe that starts a segment.
+    pub dropped_before_keyframe: u64,
+    /// Audio frames that arrived after their segment was written.
+    pub dropped_late: u64,
+    /// Frames of a track still on the old timeline after a timestamp jump.
+    pub dropped_stale: u64,
+    /// Frames that matched no adopted marker (adopt mode).
+    pub dropped_unmatched: u64,
+    /// Timestamp jumps treated as discontinuities.
+    pub jumps: u64,
+    /// Segments cut at a non-keyframe because they grew past the maximum length.
+    pub forced_cuts: u64,
+    /// Adopted segments written with fewer frames than their marker announced.
+    pub incomplete: u64,
+    /// Markers that could not be parsed.
+    pub bad_markers: u64,
+    /// Frames dropped because a segment already held [`MAX_SEGMENT_FRAMES`] (a source
+    /// whose timestamps do not advance, or a marker announcing absurd counts).
+    pub dropped_overflow: u64,
+}
+
+/// The most frames one segment may hold; bounds memory against hostile input.
+pub const MAX_SEGMENT_FRAMES: usize = 20_000;
+
+/// A frame with its unwrapped timestamps.
+#[derive(Debug, Clone)]
+pub(crate) struct Timed {
+    pub(crate) ext_pts: u64,
+    pub(crate) ext_dts: u64,
+    pub(crate) frame: Frame,
+}
+
+/// Writes a segment from its complete marker and frames (sorted here).
+pub(crate) fn emit(
+    marker: &TimelineMarker,
+    mut frames: Vec<Timed>,
+) -> (Segment, ContinuityCounters) {
+    frames.sort_by_key(|t| (t.ext_dts, t.frame.kind() == TrackKind::Audio));
+    let plain: Vec<Frame> = frames.into_iter().map(|t| t.frame).collect();
+    let (data, cc) = write_segment(marker, &plain);
+    let segment = Segment {
+        msn: marker.state.msn,
+        discontinuity_seq: marker.state.discontinuity_seq,
+        discontinuous: marker.discontinuous,
+        start_ts: marker.start_ts,
+        duration_ticks: marker.duration_ticks,
+        program_date_time_ms: marker.program_date_time_ms,
+        keyframe_start: marker.keyframe_start,
+        data,
+    };
+    (segment, cc)
+}
+
+/// Unwraps a 33-bit timestamp to the extended value nearest to `reference`.
+pub(crate) fn unwrap_ts(value: u64, reference: Option<u64>) -> u64 {
+    let value = value & PTS_MASK;
+    let Some(r) = reference else {
+        return value;
+    };
+    const WRAP: u64 = 1 << 33;
+    let candidate = (r & !PTS_MASK) | value;
+    if candidate > r && candidate - r > WRAP / 2 && candidate >= WRAP {
+        candidate - WRAP
+    } else if candidate < r && r - candidate > WRAP / 2 {
+        candidate.checked_add(WRAP).unwrap_or(candidate)
+    } else {
+        candidate
+    }
+}

@@ -1,0 +1,91 @@
+//! The MC's shared state: its settings, the meeting store, the nodes' viewer reports,
+//! and the watch every change is published on.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use meeting::{ClientVersion, Meetings, ViewerCounts};
+use tokio::sync::watch;
+
+use super::store::{self, Store, StoreError};
+
+/// How the MC's API behaves.
+#[derive(Debug, Clone)]
+pub struct McSettings {
+    /// The store file.
+    pub store_path: PathBuf,
+    /// Bearer token of admins (the meeting platform): create, and everything a host can
+    /// do. Without it the admin API is open (bind the MC to a private address).
+    pub admin_token: Option<String>,
+    /// Token nodes present to sync; without it any caller may sync.
+    pub node_token: Option<String>,
+    /// Clients below this version get 102011 (create/join) or 16 (in session).
+    pub min_client_version: Option<ClientVersion>,
+    /// How long a node's viewer report counts.
+    pub viewer_report_ttl: Duration,
+}
+
+pub(crate) struct McShared {
+    pub(crate) settings: McSettings,
+    pub(crate) store: Store,
+    pub(crate) viewers: Mutex<ViewerCounts>,
+    pub(crate) changes: watch::Sender<Arc<Meetings>>,
+}
+
+/// The MC's shared state: meetings, viewer counts, settings.
+#[derive(Clone)]
+pub struct McState {
+    pub(crate) inner: Arc<McShared>,
+}
+
+impl McState {
+    /// Opens the store and builds the state.
+    ///
+    /// # Errors
+    /// The store exists but cannot be read or parsed.
+    pub fn open(settings: McSettings) -> Result<Self, StoreError> {
+        let store = Store::open(&settings.store_path)?;
+        let ttl_ms = i64::try_from(settings.viewer_report_ttl.as_millis()).unwrap_or(i64::MAX);
+        let (changes, _) = watch::channel(store.snapshot());
+        Ok(Self {
+            inner: Arc::new(McShared {
+                settings,
+                store,
+                viewers: Mutex::new(ViewerCounts::new(ttl_ms)),
+                changes,
+            }),
+        })
+    }
+
+    /// The meetings, updated after every change (the MC starts and stops meeting
+    /// streams from this).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Meetings>> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The meetings now.
+    pub fn meetings(&self) -> Arc<Meetings> {
+        self.inner.store.snapshot()
+    }
+
+    /// Applies a change through the store and publishes the result.
+    ///
+    /// # Errors
+    /// As [`Store::change`].
+    pub fn change<T>(
+        &self,
+        change: impl FnOnce(&mut Meetings) -> Result<T, meeting::MeetingError>,
+    ) -> Result<T, store::ChangeError> {
+        let (out, meetings) = self.inner.store.change(change)?;
+        self.inner.changes.send_replace(meetings);
+        Ok(out)
+    }
+
+    pub(crate) fn viewers(&self) -> std::sync::MutexGuard<'_, ViewerCounts> {
+        self.inner
+            .viewers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}

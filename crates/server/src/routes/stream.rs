@@ -1,0 +1,91 @@
+//! Every file of a stream, `/{stream}/{file}`: the one entry point, which runs the
+//! node's checks in order — the OTT door when the node is in a mesh domain (passes,
+//! backup refusals, redirects), the login limits, the meeting gate when the node has
+//! an MC — and then serves the file ([`crate::routes::hls::stream_file`]).
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use meeting::CLIENT_VERSION_HEADER;
+
+use crate::error::ApiError;
+use crate::mc::gate::VIEWER_HEADER;
+use crate::routes::hls;
+use crate::state::AppState;
+use crate::url::Target;
+
+fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
+    let named = headers
+        .get(VIEWER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128);
+    match (named, peer) {
+        (Some(name), _) => format!("m:{name}"),
+        (None, Some(peer)) => format!("ip:{}", peer.ip()),
+        (None, None) => "anonymous".to_owned(),
+    }
+}
+
+/// Serves `file` of `stream` after the checks (see the module docs); without a mesh
+/// domain, logins or an MC, exactly [`hls::stream_file`].
+pub async fn stream_file(
+    State(state): State<AppState>,
+    Path((stream, file)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    if let Some(redundancy) = state.redundancy() {
+        let now = crate::clock::unix_ms();
+        if let crate::redundancy::door::Door::Answer(response) =
+            crate::redundancy::door::check(&state, redundancy, &stream, &file, &request, now)
+        {
+            return response;
+        }
+    }
+    let viewer_playlist =
+        Target::stream_file(request.extensions(), &file).is_some_and(|f| f.is_viewer_playlist());
+    if let Some(logins) = state.logins() {
+        let playlist = viewer_playlist;
+        if let (true, Some((login, token))) =
+            (playlist, crate::logins::credentials(request.uri().query()))
+        {
+            let session = crate::redundancy::door::Viewer::of(&request).key;
+            if let Err(refusal) = logins.admit(login, token, &session) {
+                tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
+                return ApiError::Ott(refusal).into_response();
+            }
+        }
+    }
+    let Some(gate) = state.meeting_gate() else {
+        return hls::stream_file(State(state), Path((stream, file)), request).await;
+    };
+    let entry = state.stream(&stream);
+    if entry.is_some() && !gate.is_managed(&stream) {
+        // A stream of the node's own config, not a meeting.
+        return hls::stream_file(State(state), Path((stream, file)), request).await;
+    }
+    let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
+    if !delivering {
+        let code = gate.not_here(&stream);
+        gate.count_refusal(code);
+        return ApiError::Meeting(code).into_response();
+    }
+    if viewer_playlist {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0);
+        let headers = request.headers();
+        let viewer = viewer_key(headers, peer);
+        let version = headers
+            .get(CLIENT_VERSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        if let Err(code) = gate.check_viewer(&stream, &viewer, version, true) {
+            tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
+            gate.count_refusal(code);
+            return ApiError::Meeting(code).into_response();
+        }
+    }
+    hls::stream_file(State(state), Path((stream, file)), request).await
+}
