@@ -3,111 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
-use crate::config::{StreamConfig, StreamDefaults};
-
-/// A node's `[mc]` section: where its MC is, and how meeting streams are set up.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McLinkConfig {
-    /// The MC's base URL, `http(s)://host:port`.
-    pub url: String,
-    /// The MC's node token.
-    pub token: Option<String>,
-    /// PEM CA certificates to trust for an `https` MC.
-    pub ca_file: Option<PathBuf>,
-    /// Seconds between syncs with the MC (default 1).
-    #[serde(default = "default_poll")]
-    pub poll_interval: f64,
-    /// Connect and answer timeout of one sync, seconds (default 3).
-    #[serde(default = "default_timeout")]
-    pub timeout: f64,
-    /// Standby MCs (base URLs): their relay of the meeting becomes a backup input.
-    #[serde(default)]
-    pub backup_urls: Vec<String>,
-    /// The template of every meeting stream: any key of a `[[stream]]` except `name`
-    /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
-    #[serde(default)]
-    pub stream: toml::Table,
-}
-
-fn default_poll() -> f64 {
-    1.0
-}
-fn default_timeout() -> f64 {
-    3.0
-}
-
-impl McLinkConfig {
-    /// The stream a node runs for meeting `id`: the MC's relay of it (then the standby
-    /// MCs'), with the template's settings.
-    ///
-    /// # Errors
-    /// The template has a key a stream does not accept, or sets `name`/`inputs`.
-    pub fn meeting_stream(&self, id: &str) -> anyhow::Result<StreamConfig> {
-        if self.stream.contains_key("name") || self.stream.contains_key("inputs") {
-            bail!("mc.stream must not set name or inputs: they come from the meeting");
-        }
-        let inputs = std::iter::once(&self.url)
-            .chain(&self.backup_urls)
-            .map(|base| format!("{}/{id}/mpegts", base.trim_end_matches('/')))
-            .collect();
-        stream_from(id, inputs, &self.stream).context("mc.stream")
-    }
-
-    /// The poll interval.
-    pub fn poll(&self) -> Duration {
-        Duration::from_secs_f64(self.poll_interval)
-    }
-
-    /// Checks the section.
-    ///
-    /// # Errors
-    /// The first broken rule, naming its key.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        for url in std::iter::once(&self.url).chain(&self.backup_urls) {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                bail!("mc.url {url:?} must start with http:// or https://");
-            }
-        }
-        if !(0.1..=60.0).contains(&self.poll_interval) {
-            bail!(
-                "mc.poll_interval {} must be between 0.1 and 60 seconds",
-                self.poll_interval
-            );
-        }
-        if !(0.1..=60.0).contains(&self.timeout) {
-            bail!(
-                "mc.timeout {} must be between 0.1 and 60 seconds",
-                self.timeout
-            );
-        }
-        self.meeting_stream("check").map(|_| ())
-    }
-}
-
-/// A stream config from a name, inputs and a template of the other `[[stream]]` keys
-/// (built through serde so that every key a stream accepts works in the template).
-///
-/// # Errors
-/// The template has a key a stream does not accept.
-pub fn stream_from(
-    name: &str,
-    inputs: Vec<String>,
-    template: &toml::Table,
-) -> anyhow::Result<StreamConfig> {
-    let mut table = template.clone();
-    table.insert("name".into(), toml::Value::String(name.to_owned()));
-    table.insert(
-        "inputs".into(),
-        toml::Value::Array(inputs.into_iter().map(toml::Value::String).collect()),
-    );
-    Ok(StreamConfig::deserialize(table)?)
-}
+use crate::config::StreamDefaults;
+pub use crate::config::{stream_from, McLinkConfig};
 
 /// The MC's own config file.
 #[derive(Debug, Clone, Deserialize)]

@@ -55,7 +55,6 @@ pub fn start_stream(
         part_ms: settings.part_duration_ms,
         hold_back_ms: settings.part_hold_back_ms,
         target_ms: settings.segment_duration_ms,
-        window_segments: settings.window_segments,
     }));
     channel.set_llhls(Arc::clone(&ll));
     server::llhls::register_metrics(&ll, &stream.name, &context.metrics);

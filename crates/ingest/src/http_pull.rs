@@ -20,118 +20,14 @@ use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
-use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+pub use crate::input_errors::HttpPullError;
 use crate::status::{demux_into, stopped, InputCounters, InputError, InputEvent};
-use crate::tls::{self, TlsConfigError};
-
-/// Why one pull attempt failed. Each variant is one distinct cause, so that the MC
-/// client can map it to its own public error code (104101..104118) and operators can
-/// tell a dead DNS from a refusing server from a stalled stream.
-#[derive(Debug, Error)]
-pub enum HttpPullError {
-    /// The URL is not `http://` or `https://` with a host.
-    #[error("invalid url: {0}")]
-    InvalidUrl(String),
-    /// The host name did not resolve (or resolving timed out).
-    #[error("dns lookup failed for {host}: {reason}")]
-    Dns {
-        /// The host that did not resolve.
-        host: String,
-        /// The resolver's answer.
-        reason: String,
-    },
-    /// Every address of the host refused the TCP connection.
-    #[error("connection refused")]
-    Refused,
-    /// The TCP connection did not complete within the connect timeout.
-    #[error("connect timed out")]
-    ConnectTimeout,
-    /// The TCP connection failed otherwise (network or host unreachable, ...).
-    #[error("cannot connect: {0}")]
-    Connect(String),
-    /// The local TLS configuration (CA file, system roots) is unusable.
-    #[error(transparent)]
-    TlsConfig(#[from] TlsConfigError),
-    /// The server's certificate was rejected (unknown issuer, expired, wrong name).
-    #[error("tls certificate rejected: {0}")]
-    TlsCertificate(String),
-    /// The TLS handshake failed for another reason (protocol, alert, timeout).
-    #[error("tls handshake failed: {0}")]
-    TlsHandshake(String),
-    /// The server answered 3xx; redirects are not followed.
-    #[error("redirect not followed: http {status}")]
-    Redirect {
-        /// The status code.
-        status: u16,
-    },
-    /// The server answered 401 or 403.
-    #[error("access denied: http {status}")]
-    Unauthorized {
-        /// The status code.
-        status: u16,
-    },
-    /// The server answered 404: no such stream (yet).
-    #[error("stream not found: http 404")]
-    NotFound,
-    /// The server answered another 4xx.
-    #[error("request refused: http {status}")]
-    ClientError {
-        /// The status code.
-        status: u16,
-    },
-    /// The server answered 5xx.
-    #[error("server error: http {status}")]
-    ServerError {
-        /// The status code.
-        status: u16,
-    },
-    /// The connection opened but no response headers came within the read timeout.
-    #[error("no response within {0:?}")]
-    ResponseTimeout(Duration),
-    /// The server spoke something that is not HTTP/1.1 (or an unexpected status class).
-    #[error("http protocol error: {0}")]
-    Protocol(String),
-    /// The response started, then no body bytes came within the read timeout.
-    #[error("no data for {0:?}")]
-    ReadTimeout(Duration),
-    /// The connection was reset or closed in the middle of a message.
-    #[error("connection reset: {0}")]
-    Reset(String),
-    /// The server ended the response cleanly: a live stream should never end.
-    #[error("server ended the stream")]
-    EndOfStream,
-}
-
-impl HttpPullError {
-    /// A stable, short label for the cause, for metrics and logs.
-    pub fn cause(&self) -> &'static str {
-        match self {
-            HttpPullError::InvalidUrl(_) => "invalid_url",
-            HttpPullError::Dns { .. } => "dns",
-            HttpPullError::Refused => "refused",
-            HttpPullError::ConnectTimeout => "connect_timeout",
-            HttpPullError::Connect(_) => "connect",
-            HttpPullError::TlsConfig(_) => "tls_config",
-            HttpPullError::TlsCertificate(_) => "tls_certificate",
-            HttpPullError::TlsHandshake(_) => "tls_handshake",
-            HttpPullError::Redirect { .. } => "http_redirect",
-            HttpPullError::Unauthorized { .. } => "http_unauthorized",
-            HttpPullError::NotFound => "http_not_found",
-            HttpPullError::ClientError { .. } => "http_client_error",
-            HttpPullError::ServerError { .. } => "http_server_error",
-            HttpPullError::ResponseTimeout(_) => "response_timeout",
-            HttpPullError::Protocol(_) => "protocol",
-            HttpPullError::ReadTimeout(_) => "read_timeout",
-            HttpPullError::Reset(_) => "reset",
-            HttpPullError::EndOfStream => "end_of_stream",
-        }
-    }
-}
+use crate::tls;
 
 /// Capped exponential backoff with jitter between reconnect attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 //! the server's channel pipeline feeds them to the segmenter.
 
 pub mod http_pull;
+pub mod input_errors;
 pub mod mc_client;
 pub mod publish;
 pub mod rtmp;

@@ -11,8 +11,7 @@ use thiserror::Error;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::http_pull::HttpPullError;
-use crate::udp::UdpError;
+use crate::input_errors::{HttpPullError, UdpError};
 use crate::IngestEvent;
 
 /// What one input task tells the supervisor, in order.

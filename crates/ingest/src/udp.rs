@@ -10,10 +10,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use media::ts::SYNC_BYTE;
 use socket2::{Domain, Protocol, Socket, Type};
-use thiserror::Error;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 
+pub use crate::input_errors::UdpError;
 use crate::status::{demux_into, stopped, InputCounters, InputEvent};
 
 /// The largest UDP payload; every datagram fits in a buffer of this size.
@@ -21,35 +21,6 @@ const MAX_DATAGRAM: usize = 65_536;
 
 /// The size of an RTP fixed header (RFC 3550).
 const RTP_HEADER: usize = 12;
-
-/// Why a UDP input could not be set up.
-#[derive(Debug, Error)]
-pub enum UdpError {
-    /// The socket could not be created or configured.
-    #[error("udp socket: {0}")]
-    Socket(std::io::Error),
-    /// The address could not be bound (in use, not local, no permission).
-    #[error("cannot bind udp {addr}: {source}")]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// The system's answer.
-        source: std::io::Error,
-    },
-    /// Multicast needs an IPv4 bind address.
-    #[error("multicast group {0} needs an ipv4 bind address")]
-    NotIpv4(Ipv4Addr),
-    /// Joining the multicast group failed (no such interface, not a group address).
-    #[error("cannot join multicast group {group} on {interface}: {source}")]
-    Join {
-        /// The group.
-        group: Ipv4Addr,
-        /// The local interface address used.
-        interface: Ipv4Addr,
-        /// The system's answer.
-        source: std::io::Error,
-    },
-}
 
 /// Configuration of one UDP input.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,79 +1,17 @@
-//! A live channel: the in-memory live window of one stream, swapped atomically as
-//! segments arrive, with its playlists rendered once per segment.
+//! A live channel: one stream's live window ([`crate::window`]), swapped atomically as
+//! segments arrive, with every manifest rendered once per segment.
 //!
 //! Readers take an `Arc<WindowSnapshot>` and never hold a lock while they answer,
 //! so one slow viewer cannot delay the pipeline or another viewer.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
-use bytes::Bytes;
 use tokio::sync::watch;
 
-/// One segment as the node serves it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveSegment {
-    /// Media sequence number.
-    pub msn: u64,
-    /// Discontinuity sequence number of this segment.
-    pub discontinuity_seq: u64,
-    /// True when a discontinuity precedes this segment.
-    pub discontinuous: bool,
-    /// Duration in 90 kHz ticks.
-    pub duration_ticks: u64,
-    /// Wall-clock time of the first frame, Unix milliseconds.
-    pub program_date_time_ms: i64,
-    /// The MPEG-TS bytes, shared with every viewer without copying.
-    pub data: Bytes,
-}
-
-impl LiveSegment {
-    /// Duration in seconds.
-    pub fn duration_secs(&self) -> f64 {
-        self.duration_ticks as f64 / media::CLOCK_HZ as f64
-    }
-}
-
-/// What the stream is made of, probed from its frames (for the master playlist and status).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrackSummary {
-    /// RFC 6381 codec strings, video first.
-    pub codecs: Vec<String>,
-    /// Video resolution, when there is video.
-    pub resolution: Option<(u32, u32)>,
-    /// Frame rate in frames per 1000 seconds (e.g. 25000), when known.
-    pub frame_rate_milli: Option<u32>,
-}
-
-/// The live window at one instant, with its playlists already rendered.
-#[derive(Debug, Default)]
-pub struct WindowSnapshot {
-    /// Segments, oldest first.
-    pub segments: VecDeque<Arc<LiveSegment>>,
-    /// The media playlist (`mono.m3u8`).
-    pub media_playlist: Bytes,
-    /// The master playlist (`index.m3u8`).
-    pub master_playlist: Bytes,
-    /// Codecs and resolution.
-    pub tracks: TrackSummary,
-    /// Peak and average bandwidth over the window, bits per second.
-    pub bandwidth: (u64, u64),
-}
-
-impl WindowSnapshot {
-    /// The segment with this media sequence number, if it is in the window.
-    pub fn segment(&self, msn: u64) -> Option<&Arc<LiveSegment>> {
-        let first = self.segments.front()?.msn;
-        let index = usize::try_from(msn.checked_sub(first)?).ok()?;
-        self.segments.get(index).filter(|s| s.msn == msn)
-    }
-
-    /// The newest segment, if any.
-    pub fn newest(&self) -> Option<&Arc<LiveSegment>> {
-        self.segments.back()
-    }
-}
+use crate::render::Renderer;
+use crate::window::{bandwidth, TargetDuration};
+pub use crate::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
 
 /// Counters of one channel that metrics and the status API read.
 #[derive(Debug, Default)]
@@ -90,23 +28,21 @@ pub struct ChannelCounters {
     pub playlists_served: AtomicU64,
 }
 
-/// Renders the playlists of a window; the channel calls it once per new segment.
-pub type Renderer = dyn Fn(&str, &WindowSnapshot) -> (Bytes, Bytes) + Send + Sync;
-
 /// One stream's live window.
 pub struct Channel {
     name: String,
     window_len: usize,
     snapshot: RwLock<Arc<WindowSnapshot>>,
     newest_msn: watch::Sender<Option<u64>>,
-    renderer: Arc<Renderer>,
+    renderer: Renderer,
+    target: TargetDuration,
+    availability_start_ms: OnceLock<i64>,
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
     archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
     llhls: std::sync::OnceLock<Arc<crate::llhls::LlChannel>>,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
-    fmp4: crate::fmp4::Fmp4Rendition,
 }
 
 impl std::fmt::Debug for Channel {
@@ -118,28 +54,23 @@ impl std::fmt::Debug for Channel {
 }
 
 impl Channel {
-    /// A channel that keeps `window_len` segments and renders playlists with `renderer`.
-    pub fn new(name: impl Into<String>, window_len: usize, renderer: Arc<Renderer>) -> Self {
+    /// A channel that keeps `window_len` segments and renders manifests with `renderer`.
+    pub fn new(name: impl Into<String>, window_len: usize, renderer: Renderer) -> Self {
         let (newest_msn, _) = watch::channel(None);
         Self {
             name: name.into(),
             window_len: window_len.max(1),
             snapshot: RwLock::new(Arc::new(WindowSnapshot::default())),
             newest_msn,
+            target: TargetDuration::new(renderer.target_duration_ms()),
             renderer,
+            availability_start_ms: OnceLock::new(),
             counters: ChannelCounters::default(),
             archive: std::sync::OnceLock::new(),
             llhls: std::sync::OnceLock::new(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
-            fmp4: crate::fmp4::Fmp4Rendition::new(window_len),
         }
-    }
-
-    /// The stream's live fMP4 rendition (fMP4 HLS and DASH on the TS timeline), fed
-    /// by the pipeline just before [`Channel::push`].
-    pub fn fmp4(&self) -> &crate::fmp4::Fmp4Rendition {
-        &self.fmp4
     }
 
     /// When the newest segment was published here, Unix ms on this node's clock.
@@ -198,9 +129,20 @@ impl Channel {
         self.newest_msn.subscribe()
     }
 
-    /// Appends a segment, drops what falls out of the window, renders the playlists
-    /// and publishes the new snapshot.
+    /// Appends a segment (with its derived views), drops what falls out of the window,
+    /// renders every manifest and publishes the new snapshot: one trim, one swap, one
+    /// MSN rule and one target duration for every protocol.
     pub fn push(&self, segment: LiveSegment, tracks: TrackSummary) {
+        self.push_with(segment, tracks, None);
+    }
+
+    /// [`Channel::push`] with the segment's LL-HLS view (see [`StoredSegment::new`]).
+    pub fn push_with(
+        &self,
+        segment: LiveSegment,
+        tracks: TrackSummary,
+        ll: Option<crate::llhls::SegmentOut>,
+    ) {
         let previous = self.snapshot();
         let mut segments = previous.segments.clone();
         if segments.back().is_some_and(|last| segment.msn <= last.msn) {
@@ -218,48 +160,39 @@ impl Channel {
                 .fetch_add(1, Ordering::Relaxed);
         }
         let msn = segment.msn;
-        segments.push_back(Arc::new(segment));
+        let stored = StoredSegment::new(segment, segments.back().map(|s| &**s), ll);
+        if let Some(view) = stored.fmp4() {
+            let _ = self
+                .availability_start_ms
+                .set(view.marker.state.anchor_unix_ms);
+        }
+        segments.push_back(Arc::new(stored));
         while segments.len() > self.window_len {
             segments.pop_front();
         }
-        let bandwidth = bandwidth(&segments);
+        let now_ms = crate::clock::unix_ms();
         let mut next = WindowSnapshot {
+            bandwidth: bandwidth(&segments),
+            target_secs: self.target.announce(&segments),
             segments,
-            media_playlist: Bytes::new(),
-            master_playlist: Bytes::new(),
             tracks,
-            bandwidth,
+            availability_start_ms: self.availability_start_ms.get().copied(),
+            published_ms: now_ms,
+            ..WindowSnapshot::default()
         };
-        let (media, master) = (self.renderer)(&self.name, &next);
-        next.media_playlist = media;
-        next.master_playlist = master;
+        let manifests = self.renderer.render(&next);
+        next.media_playlist = manifests.media;
+        next.master_playlist = manifests.master;
+        next.fmp4_playlist = manifests.fmp4;
+        next.mpd = manifests.mpd;
         let next = Arc::new(next);
         match self.snapshot.write() {
             Ok(mut guard) => *guard = next,
             Err(poisoned) => *poisoned.into_inner() = next,
         }
-        self.pushed_at_ms
-            .store(crate::clock::unix_ms(), Ordering::Relaxed);
+        self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
         self.newest_msn.send_replace(Some(msn));
     }
-}
-
-/// Peak and average bit rate of the segments, in bits per second.
-fn bandwidth(segments: &VecDeque<Arc<LiveSegment>>) -> (u64, u64) {
-    let mut peak = 0u64;
-    let (mut bytes, mut ticks) = (0u64, 0u64);
-    for segment in segments {
-        let len = segment.data.len() as u64;
-        if let Some(rate) = (len * 8 * media::CLOCK_HZ).checked_div(segment.duration_ticks) {
-            peak = peak.max(rate);
-        }
-        bytes += len;
-        ticks += segment.duration_ticks;
-    }
-    let average = (bytes * 8 * media::CLOCK_HZ)
-        .checked_div(ticks)
-        .unwrap_or(0);
-    (peak, average)
 }
 
 /// Registers a channel's counters and live-window state with the metrics registry.
@@ -314,6 +247,8 @@ pub fn register_metrics(channel: &Arc<Channel>, metrics: &crate::metrics::Metric
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     fn segment(msn: u64) -> LiveSegment {
@@ -327,10 +262,8 @@ mod tests {
         }
     }
 
-    fn renderer() -> Arc<Renderer> {
-        Arc::new(|_, w: &WindowSnapshot| {
-            (Bytes::from(format!("{}", w.segments.len())), Bytes::new())
-        })
+    fn renderer() -> Renderer {
+        crate::render::renderer(2000)
     }
 
     #[test]
@@ -347,7 +280,14 @@ mod tests {
         assert!(snap.segment(11).is_none());
         assert_eq!(snap.segment(13).map(|s| s.msn), Some(13));
         assert!(snap.segment(15).is_none());
-        assert_eq!(&snap.media_playlist[..], b"3");
+        let playlist = std::str::from_utf8(&snap.media_playlist).expect("utf-8");
+        assert!(
+            playlist.contains("#EXT-X-MEDIA-SEQUENCE:12\n"),
+            "{playlist}"
+        );
+        assert_eq!(playlist.matches("#EXTINF:").count(), 3, "{playlist}");
+        // Test bytes carry no timeline marker: no fMP4 view, no fMP4 manifests.
+        assert!(snap.fmp4_playlist.is_empty() && snap.mpd.is_empty());
         assert_eq!(*channel.subscribe().borrow(), Some(14));
         // 1000 bytes per 2 s = 4000 bit/s.
         assert_eq!(snap.bandwidth, (4000, 4000));

@@ -30,6 +30,7 @@ pub mod shed;
 pub mod state;
 pub mod tracks;
 pub mod url;
+pub mod window;
 
 pub use routes::router;
 pub use serve::run;

@@ -142,42 +142,46 @@ pub async fn run_recording(
         // being cut locally, a discontinuity): publish every one that is ready.
         let mut next = segment;
         while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
-            if let Some(ll) = ll.as_mut() {
-                ll.segment(&segment);
-            }
             publish(
                 &channel,
                 segment,
                 &tracks,
                 settings.state_file.as_ref(),
                 recorder.as_deref(),
+                ll.as_mut(),
             )
             .await;
             settings.publish_latency.observe(received.elapsed());
         }
     }
     while let Some(segment) = segmenter.flush() {
-        if let Some(ll) = ll.as_mut() {
-            ll.segment(&segment);
-        }
         publish(
             &channel,
             segment,
             &tracks,
             settings.state_file.as_ref(),
             recorder.as_deref(),
+            ll.as_mut(),
         )
         .await;
     }
 }
 
+/// Stores one finished segment: its LL-HLS twin completed first (when LL-HLS is on),
+/// the counters persisted, the archive handed the segment, then the segment and its
+/// views pushed into the one window and the LL-HLS playlists rendered from it.
 async fn publish(
     channel: &Channel,
     segment: Segment,
     tracks: &TrackProbe,
     state_file: Option<&PathBuf>,
     recorder: Option<&Recorder>,
+    mut ll: Option<&mut crate::llhls::Feed>,
 ) {
+    let ll_view = ll.as_mut().and_then(|feed| {
+        feed.segment(&segment);
+        feed.take_ready(segment.msn)
+    });
     let persisted = PersistedTimeline {
         msn: segment.msn,
         discontinuity_seq: segment.discontinuity_seq,
@@ -199,9 +203,10 @@ async fn publish(
     if let Some(recorder) = recorder {
         recorder.record(&live);
     }
-    // The fMP4 twin first: once the TS segment is listed, its fMP4 is there too.
-    channel.fmp4().publish(&live, unix_ms());
-    channel.push(live, tracks.summary());
+    channel.push_with(live, tracks.summary(), ll_view);
+    if let Some(feed) = ll {
+        feed.publish(channel.snapshot());
+    }
 }
 
 async fn load(path: &PathBuf) -> Option<PersistedTimeline> {

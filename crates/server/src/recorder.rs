@@ -20,8 +20,8 @@ use dvr::store::SegmentMeta;
 use dvr::{ArchiveReader, Protocol, Recovery, Retention, Store, StoreError};
 use serde_json::{json, Value};
 
-use crate::channel::LiveSegment;
 use crate::clock::unix_ms;
+use crate::window::LiveSegment;
 
 /// How a stream's archive is kept.
 #[derive(Debug, Clone)]

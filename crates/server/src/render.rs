@@ -1,46 +1,80 @@
-//! Renders a channel's playlists from its window with the pure writers of `media::hls`,
-//! once per new segment.
-
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+//! Renders a window's playlists and MPD with the pure writers of `media`, once per new
+//! segment: the TS media and master playlists, the fMP4 HLS playlist and the live MPD,
+//! all from the one [`WindowSnapshot`] and its one target duration.
 
 use bytes::Bytes;
-use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistSegment, PlaylistType, Variant};
+use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistType, Variant};
 
-use crate::channel::{Renderer, WindowSnapshot};
+use crate::fmp4::{mpd, playlist};
 use crate::url::segment_uri;
+use crate::window::WindowSnapshot;
 
-/// A renderer for a channel with this target segment duration.
-///
-/// EXT-X-TARGETDURATION must not change during a live playlist's life, so the renderer
-/// remembers the largest value it has announced and never goes below it.
-pub fn renderer(target_duration_ms: u64) -> Arc<Renderer> {
-    let announced = AtomicU64::new(target_duration_ms.div_ceil(1000).max(1));
-    Arc::new(move |_name: &str, window: &WindowSnapshot| {
-        let mut playlist = MediaPlaylist {
+/// The rendered manifests of one window.
+#[derive(Debug, Clone, Default)]
+pub struct Manifests {
+    /// `mono.m3u8`.
+    pub media: Bytes,
+    /// `index.m3u8`.
+    pub master: Bytes,
+    /// `fmp4.m3u8`.
+    pub fmp4: Bytes,
+    /// `index.mpd`.
+    pub mpd: Bytes,
+}
+
+/// How a stream's manifests are rendered: its configured segment target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renderer {
+    target_duration_ms: u64,
+}
+
+/// A renderer for a stream with this target segment duration, milliseconds.
+pub fn renderer(target_duration_ms: u64) -> Renderer {
+    Renderer { target_duration_ms }
+}
+
+impl Renderer {
+    /// The configured segment target, milliseconds.
+    pub fn target_duration_ms(&self) -> u64 {
+        self.target_duration_ms
+    }
+
+    /// Every manifest of `window` (whose `target_secs` the channel has announced).
+    pub fn render(&self, window: &WindowSnapshot) -> Manifests {
+        let playlist = MediaPlaylist {
             playlist_type: PlaylistType::Live,
-            target_duration_secs: announced.load(Ordering::Relaxed),
+            target_duration_secs: window.target_secs,
             segments: window
                 .segments
                 .iter()
-                .map(|s| PlaylistSegment {
-                    msn: s.msn,
-                    discontinuity_seq: s.discontinuity_seq,
-                    discontinuous: s.discontinuous,
-                    duration_ticks: s.duration_ticks,
-                    program_date_time_ms: s.program_date_time_ms,
-                    gap: false,
-                })
+                .map(|s| s.playlist_segment())
                 .collect(),
             ended: false,
         };
-        let target = playlist.target_duration();
-        announced.fetch_max(target, Ordering::Relaxed);
-        playlist.target_duration_secs = target;
         let media = playlist.render(segment_uri);
         let master = master_playlist(window).render();
-        (Bytes::from(media), Bytes::from(master))
-    })
+        let (fmp4, mpd) = if window.fmp4_segments().next().is_some() {
+            let target_ms = window
+                .fmp4_segments()
+                .last()
+                .map_or(self.target_duration_ms, |(_, v)| {
+                    u64::from(v.marker.target_duration_ms)
+                });
+            let ast = window.availability_start_ms.unwrap_or(0);
+            (
+                Bytes::from(playlist::live(window)),
+                Bytes::from(mpd::live_mpd(window, ast, target_ms, window.published_ms)),
+            )
+        } else {
+            (Bytes::new(), Bytes::new())
+        };
+        Manifests {
+            media: Bytes::from(media),
+            master: Bytes::from(master),
+            fmp4,
+            mpd,
+        }
+    }
 }
 
 /// The master playlist of one stream: one variant, this node's media playlist.

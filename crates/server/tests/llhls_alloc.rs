@@ -98,7 +98,6 @@ async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
         part_ms: 1000,
         hold_back_ms: None,
         target_ms: 2000,
-        window_segments: 30,
     }));
     channel.set_llhls(Arc::clone(&ll));
     state.add_stream(Arc::clone(&channel), None);

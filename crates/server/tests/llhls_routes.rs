@@ -86,7 +86,6 @@ fn node(target_ms: u64, part_ms: u64) -> Node {
         part_ms,
         hold_back_ms: None,
         target_ms,
-        window_segments: 30,
     }));
     assert!(channel.set_llhls(Arc::clone(&ll)));
     state.add_stream(Arc::clone(&channel), None);
@@ -563,4 +562,122 @@ async fn a_follower_cuts_the_same_parts_from_the_upstream_markers() {
         compared += 1;
     }
     assert!(compared >= 6, "{compared} segments compared");
+}
+
+/// Samples per track (video, audio) in fMP4 bytes: the `trun` sample counts of every
+/// `moof`, by the `tfhd` track id (1 video, 2 audio, as brdyun writes them).
+fn samples_per_track(bytes: &[u8]) -> (u64, u64) {
+    fn boxes(mut data: &[u8], mut visit: impl FnMut(&[u8; 4], &[u8])) {
+        while data.len() >= 8 {
+            let size = u32::from_be_bytes(data[0..4].try_into().expect("4 bytes")) as usize;
+            let kind: [u8; 4] = data[4..8].try_into().expect("4 bytes");
+            if size < 8 || size > data.len() {
+                return;
+            }
+            visit(&kind, &data[8..size]);
+            data = &data[size..];
+        }
+    }
+    let mut counts = (0u64, 0u64);
+    boxes(bytes, |kind, moof| {
+        if kind != b"moof" {
+            return;
+        }
+        boxes(moof, |kind, traf| {
+            if kind != b"traf" {
+                return;
+            }
+            let mut track = 0u32;
+            boxes(traf, |kind, body| match kind {
+                b"tfhd" => track = u32::from_be_bytes(body[4..8].try_into().expect("id")),
+                b"trun" => {
+                    let n = u64::from(u32::from_be_bytes(body[4..8].try_into().expect("n")));
+                    if track == 1 {
+                        counts.0 += n;
+                    } else {
+                        counts.1 += n;
+                    }
+                }
+                _ => {}
+            });
+        });
+    });
+    counts
+}
+
+/// One stored segment, three views (issue 17, DESIGN "the stream as a package"): for
+/// every segment of the window, the TS bytes, the fMP4 view and the LL-HLS view carry
+/// the same MSN, duration and PDT and the same frames, and what each protocol's route
+/// answers is that view.
+#[tokio::test]
+async fn ts_fmp4_and_llhls_are_views_of_one_stored_segment() {
+    let node = node(2000, 1000).finish(&looped(2)).await;
+    let window = node.channel.snapshot();
+    let ll_listed = node.ll.snapshot();
+    assert!(
+        window.segments.len() >= 8,
+        "{} segments",
+        window.segments.len()
+    );
+    let mut compared = 0;
+    for stored in &window.segments {
+        let timeline = (
+            stored.msn,
+            stored.duration_ticks,
+            stored.program_date_time_ms,
+        );
+        let marker = media::fmp4::marker_of(&stored.data).expect("a marker first");
+        assert_eq!(
+            (
+                marker.state.msn,
+                marker.duration_ticks,
+                marker.program_date_time_ms
+            ),
+            timeline
+        );
+        let fmp4 = stored.fmp4().expect("every segment has its fmp4 view");
+        assert_eq!(fmp4.marker, marker);
+        let frames = media::fmp4::frames_from_ts(&stored.data, marker.start_ts);
+        let ts_counts = frames
+            .iter()
+            .fold((0, 0), |(v, a), t| match t.frame.kind() {
+                TrackKind::Video => (v + 1, a),
+                TrackKind::Audio => (v, a + 1),
+            });
+        assert!(ts_counts.0 > 0 && ts_counts.1 > 0, "{ts_counts:?}");
+        let muxed = stored
+            .fmp4_bytes(media::fmp4::Track::Muxed)
+            .expect("packaged");
+        assert_eq!(
+            samples_per_track(&muxed),
+            ts_counts,
+            "fmp4 of {}",
+            stored.msn
+        );
+        // The routes answer the stored bytes and views.
+        let (_, ts) = get(&node.state, &format!("/s/seg-{}.ts", stored.msn)).await;
+        assert_eq!(ts, stored.data);
+        let (_, m4s) = get(&node.state, &format!("/s/seg-{}.m4s", stored.msn)).await;
+        assert_eq!(m4s, muxed);
+        // The first segment has no live parts (the packager had seen no audio yet).
+        let Some(ll) = stored.ll() else { continue };
+        assert_eq!(
+            (ll.msn, ll.duration_ticks, ll.program_date_time_ms),
+            timeline
+        );
+        assert_eq!(
+            samples_per_track(&ll.bytes),
+            ts_counts,
+            "ll of {}",
+            stored.msn
+        );
+        let (_, llseg) = get(&node.state, &format!("/s/llseg-{}.m4s", stored.msn)).await;
+        assert_eq!(llseg, ll.bytes);
+        assert!(ll_listed.segments.iter().any(|s| Arc::ptr_eq(s, ll)));
+        compared += 1;
+    }
+    assert!(
+        compared + 1 >= window.segments.len(),
+        "{compared} with ll views"
+    );
 }

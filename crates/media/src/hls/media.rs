@@ -54,7 +54,7 @@ impl PlaylistSegment {
     }
 
     /// The duration rounded to the nearest second, as EXT-X-TARGETDURATION compares it.
-    fn rounded_secs(&self) -> u64 {
+    pub fn rounded_secs(&self) -> u64 {
         self.duration_ms().saturating_add(500) / 1000
     }
 }

@@ -2,11 +2,12 @@
 //! (issue 7; OTT-PROT-4, OTT-ARCH-1).
 //!
 //! ```text
-//! pipeline ─► LiveSegment (TS) ─► Fmp4Rendition::publish ─► Fmp4Window (Arc, swapped)
-//!                                      │ marker + InitConfig        ├─ fmp4.m3u8 (rendered)
-//!                                      │                            ├─ index.mpd (rendered)
-//!                                      ▼                            └─ segments, inits:
-//!                        packaged on first request, kept with the segment (muxed, video, audio)
+//! pipeline ─► LiveSegment (TS) ─► Channel::push ─► StoredSegment in the one window
+//!                                                   │ fMP4 view: marker + init (per sequence)
+//!                                                   ├─ fmp4.m3u8, index.mpd (rendered with
+//!                                                   │  mono.m3u8, from the same window)
+//!                                                   └─ segments, inits: packaged on first
+//!                                                      request, kept with the segment
 //! DVR archive (TS) ─► archive::runs ─► VOD fMP4 HLS / static MPD; dvr-*.m4s packaged per request
 //! ```
 //!
@@ -37,7 +38,7 @@
 pub mod archive;
 pub mod mpd;
 pub mod playlist;
-pub mod rendition;
+pub mod view;
 
 pub use media::fmp4::{marker_of, package_segment, write_track_init, Track};
-pub use rendition::{Fmp4Init, Fmp4Rendition, Fmp4Segment, Fmp4Window};
+pub use view::{Fmp4Init, Fmp4View};

@@ -7,8 +7,9 @@ use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdUris, MpdVid
 use media::fmp4::InitConfig;
 use media::TrackKind;
 
-use super::{Fmp4Window, Track};
+use super::Track;
 use crate::url::Route;
+use crate::window::WindowSnapshot;
 
 /// Bit rate announced for audio when a period has no measured audio bytes.
 const DEFAULT_AUDIO_BPS: u64 = 128_000;
@@ -63,12 +64,12 @@ pub fn representations(
     (video, audio)
 }
 
-/// The dynamic MPD of a live fMP4 window: `availability_start_ms` fixed for the
-/// rendition's life, `minimumUpdatePeriod` one target duration, players starting
+/// The dynamic MPD of a live window's fMP4 segments: `availability_start_ms` fixed for
+/// the stream's life, `minimumUpdatePeriod` one target duration, players starting
 /// three target durations behind the live edge (as HLS's hold-back), the window as
 /// the time-shift buffer.
 pub fn live_mpd(
-    window: &Fmp4Window,
+    window: &WindowSnapshot,
     availability_start_ms: i64,
     target_ms: u64,
     now_ms: i64,
@@ -76,7 +77,7 @@ pub fn live_mpd(
     let mut periods: Vec<MpdPeriod> = Vec::new();
     // Peak bit rates per period, from the frames' bytes.
     let mut peaks: Vec<(u64, u64)> = Vec::new();
-    for s in &window.segments {
+    for (_, s) in window.fmp4_segments() {
         let state = &s.marker.state;
         let starts_period = periods
             .last()
@@ -114,9 +115,8 @@ pub fn live_mpd(
         }
     }
     let window_ticks: u64 = window
-        .segments
-        .iter()
-        .map(|s| s.marker.duration_ticks)
+        .fmp4_segments()
+        .map(|(_, s)| s.marker.duration_ticks)
         .sum();
     let mpd = Mpd {
         kind: MpdKind::Dynamic {

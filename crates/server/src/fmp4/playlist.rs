@@ -3,6 +3,28 @@
 //! EXT-X-MAP before the first segment and wherever the init segment changes, and
 //! EXT-X-VERSION 7 (EXT-X-MAP in a playlist that is not I-frame only needs 6 or more).
 
+use media::hls::{MediaPlaylist, PlaylistType};
+
+use crate::window::WindowSnapshot;
+
+/// The live fMP4 HLS playlist of `window`: its segments that have an fMP4 view, with
+/// the window's target duration and an EXT-X-MAP per init.
+pub fn live(window: &WindowSnapshot) -> String {
+    let listed: Vec<_> = window.fmp4_segments().collect();
+    let playlist = MediaPlaylist {
+        playlist_type: PlaylistType::Live,
+        target_duration_secs: window.target_secs,
+        segments: listed.iter().map(|(s, _)| s.playlist_segment()).collect(),
+        ended: false,
+    };
+    let text = playlist.render(|msn| format!("seg-{msn}.m4s"));
+    let maps: Vec<String> = listed
+        .iter()
+        .map(|(_, v)| format!("init-{}.mp4", v.init.discontinuity_seq))
+        .collect();
+    with_maps(&text, &maps)
+}
+
 /// Adds the EXT-X-MAP tags to a rendered TS media playlist.
 ///
 /// `maps[i]` is the init URI of the i-th listed segment; a tag is written before a

@@ -68,6 +68,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use media::{Frame, Segment, TimelineState};
+
+use crate::window::WindowSnapshot;
 use tokio::sync::watch;
 
 pub use packager::{Opened, Output, Packager, PackagerStats, PartOut, PartSpan, SegmentOut};
@@ -87,8 +89,6 @@ pub struct LlSettings {
     pub hold_back_ms: Option<u64>,
     /// The stream's segment target, milliseconds.
     pub target_ms: u64,
-    /// Complete segments kept (the stream's live window).
-    pub window_segments: usize,
 }
 
 /// Counters of one stream's LL-HLS.
@@ -161,12 +161,16 @@ impl LlChannel {
     }
 }
 
-/// The pipeline's side: owns the packager and the window, publishes to the channel.
+/// The pipeline's side: owns the packager and the LL-HLS state, publishes to the
+/// channel. Complete segments go to the stream's window with their TS twin
+/// ([`Feed::take_ready`], then [`Feed::publish`] with the new window).
 #[derive(Debug)]
 pub struct Feed {
     channel: Arc<LlChannel>,
     packager: Packager,
     window: LlWindow,
+    /// The stream window the last snapshot was rendered with.
+    stream: Arc<WindowSnapshot>,
     out: Vec<Output>,
     stats: PackagerStats,
 }
@@ -177,7 +181,8 @@ impl Feed {
         let s = channel.settings();
         Self {
             packager: Packager::new(s.part_ms.saturating_mul(90)),
-            window: LlWindow::new(s.window_segments, s.target_ms, s.part_ms, s.hold_back_ms),
+            window: LlWindow::new(s.target_ms, s.part_ms, s.hold_back_ms),
+            stream: Arc::default(),
             channel,
             out: Vec::new(),
             stats: PackagerStats::default(),
@@ -193,7 +198,9 @@ impl Feed {
     ) {
         let mut out = std::mem::take(&mut self.out);
         self.packager.frame(frame, before, after, &mut out);
-        self.apply(out);
+        if self.apply(out) {
+            self.republish();
+        }
     }
 
     /// A timeline marker the segmenter was given.
@@ -206,17 +213,35 @@ impl Feed {
         self.packager.discontinuity();
     }
 
-    /// A segment the segmenter published.
+    /// A segment the segmenter published: its LL-HLS twin is completed, to be taken
+    /// with [`Feed::take_ready`] and stored with the TS segment; nothing is published
+    /// until [`Feed::publish`] brings the window that holds it.
     pub fn segment(&mut self, segment: &Segment) {
         let mut out = std::mem::take(&mut self.out);
         self.packager.segment(segment, &mut out);
         self.apply(out);
     }
 
-    fn apply(&mut self, mut out: Vec<Output>) {
+    /// The LL-HLS twin of segment `msn`, completed by [`Feed::segment`].
+    pub fn take_ready(&mut self, msn: u64) -> Option<SegmentOut> {
+        self.window.take_ready(msn)
+    }
+
+    /// Publishes the LL-HLS playlists with the stream's new window.
+    pub fn publish(&mut self, stream: Arc<WindowSnapshot>) {
+        self.stream = stream;
+        self.republish();
+    }
+
+    fn republish(&self) {
+        self.channel.publish(self.window.snapshot(&self.stream));
+    }
+
+    /// Applies the packager's outputs; true when what the playlists list changed.
+    fn apply(&mut self, mut out: Vec<Output>) -> bool {
         if out.is_empty() {
             self.out = out;
-            return;
+            return false;
         }
         let mut changed = false;
         for output in out.drain(..) {
@@ -242,9 +267,7 @@ impl Feed {
             c.mismatches.store(stats.mismatches, Ordering::Relaxed);
             self.stats = stats;
         }
-        if changed {
-            self.channel.publish(self.window.snapshot());
-        }
+        changed
     }
 }
 

@@ -1,8 +1,12 @@
 //! Pure parts of LL-HLS: the blocking-reload predicate and the window's playlist text.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::{LlWindow, Opened, Output, PartOut, PartSpan, Position, SegmentOut};
+use crate::window::{LiveSegment, StoredSegment, WindowSnapshot};
 
 #[test]
 fn a_position_satisfies_what_it_lists_and_nothing_later() {
@@ -35,6 +39,10 @@ fn a_position_satisfies_what_it_lists_and_nothing_later() {
 }
 
 fn segment(msn: u64, parts: &[u64]) -> Output {
+    Output::Segment(segment_out(msn, parts))
+}
+
+fn segment_out(msn: u64, parts: &[u64]) -> SegmentOut {
     let mut at = 0;
     let spans = parts
         .iter()
@@ -47,7 +55,7 @@ fn segment(msn: u64, parts: &[u64]) -> Output {
             }
         })
         .collect();
-    Output::Segment(SegmentOut {
+    SegmentOut {
         msn,
         discontinuity_seq: 0,
         discontinuous: false,
@@ -56,19 +64,47 @@ fn segment(msn: u64, parts: &[u64]) -> Output {
         bytes: Bytes::from(vec![0u8; at]),
         parts: spans,
         live: true,
-    })
+    }
+}
+
+/// A stream window whose segments `msns` have LL-HLS views of two 1-s parts, but for
+/// those in `without_ll`.
+fn stream_window(msns: impl IntoIterator<Item = u64>, without_ll: &[u64]) -> WindowSnapshot {
+    let segments: VecDeque<_> = msns
+        .into_iter()
+        .map(|msn| {
+            let ll = segment_out(msn, &[90_000, 90_000]);
+            let live = LiveSegment {
+                msn,
+                discontinuity_seq: 0,
+                discontinuous: false,
+                duration_ticks: ll.duration_ticks,
+                program_date_time_ms: ll.program_date_time_ms,
+                data: Bytes::new(),
+            };
+            let ll = (!without_ll.contains(&msn)).then_some(ll);
+            Arc::new(StoredSegment::new(live, None, ll))
+        })
+        .collect();
+    WindowSnapshot {
+        segments,
+        target_secs: 2,
+        ..WindowSnapshot::default()
+    }
 }
 
 #[test]
 fn the_window_renders_the_golden_playlist() {
-    let mut w = LlWindow::new(5, 2000, 1000, None);
+    let mut w = LlWindow::new(2000, 1000, None);
     w.apply(Output::Init {
         discontinuity_seq: 0,
         bytes: Bytes::from_static(b"init"),
     });
-    for msn in 100..104 {
-        w.apply(segment(msn, &[90_000, 90_000]));
-    }
+    // Complete segments are the stream window's: the state keeps only the latest
+    // until the channel takes it.
+    w.apply(segment(103, &[90_000, 90_000]));
+    assert_eq!(w.take_ready(102), None, "only the segment it completed");
+    assert!(w.take_ready(103).is_some());
     w.apply(Output::Opened(Opened {
         msn: 104,
         discontinuity_seq: 0,
@@ -82,7 +118,7 @@ fn the_window_renders_the_golden_playlist() {
         duration_ticks: 90_000,
         independent: true,
     })));
-    let snapshot = w.snapshot();
+    let snapshot = w.snapshot(&stream_window(100..104, &[]));
     let expected = "#EXTM3U
 #EXT-X-VERSION:9
 #EXT-X-TARGETDURATION:3
@@ -128,24 +164,31 @@ llseg-103.m4s
     assert_eq!(snapshot.part(102, 1).map(|b| b.len()), Some(100));
     assert!(snapshot.part(104, 1).is_none());
     assert_eq!(snapshot.init(0).as_deref(), Some(&b"init"[..]));
-    // The window keeps 5 segments; a gap in the sequence starts it afresh.
+    // The playlist lists the stream window's newest consecutive run of segments with
+    // an LL-HLS view: the window's trim is its trim, and a gap in the sequence or a
+    // segment without parts starts the list afresh.
     w.apply(segment(104, &[90_000, 90_000]));
     w.apply(segment(105, &[90_000, 90_000]));
-    assert_eq!(w.snapshot().segments.front().map(|s| s.msn), Some(101));
-    w.apply(segment(200, &[90_000]));
-    assert_eq!(w.snapshot().segments.len(), 1);
+    let listed = |window: &WindowSnapshot| -> Vec<u64> {
+        w.snapshot(window).segments.iter().map(|s| s.msn).collect()
+    };
+    assert_eq!(
+        listed(&stream_window(101..106, &[])),
+        [101, 102, 103, 104, 105]
+    );
+    assert_eq!(listed(&stream_window((101..105).chain([200]), &[])), [200]);
+    assert_eq!(listed(&stream_window(101..106, &[103])), [104, 105]);
 }
 
 #[test]
 fn a_configured_hold_back_is_never_below_two_parts() {
-    let mut w = LlWindow::new(5, 2000, 1000, Some(1500));
-    w.apply(segment(1, &[90_000, 90_000]));
-    assert!(std::str::from_utf8(&w.snapshot().full)
+    let window = stream_window([1], &[]);
+    let w = LlWindow::new(2000, 1000, Some(1500));
+    assert!(std::str::from_utf8(&w.snapshot(&window).full)
         .unwrap()
         .contains(",PART-HOLD-BACK=2.000\n"));
-    let mut w = LlWindow::new(5, 2000, 1000, Some(2500));
-    w.apply(segment(1, &[90_000, 90_000]));
-    assert!(std::str::from_utf8(&w.snapshot().full)
+    let w = LlWindow::new(2000, 1000, Some(2500));
+    assert!(std::str::from_utf8(&w.snapshot(&window).full)
         .unwrap()
         .contains(",PART-HOLD-BACK=2.500\n"));
 }

@@ -1,5 +1,8 @@
-//! The LL-HLS live window of one stream: complete fMP4 segments, the parts of the
-//! segment being cut, the init segments, and the playlists rendered once per change.
+//! The LL-HLS state of one stream: the parts of the segment being cut, the init
+//! segments, and the playlists rendered once per change. Complete segments are not
+//! kept here: each is stored once, with its TS bytes, in the stream's one window
+//! ([`crate::window::StoredSegment::ll`]), and the LL-HLS playlist lists the window's
+//! segments that have their LL-HLS view.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,6 +14,7 @@ use media::hls::{
 
 use super::packager::{Opened, Output, PartOut, SegmentOut};
 use super::position::Position;
+use crate::window::WindowSnapshot;
 
 /// What EXT-X-TARGETDURATION adds to the segment target from the start. A segment ends
 /// at the first keyframe past its grid line, so it is often longer than the target
@@ -34,7 +38,8 @@ pub struct PendingParts {
 /// The LL-HLS window at one instant; readers hold an `Arc` of it and no lock.
 #[derive(Debug, Default)]
 pub struct LlSnapshot {
-    /// Complete segments, oldest first, consecutive.
+    /// Complete segments as listed, oldest first, consecutive: the LL-HLS views of the
+    /// stream window's newest consecutive run of segments that have one.
     pub segments: VecDeque<Arc<SegmentOut>>,
     /// The segment whose parts are listed after the complete ones.
     pub pending: Option<Arc<PendingParts>>,
@@ -96,38 +101,42 @@ impl LlUris for Uris {
     }
 }
 
-/// The mutable window the pipeline task owns; [`LlWindow::snapshot`] freezes it.
+/// The mutable LL-HLS state the pipeline task owns; [`LlWindow::snapshot`] freezes it
+/// with the stream window's complete segments.
 #[derive(Debug)]
 pub struct LlWindow {
-    window_segments: usize,
-    /// EXT-X-TARGETDURATION announced so far: it must not change during the playlist's
-    /// life, so it only ever grows (a longer segment than the target raises it).
+    /// The least EXT-X-TARGETDURATION: the stream's target plus [`TARGET_SLACK_SECS`].
+    /// The playlist announces the larger of this and the stream window's target, so it
+    /// follows the stream's one target rule and never decreases.
     target_secs: u64,
     part_target_ms: u64,
     hold_back_ms: Option<u64>,
-    segments: VecDeque<Arc<SegmentOut>>,
     pending: VecDeque<PendingParts>,
     inits: Vec<(u64, Bytes)>,
+    /// The segment the packager completed, until the channel stores it.
+    ready: Option<SegmentOut>,
 }
 
 impl LlWindow {
-    /// A window of `window_segments` complete segments for a `target_ms` segment target
-    /// and `part_ms` parts, announcing `hold_back_ms` as PART-HOLD-BACK (default 3 ×
-    /// PART-TARGET, never below 2 ×).
-    pub fn new(
-        window_segments: usize,
-        target_ms: u64,
-        part_ms: u64,
-        hold_back_ms: Option<u64>,
-    ) -> Self {
+    /// The state for a `target_ms` segment target and `part_ms` parts, announcing
+    /// `hold_back_ms` as PART-HOLD-BACK (default 3 × PART-TARGET, never below 2 ×).
+    pub fn new(target_ms: u64, part_ms: u64, hold_back_ms: Option<u64>) -> Self {
         Self {
-            window_segments: window_segments.max(1),
             target_secs: target_ms.div_ceil(1000).max(1) + TARGET_SLACK_SECS,
             part_target_ms: part_ms.max(1),
             hold_back_ms,
-            segments: VecDeque::new(),
             pending: VecDeque::new(),
             inits: Vec::new(),
+            ready: None,
+        }
+    }
+
+    /// The completed segment `msn`, for the channel to store with its TS twin.
+    pub fn take_ready(&mut self, msn: u64) -> Option<SegmentOut> {
+        if self.ready.as_ref().is_some_and(|s| s.msn == msn) {
+            self.ready.take()
+        } else {
+            None
         }
     }
 
@@ -178,41 +187,42 @@ impl LlWindow {
                 {
                     self.part_target_ms = self.part_target_ms.max(ms);
                 }
-                let consecutive = self
-                    .segments
-                    .back()
-                    .is_none_or(|last| last.msn.checked_add(1) == Some(segment.msn));
-                if !consecutive {
-                    self.segments.clear();
-                }
-                let rounded = segment.duration_ticks.saturating_add(45_000) / 90_000;
-                self.target_secs = self.target_secs.max(rounded);
-                self.segments.push_back(Arc::new(segment));
-                while self.segments.len() > self.window_segments {
-                    self.segments.pop_front();
-                }
+                self.ready = Some(segment);
                 true
             }
         }
     }
 
-    /// What the playlists list now.
-    pub fn position(&self) -> Position {
-        Position {
-            last_complete: self.segments.back().map(|s| (s.msn, s.parts.len())),
-            pending: self.pending.front().map(|p| (p.info.msn, p.parts.len())),
+    /// The complete segments the playlist lists: the LL-HLS views of `window`'s newest
+    /// run of consecutive segments that have one.
+    fn listed(window: &WindowSnapshot) -> VecDeque<Arc<SegmentOut>> {
+        let mut listed = VecDeque::new();
+        for stored in window.segments.iter().rev() {
+            let Some(ll) = stored.ll() else { break };
+            if listed
+                .front()
+                .is_some_and(|next: &Arc<SegmentOut>| ll.msn.checked_add(1) != Some(next.msn))
+            {
+                break;
+            }
+            listed.push_front(Arc::clone(ll));
         }
+        listed
     }
 
-    /// The playlist model of the window.
-    pub fn playlist(&self) -> LowLatencyPlaylist {
-        let mut playlist = LowLatencyPlaylist::new(self.target_secs, self.part_target_ms);
+    /// The playlist model of `segments` and the pending parts.
+    fn playlist(
+        &self,
+        segments: &VecDeque<Arc<SegmentOut>>,
+        window_target_secs: u64,
+    ) -> LowLatencyPlaylist {
+        let target_secs = self.target_secs.max(window_target_secs);
+        let mut playlist = LowLatencyPlaylist::new(target_secs, self.part_target_ms);
         let minimum = self.part_target_ms.saturating_mul(2);
         if let Some(hold_back) = self.hold_back_ms {
             playlist.part_hold_back_ms = hold_back.max(minimum);
         }
-        playlist.segments = self
-            .segments
+        playlist.segments = segments
             .iter()
             .map(|s| LlSegment {
                 segment: PlaylistSegment {
@@ -233,7 +243,7 @@ impl LlWindow {
                     .collect(),
             })
             .collect();
-        let next_msn = self.segments.back().map(|s| s.msn.saturating_add(1));
+        let next_msn = segments.back().map(|s| s.msn.saturating_add(1));
         playlist.pending = self
             .pending
             .front()
@@ -255,12 +265,12 @@ impl LlWindow {
         playlist
     }
 
-    /// Freezes the window with its playlists rendered.
-    pub fn snapshot(&self) -> LlSnapshot {
-        let playlist = self.playlist();
+    /// Freezes the state with `window`'s complete segments, its playlists rendered.
+    pub fn snapshot(&self, window: &WindowSnapshot) -> LlSnapshot {
+        let segments = Self::listed(window);
+        let playlist = self.playlist(&segments, window.target_secs);
         let listed_pending = playlist.pending.as_ref().map(|p| p.msn);
         LlSnapshot {
-            segments: self.segments.clone(),
             pending: self
                 .pending
                 .front()
@@ -270,9 +280,10 @@ impl LlWindow {
             full: Bytes::from(playlist.render(&Uris, false)),
             delta: Bytes::from(playlist.render(&Uris, true)),
             position: Position {
-                last_complete: self.segments.back().map(|s| (s.msn, s.parts.len())),
+                last_complete: segments.back().map(|s| (s.msn, s.parts.len())),
                 pending: listed_pending.zip(playlist.pending.as_ref().map(|p| p.parts.len())),
             },
+            segments,
         }
     }
 }

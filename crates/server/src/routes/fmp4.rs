@@ -41,14 +41,14 @@ pub async fn serve(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -> Re
     if file.is_archive() {
         return serve_archive(channel, file, headers).await;
     }
-    let window = channel.fmp4().window();
-    if window.segments.is_empty() {
+    let window = channel.snapshot();
+    if window.fmp4_segments().next().is_none() {
         return ApiError::NotStarted.into_response();
     }
     match file {
         Fmp4File::Playlist => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
-            http_util::ok(M3U8, Cache::LivePlaylist, window.playlist.clone())
+            http_util::ok(M3U8, Cache::LivePlaylist, window.fmp4_playlist.clone())
         }
         Fmp4File::Mpd => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
@@ -59,12 +59,14 @@ pub async fn serve(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -> Re
             track,
         } => media(
             headers,
-            window.init(discontinuity_seq).and_then(|i| i.bytes(track)),
+            window
+                .fmp4_init(discontinuity_seq)
+                .and_then(|i| i.bytes(track)),
         ),
         Fmp4File::Segment { msn, track } => match window.segment(msn) {
             Some(segment) => {
                 counters.segments_served.fetch_add(1, Ordering::Relaxed);
-                media(headers, segment.bytes(track))
+                media(headers, segment.fmp4_bytes(track))
             }
             None => ApiError::SegmentGone.into_response(),
         },
