@@ -17,7 +17,11 @@
 //! `{"code": N, "message": "..."}`.
 
 pub mod admission;
-pub mod code;
+/// The meeting codes, from the one code table of the `codes` crate.
+pub mod code {
+    pub use codes::meeting::*;
+    pub use codes::{CodeInfo, LogLevel};
+}
 pub mod meeting;
 pub mod version;
 pub mod viewers;

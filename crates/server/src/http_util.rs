@@ -35,21 +35,6 @@ impl Cache {
     }
 }
 
-/// An error answer of the admin APIs: `status` with `{"code": N, "message": "..."}`,
-/// never cached.
-pub fn json_error(status: StatusCode, code: u32, message: &str) -> Response {
-    let body = serde_json::json!({ "code": code, "message": message });
-    let mut response = Response::new(Body::from(body.to_string()));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
-}
-
 /// Content type of the embedded web pages.
 pub const HTML: &str = "text/html; charset=utf-8";
 

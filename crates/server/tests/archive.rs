@@ -175,7 +175,7 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
     ] {
         let (status, _, body) = get(&node.state, &uri).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
-        assert_eq!(json(&body)["code"], 404, "{uri}");
+        assert_eq!(json(&body)["code"], 108_001, "{uri}");
     }
 }
 
@@ -270,7 +270,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
     ] {
         let (status, _, body) = get(&node.state, &format!("/s/{name}")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
-        assert_eq!(json(&body)["code"], 400, "{name}");
+        assert_eq!(json(&body)["code"], 108_003, "{name}");
     }
     // An EVENT playlist from more than a day back would list too much.
     let (status, _, body) = get(
@@ -279,7 +279,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(json(&body)["code"], 400);
+    assert_eq!(json(&body)["code"], 108_003);
     for uri in [
         "/s/../archive/s/ts/index.log",
         "/s/index.log",
@@ -294,7 +294,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
     node.state.add_stream(plain, None);
     let (status, _, body) = get(&node.state, &format!("/p/index-{}-30.m3u8", t0_s())).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert_eq!(json(&body)["code"], 404);
+    assert_eq!(json(&body)["code"], 108_001);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

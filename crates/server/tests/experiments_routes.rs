@@ -391,8 +391,10 @@ async fn the_admin_api_needs_the_token_and_names_bad_fields() {
     let a = send(&state, Method::POST, "/api/experiments", &[AUTH], bad).await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     assert_eq!(a.json()["code"], 106_010);
-    let message = a.json()["message"].as_str().unwrap_or_default().to_string();
-    assert!(message.contains("experiment_share_bp"), "{message}");
+    // The fixed message of the code, and the value at fault named in `field`.
+    assert_eq!(a.json()["message"], "the experiment definition is invalid");
+    let field = a.json()["field"].as_str().unwrap_or_default().to_string();
+    assert!(field.contains("experiment_share_bp"), "{field}");
     let a = send(&state, Method::POST, "/api/experiments", &[AUTH], "{").await;
     assert_eq!(
         (a.status, a.json()["code"].clone()),

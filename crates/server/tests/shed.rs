@@ -127,7 +127,9 @@ fn assert_shed_answer(a: &Answer) -> (u64, u64) {
     let obj = v.as_object().expect("object");
     let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["maxRetries", "retryAfterSeconds"]);
+    assert_eq!(keys, ["code", "maxRetries", "retryAfterSeconds"]);
+    // The back-pressure code of the one code table, beside the seed's two dials.
+    assert_eq!(obj["code"].as_u64(), Some(109_001));
     let retries = obj["maxRetries"].as_u64().expect("integer");
     let after = obj["retryAfterSeconds"].as_u64().expect("integer");
     assert!(after >= 1);
@@ -309,12 +311,10 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
         let a = post_rule(&state, body).await;
         assert_eq!(a.status, StatusCode::BAD_REQUEST, "{body}");
         let v = a.json();
-        assert_eq!(v["code"].as_u64(), Some(400), "{body}");
-        let message = v["message"].as_str().expect("message");
-        assert!(
-            message.starts_with(&format!("{field}:")),
-            "{body} -> {message}"
-        );
+        // The fault-rule family's code, its fixed message, and the field at fault.
+        assert_eq!(v["code"].as_u64(), Some(107_001), "{body}");
+        assert_eq!(v["message"], "the fault rule is invalid", "{body}");
+        assert_eq!(v["field"], field, "{body}");
     }
 
     let first = post_rule(&state, r#"{"share":0,"duration_seconds":60}"#).await;
@@ -323,7 +323,7 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
     assert_eq!(second.status, StatusCode::CREATED);
     let full = post_rule(&state, r#"{"share":0,"duration_seconds":60}"#).await;
     assert_eq!(full.status, StatusCode::CONFLICT);
-    assert_eq!(full.json()["code"].as_u64(), Some(409));
+    assert_eq!(full.json()["code"].as_u64(), Some(107_003));
 
     let auth = [("authorization", "Bearer tok")];
     let missing = send(
@@ -335,7 +335,7 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
     )
     .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
-    assert_eq!(missing.json()["code"].as_u64(), Some(404));
+    assert_eq!(missing.json()["code"].as_u64(), Some(107_002));
     let junk = send(
         &state,
         Method::DELETE,

@@ -121,11 +121,14 @@ impl<const N: usize> std::fmt::Debug for StackText<N> {
 }
 
 impl Advice {
-    /// The 503 body, exactly `{"maxRetries":N,"retryAfterSeconds":S}`, rendered on the
-    /// stack (at most 51 bytes).
-    pub fn json(&self) -> StackText<64> {
+    /// The 503 body, exactly `{"code":109001,"maxRetries":N,"retryAfterSeconds":S}`:
+    /// the seed's two dials and the back-pressure code of the one code table, rendered
+    /// on the stack (at most 63 bytes).
+    pub fn json(&self) -> StackText<72> {
         let mut t = StackText::new();
-        t.push(b"{\"maxRetries\":");
+        t.push(b"{\"code\":");
+        t.push_u32(codes::Shed::BackPressure.code());
+        t.push(b",\"maxRetries\":");
         t.push_u32(u32::from(self.max_retries));
         t.push(b",\"retryAfterSeconds\":");
         t.push_u32(self.retry_after_seconds);
@@ -249,7 +252,7 @@ mod tests {
         };
         assert_eq!(
             a.json().as_str(),
-            r#"{"maxRetries":3,"retryAfterSeconds":12}"#
+            r#"{"code":109001,"maxRetries":3,"retryAfterSeconds":12}"#
         );
         assert_eq!(a.retry_after().as_str(), "12");
         let max = Advice {
@@ -265,7 +268,7 @@ mod tests {
         };
         assert_eq!(
             zero.json().as_str(),
-            r#"{"maxRetries":0,"retryAfterSeconds":0}"#
+            r#"{"code":109001,"maxRetries":0,"retryAfterSeconds":0}"#
         );
     }
 
@@ -284,6 +287,7 @@ mod tests {
                 match k {
                     "\"maxRetries\"" => out.0 = v,
                     "\"retryAfterSeconds\"" => out.1 = v,
+                    "\"code\"" => assert_eq!(v, 109_001),
                     other => panic!("unexpected key {other}"),
                 }
             }

@@ -32,6 +32,7 @@ pub mod fault;
 pub mod limit;
 pub mod overload;
 pub mod priority;
+pub mod procfs;
 pub mod request;
 
 pub use backpressure::{Advice, BackPressure, BackPressureConfig, StackText};

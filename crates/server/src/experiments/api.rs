@@ -32,49 +32,59 @@ static EXPERIMENTS_HTML: &str = include_str!("../../assets/experiments.html");
 /// Largest definition body accepted, bytes.
 pub const MAX_DEFINITION_BYTES: usize = 16 * 1024;
 
-/// An answer of the experiments routes (and `/telemetry`) that is not a success.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A refusal of the experiments API or the KPI beacon sink: a code of the
+/// [`codes::ExperimentsError`] family, and the name of the caller's input at fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExperimentsApiError {
-    /// 106001 / 400: the beacon is not of the beacon format; the message names the field.
-    #[error("{0}")]
-    BadBeacon(String),
+    /// 106001 / 400: the beacon is not of the beacon format; the field at fault, if one.
+    BadBeacon(Option<&'static str>),
     /// 106002 / 413: the body is larger than the route accepts.
-    #[error("body too large")]
     TooLarge,
-    /// 106010 / 400: the definition cannot work; the message names the field.
-    #[error("{0}")]
-    BadDefinition(String),
+    /// 106010 / 400: the definition cannot work; the dotted path of the value at fault,
+    /// if the definition parsed that far.
+    BadDefinition(Option<String>),
     /// 106011 / 404: no experiment has this id.
-    #[error("no such experiment")]
     UnknownExperiment,
     /// 106012 / 409: the experiment already runs, or is disabled.
-    #[error("{0}")]
-    Conflict(String),
+    Conflict,
 }
 
 impl ExperimentsApiError {
-    /// The HTTP status and public code of each kind (one table).
-    pub fn status_and_code(&self) -> (StatusCode, u32) {
+    /// The row of the code table.
+    pub fn code(&self) -> codes::ExperimentsError {
         match self {
-            Self::BadBeacon(_) => (StatusCode::BAD_REQUEST, 106_001),
-            Self::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, 106_002),
-            Self::BadDefinition(_) => (StatusCode::BAD_REQUEST, 106_010),
-            Self::UnknownExperiment => (StatusCode::NOT_FOUND, 106_011),
-            Self::Conflict(_) => (StatusCode::CONFLICT, 106_012),
+            Self::BadBeacon(_) => codes::ExperimentsError::BadBeacon,
+            Self::TooLarge => codes::ExperimentsError::TooLarge,
+            Self::BadDefinition(_) => codes::ExperimentsError::BadDefinition,
+            Self::UnknownExperiment => codes::ExperimentsError::UnknownExperiment,
+            Self::Conflict => codes::ExperimentsError::Conflict,
+        }
+    }
+
+    fn field(&self) -> Option<&str> {
+        match self {
+            Self::BadBeacon(field) => *field,
+            Self::BadDefinition(field) => field.as_deref(),
+            _ => None,
         }
     }
 }
 
 impl IntoResponse for ExperimentsApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
-        crate::http_util::json_error(status, code, &self.to_string())
+        crate::error::respond(codes::Code::Experiments(self.code()), self.field())
     }
 }
 
 impl From<DefinitionError> for ExperimentsApiError {
     fn from(e: DefinitionError) -> Self {
-        Self::BadDefinition(e.to_string())
+        // The reason (or the parser's message) is logged, not sent: the client gets the
+        // code and the path of the value at fault.
+        tracing::info!(error = %e, "experiment definition refused");
+        match e {
+            DefinitionError::Invalid { field, .. } => Self::BadDefinition(Some(field)),
+            DefinitionError::Parse(_) => Self::BadDefinition(None),
+        }
     }
 }
 
@@ -84,7 +94,10 @@ impl From<CommandError> for ExperimentsApiError {
             CommandError::UnknownExperiment(_) | CommandError::NotRunning(_) => {
                 Self::UnknownExperiment
             }
-            other => Self::Conflict(other.to_string()),
+            other => {
+                tracing::info!(error = %other, "experiment command refused");
+                Self::Conflict
+            }
         }
     }
 }
@@ -124,7 +137,7 @@ pub async fn upsert(State(state): State<AppState>, _admin: Admin, body: Bytes) -
         return ExperimentsApiError::TooLarge.into_response();
     }
     let Ok(text) = std::str::from_utf8(&body) else {
-        return ExperimentsApiError::BadDefinition("body is not UTF-8".into()).into_response();
+        return ExperimentsApiError::BadDefinition(None).into_response();
     };
     let def = match ExperimentDefinition::from_json(text) {
         Ok(def) => def,

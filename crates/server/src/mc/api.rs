@@ -24,31 +24,49 @@ use crate::clock::unix_ms;
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
 
-/// A refusal of the meeting API.
+/// A refusal of the meeting API, answered from the one code table.
 #[derive(Debug)]
 pub enum McApiError {
-    /// A condition of the code table.
+    /// A condition of the meeting codes.
     Meeting(ErrorCode),
-    /// The request is malformed; the message says how (it is about the caller's input).
-    BadRequest(String),
+    /// A field of the request is unusable: the field (`body` for the body itself) and
+    /// why (logged, not sent).
+    Invalid {
+        /// The field at fault.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The body is larger than [`MAX_BODY`].
+    TooLarge,
     /// No or wrong token.
     Unauthorized,
 }
 
+impl McApiError {
+    fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        McApiError::Invalid {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
 impl IntoResponse for McApiError {
     fn into_response(self) -> Response {
+        use codes::{Code, RequestError};
         match self {
-            McApiError::Meeting(code) => crate::error::ApiError::Meeting(code).into_response(),
-            McApiError::BadRequest(message) => (
-                StatusCode::BAD_REQUEST,
-                Json(json!({"code": 400, "message": message})),
-            )
-                .into_response(),
-            McApiError::Unauthorized => (
-                StatusCode::UNAUTHORIZED,
-                Json(json!({"code": 401, "message": "missing or wrong token"})),
-            )
-                .into_response(),
+            McApiError::Meeting(code) => crate::error::respond(Code::Meeting(code), None),
+            McApiError::Invalid { field, reason } => {
+                tracing::info!(field, reason = %reason, "meeting api request refused");
+                crate::error::respond(Code::Request(RequestError::InvalidField), Some(field))
+            }
+            McApiError::TooLarge => {
+                crate::error::respond(Code::Request(RequestError::TooLarge), None)
+            }
+            McApiError::Unauthorized => {
+                crate::error::respond(Code::Request(RequestError::Unauthorized), None)
+            }
         }
     }
 }
@@ -71,15 +89,14 @@ fn is_admin(mc: &McState, given: Option<&str>) -> bool {
 }
 
 fn parse_id(id: &str) -> Result<MeetingId, McApiError> {
-    MeetingId::parse(id).map_err(|e| McApiError::BadRequest(e.to_string()))
+    MeetingId::parse(id).map_err(|e| McApiError::invalid("id", e.to_string()))
 }
 
 async fn read_json<T: serde::de::DeserializeOwned>(body: Body) -> Result<T, McApiError> {
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        McApiError::BadRequest(format!("request body larger than {MAX_BODY} bytes"))
-    })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| McApiError::BadRequest(format!("malformed JSON: {e}")))
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| McApiError::TooLarge)?;
+    serde_json::from_slice(&bytes).map_err(|e| McApiError::invalid("body", e.to_string()))
 }
 
 fn version_check(mc: &McState, headers: &HeaderMap, in_session: bool) -> Result<(), McApiError> {
@@ -282,7 +299,7 @@ pub async fn sync(
     }
     let node = query.get("node").map_or("", String::as_str);
     if node.is_empty() || node.len() > 128 {
-        return McApiError::BadRequest("node must be 1 to 128 bytes".into()).into_response();
+        return McApiError::invalid("node", "must be 1 to 128 bytes").into_response();
     }
     let viewers = query.get("viewers").map_or("", String::as_str);
     let mut counts = Vec::new();
@@ -293,7 +310,7 @@ pub async fn sync(
         match parsed {
             Some(entry) => counts.push(entry),
             None => {
-                return McApiError::BadRequest(format!("bad viewers entry {pair:?}: use id:count"))
+                return McApiError::invalid("viewers", format!("bad entry {pair:?}: use id:count"))
                     .into_response()
             }
         }

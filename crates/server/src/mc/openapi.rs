@@ -10,7 +10,7 @@ pub const DOCUMENT: &str = r##"{
   "info": {
     "title": "brdyun MC meeting API",
     "version": "1",
-    "description": "Meetings on a brdyun MC. Errors are {\"code\": N, \"message\": \"...\"}; meeting codes are listed in the README. Clients may state their version in X-Brdyun-Client-Version."
+    "description": "Meetings on a brdyun MC. Errors are {\"code\": N, \"message\": \"...\"}; every code is listed in docs/codes.md. Clients may state their version in X-Brdyun-Client-Version."
   },
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -19,7 +19,7 @@ pub const DOCUMENT: &str = r##"{
       "clientVersion": {"name": "X-Brdyun-Client-Version", "in": "header", "required": false, "schema": {"type": "string", "example": "2.1.0.456"}}
     },
     "schemas": {
-      "Error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
+      "Error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "field": {"type": "string"}}},
       "NewMeeting": {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "viewer_limit": {"type": "integer", "nullable": true, "minimum": 0}}},
       "MeetingView": {"type": "object", "properties": {"id": {"type": "string"}, "state": {"type": "string", "enum": ["created", "live", "closed"]}, "locked": {"type": "boolean"}, "viewer_limit": {"type": "integer", "nullable": true}, "viewers": {"type": "integer"}}},
       "Meeting": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "state": {"type": "string", "enum": ["created", "live", "closed"]}, "locked": {"type": "boolean"}, "viewer_limit": {"type": "integer", "nullable": true}, "stream_key": {"type": "string"}, "host_token": {"type": "string"}, "created_ms": {"type": "integer"}, "started_ms": {"type": "integer", "nullable": true}, "closed_ms": {"type": "integer", "nullable": true}}}

@@ -224,7 +224,7 @@ pub fn check(
             Ok(_) => true,
             Err(error) => {
                 tracing::debug!(stream, code = error.code(), "pass refused");
-                return refuse(redundancy, OttRefusal::from_pass(&error));
+                return refuse(redundancy, crate::error::refusal_for_pass(&error));
             }
         },
         None => false,
@@ -236,7 +236,7 @@ pub fn check(
         let mut this = view.snapshot.this.clone();
         this.load.backup_sessions = redundancy.sessions.count();
         if let ott::Admit::Refuse(cause) = ott::admit_backup_viewer(&this, true) {
-            return refuse(redundancy, OttRefusal::from_overload(cause));
+            return refuse(redundancy, crate::error::refusal_for_overload(cause));
         }
         redundancy
             .counters

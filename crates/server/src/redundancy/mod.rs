@@ -300,7 +300,7 @@ impl Redundancy {
                 value.load(Ordering::Relaxed)
             );
         }
-        for refusal in OttRefusal::ALL {
+        for &refusal in OttRefusal::ALL {
             let _ = writeln!(
                 out,
                 "brdyun_ott_refusals_total{{code=\"{}\",reason=\"{}\"}} {}",

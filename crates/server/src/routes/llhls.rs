@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use media::hls::{MasterPlaylist, Variant};
@@ -22,16 +22,10 @@ pub const MP4: &str = "video/mp4";
 
 /// What a blocked request is answered with when its part does not come in time.
 fn timed_out() -> Response {
-    let body = r#"{"code":503,"message":"the requested part did not appear in time"}"#;
-    let mut response = (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
+    crate::error::respond(
+        codes::Code::Request(codes::RequestError::PartTimedOut),
+        None,
+    )
 }
 
 /// Waits until the playlist lists (`msn`, `part`); false after 3 target durations.

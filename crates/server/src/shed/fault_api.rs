@@ -13,6 +13,7 @@
 //! Errors are `{"code":N,"message":"..."}`: 400 naming the bad field, 404 for an
 //! unknown id, 409 when the cap of active rules is reached.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -39,12 +40,19 @@ const FIELDS: [&str; 6] = [
     "duration_seconds",
 ];
 
-/// An answer of this API that is not a success.
+/// An answer of this API that is not a success: a code of the
+/// [`codes::FaultRuleError`] family, and the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FaultApiError {
-    /// The body or a field is unusable; the message names the field.
-    #[error("{0}")]
-    BadRequest(String),
+    /// The body or a field is unusable: the field (`body` for the body itself) and why.
+    #[error("{field}: {reason}")]
+    BadRequest {
+        /// The field at fault (an unknown key is named as the caller sent it, cut to 40
+        /// characters).
+        field: Cow<'static, str>,
+        /// Why (logged, not sent).
+        reason: String,
+    },
     /// No active rule has this id.
     #[error("no such fault rule")]
     NotFound,
@@ -55,12 +63,15 @@ pub enum FaultApiError {
 
 impl IntoResponse for FaultApiError {
     fn into_response(self) -> Response {
-        let status = match self {
-            FaultApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            FaultApiError::NotFound => StatusCode::NOT_FOUND,
-            FaultApiError::Full(_) => StatusCode::CONFLICT,
+        let (code, field) = match &self {
+            FaultApiError::BadRequest { field, reason } => {
+                tracing::info!(field = %field, reason = %reason, "fault rule refused");
+                (codes::FaultRuleError::Invalid, Some(field.as_ref()))
+            }
+            FaultApiError::NotFound => (codes::FaultRuleError::UnknownRule, None),
+            FaultApiError::Full(_) => (codes::FaultRuleError::Full, None),
         };
-        crate::http_util::json_error(status, u32::from(status.as_u16()), &self.to_string())
+        crate::error::respond(codes::Code::FaultRule(code), field)
     }
 }
 
@@ -70,24 +81,27 @@ impl From<FaultError> for FaultApiError {
             FaultError::Full { cap } => FaultApiError::Full(cap),
             FaultError::UnknownRule(_) => FaultApiError::NotFound,
             FaultError::Invalid { key, reason } => {
-                let key = match key {
+                let field = match key {
                     "priorities" => "min_priority",
                     "expires_at" => "duration_seconds",
                     other => other,
                 };
-                FaultApiError::BadRequest(format!("{key}: {reason}"))
+                bad(field, reason)
             }
         }
     }
 }
 
-fn bad(field: &str, reason: &str) -> FaultApiError {
-    FaultApiError::BadRequest(format!("{field}: {reason}"))
+fn bad(field: &'static str, reason: &str) -> FaultApiError {
+    FaultApiError::BadRequest {
+        field: Cow::Borrowed(field),
+        reason: reason.to_owned(),
+    }
 }
 
 fn priority(
     map: &Map<String, Value>,
-    field: &str,
+    field: &'static str,
     default: Priority,
 ) -> Result<Priority, FaultApiError> {
     match map.get(field) {
@@ -103,7 +117,7 @@ fn priority(
 /// The strings of an optional array field; `None` when absent or null.
 fn strings<'a>(
     map: &'a Map<String, Value>,
-    field: &str,
+    field: &'static str,
 ) -> Result<Option<Vec<&'a str>>, FaultApiError> {
     match map.get(field) {
         None | Some(Value::Null) => Ok(None),
@@ -131,8 +145,10 @@ fn parse_rule(
         return Err(bad("body", "must be a JSON object"));
     };
     if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        let shown: String = unknown.chars().take(40).collect();
-        return Err(bad(&shown, "unknown field"));
+        return Err(FaultApiError::BadRequest {
+            field: Cow::Owned(unknown.chars().take(40).collect()),
+            reason: "unknown field".to_owned(),
+        });
     }
     let min_priority = priority(&map, "min_priority", Priority::BOTTOM)?;
     let max_priority = priority(&map, "max_priority", Priority::TOP)?;

@@ -31,7 +31,13 @@ pub async fn beacon(State(state): State<AppState>, headers: HeaderMap, body: Bod
     let beacon = match Beacon::parse(&bytes) {
         Ok(Some(b)) => b,
         Ok(None) => return StatusCode::NO_CONTENT.into_response(),
-        Err(e) => return ExperimentsApiError::BadBeacon(e.to_string()).into_response(),
+        Err(e) => {
+            let field = match e {
+                crate::experiments::beacon::BeaconError::Field(field) => Some(field),
+                crate::experiments::beacon::BeaconError::Malformed => None,
+            };
+            return ExperimentsApiError::BadBeacon(field).into_response();
+        }
     };
     let experiments = state.shedder().experiments();
     let facts = request_facts("/telemetry", &headers);

@@ -44,7 +44,7 @@ impl AnswerReader {
                     .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
                     .unwrap_or(0usize);
                 let body = &available[head_len..];
-                let marker: &[u8] = b"{\"maxRetries\":";
+                let marker: &[u8] = b"{\"code\":109001,\"maxRetries\":";
                 // The back-pressure body is small: wait for its first bytes to judge it.
                 if status == 503 && body.len() < length.min(marker.len()) {
                     self.fill(s).await?;
@@ -164,6 +164,7 @@ pub async fn exchange(
         }
         have += n;
     }
-    let back_pressure = status == 503 && body_start.starts_with(b"{\"maxRetries\":");
+    let back_pressure =
+        status == 503 && body_start.starts_with(b"{\"code\":109001,\"maxRetries\":");
     Some((status, length, back_pressure))
 }

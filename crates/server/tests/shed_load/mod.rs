@@ -335,7 +335,7 @@ pub struct Sample {
     pub status: u16,
     /// Body bytes of the answer.
     pub bytes: usize,
-    /// A 503 carrying the back-pressure body (`{"maxRetries":...}`).
+    /// A 503 carrying the back-pressure body (`{"code":109001,"maxRetries":...}`).
     pub back_pressure: bool,
 }
 

@@ -1,6 +1,7 @@
-//! The public error codes: one table maps each code to its HTTP status, its message
-//! (English, and the Chinese text of seed 000 as a second language), its log level and
-//! its metric label.
+//! The meeting codes of seed 000: each code's HTTP status, its message (English, and
+//! the Chinese text of seed 000 as a second language), its log level, its metric label
+//! and whether a client should retry. The other families of [`crate::Code`] share the
+//! row type.
 //!
 //! 104101–104118 are one code per [`ConnectCause`]: why a node could not reach (or use)
 //! its MC. The causes line up one to one with the ways an HTTP request can fail in
@@ -8,16 +9,7 @@
 
 use std::fmt;
 
-/// How loudly a code is logged where it is handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    /// A normal answer to a client (not started, locked, full, …).
-    Info,
-    /// Something an operator should look at if it persists (the MC is unreachable).
-    Warn,
-    /// A configuration error that will not heal by itself (bad URL, bad CA file).
-    Error,
-}
+use crate::row::{CodeInfo, LogLevel};
 
 /// Why a connection to the MC could not be established or used (104101–104118).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -122,23 +114,6 @@ pub enum ErrorCode {
     UpgradeInSession,
 }
 
-/// One row of the code table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CodeInfo {
-    /// The public numeric code.
-    pub code: u32,
-    /// The HTTP status it is sent with.
-    pub status: u16,
-    /// The fixed English message.
-    pub message: &'static str,
-    /// The Chinese message (seed 000's text).
-    pub message_zh: &'static str,
-    /// How loudly it is logged.
-    pub level: LogLevel,
-    /// The metric label (`code="…"` stays numeric; this is the `reason` label).
-    pub label: &'static str,
-}
-
 const fn row(
     code: u32,
     status: u16,
@@ -154,6 +129,8 @@ const fn row(
         message_zh,
         level,
         label,
+        // The temporary conditions: not started, full, the MC away or unreachable.
+        retryable: matches!(code, 102_005 | 103_002 | 103_006 | 104_101..=104_118),
     }
 }
 
@@ -274,23 +251,12 @@ impl ErrorCode {
     /// True for the temporary conditions a client should retry after a while
     /// (not started, full, the MC is away).
     pub fn is_retryable(self) -> bool {
-        matches!(
-            self,
-            ErrorCode::NotStarted
-                | ErrorCode::Full
-                | ErrorCode::McUnavailable
-                | ErrorCode::McConnect(_)
-        )
+        self.info().retryable
     }
 
-    /// The JSON body every client gets: `{"code":N,"message":"..."}` (messages contain
-    /// no characters that need escaping).
+    /// The JSON body every client gets: `{"code":N,"message":"..."}`.
     pub fn json_body(self) -> String {
-        format!(
-            r#"{{"code":{},"message":"{}"}}"#,
-            self.code(),
-            self.message()
-        )
+        crate::body::json(self.info(), None)
     }
 }
 

@@ -1,0 +1,102 @@
+//! [`Code`]: one condition of any family, and the way to its row.
+
+use crate::families::{ExperimentsError, FaultRuleError, OttRefusal, RequestError, Shed};
+use crate::meeting::ErrorCode;
+use crate::row::CodeInfo;
+
+/// One condition a client can be answered with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// A meeting code (seed 000).
+    Meeting(ErrorCode),
+    /// An OTT refusal.
+    Ott(OttRefusal),
+    /// An experiments API refusal.
+    Experiments(ExperimentsError),
+    /// A fault-rule API refusal.
+    FaultRule(FaultRuleError),
+    /// A request error.
+    Request(RequestError),
+    /// The back-pressure answer.
+    Shed(Shed),
+}
+
+impl Code {
+    /// This code's row.
+    pub fn info(self) -> &'static CodeInfo {
+        match self {
+            Code::Meeting(c) => c.info(),
+            Code::Ott(c) => c.info(),
+            Code::Experiments(c) => c.info(),
+            Code::FaultRule(c) => c.info(),
+            Code::Request(c) => c.info(),
+            Code::Shed(c) => c.info(),
+        }
+    }
+
+    /// The public numeric code.
+    pub fn code(self) -> u32 {
+        self.info().code
+    }
+
+    /// The HTTP status.
+    pub fn status(self) -> u16 {
+        self.info().status
+    }
+
+    /// The fixed message.
+    pub fn message(self) -> &'static str {
+        self.info().message
+    }
+
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        self.info().label
+    }
+
+    /// The error body: `{"code":N,"message":"…"}`, with `field` when given (see
+    /// [`crate::body::json`]).
+    pub fn json(self, field: Option<&str>) -> String {
+        crate::body::json(self.info(), field)
+    }
+
+    /// Whether the client should retry after a while.
+    pub fn retryable(self) -> bool {
+        self.info().retryable
+    }
+
+    /// Every code, family by family, in table order.
+    pub fn all() -> impl Iterator<Item = Code> {
+        ErrorCode::ALL
+            .into_iter()
+            .map(Code::Meeting)
+            .chain(OttRefusal::ALL.iter().copied().map(Code::Ott))
+            .chain(ExperimentsError::ALL.iter().copied().map(Code::Experiments))
+            .chain(FaultRuleError::ALL.iter().copied().map(Code::FaultRule))
+            .chain(RequestError::ALL.iter().copied().map(Code::Request))
+            .chain(Shed::ALL.iter().copied().map(Code::Shed))
+    }
+
+    /// The code with this number, if it is in the table.
+    pub fn from_number(code: u32) -> Option<Code> {
+        Code::all().find(|c| c.code() == code)
+    }
+}
+
+impl From<ErrorCode> for Code {
+    fn from(code: ErrorCode) -> Self {
+        Code::Meeting(code)
+    }
+}
+
+impl From<OttRefusal> for Code {
+    fn from(code: OttRefusal) -> Self {
+        Code::Ott(code)
+    }
+}
+
+impl From<RequestError> for Code {
+    fn from(code: RequestError) -> Self {
+        Code::Request(code)
+    }
+}

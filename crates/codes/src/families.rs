@@ -1,0 +1,166 @@
+//! The code families beyond the meetings of seed 000: OTT refusals (105xxx), the
+//! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
+//! may answer (108xxx) and the back-pressure answer (109001).
+
+use crate::row::{CodeInfo, LogLevel};
+
+/// A row of a family's table (no seed text: the Chinese message is empty).
+const fn row(
+    code: u32,
+    status: u16,
+    message: &'static str,
+    label: &'static str,
+    retryable: bool,
+) -> CodeInfo {
+    CodeInfo {
+        code,
+        status,
+        message,
+        message_zh: "",
+        level: LogLevel::Info,
+        label,
+        retryable,
+    }
+}
+
+/// Declares a family: the enum, its `ALL` and its rows, from one list.
+macro_rules! family {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident => ($code:expr, $status:expr, $message:expr, $label:expr, $retry:expr),)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every code of the family, in table order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// This code's row of the table.
+            pub fn info(self) -> &'static CodeInfo {
+                match self {
+                    $($name::$variant => {
+                        const ROW: CodeInfo = row($code, $status, $message, $label, $retry);
+                        &ROW
+                    })+
+                }
+            }
+
+            /// The public numeric code.
+            pub fn code(self) -> u32 {
+                self.info().code
+            }
+
+            /// The HTTP status.
+            pub fn status(self) -> u16 {
+                self.info().status
+            }
+
+            /// The fixed message.
+            pub fn message(self) -> &'static str {
+                self.info().message
+            }
+
+            /// The metric label.
+            pub fn label(self) -> &'static str {
+                self.info().label
+            }
+        }
+    };
+}
+
+family! {
+    /// The OTT answers that are not content: a refused pass, a refused backup viewer, a
+    /// stream that does not work here with no node to send the viewer to, a login's
+    /// limits (OTT-GRP-3, OTT-OVL-1, OTT-PROT-2, OTT-GRP-6). 403 for passes and logins,
+    /// 429 for a login's limit, 503 for the rest (a player moves on at once).
+    OttRefusal {
+        /// The pass is not a pass (bad encoding, truncated).
+        PassMalformed => (105_001, 403, "the pass is malformed", "pass_malformed", false),
+        /// The pass names a view key this node does not hold (too old, another domain).
+        PassUnknownKey => (105_002, 403, "the pass is signed with a view key this node does not hold", "pass_unknown_key", false),
+        /// The pass signature does not match.
+        PassForged => (105_003, 403, "the pass signature is not valid", "pass_forged", false),
+        /// The pass is for another stream.
+        PassWrongStream => (105_004, 403, "the pass is for another stream", "pass_wrong_stream", false),
+        /// The pass expired (beyond 240 s of clock tolerance).
+        PassExpired => (105_005, 403, "the pass has expired", "pass_expired", false),
+        /// The pass is bound to another viewer address.
+        PassWrongViewer => (105_006, 403, "the pass is bound to another viewer", "pass_wrong_viewer", false),
+        /// A viewer from another node refused: CPU above the error threshold.
+        OverloadCpu => (105_011, 503, "this node takes no more backup viewers: CPU overloaded", "overload_cpu", false),
+        /// A viewer from another node refused: network above the error threshold.
+        OverloadNetwork => (105_012, 503, "this node takes no more backup viewers: network overloaded", "overload_network", false),
+        /// A viewer from another node refused: the backup-session limit is reached.
+        OverloadSessions => (105_013, 503, "this node takes no more backup viewers: session limit reached", "overload_sessions", false),
+        /// The stream does not work here and no node of its group can take the viewer.
+        NoBackup => (105_020, 503, "the stream does not work on this node and no other node can serve it", "no_backup", false),
+        /// A login's connection limit on this node is reached.
+        LoginLimit => (105_030, 429, "the login's connection limit on this node is reached", "login_limit", false),
+        /// An unknown login or a wrong token.
+        LoginRefused => (105_031, 403, "unknown login or wrong token", "login_refused", false),
+    }
+}
+
+family! {
+    /// Refusals of the experiments API and the KPI beacon sink; `field` names the part
+    /// of the caller's input at fault.
+    ExperimentsError {
+        /// The beacon is not of the beacon format.
+        BadBeacon => (106_001, 400, "the beacon is malformed", "bad_beacon", false),
+        /// The body is larger than the route accepts.
+        TooLarge => (106_002, 413, "the body is too large", "body_too_large", false),
+        /// The definition cannot work.
+        BadDefinition => (106_010, 400, "the experiment definition is invalid", "bad_definition", false),
+        /// No experiment has this id.
+        UnknownExperiment => (106_011, 404, "no such experiment", "unknown_experiment", false),
+        /// The experiment already runs, or is disabled.
+        Conflict => (106_012, 409, "the experiment is running or disabled", "experiment_conflict", false),
+    }
+}
+
+family! {
+    /// Refusals of the fault-injection API (FIT-1); `field` names the field at fault.
+    FaultRuleError {
+        /// The body or a field is unusable.
+        Invalid => (107_001, 400, "the fault rule is invalid", "bad_fault_rule", false),
+        /// No active rule has this id.
+        UnknownRule => (107_002, 404, "no such fault rule", "unknown_fault_rule", false),
+        /// The cap of active rules is reached.
+        Full => (107_003, 409, "fault rules are full: remove one first", "fault_rules_full", false),
+    }
+}
+
+family! {
+    /// What any route may answer about the request itself.
+    RequestError {
+        /// No such resource on this node.
+        NotFound => (108_001, 404, "no such resource", "not_found", false),
+        /// The segment number is not (or no longer) in the live window.
+        SegmentGone => (108_002, 404, "segment not in the live window", "segment_gone", false),
+        /// A malformed path or query parameter.
+        BadRequest => (108_003, 400, "malformed request", "bad_request", false),
+        /// A call without the right token.
+        Unauthorized => (108_004, 401, "missing or wrong token", "unauthorized", false),
+        /// A body larger than the route accepts.
+        TooLarge => (108_005, 413, "the request body is too large", "body_too_large", false),
+        /// A blocking LL-HLS request whose part did not come in time.
+        PartTimedOut => (108_006, 503, "the requested part did not appear in time", "part_timed_out", true),
+        /// A field of the body is missing or unusable (`field` names it).
+        InvalidField => (108_007, 400, "a field of the request is invalid", "invalid_field", false),
+    }
+}
+
+family! {
+    /// The back-pressure answer of a shed request (SHED-3): its body also carries the
+    /// seed's `maxRetries` and `retryAfterSeconds`.
+    Shed {
+        /// The request was shed (by overload, a fault rule or an experiment).
+        BackPressure => (109_001, 503, "shed: retry as the answer says", "shed", true),
+    }
+}

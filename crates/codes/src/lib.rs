@@ -1,0 +1,82 @@
+//! Every error a client of brdyun can see, in one table.
+//!
+//! A [`Code`] is one condition; its row ([`CodeInfo`]) gives the numeric code, the HTTP
+//! status, the fixed message, the metric label and whether the client should retry.
+//! [`body::json`] writes every error body from it. The families:
+//!
+//! | codes | family |
+//! |---|---|
+//! | 102004–104118, 16 | [`ErrorCode`]: the meetings and the MC (seed 000) |
+//! | 105xxx | [`OttRefusal`]: passes, backup refusals, logins |
+//! | 106xxx | [`ExperimentsError`]: the experiments API and KPI beacons |
+//! | 107xxx | [`FaultRuleError`]: the fault-injection API |
+//! | 108xxx | [`RequestError`]: the request itself (not found, malformed, token, size) |
+//! | 109001 | [`Shed`]: the back-pressure answer |
+//!
+//! Pure: no I/O, no dependency.
+
+pub mod body;
+mod code;
+pub mod families;
+pub mod meeting;
+mod row;
+
+pub use code::Code;
+pub use families::{ExperimentsError, FaultRuleError, OttRefusal, RequestError, Shed};
+pub use meeting::{ConnectCause, ErrorCode};
+pub use row::{CodeInfo, LogLevel};
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn every_code_is_unique_and_every_row_complete() {
+        let mut numbers = BTreeSet::new();
+        let mut labels = BTreeSet::new();
+        for code in Code::all() {
+            let info = code.info();
+            assert!(numbers.insert(info.code), "duplicate {}", info.code);
+            assert!((400..=599).contains(&info.status), "{code:?}");
+            assert!(
+                !info.message.is_empty() && info.message.is_ascii(),
+                "{code:?}"
+            );
+            assert!(!info.label.is_empty(), "{code:?}");
+            // Labels are unique but for the one meaning shared by two families.
+            if info.label != "body_too_large" {
+                assert!(labels.insert(info.label), "duplicate label {}", info.label);
+            }
+            assert_eq!(Code::from_number(info.code), Some(code));
+        }
+        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 7 + 1);
+    }
+
+    #[test]
+    fn bodies_are_json_with_the_fixed_message_and_an_escaped_field() {
+        let body = Code::Request(RequestError::InvalidField).json(Some("a\"b\\c\n"));
+        let value: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(value["code"], 108_007);
+        assert_eq!(value["message"], "a field of the request is invalid");
+        assert_eq!(value["field"], "a\"b\\c\n");
+        let plain = Code::Meeting(ErrorCode::NotStarted).json(None);
+        assert_eq!(
+            plain,
+            r#"{"code":103002,"message":"the meeting has not started"}"#
+        );
+    }
+
+    #[test]
+    fn the_temporary_conditions_are_retryable() {
+        let retryable: Vec<u32> = Code::all()
+            .filter(|c| c.retryable())
+            .map(Code::code)
+            .collect();
+        let mut expected = vec![102_005, 103_002, 103_006];
+        expected.extend(104_101..=104_118);
+        expected.extend([108_006, 109_001]);
+        assert_eq!(retryable, expected);
+    }
+}
