@@ -59,6 +59,16 @@ fn open(node: SocketAddr, meeting: &str, viewer: &str) -> (u16, u64) {
     (status, body["code"].as_u64().unwrap_or(0))
 }
 
+/// The node's count of answered exchanges with its MC (`brdyun_mc_syncs_total`).
+fn syncs(node: SocketAddr) -> u64 {
+    let (_, _, body) = common::http_get(node, "/metrics");
+    String::from_utf8_lossy(&body)
+        .lines()
+        .find_map(|l| l.strip_prefix("brdyun_mc_syncs_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// Waits until opening `meeting` as `viewer` answers `code` (0 = plays).
 fn wait_code(node: SocketAddr, meeting: &str, viewer: &str, code: u64) {
     let mut last = (0, 0);
@@ -302,8 +312,12 @@ fn the_viewer_limit_counts_viewers_across_two_nodes() {
             (view["viewers"] == 2).then_some(())
         },
     );
-    // Let both nodes sync once more, so each sees the other's viewer.
-    std::thread::sleep(Duration::from_millis(1000));
+    // Once both nodes have synced twice more (the first answer may predate the count),
+    // each sees the other's viewer: a third viewer is refused on either node.
+    let (a_then, b_then) = (syncs(a.http), syncs(b.http));
+    wait_for("both nodes to sync twice", Duration::from_secs(10), || {
+        (syncs(a.http) >= a_then + 2 && syncs(b.http) >= b_then + 2).then_some(())
+    });
     assert_eq!(open(a.http, "lim", "carol"), (503, 103_006));
     assert_eq!(open(b.http, "lim", "dave"), (503, 103_006));
     // Viewers already in keep playing.
@@ -398,7 +412,12 @@ fn each_way_of_not_reaching_the_mc_has_its_code() {
         let _ = filler.connect(&hole.into());
         fillers.push(filler);
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // The accept queue is full once a filler's handshake has completed.
+    wait_for(
+        "the black hole's accept queue to fill",
+        Duration::from_secs(5),
+        || fillers.iter().any(|f| f.peer_addr().is_ok()).then_some(()),
+    );
     assert_eq!(
         cause_code(d, "blackhole", &format!("http://{hole}"), "t", ""),
         104_104

@@ -53,8 +53,17 @@ fn a_node_started_later_serves_the_same_segments() {
     wait_for("origin live window", Duration::from_secs(30), || {
         playlist(&origin).filter(|p| parse_media_playlist(p).len() >= 3)
     });
-    // The edge starts seconds after the origin, mid-stream.
-    std::thread::sleep(Duration::from_secs(3));
+    // The edge starts after the origin, mid-stream: once the origin has cut a segment
+    // past the window it was first seen with.
+    let first_seen = parse_media_playlist(&playlist(&origin).expect("origin playlist"))
+        .last()
+        .map(|s| s.msn)
+        .expect("a segment");
+    wait_for("the origin's next segment", Duration::from_secs(30), || {
+        playlist(&origin)
+            .and_then(|p| parse_media_playlist(&p).last().map(|s| s.msn))
+            .filter(|msn| *msn > first_seen)
+    });
     let edge = NodeProcess::start(
         dir.path(),
         "edge",
@@ -63,10 +72,18 @@ fn a_node_started_later_serves_the_same_segments() {
     wait_for("edge live window", Duration::from_secs(30), || {
         playlist(&edge).filter(|p| parse_media_playlist(p).len() >= 3)
     });
-    // Let one more segment arrive on both.
-    std::thread::sleep(Duration::from_secs(3));
-    let a = parse_media_playlist(&playlist(&origin).unwrap());
-    let b = parse_media_playlist(&playlist(&edge).unwrap());
+    // Let one more segment arrive on both: the edge lists a segment cut after it
+    // joined, and the origin lists it too.
+    let edge_first = parse_media_playlist(&playlist(&edge).expect("edge playlist"))
+        .last()
+        .map(|s| s.msn)
+        .expect("a segment");
+    let (a, b) = wait_for("one more segment on both", Duration::from_secs(30), || {
+        let a = parse_media_playlist(&playlist(&origin)?);
+        let b = parse_media_playlist(&playlist(&edge)?);
+        let newest = b.last()?.msn;
+        (newest > edge_first && a.iter().any(|s| s.msn == newest)).then_some((a, b))
+    });
     let mut shared = 0;
     for entry in &b {
         let Some(twin) = a.iter().find(|e| e.msn == entry.msn) else {

@@ -153,6 +153,11 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             "counter",
             "Viewers of meetings answered with a meeting code instead of the stream, by code.",
         );
+        metrics.describe(
+            "brdyun_mc_syncs_total",
+            "counter",
+            "Exchanges with the MC that answered (meetings and viewer counts synced).",
+        );
         let for_metrics = Arc::clone(&gate);
         metrics.register(Box::new(move |out: &mut String| {
             for_metrics.render_metrics(out);

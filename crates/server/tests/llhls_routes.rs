@@ -124,17 +124,20 @@ impl Node {
         self
     }
 
-    /// Waits (bounded) until the pipeline has taken every frame sent so far.
+    /// Waits (bounded) until the pipeline has taken every frame sent so far and acted on
+    /// it. The test runtime has one thread: once the channel is empty, the pipeline task
+    /// finishes the last frame the next time this task yields (it awaits nothing else
+    /// without a state file).
     async fn settle(&self) {
         let tx = self.events.as_ref().expect("open");
-        for _ in 0..1000 {
-            if tx.capacity() == tx.max_capacity() {
-                break;
-            }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tx.capacity() != tx.max_capacity() {
+            assert!(Instant::now() < deadline, "the pipeline took the frames");
             tokio::task::yield_now().await;
-            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
     }
 }
 
@@ -151,6 +154,21 @@ async fn get(state: &AppState, uri: &str) -> (StatusCode, Bytes) {
         .expect("body")
         .to_bytes();
     (status, body)
+}
+
+/// Waits (bounded) until `n` requests are blocked on the LL-HLS position: the
+/// request was read and is waiting, not merely not yet scheduled.
+async fn blocked(ll: &LlChannel, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ll
+        .counters
+        .blocked
+        .load(std::sync::atomic::Ordering::Relaxed)
+        < n
+    {
+        assert!(Instant::now() < deadline, "{n} blocked request(s)");
+        tokio::task::yield_now().await;
+    }
 }
 
 fn text(body: &Bytes) -> &str {
@@ -345,8 +363,8 @@ async fn blocking_reload_answers_as_soon_as_the_part_exists() {
             let answer = get(&state, &uri).await;
             (answer, Instant::now())
         });
-        // It waits while the part does not exist.
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        // It waits while the part does not exist: it is counted as blocked.
+        blocked(&node.ll, 1).await;
         assert!(
             !request.is_finished(),
             "answered before part {msn}.{part} existed"
@@ -417,9 +435,19 @@ async fn far_future_and_malformed_requests_are_refused_at_once() {
     let uri = format!("/s/ll.m3u8?_HLS_msn={}", last + 2);
     let state = node.state.clone();
     let request = tokio::spawn(async move { get(&state, &uri).await });
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    blocked(&node.ll, 1).await;
     assert!(!request.is_finished());
     request.abort();
+    // A viewer that goes away while blocked is no longer counted.
+    let _ = request.await;
+    assert_eq!(
+        node.ll
+            .counters
+            .blocked
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "an aborted wait left the gauge"
+    );
     // Unknown names are 404.
     assert_eq!(
         get(&node.state, "/s/part-1.m4s").await.0,
@@ -493,7 +521,7 @@ async fn the_preload_hinted_part_blocks_until_it_exists() {
     let state = node.state.clone();
     let uri = format!("/s/{hint}");
     let request = tokio::spawn(async move { get(&state, &uri).await });
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    blocked(&node.ll, 1).await;
     assert!(!request.is_finished());
     node.feed(&frames[half..half + 100]).await;
     let (status, body) = tokio::time::timeout(Duration::from_secs(5), request)

@@ -36,6 +36,8 @@ struct GateState {
 pub struct MeetingGate {
     state: Mutex<GateState>,
     refusals: Mutex<std::collections::BTreeMap<u32, (&'static str, u64)>>,
+    /// Exchanges with the MC that answered (`brdyun_mc_syncs_total`).
+    syncs: std::sync::atomic::AtomicU64,
 }
 
 impl Default for MeetingGate {
@@ -57,6 +59,7 @@ impl MeetingGate {
                 managed: std::collections::HashSet::new(),
             }),
             refusals: Mutex::new(std::collections::BTreeMap::new()),
+            syncs: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -73,6 +76,8 @@ impl MeetingGate {
         min_version: Option<ClientVersion>,
         reported: HashMap<String, u64>,
     ) {
+        self.syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut state = self.lock();
         state.link = McLink::Connected;
         state.views = views.into_iter().map(|v| (v.id.clone(), v)).collect();
@@ -109,9 +114,15 @@ impl MeetingGate {
         refusals.entry(code.code()).or_insert((code.label(), 0)).1 += 1;
     }
 
-    /// Appends the refusal counters in the Prometheus text format.
+    /// Exchanges with the MC that answered so far.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Appends the refusal counters and the sync count in the Prometheus text format.
     pub fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write;
+        let _ = writeln!(out, "brdyun_mc_syncs_total {}", self.syncs());
         let refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
         for (code, (label, count)) in refusals.iter() {
             let _ = writeln!(

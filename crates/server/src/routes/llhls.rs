@@ -36,14 +36,31 @@ async fn wait_for(ll: &LlChannel, msn: u64, part: Option<usize>) -> bool {
         return true;
     }
     let limit = Duration::from_millis(ll.settings().target_ms.saturating_mul(3).max(1000));
-    ll.counters.blocked.fetch_add(1, Ordering::Relaxed);
+    // Counted while it waits, however the wait ends: answered, timed out, or dropped
+    // because the viewer went away.
+    let _blocked = Blocked::enter(&ll.counters.blocked);
     let waited = tokio::time::timeout(
         limit,
         updates.wait_for(|p: &Position| p.satisfies(msn, part)),
     )
     .await;
-    ll.counters.blocked.fetch_sub(1, Ordering::Relaxed);
     matches!(waited, Ok(Ok(_)))
+}
+
+/// One blocked request in `brdyun_llhls_blocked_requests`, until dropped.
+struct Blocked<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl<'a> Blocked<'a> {
+    fn enter(gauge: &'a std::sync::atomic::AtomicU64) -> Self {
+        gauge.fetch_add(1, Ordering::Relaxed);
+        Blocked(gauge)
+    }
+}
+
+impl Drop for Blocked<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A request more than two segments past the last complete one: the draft lets the
