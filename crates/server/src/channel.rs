@@ -1,16 +1,18 @@
-//! A live channel: one stream's live window ([`crate::window`]), swapped atomically as
-//! segments arrive, with every manifest rendered once per segment.
+//! A live channel: one stream, a package of renditions on one timeline
+//! ([`crate::rendition::Rendition`], one live window each; today the one muxed
+//! rendition, [`crate::rendition::MAIN`]), with what the stream has as a whole: its
+//! name, counters, archive and the operator's input pause.
 //!
 //! Readers take an `Arc<WindowSnapshot>` and never hold a lock while they answer,
 //! so one slow viewer cannot delay the pipeline or another viewer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::Arc;
 
 use tokio::sync::watch;
 
 use crate::render::Renderer;
-use crate::window::{bandwidth, TargetDuration};
+use crate::rendition::{Rendition, MAIN};
 pub use crate::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
 
 /// Counters of one channel that metrics and the status API read.
@@ -28,19 +30,14 @@ pub struct ChannelCounters {
     pub playlists_served: AtomicU64,
 }
 
-/// One stream's live window.
+/// One stream: its renditions on one timeline, and what they share.
 pub struct Channel {
     name: String,
-    window_len: usize,
-    snapshot: RwLock<Arc<WindowSnapshot>>,
-    newest_msn: watch::Sender<Option<u64>>,
-    renderer: Renderer,
-    target: TargetDuration,
-    availability_start_ms: OnceLock<i64>,
+    /// The renditions, the muxed one first.
+    renditions: Vec<Arc<Rendition>>,
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
     archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
-    llhls: std::sync::OnceLock<Arc<crate::llhls::LlChannel>>,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
 }
@@ -54,20 +51,14 @@ impl std::fmt::Debug for Channel {
 }
 
 impl Channel {
-    /// A channel that keeps `window_len` segments and renders manifests with `renderer`.
+    /// A stream with one muxed rendition that keeps `window_len` segments and renders
+    /// manifests with `renderer`.
     pub fn new(name: impl Into<String>, window_len: usize, renderer: Renderer) -> Self {
-        let (newest_msn, _) = watch::channel(None);
         Self {
             name: name.into(),
-            window_len: window_len.max(1),
-            snapshot: RwLock::new(Arc::new(WindowSnapshot::default())),
-            newest_msn,
-            target: TargetDuration::new(renderer.target_duration_ms()),
-            renderer,
-            availability_start_ms: OnceLock::new(),
+            renditions: vec![Arc::new(Rendition::new(MAIN, window_len, renderer))],
             counters: ChannelCounters::default(),
             archive: std::sync::OnceLock::new(),
-            llhls: std::sync::OnceLock::new(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
         }
@@ -100,15 +91,25 @@ impl Channel {
         self.archive.get()
     }
 
-    /// Turns on LL-HLS for the stream (once, before its pipeline starts); false if it
-    /// was already on.
-    pub fn set_llhls(&self, ll: Arc<crate::llhls::LlChannel>) -> bool {
-        self.llhls.set(ll).is_ok()
+    /// The renditions, the muxed one first.
+    pub fn renditions(&self) -> &[Arc<Rendition>] {
+        &self.renditions
     }
 
-    /// The stream's LL-HLS state, when LL-HLS is on.
+    /// The muxed audio+video rendition, which every protocol serves today.
+    pub fn main(&self) -> &Arc<Rendition> {
+        &self.renditions[0]
+    }
+
+    /// Turns on LL-HLS for the muxed rendition (once, before its pipeline starts);
+    /// false if it was already on.
+    pub fn set_llhls(&self, ll: Arc<crate::llhls::LlChannel>) -> bool {
+        self.main().set_llhls(ll)
+    }
+
+    /// The muxed rendition's LL-HLS state, when LL-HLS is on.
     pub fn llhls(&self) -> Option<&Arc<crate::llhls::LlChannel>> {
-        self.llhls.get()
+        self.main().llhls()
     }
 
     /// The stream name.
@@ -116,22 +117,19 @@ impl Channel {
         &self.name
     }
 
-    /// The current window; cheap (one `Arc` clone under a short read lock).
+    /// The muxed rendition's current window; cheap (one `Arc` clone under a short
+    /// read lock).
     pub fn snapshot(&self) -> Arc<WindowSnapshot> {
-        match self.snapshot.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+        self.main().snapshot()
     }
 
-    /// Watches the newest media sequence number (for relays and blocking reloads).
+    /// Watches the muxed rendition's newest media sequence number (for relays and
+    /// blocking reloads).
     pub fn subscribe(&self) -> watch::Receiver<Option<u64>> {
-        self.newest_msn.subscribe()
+        self.main().subscribe()
     }
 
-    /// Appends a segment (with its derived views), drops what falls out of the window,
-    /// renders every manifest and publishes the new snapshot: one trim, one swap, one
-    /// MSN rule and one target duration for every protocol.
+    /// Appends a segment to the muxed rendition (see [`Rendition::push`]) and counts it.
     pub fn push(&self, segment: LiveSegment, tracks: TrackSummary) {
         self.push_with(segment, tracks, None);
     }
@@ -143,13 +141,6 @@ impl Channel {
         tracks: TrackSummary,
         ll: Option<crate::llhls::SegmentOut>,
     ) {
-        let previous = self.snapshot();
-        let mut segments = previous.segments.clone();
-        if segments.back().is_some_and(|last| segment.msn <= last.msn) {
-            // A segment that does not move the timeline forward would break every
-            // player's sequence arithmetic: start the window afresh instead.
-            segments.clear();
-        }
         self.counters.segments.fetch_add(1, Ordering::Relaxed);
         self.counters
             .segment_bytes
@@ -159,39 +150,9 @@ impl Channel {
                 .discontinuities
                 .fetch_add(1, Ordering::Relaxed);
         }
-        let msn = segment.msn;
-        let stored = StoredSegment::new(segment, segments.back().map(|s| &**s), ll);
-        if let Some(view) = stored.fmp4() {
-            let _ = self
-                .availability_start_ms
-                .set(view.marker.state.anchor_unix_ms);
-        }
-        segments.push_back(Arc::new(stored));
-        while segments.len() > self.window_len {
-            segments.pop_front();
-        }
         let now_ms = crate::clock::unix_ms();
-        let mut next = WindowSnapshot {
-            bandwidth: bandwidth(&segments),
-            target_secs: self.target.announce(&segments),
-            segments,
-            tracks,
-            availability_start_ms: self.availability_start_ms.get().copied(),
-            published_ms: now_ms,
-            ..WindowSnapshot::default()
-        };
-        let manifests = self.renderer.render(&next);
-        next.media_playlist = manifests.media;
-        next.master_playlist = manifests.master;
-        next.fmp4_playlist = manifests.fmp4;
-        next.mpd = manifests.mpd;
-        let next = Arc::new(next);
-        match self.snapshot.write() {
-            Ok(mut guard) => *guard = next,
-            Err(poisoned) => *poisoned.into_inner() = next,
-        }
+        self.main().push(segment, tracks, ll, now_ms);
         self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
-        self.newest_msn.send_replace(Some(msn));
     }
 }
 
@@ -291,6 +252,19 @@ mod tests {
         assert_eq!(*channel.subscribe().borrow(), Some(14));
         // 1000 bytes per 2 s = 4000 bit/s.
         assert_eq!(snap.bandwidth, (4000, 4000));
+    }
+
+    #[test]
+    fn a_stream_is_a_package_whose_muxed_rendition_is_served() {
+        let channel = Channel::new("s", 3, renderer());
+        assert_eq!(channel.renditions().len(), 1);
+        assert_eq!(channel.main().name(), crate::rendition::MAIN);
+        channel.push(segment(7), TrackSummary::default());
+        // The stream's window is its muxed rendition's window, and the stream counts it.
+        assert!(Arc::ptr_eq(&channel.snapshot(), &channel.main().snapshot()));
+        assert_eq!(channel.counters.segments.load(Ordering::Relaxed), 1);
+        assert_eq!(*channel.main().subscribe().borrow(), Some(7));
+        assert!(channel.pushed_at_ms().is_some());
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod pipeline;
 pub mod recorder;
 pub mod redundancy;
 pub mod render;
+pub mod rendition;
 pub mod routes;
 pub mod serve;
 pub mod shed;

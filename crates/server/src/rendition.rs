@@ -1,0 +1,128 @@
+//! One rendition of a stream: its one live window of stored segments, swapped
+//! atomically as segments arrive, with every manifest rendered once per segment, and
+//! the watch its relays and blocking reloads wait on.
+//!
+//! A stream is a package of renditions on one timeline ([`crate::channel::Channel`]):
+//! today the one muxed audio+video rendition (`main`); an ABR ladder adds video rungs,
+//! subtitles add text renditions, each with a window of its own and the same MSNs.
+
+use std::sync::{Arc, OnceLock, RwLock};
+
+use tokio::sync::watch;
+
+use crate::render::Renderer;
+use crate::window::{
+    bandwidth, LiveSegment, StoredSegment, TargetDuration, TrackSummary, WindowSnapshot,
+};
+
+/// The name of a stream's muxed audio+video rendition.
+pub const MAIN: &str = "main";
+
+/// One rendition's live window; see the module docs.
+#[derive(Debug)]
+pub struct Rendition {
+    name: String,
+    window_len: usize,
+    snapshot: RwLock<Arc<WindowSnapshot>>,
+    newest_msn: watch::Sender<Option<u64>>,
+    renderer: Renderer,
+    target: TargetDuration,
+    availability_start_ms: OnceLock<i64>,
+    llhls: OnceLock<Arc<crate::llhls::LlChannel>>,
+}
+
+impl Rendition {
+    /// A rendition keeping `window_len` segments, rendering manifests with `renderer`.
+    pub fn new(name: impl Into<String>, window_len: usize, renderer: Renderer) -> Self {
+        Self {
+            name: name.into(),
+            window_len: window_len.max(1),
+            snapshot: RwLock::new(Arc::new(WindowSnapshot::default())),
+            newest_msn: watch::channel(None).0,
+            target: TargetDuration::new(renderer.target_duration_ms()),
+            renderer,
+            availability_start_ms: OnceLock::new(),
+            llhls: OnceLock::new(),
+        }
+    }
+
+    /// The rendition's name ([`MAIN`] for the muxed one).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The current window; cheap (one `Arc` clone under a short read lock).
+    pub fn snapshot(&self) -> Arc<WindowSnapshot> {
+        match self.snapshot.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Watches the newest media sequence number (for relays and blocking reloads).
+    pub fn subscribe(&self) -> watch::Receiver<Option<u64>> {
+        self.newest_msn.subscribe()
+    }
+
+    /// Turns on LL-HLS for the rendition (once, before its pipeline starts); false if
+    /// it was already on.
+    pub fn set_llhls(&self, ll: Arc<crate::llhls::LlChannel>) -> bool {
+        self.llhls.set(ll).is_ok()
+    }
+
+    /// The rendition's LL-HLS state, when LL-HLS is on.
+    pub fn llhls(&self) -> Option<&Arc<crate::llhls::LlChannel>> {
+        self.llhls.get()
+    }
+
+    /// Appends a segment with its views (the LL-HLS one given, see
+    /// [`StoredSegment::new`]), drops what falls out of the window, renders every
+    /// manifest and publishes the new snapshot: one trim, one swap, one MSN rule and one
+    /// target duration for every protocol. `now_ms` dates the MPD.
+    pub fn push(
+        &self,
+        segment: LiveSegment,
+        tracks: TrackSummary,
+        ll: Option<crate::llhls::SegmentOut>,
+        now_ms: i64,
+    ) {
+        let previous = self.snapshot();
+        let mut segments = previous.segments.clone();
+        if segments.back().is_some_and(|last| segment.msn <= last.msn) {
+            // A segment that does not move the timeline forward would break every
+            // player's sequence arithmetic: start the window afresh instead.
+            segments.clear();
+        }
+        let msn = segment.msn;
+        let stored = StoredSegment::new(segment, segments.back().map(|s| &**s), ll);
+        if let Some(view) = stored.fmp4() {
+            let _ = self
+                .availability_start_ms
+                .set(view.marker.state.anchor_unix_ms);
+        }
+        segments.push_back(Arc::new(stored));
+        while segments.len() > self.window_len {
+            segments.pop_front();
+        }
+        let mut next = WindowSnapshot {
+            bandwidth: bandwidth(&segments),
+            target_secs: self.target.announce(&segments),
+            segments,
+            tracks,
+            availability_start_ms: self.availability_start_ms.get().copied(),
+            published_ms: now_ms,
+            ..WindowSnapshot::default()
+        };
+        let manifests = self.renderer.render(&next);
+        next.media_playlist = manifests.media;
+        next.master_playlist = manifests.master;
+        next.fmp4_playlist = manifests.fmp4;
+        next.mpd = manifests.mpd;
+        let next = Arc::new(next);
+        match self.snapshot.write() {
+            Ok(mut guard) => *guard = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+        self.newest_msn.send_replace(Some(msn));
+    }
+}
