@@ -215,6 +215,23 @@ impl Route {
     }
 }
 
+/// The first path segments of the routes that start with a literal one (`""` for
+/// `/`, `player`, `api`, …), read from the table once.
+fn literal_first_segments() -> &'static [&'static str] {
+    static FIRST: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    FIRST.get_or_init(|| {
+        let mut first: Vec<&'static str> = Route::NODE
+            .iter()
+            .chain(Route::MC.iter())
+            .filter_map(|r| r.pattern().strip_prefix('/')?.split('/').next())
+            .filter(|f| !f.starts_with('{'))
+            .collect();
+        first.sort_unstable();
+        first.dedup();
+        first
+    })
+}
+
 /// A request's place in the route table, found once at the edge and carried in the
 /// request's extensions: the route, and for the stream route its parsed file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,6 +246,21 @@ impl Target {
     /// Finds the route of `path` (no query) as the router does: node routes, then the
     /// MC's, the stream route last. No allocation.
     pub fn of_path(path: &str) -> Self {
+        // The hot path: a first segment no literal route starts with can only be a
+        // stream's name, so a stream file skips the walk over the table.
+        let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
+        if first.is_some_and(|f| !literal_first_segments().contains(&f)) {
+            return match Route::StreamFile.matches(path) {
+                Some(file) => Self {
+                    route: Some(Route::StreamFile),
+                    file: file.and_then(StreamFile::parse),
+                },
+                None => Self {
+                    route: None,
+                    file: None,
+                },
+            };
+        }
         let routes = Route::NODE[..Route::NODE.len() - 1]
             .iter()
             .chain(Route::MC.iter())
@@ -310,6 +342,53 @@ mod tests {
         for route in Route::NODE.into_iter().chain(Route::MC) {
             let target = Target::of_path(&example(route));
             assert_eq!(target.route, Some(route), "{}", route.pattern());
+        }
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_walk() {
+        assert_eq!(
+            literal_first_segments(),
+            [
+                "",
+                "api",
+                "backups",
+                "experiments",
+                "metrics",
+                "player",
+                "telemetry"
+            ]
+        );
+        // The walk over the whole table, literal routes first, as the router does.
+        let walk = |path: &str| {
+            Route::NODE[..Route::NODE.len() - 1]
+                .iter()
+                .chain(Route::MC.iter())
+                .chain(std::iter::once(&Route::StreamFile))
+                .find(|r| r.matches(path).is_some())
+                .copied()
+        };
+        let mut paths: Vec<String> = Route::NODE
+            .into_iter()
+            .chain(Route::MC)
+            .map(example)
+            .collect();
+        paths.extend(
+            [
+                "/s/seg-1.ts",
+                "/s/",
+                "/s/a/b",
+                "/s",
+                "",
+                "/",
+                "//",
+                "/api/x",
+                "/x/index.m3u8",
+            ]
+            .map(String::from),
+        );
+        for path in &paths {
+            assert_eq!(Target::of_path(path).route, walk(path), "{path}");
         }
     }
 
