@@ -51,25 +51,7 @@ macro_rules! family {
                 }
             }
 
-            /// The public numeric code.
-            pub fn code(self) -> u32 {
-                self.info().code
-            }
-
-            /// The HTTP status.
-            pub fn status(self) -> u16 {
-                self.info().status
-            }
-
-            /// The fixed message.
-            pub fn message(self) -> &'static str {
-                self.info().message
-            }
-
-            /// The metric label.
-            pub fn label(self) -> &'static str {
-                self.info().label
-            }
+            crate::row::row_accessors!();
         }
     };
 }

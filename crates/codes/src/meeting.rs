@@ -213,20 +213,7 @@ impl ErrorCode {
         &TABLE[self.index()]
     }
 
-    /// The public numeric code.
-    pub fn code(self) -> u32 {
-        self.info().code
-    }
-
-    /// The HTTP status.
-    pub fn status(self) -> u16 {
-        self.info().status
-    }
-
-    /// The English message.
-    pub fn message(self) -> &'static str {
-        self.info().message
-    }
+    crate::row::row_accessors!();
 
     /// The Chinese message.
     pub fn message_zh(self) -> &'static str {
@@ -236,11 +223,6 @@ impl ErrorCode {
     /// The log level.
     pub fn level(self) -> LogLevel {
         self.info().level
-    }
-
-    /// The metric label.
-    pub fn label(self) -> &'static str {
-        self.info().label
     }
 
     /// The code with this number, if it is in the table.

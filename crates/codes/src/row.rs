@@ -30,3 +30,30 @@ pub struct CodeInfo {
     /// carries `Retry-After`).
     pub retryable: bool,
 }
+
+/// The accessors every code type has, each read from its row (`self.info()`): written
+/// once here, expanded in each type's `impl`.
+macro_rules! row_accessors {
+    () => {
+        /// The public numeric code.
+        pub fn code(self) -> u32 {
+            self.info().code
+        }
+
+        /// The HTTP status.
+        pub fn status(self) -> u16 {
+            self.info().status
+        }
+
+        /// The fixed English message.
+        pub fn message(self) -> &'static str {
+            self.info().message
+        }
+
+        /// The metric label.
+        pub fn label(self) -> &'static str {
+            self.info().label
+        }
+    };
+}
+pub(crate) use row_accessors;

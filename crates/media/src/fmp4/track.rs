@@ -82,16 +82,7 @@ pub fn package_segment(
     track: Track,
 ) -> Result<Bytes, Fmp4Error> {
     let config = track.select(config).ok_or(Fmp4Error::Empty)?;
-    let segment = Segment {
-        msn: marker.state.msn,
-        discontinuity_seq: marker.state.discontinuity_seq,
-        discontinuous: marker.discontinuous,
-        start_ts: marker.start_ts,
-        duration_ticks: marker.duration_ticks,
-        program_date_time_ms: marker.program_date_time_ms,
-        keyframe_start: marker.keyframe_start,
-        data: ts.clone(),
-    };
+    let segment = Segment::from_marker(marker, ts.clone());
     let mut out = Vec::with_capacity(ts.len());
     package_ts_segment(&config, &segment, None, None, &mut out)?;
     Ok(Bytes::from(out))

@@ -60,6 +60,23 @@ pub struct Segment {
     pub data: Bytes,
 }
 
+impl Segment {
+    /// The segment whose place on the timeline `marker` states, with these TS bytes
+    /// (a brdyun segment's bytes start with that marker).
+    pub fn from_marker(marker: &TimelineMarker, data: Bytes) -> Self {
+        Segment {
+            msn: marker.state.msn,
+            discontinuity_seq: marker.state.discontinuity_seq,
+            discontinuous: marker.discontinuous,
+            start_ts: marker.start_ts,
+            duration_ticks: marker.duration_ticks,
+            program_date_time_ms: marker.program_date_time_ms,
+            keyframe_start: marker.keyframe_start,
+            data,
+        }
+    }
+}
+
 /// Counters of what the segmenter dropped or decided, for monitoring.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SegmenterStats {
@@ -103,17 +120,7 @@ pub(crate) fn emit(
     frames.sort_by_key(|t| (t.ext_dts, t.frame.kind() == TrackKind::Audio));
     let plain: Vec<Frame> = frames.into_iter().map(|t| t.frame).collect();
     let (data, cc) = write_segment(marker, &plain);
-    let segment = Segment {
-        msn: marker.state.msn,
-        discontinuity_seq: marker.state.discontinuity_seq,
-        discontinuous: marker.discontinuous,
-        start_ts: marker.start_ts,
-        duration_ticks: marker.duration_ticks,
-        program_date_time_ms: marker.program_date_time_ms,
-        keyframe_start: marker.keyframe_start,
-        data,
-    };
-    (segment, cc)
+    (Segment::from_marker(marker, data), cc)
 }
 
 /// Unwraps a 33-bit timestamp to the extended value nearest to `reference`.
