@@ -5,7 +5,7 @@
 //! ```text
 //! MPEG-TS bytes ──► ts::Demuxer ──► Frame ──► Segmenter ──► Segment (MPEG-TS bytes) ──► hls playlist
 //!            (RTMP/FLV input builds Frames directly)
-//!                                                             └──► fmp4 (init, segments, LL-HLS parts) ──► hls::LowLatencyPlaylist, dash::Mpd
+//!                                                             └──► fmp4 (init, segments), llhls::Packager (LL-HLS parts) ──► hls::LowLatencyPlaylist, dash::Mpd
 //! ```
 //!
 //! Nothing here does I/O or reads a clock: time is passed in as arguments, so every
@@ -17,6 +17,7 @@ pub mod dash;
 pub mod fmp4;
 pub mod frame;
 pub mod hls;
+pub mod llhls;
 pub mod segmenter;
 pub mod timeline;
 pub mod ts;

@@ -139,7 +139,7 @@ impl Channel {
         &self,
         segment: LiveSegment,
         tracks: TrackSummary,
-        ll: Option<crate::llhls::SegmentOut>,
+        ll: Option<media::llhls::SegmentOut>,
     ) {
         self.counters.segments.fetch_add(1, Ordering::Relaxed);
         self.counters

@@ -83,7 +83,7 @@ impl Rendition {
         &self,
         segment: LiveSegment,
         tracks: TrackSummary,
-        ll: Option<crate::llhls::SegmentOut>,
+        ll: Option<media::llhls::SegmentOut>,
         now_ms: i64,
     ) {
         let previous = self.snapshot();

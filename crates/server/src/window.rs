@@ -4,7 +4,7 @@
 //! (marker packet, PAT, PMT, the frames' PES) and their place on the timeline. The
 //! other containers are views of it, derived once and kept with it: the fMP4 view
 //! ([`crate::fmp4::view::Fmp4View`]: marker, init, per-track files packaged on first
-//! request) and the LL-HLS view ([`crate::llhls::SegmentOut`]: the parts cut as the
+//! request) and the LL-HLS view ([`media::llhls::SegmentOut`]: the parts cut as the
 //! frames arrived, checked against this segment's frames by the packager). Playlists and MPDs of every protocol are rendered from one
 //! [`WindowSnapshot`], so they list the same segments with the same MSN, duration and
 //! PDT; one trim, one swap, one MSN rule and one target-duration rule
@@ -18,7 +18,7 @@ use bytes::Bytes;
 use media::hls::PlaylistSegment;
 
 use crate::fmp4::view::{Fmp4Init, Fmp4View};
-use crate::llhls::SegmentOut;
+use media::llhls::SegmentOut;
 
 /// One segment as the segmenter published it.
 #[derive(Debug, Clone, PartialEq, Eq)]

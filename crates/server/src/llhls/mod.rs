@@ -60,7 +60,6 @@
 //! per second of media. A shorter hold-back lowers latency and leaves the player less
 //! margin for network jitter.
 
-mod packager;
 mod position;
 mod window;
 
@@ -72,7 +71,7 @@ use media::{Frame, Segment, TimelineState};
 use crate::window::WindowSnapshot;
 use tokio::sync::watch;
 
-pub use packager::{Opened, Output, Packager, PackagerStats, PartOut, PartSpan, SegmentOut};
+pub use media::llhls::{Opened, Output, Packager, PackagerStats, PartOut, PartSpan, SegmentOut};
 pub use position::Position;
 pub use window::{LlSnapshot, LlWindow, PendingParts, Uris};
 

@@ -12,9 +12,9 @@ use media::hls::{
     LlSegment, LlUris, LowLatencyPlaylist, PendingSegment, PlaylistPart, PlaylistSegment,
 };
 
-use super::packager::{Opened, Output, PartOut, SegmentOut};
 use super::position::Position;
 use crate::window::WindowSnapshot;
+use media::llhls::{Opened, Output, PartOut, SegmentOut};
 
 /// What EXT-X-TARGETDURATION adds to the segment target from the start. A segment ends
 /// at the first keyframe past its grid line, so it is often longer than the target

@@ -1,14 +1,16 @@
 //! The pure LL-HLS packager of one stream: frames and segmenter decisions in, fMP4
-//! parts and segments out (see the parent module for the design).
+//! parts and segments out, in step with the TS segmenter (the design is in the
+//! server's `llhls` module, which owns the window and the blocking reloads). No clock,
+//! no I/O: the same frames give the same parts on every node.
 
 use std::collections::VecDeque;
 
-use bytes::Bytes;
-use media::fmp4::{
+use crate::fmp4::{
     frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts, Part, PartBuilder,
     ProducerTime, TimedFrame,
 };
-use media::{Frame, Segment, TimelineMarker, TimelineState, TrackKind};
+use crate::{Frame, Segment, TimelineMarker, TimelineState, TrackKind};
+use bytes::Bytes;
 
 /// Audio held while video has not passed it: at most this many frames …
 const MAX_HELD_AUDIO: usize = 512;
@@ -204,7 +206,7 @@ impl Packager {
     }
 
     /// A frame the segmenter was just given; `before` and `after` are the segmenter's
-    /// [`media::Segmenter::state`] around that call (a changed MSN on a leading-track
+    /// [`crate::Segmenter::state`] around that call (a changed MSN on a leading-track
     /// frame means the segmenter opened a segment at it).
     pub fn frame(
         &mut self,
