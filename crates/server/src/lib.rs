@@ -1,9 +1,13 @@
 //! HTTP(S) delivery for brdyun.
 //!
-//! A node's streams live in [`channel::Channel`]s (the live window, swapped atomically
-//! per segment, playlists pre-rendered). [`routes::router`] is the one router table;
-//! [`serve::run`] serves it on a listener over HTTP or HTTPS; [`pipeline`] turns a
-//! stream's ingest events into segments in its channel.
+//! A node's streams live in [`channel::Channel`]s: a package of
+//! [`rendition::Rendition`]s on one timeline, each with one live [`window`] of stored
+//! segments whose TS, fMP4 and LL-HLS forms are views of one segment, swapped
+//! atomically per segment with every manifest pre-rendered. [`pipeline`] turns a
+//! stream's ingest events into those segments. [`url`] is the URL grammar and the one
+//! route table; [`routes::router`] builds the application from it; [`serve::run`]
+//! serves it on a listener over HTTP or HTTPS. Every error a client sees is a row of
+//! the `codes` table ([`error`]).
 
 pub mod auth;
 pub mod channel;

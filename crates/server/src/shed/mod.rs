@@ -2,7 +2,7 @@
 //! pure `shed` crate.
 //!
 //! Per request, [`layer::ShedService`] gathers the facts (route kind from the path via
-//! [`crate::routes::shed_route_kind`], device from `X-Brdyun-Device` or `User-Agent`,
+//! the route table ([`crate::url::Target::shed_kind`]), device from `X-Brdyun-Device` or `User-Agent`,
 //! member from `X-Brdyun-Member`, in playback from `X-Brdyun-Playback: 1` or a
 //! segment/media-playlist request), asks [`Shedder::decide`] (classify, shed curve at the
 //! current overload level, then the operator's fault rules) and either answers the
