@@ -53,20 +53,17 @@ impl Renderer {
         };
         let media = playlist.render(segment_uri);
         let master = master_playlist(window).render();
-        let (fmp4, mpd) = if window.fmp4_segments().next().is_some() {
-            let target_ms = window
-                .fmp4_segments()
-                .last()
-                .map_or(self.target_duration_ms, |(_, v)| {
-                    u64::from(v.marker.target_duration_ms)
-                });
-            let ast = window.availability_start_ms.unwrap_or(0);
-            (
-                Bytes::from(playlist::live(window)),
-                Bytes::from(mpd::live_mpd(window, ast, target_ms, window.published_ms)),
-            )
-        } else {
-            (Bytes::new(), Bytes::new())
+        // The MPD updates every target duration the newest segment's marker states.
+        let (fmp4, mpd) = match window.fmp4_segments().last() {
+            Some((_, newest)) => {
+                let target_ms = u64::from(newest.marker.target_duration_ms);
+                let ast = window.availability_start_ms.unwrap_or(0);
+                (
+                    Bytes::from(playlist::live(window)),
+                    Bytes::from(mpd::live_mpd(window, ast, target_ms, window.published_ms)),
+                )
+            }
+            None => (Bytes::new(), Bytes::new()),
         };
         Manifests {
             media: Bytes::from(media),
