@@ -173,7 +173,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
 
     let app = server::router(state.clone());
     // Connections opening with a CRITICAL request get a thread above the others
-    // (`[shedding] priority_lane`; off by default).
+    // (`[shedding] priority_lane`, `lane_threads`; nice −10, one per core by default).
     let lane = server::lane::PriorityLane::start(
         app.clone(),
         std::sync::Arc::clone(state.shedder()),
@@ -193,6 +193,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             None,
             shutdown_rx.clone(),
             lane,
+            Some(std::sync::Arc::clone(state.shedder())),
         )
         .context("starting the http threads")?,
     );
@@ -214,6 +215,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                 Some(acceptor),
                 shutdown_rx.clone(),
                 None,
+                Some(std::sync::Arc::clone(state.shedder())),
             )
             .context("starting the https threads")?,
         );

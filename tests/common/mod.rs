@@ -270,9 +270,36 @@ pub fn assert_not_started(addr: SocketAddr, stream: &str) {
 /// Writes `config` to `dir/name.toml` and starts `brdyun <role> --config` with it
 /// (`role` = "mc" or "node"); its `listening` line gives the addresses.
 pub fn start_role(dir: &Path, name: &str, role: &str, config: &str) -> NodeProcess {
+    start_command(
+        Command::new(env!("CARGO_BIN_EXE_brdyun")),
+        dir,
+        name,
+        role,
+        config,
+    )
+}
+
+/// Starts `brdyun node` on one CPU (`taskset -c cpu`): a node with a core of its own,
+/// so a test's load generator on the other cores can offer it more than it serves.
+pub fn start_node_on_cpu(dir: &Path, name: &str, config: &str, cpu: usize) -> NodeProcess {
+    let mut taskset = Command::new("taskset");
+    taskset
+        .args(["-c", &cpu.to_string()])
+        .arg(env!("CARGO_BIN_EXE_brdyun"));
+    start_command(taskset, dir, name, "node", config)
+}
+
+/// Runs `command role --config dir/name.toml` and waits for its `listening` line.
+fn start_command(
+    mut command: Command,
+    dir: &Path,
+    name: &str,
+    role: &str,
+    config: &str,
+) -> NodeProcess {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).expect("write config");
-    let child = Command::new(env!("CARGO_BIN_EXE_brdyun"))
+    let child = command
         .args([role, "--config"])
         .arg(&path)
         .env("RUST_LOG", "warn")

@@ -7,16 +7,17 @@
 //! other ready connection — refusals and admitted low-priority answers alike — and a
 //! large answer is written over many turns of that queue. The lane takes a plain-HTTP
 //! connection as soon as its first request head has arrived (peeked, not read), ranks
-//! it with the node's classifier, and serves CRITICAL ones on its own current-thread
-//! runtime, whose thread runs at nice −10 or under `SCHED_FIFO`
-//! ([`LanePriority`]). Everything else stays where it was accepted. The shedding layer
+//! it with the node's classifier, and serves CRITICAL ones on the lane's threads (one
+//! per core by default, connections dealt in turn), each with its own current-thread
+//! runtime, at nice −10 or under `SCHED_FIFO` ([`LanePriority`]). Everything else stays
+//! where it was accepted. The shedding layer
 //! still decides every request on the lane, so a connection that opens with a CRITICAL
 //! request gains a place in the queue, not a pass.
 //!
-//! TLS connections are not laned (the request is unreadable before the handshake). The
-//! lane is one thread, so it suits a node whose CRITICAL traffic fits in one core.
+//! TLS connections are not laned (the request is unreadable before the handshake).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,15 +41,18 @@ const FIRST_REQUEST_WAIT: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub struct PriorityLane {
     shedder: Arc<Shedder>,
-    sender: mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>,
+    /// One sender per lane thread; connections are dealt to them in turn.
+    senders: Vec<mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>>,
+    next: AtomicUsize,
 }
 
 impl PriorityLane {
-    /// Starts the lane's thread when `[shedding] priority_lane` asks for one; it serves
-    /// `app` until `shutdown` turns true. `None` when the lane is off.
+    /// Starts the lane's threads (`[shedding] lane_threads`) when `[shedding]
+    /// priority_lane` asks for a lane; they serve `app` until `shutdown` turns true.
+    /// `None` when the lane is off.
     ///
     /// # Errors
-    /// The thread or its runtime could not be created.
+    /// A thread or its runtime could not be created.
     pub fn start(
         app: Router,
         shedder: Arc<Shedder>,
@@ -58,20 +62,33 @@ impl PriorityLane {
         if priority == LanePriority::Off {
             return Ok(None);
         }
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::Builder::new()
-            .name("http-lane".into())
-            .spawn(move || {
-                if let Err(error) = raise_current_thread(priority) {
-                    tracing::warn!(?priority, %error, "priority lane runs at normal priority");
-                }
-                runtime.block_on(serve_lane(app, receiver, shutdown));
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })?;
-        Ok(Some(Arc::new(PriorityLane { shedder, sender })))
+        let threads = shedder.lane_threads();
+        let mut senders = Vec::with_capacity(threads);
+        for index in 0..threads {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let (app, shutdown) = (app.clone(), shutdown.clone());
+            std::thread::Builder::new()
+                .name(format!("http-lane-{index}"))
+                .spawn(move || {
+                    if let Err(error) = raise_current_thread(priority) {
+                        // Only the first thread says so: they all fail alike.
+                        if index == 0 {
+                            tracing::warn!(?priority, %error, "priority lane runs at normal priority (needs CAP_SYS_NICE)");
+                        }
+                    }
+                    runtime.block_on(serve_lane(app, receiver, shutdown));
+                    runtime.shutdown_timeout(Duration::from_secs(1));
+                })?;
+            senders.push(sender);
+        }
+        Ok(Some(Arc::new(PriorityLane {
+            shedder,
+            senders,
+            next: AtomicUsize::new(0),
+        })))
     }
 
     /// Whether this connection belongs on the lane: its first request head arrives
@@ -119,11 +136,12 @@ impl PriorityLane {
         self.shedder.classify(&facts).bucket == Bucket::Critical
     }
 
-    /// Moves an accepted connection (nothing read yet) to the lane's thread.
+    /// Moves an accepted connection (nothing read yet) to the next lane thread.
     pub fn hand_over(&self, stream: TcpStream, peer: SocketAddr) {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
         match stream.into_std() {
             Ok(stream) => {
-                if self.sender.send((stream, peer)).is_ok() {
+                if self.senders[turn].send((stream, peer)).is_ok() {
                     self.shedder.count_laned();
                 }
             }

@@ -22,6 +22,7 @@ use tokio_rustls::TlsAcceptor;
 pub use crate::connection::Secure;
 use crate::connection::{close_gracefully, serve_accepted};
 use crate::lane::PriorityLane;
+use crate::shed::Shedder;
 
 /// Why the TLS configuration could not be loaded.
 #[derive(Debug, Error)]
@@ -129,7 +130,9 @@ fn reuseport_socket(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
 /// runtime, until `shutdown` turns true; the returned future resolves when every
 /// serving thread has finished (open connections get the same grace period as [`run`]).
 /// The rest of the node (ingest, pipelines, the shedding monitor) stays on the
-/// caller's runtime; the router's state is shared by all threads.
+/// caller's runtime; the router's state is shared by all threads. With a `shedder`,
+/// each thread also runs its queueing-delay probe ([`Shedder::run_serving_probe`]), so
+/// the overload monitor sees a flood that queues on these threads.
 ///
 /// # Errors
 /// A runtime or a thread could not be created (threads already started are told to
@@ -140,6 +143,7 @@ pub fn serve_on_threads(
     tls: Option<TlsAcceptor>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     lane: Option<Arc<PriorityLane>>,
+    shedder: Option<Arc<Shedder>>,
 ) -> io::Result<impl Future<Output = ()> + Send + 'static> {
     let mut done = Vec::with_capacity(listeners.listeners.len());
     for (index, listener) in listeners.listeners.into_iter().enumerate() {
@@ -152,10 +156,18 @@ pub fn serve_on_threads(
         };
         let (app, tls, mut shutdown) = (app.clone(), tls.clone(), shutdown.clone());
         let lane = lane.clone();
+        let shedder = shedder.clone();
         let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("http-{index}"))
             .spawn(move || {
+                if let Some(shedder) = shedder {
+                    let mut shutdown = shutdown.clone();
+                    let stop = async move {
+                        let _ = shutdown.wait_for(|stop| *stop).await;
+                    };
+                    runtime.spawn(shedder.run_serving_probe(stop));
+                }
                 let stop = async move {
                     let _ = shutdown.wait_for(|stop| *stop).await;
                 };
@@ -268,8 +280,9 @@ mod tests {
         let addr = listeners.local_addr();
         assert_ne!(addr.port(), 0);
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let done =
-            tokio::spawn(serve_on_threads(listeners, app(), None, stopped, None).expect("start"));
+        let done = tokio::spawn(
+            serve_on_threads(listeners, app(), None, stopped, None, None).expect("start"),
+        );
         // Enough connections that the kernel hands some to each listener.
         for _ in 0..16 {
             let answer = get(addr, "/api/node").await;

@@ -549,7 +549,7 @@ fn shedding_section_parses_from_toml_with_defaults_and_named_errors() {
     .expect("valid toml");
     assert_eq!(settings.fault_rule_cap, 4);
     assert!(settings.enabled);
-    assert_eq!(settings.tick_ms, 100);
+    assert_eq!(settings.tick_ms, 20);
     assert!(Shedder::new(&settings).is_ok());
     assert_eq!(
         toml::from_str::<ShedSettings>("").expect("empty"),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
-use server::shed::{ShedLayer, ShedSettings, Shedder};
+use server::shed::{LevelSource, ShedLayer, ShedSettings, Shedder};
 use shed::{AdaptiveLimitConfig, Bucket, OverloadConfig};
 use tokio::sync::{oneshot, watch};
 use tower::{service_fn, Layer, ServiceExt};
@@ -40,6 +40,9 @@ async fn in_flight_past_the_limit_raises_the_level_and_it_decays_after() {
             max_limit: 4.0,
             ..AdaptiveLimitConfig::default()
         },
+        // The estimator's in-flight pressure is what this test watches.
+        level_source: LevelSource::Pressure,
+        tick_ms: 100,
         ..ShedSettings::default()
     };
     let shedder = Arc::new(Shedder::new(&settings).expect("valid"));

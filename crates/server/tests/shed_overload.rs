@@ -19,6 +19,9 @@ use shed_load::{drive, report, start_node, Class, Plan, SEGMENT_PATH};
 /// each connection stands for a stream of distinct devices, each sending once, so the
 /// flood reaches the layer (`shed_contract.rs` tests the pause).
 const SETTINGS: &str = r#"
+level_source = "pressure"
+priority_lane = "off"
+tick_ms = 100
 cpu_source = "runtime"
 cpu_sample_ms = 100
 violator_pause_ms = 0
@@ -28,13 +31,21 @@ score = 45
 "#;
 
 /// The same with the cut controller, which moves the cut through the requested
-/// priorities and sheds the one at the cut in part.
+/// priorities and sheds the one at the cut in part, judging by the busy share as well
+/// as the delay (the node's default judges by the delay alone; `process_shed.rs`
+/// tests the defaults).
 const CUT: &str = r#"
+priority_lane = "off"
 cpu_source = "runtime"
 cpu_sample_ms = 100
 violator_pause_ms = 0
 level_source = "cut"
 tick_ms = 20
+[cut]
+target_ms = 10.0
+cpu_target = 0.9
+cpu_low = 0.8
+interval_ms = 100
 [classifier.routes.playback_start]
 bucket = "degraded"
 score = 45

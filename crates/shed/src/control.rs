@@ -76,14 +76,19 @@ impl LevelControlConfig {
     /// The defaults of the cut controller ([`crate::CutController`]), whose rates count
     /// requested priorities per second: 0.4 up at twice the target (capped there), 0.15
     /// down per unit of room below the band (up to four), so that one interval's step
-    /// changes the shed share of the priority at the cut by a bounded factor; a 10 ms
-    /// delay target, since a node full of pipelined requests queues a few ms without
-    /// being over; the rest as [`Default`].
+    /// changes the shed share of the priority at the cut by a bounded factor; judged
+    /// every 200 ms by the queueing delay alone (`cpu_target = 1`: a saturated core
+    /// whose admitted requests wait less than 30 ms is used fully), and falling only
+    /// below 96 % busy. These held a viewer's p99 within 2× of an idle node's at 4×
+    /// overload in `shed_bench` (docs/measured.md); the rest as [`Default`].
     pub fn cut_default() -> LevelControlConfig {
         LevelControlConfig {
-            target_ms: 10.0,
+            target_ms: 30.0,
             rise_per_second: 0.4,
             fall_per_second: 0.15,
+            interval_ms: 200,
+            cpu_target: 1.0,
+            cpu_low: 0.96,
             ..LevelControlConfig::default()
         }
     }

@@ -257,7 +257,14 @@ mod tests {
     /// level controller could only admit all of 45 or none of it.
     #[test]
     fn holds_a_node_full_when_the_flood_sits_on_one_priority() {
-        let mut c = CutController::new(LevelControlConfig::cut_default()).expect("valid");
+        // The busy share as the signal (the default judges by the delay alone).
+        let cfg = LevelControlConfig {
+            cpu_target: 0.9,
+            cpu_low: 0.8,
+            interval_ms: 100,
+            ..LevelControlConfig::cut_default()
+        };
+        let mut c = CutController::new(cfg).expect("valid");
         let occupied = set(&[45, 80]);
         let curve = ShedCurve;
         let p45 = Priority::new(45).expect("in range");

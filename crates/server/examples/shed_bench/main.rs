@@ -71,9 +71,9 @@ const CUT_TIGHT: &str = "cut + pause + lane, 15 ms wait";
 /// so its p99 is the 88th slowest answer.
 const PROBE_CONNECTIONS: usize = 16;
 
-/// The run with the node's default settings (the `pressure` level source, the pause,
-/// no lane), its CPU read from the runtime.
-const DEFAULTS: &str = "defaults (pressure + pause)";
+/// The run with the node's default settings (the cut, the pause, the lane at nice −10
+/// with one thread per core the node may use: one here), its CPU read from its core.
+const DEFAULTS: &str = "defaults (cut + pause + nice lane)";
 
 /// The overload run with the deployed settings but the level held at 0.
 const LANE_NOTHING_SHED: &str = "pause + lane, nothing shed";
@@ -128,10 +128,11 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
     let controlled: ShedSettings = toml::from_str(CONTROLLED).expect("valid settings");
     let cut: ShedSettings = toml::from_str(CUT).expect("valid settings");
     // What a node configured with nothing but the re-ranking does, except that it
-    // reads its runtime's busy share: the default `process` source would count the
-    // generator, which shares this process and spins a core.
+    // reads its pinned core (`host`): the default `process` source would count the
+    // generator, which shares this process and spins the other core; on a node of its
+    // own, `process` reads what `host` reads here.
     let defaults: ShedSettings =
-        toml::from_str(concat!("cpu_source = \"runtime\"\n", reranked!())).expect("valid settings");
+        toml::from_str(concat!("cpu_source = \"host\"\n", reranked!())).expect("valid settings");
     // The cut with a tighter wait for admitted requests: it sheds to hold it.
     let mut cut_tight = cut.clone();
     cut_tight.cut.target_ms = TIGHT_TARGET_MS;

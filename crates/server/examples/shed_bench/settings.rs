@@ -16,13 +16,17 @@ score = 10
     };
 }
 
-/// No connection is paused (`violator_pause_ms = 0`): each generator connection stands
+/// The `pressure` level source, no lane and no pause (the defaults before the cut and
+/// the lane became them). No connection is paused (`violator_pause_ms = 0`): each generator connection stands
 /// for a stream of distinct devices sending once each; the `+ pause` runs turn the
 /// pause on, for the same flood from persistent connections that ignore the answer.
 pub(crate) const SETTINGS: &str = concat!(
     r#"
+level_source = "pressure"
+priority_lane = "off"
 cpu_source = "runtime"
 cpu_sample_ms = 100
+tick_ms = 100
 violator_pause_ms = 0
 "#,
     reranked!()
@@ -31,6 +35,7 @@ violator_pause_ms = 0
 /// The same, with the level from the feedback controller (ticks every 20 ms).
 pub(crate) const CONTROLLED: &str = concat!(
     r#"
+priority_lane = "off"
 cpu_source = "runtime"
 cpu_sample_ms = 100
 violator_pause_ms = 0
@@ -47,6 +52,7 @@ tick_ms = 20
 /// is below 96 % busy, every 200 ms.
 pub(crate) const CUT: &str = concat!(
     r#"
+priority_lane = "off"
 cpu_source = "host"
 cpu_sample_ms = 200
 violator_pause_ms = 0

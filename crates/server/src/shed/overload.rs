@@ -5,7 +5,9 @@
 //! host-wide `/proc/stat` instead, `"runtime"` the busy share of the tokio runtime's
 //! workers the monitor runs on, `"off"` ignores CPU), probes the runtime's queueing
 //! delay (how late its timer runs, and how long a datagram it sends itself waits to
-//! be read: `ReadinessProbe`) and, every tick,
+//! be read: `ReadinessProbe`) — on its own runtime and, through
+//! [`Shedder::run_serving_probe`], on every serving thread's, where requests wait —
+//! and, every tick,
 //! feeds them with the in-flight count and the adaptive limit to
 //! [`shed::OverloadEstimator`], then publishes the level the request path reads.
 
@@ -283,12 +285,18 @@ impl Shedder {
             // the task a timer wakes ahead of the queue; the readiness probe below
             // reads the wait behind it), and the sign of a suspension.
             let mut late = scheduled.elapsed();
+            // The longest wait on a serving thread now (at most a probe's limit, so a
+            // suspension cannot inflate it beyond that).
+            let mut serving = self
+                .serving_delay()
+                .min(self.tick_period.max(Duration::from_millis(100)));
             if suspensions.check(late) {
                 tracing::warn!(
                     stood_still_ms = late.as_millis() as u64,
                     "the process was suspended; not counted as overload"
                 );
                 late = Duration::ZERO;
+                serving = Duration::ZERO;
                 self.resumed_after_suspension();
             }
             if last_cpu_at.elapsed() >= self.cpu_period {
@@ -305,7 +313,7 @@ impl Shedder {
                 }
                 None => Duration::ZERO,
             };
-            let queue_delay = late.max(waited);
+            let queue_delay = late.max(waited).max(serving);
             let inputs = OverloadInputs {
                 cpu,
                 in_flight: self.in_flight(),
@@ -338,6 +346,32 @@ impl Shedder {
             self.purge_rules();
         }
         self.release_monitor();
+    }
+}
+
+impl Shedder {
+    /// Probes the queueing delay of the runtime it runs on every `tick_ms` until
+    /// `shutdown` completes, where the monitor reads it. Spawn it on each runtime that
+    /// serves requests apart from the monitor's (the node's per-core HTTP threads): a
+    /// flood queues there, where the monitor's own probe cannot see it. A reading is
+    /// at most the probe's limit (100 ms, or a tick if longer).
+    pub async fn run_serving_probe(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
+        let Some(probe) = ReadinessProbe::new() else {
+            return;
+        };
+        let slot = self.add_serving_probe();
+        let limit = self.tick_period.max(Duration::from_millis(100));
+        let mut ticker = tokio::time::interval(self.tick_period);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                _ = ticker.tick() => {}
+            }
+            slot.sent(self.now());
+            slot.received(probe.wait(limit).await.min(limit));
+        }
     }
 }
 

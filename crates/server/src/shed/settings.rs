@@ -17,20 +17,22 @@ use shed::{
 /// cpu_source = "process"   # "process" (default): this process's CPU time over the
 ///                           # cores it may use; "host": host-wide /proc/stat;
 ///                           # "runtime": busy share of the node's tokio workers; "off"
-/// cpu_sample_ms = 500       # CPU sampling period
-/// tick_ms = 100             # overload estimator period
+/// cpu_sample_ms = 200       # CPU sampling period
+/// tick_ms = 20              # overload level period
 /// violator_pause_ms = 1000  # longest pause of a connection that ignores the
 ///                           # back-pressure answer (0: never pause)
 /// marginal_pause_ms = 100   # the same after a refusal at the margin (the part of
 ///                           # the threshold priority shed); at most the above
-/// priority_lane = "off"     # "nice" / "realtime": serve connections whose first
-///                           # request is CRITICAL on a thread above the others
-/// level_source = "pressure" # "pressure" (default): shed::OverloadEstimator over CPU,
-///                           # in-flight and queueing delay; "feedback":
-///                           # shed::LevelController, integrates queueing delay and
-///                           # busy share against their targets; "cut":
-///                           # shed::CutController, the same question answered
-///                           # by moving the cut through the requested priorities
+/// priority_lane = "nice"    # "nice" (default) / "realtime": serve connections whose
+///                           # first request is CRITICAL on threads above the
+///                           # others; "off": where they were accepted
+/// lane_threads = 0          # lane threads (0: one per core the node may use)
+/// level_source = "cut"      # "cut" (default): shed::CutController, moves the cut
+///                           # through the requested priorities while the admitted
+///                           # work does not fit; "feedback": shed::LevelController,
+///                           # the same question on the level's scale; "pressure":
+///                           # shed::OverloadEstimator over CPU, in-flight and
+///                           # queueing delay
 /// [shedding.classifier]     # shed::ClassifierConfig (route table, device bonuses)
 /// [shedding.back_pressure]  # shed::BackPressureConfig (retry dials)
 /// [shedding.overload]       # shed::OverloadConfig (pressure marks, smoothing)
@@ -83,6 +85,9 @@ pub struct ShedSettings {
     /// thread of their own, ahead of the others in the OS scheduler
     /// ([`crate::lane::PriorityLane`]).
     pub priority_lane: LanePriority,
+    /// How many lane threads share the CRITICAL connections (0: one per core the
+    /// process may use), so the lane never caps a node's viewers at one core.
+    pub lane_threads: usize,
 }
 
 impl Default for ShedSettings {
@@ -96,14 +101,15 @@ impl Default for ShedSettings {
             overload: OverloadConfig::default(),
             limit: AdaptiveLimitConfig::default(),
             cpu_source: CpuSource::Process,
-            cpu_sample_ms: 500,
-            tick_ms: 100,
-            level_source: LevelSource::Pressure,
+            cpu_sample_ms: 200,
+            tick_ms: 20,
+            level_source: LevelSource::Cut,
             control: LevelControlConfig::default(),
             cut: LevelControlConfig::cut_default(),
             violator_pause_ms: 1000,
             marginal_pause_ms: 100,
-            priority_lane: LanePriority::Off,
+            priority_lane: LanePriority::Nice,
+            lane_threads: 0,
         }
     }
 }
@@ -141,10 +147,12 @@ fn cut_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LevelControlConfig
 #[serde(rename_all = "snake_case")]
 pub enum LanePriority {
     /// No lane: every connection is served where it was accepted.
-    #[default]
     Off,
-    /// A lane thread at nice −10: favoured by the fair scheduler, never starving the
-    /// rest (ingest, other connections) of the CPU.
+    /// Lane threads at nice −10 (the default): favoured by the fair scheduler, never
+    /// starving the rest (ingest, other connections) of the CPU. Without
+    /// `CAP_SYS_NICE` they run at normal priority, still apart from the flood's run
+    /// queue.
+    #[default]
     Nice,
     /// A lane thread under `SCHED_FIFO` (priority 1): it runs the moment it has work,
     /// so a CRITICAL answer never waits for another thread's time slice. The kernel's
@@ -160,7 +168,6 @@ pub enum LevelSource {
     /// [`shed::OverloadEstimator`]: the largest of CPU, in-flight/limit and queueing
     /// delay pressure, smoothed. Simple to reason about, but under a flood whose
     /// refusals alone saturate the CPU it pins at 1.
-    #[default]
     Pressure,
     /// [`shed::LevelController`]: raised while the runtime's queueing delay or the
     /// busy share (from `cpu_source`) is above its target (`control.target_ms`,
@@ -172,6 +179,8 @@ pub enum LevelSource {
     /// requested priority, unrequested ones are jumped over) and shedding the
     /// priority at the cut in part (`cut` settings). Holds a node full even when a
     /// flood sits on one priority, where `feedback` can only admit all of it or none.
+    /// The default: with the lane it held a viewer's latency at 4× overload.
+    #[default]
     Cut,
 }
 
@@ -241,6 +250,9 @@ impl ShedSettings {
         }
         if self.marginal_pause_ms > 60_000 {
             return out("marginal_pause_ms", "in 0..=60000");
+        }
+        if self.lane_threads > 256 {
+            return out("lane_threads", "in 0..=256");
         }
         Ok(())
     }

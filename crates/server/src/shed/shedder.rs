@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -108,6 +109,8 @@ pub struct Shedder {
     next_request: AtomicU64,
     cpu_bits: AtomicU64,
     queue_delay_nanos: AtomicU64,
+    /// The serving threads' queueing-delay probes ([`Shedder::run_serving_probe`]).
+    serving_probes: std::sync::Mutex<Vec<Arc<ServingProbeSlot>>>,
     monitor_running: AtomicBool,
     stats: [BucketStats; 3],
     experiments: NodeExperiments,
@@ -115,7 +118,44 @@ pub struct Shedder {
     marginal_pause: Duration,
     connection_pauses: AtomicU64,
     priority_lane: LanePriority,
+    lane_threads: usize,
     laned_connections: AtomicU64,
+}
+
+/// What one serving thread's queueing-delay probe last read, and since when a probe
+/// has been waiting, so the monitor reads the wait as it is now, even while a probe
+/// stuck behind a long queue has not come back.
+#[derive(Debug, Default)]
+pub(crate) struct ServingProbeSlot {
+    /// The last completed probe's wait, in nanoseconds.
+    last_nanos: AtomicU64,
+    /// When the probe in flight was sent ([`Shedder::now`] in nanoseconds, plus 1 so
+    /// that 0 means none in flight).
+    sent_at_nanos: AtomicU64,
+}
+
+impl ServingProbeSlot {
+    /// A probe was sent at `at` ([`Shedder::now`]).
+    pub(crate) fn sent(&self, at: Duration) {
+        let nanos = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX - 1);
+        self.sent_at_nanos.store(nanos + 1, Ordering::Relaxed);
+    }
+
+    /// The probe came back after `wait`.
+    pub(crate) fn received(&self, wait: Duration) {
+        let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+        self.last_nanos.store(nanos, Ordering::Relaxed);
+        self.sent_at_nanos.store(0, Ordering::Relaxed);
+    }
+
+    /// The wait at `now`: the last probe's, or the one in flight's so far if longer.
+    fn wait(&self, now: Duration) -> Duration {
+        let last = Duration::from_nanos(self.last_nanos.load(Ordering::Relaxed));
+        match self.sent_at_nanos.load(Ordering::Relaxed) {
+            0 => last,
+            sent => last.max(now.saturating_sub(Duration::from_nanos(sent - 1))),
+        }
+    }
 }
 
 /// A set of priorities (0..=99) that request paths add to without a lock: two atomic
@@ -199,6 +239,7 @@ impl Shedder {
             next_request: AtomicU64::new(0),
             cpu_bits: AtomicU64::new(0f64.to_bits()),
             queue_delay_nanos: AtomicU64::new(0),
+            serving_probes: std::sync::Mutex::new(Vec::new()),
             monitor_running: AtomicBool::new(false),
             stats: Default::default(),
             experiments: NodeExperiments::default(),
@@ -208,6 +249,7 @@ impl Shedder {
             ),
             connection_pauses: AtomicU64::new(0),
             priority_lane: settings.priority_lane,
+            lane_threads: settings.lane_threads,
             laned_connections: AtomicU64::new(0),
         })
     }
@@ -242,6 +284,15 @@ impl Shedder {
     /// (`[shedding] priority_lane`).
     pub fn priority_lane(&self) -> LanePriority {
         self.priority_lane
+    }
+
+    /// How many lane threads serve the priority lane (`[shedding] lane_threads`; 0
+    /// there means one per core this process may use).
+    pub fn lane_threads(&self) -> usize {
+        match self.lane_threads {
+            0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            n => n,
+        }
     }
 
     /// Counts a connection handed to the priority lane.
@@ -319,6 +370,27 @@ impl Shedder {
     pub(crate) fn publish_level(&self, level: OverloadLevel) {
         self.level_bits
             .store(level.get().to_bits(), Ordering::Relaxed);
+    }
+
+    /// A new serving thread's probe slot, read by the monitor from now on.
+    pub(crate) fn add_serving_probe(&self) -> Arc<ServingProbeSlot> {
+        let slot = Arc::new(ServingProbeSlot::default());
+        if let Ok(mut probes) = self.serving_probes.lock() {
+            probes.push(Arc::clone(&slot));
+        }
+        slot
+    }
+
+    /// The longest wait any serving thread sees now (see [`ServingProbeSlot::wait`]).
+    pub(crate) fn serving_delay(&self) -> Duration {
+        let now = self.now();
+        self.serving_probes.lock().map_or(Duration::ZERO, |probes| {
+            probes
+                .iter()
+                .map(|slot| slot.wait(now))
+                .max()
+                .unwrap_or_default()
+        })
     }
 
     pub(crate) fn publish_inputs(&self, cpu: f64, queue_delay: Duration) {

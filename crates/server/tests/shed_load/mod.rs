@@ -59,7 +59,12 @@ pub fn thread_cpu_time(name: &str) -> Duration {
     };
     for task in tasks.flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim_end() != name {
+        // `name`, or one of its numbered threads (`http-lane-0`, `http-lane-1` …).
+        let comm = comm.trim_end();
+        if !comm
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+        {
             continue;
         }
         // "time on CPU (ns)  time waiting (ns)  timeslices".
