@@ -1,6 +1,8 @@
 //! Catch-up routes and the recorder, through the router (no socket) with a real archive
 //! in a temporary directory (issue 3; OTT-ARCH-2; DESIGN.md invariant 6).
 
+mod harness;
+
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,16 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Request, StatusCode};
-use bytes::Bytes;
+use axum::http::{header, Request, StatusCode};
 use dvr::files::{FileLayer, RealFiles};
 use dvr::Retention;
-use http_body_util::BodyExt;
 use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::metrics::Metrics;
 use server::recorder::{Recorder, RecorderSettings};
-use server::{router, AppState, NodeIdentity};
-use tower::ServiceExt;
+use server::AppState;
+
+use harness::{get, json, media_playlist, ts_segment, Answer};
 
 /// The recordings start an hour ago (on a whole minute): segment `msn` starts `2 × msn`
 /// seconds later. Recent, because an EVENT playlist may start at most a day back.
@@ -36,17 +36,9 @@ fn t0_s() -> i64 {
     t0_ms() / 1000
 }
 
+/// A segment of four TS packets of the recordings (see [`t0_ms`]).
 fn segment(msn: u64) -> LiveSegment {
-    let mut data = vec![0x47u8; 188 * 4];
-    data[1..9].copy_from_slice(&msn.to_be_bytes());
-    LiveSegment {
-        msn,
-        discontinuity_seq: 0,
-        discontinuous: false,
-        duration_ticks: 180_000,
-        program_date_time_ms: t0_ms() + msn as i64 * 2000,
-        data: Bytes::from(data),
-    }
+    ts_segment(msn, t0_ms(), 4)
 }
 
 struct Node {
@@ -56,14 +48,7 @@ struct Node {
 }
 
 fn node(dir: &Path, files: Arc<dyn FileLayer>, queue: usize) -> Node {
-    let state = AppState::new(
-        NodeIdentity {
-            name: "t".into(),
-            hostname: None,
-        },
-        Metrics::new(),
-        None,
-    );
+    let state = harness::node(None);
     let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
     let mut settings = RecorderSettings::new(dir.to_owned(), Retention::default());
     settings.files = files;
@@ -88,33 +73,7 @@ impl Node {
     }
 
     fn wait_recorded(&self, count: u64) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.recorder.status()["counters"]["recorded"].as_u64() < Some(count) {
-            assert!(Instant::now() < deadline, "{}", self.recorder.status());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-async fn get(state: &AppState, uri: &str) -> (StatusCode, HeaderMap, Bytes) {
-    let response = router(state.clone())
-        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, body)
-}
-
-fn json(body: &Bytes) -> serde_json::Value {
-    serde_json::from_slice(body).unwrap()
-}
-
-fn media_playlist(body: &Bytes) -> m3u8_rs::MediaPlaylist {
-    match m3u8_rs::parse_playlist_res(body) {
-        Ok(m3u8_rs::Playlist::MediaPlaylist(p)) => p,
-        other => panic!("not a media playlist: {other:?}"),
+        harness::wait_recorded(&self.recorder, count);
     }
 }
 
@@ -135,7 +94,11 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
     let node = recorded_node(dir.path());
     // 40 s from segment 12 on: 12..19, the hole, 23..31.
     let from = t0_s() + 24;
-    let (status, headers, body) = get(&node.state, &format!("/s/index-{from}-40.m3u8")).await;
+    let Answer {
+        status,
+        headers,
+        body,
+    } = get(&node.state, &format!("/s/index-{from}-40.m3u8")).await;
     assert_eq!(status, StatusCode::OK, "{body:?}");
     assert_eq!(
         headers[header::CONTENT_TYPE],
@@ -160,7 +123,11 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
     }
     // Every listed segment is served, byte for byte.
     for msn in (12..20).chain(23..32) {
-        let (status, headers, body) = get(&node.state, &format!("/s/dvr-{msn}.ts")).await;
+        let Answer {
+            status,
+            headers,
+            body,
+        } = get(&node.state, &format!("/s/dvr-{msn}.ts")).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(headers[header::CONTENT_TYPE], "video/mp2t");
         assert_eq!(body, segment(msn).data);
@@ -173,7 +140,7 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
         format!("/s/archive-{}-4.ts", t0_s() + 41),
         format!("/s/index-{}-now.m3u8", t0_s() + 3600),
     ] {
-        let (status, _, body) = get(&node.state, &uri).await;
+        let Answer { status, body, .. } = get(&node.state, &uri).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
         assert_eq!(json(&body)["code"], 108_001, "{uri}");
     }
@@ -183,7 +150,8 @@ async fn a_period_is_a_vod_playlist_of_the_archived_segments() {
 async fn from_a_moment_to_now_is_an_event_playlist_and_a_period_downloads_as_one_file() {
     let dir = tempfile::tempdir().unwrap();
     let node = recorded_node(dir.path());
-    let (status, _, body) = get(&node.state, &format!("/s/index-{}-now.m3u8", t0_s() + 60)).await;
+    let Answer { status, body, .. } =
+        get(&node.state, &format!("/s/index-{}-now.m3u8", t0_s() + 60)).await;
     assert_eq!(status, StatusCode::OK);
     let text = String::from_utf8(body.to_vec()).unwrap();
     assert!(text.contains("#EXT-X-PLAYLIST-TYPE:EVENT\n"));
@@ -195,15 +163,18 @@ async fn from_a_moment_to_now_is_an_event_playlist_and_a_period_downloads_as_one
     // It grows as recording goes on, from the same first segment.
     node.publish(40);
     node.wait_recorded(28);
-    let (_, _, body) = get(&node.state, &format!("/s/index-{}-now.m3u8", t0_s() + 60)).await;
+    let Answer { body, .. } = get(&node.state, &format!("/s/index-{}-now.m3u8", t0_s() + 60)).await;
     let again = media_playlist(&body);
     assert_eq!(again.media_sequence, first.media_sequence);
     assert_eq!(again.segments[..first.segments.len()], first.segments[..]);
     assert_eq!(again.segments.len(), uris.len() + 1);
 
     // 10 s from segment 15: the concatenation of 15..19, with its length up front.
-    let (status, headers, body) =
-        get(&node.state, &format!("/s/archive-{}-10.ts", t0_s() + 30)).await;
+    let Answer {
+        status,
+        headers,
+        body,
+    } = get(&node.state, &format!("/s/archive-{}-10.ts", t0_s() + 30)).await;
     assert_eq!(status, StatusCode::OK);
     let expected: Vec<u8> = (15..20).flat_map(|m| segment(m).data.to_vec()).collect();
     assert_eq!(headers[header::CONTENT_LENGTH], expected.len().to_string());
@@ -220,7 +191,8 @@ async fn a_time_shift_is_a_sliding_window_behind_now() {
         .unwrap()
         .as_secs() as i64;
     let behind = now_s - (t0_s() + 71);
-    let (status, _, body) = get(&node.state, &format!("/s/timeshift_rel-{behind}.m3u8")).await;
+    let Answer { status, body, .. } =
+        get(&node.state, &format!("/s/timeshift_rel-{behind}.m3u8")).await;
     assert_eq!(status, StatusCode::OK);
     let text = String::from_utf8(body.to_vec()).unwrap();
     assert!(!text.contains("PLAYLIST-TYPE"), "{text}");
@@ -241,7 +213,7 @@ async fn a_time_shift_is_a_sliding_window_behind_now() {
     assert_eq!(playlist.media_sequence, 18);
     assert_eq!(playlist.discontinuity_sequence, 1);
     // Before anything was recorded: 404.
-    let (status, _, _) = get(
+    let Answer { status, .. } = get(
         &node.state,
         &format!("/s/timeshift_rel-{}.m3u8", now_s - t0_s() + 60),
     )
@@ -268,12 +240,12 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
         "dvr-%2E%2E.ts",
         "dvr-18446744073709551616.ts",
     ] {
-        let (status, _, body) = get(&node.state, &format!("/s/{name}")).await;
+        let Answer { status, body, .. } = get(&node.state, &format!("/s/{name}")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{name}");
         assert_eq!(json(&body)["code"], 108_003, "{name}");
     }
     // An EVENT playlist from more than a day back would list too much.
-    let (status, _, body) = get(
+    let Answer { status, body, .. } = get(
         &node.state,
         &format!("/s/index-{}-now.m3u8", t0_s() - 2 * 86_400),
     )
@@ -285,14 +257,15 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
         "/s/index.log",
         "/s/0000000000.ts",
     ] {
-        let (status, _, _) = get(&node.state, uri).await;
+        let Answer { status, .. } = get(&node.state, uri).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
     }
     // A stream that is not recorded has no archive.
     let plain = Arc::new(Channel::new("p", 5, server::render::renderer(2000)));
     plain.push(segment(1), TrackSummary::default());
     node.state.add_stream(plain, None);
-    let (status, _, body) = get(&node.state, &format!("/p/index-{}-30.m3u8", t0_s())).await;
+    let Answer { status, body, .. } =
+        get(&node.state, &format!("/p/index-{}-30.m3u8", t0_s())).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(json(&body)["code"], 108_001);
 }
@@ -301,7 +274,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
 async fn the_status_api_reports_ranges_gaps_and_counters() {
     let dir = tempfile::tempdir().unwrap();
     let node = recorded_node(dir.path());
-    let (status, _, body) = get(&node.state, "/api/streams/s").await;
+    let Answer { status, body, .. } = get(&node.state, "/api/streams/s").await;
     assert_eq!(status, StatusCode::OK);
     let dvr = &json(&body)["dvr"];
     assert_eq!(
@@ -316,7 +289,7 @@ async fn the_status_api_reports_ranges_gaps_and_counters() {
     assert_eq!(dvr["bytes"], 27 * 188 * 4);
     assert_eq!(dvr["errors"], 0);
     assert_eq!(dvr["recording"], true);
-    let (_, _, metrics) = get(&node.state, "/metrics").await;
+    let Answer { body: metrics, .. } = get(&node.state, "/metrics").await;
     let metrics = String::from_utf8(metrics.to_vec()).unwrap();
     assert!(
         metrics.contains("brdyun_dvr_segments_recorded_total{stream=\"s\"} 27"),
@@ -371,13 +344,13 @@ async fn a_full_disk_is_reported_live_goes_on_and_recording_resumes() {
         assert!(Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(10));
     }
-    let (_, _, body) = get(&node.state, "/api/streams/s").await;
+    let Answer { body, .. } = get(&node.state, "/api/streams/s").await;
     let doc = json(&body);
     assert_eq!(doc["dvr"]["recording"], false);
     assert_eq!(doc["dvr"]["last_error"]["kind"], "disk_full");
     // Live delivery did not notice.
     assert_eq!(doc["last_msn"], 9);
-    let (status, _, _) = get(&node.state, "/s/seg-9.ts").await;
+    let Answer { status, .. } = get(&node.state, "/s/seg-9.ts").await;
     assert_eq!(status, StatusCode::OK);
     // Space returns: the next segments are archived, the lost ones are a gap.
     disk.full.store(false, Ordering::SeqCst);
@@ -446,7 +419,7 @@ proptest::proptest! {
             return Ok(());
         };
         let status = runtime.block_on(async {
-            router(node.state.clone()).oneshot(request).await.unwrap().status()
+            harness::answer(&node.state, request).await.status
         });
         proptest::prop_assert!(status.as_u16() < 500, "{} -> {}", uri, status);
     }

@@ -3,22 +3,17 @@
 //! else's, KPIs come from beacons, CRITICAL outcomes and beacon-less segment requests,
 //! bad beacons are refused with a code, and the admin API needs the token.
 
-use std::sync::Arc;
+mod harness;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
-use bytes::Bytes;
+use axum::http::{header, Method, StatusCode};
 use experiments::{Assigner, Group};
-use http_body_util::BodyExt;
 use serde_json::Value;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::metrics::Metrics;
-use server::shed::{member_id, ShedSettings, Shedder};
-use server::{router, AppState, NodeIdentity};
-use tower::ServiceExt;
+use server::shed::member_id;
+use server::{router, AppState};
 
-const TV_UA: &str = "Mozilla/5.0 (SMART-TV; Linux; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) 85.0.4183.93/6.0 TV Safari/537.36";
-const CHROME_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
+use harness::{add_stream, get_with, metric, send, CHROME_UA, TV_UA};
+
 const AUTH: (&str, &str) = ("authorization", "Bearer tok");
 
 /// Everything (0..=99) shed for 10 % of TV members, 10 % of them control.
@@ -27,79 +22,9 @@ const DEFINITION: &str = r#"{"id":"tv-all","priorities":{"min":0,"max":99},
   "schedule":{"daily_at":"03:00"}}"#;
 
 fn node() -> AppState {
-    let identity = NodeIdentity {
-        name: "t".into(),
-        hostname: None,
-    };
-    let shedder = Arc::new(Shedder::new(&ShedSettings::default()).expect("valid settings"));
-    let state = AppState::with_shedder(identity, Metrics::new(), Some("tok".into()), shedder);
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
-    let tracks = TrackSummary {
-        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
-        resolution: Some((640, 360)),
-        frame_rate_milli: Some(25_000),
-    };
-    for msn in 10..13 {
-        channel.push(
-            LiveSegment {
-                msn,
-                discontinuity_seq: 0,
-                discontinuous: false,
-                duration_ticks: 180_000,
-                program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
-                data: Bytes::from(vec![0x47u8; 188 * 4]),
-            },
-            tracks.clone(),
-        );
-    }
-    state.add_stream(channel, None);
+    let state = harness::node(Some("tok"));
+    add_stream(&state, 10..13);
     state
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("json body")
-    }
-}
-
-async fn send(
-    state: &AppState,
-    method: Method,
-    uri: &str,
-    headers: &[(&str, &str)],
-    body: impl Into<Body>,
-) -> Answer {
-    let mut request = Request::builder().method(method).uri(uri);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let response = router(state.clone())
-        .oneshot(request.body(body.into()).expect("request"))
-        .await
-        .expect("infallible");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
-
-async fn get(state: &AppState, uri: &str, headers: &[(&str, &str)]) -> Answer {
-    send(state, Method::GET, uri, headers, Body::empty()).await
 }
 
 /// A member name in `group` of the experiment `id` (10 % / 10 % shares).
@@ -128,15 +53,9 @@ async fn define_and_start(state: &AppState) -> String {
     run
 }
 
-fn metric(text: &str, prefix: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// The merged KPI counters of the running run, for a group and device.
 async fn running_kpis(state: &AppState, group: &str, device: &str) -> Value {
-    let status = get(state, "/api/experiments", &[AUTH]).await;
+    let status = get_with(state, "/api/experiments", &[AUTH]).await;
     assert_eq!(status.status, StatusCode::OK);
     status.json()["running"][0]["kpis"][group][device].clone()
 }
@@ -153,11 +72,14 @@ async fn only_the_experiment_group_is_shed_through_the_fit_path() {
     let seg = "/s/seg-11.ts";
 
     // Before the run nobody is shed.
-    assert_eq!(get(&state, seg, &tv(&exp)).await.status, StatusCode::OK);
+    assert_eq!(
+        get_with(&state, seg, &tv(&exp)).await.status,
+        StatusCode::OK
+    );
     let run = define_and_start(&state).await;
 
     // The experiment group's TV requests get the back-pressure answer of a FIT rule.
-    let shed = get(&state, seg, &tv(&exp)).await;
+    let shed = get_with(&state, seg, &tv(&exp)).await;
     assert_eq!(shed.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(shed.headers[header::CACHE_CONTROL], "no-store");
     let advice = shed.json();
@@ -169,17 +91,23 @@ async fn only_the_experiment_group_is_shed_through_the_fit_path() {
     );
     // Control, members of neither group, the same member on a browser (out of scope)
     // and anonymous viewers are untouched.
-    assert_eq!(get(&state, seg, &tv(&control)).await.status, StatusCode::OK);
-    assert_eq!(get(&state, seg, &tv(&neither)).await.status, StatusCode::OK);
-    let browser = [("user-agent", CHROME_UA), ("x-brdyun-member", exp.as_str())];
-    assert_eq!(get(&state, seg, &browser).await.status, StatusCode::OK);
     assert_eq!(
-        get(&state, seg, &[("user-agent", TV_UA)]).await.status,
+        get_with(&state, seg, &tv(&control)).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get_with(&state, seg, &tv(&neither)).await.status,
+        StatusCode::OK
+    );
+    let browser = [("user-agent", CHROME_UA), ("x-brdyun-member", exp.as_str())];
+    assert_eq!(get_with(&state, seg, &browser).await.status, StatusCode::OK);
+    assert_eq!(
+        get_with(&state, seg, &[("user-agent", TV_UA)]).await.status,
         StatusCode::OK
     );
 
     // Counted as injected, and per run with its label.
-    let metrics = get(&state, "/metrics", &[]).await;
+    let metrics = get_with(&state, "/metrics", &[]).await;
     let text = String::from_utf8_lossy(&metrics.body).into_owned();
     assert_eq!(
         metric(
@@ -243,8 +171,11 @@ async fn only_the_experiment_group_is_shed_through_the_fit_path() {
     )
     .await;
     assert_eq!(removed.status, StatusCode::OK);
-    assert_eq!(get(&state, seg, &tv(&exp)).await.status, StatusCode::OK);
-    let status = get(&state, "/api/experiments", &[AUTH]).await.json();
+    assert_eq!(
+        get_with(&state, seg, &tv(&exp)).await.status,
+        StatusCode::OK
+    );
+    let status = get_with(&state, "/api/experiments", &[AUTH]).await.json();
     assert_eq!(status["running"].as_array().map(Vec::len), Some(0));
     assert_eq!(status["history"][0]["id"], run.as_str());
     assert_eq!(
@@ -320,11 +251,11 @@ async fn beacons_and_beaconless_segments_become_kpis() {
         .expect("a control name");
     let tv = [("user-agent", TV_UA), ("x-brdyun-member", quiet.as_str())];
     assert_eq!(
-        get(&state, "/s/index.m3u8", &tv).await.status,
+        get_with(&state, "/s/index.m3u8", &tv).await.status,
         StatusCode::OK
     );
     assert_eq!(
-        get(&state, "/s/seg-10.ts", &tv).await.status,
+        get_with(&state, "/s/seg-10.ts", &tv).await.status,
         StatusCode::OK
     );
     let c = running_kpis(&state, "control", "smart_tv").await;
@@ -420,7 +351,7 @@ async fn the_admin_api_needs_the_token_and_names_bad_fields() {
     .await;
     assert_eq!(a.status, StatusCode::OK, "replaced");
     assert_eq!(a.json()["replaced"], true);
-    let status = get(&state, "/api/experiments", &[AUTH]).await.json();
+    let status = get_with(&state, "/api/experiments", &[AUTH]).await.json();
     assert_eq!(status["node"], "t");
     assert_eq!(status["experiments"][0]["definition"]["id"], "tv-all");
     assert_eq!(
@@ -454,12 +385,12 @@ async fn the_admin_api_needs_the_token_and_names_bad_fields() {
         (StatusCode::CONFLICT, Value::from(106_012))
     );
 
-    let report = get(&state, "/api/experiments/report", &[AUTH]).await;
+    let report = get_with(&state, "/api/experiments/report", &[AUTH]).await;
     assert_eq!(report.status, StatusCode::OK);
     let runs = report.json()["runs"].clone();
     assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
 
-    let page = get(&state, "/experiments", &[]).await;
+    let page = get_with(&state, "/experiments", &[]).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&page.body).contains("/api/experiments"));
 
@@ -509,7 +440,7 @@ async fn peer_reports_merge_into_the_running_run() {
         send(&b, Method::POST, "/telemetry", &[], body).await.status,
         StatusCode::NO_CONTENT
     );
-    let report = get(&b, "/api/experiments/report", &[AUTH]).await;
+    let report = get_with(&b, "/api/experiments/report", &[AUTH]).await;
     let report: experiments::NodeReport = serde_json::from_slice(&report.body).expect("report");
     a.shedder()
         .experiments()
@@ -517,7 +448,7 @@ async fn peer_reports_merge_into_the_running_run() {
     a.shedder().experiments().apply_report("node-b", report);
     let c = running_kpis(&a, "control", "smart_tv").await;
     assert_eq!(c["start_failures"], 1, "merged once: {c}");
-    let status = get(&a, "/api/experiments", &[AUTH]).await.json();
+    let status = get_with(&a, "/api/experiments", &[AUTH]).await.json();
     assert_eq!(status["running"][0]["nodes"][0], "node-b");
 }
 

@@ -4,40 +4,21 @@
 //! ffprobe/ffmpeg over a loopback socket. The archive's fMP4 is checked byte for byte
 //! against the live packaging of the same segments.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod harness;
 
-use axum::body::Body;
-use axum::http::{header, HeaderMap, Request, StatusCode};
-use bytes::Bytes;
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
 use dvr::Retention;
-use http_body_util::BodyExt;
 use ingest::IngestEvent;
 use media::fmp4::frames_from_ts;
-use media::ts::{DemuxEvent, Demuxer};
-use media::{Frame, TrackKind};
+use media::TrackKind;
 use server::channel::Channel;
-use server::metrics::Metrics;
 use server::pipeline::PipelineSettings;
 use server::recorder::{Recorder, RecorderSettings};
-use server::{router, AppState, NodeIdentity};
-use tower::ServiceExt;
+use server::{router, AppState};
 
-fn demo_frames() -> Vec<Frame> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/demo-meeting.ts");
-    let ts = std::fs::read(path).expect("the demo clip");
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(&ts, &mut events);
-    demuxer.flush(&mut events);
-    events
-        .into_iter()
-        .filter_map(|e| match e {
-            DemuxEvent::Frame(f) => Some(f),
-            _ => None,
-        })
-        .collect()
-}
+use harness::{demo_frames, get, get_ok, media_playlist, Answer};
 
 struct Node {
     state: AppState,
@@ -57,14 +38,7 @@ async fn node_with(
     archive: Option<&std::path::Path>,
     events: Vec<IngestEvent>,
 ) -> Node {
-    let state = AppState::new(
-        NodeIdentity {
-            name: "t".into(),
-            hostname: None,
-        },
-        Metrics::new(),
-        None,
-    );
+    let state = harness::node(None);
     let channel = Arc::new(Channel::new("s", window, server::render::renderer(2000)));
     let recorder = archive.map(|dir| {
         let recorder = Recorder::start(
@@ -98,38 +72,9 @@ async fn node_with(
             .counters
             .segments
             .load(std::sync::atomic::Ordering::Relaxed);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while recorder.status()["counters"]["recorded"].as_u64() < Some(count) {
-            assert!(Instant::now() < deadline, "{}", recorder.status());
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        harness::wait_recorded(&recorder, count);
     }
     Node { state, channel }
-}
-
-async fn get(state: &AppState, uri: &str) -> (StatusCode, HeaderMap, Bytes) {
-    let response = router(state.clone())
-        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, body)
-}
-
-async fn get_ok(state: &AppState, uri: &str, content_type: &str) -> Bytes {
-    let (status, headers, body) = get(state, uri).await;
-    assert_eq!(status, StatusCode::OK, "{uri}: {body:?}");
-    assert_eq!(headers[header::CONTENT_TYPE], content_type, "{uri}");
-    body
-}
-
-fn media_playlist(body: &[u8]) -> m3u8_rs::MediaPlaylist {
-    match m3u8_rs::parse_playlist_res(body) {
-        Ok(m3u8_rs::Playlist::MediaPlaylist(p)) => p,
-        other => panic!("not a media playlist: {other:?}"),
-    }
 }
 
 /// ISO BMFF boxes of `data`: (type, body).
@@ -215,13 +160,21 @@ async fn fmp4_hls_lists_the_ts_timeline_and_segments_keep_the_ts_decode_times() 
         "one sequence, one map"
     );
 
-    let (status, headers, init) = get(&node.state, "/s/init-0.mp4").await;
+    let Answer {
+        status,
+        headers,
+        body: init,
+    } = get(&node.state, "/s/init-0.mp4").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[header::CONTENT_TYPE], "video/mp4");
     let kinds: Vec<[u8; 4]> = boxes(&init).iter().map(|(k, _)| *k).collect();
     assert_eq!(kinds, [*b"ftyp", *b"moov"]);
     for s in &fmp4.segments {
-        let (status, headers, body) = get(&node.state, &format!("/s/{}", s.uri)).await;
+        let Answer {
+            status,
+            headers,
+            body,
+        } = get(&node.state, &format!("/s/{}", s.uri)).await;
         assert_eq!(status, StatusCode::OK, "{}", s.uri);
         assert_eq!(
             headers[header::CACHE_CONTROL],
@@ -260,7 +213,7 @@ async fn fmp4_hls_lists_the_ts_timeline_and_segments_keep_the_ts_decode_times() 
         "/s/seg-x.m4s",
     ] {
         assert_eq!(
-            get(&node.state, uri).await.0,
+            get(&node.state, uri).await.status,
             StatusCode::NOT_FOUND,
             "{uri}"
         );
@@ -434,11 +387,11 @@ async fn archived_fmp4_equals_the_live_packaging_and_has_its_manifests() {
     assert_eq!(announced.archive.fmp4, announced.archive.ts);
 
     // Nothing archived then: 404; malformed: 400; not archived: 404.
-    let (status, _, _) = get(&node.state, "/s/index-1000000000-60.mpd").await;
+    let Answer { status, .. } = get(&node.state, "/s/index-1000000000-60.mpd").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _, _) = get(&node.state, "/s/fmp4-5-0.m3u8").await;
+    let Answer { status, .. } = get(&node.state, "/s/fmp4-5-0.m3u8").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, _, _) = get(&node.state, "/s/dvr-999999.m4s").await;
+    let Answer { status, .. } = get(&node.state, "/s/dvr-999999.m4s").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 

@@ -7,23 +7,24 @@
 //! to the system allocator unchanged.
 #![allow(unsafe_code)]
 
+mod harness;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use ingest::IngestEvent;
-use media::ts::{DemuxEvent, Demuxer};
-use media::Frame;
 use server::channel::Channel;
 use server::llhls::{LlChannel, LlSettings};
-use server::metrics::Metrics;
 use server::pipeline::{self, PipelineSettings};
-use server::{router, AppState, NodeIdentity};
+use server::router;
 use tokio::sync::mpsc;
 use tower::ServiceExt;
+
+use harness::{demo_frames, yield_until};
 
 static IN_USE: AtomicIsize = AtomicIsize::new(0);
 
@@ -56,44 +57,11 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const CLIP: &[u8] = include_bytes!("../../../assets/demo-meeting.ts");
 const HELD: usize = 10_000;
-
-fn frames() -> Vec<Frame> {
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(CLIP, &mut events);
-    demuxer.flush(&mut events);
-    events
-        .into_iter()
-        .filter_map(|e| match e {
-            DemuxEvent::Frame(f) => Some(f),
-            _ => None,
-        })
-        .collect()
-}
-
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::task::yield_now().await;
-    }
-}
 
 #[tokio::test]
 async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
-    let state = AppState::new(
-        NodeIdentity {
-            name: "t".into(),
-            hostname: None,
-        },
-        Metrics::new(),
-        None,
-    );
+    let state = harness::node(None);
     let channel = Arc::new(Channel::new("s", 30, server::render::renderer(2000)));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms: 1000,
@@ -112,14 +80,14 @@ async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
             publish_latency: Arc::new(server::metrics::Histogram::default()),
         },
     ));
-    let frames = frames();
+    let frames = demo_frames();
     let half = frames.len() / 2;
     for f in &frames[..half] {
         tx.send(IngestEvent::Frame(f.clone()))
             .await
             .expect("pipeline");
     }
-    wait_until("the pipeline", || tx.capacity() == tx.max_capacity()).await;
+    yield_until("the pipeline", || tx.capacity() == tx.max_capacity()).await;
     // One thread: the pipeline finishes the last frame the next time this task yields.
     for _ in 0..4 {
         tokio::task::yield_now().await;
@@ -143,7 +111,7 @@ async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
         }));
     }
     let blocked = || ll.counters.blocked.load(Ordering::Relaxed) as usize;
-    wait_until("every request to block", || blocked() == HELD).await;
+    yield_until("every request to block", || blocked() == HELD).await;
     let after = IN_USE.load(Ordering::Relaxed);
     let per_request = (after - before) as f64 / HELD as f64;
     println!(

@@ -3,13 +3,13 @@
 //! blocking reloads answer as soon as the part exists; far-future requests are refused
 //! at once; delta updates skip; the preload-hinted part blocks until it exists.
 
+mod harness;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use bytes::Bytes;
-use http_body_util::BodyExt;
 use ingest::IngestEvent;
 use media::fmp4::{package_ts_segment, InitConfig, NextDts};
 use media::segmenter::Segment;
@@ -19,25 +19,14 @@ use server::channel::Channel;
 use server::llhls::{LlChannel, LlSettings};
 use server::metrics::Metrics;
 use server::pipeline::{self, PipelineSettings};
-use server::{router, AppState, NodeIdentity};
+use server::AppState;
 use tokio::sync::mpsc;
-use tower::ServiceExt;
 
-const CLIP: &[u8] = include_bytes!("../../../assets/demo-meeting.ts");
+use harness::{as_text, demo_frames, get, Answer};
 
 /// The clip's frames from its first keyframe, and its period (90 kHz).
 fn clip() -> (Vec<Frame>, u64) {
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(CLIP, &mut events);
-    demuxer.flush(&mut events);
-    let frames: Vec<Frame> = events
-        .into_iter()
-        .filter_map(|e| match e {
-            DemuxEvent::Frame(f) => Some(f),
-            _ => None,
-        })
-        .collect();
+    let frames = demo_frames();
     let video: Vec<&Frame> = frames
         .iter()
         .filter(|f| f.kind() == TrackKind::Video)
@@ -73,14 +62,7 @@ struct Node {
 }
 
 fn node(target_ms: u64, part_ms: u64) -> Node {
-    let state = AppState::new(
-        NodeIdentity {
-            name: "t".into(),
-            hostname: None,
-        },
-        Metrics::new(),
-        None,
-    );
+    let state = harness::node(None);
     let channel = Arc::new(Channel::new("s", 30, server::render::renderer(target_ms)));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms,
@@ -141,21 +123,6 @@ impl Node {
     }
 }
 
-async fn get(state: &AppState, uri: &str) -> (StatusCode, Bytes) {
-    let response = router(state.clone())
-        .oneshot(Request::get(uri).body(Body::empty()).expect("request"))
-        .await
-        .expect("infallible");
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (status, body)
-}
-
 /// Waits (bounded) until `n` requests are blocked on the LL-HLS position: the
 /// request was read and is waiting, not merely not yet scheduled.
 async fn blocked(ll: &LlChannel, n: u64) {
@@ -169,10 +136,6 @@ async fn blocked(ll: &LlChannel, n: u64) {
         assert!(Instant::now() < deadline, "{n} blocked request(s)");
         tokio::task::yield_now().await;
     }
-}
-
-fn text(body: &Bytes) -> &str {
-    std::str::from_utf8(body).expect("utf-8 playlist")
 }
 
 #[tokio::test]
@@ -218,11 +181,17 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
     for pair in ll.segments.iter().collect::<Vec<_>>().windows(2) {
         let (s, next) = (pair[0], pair[1]);
         // The segment route serves the concatenation of the part routes.
-        let (status, whole) = get(&node.state, &format!("/s/llseg-{}.m4s", s.msn)).await;
+        let Answer {
+            status,
+            body: whole,
+            ..
+        } = get(&node.state, &format!("/s/llseg-{}.m4s", s.msn)).await;
         assert_eq!(status, StatusCode::OK);
         let mut joined = Vec::new();
         for i in 0..s.parts.len() {
-            let (status, part) = get(&node.state, &format!("/s/part-{}-{i}.m4s", s.msn)).await;
+            let Answer {
+                status, body: part, ..
+            } = get(&node.state, &format!("/s/part-{}-{i}.m4s", s.msn)).await;
             assert_eq!(status, StatusCode::OK);
             joined.extend_from_slice(&part);
         }
@@ -267,14 +236,16 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
         );
     }
     // The init segment of the EXT-X-MAP is served.
-    let (_, playlist) = get(&node.state, "/s/ll.m3u8").await;
-    let map = text(&playlist)
+    let Answer { body: playlist, .. } = get(&node.state, "/s/ll.m3u8").await;
+    let map = as_text(&playlist)
         .lines()
         .find_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))
         .and_then(|l| l.strip_suffix('"'))
         .expect("EXT-X-MAP")
         .to_owned();
-    let (status, init) = get(&node.state, &format!("/s/{map}")).await;
+    let Answer {
+        status, body: init, ..
+    } = get(&node.state, &format!("/s/{map}")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(&init[4..8], b"ftyp");
     // … and it is the init of the TS segments' tracks (video and audio).
@@ -294,9 +265,9 @@ async fn playlist_parses_back_and_lists_parts_of_the_last_three_targets() {
     // Stop mid-stream so a segment is in progress.
     node.feed(&frames[..frames.len() * 3 / 4]).await;
     node.settle().await;
-    let (status, body) = get(&node.state, "/s/ll.m3u8").await;
+    let Answer { status, body, .. } = get(&node.state, "/s/ll.m3u8").await;
     assert_eq!(status, StatusCode::OK);
-    let t = text(&body);
+    let t = as_text(&body);
     println!("{t}");
     // The 2-s target plus a second of room for segments longer than the target.
     assert!(t.starts_with("#EXTM3U\n#EXT-X-VERSION:9\n#EXT-X-TARGETDURATION:3\n"));
@@ -331,7 +302,11 @@ async fn playlist_parses_back_and_lists_parts_of_the_last_three_targets() {
         assert!(p.program_date_time.is_some());
     }
     // The master playlist names ll.m3u8.
-    let (status, master) = get(&node.state, "/s/ll-index.m3u8").await;
+    let Answer {
+        status,
+        body: master,
+        ..
+    } = get(&node.state, "/s/ll-index.m3u8").await;
     assert_eq!(status, StatusCode::OK);
     let master = m3u8_rs::parse_master_playlist_res(&master).expect("master parses");
     assert_eq!(master.variants[0].uri, "ll.m3u8");
@@ -389,13 +364,14 @@ async fn blocking_reload_answers_as_soon_as_the_part_exists() {
         }
         let published = completed_by.expect("the part appeared");
         assert!(node.ll.snapshot().position.satisfies(msn, Some(part)));
-        let ((status, body), answered) = tokio::time::timeout(Duration::from_secs(5), request)
-            .await
-            .expect("answered")
-            .expect("task");
+        let (Answer { status, body, .. }, answered) =
+            tokio::time::timeout(Duration::from_secs(5), request)
+                .await
+                .expect("answered")
+                .expect("task");
         assert_eq!(status, StatusCode::OK);
         assert!(
-            text(&body).contains(&format!("part-{msn}-{part}.m4s")),
+            as_text(&body).contains(&format!("part-{msn}-{part}.m4s")),
             "the answer lists the part"
         );
         figures.push(answered.saturating_duration_since(published));
@@ -425,7 +401,7 @@ async fn far_future_and_malformed_requests_are_refused_at_once() {
         "/s/ll.m3u8?_HLS_msn=x".to_owned(),
     ] {
         let started = Instant::now();
-        let (status, _) = get(&node.state, &uri).await;
+        let Answer { status, .. } = get(&node.state, &uri).await;
         let took = started.elapsed();
         println!("{uri}: {status} in {took:?}");
         assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
@@ -450,11 +426,11 @@ async fn far_future_and_malformed_requests_are_refused_at_once() {
     );
     // Unknown names are 404.
     assert_eq!(
-        get(&node.state, "/s/part-1.m4s").await.0,
+        get(&node.state, "/s/part-1.m4s").await.status,
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        get(&node.state, "/s/llseg-999.m4s").await.0,
+        get(&node.state, "/s/llseg-999.m4s").await.status,
         StatusCode::NOT_FOUND
     );
 }
@@ -469,7 +445,7 @@ async fn a_part_that_does_not_come_gets_503_after_three_target_durations() {
     }
     let (msn, part) = next_part(&node.ll);
     let started = tokio::time::Instant::now();
-    let (status, _) = get(
+    let Answer { status, .. } = get(
         &node.state,
         &format!("/s/ll.m3u8?_HLS_msn={msn}&_HLS_part={part}"),
     )
@@ -486,11 +462,11 @@ async fn a_part_that_does_not_come_gets_503_after_three_target_durations() {
 async fn delta_update_skips_old_segments() {
     let frames = looped(3);
     let node = node(2000, 1000).finish(&frames).await;
-    let (_, full) = get(&node.state, "/s/ll.m3u8").await;
-    let (_, delta) = get(&node.state, "/s/ll.m3u8?_HLS_skip=YES").await;
-    let (_, v2) = get(&node.state, "/s/ll.m3u8?_HLS_skip=v2").await;
-    assert!(!text(&full).contains("#EXT-X-SKIP"));
-    let skipped: usize = text(&delta)
+    let Answer { body: full, .. } = get(&node.state, "/s/ll.m3u8").await;
+    let Answer { body: delta, .. } = get(&node.state, "/s/ll.m3u8?_HLS_skip=YES").await;
+    let Answer { body: v2, .. } = get(&node.state, "/s/ll.m3u8?_HLS_skip=v2").await;
+    assert!(!as_text(&full).contains("#EXT-X-SKIP"));
+    let skipped: usize = as_text(&delta)
         .lines()
         .find_map(|l| l.strip_prefix("#EXT-X-SKIP:SKIPPED-SEGMENTS="))
         .expect("EXT-X-SKIP")
@@ -498,10 +474,15 @@ async fn delta_update_skips_old_segments() {
         .expect("a count");
     assert!(skipped > 0);
     assert_eq!(delta, v2);
-    let count = |b: &Bytes| text(b).lines().filter(|l| l.starts_with("llseg-")).count();
+    let count = |b: &Bytes| {
+        as_text(b)
+            .lines()
+            .filter(|l| l.starts_with("llseg-"))
+            .count()
+    };
     assert_eq!(count(&full), count(&delta) + skipped);
     // What is left covers at least CAN-SKIP-UNTIL (6 target durations, 18 s).
-    assert!(count(&delta) * 2 >= 18, "{}", text(&delta));
+    assert!(count(&delta) * 2 >= 18, "{}", as_text(&delta));
 }
 
 #[tokio::test]
@@ -511,8 +492,8 @@ async fn the_preload_hinted_part_blocks_until_it_exists() {
     let half = frames.len() / 2;
     node.feed(&frames[..half]).await;
     node.settle().await;
-    let (_, playlist) = get(&node.state, "/s/ll.m3u8").await;
-    let hint = text(&playlist)
+    let Answer { body: playlist, .. } = get(&node.state, "/s/ll.m3u8").await;
+    let hint = as_text(&playlist)
         .lines()
         .find_map(|l| l.strip_prefix("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\""))
         .and_then(|l| l.strip_suffix('"'))
@@ -524,12 +505,12 @@ async fn the_preload_hinted_part_blocks_until_it_exists() {
     blocked(&node.ll, 1).await;
     assert!(!request.is_finished());
     node.feed(&frames[half..half + 100]).await;
-    let (status, body) = tokio::time::timeout(Duration::from_secs(5), request)
+    let Answer { status, body, .. } = tokio::time::timeout(Duration::from_secs(5), request)
         .await
         .expect("answered")
         .expect("task");
     assert_eq!(status, StatusCode::OK);
-    let (_, again) = get(&node.state, &format!("/s/{hint}")).await;
+    let Answer { body: again, .. } = get(&node.state, &format!("/s/{hint}")).await;
     assert_eq!(body, again);
     let first_of_segment = hint.ends_with("-0.m4s");
     let expected: &[u8] = if first_of_segment { b"styp" } else { b"moof" };
@@ -683,9 +664,10 @@ async fn ts_fmp4_and_llhls_are_views_of_one_stored_segment() {
             stored.msn
         );
         // The routes answer the stored bytes and views.
-        let (_, ts) = get(&node.state, &format!("/s/seg-{}.ts", stored.msn)).await;
+        let Answer { body: ts, .. } = get(&node.state, &format!("/s/seg-{}.ts", stored.msn)).await;
         assert_eq!(ts, stored.data);
-        let (_, m4s) = get(&node.state, &format!("/s/seg-{}.m4s", stored.msn)).await;
+        let Answer { body: m4s, .. } =
+            get(&node.state, &format!("/s/seg-{}.m4s", stored.msn)).await;
         assert_eq!(m4s, muxed);
         // The first segment has no live parts (the packager had seen no audio yet).
         let Some(ll) = stored.ll() else { continue };
@@ -699,7 +681,8 @@ async fn ts_fmp4_and_llhls_are_views_of_one_stored_segment() {
             "ll of {}",
             stored.msn
         );
-        let (_, llseg) = get(&node.state, &format!("/s/llseg-{}.m4s", stored.msn)).await;
+        let Answer { body: llseg, .. } =
+            get(&node.state, &format!("/s/llseg-{}.m4s", stored.msn)).await;
         assert_eq!(llseg, ll.bytes);
         assert!(ll_listed.segments.iter().any(|s| Arc::ptr_eq(s, ll)));
         compared += 1;

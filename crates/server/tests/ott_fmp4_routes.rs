@@ -3,10 +3,10 @@
 //! packages fMP4, and catch-up MPDs and fMP4 playlists go by the fMP4 archive ranges,
 //! answered in-process against a mesh snapshot given as plain values.
 
-mod ott_fixture;
+mod harness;
 
 use axum::http::{header, StatusCode};
-use ott_fixture::{member, node, node_view, now_ms, rung, segment, tracks};
+use harness::ott_node::{member, node, node_view, now_ms, rung, segment, tracks};
 use server::AppState;
 
 struct Cluster {
@@ -67,7 +67,7 @@ fn cluster() -> Cluster {
 
 /// GET `uri`: (status, Location or "").
 async fn call(state: &AppState, uri: &str) -> (StatusCode, String) {
-    let (status, headers, _) = ott_fixture::call(state, uri, &[]).await;
+    let (status, headers, _) = harness::ott_node::call(state, uri, &[]).await;
     let location = headers
         .get(header::LOCATION)
         .map(|v| v.to_str().unwrap().to_owned())

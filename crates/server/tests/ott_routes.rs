@@ -2,12 +2,12 @@
 //! mesh snapshot given as plain values (OTT-PROT-1..3, OTT-PLAY-1, OTT-ADDR-3/4,
 //! OTT-GRP-3, OTT-OVL-1..2, OTT-OPS-1/2).
 
-mod ott_fixture;
+mod harness;
 
 use std::sync::Arc;
 
 use axum::http::{header, StatusCode};
-use ott_fixture::{call, member, node, node_view, now_ms, rung, segment, tracks, SECRET};
+use harness::ott_node::{call, member, node, node_view, now_ms, rung, segment, tracks, SECRET};
 use server::redundancy::MeshView;
 use server::AppState;
 

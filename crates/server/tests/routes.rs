@@ -1,77 +1,34 @@
 //! The router answered in-process (no socket): playlists, segments with HEAD and
 //! Range, the relay, errors as JSON with their codes, CORS, metrics, the admin token.
 
+mod harness;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
-use bytes::Bytes;
+use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::metrics::Metrics;
-use server::{router, AppState, NodeIdentity};
+use server::channel::Channel;
+use server::{router, AppState};
 use tower::ServiceExt;
 
-fn segment(msn: u64) -> LiveSegment {
-    let mut data = vec![0x47u8; 188 * 10];
-    data[1..9].copy_from_slice(&msn.to_be_bytes());
-    LiveSegment {
-        msn,
-        discontinuity_seq: 0,
-        discontinuous: false,
-        duration_ticks: 180_000,
-        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
-        data: Bytes::from(data),
-    }
-}
+use harness::{add_stream, node, request, segment, tracks, Answer};
 
-fn tracks() -> TrackSummary {
-    TrackSummary {
-        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
-        resolution: Some((640, 360)),
-        frame_rate_milli: Some(25_000),
-    }
-}
-
-fn node(segments: std::ops::Range<u64>) -> (AppState, Arc<Channel>) {
-    let identity = NodeIdentity {
-        name: "t".into(),
-        hostname: None,
-    };
-    let state = AppState::new(identity, Metrics::new(), None);
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
-    for msn in segments {
-        channel.push(segment(msn), tracks());
-    }
-    state.add_stream(Arc::clone(&channel), None);
+fn node_with(segments: std::ops::Range<u64>) -> (AppState, Arc<Channel>) {
+    let state = node(None);
+    let channel = add_stream(&state, segments);
     (state, channel)
-}
-
-async fn call(
-    state: &AppState,
-    method: Method,
-    uri: &str,
-    headers: &[(&str, &str)],
-) -> (StatusCode, HeaderMap, Bytes) {
-    let mut request = Request::builder().method(method).uri(uri);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let response = router(state.clone())
-        .oneshot(request.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, body)
 }
 
 #[tokio::test]
 async fn live_playlists_parse_back_and_list_the_window() {
-    let (state, _) = node(10..17);
-    let (status, headers, body) = call(&state, Method::GET, "/s/mono.m3u8", &[]).await;
+    let (state, _) = node_with(10..17);
+    let Answer {
+        status,
+        headers,
+        body,
+    } = request(&state, Method::GET, "/s/mono.m3u8", &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         headers[header::CONTENT_TYPE],
@@ -103,7 +60,7 @@ async fn live_playlists_parse_back_and_list_the_window() {
         ]
     );
 
-    let (status, _, body) = call(&state, Method::GET, "/s/index.m3u8", &[]).await;
+    let Answer { status, body, .. } = request(&state, Method::GET, "/s/index.m3u8", &[]).await;
     assert_eq!(status, StatusCode::OK);
     let m3u8_rs::Playlist::MasterPlaylist(master) = m3u8_rs::parse_playlist_res(&body).unwrap()
     else {
@@ -117,8 +74,12 @@ async fn live_playlists_parse_back_and_list_the_window() {
 
 #[tokio::test]
 async fn segments_support_head_and_ranges() {
-    let (state, _) = node(0..3);
-    let (status, headers, body) = call(&state, Method::GET, "/s/seg-2.ts", &[]).await;
+    let (state, _) = node_with(0..3);
+    let Answer {
+        status,
+        headers,
+        body,
+    } = request(&state, Method::GET, "/s/seg-2.ts", &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[header::CONTENT_TYPE], "video/mp2t");
     assert_eq!(
@@ -128,12 +89,20 @@ async fn segments_support_head_and_ranges() {
     assert_eq!(body.len(), 1880);
     assert_eq!(&body[1..9], &2u64.to_be_bytes());
 
-    let (status, headers, body) = call(&state, Method::HEAD, "/s/seg-2.ts", &[]).await;
+    let Answer {
+        status,
+        headers,
+        body,
+    } = request(&state, Method::HEAD, "/s/seg-2.ts", &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[header::CONTENT_LENGTH], "1880");
     assert!(body.is_empty());
 
-    let (status, headers, body) = call(
+    let Answer {
+        status,
+        headers,
+        body,
+    } = request(
         &state,
         Method::GET,
         "/s/seg-2.ts",
@@ -144,7 +113,9 @@ async fn segments_support_head_and_ranges() {
     assert_eq!(headers[header::CONTENT_RANGE], "bytes 188-375/1880");
     assert_eq!(body.len(), 188);
 
-    let (status, headers, _) = call(
+    let Answer {
+        status, headers, ..
+    } = request(
         &state,
         Method::GET,
         "/s/seg-2.ts",
@@ -157,7 +128,7 @@ async fn segments_support_head_and_ranges() {
 
 #[tokio::test]
 async fn errors_are_json_with_their_codes() {
-    let (state, _) = node(0..3);
+    let (state, _) = node_with(0..3);
     let cases = [
         ("/nope/mono.m3u8", StatusCode::NOT_FOUND, 104_005),
         ("/s/seg-99.ts", StatusCode::NOT_FOUND, 108_002),
@@ -169,7 +140,11 @@ async fn errors_are_json_with_their_codes() {
         ("/s/ll.m3u8", StatusCode::NOT_FOUND, 108_001),
     ];
     for (uri, expected_status, expected_code) in cases {
-        let (status, headers, body) = call(&state, Method::GET, uri, &[]).await;
+        let Answer {
+            status,
+            headers,
+            body,
+        } = request(&state, Method::GET, uri, &[]).await;
         assert_eq!(status, expected_status, "{uri}");
         assert_eq!(headers[header::CONTENT_TYPE], "application/json", "{uri}");
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -182,7 +157,11 @@ async fn errors_are_json_with_their_codes() {
     // A stream with no segment yet: the meeting has not started, retry later.
     let empty = Arc::new(Channel::new("later", 5, server::render::renderer(2000)));
     state.add_stream(empty, None);
-    let (status, headers, body) = call(&state, Method::GET, "/later/index.m3u8", &[]).await;
+    let Answer {
+        status,
+        headers,
+        body,
+    } = request(&state, Method::GET, "/later/index.m3u8", &[]).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(headers[header::RETRY_AFTER], "2");
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -191,8 +170,10 @@ async fn errors_are_json_with_their_codes() {
 
 #[tokio::test]
 async fn preflight_and_metrics() {
-    let (state, _) = node(0..3);
-    let (status, headers, _) = call(
+    let (state, _) = node_with(0..3);
+    let Answer {
+        status, headers, ..
+    } = request(
         &state,
         Method::OPTIONS,
         "/s/mono.m3u8",
@@ -205,8 +186,8 @@ async fn preflight_and_metrics() {
         .to_str()
         .unwrap()
         .contains("Range"));
-    call(&state, Method::GET, "/s/seg-1.ts", &[]).await;
-    let (status, _, body) = call(&state, Method::GET, "/metrics", &[]).await;
+    request(&state, Method::GET, "/s/seg-1.ts", &[]).await;
+    let Answer { status, body, .. } = request(&state, Method::GET, "/metrics", &[]).await;
     assert_eq!(status, StatusCode::OK);
     let text = std::str::from_utf8(&body).unwrap();
     assert!(
@@ -217,16 +198,12 @@ async fn preflight_and_metrics() {
 
 #[tokio::test]
 async fn the_admin_api_needs_the_token_when_one_is_set() {
-    let identity = NodeIdentity {
-        name: "t".into(),
-        hostname: None,
-    };
-    let state = AppState::new(identity, Metrics::new(), Some("tok".into()));
-    let (status, _, body) = call(&state, Method::GET, "/api/streams", &[]).await;
+    let state = node(Some("tok"));
+    let Answer { status, body, .. } = request(&state, Method::GET, "/api/streams", &[]).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(json["code"], 108_004);
-    let (status, _, _) = call(
+    let Answer { status, .. } = request(
         &state,
         Method::GET,
         "/api/streams",
@@ -234,7 +211,7 @@ async fn the_admin_api_needs_the_token_when_one_is_set() {
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _, body) = call(
+    let Answer { status, body, .. } = request(
         &state,
         Method::GET,
         "/api/node",
@@ -248,7 +225,7 @@ async fn the_admin_api_needs_the_token_when_one_is_set() {
 
 #[tokio::test]
 async fn the_relay_streams_from_the_asked_segment_then_follows_live() {
-    let (state, channel) = node(0..3);
+    let (state, channel) = node_with(0..3);
     let response = router(state.clone())
         .oneshot(Request::get("/s/mpegts?msn=1").body(Body::empty()).unwrap())
         .await

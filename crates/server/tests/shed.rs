@@ -3,99 +3,25 @@
 //! at a forced overload level (SHED-2) with the back-pressure answer (SHED-3), and the
 //! metrics.
 
+mod harness;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, Method, StatusCode};
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::metrics::Metrics;
 use server::shed::{member_id, ShedSettings, Shedder};
-use server::{router, AppState, NodeIdentity};
+use server::AppState;
 use shed::{BackPressure, Bucket, OverloadLevel, Priority, RouteKind, RouteRule};
-use tower::ServiceExt;
 
-const TV_UA: &str = "Mozilla/5.0 (SMART-TV; Linux; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) 85.0.4183.93/6.0 TV Safari/537.36";
-const CHROME_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
-
-fn segment(msn: u64) -> LiveSegment {
-    LiveSegment {
-        msn,
-        discontinuity_seq: 0,
-        discontinuous: false,
-        duration_ticks: 180_000,
-        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
-        data: Bytes::from(vec![0x47u8; 188 * 4]),
-    }
-}
+use harness::{add_stream, get_with, node_shedding, send, Answer, CHROME_UA, SEGMENT_BYTES, TV_UA};
 
 fn node_with(settings: &ShedSettings, token: Option<&str>) -> AppState {
-    let identity = NodeIdentity {
-        name: "t".into(),
-        hostname: None,
-    };
-    let shedder = Arc::new(Shedder::new(settings).expect("valid settings"));
-    let state = AppState::with_shedder(identity, Metrics::new(), token.map(Into::into), shedder);
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
-    let tracks = TrackSummary {
-        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
-        resolution: Some((640, 360)),
-        frame_rate_milli: Some(25_000),
-    };
-    for msn in 10..13 {
-        channel.push(segment(msn), tracks.clone());
-    }
-    state.add_stream(channel, None);
+    let state = node_shedding(settings, token);
+    add_stream(&state, 10..13);
     state
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Answer {
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).expect("json body")
-    }
-}
-
-async fn send(
-    state: &AppState,
-    method: Method,
-    uri: &str,
-    headers: &[(&str, &str)],
-    body: Body,
-) -> Answer {
-    let mut request = Request::builder().method(method).uri(uri);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let response = router(state.clone())
-        .oneshot(request.body(body).expect("request"))
-        .await
-        .expect("infallible");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
-
-async fn get(state: &AppState, uri: &str, headers: &[(&str, &str)]) -> Answer {
-    send(state, Method::GET, uri, headers, Body::empty()).await
 }
 
 /// A telemetry beacon (NON_CRITICAL): `POST /telemetry`, answered 204 when admitted.
@@ -165,15 +91,17 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
     let (retries, _) = assert_shed_answer(&first);
     assert_eq!(retries, 0, "NON_CRITICAL gets no retries");
     assert_shed_answer(&beacon(&state, &alice_tv_ua).await);
-    assert_shed_answer(&get(&state, "/", &alice_tv_ua).await);
+    assert_shed_answer(&get_with(&state, "/", &alice_tv_ua).await);
 
     // Her live segment and playlist (CRITICAL, above the range) still pass.
     assert_eq!(
-        get(&state, "/s/seg-11.ts", &alice_tv_header).await.status,
+        get_with(&state, "/s/seg-11.ts", &alice_tv_header)
+            .await
+            .status,
         StatusCode::OK
     );
     assert_eq!(
-        get(&state, "/s/mono.m3u8", &alice_tv_ua).await.status,
+        get_with(&state, "/s/mono.m3u8", &alice_tv_ua).await.status,
         StatusCode::OK
     );
     // Another member on a TV, alice on a browser, an anonymous TV: not selected (the
@@ -186,12 +114,12 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
         StatusCode::NO_CONTENT
     );
     assert_eq!(
-        get(&state, "/", &[("user-agent", TV_UA)]).await.status,
+        get_with(&state, "/", &[("user-agent", TV_UA)]).await.status,
         StatusCode::TEMPORARY_REDIRECT
     );
 
     // Every injection is counted, on the rule and per bucket.
-    let list = get(
+    let list = get_with(
         &state,
         "/api/fault-rules",
         &[("authorization", "Bearer tok")],
@@ -233,7 +161,7 @@ async fn fit_rule_expires_after_its_duration() {
     assert_shed_answer(&beacon(&state, &[]).await);
 
     tokio::time::advance(Duration::from_secs(4)).await;
-    let list = get(
+    let list = get_with(
         &state,
         "/api/fault-rules",
         &[("authorization", "Bearer tok")],
@@ -247,7 +175,7 @@ async fn fit_rule_expires_after_its_duration() {
 
     tokio::time::advance(Duration::from_secs(6)).await;
     assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
-    let list = get(
+    let list = get_with(
         &state,
         "/api/fault-rules",
         &[("authorization", "Bearer tok")],
@@ -273,7 +201,7 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
     )
     .await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
-    let anonymous = get(
+    let anonymous = get_with(
         &state,
         "/api/fault-rules",
         &[("authorization", "Bearer nope")],
@@ -376,7 +304,7 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     let state = node_with(&settings, None);
     let browser = [("x-brdyun-device", "browser")];
     assert_eq!(
-        get(&state, "/", &browser).await.status,
+        get_with(&state, "/", &browser).await.status,
         StatusCode::TEMPORARY_REDIRECT
     );
 
@@ -384,7 +312,7 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     state.shedder().force_level(Some(OverloadLevel::new(0.9)));
     let telemetry = beacon(&state, &browser).await;
     let (nc_retries, nc_wait) = assert_shed_answer(&telemetry);
-    let degraded = get(&state, "/", &browser).await;
+    let degraded = get_with(&state, "/", &browser).await;
     let (dg_retries, dg_wait) = assert_shed_answer(&degraded);
     assert!(
         dg_retries >= nc_retries && dg_wait <= nc_wait,
@@ -392,15 +320,15 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     );
     assert_eq!(nc_retries, 0);
     // CRITICAL: a viewer's segments and playlists, and starting a playback, pass.
-    let seg = get(&state, "/s/seg-12.ts", &browser).await;
+    let seg = get_with(&state, "/s/seg-12.ts", &browser).await;
     assert_eq!(seg.status, StatusCode::OK);
-    assert_eq!(seg.body.len(), 188 * 4);
+    assert_eq!(seg.body.len(), SEGMENT_BYTES);
     assert_eq!(
-        get(&state, "/s/mono.m3u8", &browser).await.status,
+        get_with(&state, "/s/mono.m3u8", &browser).await.status,
         StatusCode::OK
     );
     assert_eq!(
-        get(&state, "/s/index.m3u8", &browser).await.status,
+        get_with(&state, "/s/index.m3u8", &browser).await.status,
         StatusCode::OK
     );
 
@@ -419,7 +347,7 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     );
 
     // Metrics show the counts, the level and the threshold.
-    let metrics = get(&state, "/metrics", &browser).await;
+    let metrics = get_with(&state, "/metrics", &browser).await;
     assert_eq!(metrics.status, StatusCode::OK);
     let text = std::str::from_utf8(&metrics.body).expect("utf-8");
     for line in [
@@ -536,7 +464,7 @@ async fn disabled_shedding_passes_everything() {
     state.shedder().force_level(Some(OverloadLevel::FULL));
     assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
     assert_eq!(
-        get(&state, "/", &[]).await.status,
+        get_with(&state, "/", &[]).await.status,
         StatusCode::TEMPORARY_REDIRECT
     );
 }
@@ -603,23 +531,29 @@ async fn a_rule_over_every_priority_never_sheds_operator_control() {
     let id = added.json()["id"].as_u64().expect("rule id");
     let auth = [("authorization", "Bearer tok")];
     for viewer in ["/s/seg-11.ts", "/s/mono.m3u8", "/s/index.m3u8", "/player"] {
-        assert_shed_answer(&get(&state, viewer, &[]).await);
+        assert_shed_answer(&get_with(&state, viewer, &[]).await);
     }
-    assert_shed_answer(&get(&state, "/api/streams", &auth).await);
+    assert_shed_answer(&get_with(&state, "/api/streams", &auth).await);
     assert_shed_answer(&beacon(&state, &[]).await);
 
     assert_eq!(
-        get(&state, "/api/fault-rules", &auth).await.status,
+        get_with(&state, "/api/fault-rules", &auth).await.status,
         StatusCode::OK
     );
     assert_eq!(
-        get(&state, "/api/experiments", &auth).await.status,
+        get_with(&state, "/api/experiments", &auth).await.status,
         StatusCode::OK
     );
-    assert_eq!(get(&state, "/metrics", &[]).await.status, StatusCode::OK);
-    assert_eq!(get(&state, "/backups", &[]).await.status, StatusCode::OK);
     assert_eq!(
-        get(&state, "/experiments", &[]).await.status,
+        get_with(&state, "/metrics", &[]).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get_with(&state, "/backups", &[]).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get_with(&state, "/experiments", &[]).await.status,
         StatusCode::OK
     );
     let paused = send(
@@ -651,7 +585,7 @@ async fn a_rule_over_every_priority_never_sheds_operator_control() {
     .await;
     assert_eq!(removed.status, StatusCode::OK);
     assert_eq!(
-        get(&state, "/s/seg-11.ts", &[]).await.status,
+        get_with(&state, "/s/seg-11.ts", &[]).await.status,
         StatusCode::OK
     );
     assert_eq!(state.shedder().counts(Bucket::Critical).injected, 4);
@@ -677,17 +611,17 @@ async fn catch_up_and_status_count_as_degraded_on_a_stock_node() {
         "/api/node",
     ];
     for path in degraded {
-        get(&state, path, &[]).await;
+        get_with(&state, path, &[]).await;
     }
     for path in ["/s/index.m3u8", "/s/mono.m3u8", "/s/seg-11.ts"] {
-        let _ = get(&state, path, &[]).await;
+        let _ = get_with(&state, path, &[]).await;
     }
     beacon(&state, &[]).await;
     assert_eq!(
         state.shedder().counts(Bucket::Degraded).admitted,
         degraded.len() as u64
     );
-    let metrics = get(&state, "/metrics", &[]).await;
+    let metrics = get_with(&state, "/metrics", &[]).await;
     let text = String::from_utf8_lossy(&metrics.body);
     assert!(
         text.contains(&format!(

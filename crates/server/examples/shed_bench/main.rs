@@ -40,7 +40,7 @@
 //!
 //! Run: `cargo run -p server --release --example shed_bench` (optional arguments:
 //! segment size in KiB, default 256; `beacons` or `assets` for one mix; a run name,
-//! e.g. `"cut + pause + lane"`, for the runs containing it).
+//! e.g. `"cut + pause + lane"`, for the runs containing it; several joined by `|`).
 //! `SHED_BENCH_CONNECTIONS` sets the overload runs' connection count (default 400).
 //! With `SHED_BENCH_TRACE=1` every 100-ms sample of the level, busy share and queueing
 //! delay is printed.
@@ -71,9 +71,13 @@ const CUT_TIGHT: &str = "cut + pause + lane, 15 ms wait";
 /// so its p99 is the 88th slowest answer.
 const PROBE_CONNECTIONS: usize = 16;
 
-/// The run with the node's default settings (the cut, the pause, the lane at nice −10
-/// with one thread per core the node may use: one here), its CPU read from its core.
-const DEFAULTS: &str = "defaults (cut + pause + nice lane)";
+/// The run with the node's default settings (the cut, the pause, the real-time lane
+/// with one thread per core the node may use but one: one here), its CPU read from
+/// its core.
+const DEFAULTS: &str = "defaults (cut + pause + lane)";
+
+/// The defaults with the lane at nice −10 instead of `SCHED_FIFO`.
+const DEFAULTS_NICE: &str = "defaults, lane at nice -10";
 
 /// The overload run with the deployed settings but the level held at 0.
 const LANE_NOTHING_SHED: &str = "pause + lane, nothing shed";
@@ -352,6 +356,13 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
     for (source, settings) in [
         ("no shedding", off.clone()),
         (DEFAULTS, defaults.clone()),
+        (
+            DEFAULTS_NICE,
+            ShedSettings {
+                priority_lane: LanePriority::Nice,
+                ..defaults.clone()
+            },
+        ),
         ("pressure", pressure.clone()),
         ("feedback", controlled.clone()),
         ("cut", cut.clone()),
@@ -364,7 +375,7 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         // shape and the lane cost the node when nothing is shed.
         (LANE_NOTHING_SHED, deployed.clone()),
     ] {
-        if !source.contains(runs) {
+        if !runs.split('|').any(|run| source.contains(run)) {
             continue;
         }
         let plan = overload_plan(mix);

@@ -1,7 +1,5 @@
-//! What the OTT route tests share: a node `a` serving stream `s` in group `g`, a mesh
-//! snapshot given as plain values, and in-process calls from a public viewer.
-
-#![allow(dead_code)]
+//! What the OTT route tests add to the harness: node `a` serving stream `s` in group
+//! `g`, a mesh snapshot given as plain values, and calls from a public viewer.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,13 +7,11 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use bytes::Bytes;
-use http_body_util::BodyExt;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::metrics::Metrics;
+use server::channel::Channel;
 use server::redundancy::{Membership, MeshView, Redundancy, RedundancySettings};
-use server::{router, AppState, NodeIdentity};
-use tower::ServiceExt;
+use server::AppState;
+
+pub use super::{segment, tracks};
 
 /// The viewer's connection: a public address.
 pub const VIEWER: &str = "203.0.113.9:50000";
@@ -25,27 +21,6 @@ pub const SECRET: &[u8] = b"view key of the test domain";
 /// Now, Unix ms.
 pub fn now_ms() -> i64 {
     server::clock::unix_ms()
-}
-
-/// A 2-s segment (no timeline marker).
-pub fn segment(msn: u64) -> LiveSegment {
-    LiveSegment {
-        msn,
-        discontinuity_seq: 0,
-        discontinuous: false,
-        duration_ticks: 180_000,
-        program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
-        data: Bytes::from(vec![0x47u8; 188 * 10]),
-    }
-}
-
-/// H.264 + AAC, 640×360 at 25 fps.
-pub fn tracks() -> TrackSummary {
-    TrackSummary {
-        codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
-        resolution: Some((640, 360)),
-        frame_rate_milli: Some(25_000),
-    }
 }
 
 /// A node of the domain with one public address.
@@ -114,14 +89,7 @@ pub struct Node {
 
 /// A fresh node `a`.
 pub fn node() -> Node {
-    let state = AppState::new(
-        NodeIdentity {
-            name: "a".into(),
-            hostname: None,
-        },
-        Metrics::new(),
-        None,
-    );
+    let state = AppState::new(super::identity("a"), server::metrics::Metrics::new(), None);
     let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
     for msn in 10..15 {
         channel.push(segment(msn), tracks());
@@ -163,12 +131,10 @@ pub async fn call(
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
-    let mut request = request.body(Body::empty()).unwrap();
-    let peer: SocketAddr = VIEWER.parse().unwrap();
+    let mut request = request.body(Body::empty()).expect("a valid request");
+    let peer: SocketAddr = VIEWER.parse().expect("an address");
     request.extensions_mut().insert(ConnectInfo(peer));
-    let response = router(state.clone()).oneshot(request).await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, String::from_utf8_lossy(&body).into_owned())
+    let a = super::answer(state, request).await;
+    let text = String::from_utf8_lossy(&a.body).into_owned();
+    (a.status, a.headers, text)
 }
