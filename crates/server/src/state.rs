@@ -88,6 +88,12 @@ impl AppState {
         &self.inner.shedder
     }
 
+    /// The node's wall clock (its shedder's, which dates the experiments' records):
+    /// every route that dates an answer reads it.
+    pub fn clock(&self) -> &crate::clock::Clock {
+        self.inner.shedder.clock()
+    }
+
     /// This node's identity.
     pub fn node(&self) -> &NodeIdentity {
         &self.inner.node

@@ -13,7 +13,8 @@ use server::channel::Channel;
 use server::{router, AppState};
 use tower::ServiceExt;
 
-use harness::{add_stream, node, request, segment, tracks, Answer};
+use harness::{add_stream, get, node, node_at, request, segment, tracks, Answer};
+use server::clock::Clock;
 
 fn node_with(segments: std::ops::Range<u64>) -> (AppState, Arc<Channel>) {
     let state = node(None);
@@ -250,4 +251,31 @@ async fn the_relay_streams_from_the_asked_segment_then_follows_live() {
         .map(|c| u64::from_be_bytes(c[1..9].try_into().unwrap()))
         .collect();
     assert_eq!(numbers, [1, 2, 3]);
+}
+
+/// The routes date their answers by the node's clock: a manual clock moves `/api/time`
+/// and the live window's age in the stream status, and nothing else does.
+#[tokio::test]
+async fn answers_are_dated_by_the_nodes_clock() {
+    // Segment 12 of `segment` ends at 1_700_000_000_000 + 13 × 2000 ms.
+    let end_ms = 1_700_000_026_000;
+    let clock = Clock::manual(end_ms + 1_000);
+    let state = node_at(clock.clone());
+    add_stream(&state, 10..13);
+    let time = get(&state, "/api/time").await;
+    assert_eq!(time.status, StatusCode::OK);
+    assert_eq!(time.text(), "2023-11-14T22:13:47.000Z");
+    assert_eq!(
+        get(&state, "/api/streams/s").await.json()["live_window_age_ms"],
+        1_000
+    );
+    assert!(clock.advance(2_500));
+    assert_eq!(
+        get(&state, "/api/time").await.text(),
+        "2023-11-14T22:13:49.500Z"
+    );
+    assert_eq!(
+        get(&state, "/api/streams/s").await.json()["live_window_age_ms"],
+        3_500
+    );
 }

@@ -24,7 +24,6 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::Admin;
-use crate::clock::unix_ms_u64;
 use crate::state::AppState;
 
 static EXPERIMENTS_HTML: &str = include_str!("../../assets/experiments.html");
@@ -124,7 +123,7 @@ pub async fn status(
     let mut body = state
         .shedder()
         .experiments()
-        .status_json(unix_ms_u64(), history);
+        .status_json(state.clock().unix_ms_u64(), history);
     if let serde_json::Value::Object(map) = &mut body {
         map.insert("node".to_string(), json!(state.node().name));
     }
@@ -144,7 +143,11 @@ pub async fn upsert(State(state): State<AppState>, _admin: Admin, body: Bytes) -
         Err(e) => return ExperimentsApiError::from(e).into_response(),
     };
     let id = def.id.clone();
-    match state.shedder().experiments().upsert(def, unix_ms_u64()) {
+    match state
+        .shedder()
+        .experiments()
+        .upsert(def, state.clock().unix_ms_u64())
+    {
         Ok(replaced) => {
             tracing::info!(experiment = %id, replaced, "experiment definition set");
             let status = if replaced {
@@ -164,7 +167,11 @@ pub async fn remove(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Response {
-    match state.shedder().experiments().remove(&id, unix_ms_u64()) {
+    match state
+        .shedder()
+        .experiments()
+        .remove(&id, state.clock().unix_ms_u64())
+    {
         Ok(()) => {
             tracing::info!(experiment = %id, "experiment definition removed");
             Json(json!({ "id": id })).into_response()
@@ -179,7 +186,11 @@ pub async fn start(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Response {
-    match state.shedder().experiments().start_now(&id, unix_ms_u64()) {
+    match state
+        .shedder()
+        .experiments()
+        .start_now(&id, state.clock().unix_ms_u64())
+    {
         Ok(ExperimentEvent::Started { run, ends_at_ms }) => {
             Json(json!({ "run": run, "ends_at_ms": ends_at_ms })).into_response()
         }

@@ -121,7 +121,7 @@ pub async fn run(state: crate::state::AppState, shutdown: impl std::future::Futu
             () = &mut shutdown => break,
         }
         let experiments = state.shedder().experiments();
-        experiments.tick(crate::clock::unix_ms_u64());
+        experiments.tick(state.clock().unix_ms_u64());
         let Some(redundancy) = state.redundancy() else {
             continue;
         };

@@ -19,7 +19,6 @@ use serde_json::{json, Value};
 use super::state::McState;
 use super::store::{random_secret, ChangeError};
 use crate::auth::{bearer, constant_time_eq, token_matches};
-use crate::clock::unix_ms;
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -152,7 +151,7 @@ async fn create_inner(
         stream_key: random_secret(),
         host_token: random_secret(),
     };
-    let now = unix_ms();
+    let now = mc.clock().unix_ms();
     let meeting = mc.change(|meetings| meetings.create(id, &request, secrets, now).cloned())?;
     tracing::info!(meeting = %meeting.id, "meeting created");
     Ok(meeting)
@@ -164,7 +163,7 @@ pub async fn list(State(mc): State<McState>, headers: HeaderMap) -> Response {
     if !is_admin(&mc, token) && !is_node(&mc, token) {
         return McApiError::Unauthorized.into_response();
     }
-    let now = unix_ms();
+    let now = mc.clock().unix_ms();
     let meetings: Vec<MeetingView> = mc.meetings().iter().map(|m| view(&mc, m, now)).collect();
     Json(json!({ "meetings": meetings })).into_response()
 }
@@ -192,7 +191,7 @@ pub async fn get_one(
     if owner {
         Json(full(meeting)).into_response()
     } else {
-        Json(view(&mc, meeting, unix_ms())).into_response()
+        Json(view(&mc, meeting, mc.clock().unix_ms())).into_response()
     }
 }
 
@@ -221,7 +220,7 @@ fn change_meeting(
     let id = parse_id(id)?;
     authorize_host(mc, headers, &id)?;
     version_check(mc, headers, true)?;
-    let now = unix_ms();
+    let now = mc.clock().unix_ms();
     let meeting = mc.change(|meetings| meetings.apply(&id, action, now).cloned())?;
     tracing::info!(meeting = %meeting.id, ?action, "meeting changed");
     Ok(meeting)
@@ -315,7 +314,7 @@ pub async fn sync(
             }
         }
     }
-    let now = unix_ms();
+    let now = mc.clock().unix_ms();
     if !mc.viewers().report(node, counts, now) {
         tracing::warn!(node = %node, "viewer report ignored: too many nodes or meetings");
     }

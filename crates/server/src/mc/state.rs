@@ -9,6 +9,7 @@ use meeting::{ClientVersion, Meetings, ViewerCounts};
 use tokio::sync::watch;
 
 use super::store::{self, Store, StoreError};
+use crate::clock::Clock;
 
 /// How the MC's API behaves.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub(crate) struct McShared {
     pub(crate) store: Store,
     pub(crate) viewers: Mutex<ViewerCounts>,
     pub(crate) changes: watch::Sender<Arc<Meetings>>,
+    /// The MC's wall clock: meetings and viewer reports are dated by it.
+    pub(crate) clock: Clock,
 }
 
 /// The MC's shared state: meetings, viewer counts, settings.
@@ -54,8 +57,27 @@ impl McState {
                 store,
                 viewers: Mutex::new(ViewerCounts::new(ttl_ms)),
                 changes,
+                clock: Clock::system(),
             }),
         })
+    }
+
+    /// This state with `clock` as the MC's wall clock (a test's manual clock); only
+    /// before the state is shared.
+    ///
+    /// # Panics
+    /// When a clone of the state exists already.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        Arc::get_mut(&mut self.inner)
+            .expect("the clock is set before the state is shared")
+            .clock = clock;
+        self
+    }
+
+    /// The MC's wall clock.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
     }
 
     /// The meetings, updated after every change (the MC starts and stops meeting

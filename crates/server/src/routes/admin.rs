@@ -11,7 +11,6 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Admin;
-use crate::clock::unix_ms;
 use crate::error::ApiError;
 use crate::state::{AppState, StreamEntry};
 
@@ -30,7 +29,7 @@ pub async fn node(State(state): State<AppState>, _admin: Admin) -> Response {
 
 /// `GET /api/streams`: every stream's status.
 pub async fn streams(State(state): State<AppState>, _admin: Admin) -> Response {
-    let now = unix_ms();
+    let now = state.clock().unix_ms();
     let list: Vec<Value> = state
         .streams()
         .iter()
@@ -46,7 +45,7 @@ pub async fn stream(
     Path(name): Path<String>,
 ) -> Response {
     match state.stream(&name) {
-        Some(entry) => Json(stream_status(&entry, unix_ms())).into_response(),
+        Some(entry) => Json(stream_status(&entry, state.clock().unix_ms())).into_response(),
         None => ApiError::StreamNotFound.into_response(),
     }
 }

@@ -22,7 +22,7 @@ use dvr::index::{Entry, Index};
 use media::hls::PlaylistType;
 
 use crate::channel::Channel;
-use crate::clock::unix_ms;
+use crate::clock::Clock;
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::recorder::Recorder;
@@ -37,7 +37,12 @@ pub fn archive_segment_uri(entry: &Entry) -> String {
 }
 
 /// Answers an archive request for `channel`'s stream.
-pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderMap) -> Response {
+pub async fn serve(
+    channel: &Channel,
+    request: ArchiveRequest,
+    headers: &HeaderMap,
+    clock: &Clock,
+) -> Response {
     let Some(recorder) = channel.archive() else {
         // This stream is not recorded on this node.
         return ApiError::NotFound.into_response();
@@ -60,7 +65,7 @@ pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderM
         ArchiveRequest::FromNow { from_secs } => {
             // An EVENT playlist lists everything since `from`: keep it to a day, like a
             // period, so no request renders a week-long playlist.
-            if from_secs * 1000 < unix_ms() - i64::from(MAX_PERIOD_SECS) * 1000 {
+            if from_secs * 1000 < clock.unix_ms() - i64::from(MAX_PERIOD_SECS) * 1000 {
                 return ApiError::BadRequest.into_response();
             }
             playlist(recorder, |index| {
@@ -71,7 +76,9 @@ pub async fn serve(channel: &Channel, request: ArchiveRequest, headers: &HeaderM
             })
         }
         ArchiveRequest::Timeshift { behind_secs } => {
-            let edge_ms = unix_ms().saturating_sub(i64::from(behind_secs) * 1000);
+            let edge_ms = clock
+                .unix_ms()
+                .saturating_sub(i64::from(behind_secs) * 1000);
             let window = match channel.snapshot().segments.len() {
                 0 => DEFAULT_WINDOW_SEGMENTS,
                 n => n,

@@ -11,7 +11,6 @@ use axum::Json;
 use serde_json::json;
 
 use crate::auth::Admin;
-use crate::clock::unix_ms;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -26,7 +25,7 @@ pub async fn page() -> Response {
 pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
     let node = state.node().name.clone();
     let mut body = match state.redundancy() {
-        Some(redundancy) => redundancy.report_json(&node, unix_ms()),
+        Some(redundancy) => redundancy.report_json(&node, state.clock().unix_ms()),
         None => json!({ "node": node, "mesh": "off", "groups": [], "nodes": [] }),
     };
     let paused: Vec<String> = state

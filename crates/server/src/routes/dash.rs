@@ -6,10 +6,12 @@
 //! discontinuity sequence, anchored like EXT-X-PROGRAM-DATE-TIME, `$Number$` = MSN,
 //! `SegmentTimeline` on the TS timeline, one adaptation set per track.
 
+use axum::extract::State;
 use axum::response::Response;
 use bytes::Bytes;
 
 use crate::http_util::{self, Cache};
+use crate::state::AppState;
 
 /// Content type of MPDs.
 pub const DASH_MPD: &str = "application/dash+xml";
@@ -25,9 +27,9 @@ pub fn mpd_response(cache: Cache, body: Bytes) -> Response {
 /// `GET /api/time`: the node's clock as ISO 8601 with milliseconds, for DASH
 /// `UTCTiming` (`urn:mpeg:dash:utc:http-iso:2014`). Open even with an admin token:
 /// players call it.
-pub async fn time() -> Response {
+pub async fn time(State(state): State<AppState>) -> Response {
     let mut text = String::with_capacity(32);
     // Writing to a String cannot fail.
-    let _ = media::hls::format_rfc3339_ms(&mut text, crate::clock::unix_ms());
+    let _ = media::hls::format_rfc3339_ms(&mut text, state.clock().unix_ms());
     http_util::ok("text/plain; charset=utf-8", Cache::None, Bytes::from(text))
 }

@@ -80,7 +80,7 @@ pub async fn stream_file(
             Err(_) => ApiError::BadRequest.into_response(),
         },
         StreamFile::Archive(archive) => {
-            crate::routes::archive::serve(&channel, archive, request.headers()).await
+            crate::routes::archive::serve(&channel, archive, request.headers(), state.clock()).await
         }
         StreamFile::LowLatency(file) => {
             crate::routes::llhls::serve(&channel, file, request.uri().query(), request.headers())

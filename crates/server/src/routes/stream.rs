@@ -36,7 +36,7 @@ pub async fn stream_file(
     request: Request,
 ) -> Response {
     if let Some(redundancy) = state.redundancy() {
-        let now = crate::clock::unix_ms();
+        let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
             crate::redundancy::door::check(&state, redundancy, &stream, &file, &request, now)
         {

@@ -20,7 +20,6 @@ use tower::{Layer, Service};
 
 use super::gate::ConnectionGate;
 use super::shedder::{Decision, Shedder};
-use crate::clock::unix_ms_u64;
 use crate::experiments::Observed;
 use crate::url::{Route, Target};
 use shed::member_id;
@@ -218,7 +217,7 @@ where
                     guard.shedder.experiments().critical_answered(
                         o,
                         r.status().is_server_error(),
-                        unix_ms_u64(),
+                        guard.shedder.clock().unix_ms_u64(),
                     );
                 }
                 // Leave the in-flight count now, not when the future is dropped.
@@ -290,9 +289,11 @@ where
                     }
                 }
                 if let (Some(o), Bucket::Critical) = (observed, classified.bucket) {
-                    self.shedder
-                        .experiments()
-                        .critical_answered(o, true, unix_ms_u64());
+                    self.shedder.experiments().critical_answered(
+                        o,
+                        true,
+                        self.shedder.clock().unix_ms_u64(),
+                    );
                 }
                 // Dropping the request here drops its body unread.
                 let response = Some(shed_response(&advice));
@@ -311,7 +312,7 @@ where
                 o,
                 facts.route,
                 request.uri().path(),
-                unix_ms_u64(),
+                self.shedder.clock().unix_ms_u64(),
             );
         }
         let in_flight_at_start = self.shedder.enter();

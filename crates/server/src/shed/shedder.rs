@@ -15,6 +15,7 @@ use shed::{
 use tokio::time::Instant;
 
 use super::settings::{CpuSource, LanePriority, LevelSource, ShedSettings, ShedSettingsError};
+use crate::clock::Clock;
 use crate::experiments::NodeExperiments;
 use crate::metrics::Histogram;
 
@@ -103,6 +104,8 @@ pub struct Shedder {
     pub(crate) cpu_period: Duration,
     pub(crate) tick_period: Duration,
     origin: Instant,
+    /// The node's wall clock (the experiments' records and KPIs are dated by it).
+    clock: Clock,
     in_flight: AtomicU32,
     level_bits: AtomicU64,
     forced_bits: AtomicU64,
@@ -233,6 +236,7 @@ impl Shedder {
             cpu_period: Duration::from_millis(settings.cpu_sample_ms),
             tick_period: Duration::from_millis(settings.tick_ms),
             origin: Instant::now(),
+            clock: Clock::system(),
             in_flight: AtomicU32::new(0),
             level_bits: AtomicU64::new(0f64.to_bits()),
             forced_bits: AtomicU64::new(NOT_FORCED),
@@ -327,6 +331,18 @@ impl Shedder {
     /// Whether the layer sheds at all (`[shedding] enabled`).
     pub fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// This shedder with `clock` as the node's wall clock (a test's manual clock).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Shedder {
+        self.clock = clock;
+        self
+    }
+
+    /// The node's wall clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// Time since this shedder was created: the time axis of fault-rule expiry and of

@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 
 use super::layer::{request_facts, MEMBER_HEADER};
 use super::member_id;
-use crate::clock::unix_ms_u64;
 use crate::experiments::api::ExperimentsApiError;
 use crate::experiments::beacon::{Beacon, MAX_BEACON_BYTES};
 use crate::state::AppState;
@@ -54,7 +53,7 @@ pub async fn beacon(State(state): State<AppState>, headers: HeaderMap, body: Bod
             member,
             device,
             beacon.observation,
-            unix_ms_u64(),
+            state.clock().unix_ms_u64(),
         );
         tracing::trace!(counted, device = device.as_str(), "telemetry beacon");
     }

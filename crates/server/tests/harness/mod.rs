@@ -18,6 +18,7 @@ use http_body_util::BodyExt;
 use media::ts::{DemuxEvent, Demuxer};
 use media::Frame;
 use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::clock::Clock;
 use server::metrics::Metrics;
 use server::recorder::Recorder;
 use server::shed::{ShedSettings, Shedder};
@@ -46,6 +47,17 @@ pub fn node_shedding(settings: &ShedSettings, token: Option<&str>) -> AppState {
         Metrics::new(),
         token.map(Into::into),
         shedder,
+    )
+}
+
+/// [`node`] whose wall clock is `clock` (a [`Clock::manual`] the test moves).
+pub fn node_at(clock: Clock) -> AppState {
+    let shedder = Shedder::new(&ShedSettings::default()).expect("the default settings");
+    AppState::with_shedder(
+        identity("t"),
+        Metrics::new(),
+        None,
+        Arc::new(shedder.with_clock(clock)),
     )
 }
 
