@@ -16,6 +16,7 @@ pub mod connection;
 pub mod edge;
 pub mod error;
 pub mod experiments;
+pub mod extract;
 pub mod fmp4;
 pub mod http_util;
 pub mod ingest_view;

@@ -279,3 +279,32 @@ async fn answers_are_dated_by_the_nodes_clock() {
         3_500
     );
 }
+
+/// A path segment that is not UTF-8 once decoded, or a query an API cannot read, is
+/// refused with a coded JSON body, never the framework's plain text.
+#[tokio::test]
+async fn unreadable_paths_and_queries_answer_with_a_code() {
+    let (state, _) = node_with(0..3);
+    for uri in [
+        "/s/%FF.m3u8",
+        "/%C3%28/index.m3u8",
+        "/api/streams/%FF",
+        "/api/experiments?history=many",
+        "/api/experiments/%FF/start",
+    ] {
+        let method = if uri.ends_with("/start") {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let a = request(&state, method, uri, &[]).await;
+        assert_eq!(a.status, StatusCode::BAD_REQUEST, "{uri}: {:?}", a.body);
+        assert_eq!(a.headers[header::CONTENT_TYPE], "application/json", "{uri}");
+        let code = a.json()["code"].as_u64().unwrap_or(0);
+        assert_eq!(
+            code / 1000,
+            108,
+            "{uri}: a request error of the code table, got {code}"
+        );
+    }
+}

@@ -14,7 +14,7 @@
 //!
 //! Errors are `{"code":N,"message":"..."}` with the codes of [`ExperimentsApiError`].
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::Admin;
+use crate::extract::{CodedPath, CodedQuery};
 use crate::state::AppState;
 
 static EXPERIMENTS_HTML: &str = include_str!("../../assets/experiments.html");
@@ -117,7 +118,7 @@ pub struct StatusQuery {
 pub async fn status(
     State(state): State<AppState>,
     _admin: Admin,
-    Query(query): Query<StatusQuery>,
+    CodedQuery(query): CodedQuery<StatusQuery>,
 ) -> Response {
     let history = query.history.unwrap_or(20).min(200);
     let mut body = state
@@ -165,7 +166,7 @@ pub async fn upsert(State(state): State<AppState>, _admin: Admin, body: Bytes) -
 pub async fn remove(
     State(state): State<AppState>,
     _admin: Admin,
-    Path(id): Path<String>,
+    CodedPath(id): CodedPath<String>,
 ) -> Response {
     match state
         .shedder()
@@ -184,7 +185,7 @@ pub async fn remove(
 pub async fn start(
     State(state): State<AppState>,
     _admin: Admin,
-    Path(id): Path<String>,
+    CodedPath(id): CodedPath<String>,
 ) -> Response {
     match state
         .shedder()

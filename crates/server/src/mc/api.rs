@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use super::state::McState;
 use super::store::{random_secret, ChangeError};
 use crate::auth::{bearer, constant_time_eq, token_matches};
+use crate::extract::{CodedPath, CodedQuery};
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -172,7 +173,7 @@ pub async fn list(State(mc): State<McState>, headers: HeaderMap) -> Response {
 /// token, the whole meeting with its secrets.
 pub async fn get_one(
     State(mc): State<McState>,
-    Path(id): Path<String>,
+    CodedPath(id): CodedPath<String>,
     headers: HeaderMap,
 ) -> Response {
     let id = match parse_id(&id) {
@@ -229,7 +230,7 @@ fn change_meeting(
 /// `POST /api/meetings/{id}/{start|lock|unlock|close}` (host or admin).
 pub async fn action(
     State(mc): State<McState>,
-    Path((id, action)): Path<(String, String)>,
+    CodedPath((id, action)): CodedPath<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
     let action = match action.as_str() {
@@ -255,7 +256,7 @@ struct ViewerLimit {
 /// `{"viewer_limit": null}` for no limit.
 pub async fn set_viewer_limit(
     State(mc): State<McState>,
-    Path(id): Path<String>,
+    CodedPath(id): CodedPath<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -289,7 +290,7 @@ fn is_node(mc: &McState, given: Option<&str>) -> bool {
 pub async fn sync(
     State(mc): State<McState>,
     headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
+    CodedQuery(query): CodedQuery<HashMap<String, String>>,
 ) -> Response {
     let token = bearer(&headers).or(query.get("token").map(String::as_str));
     let allowed = is_node(&mc, token) || (token.is_some() && is_admin(&mc, token));

@@ -5,13 +5,14 @@
 
 use std::sync::atomic::Ordering;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
 use crate::auth::Admin;
 use crate::error::ApiError;
+use crate::extract::CodedPath;
 use crate::state::{AppState, StreamEntry};
 
 /// `GET /api/node`: who this node is.
@@ -42,7 +43,7 @@ pub async fn streams(State(state): State<AppState>, _admin: Admin) -> Response {
 pub async fn stream(
     State(state): State<AppState>,
     _admin: Admin,
-    Path(name): Path<String>,
+    CodedPath(name): CodedPath<String>,
 ) -> Response {
     match state.stream(&name) {
         Some(entry) => Json(stream_status(&entry, state.clock().unix_ms())).into_response(),

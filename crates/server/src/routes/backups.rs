@@ -5,13 +5,14 @@
 //! Like every `/api` call, these need the admin token when the node has one; the page
 //! asks for it once and keeps it in the browser's session storage.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
 use crate::auth::Admin;
 use crate::error::ApiError;
+use crate::extract::CodedPath;
 use crate::state::AppState;
 
 static BACKUPS_HTML: &str = include_str!("../../assets/backups.html");
@@ -52,7 +53,7 @@ fn set_paused(state: &AppState, name: &str, paused: bool) -> Response {
 pub async fn pause(
     State(state): State<AppState>,
     _admin: Admin,
-    Path(name): Path<String>,
+    CodedPath(name): CodedPath<String>,
 ) -> Response {
     set_paused(&state, &name, true)
 }
@@ -61,7 +62,7 @@ pub async fn pause(
 pub async fn resume(
     State(state): State<AppState>,
     _admin: Admin,
-    Path(name): Path<String>,
+    CodedPath(name): CodedPath<String>,
 ) -> Response {
     set_paused(&state, &name, false)
 }

@@ -3,10 +3,11 @@
 
 use std::sync::atomic::Ordering;
 
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
+use crate::extract::CodedPath;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::routes::relay;
 use crate::state::AppState;
@@ -16,7 +17,7 @@ use crate::url::{relay_start, StreamFile, Target};
 /// and query) so the hot path copies nothing from it.
 pub async fn stream_file(
     State(state): State<AppState>,
-    Path((stream, file)): Path<(String, String)>,
+    CodedPath((stream, file)): CodedPath<(String, String)>,
     request: Request,
 ) -> Response {
     let Some(channel) = state.channel(&stream) else {

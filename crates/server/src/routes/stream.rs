@@ -5,12 +5,13 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use meeting::CLIENT_VERSION_HEADER;
 
 use crate::error::ApiError;
+use crate::extract::CodedPath;
 use crate::mc::gate::VIEWER_HEADER;
 use crate::routes::hls;
 use crate::state::AppState;
@@ -32,7 +33,7 @@ fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
 /// domain, logins or an MC, exactly [`hls::stream_file`].
 pub async fn stream_file(
     State(state): State<AppState>,
-    Path((stream, file)): Path<(String, String)>,
+    CodedPath((stream, file)): CodedPath<(String, String)>,
     request: Request,
 ) -> Response {
     if let Some(redundancy) = state.redundancy() {
@@ -58,12 +59,12 @@ pub async fn stream_file(
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::stream_file(State(state), Path((stream, file)), request).await;
+        return hls::stream_file(State(state), CodedPath((stream, file)), request).await;
     };
     let entry = state.stream(&stream);
     if entry.is_some() && !gate.is_managed(&stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::stream_file(State(state), Path((stream, file)), request).await;
+        return hls::stream_file(State(state), CodedPath((stream, file)), request).await;
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
@@ -87,5 +88,5 @@ pub async fn stream_file(
             return ApiError::Meeting(code).into_response();
         }
     }
-    hls::stream_file(State(state), Path((stream, file)), request).await
+    hls::stream_file(State(state), CodedPath((stream, file)), request).await
 }

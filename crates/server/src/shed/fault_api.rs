@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -27,6 +27,7 @@ use shed::fault::MAX_MEMBERS_PER_RULE;
 use shed::{DeviceSet, DeviceType, FaultError, FaultRuleSpec, Priority, RuleId};
 
 use crate::auth::Admin;
+use crate::extract::CodedPath;
 use crate::state::AppState;
 use shed::member_id;
 
@@ -258,7 +259,7 @@ pub async fn list(State(state): State<AppState>, _admin: Admin) -> Response {
 pub async fn remove(
     State(state): State<AppState>,
     _admin: Admin,
-    Path(id): Path<String>,
+    CodedPath(id): CodedPath<String>,
 ) -> Response {
     let Ok(id) = id.parse::<u64>() else {
         return bad("id", "must be a number").into_response();
