@@ -6,7 +6,6 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use ingest::{IngestEvent, IngestSender};
 use media::codec::aac::{AudioSpecificConfig, SAMPLES_PER_FRAME};
-use media::ts::demux::{DemuxEvent, Demuxer};
 use media::{Frame, TrackKind, PTS_MASK};
 
 /// The clip: 9.6 s of 640x360 H.264 (25 fps, a keyframe every second) and 48 kHz AAC.
@@ -27,17 +26,7 @@ impl LoopedClip {
     /// # Errors
     /// The clip has no video keyframe or no frames at all.
     pub fn from_ts(bytes: &[u8]) -> anyhow::Result<Self> {
-        let mut demuxer = Demuxer::new();
-        let mut events = Vec::new();
-        demuxer.push(bytes, &mut events);
-        demuxer.flush(&mut events);
-        let mut frames: Vec<Frame> = events
-            .into_iter()
-            .filter_map(|e| match e {
-                DemuxEvent::Frame(f) => Some(f),
-                _ => None,
-            })
-            .collect();
+        let mut frames: Vec<Frame> = media::ts::demux_frames(bytes);
         let video: Vec<&Frame> = frames
             .iter()
             .filter(|f| f.kind() == TrackKind::Video)

@@ -17,7 +17,7 @@ use media::fmp4::{
     frames_from_ts, package_ts_segment, write_segment, InitConfig, NextDts, PartBuilder,
     ProducerTime, SegmentOptions, TimedFrame,
 };
-use media::ts::{mux, DemuxEvent, Demuxer, PACKET_SIZE};
+use media::ts::{mux, PACKET_SIZE};
 use media::{Frame, Segment, Segmenter, SegmenterConfig, StartPoint, TimelineMarker, CLOCK_HZ};
 
 /// How long each row is measured for.
@@ -166,10 +166,7 @@ fn report(name: &str, row: Row, ts: Row, media_secs: f64) {
 
 /// The clip cut into 2 s segments by the segmenter.
 fn segment(ts: &[u8]) -> Vec<Segment> {
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(ts, &mut events);
-    demuxer.flush(&mut events);
+    let frames = media::ts::demux_frames(ts);
     let mut seg = Segmenter::new(
         SegmenterConfig::default(),
         StartPoint::Fresh {
@@ -178,13 +175,11 @@ fn segment(ts: &[u8]) -> Vec<Segment> {
         },
     );
     let mut out = Vec::new();
-    for e in events {
-        if let DemuxEvent::Frame(f) = e {
-            let now = (f.dts / 90) as i64;
-            out.extend(seg.push(f, now));
-            while let Some(s) = seg.pop_ready() {
-                out.push(s);
-            }
+    for f in frames {
+        let now = (f.dts / 90) as i64;
+        out.extend(seg.push(f, now));
+        while let Some(s) = seg.pop_ready() {
+            out.push(s);
         }
     }
     while let Some(s) = seg.flush() {

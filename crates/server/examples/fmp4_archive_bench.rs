@@ -20,7 +20,6 @@ use axum::http::{Request, StatusCode};
 use bytes::Bytes;
 use dvr::Retention;
 use http_body_util::BodyExt;
-use media::ts::{DemuxEvent, Demuxer};
 use media::{Segmenter, SegmenterConfig, StartPoint};
 use server::channel::{Channel, LiveSegment};
 use server::metrics::Metrics;
@@ -35,10 +34,7 @@ const T0_MS: i64 = 1_714_564_800_000;
 fn clip_segments() -> Vec<Bytes> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/demo-meeting.ts");
     let ts = std::fs::read(path).expect("the demo clip");
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(&ts, &mut events);
-    demuxer.flush(&mut events);
+    let frames = media::ts::demux_frames(&ts);
     let mut segmenter = Segmenter::new(
         SegmenterConfig::default(),
         StartPoint::Fresh {
@@ -47,13 +43,11 @@ fn clip_segments() -> Vec<Bytes> {
         },
     );
     let mut out = Vec::new();
-    for event in events {
-        if let DemuxEvent::Frame(f) = event {
-            let now = T0_MS + (f.dts / 90) as i64;
-            out.extend(segmenter.push(f, now));
-            while let Some(s) = segmenter.pop_ready() {
-                out.push(s);
-            }
+    for f in frames {
+        let now = T0_MS + (f.dts / 90) as i64;
+        out.extend(segmenter.push(f, now));
+        while let Some(s) = segmenter.pop_ready() {
+            out.push(s);
         }
     }
     out.into_iter()

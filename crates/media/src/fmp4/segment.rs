@@ -145,15 +145,7 @@ pub fn write_segment(
 /// The frames of MPEG-TS bytes (a segment brdyun wrote, or any run of them) with
 /// extended timestamps unwrapped around `reference_ts`, in the order the TS holds them.
 pub fn frames_from_ts(ts: &[u8], reference_ts: u64) -> Vec<TimedFrame> {
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(ts, &mut events);
-    demuxer.flush(&mut events);
-    let frames = events.into_iter().filter_map(|e| match e {
-        DemuxEvent::Frame(f) => Some(f),
-        _ => None,
-    });
-    TimedFrame::unwrap_all(frames, reference_ts)
+    TimedFrame::unwrap_all(crate::ts::demux_frames(ts), reference_ts)
 }
 
 /// The extended DTS of the first video and first audio frame of a segment: what the

@@ -127,6 +127,22 @@ struct State {
     stats: DemuxStats,
 }
 
+/// Every frame of a whole MPEG-TS buffer, in order (pushed and flushed at once; the
+/// other events dropped): for a stored segment or a clip read in one piece.
+pub fn demux_frames(ts: &[u8]) -> Vec<Frame> {
+    let mut demuxer = Demuxer::new();
+    let mut events = Vec::new();
+    demuxer.push(ts, &mut events);
+    demuxer.flush(&mut events);
+    events
+        .into_iter()
+        .filter_map(|e| match e {
+            DemuxEvent::Frame(f) => Some(f),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Demuxer {
     /// A demuxer that has seen no bytes.
     pub fn new() -> Self {

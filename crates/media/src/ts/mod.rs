@@ -6,7 +6,7 @@ pub mod packet;
 pub mod pes;
 pub mod psi;
 
-pub use demux::{DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason};
+pub use demux::{demux_frames, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason};
 
 /// Size of one transport stream packet.
 pub const PACKET_SIZE: usize = 188;

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use media::ts::{DemuxEvent, Demuxer};
 use media::{Frame, Segment, Segmenter, SegmenterConfig, StartPoint};
 
 pub const EPOCH_MS: i64 = 1_714_564_800_000;
@@ -20,17 +19,7 @@ pub fn fixture(name: &str) -> Vec<u8> {
 
 /// The fixture's frames, demuxed in one piece.
 pub fn demux(ts: &[u8]) -> Vec<Frame> {
-    let mut d = Demuxer::new();
-    let mut events = Vec::new();
-    d.push(ts, &mut events);
-    d.flush(&mut events);
-    events
-        .into_iter()
-        .filter_map(|e| match e {
-            DemuxEvent::Frame(f) => Some(f),
-            _ => None,
-        })
-        .collect()
+    media::ts::demux_frames(ts)
 }
 
 /// The fixture cut by the segmenter (fresh start, wall clock following the media clock).

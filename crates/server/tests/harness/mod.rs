@@ -15,7 +15,6 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use media::ts::{DemuxEvent, Demuxer};
 use media::Frame;
 use server::channel::{Channel, LiveSegment, TrackSummary};
 use server::clock::Clock;
@@ -114,17 +113,7 @@ pub fn tracks() -> TrackSummary {
 
 /// Every frame of the demo clip, in order.
 pub fn demo_frames() -> Vec<Frame> {
-    let mut demuxer = Demuxer::new();
-    let mut events = Vec::new();
-    demuxer.push(DEMO_CLIP, &mut events);
-    demuxer.flush(&mut events);
-    events
-        .into_iter()
-        .filter_map(|e| match e {
-            DemuxEvent::Frame(f) => Some(f),
-            _ => None,
-        })
-        .collect()
+    media::ts::demux_frames(DEMO_CLIP)
 }
 
 /// Polls `done` until it holds, for at most 10 s, yielding to the runtime between
