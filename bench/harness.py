@@ -149,8 +149,9 @@ def wait_until(what, check, timeout_s, interval_s=0.2):
     raise BenchError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
-def node_config(name, data_dir, streams, window_s, segment_s=None):
-    """TOML text for a node; streams is [(stream name, [input urls])]."""
+def node_config(name, data_dir, streams, window_s, segment_s=None, extra=""):
+    """TOML text for a node; streams is [(stream name, [input urls])]; `extra` is
+    appended as it is (e.g. a `[shedding]` section)."""
     lines = [
         "[node]",
         f'name = "{name}"',
@@ -164,17 +165,19 @@ def node_config(name, data_dir, streams, window_s, segment_s=None):
     for stream, inputs in streams:
         quoted = ", ".join(f'"{url}"' for url in inputs)
         lines += ["[[stream]]", f'name = "{stream}"', f"inputs = [{quoted}]"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + extra
 
 
 class Node:
     """A running `brdyun node` process and its HTTP port."""
 
-    def __init__(self, procs, binary, workdir, name, streams, window_s, segment_s=None):
+    def __init__(self, procs, binary, workdir, name, streams, window_s, segment_s=None, extra=""):
         os.makedirs(workdir, exist_ok=True)
         config_path = os.path.join(workdir, "node.toml")
         with open(config_path, "w", encoding="utf-8") as out:
-            out.write(node_config(name, os.path.join(workdir, "data"), streams, window_s, segment_s))
+            out.write(
+                node_config(name, os.path.join(workdir, "data"), streams, window_s, segment_s, extra)
+            )
         self.log_path = os.path.join(workdir, "node.log")
         self.proc = procs.start(
             [binary, "node", "--config", config_path],

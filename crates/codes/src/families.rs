@@ -135,6 +135,8 @@ family! {
         PartTimedOut => (108_006, 503, "the requested part did not appear in time", "part_timed_out", true),
         /// A field of the body is missing or unusable (`field` names it).
         InvalidField => (108_007, 400, "a field of the request is invalid", "invalid_field", false),
+        /// The path exists but not for this method (the `Allow` header lists those that do).
+        MethodNotAllowed => (108_008, 405, "method not allowed for this resource", "method_not_allowed", false),
     }
 }
 

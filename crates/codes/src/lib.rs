@@ -10,7 +10,7 @@
 //! | 105xxx | [`OttRefusal`]: passes, backup refusals, logins |
 //! | 106xxx | [`ExperimentsError`]: the experiments API and KPI beacons |
 //! | 107xxx | [`FaultRuleError`]: the fault-injection API |
-//! | 108xxx | [`RequestError`]: the request itself (not found, malformed, token, size) |
+//! | 108xxx | [`RequestError`]: the request itself (not found, malformed, token, size, method) |
 //! | 109001 | [`Shed`]: the back-pressure answer |
 //!
 //! Pure: no I/O, no dependency.
@@ -51,7 +51,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 7 + 1);
+        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 8 + 1);
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub enum ApiError {
     BadRequest,
     /// An admin call without the right token.
     Unauthorized,
+    /// A method the path does not take.
+    MethodNotAllowed,
     /// A condition of the meeting code table.
     Meeting(meeting::ErrorCode),
     /// An OTT redundancy answer: a refused pass, a refused backup viewer, or a stream
@@ -62,6 +64,7 @@ impl ApiError {
             ApiError::SegmentGone => Code::Request(RequestError::SegmentGone),
             ApiError::NotFound => Code::Request(RequestError::NotFound),
             ApiError::BadRequest => Code::Request(RequestError::BadRequest),
+            ApiError::MethodNotAllowed => Code::Request(RequestError::MethodNotAllowed),
             ApiError::Unauthorized => Code::Request(RequestError::Unauthorized),
             ApiError::Meeting(code) => Code::Meeting(code),
             ApiError::Ott(refusal) => Code::Ott(refusal),

@@ -1,7 +1,7 @@
 //! Path and query extractors whose rejections answer from the code table: axum's own
 //! answer a plain-text 400 naming the parser's complaint (`Invalid URL: …`,
 //! `Failed to deserialize query string: …`), which is internal text and has no code.
-//! These answer `400` with [`ApiError::BadRequest`] (108001) and log the complaint.
+//! These answer `400` with [`ApiError::BadRequest`] (108003) and log the complaint.
 
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;

@@ -308,3 +308,23 @@ async fn unreadable_paths_and_queries_answer_with_a_code() {
         );
     }
 }
+
+/// A method a path does not take is refused with the code table's 405 and the methods
+/// it does take, on the node's routes and the MC's.
+#[tokio::test]
+async fn a_wrong_method_is_a_coded_405_with_allow() {
+    let (state, _) = node_with(0..3);
+    for (method, uri) in [
+        (Method::POST, "/s/mono.m3u8"),
+        (Method::DELETE, "/api/node"),
+    ] {
+        let a = request(&state, method, uri, &[]).await;
+        assert_eq!(a.status, StatusCode::METHOD_NOT_ALLOWED, "{uri}");
+        assert_eq!(a.json()["code"], 108_008, "{uri}");
+        assert!(
+            a.headers.contains_key(header::ALLOW),
+            "{uri}: {:?}",
+            a.headers
+        );
+    }
+}

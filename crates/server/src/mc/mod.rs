@@ -29,6 +29,7 @@ pub fn router(mc: McState, node: AppState) -> Router {
         .fold(Router::new(), |router, route| {
             router.route(route.pattern(), handler(route))
         })
+        .method_not_allowed_fallback(|| async { crate::error::ApiError::MethodNotAllowed })
         .with_state(mc);
     crate::routes::with_layers(api.merge(crate::routes::routes(node.clone())), &node)
 }

@@ -39,6 +39,7 @@ pub fn routes(state: AppState) -> Router {
             router.route(route.pattern(), handler(route))
         })
         .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
 }
 
