@@ -136,13 +136,15 @@ impl PriorityLane {
         self.shedder.classify(&facts).bucket == Bucket::Critical
     }
 
-    /// Moves an accepted connection (nothing read yet) to the next lane thread.
+    /// Moves an accepted connection (nothing read yet) to the next lane thread. It is
+    /// counted before it is sent, so the count never lags an answer the lane gave.
     pub fn hand_over(&self, stream: TcpStream, peer: SocketAddr) {
         let turn = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
         match stream.into_std() {
             Ok(stream) => {
-                if self.senders[turn].send((stream, peer)).is_ok() {
-                    self.shedder.count_laned();
+                self.shedder.count_laned();
+                if self.senders[turn].send((stream, peer)).is_err() {
+                    tracing::debug!(%peer, "the lane has stopped; connection dropped");
                 }
             }
             Err(error) => tracing::debug!(%peer, %error, "connection lost on its way to the lane"),
