@@ -593,7 +593,7 @@ mod tests {
         let shedding = &config.shedding;
         assert_eq!(*shedding, server::shed::ShedSettings::default());
         assert_eq!(shedding.level_source, server::shed::LevelSource::Cut);
-        assert_eq!(shedding.priority_lane, server::shed::LanePriority::Realtime);
+        assert_eq!(shedding.priority_lane, server::shed::LanePriority::Nice);
         server::shed::Shedder::new(shedding).expect("a node builds its shedder from it");
     }
 

@@ -173,8 +173,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
 
     let app = server::router(state.clone());
     // Connections opening with a CRITICAL request get a thread above the others
-    // (`[shedding] priority_lane`, `lane_threads`; SCHED_FIFO, one per core but one, by
-    // default).
+    // (`[shedding] priority_lane`, `lane_threads`; nice −10, one per core by default).
     let lane = server::lane::PriorityLane::start(
         app.clone(),
         std::sync::Arc::clone(state.shedder()),

@@ -71,13 +71,12 @@ const CUT_TIGHT: &str = "cut + pause + lane, 15 ms wait";
 /// so its p99 is the 88th slowest answer.
 const PROBE_CONNECTIONS: usize = 16;
 
-/// The run with the node's default settings (the cut, the pause, the real-time lane
-/// with one thread per core the node may use but one: one here), its CPU read from
-/// its core.
-const DEFAULTS: &str = "defaults (cut + pause + lane)";
+/// The run with the node's default settings (the cut, the pause, the lane at nice −10
+/// with one thread per core the node may use: one here), its CPU read from its core.
+const DEFAULTS: &str = "defaults (cut + pause + nice lane)";
 
-/// The defaults with the lane at nice −10 instead of `SCHED_FIFO`.
-const DEFAULTS_NICE: &str = "defaults, lane at nice -10";
+/// The defaults with the lane under `SCHED_FIFO` instead of at nice −10.
+const DEFAULTS_REALTIME: &str = "defaults, real-time lane";
 
 /// The overload run with the deployed settings but the level held at 0.
 const LANE_NOTHING_SHED: &str = "pause + lane, nothing shed";
@@ -357,9 +356,9 @@ fn bench(mix: Mix, segment_kib: usize, runs: &str) {
         ("no shedding", off.clone()),
         (DEFAULTS, defaults.clone()),
         (
-            DEFAULTS_NICE,
+            DEFAULTS_REALTIME,
             ShedSettings {
-                priority_lane: LanePriority::Nice,
+                priority_lane: LanePriority::Realtime,
                 ..defaults.clone()
             },
         ),

@@ -291,13 +291,10 @@ impl Shedder {
     }
 
     /// How many lane threads serve the priority lane (`[shedding] lane_threads`; 0
-    /// there means one per core this process may use but one, at least one).
+    /// there means one per core this process may use).
     pub fn lane_threads(&self) -> usize {
         match self.lane_threads {
-            0 => std::thread::available_parallelism()
-                .map_or(1, std::num::NonZeroUsize::get)
-                .saturating_sub(1)
-                .max(1),
+            0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             n => n,
         }
     }
