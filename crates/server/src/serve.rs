@@ -154,7 +154,7 @@ pub fn serve_on_threads(
             let _entered = runtime.enter();
             TcpListener::from_std(listener)?
         };
-        let (app, tls, mut shutdown) = (app.clone(), tls.clone(), shutdown.clone());
+        let (app, tls, shutdown) = (app.clone(), tls.clone(), shutdown.clone());
         let lane = lane.clone();
         let shedder = shedder.clone();
         let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
@@ -162,16 +162,9 @@ pub fn serve_on_threads(
             .name(format!("http-{index}"))
             .spawn(move || {
                 if let Some(shedder) = shedder {
-                    let mut shutdown = shutdown.clone();
-                    let stop = async move {
-                        let _ = shutdown.wait_for(|stop| *stop).await;
-                    };
-                    runtime.spawn(shedder.run_serving_probe(stop));
+                    runtime.spawn(shedder.run_serving_probe(stopped(shutdown.clone())));
                 }
-                let stop = async move {
-                    let _ = shutdown.wait_for(|stop| *stop).await;
-                };
-                runtime.block_on(run_with_lane(listener, app, tls, stop, lane));
+                runtime.block_on(run_with_lane(listener, app, tls, stopped(shutdown), lane));
                 // Archive reads may still hold a blocking thread: do not wait for ever.
                 runtime.shutdown_timeout(Duration::from_secs(1));
                 let _ = finished.send(());
@@ -184,6 +177,11 @@ pub fn serve_on_threads(
             let _ = finished.await;
         }
     })
+}
+
+/// Resolves once `shutdown` turns true (or its sender is gone).
+async fn stopped(mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and

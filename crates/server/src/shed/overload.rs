@@ -287,9 +287,7 @@ impl Shedder {
             let mut late = scheduled.elapsed();
             // The longest wait on a serving thread now (at most a probe's limit, so a
             // suspension cannot inflate it beyond that).
-            let mut serving = self
-                .serving_delay()
-                .min(self.tick_period.max(Duration::from_millis(100)));
+            let mut serving = self.serving_delay().min(self.probe_limit());
             if suspensions.check(late) {
                 tracing::warn!(
                     stood_still_ms = late.as_millis() as u64,
@@ -306,11 +304,7 @@ impl Shedder {
                 last_cpu_at = Instant::now();
             }
             let waited = match &readiness {
-                Some(probe) => {
-                    probe
-                        .wait(self.tick_period.max(Duration::from_millis(100)))
-                        .await
-                }
+                Some(probe) => probe.wait(self.probe_limit()).await,
                 None => Duration::ZERO,
             };
             let queue_delay = late.max(waited).max(serving);
@@ -350,6 +344,12 @@ impl Shedder {
 }
 
 impl Shedder {
+    /// How long one readiness probe waits before it gives up: a tick, at least 100 ms.
+    /// Every probe reading (the monitor's and the serving threads') is at most this.
+    fn probe_limit(&self) -> Duration {
+        self.tick_period.max(Duration::from_millis(100))
+    }
+
     /// Probes the queueing delay of the runtime it runs on every `tick_ms` until
     /// `shutdown` completes, where the monitor reads it. Spawn it on each runtime that
     /// serves requests apart from the monitor's (the node's per-core HTTP threads): a
@@ -360,7 +360,7 @@ impl Shedder {
             return;
         };
         let slot = self.add_serving_probe();
-        let limit = self.tick_period.max(Duration::from_millis(100));
+        let limit = self.probe_limit();
         let mut ticker = tokio::time::interval(self.tick_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
