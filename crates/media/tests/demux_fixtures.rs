@@ -278,3 +278,52 @@ fn marker_packets_are_delivered_in_order() {
     assert!(matches!(events[0], DemuxEvent::Marker(_)));
     assert_eq!(demuxer.stats().frames, 50);
 }
+
+/// A multi-program stream (an encoder's ladder, one rung per program): each program is
+/// demuxed on its own, the shared audio PID in both, with the same timestamps.
+#[test]
+fn each_program_of_a_ladder_is_demuxed_on_its_own() {
+    let data = fixture("ladder_two_programs.ts");
+    let rung = |program: u16| {
+        let mut demuxer = Demuxer::for_program(program);
+        let mut events = Vec::new();
+        demuxer.push(&data, &mut events);
+        demuxer.flush(&mut events);
+        events
+    };
+    let (first, second) = (rung(1), rung(2));
+    let (v1, v2) = (
+        frames(&first, TrackKind::Video),
+        frames(&second, TrackKind::Video),
+    );
+    assert_eq!(
+        (v1.len(), v2.len()),
+        (26, 26),
+        "ffprobe counts 26 per program"
+    );
+    let height = |f: &Frame| probe_video(f).map(|i| i.height);
+    assert_eq!(height(v1[0]), Some(144));
+    assert_eq!(height(v2[0]), Some(96));
+    let pts = |v: &[&Frame]| v.iter().map(|f| (f.pts, f.keyframe)).collect::<Vec<_>>();
+    assert_eq!(
+        pts(&v1),
+        pts(&v2),
+        "the rungs share timestamps and keyframes"
+    );
+    let (a1, a2) = (
+        frames(&first, TrackKind::Audio),
+        frames(&second, TrackKind::Audio),
+    );
+    assert!(!a1.is_empty());
+    assert_eq!(a1, a2, "the audio PID is in both programs");
+    let (default, _) = demux(&data);
+    assert_eq!(
+        frames(&default, TrackKind::Video),
+        v1,
+        "without a program number the first one is followed"
+    );
+    assert!(
+        frames(&rung(3), TrackKind::Video).is_empty(),
+        "no such program"
+    );
+}

@@ -39,6 +39,7 @@
 //! dates continue from the end of the previous segment.
 
 mod follow;
+mod rung;
 mod segment;
 mod source;
 
@@ -47,6 +48,7 @@ use std::collections::VecDeque;
 use crate::timeline::{MarkerError, TimelineMarker, TimelineState};
 use crate::Frame;
 
+pub use rung::{RungCutter, RungSegment, RungStats};
 pub(crate) use segment::unwrap_ts;
 pub use segment::{Segment, SegmenterConfig, SegmenterStats, MAX_SEGMENT_FRAMES};
 

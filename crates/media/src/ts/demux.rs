@@ -1,5 +1,6 @@
-//! The MPEG-TS demuxer: bytes in any chunking → [`Frame`]s of the first program's
-//! video and audio streams, timeline markers and discontinuities.
+//! The MPEG-TS demuxer: bytes in any chunking → [`Frame`]s of one program's video and
+//! audio streams (the first program, or the one [`Demuxer::for_program`] names),
+//! timeline markers and discontinuities.
 //!
 //! ```text
 //! bytes ─► PacketReader ─► Packet ─┬─ PID 0 ─────► PAT ─► PMT PID
@@ -116,6 +117,8 @@ pub struct Demuxer {
 
 #[derive(Debug, Default)]
 struct State {
+    /// The program followed; `None` follows the first one the PAT lists.
+    program: Option<u16>,
     pat: SectionAssembler,
     pmt_pid: Option<u16>,
     pmt: SectionAssembler,
@@ -147,6 +150,14 @@ impl Demuxer {
     /// A demuxer that has seen no bytes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A demuxer that follows the program with this `program_number` of a multi-program
+    /// transport stream (one rung of a ladder per program), not the first one.
+    pub fn for_program(program_number: u16) -> Self {
+        let mut demuxer = Self::default();
+        demuxer.state.program = Some(program_number);
+        demuxer
     }
 
     /// Feeds bytes in any chunking; appends what became complete to `out`.
@@ -306,7 +317,14 @@ impl State {
                     continue;
                 }
             };
-            let pid = pat.first_program().map(|p| p.pid);
+            let pid = match self.program {
+                Some(number) => pat
+                    .programs
+                    .iter()
+                    .find(|p| p.program_number == number)
+                    .map(|p| p.pid),
+                None => pat.first_program().map(|p| p.pid),
+            };
             if pid != self.pmt_pid {
                 self.pmt_pid = pid;
                 self.pmt.reset();

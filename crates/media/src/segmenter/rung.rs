@@ -1,0 +1,478 @@
+//! A ladder rung cut on its source's timeline: the source's segmenter decides every
+//! boundary, and each rung segment takes the source segment's MSN, start, duration and
+//! date, with the rung's frames whose PTS fall in that span.
+//!
+//! An encoder that keeps the source's timestamps and forces a keyframe wherever the
+//! source has one (`ffmpeg -copyts -force_key_frames source`) gives rungs whose every
+//! segment starts with a keyframe at exactly the source segment's start PTS: the rungs
+//! are then switchable at every segment boundary, the condition of an ABR ladder. The
+//! cutter checks that condition segment by segment ([`RungSegment::aligned`]) instead of
+//! assuming it, so an encoder or a publisher that breaks it is reported.
+//!
+//! A rung segment is written once its frames are all in (the rung has as many frames of
+//! each track as the source segment: a frame-rate-preserving encoder), or once frames of
+//! both tracks beyond its end have arrived (an encoder that dropped or added frames).
+//! A source segment the rung has no frame for (the encoder was down) is skipped: the
+//! next rung segment follows a discontinuity, with the rung's discontinuity sequence one
+//! ahead of the source's from then on.
+
+use std::collections::VecDeque;
+
+use super::segment::{emit, unwrap_ts, Segment, Timed, MAX_SEGMENT_FRAMES};
+use crate::timeline::{ContinuityCounters, TimelineMarker, Tracks};
+use crate::{Frame, TrackKind};
+
+/// The most source segments waiting for rung frames; older ones are written as they are
+/// (or skipped when the rung has nothing for them).
+const MAX_PENDING: usize = 16;
+
+/// The most rung frames held ahead of the source segments announced so far.
+const MAX_EARLY_FRAMES: usize = 4096;
+
+/// One finished rung segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RungSegment {
+    /// The segment, with the source segment's MSN, start, duration and date.
+    pub segment: Segment,
+    /// The segment starts with a video keyframe at the source segment's start PTS (or,
+    /// when the source segment has no video, the rung has none either): a player can
+    /// switch between this rung and the source's other rungs here.
+    pub aligned: bool,
+    /// The marker the segment's bytes start with (the rung's own counters and frame counts).
+    pub marker: TimelineMarker,
+}
+
+/// What a rung cutter did, for monitoring.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RungStats {
+    /// Segments written.
+    pub segments: u64,
+    /// Segments written that do not start on the source segment's keyframe.
+    pub misaligned: u64,
+    /// Source segments the rung had no frame for (skipped).
+    pub skipped: u64,
+    /// Segments written with a frame count that differs from the source segment's.
+    pub count_mismatch: u64,
+    /// Frames older than every source segment still waiting (late, or of a skipped one).
+    pub dropped_late: u64,
+    /// Frames dropped because too many were ahead of the announced source segments.
+    pub dropped_early: u64,
+}
+
+/// One announced source segment and the rung frames collected for it.
+#[derive(Debug)]
+struct Pending {
+    source: TimelineMarker,
+    frames: Vec<Timed>,
+    video: u32,
+    audio: u32,
+    /// A rung frame of this kind beyond the segment's end has arrived.
+    video_passed: bool,
+    audio_passed: bool,
+}
+
+impl Pending {
+    fn end(&self) -> u64 {
+        self.source
+            .start_ts
+            .saturating_add(self.source.duration_ticks)
+    }
+
+    fn holds(&self, ext_pts: u64) -> bool {
+        ext_pts >= self.source.start_ts && ext_pts < self.end()
+    }
+
+    fn complete(&self) -> bool {
+        let counted =
+            self.video >= self.source.video_frames && self.audio >= self.source.audio_frames;
+        let video_done = self.video_passed || self.source.video_frames == 0;
+        let audio_done = self.audio_passed || self.source.audio_frames == 0;
+        counted || (video_done && audio_done)
+    }
+
+    fn take(&mut self, timed: Timed) {
+        if self.frames.len() >= MAX_SEGMENT_FRAMES {
+            return;
+        }
+        match timed.frame.kind() {
+            TrackKind::Video => self.video += 1,
+            TrackKind::Audio => self.audio += 1,
+        }
+        self.frames.push(timed);
+    }
+}
+
+/// Cuts one rung on its source's segments; see the module docs.
+#[derive(Debug, Default)]
+pub struct RungCutter {
+    pending: VecDeque<Pending>,
+    early: VecDeque<Timed>,
+    cc: ContinuityCounters,
+    tracks: Tracks,
+    reference: Option<u64>,
+    last_msn: Option<u64>,
+    /// Discontinuities the rung has that the source has not (skipped spans).
+    extra_discontinuities: u64,
+    restarted: bool,
+    stats: RungStats,
+}
+
+impl RungCutter {
+    /// A cutter that has seen nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> RungStats {
+        self.stats
+    }
+
+    /// The source cut a segment (`marker` as its bytes carry it): the rung segment with
+    /// the same MSN covers the same span. Returns the rung segments this completes.
+    pub fn source_segment(&mut self, marker: TimelineMarker) -> Vec<RungSegment> {
+        if self
+            .pending
+            .back()
+            .is_some_and(|p| marker.state.msn <= p.source.state.msn)
+        {
+            // The source started afresh: what waits for the old numbering is dropped.
+            self.stats.skipped += self.pending.len() as u64;
+            self.pending.clear();
+            self.restarted = true;
+        }
+        self.reference.get_or_insert(marker.start_ts);
+        self.pending.push_back(Pending {
+            source: marker,
+            frames: Vec::new(),
+            video: 0,
+            audio: 0,
+            video_passed: false,
+            audio_passed: false,
+        });
+        let early = std::mem::take(&mut self.early);
+        for timed in early {
+            self.place(timed);
+        }
+        let mut out = self.ready();
+        while self.pending.len() > MAX_PENDING {
+            if let Some(oldest) = self.pending.pop_front() {
+                out.extend(self.write(oldest));
+            }
+        }
+        out
+    }
+
+    /// One frame of the rung, in the encoder's output order. Returns the rung segments
+    /// this completes.
+    pub fn frame(&mut self, frame: Frame) -> Vec<RungSegment> {
+        let ext_pts = unwrap_ts(frame.pts, self.reference);
+        let ext_dts = unwrap_ts(frame.dts, Some(ext_pts));
+        self.reference = Some(ext_pts);
+        self.place(Timed {
+            ext_pts,
+            ext_dts,
+            frame,
+        });
+        self.ready()
+    }
+
+    /// The encoder restarted: the frames collected so far are dropped (their segments
+    /// are skipped), and the next segment written follows a discontinuity.
+    pub fn restart(&mut self) {
+        for pending in &mut self.pending {
+            pending.frames.clear();
+            pending.video = 0;
+            pending.audio = 0;
+        }
+        self.early.clear();
+        self.restarted = true;
+    }
+
+    /// Writes every segment still waiting (end of input), in order.
+    pub fn flush(&mut self) -> Vec<RungSegment> {
+        let mut out = Vec::new();
+        while let Some(oldest) = self.pending.pop_front() {
+            out.extend(self.write(oldest));
+        }
+        out
+    }
+
+    fn place(&mut self, timed: Timed) {
+        let kind = timed.frame.kind();
+        for pending in &mut self.pending {
+            if timed.ext_pts >= pending.end() {
+                match kind {
+                    TrackKind::Video => pending.video_passed = true,
+                    TrackKind::Audio => pending.audio_passed = true,
+                }
+            }
+        }
+        if let Some(pending) = self.pending.iter_mut().find(|p| p.holds(timed.ext_pts)) {
+            pending.take(timed);
+            return;
+        }
+        let ahead = self
+            .pending
+            .back()
+            .map_or(true, |newest| timed.ext_pts >= newest.end());
+        if ahead {
+            if self.early.len() >= MAX_EARLY_FRAMES {
+                self.early.pop_front();
+                self.stats.dropped_early += 1;
+            }
+            self.early.push_back(timed);
+        } else {
+            self.stats.dropped_late += 1;
+        }
+    }
+
+    fn ready(&mut self) -> Vec<RungSegment> {
+        let mut out = Vec::new();
+        while self.pending.front().is_some_and(Pending::complete) {
+            if let Some(oldest) = self.pending.pop_front() {
+                out.extend(self.write(oldest));
+            }
+        }
+        out
+    }
+
+    fn write(&mut self, pending: Pending) -> Option<RungSegment> {
+        let source = pending.source;
+        if pending.frames.is_empty() {
+            self.stats.skipped += 1;
+            return None;
+        }
+        let gap = self
+            .last_msn
+            .is_some_and(|last| source.state.msn != last.saturating_add(1));
+        let discontinuous = source.discontinuous || std::mem::take(&mut self.restarted) || gap;
+        if discontinuous && !source.discontinuous {
+            self.extra_discontinuities += 1;
+        }
+        self.last_msn = Some(source.state.msn);
+        self.tracks = self
+            .tracks
+            .with_frames(pending.frames.iter().map(|t| &t.frame));
+        let first_video = pending
+            .frames
+            .iter()
+            .filter(|t| t.frame.kind() == TrackKind::Video)
+            .min_by_key(|t| t.ext_dts);
+        let keyframe_start = first_video.map_or(true, |t| t.frame.keyframe);
+        let aligned = match first_video {
+            Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
+            None => source.video_frames == 0,
+        };
+        let mut marker = source;
+        marker.state.cc = self.cc;
+        marker.state.tracks = self.tracks;
+        marker.state.discontinuity_seq = source
+            .state
+            .discontinuity_seq
+            .saturating_add(self.extra_discontinuities);
+        marker.discontinuous = discontinuous;
+        marker.keyframe_start = keyframe_start;
+        marker.video_frames = pending.video;
+        marker.audio_frames = pending.audio;
+        if pending.video != source.video_frames || pending.audio != source.audio_frames {
+            self.stats.count_mismatch += 1;
+        }
+        let (segment, cc) = emit(&marker, pending.frames);
+        self.cc = cc;
+        self.stats.segments += 1;
+        if !aligned {
+            self.stats.misaligned += 1;
+        }
+        Some(RungSegment {
+            segment,
+            aligned,
+            marker,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::TimelineState;
+    use crate::Codec;
+    use bytes::Bytes;
+
+    const SECOND: u64 = 90_000;
+    const FRAME: u64 = 3600;
+
+    fn marker(msn: u64, start: u64, duration: u64, video: u32, audio: u32) -> TimelineMarker {
+        TimelineMarker {
+            state: TimelineState {
+                msn,
+                anchor_ts: 0,
+                anchor_unix_ms: 1_700_000_000_000,
+                ..TimelineState::default()
+            },
+            discontinuous: false,
+            keyframe_start: true,
+            start_ts: start,
+            duration_ticks: duration,
+            program_date_time_ms: 1_700_000_000_000 + i64::try_from(start / 90).unwrap_or(0),
+            target_duration_ms: 2000,
+            video_frames: video,
+            audio_frames: audio,
+        }
+    }
+
+    fn video(pts: u64, key: bool) -> Frame {
+        Frame {
+            codec: Codec::H264,
+            pts,
+            dts: pts,
+            keyframe: key,
+            data: Bytes::from_static(&[0, 0, 0, 1, 0x65, 0x88]),
+        }
+    }
+
+    fn audio(pts: u64) -> Frame {
+        Frame {
+            codec: Codec::Aac,
+            pts,
+            dts: pts,
+            keyframe: true,
+            data: Bytes::from_static(&[0xff, 0xf1, 0x50, 0x80, 0x01, 0x7f, 0xfc, 0x21]),
+        }
+    }
+
+    /// The frames of a 2-s segment starting at `start`: 50 video frames (a keyframe
+    /// first unless `key` is false) and 2 audio frames.
+    fn frames(start: u64, key: bool) -> Vec<Frame> {
+        let mut out: Vec<Frame> = (0..50)
+            .map(|i| video(start + i * FRAME, i == 0 && key))
+            .collect();
+        out.push(audio(start));
+        out.push(audio(start + SECOND));
+        out
+    }
+
+    #[test]
+    fn a_rung_takes_the_source_segments_numbers_dates_and_spans() {
+        let mut cutter = RungCutter::new();
+        let mut out = Vec::new();
+        for msn in 0..3 {
+            let start = 10 * SECOND + msn * 2 * SECOND;
+            out.extend(cutter.source_segment(marker(msn, start, 2 * SECOND, 50, 2)));
+            for f in frames(start, true) {
+                out.extend(cutter.frame(f));
+            }
+        }
+        assert_eq!(
+            out.len(),
+            3,
+            "each segment is written once its frames are in"
+        );
+        for (i, rung) in out.iter().enumerate() {
+            let msn = i as u64;
+            let start = 10 * SECOND + msn * 2 * SECOND;
+            assert_eq!(rung.segment.msn, msn);
+            assert_eq!(rung.segment.start_ts, start);
+            assert_eq!(rung.segment.duration_ticks, 2 * SECOND);
+            assert_eq!(
+                rung.segment.program_date_time_ms,
+                marker(msn, start, 2 * SECOND, 50, 2).program_date_time_ms
+            );
+            assert!(rung.aligned && !rung.segment.discontinuous);
+            let parsed = TimelineMarker::parse(&rung.segment.data[4..188]).expect("marker");
+            assert_eq!(parsed, rung.marker, "the bytes carry the rung's marker");
+        }
+        assert_eq!(cutter.stats().misaligned, 0);
+        assert_ne!(
+            out[1].marker.state.cc, out[0].marker.state.cc,
+            "each segment starts where the previous one's counters ended"
+        );
+    }
+
+    #[test]
+    fn frames_that_come_before_their_source_segment_wait_for_it() {
+        let mut cutter = RungCutter::new();
+        assert!(cutter
+            .source_segment(marker(7, 0, 2 * SECOND, 50, 2))
+            .is_empty());
+        let mut out = Vec::new();
+        for f in frames(0, true).into_iter().chain(frames(2 * SECOND, true)) {
+            out.extend(cutter.frame(f));
+        }
+        assert_eq!(out.len(), 1);
+        out.extend(cutter.source_segment(marker(8, 2 * SECOND, 2 * SECOND, 50, 2)));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1].segment.msn, 8);
+        assert!(out[1].aligned);
+    }
+
+    #[test]
+    fn a_rung_that_does_not_start_on_the_keyframe_is_misaligned() {
+        let mut cutter = RungCutter::new();
+        cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
+        let mut out = Vec::new();
+        for f in frames(0, false) {
+            out.extend(cutter.frame(f));
+        }
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].aligned);
+        assert!(!out[0].marker.keyframe_start);
+        assert_eq!(cutter.stats().misaligned, 1);
+    }
+
+    #[test]
+    fn an_encoder_that_drops_frames_is_cut_when_later_frames_arrive() {
+        let mut cutter = RungCutter::new();
+        cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
+        cutter.source_segment(marker(1, 2 * SECOND, 2 * SECOND, 50, 2));
+        let mut out = Vec::new();
+        for f in frames(0, true).into_iter().skip(1).filter(|f| f.pts != 0) {
+            out.extend(cutter.frame(f));
+        }
+        assert!(out.is_empty(), "still waiting: nothing beyond the end yet");
+        out.extend(cutter.frame(video(2 * SECOND, true)));
+        out.extend(cutter.frame(audio(2 * SECOND)));
+        assert_eq!(out.len(), 1);
+        assert!(!out[0].aligned, "the first keyframe was dropped");
+        assert_eq!(cutter.stats().count_mismatch, 1);
+    }
+
+    #[test]
+    fn a_restarted_encoder_skips_the_lost_span_and_marks_a_discontinuity() {
+        let mut cutter = RungCutter::new();
+        let mut out = Vec::new();
+        out.extend(cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2)));
+        for f in frames(0, true) {
+            out.extend(cutter.frame(f));
+        }
+        // Segment 1 is fed, half encoded, then the encoder dies.
+        out.extend(cutter.source_segment(marker(1, 2 * SECOND, 2 * SECOND, 50, 2)));
+        for f in frames(2 * SECOND, true).into_iter().take(20) {
+            out.extend(cutter.frame(f));
+        }
+        cutter.restart();
+        // The new encoder starts at segment 3.
+        out.extend(cutter.source_segment(marker(2, 4 * SECOND, 2 * SECOND, 50, 2)));
+        out.extend(cutter.source_segment(marker(3, 6 * SECOND, 2 * SECOND, 50, 2)));
+        for f in frames(6 * SECOND, true) {
+            out.extend(cutter.frame(f));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![0, 3]);
+        assert!(out[1].segment.discontinuous);
+        assert_eq!(
+            out[1].segment.discontinuity_seq, 1,
+            "one ahead of the source's"
+        );
+        assert_eq!(cutter.stats().skipped, 2);
+        assert!(out[1].aligned);
+    }
+
+    #[test]
+    fn late_frames_are_dropped_and_counted() {
+        let mut cutter = RungCutter::new();
+        cutter.source_segment(marker(0, 2 * SECOND, 2 * SECOND, 50, 2));
+        cutter.frame(video(SECOND, true));
+        assert_eq!(cutter.stats().dropped_late, 1);
+    }
+}
