@@ -7,7 +7,9 @@
 //! so one slow viewer cannot delay the pipeline or another viewer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
 
 use tokio::sync::watch;
 
@@ -40,6 +42,8 @@ pub struct Channel {
     archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
+    /// The master playlist listing every rendition, when there are several.
+    package_master: RwLock<Bytes>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -54,13 +58,32 @@ impl Channel {
     /// A stream with one muxed rendition that keeps `window_len` segments and renders
     /// manifests with `renderer`.
     pub fn new(name: impl Into<String>, window_len: usize, renderer: Renderer) -> Self {
+        Self::with_rungs(name, window_len, renderer, &[])
+    }
+
+    /// A stream whose package has the muxed rendition and a video rung per name of
+    /// `rungs` (an ABR ladder, in the order the master playlist lists them), each with
+    /// a window of `window_len` segments.
+    pub fn with_rungs(
+        name: impl Into<String>,
+        window_len: usize,
+        renderer: Renderer,
+        rungs: &[String],
+    ) -> Self {
+        let mut renditions = vec![Arc::new(Rendition::new(MAIN, window_len, renderer))];
+        renditions.extend(
+            rungs
+                .iter()
+                .map(|rung| Arc::new(Rendition::new(rung.clone(), window_len, renderer))),
+        );
         Self {
             name: name.into(),
-            renditions: vec![Arc::new(Rendition::new(MAIN, window_len, renderer))],
+            renditions,
             counters: ChannelCounters::default(),
             archive: std::sync::OnceLock::new(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
+            package_master: RwLock::new(Bytes::new()),
         }
     }
 
@@ -96,9 +119,27 @@ impl Channel {
         &self.renditions
     }
 
-    /// The muxed audio+video rendition, which every protocol serves today.
+    /// The muxed audio+video rendition: the source, the stream's timeline.
     pub fn main(&self) -> &Arc<Rendition> {
         &self.renditions[0]
+    }
+
+    /// The rendition named `name` (a ladder rung, or [`MAIN`]).
+    pub fn rendition(&self, name: &str) -> Option<&Arc<Rendition>> {
+        self.renditions.iter().find(|r| r.name() == name)
+    }
+
+    /// The master playlist (`index.m3u8`): the muxed rendition's, or, for a ladder,
+    /// one variant per rendition a player can switch into (see
+    /// [`crate::render::package_master`]).
+    pub fn master_playlist(&self) -> Bytes {
+        if self.renditions.len() == 1 {
+            return self.main().snapshot().master_playlist.clone();
+        }
+        match self.package_master.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Turns on LL-HLS for the muxed rendition (once, before its pipeline starts);
@@ -141,6 +182,19 @@ impl Channel {
         tracks: TrackSummary,
         ll: Option<media::llhls::SegmentOut>,
     ) {
+        self.push_to(self.main(), segment, tracks, ll);
+    }
+
+    /// Appends a segment to one of the stream's renditions (see [`Rendition::push`]),
+    /// counts it, and renders the package's master playlist again when there are
+    /// several renditions.
+    pub fn push_to(
+        &self,
+        rendition: &Rendition,
+        segment: LiveSegment,
+        tracks: TrackSummary,
+        ll: Option<media::llhls::SegmentOut>,
+    ) {
         self.counters.segments.fetch_add(1, Ordering::Relaxed);
         self.counters
             .segment_bytes
@@ -151,8 +205,17 @@ impl Channel {
                 .fetch_add(1, Ordering::Relaxed);
         }
         let now_ms = crate::clock::unix_ms();
-        self.main().push(segment, tracks, ll, now_ms);
-        self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
+        rendition.push(segment, tracks, ll, now_ms);
+        if self.renditions.len() > 1 {
+            let master = crate::render::package_master(&self.renditions);
+            match self.package_master.write() {
+                Ok(mut guard) => *guard = master,
+                Err(poisoned) => *poisoned.into_inner() = master,
+            }
+        }
+        if rendition.name() == MAIN {
+            self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use crate::channel::{Channel, LiveSegment};
 use crate::clock::unix_ms;
 use crate::metrics::Histogram;
 use crate::recorder::Recorder;
+use crate::rendition::Rendition;
 use crate::tracks::TrackProbe;
 
 /// How a stream's pipeline cuts and where it remembers its place.
@@ -53,6 +54,19 @@ pub async fn run(
 /// the archive's newest segment, so the live MSN never reuses an archived one.
 pub async fn run_recording(
     channel: Arc<Channel>,
+    events: mpsc::Receiver<IngestEvent>,
+    settings: PipelineSettings,
+    recorder: Option<Arc<Recorder>>,
+) {
+    let main = Arc::clone(channel.main());
+    run_rendition(channel, main, events, settings, recorder).await;
+}
+
+/// [`run_recording`] into one rendition of the channel's package (a ladder rung that
+/// a node pulls from its own relay, in step with the stream's timeline by its markers).
+pub async fn run_rendition(
+    channel: Arc<Channel>,
+    rendition: Arc<Rendition>,
     mut events: mpsc::Receiver<IngestEvent>,
     settings: PipelineSettings,
     recorder: Option<Arc<Recorder>>,
@@ -86,7 +100,7 @@ pub async fn run_recording(
     let mut tracks = TrackProbe::default();
     let mut was_paused = false;
     // LL-HLS parts are cut from the frames in step with the segmenter (see `llhls`).
-    let mut ll = channel
+    let mut ll = rendition
         .llhls()
         .map(|c| crate::llhls::Feed::new(Arc::clone(c)));
     while let Some(event) = events.recv().await {
@@ -144,6 +158,7 @@ pub async fn run_recording(
         while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
             publish(
                 &channel,
+                &rendition,
                 segment,
                 &tracks,
                 settings.state_file.as_ref(),
@@ -157,6 +172,7 @@ pub async fn run_recording(
     while let Some(segment) = segmenter.flush() {
         publish(
             &channel,
+            &rendition,
             segment,
             &tracks,
             settings.state_file.as_ref(),
@@ -172,6 +188,7 @@ pub async fn run_recording(
 /// views pushed into the one window and the LL-HLS playlists rendered from it.
 async fn publish(
     channel: &Channel,
+    rendition: &Rendition,
     segment: Segment,
     tracks: &TrackProbe,
     state_file: Option<&PathBuf>,
@@ -203,9 +220,9 @@ async fn publish(
     if let Some(recorder) = recorder {
         recorder.record(&live);
     }
-    channel.push_with(live, tracks.summary(), ll_view);
+    channel.push_to(rendition, live, tracks.summary(), ll_view);
     if let Some(feed) = ll {
-        feed.publish(channel.snapshot());
+        feed.publish(rendition.snapshot());
     }
 }
 

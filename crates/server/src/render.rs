@@ -76,16 +76,49 @@ impl Renderer {
 
 /// The master playlist of one stream: one variant, this node's media playlist.
 pub fn master_playlist(window: &WindowSnapshot) -> MasterPlaylist {
-    let (peak, average) = window.bandwidth;
     MasterPlaylist {
         independent_segments: true,
-        variants: vec![Variant {
-            uri: "mono.m3u8".into(),
-            bandwidth: peak.max(1),
-            average_bandwidth: (average > 0).then_some(average),
-            codecs: window.tracks.codecs.clone(),
-            resolution: window.tracks.resolution,
-            frame_rate_milli: window.tracks.frame_rate_milli,
-        }],
+        variants: vec![variant(window, "mono.m3u8".into())],
     }
+}
+
+/// The variant of one rendition's window at `uri`.
+fn variant(window: &WindowSnapshot, uri: String) -> Variant {
+    let (peak, average) = window.bandwidth;
+    Variant {
+        uri,
+        bandwidth: peak.max(1),
+        average_bandwidth: (average > 0).then_some(average),
+        codecs: window.tracks.codecs.clone(),
+        resolution: window.tracks.resolution,
+        frame_rate_milli: window.tracks.frame_rate_milli,
+    }
+}
+
+/// The master playlist of a package (an ABR ladder): the muxed rendition (the source)
+/// first, then every rung in ladder order, each at its own media playlist
+/// (`{rung}/mono.m3u8`). A rung is listed once it has segments and while every segment
+/// of its window is switchable ([`WindowSnapshot::switchable`]): a player must be able
+/// to move between the variants at any segment boundary.
+pub fn package_master(renditions: &[std::sync::Arc<crate::rendition::Rendition>]) -> Bytes {
+    let mut variants = Vec::with_capacity(renditions.len());
+    for (i, rendition) in renditions.iter().enumerate() {
+        let window = rendition.snapshot();
+        if window.segments.is_empty() || (i > 0 && !window.switchable) {
+            continue;
+        }
+        let uri = if i == 0 {
+            "mono.m3u8".to_owned()
+        } else {
+            format!("{}/mono.m3u8", rendition.name())
+        };
+        variants.push(variant(&window, uri));
+    }
+    Bytes::from(
+        MasterPlaylist {
+            independent_segments: true,
+            variants,
+        }
+        .render(),
+    )
 }

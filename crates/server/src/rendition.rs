@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::render::Renderer;
 use crate::window::{
-    bandwidth, LiveSegment, StoredSegment, TargetDuration, TrackSummary, WindowSnapshot,
+    bandwidth, switchable, LiveSegment, StoredSegment, TargetDuration, TrackSummary, WindowSnapshot,
 };
 
 /// The name of a stream's muxed audio+video rendition.
@@ -88,9 +88,13 @@ impl Rendition {
     ) {
         let previous = self.snapshot();
         let mut segments = previous.segments.clone();
-        if segments.back().is_some_and(|last| segment.msn <= last.msn) {
-            // A segment that does not move the timeline forward would break every
-            // player's sequence arithmetic: start the window afresh instead.
+        if segments
+            .back()
+            .is_some_and(|last| segment.msn <= last.msn || segment.msn > last.msn + 1)
+        {
+            // A segment that does not move the timeline forward, or skips numbers (a
+            // ladder rung whose encoder was down), would break every player's sequence
+            // arithmetic: start the window afresh instead.
             segments.clear();
         }
         let msn = segment.msn;
@@ -106,6 +110,7 @@ impl Rendition {
         }
         let mut next = WindowSnapshot {
             bandwidth: bandwidth(&segments),
+            switchable: switchable(&segments),
             target_secs: self.target.announce(&segments),
             segments,
             tracks,

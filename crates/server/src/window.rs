@@ -141,6 +141,9 @@ pub struct WindowSnapshot {
     pub tracks: TrackSummary,
     /// Peak and average bandwidth over the window, bits per second.
     pub bandwidth: (u64, u64),
+    /// Every segment of the window starts on a keyframe at its marker's start (see
+    /// [`switchable`]): a ladder rung a player can switch into at any boundary.
+    pub switchable: bool,
     /// EXT-X-TARGETDURATION of every playlist of this window, seconds.
     pub target_secs: u64,
     /// The MPD's `availabilityStartTime`: the anchor of the first segment with an fMP4
@@ -197,6 +200,17 @@ pub fn bandwidth(segments: &VecDeque<Arc<StoredSegment>>) -> (u64, u64) {
         .checked_div(ticks)
         .unwrap_or(0);
     (peak, average)
+}
+
+/// Whether a player can switch into these segments at every boundary: each one that
+/// carries a timeline marker starts with a random access point (a ladder rung's marker
+/// says so only for a keyframe exactly at the source segment's start, see
+/// `media::segmenter::RungCutter`). A window without markers counts as switchable.
+pub fn switchable(segments: &VecDeque<Arc<StoredSegment>>) -> bool {
+    segments
+        .iter()
+        .filter_map(|s| s.fmp4())
+        .all(|view| view.marker.keyframe_start)
 }
 
 /// EXT-X-TARGETDURATION of a stream's playlists, one rule for every protocol: at least

@@ -215,7 +215,7 @@ impl RungCutter {
         let ahead = self
             .pending
             .back()
-            .map_or(true, |newest| timed.ext_pts >= newest.end());
+            .is_none_or(|newest| timed.ext_pts >= newest.end());
         if ahead {
             if self.early.len() >= MAX_EARLY_FRAMES {
                 self.early.pop_front();
@@ -259,11 +259,13 @@ impl RungCutter {
             .iter()
             .filter(|t| t.frame.kind() == TrackKind::Video)
             .min_by_key(|t| t.ext_dts);
-        let keyframe_start = first_video.map_or(true, |t| t.frame.keyframe);
         let aligned = match first_video {
             Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
             None => source.video_frames == 0,
         };
+        // Downstream, a rung segment's marker says "starts on a keyframe" only when it
+        // is aligned: a node checks a rung's switchability from its markers alone.
+        let keyframe_start = aligned;
         let mut marker = source;
         marker.state.cc = self.cc;
         marker.state.tracks = self.tracks;

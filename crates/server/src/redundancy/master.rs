@@ -7,7 +7,6 @@ use axum::extract::Request;
 use axum::http::header;
 use bytes::Bytes;
 
-use crate::channel::WindowSnapshot;
 use crate::redundancy::door::Viewer;
 use crate::redundancy::Redundancy;
 
@@ -40,11 +39,12 @@ fn backups_for(
 /// The master playlist made for this viewer, or `None` for the plain, shared one: with
 /// backup variants when it gets backups (see [`backups_for`]), and with `query` (a
 /// login's `login=…&token=…`, OTT-GRP-6) on every variant URI when given, so the media
-/// playlists here and on the backups are requested under the same login.
+/// playlists here and on the backups are requested under the same login. `plain` is the
+/// stream's shared master playlist: one variant, or one per rung of a ladder.
 pub fn personalised(
     redundancy: Option<&Redundancy>,
     stream: &str,
-    window: &WindowSnapshot,
+    plain: &[u8],
     request: &Request,
     query: Option<&str>,
 ) -> Option<Bytes> {
@@ -52,25 +52,28 @@ pub fn personalised(
     if backups.is_none() && query.is_none() {
         return None;
     }
-    // The plain master playlist is rendered once per segment with one variant; each
-    // backup repeats that variant's EXT-X-STREAM-INF line byte for byte (OTT-PROT-1)
-    // with the backup's URI and pass.
-    let plain = std::str::from_utf8(&window.master_playlist).ok()?;
-    let (attributes, uri) = last_variant(plain)?;
-    let uri = match query {
+    // The plain master playlist is rendered once per segment; each backup repeats every
+    // variant's EXT-X-STREAM-INF line byte for byte (OTT-PROT-1) with the backup's URI
+    // and pass, so a switching player sees the whole ladder on every pathway.
+    let plain = std::str::from_utf8(plain).ok()?;
+    let (header, variants) = split_variants(plain)?;
+    let with_query = |uri: &str| match query {
         Some(q) if uri.contains('?') => format!("{uri}&{q}"),
         Some(q) => format!("{uri}?{q}"),
         None => uri.to_owned(),
     };
-    let mut text = String::with_capacity(plain.len() + 3 * (attributes.len() + 240));
-    for line in plain.lines() {
-        // Only the variant's URI line changes (it is the last non-tag line).
-        if !line.starts_with('#') && !line.is_empty() {
-            text.push_str(&uri);
-        } else {
-            text.push_str(line);
-        }
+    let variants: Vec<(&str, String)> = variants
+        .into_iter()
+        .map(|(attributes, uri)| (attributes, with_query(uri)))
+        .collect();
+    let per_copy: usize = variants.iter().map(|(a, u)| a.len() + u.len() + 2).sum();
+    let mut text = String::with_capacity(header.len() + 3 * (per_copy + 240 * variants.len()));
+    for line in header {
+        text.push_str(line);
         text.push('\n');
+    }
+    for (attributes, uri) in &variants {
+        push_variant(&mut text, attributes, uri);
     }
     if let Some((redundancy, (view, targets))) = backups {
         for target in &targets {
@@ -81,10 +84,10 @@ pub fn personalised(
                 .counters
                 .passes_issued
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            text.push_str(attributes);
-            text.push('\n');
-            text.push_str(&ott::backup_uri(&uri, &target.link(pass)));
-            text.push('\n');
+            let link = target.link(pass);
+            for (attributes, uri) in &variants {
+                push_variant(&mut text, attributes, &ott::backup_uri(uri, &link));
+            }
         }
         redundancy
             .counters
@@ -94,32 +97,50 @@ pub fn personalised(
     Some(Bytes::from(text))
 }
 
-/// The last variant of a master playlist: its `#EXT-X-STREAM-INF` line and URI.
-fn last_variant(master: &str) -> Option<(&str, &str)> {
-    let mut lines = master.lines();
-    let mut found = None;
+fn push_variant(text: &mut String, attributes: &str, uri: &str) {
+    text.push_str(attributes);
+    text.push('\n');
+    text.push_str(uri);
+    text.push('\n');
+}
+
+/// A variant of a master playlist: its `#EXT-X-STREAM-INF` line and its URI.
+type VariantLines<'a> = (&'a str, &'a str);
+
+/// A master playlist's lines before its first variant, and every variant. `None`
+/// without a variant.
+fn split_variants(master: &str) -> Option<(Vec<&str>, Vec<VariantLines<'_>>)> {
+    let mut header = Vec::new();
+    let mut variants = Vec::new();
+    let mut lines = master.lines().filter(|l| !l.is_empty());
     while let Some(line) = lines.next() {
         if line.starts_with("#EXT-X-STREAM-INF:") {
-            let uri = lines
-                .by_ref()
-                .find(|l| !l.is_empty() && !l.starts_with('#'))?;
-            found = Some((line, uri));
+            let uri = lines.by_ref().find(|l| !l.starts_with('#'))?;
+            variants.push((line, uri));
+        } else if variants.is_empty() {
+            header.push(line);
         }
     }
-    found
+    (!variants.is_empty()).then_some((header, variants))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::last_variant;
+    use super::split_variants;
 
     #[test]
-    fn the_last_variant_is_found() {
-        let text = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\na.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2\n\nb.m3u8\n";
+    fn every_variant_is_found() {
+        let text = "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-STREAM-INF:BANDWIDTH=1\na.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2\n\nb/mono.m3u8\n";
         assert_eq!(
-            last_variant(text),
-            Some(("#EXT-X-STREAM-INF:BANDWIDTH=2", "b.m3u8"))
+            split_variants(text),
+            Some((
+                vec!["#EXTM3U", "#EXT-X-INDEPENDENT-SEGMENTS"],
+                vec![
+                    ("#EXT-X-STREAM-INF:BANDWIDTH=1", "a.m3u8"),
+                    ("#EXT-X-STREAM-INF:BANDWIDTH=2", "b/mono.m3u8")
+                ]
+            ))
         );
-        assert_eq!(last_variant("#EXTM3U\n"), None);
+        assert_eq!(split_variants("#EXTM3U\n"), None);
     }
 }

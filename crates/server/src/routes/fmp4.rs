@@ -22,6 +22,7 @@ use crate::channel::Channel;
 use crate::error::ApiError;
 use crate::fmp4::archive;
 use crate::http_util::{self, Cache, M3U8};
+use crate::rendition::Rendition;
 use crate::routes::dash;
 use crate::url::{period_ms, Fmp4File};
 
@@ -35,13 +36,19 @@ fn media(headers: &HeaderMap, body: Option<Bytes>) -> Response {
     }
 }
 
-/// Answers an fMP4 request for `channel`'s stream.
-pub async fn serve(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -> Response {
+/// Answers an fMP4 request for `channel`'s stream: live files from `rendition`'s
+/// window, archive files from the stream's archive.
+pub async fn serve(
+    channel: &Channel,
+    rendition: &Rendition,
+    file: Fmp4File,
+    headers: &HeaderMap,
+) -> Response {
     let counters = &channel.counters;
     if file.is_archive() {
         return serve_archive(channel, file, headers).await;
     }
-    let window = channel.snapshot();
+    let window = rendition.snapshot();
     if window.fmp4_segments().next().is_none() {
         return ApiError::NotStarted.into_response();
     }

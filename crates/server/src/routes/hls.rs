@@ -2,31 +2,44 @@
 //! `/{stream}/seg-{msn}.ts` (segments) and `/{stream}/mpegts` (the relay).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::extract::CodedPath;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
+use crate::rendition::MAIN;
 use crate::routes::relay;
 use crate::state::AppState;
 use crate::url::{relay_start, StreamFile, Target};
 
-/// Serves every per-stream file. The request is taken whole (not as extracted headers
-/// and query) so the hot path copies nothing from it.
-pub async fn stream_file(
-    State(state): State<AppState>,
-    CodedPath((stream, file)): CodedPath<(String, String)>,
+/// Serves every per-stream file: of the stream's muxed rendition (`/{stream}/{file}`)
+/// or, with `rung`, of one rung of its ladder (`/{stream}/{rung}/{file}`: the live
+/// playlists, segments, parts and relay; the master playlist and the archive are the
+/// stream's). The request is taken whole (not as extracted headers and query) so the
+/// hot path copies nothing from it.
+pub async fn serve(
+    state: AppState,
+    stream: &str,
+    rung: Option<&str>,
+    file: &str,
     request: Request,
 ) -> Response {
-    let Some(channel) = state.channel(&stream) else {
+    let Some(channel) = state.channel(stream) else {
         return ApiError::StreamNotFound.into_response();
     };
-    let Some(kind) = Target::stream_file(request.extensions(), &file) else {
+    let Some(kind) = Target::stream_file(request.extensions(), file) else {
         return ApiError::NotFound.into_response();
     };
-    let snapshot = channel.snapshot();
+    let rendition = match rung {
+        None => Arc::clone(channel.main()),
+        Some(name) => match channel.rendition(name) {
+            Some(r) if name != MAIN && kind.is_rendition_file() => Arc::clone(r),
+            _ => return ApiError::NotFound.into_response(),
+        },
+    };
+    let snapshot = rendition.snapshot();
     if snapshot.segments.is_empty() && !kind.is_archive() {
         return ApiError::NotStarted.into_response();
     }
@@ -41,17 +54,18 @@ pub async fn stream_file(
                 .logins()
                 .and(crate::logins::credentials(request.uri().query()))
                 .map(|(login, token)| format!("login={login}&token={token}"));
+            let plain = channel.master_playlist();
             let with_backups = crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
-                &stream,
-                &snapshot,
+                stream,
+                &plain,
                 &request,
                 login.as_deref(),
             );
             match with_backups {
                 // Per viewer (its backups and passes): never cached by a proxy.
                 Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-                None => http_util::ok(M3U8, Cache::LivePlaylist, snapshot.master_playlist.clone()),
+                None => http_util::ok(M3U8, Cache::LivePlaylist, plain),
             }
         }
         StreamFile::Media => {
@@ -77,18 +91,24 @@ pub async fn stream_file(
             None => ApiError::SegmentGone.into_response(),
         },
         StreamFile::MpegTs => match relay_start(request.uri().query()) {
-            Ok(start) => relay::serve(channel, start),
+            Ok(start) => relay::serve(rendition, start),
             Err(_) => ApiError::BadRequest.into_response(),
         },
         StreamFile::Archive(archive) => {
             crate::routes::archive::serve(&channel, archive, request.headers(), state.clock()).await
         }
         StreamFile::LowLatency(file) => {
-            crate::routes::llhls::serve(&channel, file, request.uri().query(), request.headers())
-                .await
+            crate::routes::llhls::serve(
+                &channel,
+                &rendition,
+                file,
+                request.uri().query(),
+                request.headers(),
+            )
+            .await
         }
         StreamFile::Fmp4(file) => {
-            crate::routes::fmp4::serve(&channel, file, request.headers()).await
+            crate::routes::fmp4::serve(&channel, &rendition, file, request.headers()).await
         }
     }
 }

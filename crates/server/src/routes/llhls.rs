@@ -15,6 +15,7 @@ use crate::channel::Channel;
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8};
 use crate::llhls::{LlChannel, Position};
+use crate::rendition::Rendition;
 use crate::url::{Directives, LlFile};
 
 /// Content type of fMP4 init segments, segments and parts.
@@ -77,14 +78,15 @@ fn too_far(ll: &LlChannel, msn: u64) -> bool {
     }
 }
 
-/// Serves one LL-HLS file of `channel`.
+/// Serves one LL-HLS file of `channel`'s `rendition`.
 pub async fn serve(
     channel: &Channel,
+    rendition: &Rendition,
     file: LlFile,
     query: Option<&str>,
     headers: &HeaderMap,
 ) -> Response {
-    let Some(ll) = channel.llhls() else {
+    let Some(ll) = rendition.llhls() else {
         return ApiError::NotFound.into_response();
     };
     match file {

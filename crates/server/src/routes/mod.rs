@@ -77,6 +77,7 @@ fn handler(route: Route) -> MethodRouter<AppState> {
         Route::Experiment => delete(experiments_api::remove),
         Route::ExperimentStart => post(experiments_api::start),
         Route::StreamFile => get(stream::stream_file),
+        Route::RenditionFile => get(stream::rendition_file),
         Route::McOpenApi
         | Route::McMeetings
         | Route::McMeeting

@@ -13,24 +13,25 @@ use axum::response::Response;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::channel::Channel;
 use crate::http_util::MPEG_TS;
+use crate::rendition::Rendition;
 
 /// How long the relay waits for a new segment before it ends the response.
 const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
 struct Cursor {
-    channel: Arc<Channel>,
+    rendition: Arc<Rendition>,
     next: Option<u64>,
     start: Option<u64>,
     updates: watch::Receiver<Option<u64>>,
 }
 
-/// Starts a relay response at `start` (or the oldest segment in the window).
-pub fn serve(channel: Arc<Channel>, start: Option<u64>) -> Response {
-    let updates = channel.subscribe();
+/// Starts a relay response of one rendition at `start` (or the oldest segment in the
+/// window).
+pub fn serve(rendition: Arc<Rendition>, start: Option<u64>) -> Response {
+    let updates = rendition.subscribe();
     let cursor = Cursor {
-        channel,
+        rendition,
         next: None,
         start,
         updates,
@@ -49,7 +50,7 @@ pub fn serve(channel: Arc<Channel>, start: Option<u64>) -> Response {
 impl Cursor {
     async fn next_segment(&mut self) -> Option<Bytes> {
         loop {
-            let snapshot = self.channel.snapshot();
+            let snapshot = self.rendition.snapshot();
             if let (Some(oldest), Some(newest)) =
                 (snapshot.segments.front(), snapshot.segments.back())
             {

@@ -1,7 +1,8 @@
-//! Every file of a stream, `/{stream}/{file}`: the one entry point, which runs the
-//! node's checks in order — the OTT door when the node is in a mesh domain (passes,
-//! backup refusals, redirects), the login limits, the meeting gate when the node has
-//! an MC — and then serves the file ([`crate::routes::hls::stream_file`]).
+//! Every file of a stream, `/{stream}/{file}` and a ladder rung's
+//! `/{stream}/{rung}/{file}`: the one entry point, which runs the node's checks in
+//! order — the OTT door when the node is in a mesh domain (passes, backup refusals,
+//! redirects), the login limits, the meeting gate when the node has an MC — and then
+//! serves the file ([`crate::routes::hls::serve`]).
 
 use std::net::SocketAddr;
 
@@ -30,12 +31,32 @@ fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
 }
 
 /// Serves `file` of `stream` after the checks (see the module docs); without a mesh
-/// domain, logins or an MC, exactly [`hls::stream_file`].
+/// domain, logins or an MC, exactly [`hls::serve`].
 pub async fn stream_file(
     State(state): State<AppState>,
     CodedPath((stream, file)): CodedPath<(String, String)>,
     request: Request,
 ) -> Response {
+    entry(state, stream, None, file, request).await
+}
+
+/// [`stream_file`] for a file of one rung of the stream's ladder.
+pub async fn rendition_file(
+    State(state): State<AppState>,
+    CodedPath((stream, rung, file)): CodedPath<(String, String, String)>,
+    request: Request,
+) -> Response {
+    entry(state, stream, Some(rung), file, request).await
+}
+
+async fn entry(
+    state: AppState,
+    stream: String,
+    rung: Option<String>,
+    file: String,
+    request: Request,
+) -> Response {
+    let rung = rung.as_deref();
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
@@ -59,12 +80,12 @@ pub async fn stream_file(
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::stream_file(State(state), CodedPath((stream, file)), request).await;
+        return hls::serve(state, &stream, rung, &file, request).await;
     };
     let entry = state.stream(&stream);
     if entry.is_some() && !gate.is_managed(&stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::stream_file(State(state), CodedPath((stream, file)), request).await;
+        return hls::serve(state, &stream, rung, &file, request).await;
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
@@ -88,5 +109,5 @@ pub async fn stream_file(
             return ApiError::Meeting(code).into_response();
         }
     }
-    hls::stream_file(State(state), CodedPath((stream, file)), request).await
+    hls::serve(state, &stream, rung, &file, request).await
 }

@@ -55,6 +55,9 @@ pub enum Route {
     ExperimentStart,
     /// `/{stream}/{file}`: every file of a stream (playlists, segments, relay, archive).
     StreamFile,
+    /// `/{stream}/{rendition}/{file}`: the live files of one rung of a stream's ladder
+    /// (its media playlists, segments, parts and relay).
+    RenditionFile,
     /// MC: `/api/openapi.json`.
     McOpenApi,
     /// MC: `/api/meetings`: list, create.
@@ -72,7 +75,7 @@ pub enum Route {
 impl Route {
     /// The routes every node serves, most specific first (the order [`Target::of_path`]
     /// tries them in; the catch-all stream route comes last).
-    pub const NODE: [Route; 22] = [
+    pub const NODE: [Route; 23] = [
         Route::Root,
         Route::Player,
         Route::PlayerScript,
@@ -95,6 +98,7 @@ impl Route {
         Route::Experiment,
         Route::ExperimentStart,
         Route::StreamFile,
+        Route::RenditionFile,
     ];
 
     /// The routes an MC adds to the node's, most specific first.
@@ -132,6 +136,7 @@ impl Route {
             Route::Experiment => "/api/experiments/{id}",
             Route::ExperimentStart => "/api/experiments/{id}/start",
             Route::StreamFile => "/{stream}/{file}",
+            Route::RenditionFile => "/{stream}/{rendition}/{file}",
             Route::McOpenApi => "/api/openapi.json",
             Route::McMeetings => "/api/meetings",
             Route::McMeeting => "/api/meetings/{id}",
@@ -150,7 +155,7 @@ impl Route {
             }
             Route::Metrics => MetricsKind::Metrics,
             // Per file: see `Target::metrics_kind`.
-            Route::StreamFile => MetricsKind::Other,
+            Route::StreamFile | Route::RenditionFile => MetricsKind::Other,
             _ => MetricsKind::Api,
         }
     }
@@ -187,7 +192,7 @@ impl Route {
             // A node's sync feeds every viewer of that node, as a relay does.
             Route::McNodeSync => ShedKind::Relay,
             // Per file: see `Target::shed_kind`.
-            Route::StreamFile => ShedKind::Other,
+            Route::StreamFile | Route::RenditionFile => ShedKind::Other,
         }
     }
 
@@ -234,7 +239,8 @@ const LITERAL_FIRST_SEGMENTS: [&str; 7] = [
 pub struct Target {
     /// The route that answers the path; `None` for the router's fallback (404).
     pub route: Option<Route>,
-    /// The stream file, for [`Route::StreamFile`]; `None` for a name no stream serves.
+    /// The stream file, for [`Route::StreamFile`] and [`Route::RenditionFile`]; `None`
+    /// for a name no stream serves.
     pub file: Option<StreamFile>,
 }
 
@@ -246,21 +252,23 @@ impl Target {
         // stream's name, so a stream file skips the walk over the table.
         let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
         if first.is_some_and(|f| !LITERAL_FIRST_SEGMENTS.contains(&f)) {
-            return match Route::StreamFile.matches(path) {
-                Some(file) => Self {
-                    route: Some(Route::StreamFile),
-                    file: file.and_then(StreamFile::parse),
-                },
-                None => Self {
-                    route: None,
-                    file: None,
-                },
+            for route in [Route::StreamFile, Route::RenditionFile] {
+                if let Some(file) = route.matches(path) {
+                    return Self {
+                        route: Some(route),
+                        file: file.and_then(StreamFile::parse),
+                    };
+                }
+            }
+            return Self {
+                route: None,
+                file: None,
             };
         }
-        let routes = Route::NODE[..Route::NODE.len() - 1]
+        let routes = Route::NODE[..Route::NODE.len() - 2]
             .iter()
             .chain(Route::MC.iter())
-            .chain(std::iter::once(&Route::StreamFile));
+            .chain([Route::StreamFile, Route::RenditionFile].iter());
         for &route in routes {
             if let Some(file) = route.matches(path) {
                 return Self {
@@ -279,7 +287,11 @@ impl Target {
     /// (a handler called without the edge, as in unit tests).
     pub fn stream_file(extensions: &axum::http::Extensions, file: &str) -> Option<StreamFile> {
         match extensions.get::<Target>() {
-            Some(target) if target.route == Some(Route::StreamFile) => target.file,
+            Some(target)
+                if matches!(target.route, Some(Route::StreamFile | Route::RenditionFile)) =>
+            {
+                target.file
+            }
             _ => StreamFile::parse(file),
         }
     }
@@ -287,7 +299,7 @@ impl Target {
     /// The shedding kind (SHED-1); `read_only` for GET and HEAD.
     pub fn shed_kind(&self, read_only: bool) -> ShedKind {
         match (self.route, self.file.map(|f| f.role())) {
-            (Some(Route::StreamFile), Some(role)) => match role {
+            (Some(Route::StreamFile | Route::RenditionFile), Some(role)) => match role {
                 FileRole::PlaybackStart => ShedKind::PlaybackStart,
                 FileRole::LivePlaylist => ShedKind::LivePlaylist,
                 FileRole::LiveSegment => ShedKind::LiveSegment,
@@ -304,7 +316,7 @@ impl Target {
     /// The `route` label of `brdyun_http_requests_total`.
     pub fn metrics_kind(&self) -> MetricsKind {
         match (self.route, self.file.map(|f| f.role())) {
-            (Some(Route::StreamFile), Some(role)) => match role {
+            (Some(Route::StreamFile | Route::RenditionFile), Some(role)) => match role {
                 FileRole::PlaybackStart | FileRole::LivePlaylist | FileRole::ArchivePlaylist => {
                     MetricsKind::Playlist
                 }
@@ -328,6 +340,7 @@ mod tests {
             .pattern()
             .replace("{stream}", "s")
             .replace("{file}", "index.m3u8")
+            .replace("{rendition}", "240p")
             .replace("{name}", "s")
             .replace("{id}", "7")
             .replace("{action}", "lock")
@@ -354,10 +367,10 @@ mod tests {
         assert_eq!(derived, LITERAL_FIRST_SEGMENTS);
         // The walk over the whole table, literal routes first, as the router does.
         let walk = |path: &str| {
-            Route::NODE[..Route::NODE.len() - 1]
+            Route::NODE[..Route::NODE.len() - 2]
                 .iter()
                 .chain(Route::MC.iter())
-                .chain(std::iter::once(&Route::StreamFile))
+                .chain([Route::StreamFile, Route::RenditionFile].iter())
                 .find(|r| r.matches(path).is_some())
                 .copied()
         };
@@ -371,6 +384,9 @@ mod tests {
                 "/s/seg-1.ts",
                 "/s/",
                 "/s/a/b",
+                "/s/240p/seg-1.ts",
+                "/s/a/b/c",
+                "/api/x/seg-1.ts",
                 "/s",
                 "",
                 "/",
@@ -399,7 +415,9 @@ mod tests {
         assert_eq!(route("/player/hls.min.js"), Some(Route::PlayerScript));
         assert_eq!(route("/api/seg-1.ts"), Some(Route::StreamFile));
         assert_eq!(route("/s/"), None);
-        assert_eq!(route("/s/a/b"), None);
+        assert_eq!(route("/s/a/b"), Some(Route::RenditionFile));
+        assert_eq!(route("/s/a/"), None);
+        assert_eq!(route("/s/a/b/c"), None);
         assert_eq!(route("//index.m3u8"), None);
     }
 

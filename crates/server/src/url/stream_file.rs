@@ -56,6 +56,21 @@ impl StreamFile {
         }
     }
 
+    /// A file each rendition of a package has of its own (`/{stream}/{rung}/{file}`):
+    /// the live media playlists, segments, parts, inits and the relay — not the master
+    /// playlists, the MPD or the archive, which are the stream's.
+    pub fn is_rendition_file(&self) -> bool {
+        match self {
+            Self::Media | Self::Segment(_) | Self::MpegTs => true,
+            Self::Fmp4(file) => matches!(
+                file,
+                Fmp4File::Playlist | Fmp4File::Init { .. } | Fmp4File::Segment { .. }
+            ),
+            Self::LowLatency(file) => !matches!(file, LlFile::Master),
+            Self::Master | Self::Archive(_) => false,
+        }
+    }
+
     /// Served from the archive: answered even before the live window has a segment.
     pub fn is_archive(&self) -> bool {
         match self {
