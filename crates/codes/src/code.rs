@@ -1,6 +1,8 @@
 //! [`Code`]: one condition of any family, and the way to its row.
 
-use crate::families::{ExperimentsError, FaultRuleError, OttRefusal, RequestError, Shed};
+use crate::families::{
+    ExperimentsError, FaultRuleError, LadderFault, OttRefusal, RequestError, Shed,
+};
 use crate::meeting::ErrorCode;
 use crate::row::CodeInfo;
 
@@ -19,6 +21,8 @@ pub enum Code {
     Request(RequestError),
     /// The back-pressure answer.
     Shed(Shed),
+    /// A fault of a stream's ladder (logs and status).
+    Ladder(LadderFault),
 }
 
 impl Code {
@@ -31,6 +35,7 @@ impl Code {
             Code::FaultRule(c) => c.info(),
             Code::Request(c) => c.info(),
             Code::Shed(c) => c.info(),
+            Code::Ladder(c) => c.info(),
         }
     }
 
@@ -57,6 +62,7 @@ impl Code {
             .chain(FaultRuleError::ALL.iter().copied().map(Code::FaultRule))
             .chain(RequestError::ALL.iter().copied().map(Code::Request))
             .chain(Shed::ALL.iter().copied().map(Code::Shed))
+            .chain(LadderFault::ALL.iter().copied().map(Code::Ladder))
     }
 
     /// The code with this number, if it is in the table.
@@ -74,6 +80,12 @@ impl From<ErrorCode> for Code {
 impl From<OttRefusal> for Code {
     fn from(code: OttRefusal) -> Self {
         Code::Ott(code)
+    }
+}
+
+impl From<LadderFault> for Code {
+    fn from(code: LadderFault) -> Self {
+        Code::Ladder(code)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The code families beyond the meetings of seed 000: OTT refusals (105xxx), the
 //! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
-//! may answer (108xxx) and the back-pressure answer (109001).
+//! may answer (108xxx), the back-pressure answer (109001) and the faults of a meeting's
+//! ABR ladder (110xxx).
 
 use crate::row::{CodeInfo, LogLevel};
 
@@ -146,5 +147,22 @@ family! {
     Shed {
         /// The request was shed (by overload, a fault rule or an experiment).
         BackPressure => (109_001, 503, "shed: retry as the answer says", "shed", true),
+    }
+}
+
+family! {
+    /// Faults of a stream's ABR ladder (110xxx): not answers to a request, but the codes
+    /// of the ladder's log lines and of its status (`ladder` in `/api/streams/{name}`).
+    /// Each is temporary: the encoder is restarted, a rung listed again once aligned.
+    LadderFault {
+        /// The encoder program could not be started (not installed, not executable).
+        EncoderMissing => (110_001, 503, "the ladder encoder cannot be started", "encoder_missing", true),
+        /// The encoder exited (crashed, or refused its input).
+        EncoderExited => (110_002, 503, "the ladder encoder exited", "encoder_exited", true),
+        /// The encoder took input but gave no output for the hang timeout: killed.
+        EncoderHung => (110_003, 503, "the ladder encoder stopped producing output", "encoder_hung", true),
+        /// A rung's segment does not start with a keyframe at the source segment's start:
+        /// players cannot switch there, so the rung is not offered until it is aligned.
+        RungMisaligned => (110_004, 503, "a ladder rung is not aligned with the source's segments", "rung_misaligned", true),
     }
 }

@@ -44,6 +44,9 @@ pub struct Channel {
     input_paused: std::sync::atomic::AtomicBool,
     /// The master playlist listing every rendition, when there are several.
     package_master: RwLock<Bytes>,
+    /// Indices into `renditions` in the order the master playlist lists them.
+    listing: Vec<usize>,
+    ladder: std::sync::OnceLock<Arc<crate::ladder::encoder::LadderStatus>>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -61,22 +64,33 @@ impl Channel {
         Self::with_rungs(name, window_len, renderer, &[])
     }
 
-    /// A stream whose package has the muxed rendition and a video rung per name of
-    /// `rungs` (an ABR ladder, in the order the master playlist lists them), each with
-    /// a window of `window_len` segments.
+    /// A stream whose package is an ABR ladder: `ladder` names its rungs in the order
+    /// the master playlist lists them, [`crate::ladder::SOURCE`] for the muxed source
+    /// rendition (which every stream has; left out of the master playlist when the
+    /// ladder does not name it). Each rendition keeps a window of `window_len`
+    /// segments. An empty ladder is the one muxed rendition, as [`Channel::new`].
     pub fn with_rungs(
         name: impl Into<String>,
         window_len: usize,
         renderer: Renderer,
-        rungs: &[String],
+        ladder: &[String],
     ) -> Self {
         let mut renditions = vec![Arc::new(Rendition::new(MAIN, window_len, renderer))];
-        renditions.extend(
-            rungs
-                .iter()
-                .map(|rung| Arc::new(Rendition::new(rung.clone(), window_len, renderer))),
-        );
+        let mut listing = Vec::with_capacity(ladder.len().max(1));
+        for rung in ladder {
+            if rung == crate::ladder::SOURCE {
+                listing.push(0);
+            } else {
+                listing.push(renditions.len());
+                renditions.push(Arc::new(Rendition::new(rung.clone(), window_len, renderer)));
+            }
+        }
+        if ladder.is_empty() {
+            listing.push(0);
+        }
         Self {
+            listing,
+            ladder: std::sync::OnceLock::new(),
             name: name.into(),
             renditions,
             counters: ChannelCounters::default(),
@@ -107,6 +121,25 @@ impl Channel {
     /// Attaches the stream's DVR recorder (once); false if one was already attached.
     pub fn set_archive(&self, recorder: Arc<crate::recorder::Recorder>) -> bool {
         self.archive.set(recorder).is_ok()
+    }
+
+    /// Attaches the status of the stream's ladder encoder (once, on the MC); false if
+    /// one was already attached.
+    pub fn set_ladder(&self, status: Arc<crate::ladder::encoder::LadderStatus>) -> bool {
+        self.ladder.set(status).is_ok()
+    }
+
+    /// The ladder encoder's status, when this process encodes the stream's ladder.
+    pub fn ladder(&self) -> Option<&Arc<crate::ladder::encoder::LadderStatus>> {
+        self.ladder.get()
+    }
+
+    /// Whether the master playlist lists `rendition` (a rung of the ladder, or the
+    /// source when the ladder names it).
+    pub fn lists(&self, rendition: &Rendition) -> bool {
+        self.listing
+            .iter()
+            .any(|&i| std::ptr::eq(&*self.renditions[i], rendition))
     }
 
     /// The stream's DVR recorder and archive, when the stream is recorded.
@@ -207,7 +240,9 @@ impl Channel {
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
         if self.renditions.len() > 1 {
-            let master = crate::render::package_master(&self.renditions);
+            let listed: Vec<&Arc<Rendition>> =
+                self.listing.iter().map(|&i| &self.renditions[i]).collect();
+            let master = crate::render::package_master(&listed);
             match self.package_master.write() {
                 Ok(mut guard) => *guard = master,
                 Err(poisoned) => *poisoned.into_inner() = master,

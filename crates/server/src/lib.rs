@@ -20,6 +20,7 @@ pub mod extract;
 pub mod fmp4;
 pub mod http_util;
 pub mod ingest_view;
+pub mod ladder;
 pub mod lane;
 pub mod llhls;
 pub mod logins;

@@ -121,6 +121,7 @@ pub async fn run_rendition(
         let segment = match event {
             IngestEvent::Frame(frame) => {
                 tracks.observe(&frame);
+                rendition.tap(&frame);
                 match ll.as_mut() {
                     Some(ll) => {
                         let before = segmenter.state();
@@ -203,14 +204,7 @@ async fn publish(
         msn: segment.msn,
         discontinuity_seq: segment.discontinuity_seq,
     };
-    let live = LiveSegment {
-        msn: segment.msn,
-        discontinuity_seq: segment.discontinuity_seq,
-        discontinuous: segment.discontinuous,
-        duration_ticks: segment.duration_ticks,
-        program_date_time_ms: segment.program_date_time_ms,
-        data: segment.data,
-    };
+    let live = LiveSegment::from(segment);
     // Persist before publishing: a number a viewer has seen is never handed out again.
     if let Some(path) = state_file {
         if let Err(error) = save(path, persisted).await {

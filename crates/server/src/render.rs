@@ -95,19 +95,21 @@ fn variant(window: &WindowSnapshot, uri: String) -> Variant {
     }
 }
 
-/// The master playlist of a package (an ABR ladder): the muxed rendition (the source)
-/// first, then every rung in ladder order, each at its own media playlist
-/// (`{rung}/mono.m3u8`). A rung is listed once it has segments and while every segment
-/// of its window is switchable ([`WindowSnapshot::switchable`]): a player must be able
-/// to move between the variants at any segment boundary.
-pub fn package_master(renditions: &[std::sync::Arc<crate::rendition::Rendition>]) -> Bytes {
+/// The master playlist of a package (an ABR ladder): its renditions in ladder order,
+/// each at its own media playlist (`mono.m3u8` for the muxed source, `{rung}/mono.m3u8`
+/// for a rung). A rung is listed once it has segments and while every segment of its
+/// window is switchable ([`WindowSnapshot::switchable`]): a player must be able to move
+/// between the variants at any segment boundary. The source is the timeline every rung
+/// is cut on, so it is listed whenever it has segments.
+pub fn package_master(renditions: &[&std::sync::Arc<crate::rendition::Rendition>]) -> Bytes {
     let mut variants = Vec::with_capacity(renditions.len());
-    for (i, rendition) in renditions.iter().enumerate() {
+    for rendition in renditions {
         let window = rendition.snapshot();
-        if window.segments.is_empty() || (i > 0 && !window.switchable) {
+        let source = rendition.name() == crate::rendition::MAIN;
+        if window.segments.is_empty() || (!source && !window.switchable) {
             continue;
         }
-        let uri = if i == 0 {
+        let uri = if source {
             "mono.m3u8".to_owned()
         } else {
             format!("{}/mono.m3u8", rendition.name())

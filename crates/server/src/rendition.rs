@@ -29,7 +29,12 @@ pub struct Rendition {
     target: TargetDuration,
     availability_start_ms: OnceLock<i64>,
     llhls: OnceLock<Arc<crate::llhls::LlChannel>>,
+    frames: OnceLock<tokio::sync::broadcast::Sender<media::Frame>>,
 }
+
+/// How many frames a rendition's frame tap holds for a slow reader (about 25 s of
+/// 25-fps video with its audio).
+const FRAME_TAP_CAPACITY: usize = 2048;
 
 impl Rendition {
     /// A rendition keeping `window_len` segments, rendering manifests with `renderer`.
@@ -43,6 +48,25 @@ impl Rendition {
             renderer,
             availability_start_ms: OnceLock::new(),
             llhls: OnceLock::new(),
+            frames: OnceLock::new(),
+        }
+    }
+
+    /// Every frame the rendition's pipeline takes in, from now on, as it arrives (before
+    /// its segment is cut): what a ladder encoder is fed. A reader that falls behind by
+    /// more than the tap holds misses frames (`RecvError::Lagged`).
+    pub fn tap_frames(&self) -> tokio::sync::broadcast::Receiver<media::Frame> {
+        self.frames
+            .get_or_init(|| tokio::sync::broadcast::channel(FRAME_TAP_CAPACITY).0)
+            .subscribe()
+    }
+
+    /// Hands a frame to the tap's readers, if anyone ever tapped (the pipeline's call).
+    pub fn tap(&self, frame: &media::Frame) {
+        if let Some(tap) = self.frames.get() {
+            if tap.receiver_count() > 0 {
+                let _ = tap.send(frame.clone());
+            }
         }
     }
 

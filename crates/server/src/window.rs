@@ -37,6 +37,19 @@ pub struct LiveSegment {
     pub data: Bytes,
 }
 
+impl From<media::Segment> for LiveSegment {
+    fn from(segment: media::Segment) -> Self {
+        Self {
+            msn: segment.msn,
+            discontinuity_seq: segment.discontinuity_seq,
+            discontinuous: segment.discontinuous,
+            duration_ticks: segment.duration_ticks,
+            program_date_time_ms: segment.program_date_time_ms,
+            data: segment.data,
+        }
+    }
+}
+
 impl LiveSegment {
     /// Duration in seconds.
     pub fn duration_secs(&self) -> f64 {

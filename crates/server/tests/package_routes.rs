@@ -69,7 +69,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         "s",
         5,
         server::render::renderer(2000),
-        &["240p".to_owned(), "bad".to_owned()],
+        &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
     ));
     state.add_stream(Arc::clone(&channel), None);
     let (rung, misaligned) = (

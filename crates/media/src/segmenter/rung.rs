@@ -9,6 +9,11 @@
 //! cutter checks that condition segment by segment ([`RungSegment::aligned`]) instead of
 //! assuming it, so an encoder or a publisher that breaks it is reported.
 //!
+//! Audio is the rung's own ([`RungCutter::source_segment`]: a publisher's ladder whose
+//! rungs each carry audio) or the source's, shared ([`RungCutter::source_segment_sharing`]:
+//! an encoder that makes video only; every rung then carries the source's very audio
+//! frames, and its own audio, if any, is ignored).
+//!
 //! A rung segment is written once its frames are all in (the rung has as many frames of
 //! each track as the source segment: a frame-rate-preserving encoder), or once frames of
 //! both tracks beyond its end have arrived (an encoder that dropped or added frames).
@@ -25,6 +30,14 @@ use crate::{Frame, TrackKind};
 /// The most source segments waiting for rung frames; older ones are written as they are
 /// (or skipped when the rung has nothing for them).
 const MAX_PENDING: usize = 16;
+
+/// After a (re)start, this many misaligned segments are skipped, not written: an
+/// encoder fed from the middle of a source segment makes a partial first segment.
+const SETTLING_SEGMENTS: u8 = 2;
+
+/// A source MSN this far below the rung's newest means the source was numbered afresh
+/// (not a segment fed again).
+const RENUMBERED: u64 = 1000;
 
 /// The most rung frames held ahead of the source segments announced so far.
 const MAX_EARLY_FRAMES: usize = 4096;
@@ -114,13 +127,20 @@ pub struct RungCutter {
     /// Discontinuities the rung has that the source has not (skipped spans).
     extra_discontinuities: u64,
     restarted: bool,
+    /// Misaligned segments still skipped as the partial first ones of a (re)start.
+    settling: u8,
+    /// The rung's audio is the source's, given with each source segment.
+    shares_audio: bool,
     stats: RungStats,
 }
 
 impl RungCutter {
     /// A cutter that has seen nothing.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            settling: SETTLING_SEGMENTS,
+            ..Self::default()
+        }
     }
 
     /// Counters since creation.
@@ -131,6 +151,30 @@ impl RungCutter {
     /// The source cut a segment (`marker` as its bytes carry it): the rung segment with
     /// the same MSN covers the same span. Returns the rung segments this completes.
     pub fn source_segment(&mut self, marker: TimelineMarker) -> Vec<RungSegment> {
+        self.announce(marker, None)
+    }
+
+    /// [`RungCutter::source_segment`] for a rung whose audio is the source's: `audio`
+    /// is the source segment's audio frames, which the rung segment carries as they are
+    /// (the rung's own audio frames are ignored from now on).
+    pub fn source_segment_sharing(
+        &mut self,
+        marker: TimelineMarker,
+        audio: Vec<Frame>,
+    ) -> Vec<RungSegment> {
+        self.shares_audio = true;
+        self.announce(marker, Some(audio))
+    }
+
+    fn announce(&mut self, marker: TimelineMarker, audio: Option<Vec<Frame>>) -> Vec<RungSegment> {
+        let msn = marker.state.msn;
+        if self
+            .last_msn
+            .is_some_and(|last| msn <= last && last - msn < RENUMBERED)
+        {
+            // A segment this rung already has (fed again to a restarted encoder).
+            return Vec::new();
+        }
         if self
             .pending
             .back()
@@ -142,14 +186,29 @@ impl RungCutter {
             self.restarted = true;
         }
         self.reference.get_or_insert(marker.start_ts);
-        self.pending.push_back(Pending {
+        let mut pending = Pending {
             source: marker,
             frames: Vec::new(),
             video: 0,
             audio: 0,
             video_passed: false,
             audio_passed: false,
-        });
+        };
+        if let Some(audio) = audio {
+            // The source's own audio: all of it is in, whatever the encoder does.
+            pending.audio_passed = true;
+            for frame in audio.into_iter().filter(|f| f.kind() == TrackKind::Audio) {
+                let ext_pts = unwrap_ts(frame.pts, Some(marker.start_ts));
+                let ext_dts = unwrap_ts(frame.dts, Some(ext_pts));
+                pending.take(Timed {
+                    ext_pts,
+                    ext_dts,
+                    frame,
+                });
+            }
+            pending.source.audio_frames = pending.audio;
+        }
+        self.pending.push_back(pending);
         let early = std::mem::take(&mut self.early);
         for timed in early {
             self.place(timed);
@@ -166,6 +225,9 @@ impl RungCutter {
     /// One frame of the rung, in the encoder's output order. Returns the rung segments
     /// this completes.
     pub fn frame(&mut self, frame: Frame) -> Vec<RungSegment> {
+        if self.shares_audio && frame.kind() == TrackKind::Audio {
+            return Vec::new();
+        }
         let ext_pts = unwrap_ts(frame.pts, self.reference);
         let ext_dts = unwrap_ts(frame.dts, Some(ext_pts));
         self.reference = Some(ext_pts);
@@ -181,12 +243,19 @@ impl RungCutter {
     /// are skipped), and the next segment written follows a discontinuity.
     pub fn restart(&mut self) {
         for pending in &mut self.pending {
-            pending.frames.clear();
+            if self.shares_audio {
+                pending
+                    .frames
+                    .retain(|t| t.frame.kind() == TrackKind::Audio);
+            } else {
+                pending.frames.clear();
+                pending.audio = 0;
+            }
             pending.video = 0;
-            pending.audio = 0;
         }
         self.early.clear();
         self.restarted = true;
+        self.settling = SETTLING_SEGMENTS;
     }
 
     /// Writes every segment still waiting (end of input), in order.
@@ -239,7 +308,23 @@ impl RungCutter {
 
     fn write(&mut self, pending: Pending) -> Option<RungSegment> {
         let source = pending.source;
-        if pending.frames.is_empty() {
+        if pending.video == 0 && (self.shares_audio || pending.frames.is_empty()) {
+            self.stats.skipped += 1;
+            return None;
+        }
+        let first_video = pending
+            .frames
+            .iter()
+            .filter(|t| t.frame.kind() == TrackKind::Video)
+            .min_by_key(|t| t.ext_dts);
+        let aligned = match first_video {
+            Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
+            None => source.video_frames == 0,
+        };
+        if aligned {
+            self.settling = 0;
+        } else if self.settling > 0 {
+            self.settling -= 1;
             self.stats.skipped += 1;
             return None;
         }
@@ -254,15 +339,6 @@ impl RungCutter {
         self.tracks = self
             .tracks
             .with_frames(pending.frames.iter().map(|t| &t.frame));
-        let first_video = pending
-            .frames
-            .iter()
-            .filter(|t| t.frame.kind() == TrackKind::Video)
-            .min_by_key(|t| t.ext_dts);
-        let aligned = match first_video {
-            Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
-            None => source.video_frames == 0,
-        };
         // Downstream, a rung segment's marker says "starts on a keyframe" only when it
         // is aligned: a node checks a rung's switchability from its markers alone.
         let keyframe_start = aligned;
@@ -411,31 +487,59 @@ mod tests {
     #[test]
     fn a_rung_that_does_not_start_on_the_keyframe_is_misaligned() {
         let mut cutter = RungCutter::new();
-        cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
-        let mut out = Vec::new();
-        for f in frames(0, false) {
+        let mut out = cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
+        for f in frames(0, true) {
             out.extend(cutter.frame(f));
         }
-        assert_eq!(out.len(), 1);
-        assert!(!out[0].aligned);
-        assert!(!out[0].marker.keyframe_start);
+        out.extend(cutter.source_segment(marker(1, 2 * SECOND, 2 * SECOND, 50, 2)));
+        for f in frames(2 * SECOND, false) {
+            out.extend(cutter.frame(f));
+        }
+        assert_eq!(out.len(), 2);
+        assert!(out[0].aligned && !out[1].aligned);
+        assert!(!out[1].marker.keyframe_start);
         assert_eq!(cutter.stats().misaligned, 1);
+    }
+
+    #[test]
+    fn the_partial_first_segments_of_a_start_are_skipped_not_reported() {
+        let mut cutter = RungCutter::new();
+        let mut out = Vec::new();
+        for msn in 0..4 {
+            let start = msn * 2 * SECOND;
+            out.extend(cutter.source_segment(marker(msn, start, 2 * SECOND, 50, 2)));
+            // The encoder started mid-segment: the first two begin without a keyframe.
+            for f in frames(start, msn >= 2) {
+                out.extend(cutter.frame(f));
+            }
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![2, 3]);
+        assert_eq!(cutter.stats().misaligned, 0);
+        assert_eq!(cutter.stats().skipped, 2);
     }
 
     #[test]
     fn an_encoder_that_drops_frames_is_cut_when_later_frames_arrive() {
         let mut cutter = RungCutter::new();
-        cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
-        cutter.source_segment(marker(1, 2 * SECOND, 2 * SECOND, 50, 2));
-        let mut out = Vec::new();
-        for f in frames(0, true).into_iter().skip(1).filter(|f| f.pts != 0) {
+        let mut out = cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
+        for f in frames(0, true) {
             out.extend(cutter.frame(f));
         }
-        assert!(out.is_empty(), "still waiting: nothing beyond the end yet");
-        out.extend(cutter.frame(video(2 * SECOND, true)));
-        out.extend(cutter.frame(audio(2 * SECOND)));
-        assert_eq!(out.len(), 1);
-        assert!(!out[0].aligned, "the first keyframe was dropped");
+        let start = 2 * SECOND;
+        out.extend(cutter.source_segment(marker(1, start, 2 * SECOND, 50, 2)));
+        out.extend(cutter.source_segment(marker(2, 2 * start, 2 * SECOND, 50, 2)));
+        for f in frames(start, true)
+            .into_iter()
+            .filter(|f| f.pts != start || f.kind() == TrackKind::Audio)
+        {
+            out.extend(cutter.frame(f));
+        }
+        assert_eq!(out.len(), 1, "still waiting: nothing beyond the end yet");
+        out.extend(cutter.frame(video(2 * start, true)));
+        out.extend(cutter.frame(audio(2 * start)));
+        assert_eq!(out.len(), 2);
+        assert!(!out[1].aligned, "the first keyframe was dropped");
         assert_eq!(cutter.stats().count_mismatch, 1);
     }
 
@@ -468,6 +572,66 @@ mod tests {
         );
         assert_eq!(cutter.stats().skipped, 2);
         assert!(out[1].aligned);
+    }
+
+    #[test]
+    fn a_segment_fed_again_after_a_restart_is_not_written_twice() {
+        let mut cutter = RungCutter::new();
+        let mut out = cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2));
+        for f in frames(0, true) {
+            out.extend(cutter.frame(f));
+        }
+        cutter.restart();
+        out.extend(cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 2)));
+        for f in frames(0, true) {
+            out.extend(cutter.frame(f));
+        }
+        out.extend(cutter.source_segment(marker(1, 2 * SECOND, 2 * SECOND, 50, 2)));
+        for f in frames(2 * SECOND, true) {
+            out.extend(cutter.frame(f));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![0, 1]);
+        assert!(
+            out[1].segment.discontinuous,
+            "the new encoder's first segment"
+        );
+    }
+
+    #[test]
+    fn a_rung_sharing_the_sources_audio_carries_it_and_needs_only_its_video() {
+        let mut cutter = RungCutter::new();
+        let source_audio = vec![audio(0), audio(SECOND)];
+        let mut out = cutter.source_segment_sharing(marker(0, 0, 2 * SECOND, 50, 2), source_audio);
+        for f in frames(0, true)
+            .into_iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+        {
+            out.extend(cutter.frame(f));
+        }
+        assert_eq!(out.len(), 1, "complete with its last video frame");
+        assert_eq!(out[0].marker.audio_frames, 2);
+        // The encoder's own audio is ignored; a segment the encoder never made is
+        // skipped even though the source's audio is there.
+        out.extend(cutter.frame(audio(2 * SECOND)));
+        out.extend(cutter.source_segment_sharing(
+            marker(1, 2 * SECOND, 2 * SECOND, 50, 2),
+            vec![audio(2 * SECOND)],
+        ));
+        out.extend(cutter.source_segment_sharing(
+            marker(2, 4 * SECOND, 2 * SECOND, 50, 2),
+            vec![audio(4 * SECOND)],
+        ));
+        for f in frames(4 * SECOND, true)
+            .into_iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+        {
+            out.extend(cutter.frame(f));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![0, 2]);
+        assert_eq!(out[1].marker.audio_frames, 1);
+        assert!(out[1].segment.discontinuous);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod pes;
 pub mod psi;
 
 pub use demux::{demux_frames, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason};
+pub use mux::FrameMuxer;
 
 /// Size of one transport stream packet.
 pub const PACKET_SIZE: usize = 188;

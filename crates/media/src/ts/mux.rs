@@ -64,6 +64,48 @@ pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, Conti
     (Bytes::from(w.out), w.cc)
 }
 
+/// A continuous MPEG-TS written one frame at a time (to feed an encoder as the frames
+/// arrive, not a segment later): PAT and PMT before the first frame and every video
+/// keyframe, one PES per frame with its PCR, the counters running on across calls.
+#[derive(Debug, Clone)]
+pub struct FrameMuxer {
+    cc: ContinuityCounters,
+    tracks: Tracks,
+    started: bool,
+}
+
+impl FrameMuxer {
+    /// A muxer whose PMT lists `tracks`; frames of an unlisted kind are still written on
+    /// their kind's PID.
+    pub fn new(tracks: Tracks) -> Self {
+        Self {
+            cc: ContinuityCounters::default(),
+            tracks,
+            started: false,
+        }
+    }
+
+    /// The packets of one frame (preceded by PAT and PMT where due).
+    pub fn write(&mut self, frame: &Frame) -> Bytes {
+        let mut w = Writer {
+            out: Vec::with_capacity((frame.data.len() / PAYLOAD_SIZE + 4) * PACKET_SIZE),
+            cc: self.cc,
+        };
+        let video = frame.kind() == TrackKind::Video;
+        if !self.started || (video && frame.keyframe) {
+            w.section(PAT_PID, &pat_section());
+            w.section(PMT_PID, &pmt_section(self.tracks));
+            self.started = true;
+        }
+        let pid = if video { VIDEO_PID } else { AUDIO_PID };
+        let pcr = (pid == pcr_pid(self.tracks))
+            .then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
+        w.pes(pid, frame, pcr);
+        self.cc = w.cc;
+        Bytes::from(w.out)
+    }
+}
+
 /// The PID that carries the PCR: video when there is video, else audio.
 fn pcr_pid(tracks: Tracks) -> u16 {
     if tracks.video.is_some() || tracks.audio.is_none() {
@@ -270,6 +312,36 @@ impl Writer {
 mod tests {
     use super::*;
     use crate::Codec;
+
+    #[test]
+    fn frames_written_one_by_one_are_one_continuous_stream() {
+        let clip = include_bytes!("../../../../assets/demo-meeting.ts");
+        let video: Vec<Frame> = crate::ts::demux_frames(clip)
+            .into_iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+            .collect();
+        let mut muxer = FrameMuxer::new(Tracks {
+            video: Some(Codec::H264),
+            audio: None,
+        });
+        let mut stream = Vec::new();
+        for frame in &video {
+            stream.extend_from_slice(&muxer.write(frame));
+        }
+        let mut demuxer = crate::ts::Demuxer::new();
+        let mut events = Vec::new();
+        demuxer.push(&stream, &mut events);
+        demuxer.flush(&mut events);
+        let back: Vec<Frame> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::ts::DemuxEvent::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(back, video);
+        assert_eq!(demuxer.stats().cc_errors, 0);
+    }
 
     #[test]
     fn timestamps_encode_with_marker_bits() {

@@ -80,6 +80,33 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
             "playlists_served": counters.playlists_served.load(Ordering::Relaxed),
         },
         "inputs": entry.inputs.as_ref().map(|source| source()),
+        "renditions": renditions(channel),
+        "ladder": channel.ladder().map(|ladder| ladder.json()),
         "dvr": channel.archive().map(|recorder| recorder.status()),
     })
+}
+
+/// Each rendition of the stream's package: whether the master playlist offers it now
+/// (a rung only while switchable), its window and its measured bit rate.
+fn renditions(channel: &crate::channel::Channel) -> Vec<Value> {
+    channel
+        .renditions()
+        .iter()
+        .map(|rendition| {
+            let window = rendition.snapshot();
+            let source = rendition.name() == crate::rendition::MAIN;
+            let offered = channel.lists(rendition)
+                && !window.segments.is_empty()
+                && (source || window.switchable);
+            json!({
+                "name": if source { crate::ladder::SOURCE } else { rendition.name() },
+                "listed": offered,
+                "switchable": window.switchable,
+                "last_msn": window.newest().map(|s| s.msn),
+                "segments_in_window": window.segments.len(),
+                "resolution": window.tracks.resolution.map(|(w, h)| format!("{w}x{h}")),
+                "bitrate_bps": { "peak": window.bandwidth.0, "average": window.bandwidth.1 },
+            })
+        })
+        .collect()
 }

@@ -1,0 +1,505 @@
+//! The supervised encoder of one stream's ladder: feeds the source rendition's segments
+//! to an `ffmpeg` child as they are cut, demuxes its output (one program per rung),
+//! cuts each rung on the source's segments and pushes it into the rung's rendition.
+//!
+//! Supervision: an encoder that cannot start (110001), exits (110002) or takes input
+//! without giving output for `hang_timeout` (110003, killed) is logged with its code and
+//! started again after a capped backoff (1 s doubling to 30 s; back to 1 s after a
+//! minute of healthy running). The rungs resume after a discontinuity; the source
+//! rendition, the relay and everything else of the MC never wait for the encoder.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codes::LadderFault;
+use media::segmenter::{RungCutter, RungSegment};
+use media::ts::{DemuxEvent, Demuxer};
+use media::TimelineMarker;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch};
+
+use super::{ffmpeg_args, EncodedRung, LadderSettings};
+use crate::channel::{Channel, LiveSegment};
+use crate::rendition::Rendition;
+use crate::tracks::TrackProbe;
+
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// A run this long resets the backoff.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
+
+/// What a ladder's rung did, for status and metrics.
+#[derive(Debug, Default)]
+pub struct RungCounters {
+    /// Segments cut.
+    pub segments: AtomicU64,
+    /// Segments that did not start on the source's keyframe (110004).
+    pub misaligned: AtomicU64,
+    /// Source segments the rung has nothing for (the encoder was down).
+    pub skipped: AtomicU64,
+}
+
+/// A ladder's state, shared with the status API and metrics.
+#[derive(Debug)]
+pub struct LadderStatus {
+    /// The rung names, in ladder order (transcoded rungs only).
+    pub rungs: Vec<String>,
+    /// Per rung, in the same order.
+    pub counters: Vec<RungCounters>,
+    /// Encoder starts since the stream started.
+    pub starts: AtomicU64,
+    /// Encoder failures (110001–110003) since the stream started.
+    pub failures: AtomicU64,
+    last_fault: Mutex<Option<(LadderFault, String)>>,
+    running: std::sync::atomic::AtomicBool,
+    pid: std::sync::atomic::AtomicU32,
+}
+
+impl LadderStatus {
+    fn new(rungs: &[EncodedRung]) -> Self {
+        Self {
+            rungs: rungs.iter().map(|r| r.name.clone()).collect(),
+            counters: rungs.iter().map(|_| RungCounters::default()).collect(),
+            starts: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            last_fault: Mutex::new(None),
+            running: std::sync::atomic::AtomicBool::new(false),
+            pid: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// The running encoder's process id (for an operator, and a test that kills it).
+    pub fn pid(&self) -> Option<u32> {
+        let pid = self.pid.load(Ordering::Relaxed);
+        (self.running() && pid != 0).then_some(pid)
+    }
+
+    /// Whether an encoder runs now.
+    pub fn running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// The last fault: its code and what was seen (the encoder's last words).
+    pub fn last_fault(&self) -> Option<(LadderFault, String)> {
+        match self.last_fault.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn fault(&self, stream: &str, code: LadderFault, detail: String) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        match code {
+            LadderFault::EncoderMissing => {
+                tracing::error!(stream, code = code.code(), detail = %detail, "{}", code.message())
+            }
+            _ => tracing::warn!(stream, code = code.code(), detail = %detail, "{}", code.message()),
+        }
+        let mut guard = match self.last_fault.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Some((code, detail));
+    }
+
+    /// The `ladder` object of the stream's status.
+    pub fn json(&self) -> serde_json::Value {
+        let rungs: Vec<serde_json::Value> = self
+            .rungs
+            .iter()
+            .zip(&self.counters)
+            .map(|(name, c)| {
+                serde_json::json!({
+                    "name": name,
+                    "segments": c.segments.load(Ordering::Relaxed),
+                    "misaligned": c.misaligned.load(Ordering::Relaxed),
+                    "skipped": c.skipped.load(Ordering::Relaxed),
+                })
+            })
+            .collect();
+        let fault = self.last_fault().map(|(code, detail)| {
+            serde_json::json!({"code": code.code(), "message": code.message(), "detail": detail})
+        });
+        serde_json::json!({
+            "encoder": if self.running() { "running" } else { "restarting" },
+            "starts": self.starts.load(Ordering::Relaxed),
+            "failures": self.failures.load(Ordering::Relaxed),
+            "last_fault": fault,
+            "rungs": rungs,
+        })
+    }
+
+    /// Writes the ladder's metrics for `stream` (a label already escaped).
+    pub fn render_metrics(&self, stream: &str, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "brdyun_ladder_encoder_starts_total{{stream=\"{stream}\"}} {}",
+            self.starts.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "brdyun_ladder_encoder_failures_total{{stream=\"{stream}\"}} {}",
+            self.failures.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "brdyun_ladder_encoder_running{{stream=\"{stream}\"}} {}",
+            u8::from(self.running())
+        );
+        for (name, c) in self.rungs.iter().zip(&self.counters) {
+            let rung = crate::metrics::label(name);
+            for (metric, value) in [
+                ("segments", &c.segments),
+                ("misaligned", &c.misaligned),
+                ("skipped", &c.skipped),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "brdyun_ladder_rung_{metric}_total{{stream=\"{stream}\",rung=\"{rung}\"}} {}",
+                    value.load(Ordering::Relaxed)
+                );
+            }
+        }
+    }
+}
+
+/// One rung being cut: where its segments go and what cuts them.
+struct RungOut {
+    rendition: Arc<Rendition>,
+    cutter: RungCutter,
+    probe: TrackProbe,
+    demuxer: Demuxer,
+    program: u16,
+}
+
+/// Starts the ladder of `channel` (whose renditions include every rung of `rungs`):
+/// returns its status and the task to run (until `stop`).
+///
+/// # Errors
+/// A rung has no rendition in the channel.
+pub fn start(
+    channel: Arc<Channel>,
+    settings: LadderSettings,
+    rungs: Vec<EncodedRung>,
+    stop: watch::Receiver<bool>,
+) -> Result<(Arc<LadderStatus>, impl std::future::Future<Output = ()>), String> {
+    let mut outs = Vec::with_capacity(rungs.len());
+    for (i, rung) in rungs.iter().enumerate() {
+        let rendition = channel
+            .rendition(&rung.name)
+            .ok_or_else(|| format!("rung {} has no rendition", rung.name))?;
+        outs.push(RungOut {
+            rendition: Arc::clone(rendition),
+            cutter: RungCutter::new(),
+            probe: TrackProbe::default(),
+            demuxer: Demuxer::new(),
+            program: u16::try_from(i + 1).unwrap_or(u16::MAX),
+        });
+    }
+    let status = Arc::new(LadderStatus::new(&rungs));
+    let task = supervise(channel, settings, rungs, outs, Arc::clone(&status), stop);
+    Ok((status, task))
+}
+
+/// Why one encoder run ended.
+enum RunEnd {
+    Stopped,
+    Fault(LadderFault, String),
+}
+
+async fn supervise(
+    channel: Arc<Channel>,
+    settings: LadderSettings,
+    rungs: Vec<EncodedRung>,
+    mut outs: Vec<RungOut>,
+    status: Arc<LadderStatus>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let stream = channel.name().to_owned();
+    let mut backoff = FIRST_BACKOFF;
+    let mut first = true;
+    loop {
+        // The encoder starts with the source.
+        let mut updates = channel.main().subscribe();
+        while channel.main().snapshot().newest().is_none() {
+            tokio::select! {
+                changed = updates.changed() => if changed.is_err() { return },
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+        let restarting = !std::mem::take(&mut first);
+        for out in &mut outs {
+            out.demuxer = Demuxer::for_program(out.program);
+            if restarting {
+                out.cutter.restart();
+            }
+        }
+        let started = Instant::now();
+        let end = run_once(&channel, &settings, &rungs, &mut outs, &status, &mut stop).await;
+        status.running.store(false, Ordering::Relaxed);
+        match end {
+            RunEnd::Stopped => return,
+            RunEnd::Fault(code, detail) => status.fault(&stream, code, detail),
+        }
+        if started.elapsed() >= HEALTHY_RUN {
+            backoff = FIRST_BACKOFF;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Runs one encoder process until it fails or the stream stops.
+async fn run_once(
+    channel: &Arc<Channel>,
+    settings: &LadderSettings,
+    rungs: &[EncodedRung],
+    outs: &mut [RungOut],
+    status: &LadderStatus,
+    stop: &mut watch::Receiver<bool>,
+) -> RunEnd {
+    let mut child = match Command::new(&settings.encoder)
+        .args(ffmpeg_args(settings, rungs))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            return RunEnd::Fault(
+                LadderFault::EncoderMissing,
+                format!("{}: {error}", settings.encoder),
+            )
+        }
+    };
+    status.starts.fetch_add(1, Ordering::Relaxed);
+    status.pid.store(child.id().unwrap_or(0), Ordering::Relaxed);
+    status.running.store(true, Ordering::Relaxed);
+    tracing::info!(stream = %channel.name(), pid = child.id(), rungs = rungs.len(), "ladder encoder started");
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return RunEnd::Fault(LadderFault::EncoderExited, "no pipes to the encoder".into());
+    };
+    let last_words = Arc::new(Mutex::new(String::new()));
+    let words = Arc::clone(&last_words);
+    let stream = channel.name().to_owned();
+    let stderr_task = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(stream = %stream, encoder = %line, "ladder encoder said");
+            if let Ok(mut w) = words.lock() {
+                *w = line;
+            }
+        }
+    });
+    let (markers_tx, markers_rx) = mpsc::unbounded_channel();
+    let fed = Arc::new(AtomicU64::new(0));
+    let feeder = tokio::spawn(feed(
+        Arc::clone(channel.main()),
+        stdin,
+        markers_tx,
+        Arc::clone(&fed),
+    ));
+    let hang = Duration::from_secs_f64(settings.hang_timeout);
+    let end = cut(channel, outs, status, stdout, markers_rx, &fed, hang, stop).await;
+    feeder.abort();
+    let end = match end {
+        Some(end) => end,
+        None => {
+            // The output ended: the process exited (or is about to).
+            let code = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+            let said = last_words.lock().map(|w| w.clone()).unwrap_or_default();
+            let how = match code {
+                Ok(Ok(exit)) => exit.to_string(),
+                _ => "closed its output".to_owned(),
+            };
+            RunEnd::Fault(LadderFault::EncoderExited, format!("{how}: {said}"))
+        }
+    };
+    kill(&mut child).await;
+    stderr_task.abort();
+    end
+}
+
+async fn kill(child: &mut Child) {
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
+}
+
+/// A source segment announced to the cutters: its marker and its audio frames.
+type Announced = (TimelineMarker, Vec<media::Frame>);
+
+/// Feeds the encoder the source's video frames as they arrive (from the next keyframe
+/// on; again from a keyframe after frames were missed), and announces each source
+/// segment cut from now on (marker and audio) to the cutters. Ends when the encoder
+/// stops reading or the source ends.
+async fn feed(
+    source: Arc<Rendition>,
+    mut stdin: ChildStdin,
+    markers: mpsc::UnboundedSender<Announced>,
+    fed: Arc<AtomicU64>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    let mut frames = source.tap_frames();
+    let mut updates = source.subscribe();
+    let mut announced = source.snapshot().newest().map(|s| s.msn);
+    let mut muxer: Option<media::ts::FrameMuxer> = None;
+    let mut want_keyframe = true;
+    loop {
+        tokio::select! {
+            frame = frames.recv() => match frame {
+                Ok(frame) if frame.kind() == media::TrackKind::Video => {
+                    if want_keyframe && !frame.keyframe {
+                        continue;
+                    }
+                    want_keyframe = false;
+                    let muxer = muxer.get_or_insert_with(|| {
+                        media::ts::FrameMuxer::new(media::timeline::Tracks {
+                            video: Some(frame.codec),
+                            audio: None,
+                        })
+                    });
+                    // Counted before the write: a write that blocks on a hung encoder
+                    // is input the encoder owes output for.
+                    fed.fetch_add(1, Ordering::Relaxed);
+                    if stdin.write_all(&muxer.write(&frame)).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(stream = %source.name(), missed, "the ladder encoder fell behind the source: frames skipped");
+                    want_keyframe = true;
+                }
+                Err(RecvError::Closed) => return,
+            },
+            changed = updates.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let window = source.snapshot();
+                for segment in &window.segments {
+                    if announced.is_some_and(|a| segment.msn <= a) {
+                        continue;
+                    }
+                    announced = Some(segment.msn);
+                    let Some(view) = segment.fmp4() else { continue };
+                    let audio = media::ts::demux_frames(&segment.data)
+                        .into_iter()
+                        .filter(|f| f.kind() == media::TrackKind::Audio)
+                        .collect();
+                    if markers.send((view.marker, audio)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads the encoder's output and cuts the rungs until the output ends (`None`), the
+/// encoder hangs, or the stream stops.
+#[allow(clippy::too_many_arguments)]
+async fn cut(
+    channel: &Channel,
+    outs: &mut [RungOut],
+    status: &LadderStatus,
+    mut stdout: ChildStdout,
+    mut markers: mpsc::UnboundedReceiver<Announced>,
+    fed: &AtomicU64,
+    hang: Duration,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<RunEnd> {
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut events = Vec::new();
+    let mut last_output = Instant::now();
+    let mut fed_at_output = fed.load(Ordering::Relaxed);
+    let mut check = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return Some(RunEnd::Stopped),
+            Some((marker, audio)) = markers.recv() => {
+                for (i, out) in outs.iter_mut().enumerate() {
+                    for frame in &audio {
+                        out.probe.observe(frame);
+                    }
+                    let done = out.cutter.source_segment_sharing(marker, audio.clone());
+                    publish(channel, out, status, i, done);
+                }
+            }
+            read = stdout.read(&mut buffer) => {
+                let n = match read {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => n,
+                };
+                last_output = Instant::now();
+                fed_at_output = fed.load(Ordering::Relaxed);
+                for (i, out) in outs.iter_mut().enumerate() {
+                    events.clear();
+                    out.demuxer.push(&buffer[..n], &mut events);
+                    for event in events.drain(..) {
+                        if let DemuxEvent::Frame(frame) = event {
+                            out.probe.observe(&frame);
+                            let done = out.cutter.frame(frame);
+                            publish(channel, out, status, i, done);
+                        }
+                    }
+                }
+            }
+            _ = check.tick() => {
+                let waiting = fed.load(Ordering::Relaxed) > fed_at_output;
+                if waiting && last_output.elapsed() >= hang {
+                    return Some(RunEnd::Fault(
+                        LadderFault::EncoderHung,
+                        format!("no output for {:.0} s while fed", last_output.elapsed().as_secs_f64()),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn publish(
+    channel: &Channel,
+    out: &RungOut,
+    status: &LadderStatus,
+    index: usize,
+    done: Vec<RungSegment>,
+) {
+    let counters = &status.counters[index];
+    let before = out.cutter.stats().skipped;
+    counters.skipped.store(before, Ordering::Relaxed);
+    for rung in done {
+        counters.segments.fetch_add(1, Ordering::Relaxed);
+        if !rung.aligned {
+            let misaligned = counters.misaligned.fetch_add(1, Ordering::Relaxed);
+            if misaligned == 0 || misaligned.is_power_of_two() {
+                let code = LadderFault::RungMisaligned;
+                tracing::warn!(
+                    stream = %channel.name(),
+                    rung = %out.rendition.name(),
+                    msn = rung.segment.msn,
+                    code = code.code(),
+                    "{}", code.message()
+                );
+            }
+        }
+        channel.push_to(
+            &out.rendition,
+            LiveSegment::from(rung.segment),
+            out.probe.summary(),
+            None,
+        );
+    }
+}
