@@ -236,6 +236,34 @@ pub struct StreamConfig {
     pub ott_backup: Option<bool>,
     /// The OTT group this stream belongs to (default: the stream's name); needs `[ott]`.
     pub backup_group: Option<String>,
+    /// The stream's ABR ladder, for a meeting stream (set by the MC or the node's MC
+    /// link, never in a file).
+    #[serde(skip)]
+    pub ladder: Option<LadderPlan>,
+}
+
+/// How a meeting stream gets its ladder rungs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LadderPlan {
+    /// The MC encodes them from the source ([`server::ladder::encoder`]).
+    Encode(server::ladder::LadderSettings),
+    /// A node pulls each rung from the MC's relays of it, in step with the source.
+    Pull {
+        /// The rung names in master-playlist order (`source` for the source).
+        names: Vec<String>,
+        /// The relay URLs of each pulled rung (every rung but `source`), in preference order.
+        inputs: Vec<(String, Vec<String>)>,
+    },
+}
+
+impl LadderPlan {
+    /// The rung names in master-playlist order.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            LadderPlan::Encode(settings) => settings.names(),
+            LadderPlan::Pull { names, .. } => names.clone(),
+        }
+    }
 }
 
 fn default_name() -> String {
@@ -510,14 +538,38 @@ impl McLinkConfig {
     /// # Errors
     /// The template has a key a stream does not accept, or sets `name`/`inputs`.
     pub fn meeting_stream(&self, id: &str) -> anyhow::Result<StreamConfig> {
+        self.meeting_stream_with(id, &[])
+    }
+
+    /// [`McLinkConfig::meeting_stream`] of a meeting whose MC encodes the ladder
+    /// `ladder` (rung names in master-playlist order; empty: no ladder): every rung but
+    /// the source is pulled from the MC's relay of it, `/{id}/{rung}/mpegts`.
+    ///
+    /// # Errors
+    /// As [`McLinkConfig::meeting_stream`].
+    pub fn meeting_stream_with(&self, id: &str, ladder: &[String]) -> anyhow::Result<StreamConfig> {
         if self.stream.contains_key("name") || self.stream.contains_key("inputs") {
             bail!("mc.stream must not set name or inputs: they come from the meeting");
         }
-        let inputs = std::iter::once(&self.url)
-            .chain(&self.backup_urls)
-            .map(|base| format!("{}/{id}/mpegts", base.trim_end_matches('/')))
-            .collect();
-        stream_from(id, inputs, &self.stream).context("mc.stream")
+        let relays = |path: &str| -> Vec<String> {
+            std::iter::once(&self.url)
+                .chain(&self.backup_urls)
+                .map(|base| format!("{}/{id}/{path}", base.trim_end_matches('/')))
+                .collect()
+        };
+        let mut stream = stream_from(id, relays("mpegts"), &self.stream).context("mc.stream")?;
+        if !ladder.is_empty() {
+            let inputs = ladder
+                .iter()
+                .filter(|rung| rung.as_str() != server::ladder::SOURCE)
+                .map(|rung| (rung.clone(), relays(&format!("{rung}/mpegts"))))
+                .collect();
+            stream.ladder = Some(LadderPlan::Pull {
+                names: ladder.to_vec(),
+                inputs,
+            });
+        }
+        Ok(stream)
     }
 
     /// The poll interval.

@@ -70,6 +70,7 @@ pub async fn start_cluster(
         viewer_limit: None,
         start: true,
         inputs,
+        ladder: true,
     };
     let mc_config = McConfig {
         mc: McSection {
@@ -81,6 +82,7 @@ pub async fn start_cluster(
             node_token: None,
             min_client_version: None,
             viewer_report_ttl: 10.0,
+            ladder: Some(demo_ladder()?),
         },
         defaults: StreamDefaults::default(),
         meetings: vec![
@@ -178,6 +180,14 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
     let api = format!("http://{}", mc.http);
     println!();
     println!("  mc (meetings, and the origin the nodes pull)");
+    match which_ffmpeg() {
+        Some(path) => println!(
+            "    ladder:   source 640x360, 240p and 144p, encoded by {path} (docs/ladder.md)"
+        ),
+        None => println!(
+            "    ladder:   off: ffmpeg is not on PATH (apt-get install ffmpeg), so the source alone is served"
+        ),
+    }
     println!("    meetings: {api}/api/meetings   (OpenAPI: {api}/api/openapi.json)");
     if let Some(rtmp) = mc.rtmp {
         let key = mc.stream_key(LIVE).unwrap_or_else(|| "KEY".into());
@@ -191,4 +201,33 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
     }
     println!();
     println!("Ctrl-C stops the demo.");
+}
+
+/// The demo's ABR ladder: the source (640x360) and two transcoded rungs, small enough
+/// for one encoder to run in real time on a 2-core machine beside the MC and three
+/// nodes ([docs/ladder.md](../../docs/ladder.md) has the measured cost).
+fn demo_ladder() -> anyhow::Result<server::ladder::LadderSettings> {
+    let ladder: server::ladder::LadderSettings = toml::from_str(
+        r#"preset = "veryfast"
+threads = 1
+rungs = [
+  { name = "source" },
+  { name = "240p", height = 240, video_kbps = 250 },
+  { name = "144p", height = 144, video_kbps = 100, profile = "baseline" },
+]"#,
+    )
+    .context("the demo ladder")?;
+    ladder
+        .validate()
+        .map_err(|e| anyhow::anyhow!("the demo ladder: {e}"))?;
+    Ok(ladder)
+}
+
+/// Where `ffmpeg` is on `PATH`, if it is (the demo ladder's encoder).
+fn which_ffmpeg() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("ffmpeg"))
+        .find(|candidate| candidate.is_file())
+        .map(|found| found.display().to_string())
 }

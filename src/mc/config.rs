@@ -46,6 +46,8 @@ pub struct McSection {
     /// How long a node's viewer report counts, seconds (default 10).
     #[serde(default = "default_ttl")]
     pub viewer_report_ttl: f64,
+    /// `[mc.ladder]`: the ABR ladder every meeting's stream is encoded into.
+    pub ladder: Option<server::ladder::LadderSettings>,
 }
 
 fn default_mc_name() -> String {
@@ -72,6 +74,13 @@ pub struct PresetMeeting {
     /// Inputs besides RTMP publish: `udp://…`, `http(s)://…` (MPEG-TS), `builtin://meeting`.
     #[serde(default)]
     pub inputs: Vec<String>,
+    /// Whether the meeting gets `[mc.ladder]` (default true when there is one).
+    #[serde(default = "default_true")]
+    pub ladder: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl McConfig {
@@ -97,6 +106,11 @@ impl McConfig {
         }
         if !(1.0..=600.0).contains(&config.mc.viewer_report_ttl) {
             bail!("mc.viewer_report_ttl must be between 1 and 600 seconds");
+        }
+        if let Some(ladder) = &config.mc.ladder {
+            ladder
+                .validate()
+                .map_err(|e| anyhow::anyhow!("mc.ladder.{e}"))?;
         }
         for (i, preset) in config.meetings.iter().enumerate() {
             meeting::MeetingId::parse(&preset.id).with_context(|| format!("meeting[{i}].id"))?;
@@ -151,5 +165,20 @@ mod tests {
                 .contains("meeting[0].id")
         );
         assert!(err("[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\nport = 3").contains("port"));
+        let ladder = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n[mc.ladder]\n";
+        assert!(err(&format!(
+            "{ladder}rungs = [{{ name = \"a\", height = 241, video_kbps = 9 }}]"
+        ))
+        .contains("mc.ladder.rungs[0].height"));
+        assert!(err(&format!("{ladder}rungs = []")).contains("mc.ladder"));
+        let ok = McConfig::parse(&format!(
+            "{ladder}rungs = [{{ name = \"source\" }}, {{ name = \"240p\", height = 240, video_kbps = 400 }}]\n[[meeting]]\nid = \"m\"\nladder = false\n"
+        ))
+        .expect("a ladder and a meeting without it");
+        assert_eq!(
+            ok.mc.ladder.map(|l| l.names()),
+            Some(vec!["source".into(), "240p".into()])
+        );
+        assert!(!ok.meetings[0].ladder);
     }
 }

@@ -85,6 +85,17 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         node_token: section.node_token.clone(),
         min_client_version,
         viewer_report_ttl: Duration::from_secs_f64(section.viewer_report_ttl),
+        ladder: section
+            .ladder
+            .as_ref()
+            .map(server::ladder::LadderSettings::names)
+            .unwrap_or_default(),
+        without_ladder: config
+            .meetings
+            .iter()
+            .filter(|m| !m.ladder)
+            .map(|m| m.id.clone())
+            .collect(),
     })
     .context("opening the meeting store")?;
     apply_presets(&mc, &config.meetings)?;
@@ -135,11 +146,14 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         None => None,
     };
 
-    let presets = config.meetings.clone();
+    let plan = MeetingPlan {
+        presets: config.meetings.clone(),
+        ladder: section.ladder.clone(),
+    };
     tasks.spawn(follow_meetings(
         MeetingStreams::new(context),
         mc.subscribe(),
-        presets,
+        plan,
         shutdown_rx,
     ));
     tracing::info!(mc = %section.name, %http, ?rtmp, meetings = mc.meetings().len(), "mc started");
@@ -188,24 +202,33 @@ fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// What the MC's meeting streams are made of besides the meeting: the presets' inputs
+/// and the ladder.
+struct MeetingPlan {
+    presets: Vec<PresetMeeting>,
+    ladder: Option<server::ladder::LadderSettings>,
+}
+
 /// The stream of a live meeting on the MC: RTMP publish with its key, then the
-/// preset's inputs.
-fn meeting_stream(
-    meeting: &meeting::Meeting,
-    presets: &[PresetMeeting],
-) -> anyhow::Result<StreamConfig> {
+/// preset's inputs; encoded into the MC's ladder unless the preset turns it off.
+fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Result<StreamConfig> {
     let mut inputs = vec![format!("publish://?key={}", meeting.stream_key)];
-    if let Some(preset) = presets.iter().find(|p| p.id == meeting.id.as_str()) {
+    let preset = plan.presets.iter().find(|p| p.id == meeting.id.as_str());
+    if let Some(preset) = preset {
         inputs.extend(preset.inputs.iter().cloned());
     }
-    config::stream_from(meeting.id.as_str(), inputs, &toml::Table::new())
+    let mut stream = config::stream_from(meeting.id.as_str(), inputs, &toml::Table::new())?;
+    if preset.is_none_or(|p| p.ladder) {
+        stream.ladder = plan.ladder.clone().map(crate::config::LadderPlan::Encode);
+    }
+    Ok(stream)
 }
 
 /// Starts a stream for each live meeting and stops it when the meeting leaves `live`.
 async fn follow_meetings(
     mut streams: MeetingStreams,
     mut changes: watch::Receiver<Arc<Meetings>>,
-    presets: Vec<PresetMeeting>,
+    plan: MeetingPlan,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -225,7 +248,7 @@ async fn follow_meetings(
             }
         }
         for meeting in meetings.iter().filter(|m| m.state == MeetingState::Live) {
-            let started = meeting_stream(meeting, &presets).and_then(|s| streams.ensure(&s));
+            let started = meeting_stream(meeting, &plan).and_then(|s| streams.ensure(&s));
             if let Err(error) = started {
                 tracing::error!(meeting = %meeting.id, error = %format!("{error:#}"), "cannot start meeting stream");
             }

@@ -96,12 +96,13 @@ fn reconcile(
             gate.set_managed(&id, false);
         }
     }
-    for id in live {
+    for view in meetings.iter().filter(|m| m.state == MeetingState::Live) {
+        let id = view.id.as_str();
         if streams.contains(id) || meeting::MeetingId::parse(id).is_err() {
             continue;
         }
         let started = link
-            .meeting_stream(id)
+            .meeting_stream_with(id, &view.ladder)
             .and_then(|stream| streams.ensure(&stream));
         match started {
             Ok(_) => gate.set_managed(id, true),

@@ -16,7 +16,7 @@ use server::AppState;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::config::{StreamConfig, StreamDefaults};
+use crate::config::{LadderPlan, StreamConfig, StreamDefaults};
 use crate::demo::source::{LoopedClip, DEMO_CLIP};
 use crate::inputs::InputUrl;
 
@@ -46,10 +46,16 @@ pub fn start_stream(
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<()> {
     let settings = stream.settings(&context.defaults);
-    let channel = Arc::new(Channel::new(
+    let ladder_names = stream
+        .ladder
+        .as_ref()
+        .map(LadderPlan::names)
+        .unwrap_or_default();
+    let channel = Arc::new(Channel::with_rungs(
         stream.name.clone(),
         settings.window_segments,
         server::render::renderer(settings.segment_duration_ms),
+        &ladder_names,
     ));
     let ll = Arc::new(server::llhls::LlChannel::new(server::llhls::LlSettings {
         part_ms: settings.part_duration_ms,
@@ -127,6 +133,32 @@ pub fn start_stream(
         }
         None => None,
     };
+    match &stream.ladder {
+        Some(LadderPlan::Encode(ladder)) => {
+            let rungs = ladder
+                .validate()
+                .map_err(|e| anyhow::anyhow!("stream {}: ladder {e}", stream.name))?;
+            let (status, task) = server::ladder::encoder::start(
+                Arc::clone(&channel),
+                ladder.clone(),
+                rungs,
+                stop.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("stream {}: {e}", stream.name))?;
+            channel.set_ladder(Arc::clone(&status));
+            let label = server::metrics::label(&stream.name);
+            metrics.register(Box::new(move |out: &mut String| {
+                status.render_metrics(&label, out);
+            }));
+            tasks.spawn(task);
+        }
+        Some(LadderPlan::Pull { inputs, .. }) => {
+            for (rung, urls) in inputs {
+                start_rung(context, &channel, rung, urls, &settings, &stop, tasks)?;
+            }
+        }
+        None => {}
+    }
     let mut stop = stop;
     tasks.spawn(async move {
         tokio::select! {
@@ -135,6 +167,62 @@ pub fn start_stream(
         }
     });
     Ok(())
+}
+
+/// Starts the pull of one ladder rung of a meeting stream: its inputs (the MC's relays
+/// of the rung) and a pipeline that follows their timeline markers into the rung's
+/// rendition, on the source's timeline.
+fn start_rung(
+    context: &StreamContext,
+    channel: &Arc<Channel>,
+    rung: &str,
+    urls: &[String],
+    settings: &crate::config::StreamSettings,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<()> {
+    let name = format!("{}/{rung}", channel.name());
+    let Some(rendition) = channel.rendition(rung).map(Arc::clone) else {
+        anyhow::bail!("stream {}: rung {rung} has no rendition", channel.name());
+    };
+    let mut specs = Vec::with_capacity(urls.len());
+    for url in urls {
+        specs.push(InputUrl::parse(url)?.into_spec(|| unreachable_builtin(&name)));
+    }
+    let (events_tx, events_rx) = mpsc::channel(4096);
+    let mut supervisor_config = SupervisorConfig::new(name.clone(), specs);
+    supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
+    let handle = supervisor::spawn(supervisor_config, None, events_tx, stop.clone())
+        .with_context(|| format!("stream {name}"))?;
+    server::ingest_view::register_inputs(&context.metrics, &name, handle.counters().to_vec());
+    tasks.spawn(handle.join());
+    let pipeline_settings = PipelineSettings {
+        publish_latency: Arc::default(),
+        target_duration_ms: settings.segment_duration_ms,
+        state_file: None,
+    };
+    let channel = Arc::clone(channel);
+    let mut stop = stop.clone();
+    tasks.spawn(async move {
+        tokio::select! {
+            () = pipeline::run_rendition(channel, rendition, events_rx, pipeline_settings, None) => {}
+            _ = stop.wait_for(|s| *s) => {}
+        }
+    });
+    Ok(())
+}
+
+/// A rung is pulled over HTTP only: a built-in source there is a wiring error.
+fn unreachable_builtin(name: &str) -> InputSpec {
+    tracing::error!(
+        stream = name,
+        "a ladder rung cannot use the built-in source"
+    );
+    let (_tx, rx) = mpsc::channel(1);
+    InputSpec::Channel {
+        name: "builtin://none".into(),
+        events: rx,
+    }
 }
 
 /// Starts the built-in looped clip for a stream and returns it as an input. The clip is

@@ -56,6 +56,10 @@ pub struct MeetingView {
     pub viewer_limit: Option<u32>,
     /// Viewers across all nodes, as last reported to the MC.
     pub viewers: u64,
+    /// The meeting's ABR ladder as the MC encodes it: rung names in master-playlist
+    /// order (`source` for the source itself); empty without a ladder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ladder: Vec<String>,
 }
 
 impl MeetingView {
@@ -67,6 +71,7 @@ impl MeetingView {
             locked: meeting.locked,
             viewer_limit: meeting.viewer_limit,
             viewers,
+            ladder: Vec::new(),
         }
     }
 }

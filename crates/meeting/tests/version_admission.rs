@@ -57,6 +57,7 @@ fn view(state: MeetingState, locked: bool, limit: Option<u32>, viewers: u64) -> 
         locked,
         viewer_limit: limit,
         viewers,
+        ladder: Vec::new(),
     }
 }
 

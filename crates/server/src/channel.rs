@@ -46,7 +46,7 @@ pub struct Channel {
     package_master: RwLock<Bytes>,
     /// Indices into `renditions` in the order the master playlist lists them.
     listing: Vec<usize>,
-    ladder: std::sync::OnceLock<Arc<crate::ladder::encoder::LadderStatus>>,
+    ladder: std::sync::OnceLock<Arc<crate::ladder::status::LadderStatus>>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -125,12 +125,12 @@ impl Channel {
 
     /// Attaches the status of the stream's ladder encoder (once, on the MC); false if
     /// one was already attached.
-    pub fn set_ladder(&self, status: Arc<crate::ladder::encoder::LadderStatus>) -> bool {
+    pub fn set_ladder(&self, status: Arc<crate::ladder::status::LadderStatus>) -> bool {
         self.ladder.set(status).is_ok()
     }
 
     /// The ladder encoder's status, when this process encodes the stream's ladder.
-    pub fn ladder(&self) -> Option<&Arc<crate::ladder::encoder::LadderStatus>> {
+    pub fn ladder(&self) -> Option<&Arc<crate::ladder::status::LadderStatus>> {
         self.ladder.get()
     }
 
@@ -240,8 +240,12 @@ impl Channel {
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
         if self.renditions.len() > 1 {
-            let listed: Vec<&Arc<Rendition>> =
-                self.listing.iter().map(|&i| &self.renditions[i]).collect();
+            let listed: Vec<(&str, Arc<WindowSnapshot>)> = self
+                .listing
+                .iter()
+                .map(|&i| &self.renditions[i])
+                .map(|r| (r.name(), r.snapshot()))
+                .collect();
             let master = crate::render::package_master(&listed);
             match self.package_master.write() {
                 Ok(mut guard) => *guard = master,

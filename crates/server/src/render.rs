@@ -95,26 +95,29 @@ fn variant(window: &WindowSnapshot, uri: String) -> Variant {
     }
 }
 
-/// The master playlist of a package (an ABR ladder): its renditions in ladder order,
-/// each at its own media playlist (`mono.m3u8` for the muxed source, `{rung}/mono.m3u8`
-/// for a rung). A rung is listed once it has segments and while every segment of its
+/// The name of a stream's muxed rendition (the source); [`crate::rendition::MAIN`]
+/// is this name.
+pub const MAIN: &str = "main";
+
+/// The master playlist of a package (an ABR ladder): its renditions (name and window)
+/// in ladder order, each at its own media playlist (`mono.m3u8` for the muxed source,
+/// `{rung}/mono.m3u8` for a rung). A rung is listed once it has segments and while every segment of its
 /// window is switchable ([`WindowSnapshot::switchable`]): a player must be able to move
 /// between the variants at any segment boundary. The source is the timeline every rung
 /// is cut on, so it is listed whenever it has segments.
-pub fn package_master(renditions: &[&std::sync::Arc<crate::rendition::Rendition>]) -> Bytes {
+pub fn package_master(renditions: &[(&str, std::sync::Arc<WindowSnapshot>)]) -> Bytes {
     let mut variants = Vec::with_capacity(renditions.len());
-    for rendition in renditions {
-        let window = rendition.snapshot();
-        let source = rendition.name() == crate::rendition::MAIN;
+    for (name, window) in renditions {
+        let source = *name == MAIN;
         if window.segments.is_empty() || (!source && !window.switchable) {
             continue;
         }
         let uri = if source {
             "mono.m3u8".to_owned()
         } else {
-            format!("{}/mono.m3u8", rendition.name())
+            format!("{name}/mono.m3u8")
         };
-        variants.push(variant(&window, uri));
+        variants.push(variant(window, uri));
     }
     Bytes::from(
         MasterPlaylist {

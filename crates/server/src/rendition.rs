@@ -16,7 +16,7 @@ use crate::window::{
 };
 
 /// The name of a stream's muxed audio+video rendition.
-pub const MAIN: &str = "main";
+pub const MAIN: &str = crate::render::MAIN;
 
 /// One rendition's live window; see the module docs.
 #[derive(Debug)]

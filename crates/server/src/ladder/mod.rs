@@ -18,6 +18,7 @@
 //! muxed stream any player plays alone, and all rungs carry byte-identical audio.
 
 pub mod encoder;
+pub mod status;
 
 use serde::Deserialize;
 

@@ -125,7 +125,9 @@ fn full(meeting: &Meeting) -> Value {
 
 fn view(mc: &McState, meeting: &Meeting, now_ms: i64) -> MeetingView {
     let viewers = mc.viewers().total(&meeting.id, now_ms);
-    MeetingView::of(meeting, viewers)
+    let mut view = MeetingView::of(meeting, viewers);
+    view.ladder = mc.ladder_of(meeting.id.as_str());
+    view
 }
 
 /// `POST /api/meetings` (admin): creates a meeting; 201 with its stream key and host

@@ -25,6 +25,11 @@ pub struct McSettings {
     pub min_client_version: Option<ClientVersion>,
     /// How long a node's viewer report counts.
     pub viewer_report_ttl: Duration,
+    /// The ladder every meeting's stream is encoded into (rung names in master-playlist
+    /// order; empty: none), told to nodes with each meeting so they pull every rung.
+    pub ladder: Vec<String>,
+    /// Meetings that do not get the ladder (their presets say so).
+    pub without_ladder: std::collections::HashSet<String>,
 }
 
 pub(crate) struct McShared {
@@ -78,6 +83,17 @@ impl McState {
     /// The MC's wall clock.
     pub fn clock(&self) -> &Clock {
         &self.inner.clock
+    }
+
+    /// The ladder of `meeting`'s stream (rung names in master-playlist order; empty:
+    /// none), as nodes learn it with the meeting.
+    pub fn ladder_of(&self, meeting: &str) -> Vec<String> {
+        let settings = &self.inner.settings;
+        if settings.without_ladder.contains(meeting) {
+            Vec::new()
+        } else {
+            settings.ladder.clone()
+        }
     }
 
     /// The meetings, updated after every change (the MC starts and stops meeting

@@ -20,6 +20,8 @@ use crate::{AppState, NodeIdentity};
 
 fn settings(dir: &std::path::Path) -> McSettings {
     McSettings {
+        ladder: Vec::new(),
+        without_ladder: std::collections::HashSet::new(),
         store_path: dir.join("meetings.json"),
         admin_token: Some("admin".into()),
         node_token: Some("nodes".into()),
@@ -521,6 +523,7 @@ fn view(
         locked,
         viewer_limit: limit,
         viewers,
+        ladder: Vec::new(),
     }
 }
 

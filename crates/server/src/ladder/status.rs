@@ -1,0 +1,144 @@
+//! The state of a stream's ladder encoder, shared with the status API and metrics.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use codes::LadderFault;
+
+use super::EncodedRung;
+
+/// What a ladder's rung did, for status and metrics.
+#[derive(Debug, Default)]
+pub struct RungCounters {
+    /// Segments cut.
+    pub segments: AtomicU64,
+    /// Segments that did not start on the source's keyframe (110004).
+    pub misaligned: AtomicU64,
+    /// Source segments the rung has nothing for (the encoder was down).
+    pub skipped: AtomicU64,
+}
+
+/// A ladder's state, shared with the status API and metrics.
+#[derive(Debug)]
+pub struct LadderStatus {
+    /// The rung names, in ladder order (transcoded rungs only).
+    pub rungs: Vec<String>,
+    /// Per rung, in the same order.
+    pub counters: Vec<RungCounters>,
+    /// Encoder starts since the stream started.
+    pub starts: AtomicU64,
+    /// Encoder failures (110001–110003) since the stream started.
+    pub failures: AtomicU64,
+    last_fault: Mutex<Option<(LadderFault, String)>>,
+    pub(super) running: std::sync::atomic::AtomicBool,
+    pub(super) pid: std::sync::atomic::AtomicU32,
+}
+
+impl LadderStatus {
+    pub(super) fn new(rungs: &[EncodedRung]) -> Self {
+        Self {
+            rungs: rungs.iter().map(|r| r.name.clone()).collect(),
+            counters: rungs.iter().map(|_| RungCounters::default()).collect(),
+            starts: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            last_fault: Mutex::new(None),
+            running: std::sync::atomic::AtomicBool::new(false),
+            pid: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// The running encoder's process id (for an operator, and a test that kills it).
+    pub fn pid(&self) -> Option<u32> {
+        let pid = self.pid.load(Ordering::Relaxed);
+        (self.running() && pid != 0).then_some(pid)
+    }
+
+    /// Whether an encoder runs now.
+    pub fn running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// The last fault: its code and what was seen (the encoder's last words).
+    pub fn last_fault(&self) -> Option<(LadderFault, String)> {
+        match self.last_fault.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub(super) fn fault(&self, stream: &str, code: LadderFault, detail: String) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        match code {
+            LadderFault::EncoderMissing => {
+                tracing::error!(stream, code = code.code(), detail = %detail, "{}", code.message())
+            }
+            _ => tracing::warn!(stream, code = code.code(), detail = %detail, "{}", code.message()),
+        }
+        let mut guard = match self.last_fault.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Some((code, detail));
+    }
+
+    /// The `ladder` object of the stream's status.
+    pub fn json(&self) -> serde_json::Value {
+        let rungs: Vec<serde_json::Value> = self
+            .rungs
+            .iter()
+            .zip(&self.counters)
+            .map(|(name, c)| {
+                serde_json::json!({
+                    "name": name,
+                    "segments": c.segments.load(Ordering::Relaxed),
+                    "misaligned": c.misaligned.load(Ordering::Relaxed),
+                    "skipped": c.skipped.load(Ordering::Relaxed),
+                })
+            })
+            .collect();
+        let fault = self.last_fault().map(|(code, detail)| {
+            serde_json::json!({"code": code.code(), "message": code.message(), "detail": detail})
+        });
+        serde_json::json!({
+            "encoder": if self.running() { "running" } else { "restarting" },
+            "starts": self.starts.load(Ordering::Relaxed),
+            "failures": self.failures.load(Ordering::Relaxed),
+            "last_fault": fault,
+            "rungs": rungs,
+        })
+    }
+
+    /// Writes the ladder's metrics for `stream` (a label already escaped).
+    pub fn render_metrics(&self, stream: &str, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "brdyun_ladder_encoder_starts_total{{stream=\"{stream}\"}} {}",
+            self.starts.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "brdyun_ladder_encoder_failures_total{{stream=\"{stream}\"}} {}",
+            self.failures.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "brdyun_ladder_encoder_running{{stream=\"{stream}\"}} {}",
+            u8::from(self.running())
+        );
+        for (name, c) in self.rungs.iter().zip(&self.counters) {
+            let rung = crate::metrics::label(name);
+            for (metric, value) in [
+                ("segments", &c.segments),
+                ("misaligned", &c.misaligned),
+                ("skipped", &c.skipped),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "brdyun_ladder_rung_{metric}_total{{stream=\"{stream}\",rung=\"{rung}\"}} {}",
+                    value.load(Ordering::Relaxed)
+                );
+            }
+        }
+    }
+}
