@@ -44,11 +44,25 @@ impl NodeProcess {
 
 /// A minimal HTTP/1.0 GET: (status, headers text, body).
 pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String, Vec<u8>) {
+    http_get_with(addr, path, &[])
+}
+
+/// [`http_get`] with request headers.
+pub fn http_get_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, Vec<u8>) {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("write");
+    let mut request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("write");
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read");
     let split = raw

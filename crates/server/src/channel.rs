@@ -134,12 +134,24 @@ impl Channel {
         self.ladder.get()
     }
 
-    /// Whether the master playlist lists `rendition` (a rung of the ladder, or the
-    /// source when the ladder names it).
+    /// Whether the master playlist lists `rendition` when it can be offered (a rung of
+    /// the ladder, or the source when the ladder names it).
     pub fn lists(&self, rendition: &Rendition) -> bool {
         self.listing
             .iter()
             .any(|&i| std::ptr::eq(&*self.renditions[i], rendition))
+    }
+
+    /// The renditions the master playlist offers now, in its order, with their windows:
+    /// listed, with segments, and for a rung, switchable (see
+    /// [`crate::render::package_master`]). What the mesh announces as the ladder.
+    pub fn offered(&self) -> Vec<(&str, Arc<WindowSnapshot>)> {
+        self.listing
+            .iter()
+            .map(|&i| &self.renditions[i])
+            .map(|r| (r.name(), r.snapshot()))
+            .filter(|(name, window)| crate::render::offered(name, window))
+            .collect()
     }
 
     /// The stream's DVR recorder and archive, when the stream is recorded.
@@ -240,13 +252,7 @@ impl Channel {
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
         if self.renditions.len() > 1 {
-            let listed: Vec<(&str, Arc<WindowSnapshot>)> = self
-                .listing
-                .iter()
-                .map(|&i| &self.renditions[i])
-                .map(|r| (r.name(), r.snapshot()))
-                .collect();
-            let master = crate::render::package_master(&listed);
+            let master = crate::render::package_master(&self.offered());
             match self.package_master.write() {
                 Ok(mut guard) => *guard = master,
                 Err(poisoned) => *poisoned.into_inner() = master,

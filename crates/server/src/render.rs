@@ -95,6 +95,13 @@ fn variant(window: &WindowSnapshot, uri: String) -> Variant {
     }
 }
 
+/// Whether a rendition named `name` with this window can be offered to players: it has
+/// segments and, for a rung, every one of them is switchable (the source is the
+/// timeline the rungs are cut on, always offered once it has segments).
+pub fn offered(name: &str, window: &WindowSnapshot) -> bool {
+    !window.segments.is_empty() && (name == MAIN || window.switchable)
+}
+
 /// The name of a stream's muxed rendition (the source); [`crate::rendition::MAIN`]
 /// is this name.
 pub const MAIN: &str = "main";
@@ -108,11 +115,10 @@ pub const MAIN: &str = "main";
 pub fn package_master(renditions: &[(&str, std::sync::Arc<WindowSnapshot>)]) -> Bytes {
     let mut variants = Vec::with_capacity(renditions.len());
     for (name, window) in renditions {
-        let source = *name == MAIN;
-        if window.segments.is_empty() || (!source && !window.switchable) {
+        if !offered(name, window) {
             continue;
         }
-        let uri = if source {
+        let uri = if *name == MAIN {
             "mono.m3u8".to_owned()
         } else {
             format!("{name}/mono.m3u8")

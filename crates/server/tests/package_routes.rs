@@ -12,17 +12,6 @@ use media::segmenter::{RungCutter, RungSegment, Segment, Segmenter, SegmenterCon
 use media::TimelineMarker;
 use server::channel::{Channel, LiveSegment};
 
-fn live(segment: &Segment) -> LiveSegment {
-    LiveSegment {
-        msn: segment.msn,
-        discontinuity_seq: segment.discontinuity_seq,
-        discontinuous: segment.discontinuous,
-        duration_ticks: segment.duration_ticks,
-        program_date_time_ms: segment.program_date_time_ms,
-        data: segment.data.clone(),
-    }
-}
-
 /// The demo clip cut as the source, and two rungs cut on its segments: `240p` with the
 /// source's own frames (aligned), `bad` with every keyframe flag cleared (misaligned).
 fn cut() -> (Vec<Segment>, Vec<RungSegment>, Vec<RungSegment>) {
@@ -64,6 +53,10 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     assert!(source.len() >= 3, "the clip gives several segments");
     assert_eq!(good.len(), source.len());
     assert!(good.iter().all(|r| r.aligned) && bad.iter().all(|r| !r.aligned));
+    assert!(
+        !bad.is_empty(),
+        "misaligned segments are written once the start has settled"
+    );
     let state = harness::node(None);
     let channel = Arc::new(Channel::with_rungs(
         "s",
@@ -76,10 +69,18 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         Arc::clone(channel.rendition("240p").expect("the rung")),
         Arc::clone(channel.rendition("bad").expect("the rung")),
     );
-    for ((s, g), b) in source.iter().zip(&good).zip(&bad) {
-        channel.push_to(channel.main(), live(s), tracks(), None);
-        channel.push_to(&rung, live(&g.segment), tracks(), None);
-        channel.push_to(&misaligned, live(&b.segment), tracks(), None);
+    for s in &source {
+        channel.push_to(channel.main(), LiveSegment::from(s.clone()), tracks(), None);
+    }
+    for (rendition, cut) in [(&rung, &good), (&misaligned, &bad)] {
+        for r in cut {
+            channel.push_to(
+                rendition,
+                LiveSegment::from(r.segment.clone()),
+                tracks(),
+                None,
+            );
+        }
     }
 
     let master = get(&state, "/s/index.m3u8").await;

@@ -69,17 +69,18 @@ pub fn own_member(
 ) -> ott::MemberView {
     let window = channel.snapshot();
     let working = stream_working(channel, now_ms, stale_after_ms);
-    // Every rendition is packaged in both containers: fMP4 is made from the TS
-    // segments (crate::fmp4), so it announces an fMP4 rung alike (OTT-PROT-4).
-    let ladder = window
-        .tracks
-        .codecs
-        .first()
-        .into_iter()
-        .flat_map(|codec| {
+    // The real ladder (OTT-ELIG-3): every rendition the master playlist offers, with its
+    // video codec and peak bit rate. Every rendition is packaged in both containers:
+    // fMP4 is made from the TS segments (crate::fmp4), so each announces an fMP4 rung
+    // alike (OTT-PROT-4).
+    let ladder = channel
+        .offered()
+        .iter()
+        .filter_map(|(_, rung)| Some((rung.tracks.codecs.first()?.clone(), rung.bandwidth.0)))
+        .flat_map(|(codec, bitrate_bps)| {
             [ott::Transport::Ts, ott::Transport::Fmp4].map(|transport| ott::Rung {
-                codec: codec_family(codec),
-                bitrate_bps: window.bandwidth.0,
+                codec: codec_family(&codec),
+                bitrate_bps,
                 transport,
             })
         })

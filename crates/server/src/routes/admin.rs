@@ -95,9 +95,8 @@ fn renditions(channel: &crate::channel::Channel) -> Vec<Value> {
         .map(|rendition| {
             let window = rendition.snapshot();
             let source = rendition.name() == crate::rendition::MAIN;
-            let offered = channel.lists(rendition)
-                && !window.segments.is_empty()
-                && (source || window.switchable);
+            let offered =
+                channel.lists(rendition) && crate::render::offered(rendition.name(), &window);
             json!({
                 "name": if source { crate::ladder::SOURCE } else { rendition.name() },
                 "listed": offered,

@@ -1,0 +1,358 @@
+//! The ABR ladder at process level (OTT-GRP-1, OTT-GRP-4, OTT-ELIG-3): a real `brdyun mc`
+//! with `[mc.ladder]` encodes an RTMP-published meeting with ffmpeg, and a real
+//! `brdyun node` pulls every rung. ffprobe sees every rung's segment of an MSN start at
+//! the same PTS on a keyframe, at its own height; the node's rung segments are the MC's
+//! bytes; ffmpeg plays the node's master playlist.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{
+    ffmpeg_decode, ffmpeg_source, http_get, http_request, start_role, wait_for, ChildGuard,
+};
+use serde_json::json;
+
+const RUNGS: [&str; 3] = ["source", "144p", "96p"];
+
+fn mc_config(data: &Path) -> String {
+    format!(
+        r#"[mc]
+http = "127.0.0.1:0"
+rtmp = "127.0.0.1:0"
+data_dir = "{}"
+admin_token = "admin-secret"
+node_token = "node-secret"
+[mc.ladder]
+preset = "ultrafast"
+rungs = [
+  {{ name = "source" }},
+  {{ name = "144p", height = 144, video_kbps = 200 }},
+  {{ name = "96p", height = 96, video_kbps = 100, profile = "baseline" }},
+]
+[defaults]
+segment_duration = 1
+"#,
+        data.display()
+    )
+}
+
+fn node_config(data: &Path, mc: SocketAddr) -> String {
+    format!(
+        "[node]\nname = \"node-a\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
+        data.display()
+    )
+}
+
+/// The media playlist path of a rung of meeting `m`.
+fn playlist(rung: &str) -> String {
+    if rung == "source" {
+        "/m/mono.m3u8".to_owned()
+    } else {
+        format!("/m/{rung}/mono.m3u8")
+    }
+}
+
+fn segment_path(rung: &str, uri: &str) -> String {
+    if rung == "source" {
+        format!("/m/{uri}")
+    } else {
+        format!("/m/{rung}/{uri}")
+    }
+}
+
+/// The segment URIs a rung's playlist lists, by MSN.
+fn listed(addr: SocketAddr, rung: &str) -> Vec<(u64, String)> {
+    let (status, _, body) = http_get(addr, &playlist(rung));
+    if status != 200 {
+        return Vec::new();
+    }
+    common::parse_media_playlist(&String::from_utf8_lossy(&body))
+        .into_iter()
+        .map(|e| (e.msn, e.uri))
+        .collect()
+}
+
+/// ffprobe's first video packet of a segment file: (pts, keyframe), and the height.
+fn first_video(path: &Path) -> ((u64, bool), u32) {
+    let probe = |args: &[&str]| {
+        let out = Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", "v:0"])
+            .args(args)
+            .args(["-of", "csv=p=0"])
+            .arg(path)
+            .output()
+            .expect("ffprobe runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let packets = probe(&["-show_entries", "packet=pts,flags"]);
+    let first = packets
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .expect("a video packet");
+    let mut fields = first.split(',');
+    let pts: u64 = fields.next().and_then(|p| p.parse().ok()).expect("a pts");
+    let key = fields.next().is_some_and(|f| f.starts_with('K'));
+    let height: u32 = probe(&["-show_entries", "stream=height"])
+        .lines()
+        .find_map(|l| l.trim().parse().ok())
+        .expect("a height");
+    ((pts, key), height)
+}
+
+#[test]
+fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &mc_config(&dir.path().join("mc-data")),
+    );
+    let node = start_role(
+        dir.path(),
+        "node-a",
+        "node",
+        &node_config(&dir.path().join("node-a"), mc.http),
+    );
+    let admin = [("Authorization", "Bearer admin-secret")];
+    let (status, created) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings",
+        &admin,
+        &json!({"id": "m"}).to_string(),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key = created["stream_key"]
+        .as_str()
+        .expect("a stream key")
+        .to_owned();
+    let (status, _) = http_request(mc.http, "POST", "/api/meetings/m/start", &admin, "");
+    assert_eq!(status, 200);
+    let rtmp = mc.rtmp.expect("mc rtmp address");
+    let _publisher = ChildGuard::spawn(
+        "publisher",
+        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
+    );
+
+    // The node's master playlist offers the whole ladder once every rung is cut.
+    let master = wait_for(
+        "the node's master playlist to list the ladder",
+        Duration::from_secs(40),
+        || {
+            let (status, _, body) = http_get(node.http, "/m/index.m3u8");
+            let text = String::from_utf8_lossy(&body).into_owned();
+            (status == 200 && text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(text)
+        },
+    );
+    let uris: Vec<&str> = master.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        uris,
+        ["mono.m3u8", "144p/mono.m3u8", "96p/mono.m3u8"],
+        "{master}"
+    );
+    assert!(
+        master.contains("RESOLUTION=320x180") && master.contains("x144") && master.contains("x96"),
+        "{master}"
+    );
+
+    // Four MSNs every rung lists on the node: ffprobe sees each rung's segment start at
+    // the source's PTS on a keyframe; the bytes are the MC's.
+    let common_msns = wait_for("four MSNs in every rung", Duration::from_secs(30), || {
+        let lists: Vec<Vec<(u64, String)>> = RUNGS.iter().map(|r| listed(node.http, r)).collect();
+        let msns: Vec<u64> = lists[0]
+            .iter()
+            .map(|(msn, _)| *msn)
+            .filter(|msn| lists.iter().all(|l| l.iter().any(|(m, _)| m == msn)))
+            .collect();
+        (msns.len() >= 4).then_some((msns, lists))
+    });
+    let (msns, lists) = common_msns;
+    let mut checked = 0;
+    for msn in msns.iter().rev().take(4) {
+        let mut starts = Vec::new();
+        for (rung, list) in RUNGS.iter().zip(&lists) {
+            let uri = &list.iter().find(|(m, _)| m == msn).expect("listed").1;
+            let path = segment_path(rung, uri);
+            let (status, _, on_node) = http_get(node.http, &path);
+            assert_eq!(status, 200, "{path}");
+            let (status, _, on_mc) = http_get(mc.http, &path);
+            assert_eq!(status, 200, "{path} on the MC");
+            assert!(on_node == on_mc, "{path}: the node's bytes are the MC's");
+            let file = dir.path().join(format!("{rung}-{msn}.ts"));
+            std::fs::write(&file, &on_node).unwrap();
+            let ((pts, key), height) = first_video(&file);
+            assert!(key, "{path} starts on a keyframe");
+            starts.push(pts);
+            let wanted = match *rung {
+                "source" => 180,
+                "144p" => 144,
+                _ => 96,
+            };
+            assert_eq!(height, wanted, "{path}");
+        }
+        assert!(
+            starts.windows(2).all(|w| w[0] == w[1]),
+            "msn {msn}: every rung starts at the same PTS: {starts:?}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 4);
+
+    let (_, status) = http_request(mc.http, "GET", "/api/streams/m", &admin, "");
+    assert_eq!(status["ladder"]["encoder"], "running", "{status}");
+    assert_eq!(status["ladder"]["rungs"][0]["misaligned"], 0, "{status}");
+
+    // ffmpeg, as an HLS client, plays the node's master playlist.
+    let url = format!("http://{}/m/index.m3u8", node.http);
+    let (exit, errors) = ffmpeg_decode(&url, 4, Duration::from_secs(30));
+    assert!(
+        exit.success() && errors.is_empty(),
+        "ffmpeg plays the ladder: {errors:?}"
+    );
+}
+
+/// A node of the MC's meeting with `[ott]`: its meeting streams are members of the
+/// meeting's OTT group.
+fn ott_node_config(data: &Path, name: &str, mc: SocketAddr, gossip: u16, seeds: &[u16]) -> String {
+    format!(
+        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         [mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n\
+         [mc.stream]\nsegment_duration = 1\nott_backup = true\n{}",
+        data.display(),
+        ott_section(gossip, seeds)
+    )
+}
+
+fn ott_section(gossip: u16, seeds: &[u16]) -> String {
+    let seeds: Vec<String> = seeds
+        .iter()
+        .filter(|p| **p != gossip)
+        .map(|p| format!("\"127.0.0.1:{p}\""))
+        .collect();
+    format!(
+        "[ott]\ndomain_secret = \"ladder-domain-secret-0123456789\"\ngossip = \"127.0.0.1:{gossip}\"\nseeds = [{}]\n",
+        seeds.join(", ")
+    )
+}
+
+/// The backup nodes (their addresses) in a node's master playlist for a browser, and
+/// how many variants each has.
+fn backups(node: SocketAddr) -> Vec<(String, usize)> {
+    let (status, body) = {
+        let (status, _, body) = common::http_get_with(
+            node,
+            "/m/index.m3u8",
+            &[(
+                "User-Agent",
+                "Mozilla/5.0 (X11; Linux x86_64) Chrome/120 Safari/537.36",
+            )],
+        );
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+    if status != 200 {
+        return Vec::new();
+    }
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for line in body.lines().filter(|l| l.starts_with("http://")) {
+        let host = line.split('/').nth(2).unwrap_or_default().to_owned();
+        match out.iter_mut().find(|(h, _)| *h == host) {
+            Some((_, n)) => *n += 1,
+            None => out.push((host, 1)),
+        }
+    }
+    out
+}
+
+/// OTT-ELIG-3 with real ladders: two nodes of the MC's meeting carry the same ladder and
+/// back each other up with the whole ladder; a node that pulls the same timeline but
+/// only its source rendition (another ladder) is offered by neither, and the group
+/// names the problem.
+#[test]
+fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &mc_config(&dir.path().join("mc-data")),
+    );
+    let ports: Vec<u16> = (0..3).map(|_| common::free_udp_port()).collect();
+    let start = |i: usize, name: &str| {
+        start_role(
+            dir.path(),
+            name,
+            "node",
+            &ott_node_config(&dir.path().join(name), name, mc.http, ports[i], &ports),
+        )
+    };
+    let a = start(0, "node-a");
+    let b = start(1, "node-b");
+    // node-c pulls the same meeting's source relay as a plain stream: the same timeline,
+    // one rendition.
+    let c_config = format!(
+        "[node]\nname = \"node-c\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"http://{}/m/mpegts\"]\nott_backup = true\n{}",
+        dir.path().join("node-c").display(),
+        mc.http,
+        ott_section(ports[2], &ports)
+    );
+    let c = start_role(dir.path(), "node-c", "node", &c_config);
+    let admin = [("Authorization", "Bearer admin-secret")];
+    let (status, created) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings",
+        &admin,
+        &json!({"id": "m"}).to_string(),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key = created["stream_key"]
+        .as_str()
+        .expect("a stream key")
+        .to_owned();
+    assert_eq!(
+        http_request(mc.http, "POST", "/api/meetings/m/start", &admin, "").0,
+        200
+    );
+    let rtmp = mc.rtmp.expect("mc rtmp address");
+    let _publisher = ChildGuard::spawn(
+        "publisher",
+        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
+    );
+    let b_host = b.http.to_string();
+    let c_host = c.http.to_string();
+    // node-a offers node-b, with all three variants, once both carry the ladder.
+    let offered = wait_for(
+        "node-a to offer node-b's ladder",
+        Duration::from_secs(60),
+        || {
+            let offered = backups(a.http);
+            offered
+                .iter()
+                .any(|(h, n)| *h == b_host && *n == 3)
+                .then_some(offered)
+        },
+    );
+    assert!(
+        !offered.iter().any(|(h, _)| *h == c_host),
+        "node-c has another ladder: {offered:?}"
+    );
+    let (_, report) = common::http_get_json(a.http, "/api/ott");
+    let text = report.to_string();
+    assert!(
+        text.contains("different ladder"),
+        "the group names the problem: {report}"
+    );
+    // And node-c, whose one rendition is node-a's and node-b's source, offers neither.
+    assert!(backups(c.http).is_empty(), "{:?}", backups(c.http));
+}
