@@ -4,7 +4,7 @@
 mod fmp4_util;
 
 use fmp4_util::*;
-use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdUris, MpdVideo};
+use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo};
 use media::fmp4::{frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts};
 use media::ts::PACKET_SIZE;
 use media::{TimelineMarker, TrackKind};
@@ -77,6 +77,7 @@ fn live() -> Mpd {
                 ],
                 video: video(),
                 audio: audio(),
+                rungs: Vec::new(),
             },
             MpdPeriod {
                 discontinuity_seq: 5,
@@ -85,6 +86,7 @@ fn live() -> Mpd {
                 segments: vec![seg(103, 50_000, 180_000), seg(104, 230_000, 180_000)],
                 video: video(),
                 audio: None,
+                rungs: Vec::new(),
             },
         ],
         utc_timing_uri: Some("https://node-a.example.net/time?iso&ms".into()),
@@ -251,6 +253,7 @@ fn static_mpd_of_fixture_segments_plays_in_ffmpeg() {
                 channels: audio.config.channels,
                 bandwidth: 64_000,
             }),
+            rungs: Vec::new(),
         }],
         utc_timing_uri: None,
     };
@@ -289,4 +292,61 @@ fn static_mpd_of_fixture_segments_plays_in_ffmpeg() {
     }
     assert_eq!(packet_count(&path, "v"), 75);
     decode_clean(&path);
+}
+
+/// A ladder: the rungs are more video Representations of the one video adaptation set,
+/// each with its own files (under its name) and timeline, on the period's anchor.
+#[test]
+fn a_ladders_rungs_are_representations_with_their_own_files() {
+    let mut mpd = live();
+    let rung = |name: &str, height: u32, seq: u64, msns: std::ops::Range<u64>| MpdRung {
+        name: name.into(),
+        video: MpdVideo {
+            codecs: "avc1.4d4015".into(),
+            width: height * 16 / 9,
+            height,
+            bandwidth: u64::from(height) * 1000,
+        },
+        discontinuity_seq: seq,
+        segments: msns
+            .map(|msn| seg(msn, 900_000 + (msn - 100) * 180_000, 180_000))
+            .collect(),
+    };
+    mpd.periods[0].rungs = vec![
+        rung("240p", 240, 7, 100..103),
+        rung("144p", 144, 4, 101..103),
+    ];
+    mpd.periods[0].segments[2].duration_ticks = 180_000;
+    let text = mpd.render(&Uris);
+    let video_set = text
+        .split("<AdaptationSet")
+        .nth(1)
+        .expect("the first period's video adaptation set");
+    assert!(
+        video_set.contains("maxWidth=\"426\" maxHeight=\"240\""),
+        "{video_set}"
+    );
+    assert_eq!(
+        video_set.matches("<Representation ").count(),
+        3,
+        "{video_set}"
+    );
+    assert_eq!(
+        video_set.matches("<SegmentTemplate").count(),
+        3,
+        "one per Representation"
+    );
+    for needle in [
+        "<Representation id=\"v\"",
+        "initialization=\"video/init-d4.mp4\" media=\"video/d4-$Number$.m4s\"",
+        "<Representation id=\"240p\" codecs=\"avc1.4d4015\" bandwidth=\"240000\" width=\"426\" height=\"240\">",
+        "initialization=\"240p/video/init-d7.mp4\" media=\"240p/video/d7-$Number$.m4s\"",
+        "startNumber=\"101\" initialization=\"144p/video/init-d4.mp4\"",
+    ] {
+        assert!(video_set.contains(needle), "{needle} in {video_set}");
+    }
+    // The audio adaptation set stays one, and a period without rungs is as before.
+    assert_eq!(text.matches("contentType=\"audio\"").count(), 1);
+    let second = text.split("<Period").nth(2).expect("the second period");
+    assert_eq!(second.matches("<SegmentTemplate").count(), 1, "{second}");
 }

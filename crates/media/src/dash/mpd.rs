@@ -54,6 +54,21 @@ pub struct MpdAudio {
     pub bandwidth: u64,
 }
 
+/// A ladder rung's video in a period: one more Representation of the video adaptation
+/// set, on the same timeline, with files of its own under `{name}/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpdRung {
+    /// The rung's name: its Representation id and the folder of its files.
+    pub name: String,
+    /// The rung's video.
+    pub video: MpdVideo,
+    /// The rung's own discontinuity sequence in this period (its init segment's).
+    pub discontinuity_seq: u64,
+    /// The rung's segments in this period, oldest first, consecutive by MSN; each has
+    /// the MSN, start and duration of the period's segment of that MSN.
+    pub segments: Vec<MpdSegment>,
+}
+
 /// The segments of one discontinuity sequence, with the anchor that maps its media time
 /// to wall-clock time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +86,8 @@ pub struct MpdPeriod {
     pub video: Option<MpdVideo>,
     /// The audio track, if any.
     pub audio: Option<MpdAudio>,
+    /// The ladder rungs besides `video`, best first: each one more video Representation.
+    pub rungs: Vec<MpdRung>,
 }
 
 /// Live or finished.
@@ -233,21 +250,53 @@ impl Mpd {
             duration_ms(w, start)?;
             w.write_str("\">\n")?;
             if let Some(v) = &p.video {
+                let (max_width, max_height) = p
+                    .rungs
+                    .iter()
+                    .map(|r| (r.video.width, r.video.height))
+                    .fold((v.width, v.height), |(w0, h0), (w1, h1)| {
+                        (w0.max(w1), h0.max(h1))
+                    });
                 writeln!(
                     w,
                     "    <AdaptationSet id=\"1\" contentType=\"video\" mimeType=\"video/mp4\" \
-                     segmentAlignment=\"true\" startWithSAP=\"1\" maxWidth=\"{}\" maxHeight=\"{}\">",
-                    v.width, v.height
+                     segmentAlignment=\"true\" startWithSAP=\"1\" maxWidth=\"{max_width}\" maxHeight=\"{max_height}\">"
                 )?;
-                template(w, p, uris, TrackKind::Video)?;
-                writeln!(
-                    w,
-                    "      <Representation id=\"v\" codecs=\"{}\" bandwidth=\"{}\" width=\"{}\" height=\"{}\"/>",
-                    xml_attr(&v.codecs),
-                    v.bandwidth,
-                    v.width,
-                    v.height
-                )?;
+                let own = Timeline {
+                    anchor_ts: p.anchor_ts,
+                    segments: &p.segments,
+                };
+                let init = uris.init(p.discontinuity_seq, TrackKind::Video);
+                let media = uris.media(p.discontinuity_seq, TrackKind::Video);
+                if p.rungs.is_empty() {
+                    template(w, "      ", &own, &init, &media)?;
+                    video_representation(w, "v", v, None)?;
+                } else {
+                    // A ladder: each Representation has its own files and timeline.
+                    video_representation(w, "v", v, Some((&own, &init, &media)))?;
+                    for rung in &p.rungs {
+                        let timeline = Timeline {
+                            anchor_ts: p.anchor_ts,
+                            segments: &rung.segments,
+                        };
+                        let init = format!(
+                            "{}/{}",
+                            rung.name,
+                            uris.init(rung.discontinuity_seq, TrackKind::Video)
+                        );
+                        let media = format!(
+                            "{}/{}",
+                            rung.name,
+                            uris.media(rung.discontinuity_seq, TrackKind::Video)
+                        );
+                        video_representation(
+                            w,
+                            &rung.name,
+                            &rung.video,
+                            Some((&timeline, &init, &media)),
+                        )?;
+                    }
+                }
                 w.write_str("    </AdaptationSet>\n")?;
             }
             if let Some(a) = &p.audio {
@@ -255,7 +304,17 @@ impl Mpd {
                     "    <AdaptationSet id=\"2\" contentType=\"audio\" mimeType=\"audio/mp4\" \
                      segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"und\">\n",
                 )?;
-                template(w, p, uris, TrackKind::Audio)?;
+                let own = Timeline {
+                    anchor_ts: p.anchor_ts,
+                    segments: &p.segments,
+                };
+                template(
+                    w,
+                    "      ",
+                    &own,
+                    &uris.init(p.discontinuity_seq, TrackKind::Audio),
+                    &uris.media(p.discontinuity_seq, TrackKind::Audio),
+                )?;
                 writeln!(
                     w,
                     "      <Representation id=\"a\" codecs=\"{}\" bandwidth=\"{}\" audioSamplingRate=\"{}\">",
@@ -300,34 +359,69 @@ fn end_after(s: &MpdSegment, count: usize) -> Option<u64> {
         .and_then(|d| s.start_ts.checked_add(d))
 }
 
+/// Where a Representation's segments are on the period's timeline.
+struct Timeline<'a> {
+    anchor_ts: u64,
+    segments: &'a [MpdSegment],
+}
+
+/// A video Representation; with `own`, its own `SegmentTemplate` (a ladder's rungs
+/// each have their files), else the adaptation set's.
+fn video_representation(
+    w: &mut impl fmt::Write,
+    id: &str,
+    v: &MpdVideo,
+    own: Option<(&Timeline<'_>, &str, &str)>,
+) -> fmt::Result {
+    write!(
+        w,
+        "      <Representation id=\"{}\" codecs=\"{}\" bandwidth=\"{}\" width=\"{}\" height=\"{}\"",
+        xml_attr(id),
+        xml_attr(&v.codecs),
+        v.bandwidth,
+        v.width,
+        v.height
+    )?;
+    match own {
+        None => w.write_str("/>\n"),
+        Some((timeline, init, media)) => {
+            w.write_str(">\n")?;
+            template(w, "        ", timeline, init, media)?;
+            w.write_str("      </Representation>\n")
+        }
+    }
+}
+
 /// `SegmentTemplate` with its `SegmentTimeline`: `S@t` on the first entry and after a
 /// gap, equal consecutive durations folded into `S@r`.
 fn template(
     w: &mut impl fmt::Write,
-    p: &MpdPeriod,
-    uris: &impl MpdUris,
-    track: TrackKind,
+    indent: &str,
+    timeline: &Timeline<'_>,
+    init: &str,
+    media: &str,
 ) -> fmt::Result {
-    let start_number = p.segments.first().map_or(0, |s| s.msn);
+    let segments = timeline.segments;
+    let start_number = segments.first().map_or(0, |s| s.msn);
     writeln!(
         w,
-        "      <SegmentTemplate timescale=\"{CLOCK_HZ}\" presentationTimeOffset=\"{}\" \
+        "{indent}<SegmentTemplate timescale=\"{CLOCK_HZ}\" presentationTimeOffset=\"{}\" \
          startNumber=\"{start_number}\" initialization=\"{}\" media=\"{}\">",
-        p.anchor_ts,
-        xml_attr(&uris.init(p.discontinuity_seq, track)),
-        xml_attr(&uris.media(p.discontinuity_seq, track))
+        timeline.anchor_ts,
+        xml_attr(init),
+        xml_attr(media)
     )?;
-    w.write_str("        <SegmentTimeline>\n")?;
+    writeln!(w, "{indent}  <SegmentTimeline>")?;
     let mut i = 0;
     let mut expected_start = None;
-    while let Some(s) = p.segments.get(i) {
+    while let Some(s) = segments.get(i) {
         let mut repeat = 0usize;
-        while p.segments.get(i + repeat + 1).is_some_and(|n| {
+        while segments.get(i + repeat + 1).is_some_and(|n| {
             n.duration_ticks == s.duration_ticks && Some(n.start_ts) == end_after(s, repeat + 1)
         }) {
             repeat += 1;
         }
-        w.write_str("          <S")?;
+        write!(w, "{indent}    <S")?;
         if expected_start != Some(s.start_ts) {
             write!(w, " t=\"{}\"", s.start_ts)?;
         }
@@ -339,5 +433,8 @@ fn template(
         expected_start = end_after(s, repeat + 1);
         i += repeat + 1;
     }
-    w.write_str("        </SegmentTimeline>\n      </SegmentTemplate>\n")
+    writeln!(
+        w,
+        "{indent}  </SegmentTimeline>\n{indent}</SegmentTemplate>"
+    )
 }

@@ -231,6 +231,7 @@ pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, A
             segments,
             video,
             audio,
+            rungs: Vec::new(),
         });
     }
     let target_ms = entries.iter().map(Entry::duration_ms).max().unwrap_or(0);
