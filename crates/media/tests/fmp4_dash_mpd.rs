@@ -295,7 +295,8 @@ fn static_mpd_of_fixture_segments_plays_in_ffmpeg() {
 }
 
 /// A ladder: the rungs are more video Representations of the one video adaptation set,
-/// each with its own files (under its name) and timeline, on the period's anchor.
+/// each with its own files (under its name) and timeline, on the period's anchor; the
+/// source keeps the adaptation set's template, as without a ladder.
 #[test]
 fn a_ladders_rungs_are_representations_with_their_own_files() {
     let mut mpd = live();

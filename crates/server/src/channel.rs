@@ -44,8 +44,10 @@ pub struct Channel {
     input_paused: std::sync::atomic::AtomicBool,
     /// The master playlist listing every rendition, when there are several.
     package_master: RwLock<Bytes>,
-    /// The live MPD with a video Representation per offered rung, when there are several.
-    package_mpd: RwLock<Bytes>,
+    /// Held while the package's master playlist is rendered and published, so
+    /// renditions pushed at once (one pipeline each) never publish an older render over
+    /// a newer one.
+    package_render: std::sync::Mutex<()>,
     /// Indices into `renditions` in the order the master playlist lists them.
     listing: Vec<usize>,
     ladder: std::sync::OnceLock<Arc<crate::ladder::status::LadderStatus>>,
@@ -100,7 +102,7 @@ impl Channel {
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
             package_master: RwLock::new(Bytes::new()),
-            package_mpd: RwLock::new(Bytes::new()),
+            package_render: std::sync::Mutex::new(()),
         }
     }
 
@@ -175,18 +177,6 @@ impl Channel {
     /// The rendition named `name` (a ladder rung, or [`MAIN`]).
     pub fn rendition(&self, name: &str) -> Option<&Arc<Rendition>> {
         self.renditions.iter().find(|r| r.name() == name)
-    }
-
-    /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
-    /// Representation per rung the master playlist offers.
-    pub fn mpd(&self) -> Bytes {
-        if self.renditions.len() == 1 {
-            return self.main().snapshot().mpd.clone();
-        }
-        match self.package_mpd.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
     }
 
     /// The master playlist (`index.m3u8`): the muxed rendition's, or, for a ladder,
@@ -267,37 +257,19 @@ impl Channel {
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
         if self.renditions.len() > 1 {
-            let offered = self.offered();
-            let master = crate::render::package_master(&offered);
-            replace(&self.package_master, master);
-            let main = self.main().snapshot();
-            let rungs: Vec<(&str, Arc<WindowSnapshot>)> = offered
-                .into_iter()
-                .filter(|(name, _)| *name != MAIN)
-                .collect();
-            let mpd = match (main.fmp4_segments().last(), main.availability_start_ms) {
-                (Some((_, newest)), Some(ast)) => Bytes::from(crate::fmp4::mpd::package_mpd(
-                    &main,
-                    &rungs,
-                    ast,
-                    u64::from(newest.marker.target_duration_ms),
-                    main.published_ms,
-                )),
-                _ => Bytes::new(),
+            let _rendering = match self.package_render.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
             };
-            replace(&self.package_mpd, mpd);
+            let master = crate::render::package_master(&self.offered());
+            match self.package_master.write() {
+                Ok(mut guard) => *guard = master,
+                Err(poisoned) => *poisoned.into_inner() = master,
+            }
         }
         if rendition.name() == MAIN {
             self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
         }
-    }
-}
-
-/// Publishes a rendered manifest of the package.
-fn replace(slot: &RwLock<Bytes>, value: Bytes) {
-    match slot.write() {
-        Ok(mut guard) => *guard = value,
-        Err(poisoned) => *poisoned.into_inner() = value,
     }
 }
 

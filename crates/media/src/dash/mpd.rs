@@ -268,34 +268,33 @@ impl Mpd {
                 };
                 let init = uris.init(p.discontinuity_seq, TrackKind::Video);
                 let media = uris.media(p.discontinuity_seq, TrackKind::Video);
-                if p.rungs.is_empty() {
-                    template(w, "      ", &own, &init, &media)?;
-                    video_representation(w, "v", v, None)?;
-                } else {
-                    // A ladder: each Representation has its own files and timeline.
-                    video_representation(w, "v", v, Some((&own, &init, &media)))?;
-                    for rung in &p.rungs {
-                        let timeline = Timeline {
-                            anchor_ts: p.anchor_ts,
-                            segments: &rung.segments,
-                        };
-                        let init = format!(
-                            "{}/{}",
-                            rung.name,
-                            uris.init(rung.discontinuity_seq, TrackKind::Video)
-                        );
-                        let media = format!(
-                            "{}/{}",
-                            rung.name,
-                            uris.media(rung.discontinuity_seq, TrackKind::Video)
-                        );
-                        video_representation(
-                            w,
-                            &rung.name,
-                            &rung.video,
-                            Some((&timeline, &init, &media)),
-                        )?;
-                    }
+                // The source's template is the adaptation set's, as without a ladder, so
+                // an MPD update that adds or drops a rung leaves the source's
+                // Representation as it was; each rung overrides it with its own files
+                // and timeline.
+                template(w, "      ", &own, &init, &media)?;
+                video_representation(w, "v", v, None)?;
+                for rung in &p.rungs {
+                    let timeline = Timeline {
+                        anchor_ts: p.anchor_ts,
+                        segments: &rung.segments,
+                    };
+                    let init = format!(
+                        "{}/{}",
+                        rung.name,
+                        uris.init(rung.discontinuity_seq, TrackKind::Video)
+                    );
+                    let media = format!(
+                        "{}/{}",
+                        rung.name,
+                        uris.media(rung.discontinuity_seq, TrackKind::Video)
+                    );
+                    video_representation(
+                        w,
+                        &rung.name,
+                        &rung.video,
+                        Some((&timeline, &init, &media)),
+                    )?;
                 }
                 w.write_str("    </AdaptationSet>\n")?;
             }

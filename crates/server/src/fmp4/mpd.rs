@@ -3,7 +3,7 @@
 //! `SegmentTimeline` on the TS timeline, one adaptation set per track. The routes serve
 //! what is rendered here ([`crate::routes::dash`]).
 
-use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo};
+use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdUris, MpdVideo};
 use media::fmp4::InitConfig;
 use media::TrackKind;
 
@@ -64,69 +64,12 @@ pub fn representations(
     (video, audio)
 }
 
-/// A rung's Representation in `period`: its segments of the period's MSNs that run, on
-/// one discontinuity sequence, up to the period's newest one; `None` when the rung does
-/// not have that one.
-fn rung_of(name: &str, rung: &WindowSnapshot, period: &MpdPeriod) -> Option<MpdRung> {
-    let newest = period.segments.last()?;
-    let oldest = period.segments.first()?.msn;
-    let theirs: Vec<(&crate::window::StoredSegment, &crate::fmp4::view::Fmp4View)> =
-        rung.fmp4_segments().collect();
-    let end = theirs.iter().position(|(s, _)| s.msn == newest.msn)?;
-    let seq = theirs[end].1.marker.state.discontinuity_seq;
-    let mut start = end;
-    while start > 0 {
-        let (s, view) = theirs[start - 1];
-        if s.msn < oldest
-            || s.msn + 1 != theirs[start].0.msn
-            || view.marker.state.discontinuity_seq != seq
-        {
-            break;
-        }
-        start -= 1;
-    }
-    let run = &theirs[start..=end];
-    let peak = run
-        .iter()
-        .map(|(_, v)| bps(v.media_bytes.0, v.marker.duration_ticks))
-        .max()
-        .unwrap_or(0);
-    let (video, _) = representations(&theirs[end].1.init.config, peak, 0);
-    Some(MpdRung {
-        name: name.to_owned(),
-        video: video?,
-        discontinuity_seq: seq,
-        segments: run
-            .iter()
-            .map(|(_, v)| MpdSegment {
-                msn: v.marker.state.msn,
-                start_ts: v.marker.start_ts,
-                duration_ticks: v.marker.duration_ticks,
-            })
-            .collect(),
-    })
-}
-
 /// The dynamic MPD of a live window's fMP4 segments: `availability_start_ms` fixed for
 /// the stream's life, `minimumUpdatePeriod` one target duration, players starting
 /// three target durations behind the live edge (as HLS's hold-back), the window as
 /// the time-shift buffer.
 pub fn live_mpd(
     window: &WindowSnapshot,
-    availability_start_ms: i64,
-    target_ms: u64,
-    now_ms: i64,
-) -> String {
-    package_mpd(window, &[], availability_start_ms, target_ms, now_ms)
-}
-
-/// [`live_mpd`] of a package: the source's `window` and, as more video Representations
-/// of each period, every rung of `rungs` (name and window) that has the period's
-/// newest segment, from the first of its segments that continue to it on one
-/// discontinuity sequence (dash.js and Shaka switch between them at any segment).
-pub fn package_mpd(
-    window: &WindowSnapshot,
-    rungs: &[(&str, std::sync::Arc<WindowSnapshot>)],
     availability_start_ms: i64,
     target_ms: u64,
     now_ms: i64,
@@ -171,12 +114,6 @@ pub fn package_mpd(
                 a.bandwidth = audio_bps;
             }
         }
-    }
-    for period in &mut periods {
-        period.rungs = rungs
-            .iter()
-            .filter_map(|(name, rung)| rung_of(name, rung, period))
-            .collect();
     }
     let window_ticks: u64 = window
         .fmp4_segments()
