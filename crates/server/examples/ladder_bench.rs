@@ -57,6 +57,10 @@ fn run(ladder: &LadderSettings, source: &[u8], seconds: u32) -> (f64, f64) {
     let rungs = ladder.validate().expect("a valid ladder");
     let mut args = ffmpeg_args(ladder, &rungs);
     args.insert(0, "-benchmark".into());
+    // `-benchmark` reports at the info level.
+    if let Some(level) = args.iter().position(|a| a == "-loglevel") {
+        args[level + 1] = "info".into();
+    }
     // The output is discarded: the cost measured is the encoder's.
     let mut child = Command::new(&ladder.encoder)
         .args(&args)
