@@ -18,6 +18,33 @@ use serde_json::json;
 
 const RUNGS: [&str; 3] = ["source", "144p", "96p"];
 
+const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
+
+/// Creates and starts meeting `m` on the MC and publishes 60 s of it by RTMP with
+/// ffmpeg; the publisher stops when the guard drops.
+fn publish_meeting(mc: &common::NodeProcess) -> ChildGuard {
+    let admin = [ADMIN];
+    let (status, created) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings",
+        &admin,
+        &json!({"id": "m"}).to_string(),
+    );
+    assert_eq!(status, 201, "{created}");
+    let key = created["stream_key"]
+        .as_str()
+        .expect("a stream key")
+        .to_owned();
+    let (status, _) = http_request(mc.http, "POST", "/api/meetings/m/start", &admin, "");
+    assert_eq!(status, 200);
+    let rtmp = mc.rtmp.expect("mc rtmp address");
+    ChildGuard::spawn(
+        "publisher",
+        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
+    )
+}
+
 fn mc_config(data: &Path) -> String {
     format!(
         r#"[mc]
@@ -123,26 +150,8 @@ fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node(
         "node",
         &node_config(&dir.path().join("node-a"), mc.http),
     );
-    let admin = [("Authorization", "Bearer admin-secret")];
-    let (status, created) = http_request(
-        mc.http,
-        "POST",
-        "/api/meetings",
-        &admin,
-        &json!({"id": "m"}).to_string(),
-    );
-    assert_eq!(status, 201, "{created}");
-    let key = created["stream_key"]
-        .as_str()
-        .expect("a stream key")
-        .to_owned();
-    let (status, _) = http_request(mc.http, "POST", "/api/meetings/m/start", &admin, "");
-    assert_eq!(status, 200);
-    let rtmp = mc.rtmp.expect("mc rtmp address");
-    let _publisher = ChildGuard::spawn(
-        "publisher",
-        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
-    );
+    let _publisher = publish_meeting(&mc);
+    let admin = [ADMIN];
 
     // The node's master playlist offers the whole ladder once every rung is cut.
     let master = wait_for(
@@ -307,28 +316,7 @@ fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
         ott_section(ports[2], &ports)
     );
     let c = start_role(dir.path(), "node-c", "node", &c_config);
-    let admin = [("Authorization", "Bearer admin-secret")];
-    let (status, created) = http_request(
-        mc.http,
-        "POST",
-        "/api/meetings",
-        &admin,
-        &json!({"id": "m"}).to_string(),
-    );
-    assert_eq!(status, 201, "{created}");
-    let key = created["stream_key"]
-        .as_str()
-        .expect("a stream key")
-        .to_owned();
-    assert_eq!(
-        http_request(mc.http, "POST", "/api/meetings/m/start", &admin, "").0,
-        200
-    );
-    let rtmp = mc.rtmp.expect("mc rtmp address");
-    let _publisher = ChildGuard::spawn(
-        "publisher",
-        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
-    );
+    let _publisher = publish_meeting(&mc);
     let b_host = b.http.to_string();
     let c_host = c.http.to_string();
     // node-a offers node-b, with all three variants, once both carry the ladder.
