@@ -201,11 +201,29 @@ fn start_rung(
         target_duration_ms: settings.segment_duration_ms,
         state_file: None,
     };
+    // A recorded stream records every rung beside its source, on the same timeline, so
+    // a catch-up viewer gets the ladder (`archive/{stream}/rungs/{rung}`).
+    let recorder = match settings.dvr {
+        Some(retention) => {
+            let dir = context
+                .data_dir
+                .join("archive")
+                .join(channel.name())
+                .join("rungs")
+                .join(rung);
+            let recorder = Recorder::start(&name, RecorderSettings::new(dir, retention))
+                .with_context(|| format!("stream {name}: opening its archive"))?;
+            rendition.set_archive(Arc::clone(&recorder));
+            recorder.register_metrics(&context.metrics);
+            Some(recorder)
+        }
+        None => None,
+    };
     let channel = Arc::clone(channel);
     let mut stop = stop.clone();
     tasks.spawn(async move {
         tokio::select! {
-            () = pipeline::run_rendition(channel, rendition, events_rx, pipeline_settings, None) => {}
+            () = pipeline::run_rendition(channel, rendition, events_rx, pipeline_settings, recorder) => {}
             _ = stop.wait_for(|s| *s) => {}
         }
     });

@@ -39,7 +39,6 @@ pub struct Channel {
     renditions: Vec<Arc<Rendition>>,
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
-    archive: std::sync::OnceLock<Arc<crate::recorder::Recorder>>,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
     /// The master playlist listing every rendition, when there are several.
@@ -98,7 +97,6 @@ impl Channel {
             name: name.into(),
             renditions,
             counters: ChannelCounters::default(),
-            archive: std::sync::OnceLock::new(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
             package_master: RwLock::new(Bytes::new()),
@@ -123,9 +121,11 @@ impl Channel {
         self.input_paused.load(Ordering::Relaxed)
     }
 
-    /// Attaches the stream's DVR recorder (once); false if one was already attached.
+    /// Attaches the DVR recorder of the stream's muxed rendition (once); false if one
+    /// was already attached. A ladder rung's recorder is its rendition's
+    /// ([`Rendition::set_archive`]).
     pub fn set_archive(&self, recorder: Arc<crate::recorder::Recorder>) -> bool {
-        self.archive.set(recorder).is_ok()
+        self.main().set_archive(recorder)
     }
 
     /// Attaches the status of the stream's ladder encoder (once, on the MC); false if
@@ -159,9 +159,22 @@ impl Channel {
             .collect()
     }
 
-    /// The stream's DVR recorder and archive, when the stream is recorded.
+    /// The DVR recorder and archive of the stream's muxed rendition, when the stream is
+    /// recorded.
     pub fn archive(&self) -> Option<&Arc<crate::recorder::Recorder>> {
-        self.archive.get()
+        self.main().archive()
+    }
+
+    /// Whether the stream is a package of several renditions (an ABR ladder): its master
+    /// playlists, live and catch-up, list variants rather than one media playlist.
+    pub fn is_package(&self) -> bool {
+        self.renditions.len() > 1
+    }
+
+    /// The renditions the master playlist lists, in its order, whether or not they
+    /// can be offered now (catch-up lists what was recorded, whatever is live).
+    pub fn listed(&self) -> impl Iterator<Item = &Arc<Rendition>> + '_ {
+        self.listing.iter().map(|&i| &self.renditions[i])
     }
 
     /// The renditions, the muxed one first.

@@ -30,6 +30,7 @@ pub struct Rendition {
     availability_start_ms: OnceLock<i64>,
     llhls: OnceLock<Arc<crate::llhls::LlChannel>>,
     frames: OnceLock<tokio::sync::broadcast::Sender<media::Frame>>,
+    archive: OnceLock<Arc<crate::recorder::Recorder>>,
 }
 
 /// How many frames a rendition's frame tap holds for a slow reader (about 25 s of
@@ -49,7 +50,19 @@ impl Rendition {
             availability_start_ms: OnceLock::new(),
             llhls: OnceLock::new(),
             frames: OnceLock::new(),
+            archive: OnceLock::new(),
         }
+    }
+
+    /// Attaches the rendition's DVR recorder (once): each rendition of a package is
+    /// archived on its own, on the package's timeline. False if one was already attached.
+    pub fn set_archive(&self, recorder: Arc<crate::recorder::Recorder>) -> bool {
+        self.archive.set(recorder).is_ok()
+    }
+
+    /// The rendition's DVR recorder and archive, when it is recorded.
+    pub fn archive(&self) -> Option<&Arc<crate::recorder::Recorder>> {
+        self.archive.get()
     }
 
     /// Every frame the rendition's pipeline takes in, from now on, as it arrives (before

@@ -145,3 +145,131 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         assert_eq!(harness::json(&answer.body)["code"], 108_001, "{path}");
     }
 }
+
+/// A recorder for one rendition of the package, in its own folder under `dir`.
+fn recorder(dir: &std::path::Path, name: &str) -> Arc<server::recorder::Recorder> {
+    let settings =
+        server::recorder::RecorderSettings::new(dir.join(name), dvr::Retention::default());
+    server::recorder::Recorder::start(name, settings).expect("the archive opens")
+}
+
+#[tokio::test]
+async fn a_recorded_package_is_a_catch_up_ladder() {
+    let (source, good, bad) = cut();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let state = harness::node(None);
+    let channel = Arc::new(Channel::with_rungs(
+        "s",
+        5,
+        server::render::renderer(2000),
+        &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
+    ));
+    state.add_stream(Arc::clone(&channel), None);
+    let renditions = [
+        (Arc::clone(channel.main()), "main"),
+        (
+            Arc::clone(channel.rendition("240p").expect("the rung")),
+            "240p",
+        ),
+        (
+            Arc::clone(channel.rendition("bad").expect("the rung")),
+            "bad",
+        ),
+    ];
+    let mut recorders = Vec::new();
+    for (rendition, name) in &renditions {
+        let recorder = recorder(dir.path(), name);
+        assert!(rendition.set_archive(Arc::clone(&recorder)));
+        recorders.push(recorder);
+    }
+    // What the pipelines do with a published segment: record it, then list it.
+    let live = |segment: &Segment| LiveSegment::from(segment.clone());
+    let cuts: [Vec<LiveSegment>; 3] = [
+        source.iter().map(live).collect(),
+        good.iter().map(|r| live(&r.segment)).collect(),
+        bad.iter().map(|r| live(&r.segment)).collect(),
+    ];
+    for (((rendition, _), recorder), segments) in renditions.iter().zip(&recorders).zip(&cuts) {
+        for segment in segments {
+            recorder.record(segment);
+            channel.push_to(rendition, segment.clone(), tracks(), None);
+        }
+        harness::wait_recorded(recorder, segments.len() as u64);
+    }
+
+    // The whole recording: the clip is dated from 1,700,000,000 s.
+    let period = "1699999990-600";
+    let master = get(&state, &format!("/s/index-{period}.m3u8")).await;
+    assert_eq!(master.status, 200);
+    let text = as_text(&master.body);
+    let uris: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    assert_eq!(
+        uris,
+        vec![
+            format!("mono-{period}.m3u8"),
+            format!("240p/mono-{period}.m3u8")
+        ],
+        "the source, then the aligned rung; the misaligned one is left out:\n{text}"
+    );
+    let variants: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-STREAM-INF:"))
+        .collect();
+    for variant in &variants {
+        for attribute in [
+            "BANDWIDTH=",
+            "AVERAGE-BANDWIDTH=",
+            "CODECS=\"avc1.",
+            "RESOLUTION=",
+            "FRAME-RATE=",
+        ] {
+            assert!(variant.contains(attribute), "{attribute} in {variant}");
+        }
+    }
+
+    // Each rendition's catch-up playlist lists the same MSNs, durations and dates, and
+    // its segments are the rendition's own recorded bytes.
+    let source_playlist = get(&state, &format!("/s/mono-{period}.m3u8")).await;
+    assert_eq!(source_playlist.status, 200);
+    let source_playlist = media_playlist(&source_playlist.body);
+    let rung_answer = get(&state, &format!("/s/240p/mono-{period}.m3u8")).await;
+    assert_eq!(rung_answer.status, 200);
+    let rung_playlist = media_playlist(&rung_answer.body);
+    assert_eq!(rung_playlist.media_sequence, source_playlist.media_sequence);
+    assert_eq!(rung_playlist.segments.len(), source.len());
+    for (a, b) in rung_playlist.segments.iter().zip(&source_playlist.segments) {
+        assert_eq!(
+            (a.duration, a.program_date_time, &a.uri),
+            (b.duration, b.program_date_time, &b.uri)
+        );
+    }
+    for rung_segment in &good {
+        let path = format!("/s/240p/dvr-{}.ts", rung_segment.segment.msn);
+        let answer = get(&state, &path).await;
+        assert_eq!(answer.status, 200, "{path}");
+        assert_eq!(answer.body, rung_segment.segment.data, "{path}");
+    }
+    // Under a rung, the name without `mono-` is the rung's media playlist too.
+    let same = get(&state, &format!("/s/240p/index-{period}.m3u8")).await;
+    assert_eq!(same.body, rung_answer.body);
+    // The rung's fMP4 catch-up comes from its own archive.
+    let fmp4 = get(&state, &format!("/s/240p/fmp4-{period}.m3u8")).await;
+    assert_eq!(fmp4.status, 200);
+    assert!(
+        as_text(&fmp4.body).contains("dvr-"),
+        "{}",
+        as_text(&fmp4.body)
+    );
+    // A period with nothing recorded is no master.
+    assert_eq!(get(&state, "/s/index-1600000000-60.m3u8").await.status, 404);
+    // The stream's status shows each rendition's archive.
+    let status = harness::json(&get(&state, "/api/streams/s").await.body);
+    let rung_status = status["renditions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|r| r["name"] == "240p"))
+        .expect("the rung's status");
+    assert_eq!(rung_status["dvr"]["segments"], good.len());
+}

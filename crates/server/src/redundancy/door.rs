@@ -151,12 +151,13 @@ fn archive_period(request: ArchiveRequest, now_ms: i64) -> Option<(i64, i64)> {
         ArchiveRequest::Period {
             from_secs,
             duration_secs,
+            ..
         }
         | ArchiveRequest::Download {
             from_secs,
             duration_secs,
         } => Some(period_ms(from_secs, duration_secs)),
-        ArchiveRequest::FromNow { from_secs } => Some((from_secs.saturating_mul(1000), now_ms)),
+        ArchiveRequest::FromNow { from_secs, .. } => Some((from_secs.saturating_mul(1000), now_ms)),
         ArchiveRequest::Timeshift { .. }
         | ArchiveRequest::Segment(_)
         | ArchiveRequest::Malformed => None,
@@ -168,11 +169,13 @@ fn refuse(redundancy: &Redundancy, refusal: OttRefusal) -> Door {
     Door::Answer(ApiError::Ott(refusal).into_response())
 }
 
-/// Decides a request for `file` of `stream` (see the module doc).
+/// Decides a request for `file` of `stream`, or of its ladder rung `rung` (see the
+/// module doc); a redirect keeps the rung in the path.
 pub fn check(
     state: &AppState,
     redundancy: &Redundancy,
     stream: &str,
+    rung: Option<&str>,
     file: &str,
     request: &Request,
     now_ms: i64,
@@ -249,9 +252,13 @@ pub fn check(
     let group = membership.group.as_str();
     let snapshot = &view.snapshot;
     let rest = query_without_pass(query);
-    let file_with_query = match &rest {
-        Some(q) => format!("{file}?{q}"),
+    let path = match rung {
+        Some(rung) => format!("{rung}/{file}"),
         None => file.to_owned(),
+    };
+    let file_with_query = match &rest {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
     };
     if let Some(period) = period {
         if with_pass {
@@ -343,9 +350,13 @@ mod tests {
         let period = ArchiveRequest::Period {
             from_secs: 100,
             duration_secs: 30,
+            mono: false,
         };
         assert_eq!(archive_period(period, 0), Some((100_000, 130_000)));
-        let from_now = ArchiveRequest::FromNow { from_secs: 100 };
+        let from_now = ArchiveRequest::FromNow {
+            from_secs: 100,
+            mono: true,
+        };
         assert_eq!(archive_period(from_now, 200_000), Some((100_000, 200_000)));
         assert_eq!(archive_period(ArchiveRequest::Segment(3), 0), None);
     }

@@ -87,7 +87,7 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
 }
 
 /// Each rendition of the stream's package: whether the master playlist offers it now
-/// (a rung only while switchable), its window and its measured bit rate.
+/// (a rung only while switchable), its window, its measured bit rate and its archive.
 fn renditions(channel: &crate::channel::Channel) -> Vec<Value> {
     channel
         .renditions()
@@ -105,6 +105,7 @@ fn renditions(channel: &crate::channel::Channel) -> Vec<Value> {
                 "segments_in_window": window.segments.len(),
                 "resolution": window.tracks.resolution.map(|(w, h)| format!("{w}x{h}")),
                 "bitrate_bps": { "peak": window.bandwidth.0, "average": window.bandwidth.1 },
+                "dvr": rendition.archive().map(|recorder| recorder.status()),
             })
         })
         .collect()

@@ -5,8 +5,14 @@
 //! | `index-{from}-{duration}.m3u8` | VOD playlist of that period (EXT-X-ENDLIST, PDT on every segment) |
 //! | `index-{from}-now.m3u8` | EVENT playlist from `from`, growing as recording goes on |
 //! | `timeshift_rel-{seconds}.m3u8` | a sliding live window `seconds` behind now |
+//! | `mono-…` of each of the three | always the rendition's media playlist |
 //! | `archive-{from}-{duration}.ts` | the period as one MPEG-TS download, streamed from disk |
 //! | `dvr-{msn}.ts` | one archived segment (the URIs inside the playlists above) |
+//!
+//! For a package (an ABR ladder) the three playlists without `mono-` are master
+//! playlists ([`crate::archive_master`]) listing each recorded rendition's `mono-`
+//! playlist: the source's `mono-…` and each rung's `{rung}/mono-…`, whose segments are
+//! the rung's own archive (`/{stream}/{rung}/dvr-{msn}.ts`).
 //!
 //! `from` is UTC Unix seconds, `duration` seconds (1 to 86,400; an EVENT playlist's
 //! `from` at most 86,400 s ago). A period with nothing
@@ -21,11 +27,13 @@ use bytes::Bytes;
 use dvr::index::{Entry, Index};
 use media::hls::PlaylistType;
 
+use crate::archive_master::RecordedRendition;
 use crate::channel::Channel;
 use crate::clock::Clock;
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::recorder::Recorder;
+use crate::rendition::Rendition;
 use crate::url::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 
 /// Segments in a time-shift window when the live window is empty.
@@ -36,23 +44,29 @@ pub fn archive_segment_uri(entry: &Entry) -> String {
     format!("dvr-{}.ts", entry.msn)
 }
 
-/// Answers an archive request for `channel`'s stream.
+/// Answers an archive request for one rendition of `channel`'s stream (its muxed
+/// rendition, or a rung).
 pub async fn serve(
     channel: &Channel,
+    rendition: &Rendition,
     request: ArchiveRequest,
     headers: &HeaderMap,
     clock: &Clock,
 ) -> Response {
-    let Some(recorder) = channel.archive() else {
-        // This stream is not recorded on this node.
+    let Some(recorder) = rendition.archive() else {
+        // This rendition is not recorded on this node.
         return ApiError::NotFound.into_response();
     };
+    if let Some(span) = master_span(channel, rendition, request, clock) {
+        return master(channel, span, request).await;
+    }
     let reader = recorder.reader();
     match request {
         ArchiveRequest::Malformed => ApiError::BadRequest.into_response(),
         ArchiveRequest::Period {
             from_secs,
             duration_secs,
+            ..
         } => {
             let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
             playlist(recorder, |index| {
@@ -62,10 +76,8 @@ pub async fn serve(
                 })
             })
         }
-        ArchiveRequest::FromNow { from_secs } => {
-            // An EVENT playlist lists everything since `from`: keep it to a day, like a
-            // period, so no request renders a week-long playlist.
-            if from_secs * 1000 < clock.unix_ms() - i64::from(MAX_PERIOD_SECS) * 1000 {
+        ArchiveRequest::FromNow { from_secs, .. } => {
+            if too_old(from_secs, clock) {
                 return ApiError::BadRequest.into_response();
             }
             playlist(recorder, |index| {
@@ -75,14 +87,9 @@ pub async fn serve(
                 })
             })
         }
-        ArchiveRequest::Timeshift { behind_secs } => {
-            let edge_ms = clock
-                .unix_ms()
-                .saturating_sub(i64::from(behind_secs) * 1000);
-            let window = match channel.snapshot().segments.len() {
-                0 => DEFAULT_WINDOW_SEGMENTS,
-                n => n,
-            };
+        ArchiveRequest::Timeshift { behind_secs, .. } => {
+            let edge_ms = timeshift_edge_ms(behind_secs, clock);
+            let window = timeshift_window(rendition);
             playlist(recorder, |index| timeshift(index, edge_ms, window))
         }
         ArchiveRequest::Download {
@@ -106,12 +113,130 @@ pub async fn serve(
                     http_util::ranged(headers, MPEG_TS, Cache::Immutable, Bytes::from(data))
                 }
                 Ok(Err(error)) => {
-                    tracing::warn!(stream = %channel.name(), msn, %error, "archived segment unreadable");
+                    tracing::warn!(stream = %channel.name(), rendition = rendition.name(), msn, %error, "archived segment unreadable");
                     ApiError::NotFound.into_response()
                 }
                 Err(_) => ApiError::NotFound.into_response(),
             }
         }
+    }
+}
+
+/// An EVENT playlist lists everything since `from`: it is kept to a day, like a
+/// period, so no request renders a week-long playlist.
+fn too_old(from_secs: i64, clock: &Clock) -> bool {
+    from_secs.saturating_mul(1000) < clock.unix_ms() - i64::from(MAX_PERIOD_SECS) * 1000
+}
+
+/// The live edge of a time-shift window `behind_secs` behind now, Unix ms.
+fn timeshift_edge_ms(behind_secs: u32, clock: &Clock) -> i64 {
+    clock
+        .unix_ms()
+        .saturating_sub(i64::from(behind_secs) * 1000)
+}
+
+/// How many segments a time-shift window lists: as many as the live window.
+fn timeshift_window(rendition: &Rendition) -> usize {
+    match rendition.snapshot().segments.len() {
+        0 => DEFAULT_WINDOW_SEGMENTS,
+        n => n,
+    }
+}
+
+/// What a catch-up master covers: a period `[from, to)` or a time-shift window.
+#[derive(Debug, Clone, Copy)]
+enum MasterSpan {
+    Period(i64, i64),
+    Timeshift { edge_ms: i64 },
+}
+
+/// The span of a catch-up master playlist, when `request` asks for one: a playlist
+/// name without `mono-`, of a package's stream, at the stream (not under a rung).
+fn master_span(
+    channel: &Channel,
+    rendition: &Rendition,
+    request: ArchiveRequest,
+    clock: &Clock,
+) -> Option<MasterSpan> {
+    if !channel.is_package() || rendition.name() != crate::rendition::MAIN {
+        return None;
+    }
+    match request {
+        ArchiveRequest::Period {
+            from_secs,
+            duration_secs,
+            mono: false,
+        } => {
+            let (from, to) = period_ms(from_secs, duration_secs);
+            Some(MasterSpan::Period(from, to))
+        }
+        ArchiveRequest::FromNow {
+            from_secs,
+            mono: false,
+        } if !too_old(from_secs, clock) => {
+            Some(MasterSpan::Period(from_secs.saturating_mul(1000), i64::MAX))
+        }
+        ArchiveRequest::Timeshift {
+            behind_secs,
+            mono: false,
+        } => Some(MasterSpan::Timeshift {
+            edge_ms: timeshift_edge_ms(behind_secs, clock),
+        }),
+        _ => None,
+    }
+}
+
+/// The `mono-` name of a master's request: what each variant's URI ends in.
+fn mono_name(request: ArchiveRequest) -> String {
+    match request {
+        ArchiveRequest::Period {
+            from_secs,
+            duration_secs,
+            ..
+        } => format!("mono-{from_secs}-{duration_secs}.m3u8"),
+        ArchiveRequest::FromNow { from_secs, .. } => format!("mono-{from_secs}-now.m3u8"),
+        ArchiveRequest::Timeshift { behind_secs, .. } => {
+            format!("mono-timeshift_rel-{behind_secs}.m3u8")
+        }
+        _ => String::new(),
+    }
+}
+
+/// The catch-up master of a package: every listed rendition recorded in the span.
+async fn master(channel: &Channel, span: MasterSpan, request: ArchiveRequest) -> Response {
+    let mono = mono_name(request);
+    let mut recorded = Vec::new();
+    for rendition in channel.listed() {
+        let Some(recorder) = rendition.archive() else {
+            continue;
+        };
+        let reader = recorder.reader().clone();
+        let entries = reader.with_index(|index| match span {
+            MasterSpan::Period(from, to) => index.query(from, to).entries.to_vec(),
+            MasterSpan::Timeshift { edge_ms } => {
+                let window = timeshift_window(rendition);
+                let before = index.query(i64::MIN, edge_ms);
+                let n = before.entries.len();
+                before.entries[n.saturating_sub(window)..].to_vec()
+            }
+        });
+        let uri = if rendition.name() == crate::rendition::MAIN {
+            mono.clone()
+        } else {
+            format!("{}/{mono}", rendition.name())
+        };
+        recorded.push(RecordedRendition {
+            uri,
+            reader,
+            entries,
+            rung: rendition.name() != crate::rendition::MAIN,
+        });
+    }
+    let stream = channel.name().to_owned();
+    let job = move || crate::archive_master::render(&stream, &recorded);
+    match tokio::task::spawn_blocking(job).await {
+        Ok(Some(text)) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+        _ => ApiError::NotFound.into_response(),
     }
 }
 

@@ -37,7 +37,7 @@ fn media(headers: &HeaderMap, body: Option<Bytes>) -> Response {
 }
 
 /// Answers an fMP4 request for `channel`'s stream: live files from `rendition`'s
-/// window, archive files from the stream's archive.
+/// window, archive files from `rendition`'s archive.
 pub async fn serve(
     channel: &Channel,
     rendition: &Rendition,
@@ -46,7 +46,7 @@ pub async fn serve(
 ) -> Response {
     let counters = &channel.counters;
     if file.is_archive() {
-        return serve_archive(channel, file, headers).await;
+        return serve_archive(channel, rendition, file, headers).await;
     }
     let window = rendition.snapshot();
     if window.fmp4_segments().next().is_none() {
@@ -81,8 +81,13 @@ pub async fn serve(
     }
 }
 
-async fn serve_archive(channel: &Channel, file: Fmp4File, headers: &HeaderMap) -> Response {
-    let Some(recorder) = channel.archive() else {
+async fn serve_archive(
+    channel: &Channel,
+    rendition: &Rendition,
+    file: Fmp4File,
+    headers: &HeaderMap,
+) -> Response {
+    let Some(recorder) = rendition.archive() else {
         return ApiError::NotFound.into_response();
     };
     let reader = recorder.reader().clone();

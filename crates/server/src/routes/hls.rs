@@ -16,8 +16,8 @@ use crate::url::{relay_start, StreamFile, Target};
 
 /// Serves every per-stream file: of the stream's muxed rendition (`/{stream}/{file}`)
 /// or, with `rung`, of one rung of its ladder (`/{stream}/{rung}/{file}`: the live
-/// playlists, segments, parts and relay; the master playlist and the archive are the
-/// stream's). The request is taken whole (not as extracted headers and query) so the
+/// playlists, segments, parts and relay, and the rung's archive; the master playlists
+/// and MPDs are the stream's). The request is taken whole (not as extracted headers and query) so the
 /// hot path copies nothing from it.
 pub async fn serve(
     state: AppState,
@@ -95,7 +95,14 @@ pub async fn serve(
             Err(_) => ApiError::BadRequest.into_response(),
         },
         StreamFile::Archive(archive) => {
-            crate::routes::archive::serve(&channel, archive, request.headers(), state.clock()).await
+            crate::routes::archive::serve(
+                &channel,
+                &rendition,
+                archive,
+                request.headers(),
+                state.clock(),
+            )
+            .await
         }
         StreamFile::LowLatency(file) => {
             crate::routes::llhls::serve(

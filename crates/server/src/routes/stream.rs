@@ -60,7 +60,7 @@ async fn entry(
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
-            crate::redundancy::door::check(&state, redundancy, &stream, &file, &request, now)
+            crate::redundancy::door::check(&state, redundancy, &stream, rung, &file, &request, now)
         {
             return response;
         }

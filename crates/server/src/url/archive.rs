@@ -1,5 +1,11 @@
 //! Catch-up file names of the DVR archive (MPEG-TS): periods, growing periods,
 //! time-shift windows, downloads and archived segments.
+//!
+//! A playlist name with the `mono-` prefix (`mono-{from}-{duration}.m3u8`,
+//! `mono-{from}-now.m3u8`, `mono-timeshift_rel-{seconds}.m3u8`) is always one
+//! rendition's media playlist; without it, a package's stream answers a master playlist
+//! listing its renditions' `mono-` playlists, and a one-rendition stream the media
+//! playlist itself — as the live `index.m3u8` and `mono.m3u8` do.
 
 use super::number::{digits, sequence};
 
@@ -17,22 +23,28 @@ pub fn period_ms(from_secs: i64, duration_secs: u32) -> (i64, i64) {
 /// An archive file name, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArchiveRequest {
-    /// `index-{from}-{duration}.m3u8`.
+    /// `index-{from}-{duration}.m3u8` (`mono-{from}-{duration}.m3u8`).
     Period {
         /// Start, Unix seconds.
         from_secs: i64,
         /// Length, seconds.
         duration_secs: u32,
+        /// The `mono-` name: one rendition's media playlist, never a master.
+        mono: bool,
     },
-    /// `index-{from}-now.m3u8`.
+    /// `index-{from}-now.m3u8` (`mono-{from}-now.m3u8`).
     FromNow {
         /// Start, Unix seconds.
         from_secs: i64,
+        /// The `mono-` name: one rendition's media playlist, never a master.
+        mono: bool,
     },
-    /// `timeshift_rel-{seconds}.m3u8`.
+    /// `timeshift_rel-{seconds}.m3u8` (`mono-timeshift_rel-{seconds}.m3u8`).
     Timeshift {
         /// How far behind now the window's live edge is, seconds.
         behind_secs: u32,
+        /// The `mono-` name: one rendition's media playlist, never a master.
+        mono: bool,
     },
     /// `archive-{from}-{duration}.ts`.
     Download {
@@ -70,20 +82,32 @@ pub fn period(rest: &str) -> Option<(i64, u32)> {
 impl ArchiveRequest {
     /// Parses a file name; `None` when it is not an archive name at all.
     pub fn parse(file: &str) -> Option<Self> {
-        if let Some(rest) = file
-            .strip_prefix("index-")
+        let (mono, playlist) = match file.strip_prefix("mono-") {
+            Some(rest) => (true, rest),
+            None => (false, file),
+        };
+        let period_name = if mono {
+            Some(playlist)
+        } else {
+            playlist.strip_prefix("index-")
+        };
+        if let Some(rest) = period_name
             .and_then(|r| r.strip_suffix(".m3u8"))
+            .filter(|r| !r.starts_with("timeshift_rel-"))
         {
             let parsed = match rest.split_once('-') {
-                Some((from, "now")) => from_secs(from).map(|from_secs| Self::FromNow { from_secs }),
+                Some((from, "now")) => {
+                    from_secs(from).map(|from_secs| Self::FromNow { from_secs, mono })
+                }
                 _ => period(rest).map(|(from_secs, duration_secs)| Self::Period {
                     from_secs,
                     duration_secs,
+                    mono,
                 }),
             };
             return Some(parsed.unwrap_or(Self::Malformed));
         }
-        if let Some(rest) = file
+        if let Some(rest) = playlist
             .strip_prefix("timeshift_rel-")
             .and_then(|r| r.strip_suffix(".m3u8"))
         {
@@ -91,8 +115,12 @@ impl ArchiveRequest {
             return Some(
                 seconds.map_or(Self::Malformed, |behind_secs| Self::Timeshift {
                     behind_secs,
+                    mono,
                 }),
             );
+        }
+        if mono {
+            return None;
         }
         if let Some(rest) = file
             .strip_prefix("archive-")
@@ -132,18 +160,53 @@ mod tests {
             R::parse("index-1700000000-30.m3u8"),
             Some(R::Period {
                 from_secs: 1_700_000_000,
-                duration_secs: 30
+                duration_secs: 30,
+                mono: false,
+            })
+        );
+        assert_eq!(
+            R::parse("mono-1700000000-30.m3u8"),
+            Some(R::Period {
+                from_secs: 1_700_000_000,
+                duration_secs: 30,
+                mono: true,
             })
         );
         assert_eq!(
             R::parse("index-1700000000-now.m3u8"),
             Some(R::FromNow {
-                from_secs: 1_700_000_000
+                from_secs: 1_700_000_000,
+                mono: false,
+            })
+        );
+        assert_eq!(
+            R::parse("mono-1700000000-now.m3u8"),
+            Some(R::FromNow {
+                from_secs: 1_700_000_000,
+                mono: true,
             })
         );
         assert_eq!(
             R::parse("timeshift_rel-600.m3u8"),
-            Some(R::Timeshift { behind_secs: 600 })
+            Some(R::Timeshift {
+                behind_secs: 600,
+                mono: false,
+            })
+        );
+        assert_eq!(
+            R::parse("mono-timeshift_rel-600.m3u8"),
+            Some(R::Timeshift {
+                behind_secs: 600,
+                mono: true,
+            })
+        );
+        // `mono-` names only playlists, and `mono.m3u8` is the live media playlist.
+        assert_eq!(R::parse("mono.m3u8"), None);
+        assert_eq!(R::parse("mono-dvr-4.ts"), None);
+        assert_eq!(R::parse("mono-archive-1700000000-30.ts"), None);
+        assert_eq!(
+            R::parse("mono-index-1700000000-30.m3u8"),
+            Some(R::Malformed)
         );
         assert_eq!(
             R::parse("archive-1700000000-3600.ts"),
@@ -173,6 +236,9 @@ mod tests {
             "dvr-..%2F..%2Fetc%2Fpasswd.ts",
             "dvr-99999999999999999999.ts",
             "dvr-.ts",
+            "mono--5-30.m3u8",
+            "mono-5-0.m3u8",
+            "mono-timeshift_rel--1.m3u8",
         ] {
             assert_eq!(R::parse(bad), Some(R::Malformed), "{bad}");
         }

@@ -57,17 +57,15 @@ impl StreamFile {
     }
 
     /// A file each rendition of a package has of its own (`/{stream}/{rung}/{file}`):
-    /// the live media playlists, segments, parts, inits and the relay — not the master
-    /// playlists, the MPD or the archive, which are the stream's.
+    /// the live media playlists, segments, parts, inits and the relay, and its archive
+    /// (catch-up media playlists, archived segments and downloads, in TS and fMP4) —
+    /// not the live master playlists or the MPDs, which are the stream's.
     pub fn is_rendition_file(&self) -> bool {
         match self {
-            Self::Media | Self::Segment(_) | Self::MpegTs => true,
-            Self::Fmp4(file) => matches!(
-                file,
-                Fmp4File::Playlist | Fmp4File::Init { .. } | Fmp4File::Segment { .. }
-            ),
+            Self::Media | Self::Segment(_) | Self::MpegTs | Self::Archive(_) => true,
+            Self::Fmp4(file) => !matches!(file, Fmp4File::Mpd | Fmp4File::ArchiveMpd { .. }),
             Self::LowLatency(file) => !matches!(file, LlFile::Master),
-            Self::Master | Self::Archive(_) => false,
+            Self::Master => false,
         }
     }
 

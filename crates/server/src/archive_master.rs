@@ -1,0 +1,133 @@
+//! The catch-up master playlist of a package (an ABR ladder): one variant per recorded
+//! rendition of the period, in ladder order, so a catch-up viewer gets the ladder a
+//! live viewer gets.
+//!
+//! A variant is described from what was recorded, not from the live window (a meeting
+//! watched after it ended has none): BANDWIDTH and AVERAGE-BANDWIDTH from the period's
+//! index entries, CODECS, RESOLUTION and FRAME-RATE probed from the rendition's first
+//! archived segment of the period. Every rendition's archive is cut on the package's
+//! timeline, so the same MSN covers the same span in each and a player can switch at
+//! any segment boundary. A rung whose first segment of the period does not start on a
+//! keyframe at the source's cut (its timeline marker says so) is left out, as the live
+//! master leaves out a rung that is not switchable.
+
+use dvr::index::Entry;
+use dvr::ArchiveReader;
+use media::hls::{MasterPlaylist, Variant};
+
+use crate::tracks::TrackProbe;
+
+/// One rendition's part of a catch-up master: where its media playlist is (relative to
+/// the master) and its archived segments of the period.
+#[derive(Debug, Clone)]
+pub struct RecordedRendition {
+    /// The media playlist's URI, e.g. `240p/mono-{from}-{duration}.m3u8`.
+    pub uri: String,
+    /// The rendition's archive.
+    pub reader: ArchiveReader,
+    /// Its segments of the period, oldest first.
+    pub entries: Vec<Entry>,
+    /// A ladder rung (offered only where it is switchable), not the source.
+    pub rung: bool,
+}
+
+/// Peak and average bit rate of archived segments, bits per second.
+pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
+    let mut peak = 0u64;
+    let (mut bytes, mut ticks) = (0u64, 0u64);
+    for entry in entries {
+        let bits = u64::from(entry.size) * 8 * media::CLOCK_HZ;
+        if let Some(rate) = bits.checked_div(entry.duration_ticks) {
+            peak = peak.max(rate);
+        }
+        bytes += u64::from(entry.size);
+        ticks += entry.duration_ticks;
+    }
+    let average = (bytes * 8 * media::CLOCK_HZ)
+        .checked_div(ticks)
+        .unwrap_or(0);
+    (peak, average)
+}
+
+/// The master playlist of the recorded renditions that have segments in the period;
+/// `None` when none has. Blocking: reads one archived segment per rendition. A
+/// rendition whose first segment cannot be read is left out (and logged); the master
+/// is still rendered from the others.
+pub fn render(stream: &str, renditions: &[RecordedRendition]) -> Option<String> {
+    let mut variants = Vec::with_capacity(renditions.len());
+    for rendition in renditions {
+        let Some(first) = rendition.entries.first() else {
+            continue;
+        };
+        let tracks = match rendition.reader.read(first) {
+            Ok(data) if rendition.rung && !switchable(&data) => {
+                tracing::debug!(stream, uri = %rendition.uri, msn = first.msn, "archived rung not switchable, variant left out");
+                continue;
+            }
+            Ok(data) => {
+                let mut probe = TrackProbe::default();
+                for frame in media::ts::demux_frames(&data) {
+                    probe.observe(&frame);
+                }
+                probe.summary()
+            }
+            Err(error) => {
+                tracing::warn!(stream, uri = %rendition.uri, msn = first.msn, %error, "archived segment unreadable, variant left out");
+                continue;
+            }
+        };
+        let (peak, average) = entries_bandwidth(&rendition.entries);
+        variants.push(Variant {
+            uri: rendition.uri.clone(),
+            bandwidth: peak.max(1),
+            average_bandwidth: (average > 0).then_some(average),
+            codecs: tracks.codecs,
+            resolution: tracks.resolution,
+            frame_rate_milli: tracks.frame_rate_milli,
+        });
+    }
+    (!variants.is_empty()).then(|| {
+        MasterPlaylist {
+            independent_segments: true,
+            variants,
+        }
+        .render()
+    })
+}
+
+/// Whether an archived segment starts where a player can switch into it: its timeline
+/// marker (the first TS packet) says it starts with a keyframe at the source's cut. A
+/// segment without a marker counts as switchable, as in the live window.
+fn switchable(data: &[u8]) -> bool {
+    data.get(4..188)
+        .and_then(|payload| media::TimelineMarker::parse(payload).ok())
+        .is_none_or(|marker| marker.keyframe_start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(msn: u64, size: u32, duration_ticks: u64) -> Entry {
+        Entry {
+            msn,
+            discontinuity_seq: 0,
+            discontinuous: false,
+            start_ms: 0,
+            duration_ticks,
+            file: 0,
+            offset: 0,
+            size,
+        }
+    }
+
+    #[test]
+    fn bandwidth_is_the_peak_segment_and_the_period_average() {
+        // 25,000 bytes in 2 s = 100 kbit/s; 50,000 bytes in 2 s = 200 kbit/s.
+        let entries = [entry(1, 25_000, 180_000), entry(2, 50_000, 180_000)];
+        assert_eq!(entries_bandwidth(&entries), (200_000, 150_000));
+        assert_eq!(entries_bandwidth(&[]), (0, 0));
+        // A zero-length segment (a torn index entry) divides nothing by zero.
+        assert_eq!(entries_bandwidth(&[entry(3, 10, 0)]), (0, 0));
+    }
+}
