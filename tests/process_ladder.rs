@@ -2,7 +2,9 @@
 //! with `[mc.ladder]` encodes an RTMP-published meeting with ffmpeg, and a real
 //! `brdyun node` pulls every rung. ffprobe sees every rung's segment of an MSN start at
 //! the same PTS on a keyframe, at its own height; the node's rung segments are the MC's
-//! bytes; ffmpeg plays the node's master playlist.
+//! bytes; ffmpeg plays the node's master playlist. The node records every rung: the
+//! catch-up master lists the recorded ladder, every archived rung segment of an MSN
+//! starts at the source's PTS on a keyframe, and ffmpeg plays the catch-up master.
 
 mod common;
 
@@ -69,7 +71,7 @@ segment_duration = 1
 
 fn node_config(data: &Path, mc: SocketAddr) -> String {
     format!(
-        "[node]\nname = \"node-a\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
+        "[node]\nname = \"node-a\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\ndvr = {{ enabled = true }}\n",
         data.display()
     )
 }
@@ -227,6 +229,87 @@ fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node(
     assert!(
         exit.success() && errors.is_empty(),
         "ffmpeg plays the ladder: {errors:?}"
+    );
+
+    check_recorded_ladder(&node, dir.path(), &msns);
+}
+
+/// The catch-up of the last minute on `node`: a master of the recorded ladder, each
+/// rung's archived segment of the MSNs checked live starting at the source's PTS on a
+/// keyframe, and ffmpeg playing the master.
+fn check_recorded_ladder(node: &common::NodeProcess, dir: &Path, live_msns: &[u64]) {
+    let from = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 60;
+    let period = format!("{from}-120");
+    let master = wait_for(
+        "the catch-up master to list the recorded ladder",
+        Duration::from_secs(10),
+        || {
+            let (status, _, body) = http_get(node.http, &format!("/m/index-{period}.m3u8"));
+            let text = String::from_utf8_lossy(&body).into_owned();
+            (status == 200 && text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(text)
+        },
+    );
+    let uris: Vec<&str> = master.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        uris,
+        [
+            format!("mono-{period}.m3u8"),
+            format!("144p/mono-{period}.m3u8"),
+            format!("96p/mono-{period}.m3u8")
+        ],
+        "{master}"
+    );
+    assert!(
+        master.contains("RESOLUTION=320x180") && master.contains("x144") && master.contains("x96"),
+        "{master}"
+    );
+    // An archive playlist names each segment by its MSN (`dvr-{msn}.ts`).
+    let archived: Vec<String> = RUNGS
+        .iter()
+        .map(|rung| {
+            let path = if *rung == "source" {
+                format!("/m/mono-{period}.m3u8")
+            } else {
+                format!("/m/{rung}/mono-{period}.m3u8")
+            };
+            let (status, _, body) = http_get(node.http, &path);
+            assert_eq!(status, 200, "{path}");
+            let text = String::from_utf8_lossy(&body).into_owned();
+            assert!(text.contains("#EXT-X-ENDLIST"), "{path}: {text}");
+            text
+        })
+        .collect();
+    for msn in live_msns.iter().rev().take(4) {
+        let mut starts = Vec::new();
+        for (rung, list) in RUNGS.iter().zip(&archived) {
+            let uri = format!("dvr-{msn}.ts");
+            assert!(
+                list.lines().any(|l| l == uri),
+                "{rung} archived msn {msn}: {list}"
+            );
+            let path = segment_path(rung, &uri);
+            let (status, _, bytes) = http_get(node.http, &path);
+            assert_eq!(status, 200, "{path}");
+            let file = dir.join(format!("dvr-{rung}-{msn}.ts"));
+            std::fs::write(&file, &bytes).unwrap();
+            let ((pts, key), _) = first_video(&file);
+            assert!(key, "{path} starts on a keyframe");
+            starts.push(pts);
+        }
+        assert!(
+            starts.windows(2).all(|w| w[0] == w[1]),
+            "archived msn {msn}: every rung starts at the same PTS: {starts:?}"
+        );
+    }
+    let url = format!("http://{}/m/index-{period}.m3u8", node.http);
+    let (exit, errors) = ffmpeg_decode(&url, 4, Duration::from_secs(30));
+    assert!(
+        exit.success() && errors.is_empty(),
+        "ffmpeg plays the recorded ladder: {errors:?}"
     );
 }
 

@@ -39,17 +39,24 @@ for (const node of [0, 1]) {
   });
 }
 
-// Catch-up (issue 3, and issue 7 for fMP4): after the live tests the nodes have recorded
-// close to a minute of the meeting; hls.js plays a 30-second archive period as a VOD
-// playlist, of MPEG-TS segments and of fMP4 segments derived from the same archive.
-for (const [kind, file] of [['MPEG-TS', 'index'], ['fMP4', 'fmp4']]) {
+// Catch-up (issue 3, issue 7 for fMP4, issue 18 for the ladder): after the live tests
+// the nodes have recorded close to a minute of the meeting; hls.js plays a 30-second
+// archive period: the MPEG-TS one as the recorded ladder (a master of the source and
+// both rungs, each a VOD playlist), the fMP4 one derived from the source's archive.
+for (const [kind, file] of [['MPEG-TS ladder', 'index'], ['fMP4', 'fmp4']]) {
   test(`hls.js plays a catch-up period from the archive (${kind})`, { timeout: 90_000 }, async () => {
     const from = Math.floor(Date.now() / 1000) - 40;
     const src = `/meeting/${file}-${from}-30.m3u8`;
     const base = `http://127.0.0.1:${PORT + 1}`;
     const playlist = await waitFor200(base + src);
-    assert.match(playlist, /#EXT-X-PLAYLIST-TYPE:VOD/);
-    assert.match(playlist, /#EXT-X-ENDLIST/);
+    let media = playlist;
+    if (file === 'index') {
+      const uris = playlist.split('\n').filter((l) => l && !l.startsWith('#'));
+      assert.deepEqual(uris, [`mono-${from}-30.m3u8`, `240p/mono-${from}-30.m3u8`, `144p/mono-${from}-30.m3u8`], playlist);
+      media = await waitFor200(`${base}/meeting/240p/mono-${from}-30.m3u8`);
+    }
+    assert.match(media, /#EXT-X-PLAYLIST-TYPE:VOD/);
+    assert.match(media, /#EXT-X-ENDLIST/);
     if (kind === 'fMP4') assert.match(playlist, /#EXT-X-MAP:URI=/);
     const page = await browser.newPage();
     await page.goto(`${base}/player?stream=meeting&src=${encodeURIComponent(src)}`);
@@ -59,5 +66,6 @@ for (const [kind, file] of [['MPEG-TS', 'index'], ['fMP4', 'fmp4']]) {
     await page.close();
     assert.deepEqual(stats.fatalErrors, [], `fatal errors: ${stats.fatalErrors}`);
     assert.ok(stats.currentTime > 10, `played only ${stats.currentTime.toFixed(1)} s (stats ${JSON.stringify(stats)})`);
+    if (file === 'index') assert.equal(stats.levels.length, 3, `the recorded ladder: ${JSON.stringify(stats.levels)}`);
   });
 }
