@@ -231,7 +231,93 @@ fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node(
         "ffmpeg plays the ladder: {errors:?}"
     );
 
+    check_llhls_ladder(&node);
     check_recorded_ladder(&node, dir.path(), &msns);
+}
+
+/// `uri` relative to the playlist at `base` (a path), as a player resolves it.
+fn resolve(base: &str, uri: &str) -> String {
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for piece in uri.split('/') {
+        match piece {
+            ".." => {
+                parts.pop();
+            }
+            _ => parts.push(piece),
+        }
+    }
+    parts.join("/")
+}
+
+/// The rendition reports of an LL-HLS playlist: (URI, LAST-MSN, LAST-PART).
+fn rendition_reports(playlist: &str) -> Vec<(String, u64, Option<u64>)> {
+    playlist
+        .lines()
+        .filter_map(|l| l.strip_prefix("#EXT-X-RENDITION-REPORT:"))
+        .map(|attributes| {
+            let value = |key: &str| {
+                attributes
+                    .split(',')
+                    .find_map(|a| a.strip_prefix(key)?.strip_prefix('='))
+                    .map(|v| v.trim_matches('"').to_owned())
+            };
+            (
+                value("URI").expect("a URI"),
+                value("LAST-MSN")
+                    .and_then(|v| v.parse().ok())
+                    .expect("LAST-MSN"),
+                value("LAST-PART").and_then(|v| v.parse().ok()),
+            )
+        })
+        .collect()
+}
+
+/// LL-HLS of the ladder on the node: the LL-HLS master lists every rung, each rung's
+/// playlist has parts and reports its siblings where they end, and a report leads to a
+/// part the sibling serves.
+fn check_llhls_ladder(node: &common::NodeProcess) {
+    let master = wait_for(
+        "the LL-HLS master to list the ladder",
+        Duration::from_secs(20),
+        || {
+            let (status, _, body) = http_get(node.http, "/m/ll-index.m3u8");
+            let text = String::from_utf8_lossy(&body).into_owned();
+            (status == 200 && text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(text)
+        },
+    );
+    let uris: Vec<&str> = master.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(uris, ["ll.m3u8", "144p/ll.m3u8", "96p/ll.m3u8"], "{master}");
+    for (path, wanted) in [
+        ("/m/ll.m3u8", ["144p/ll.m3u8", "96p/ll.m3u8"]),
+        ("/m/144p/ll.m3u8", ["../ll.m3u8", "../96p/ll.m3u8"]),
+        ("/m/96p/ll.m3u8", ["../ll.m3u8", "../144p/ll.m3u8"]),
+    ] {
+        let (status, _, body) = http_get(node.http, path);
+        assert_eq!(status, 200, "{path}");
+        let text = String::from_utf8_lossy(&body).into_owned();
+        assert!(text.contains("#EXT-X-PART:"), "{path} lists parts: {text}");
+        let reports = rendition_reports(&text);
+        let named: Vec<&str> = reports.iter().map(|(uri, _, _)| uri.as_str()).collect();
+        assert_eq!(named, wanted, "{path}: {text}");
+        let own_last = common::parse_media_playlist(&text)
+            .last()
+            .map(|e| e.msn)
+            .expect("a segment");
+        for (uri, last_msn, last_part) in &reports {
+            assert!(
+                last_msn + 2 >= own_last && *last_msn <= own_last + 2,
+                "{path}: {uri} ends at {last_msn}, this playlist at {own_last}"
+            );
+            // The part a report names is there (or being cut: a blocking request).
+            let part = last_part.expect("LAST-PART");
+            let part_path =
+                resolve(path, uri).replace("ll.m3u8", &format!("part-{last_msn}-{part}.m4s"));
+            let (status, _, bytes) = http_get(node.http, &part_path);
+            assert_eq!(status, 200, "{part_path}");
+            assert!(!bytes.is_empty(), "{part_path}");
+        }
+    }
 }
 
 /// The catch-up of the last minute on `node`: a master of the recorded ladder, each

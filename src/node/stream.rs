@@ -57,13 +57,7 @@ pub fn start_stream(
         server::render::renderer(settings.segment_duration_ms),
         &ladder_names,
     ));
-    let ll = Arc::new(server::llhls::LlChannel::new(server::llhls::LlSettings {
-        part_ms: settings.part_duration_ms,
-        hold_back_ms: settings.part_hold_back_ms,
-        target_ms: settings.segment_duration_ms,
-    }));
-    channel.set_llhls(Arc::clone(&ll));
-    server::llhls::register_metrics(&ll, &stream.name, &context.metrics);
+    start_llhls(context, channel.main(), &stream.name, &settings);
     let (events_tx, events_rx) = mpsc::channel(4096);
     let mut specs = Vec::with_capacity(stream.inputs.len());
     for url in &stream.inputs {
@@ -189,6 +183,9 @@ fn start_rung(
     for url in urls {
         specs.push(InputUrl::parse(url)?.into_spec(|| unreachable_builtin(&name)));
     }
+    // Every rung has LL-HLS of its own, cut from its frames in step with its segments
+    // (the LL-HLS master lists the ladder, each playlist reports its siblings).
+    start_llhls(context, &rendition, &name, settings);
     let (events_tx, events_rx) = mpsc::channel(4096);
     let mut supervisor_config = SupervisorConfig::new(name.clone(), specs);
     supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
@@ -228,6 +225,23 @@ fn start_rung(
         }
     });
     Ok(())
+}
+
+/// Turns on LL-HLS for one rendition (`name`: the stream, or `stream/rung`, for its
+/// metrics), before its pipeline starts.
+fn start_llhls(
+    context: &StreamContext,
+    rendition: &server::rendition::Rendition,
+    name: &str,
+    settings: &crate::config::StreamSettings,
+) {
+    let ll = Arc::new(server::llhls::LlChannel::new(server::llhls::LlSettings {
+        part_ms: settings.part_duration_ms,
+        hold_back_ms: settings.part_hold_back_ms,
+        target_ms: settings.segment_duration_ms,
+    }));
+    rendition.set_llhls(Arc::clone(&ll));
+    server::llhls::register_metrics(&ll, name, &context.metrics);
 }
 
 /// A rung is pulled over HTTP only: a built-in source there is a wiring error.

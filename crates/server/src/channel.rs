@@ -274,7 +274,7 @@ impl Channel {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            let master = crate::render::package_master(&self.offered());
+            let master = crate::render::package_master(&self.offered(), "mono.m3u8");
             match self.package_master.write() {
                 Ok(mut guard) => *guard = master,
                 Err(poisoned) => *poisoned.into_inner() = master,

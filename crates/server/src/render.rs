@@ -107,21 +107,25 @@ pub fn offered(name: &str, window: &WindowSnapshot) -> bool {
 pub const MAIN: &str = "main";
 
 /// The master playlist of a package (an ABR ladder): its renditions (name and window)
-/// in ladder order, each at its own media playlist (`mono.m3u8` for the muxed source,
-/// `{rung}/mono.m3u8` for a rung). A rung is listed once it has segments and while every segment of its
+/// in ladder order, each at its own media playlist `playlist` (`mono.m3u8` for HLS,
+/// `ll.m3u8` for LL-HLS: the file itself for the muxed source, `{rung}/{playlist}` for
+/// a rung). A rung is listed once it has segments and while every segment of its
 /// window is switchable ([`WindowSnapshot::switchable`]): a player must be able to move
 /// between the variants at any segment boundary. The source is the timeline every rung
 /// is cut on, so it is listed whenever it has segments.
-pub fn package_master(renditions: &[(&str, std::sync::Arc<WindowSnapshot>)]) -> Bytes {
+pub fn package_master(
+    renditions: &[(&str, std::sync::Arc<WindowSnapshot>)],
+    playlist: &str,
+) -> Bytes {
     let mut variants = Vec::with_capacity(renditions.len());
     for (name, window) in renditions {
         if !offered(name, window) {
             continue;
         }
         let uri = if *name == MAIN {
-            "mono.m3u8".to_owned()
+            playlist.to_owned()
         } else {
-            format!("{name}/mono.m3u8")
+            format!("{name}/{playlist}")
         };
         variants.push(variant(window, uri));
     }

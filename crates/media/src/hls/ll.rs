@@ -56,6 +56,27 @@ pub struct RenditionReport {
     pub last_part: Option<usize>,
 }
 
+impl RenditionReport {
+    /// Writes the `EXT-X-RENDITION-REPORT` line. A server that renders a rendition's
+    /// playlist once per change appends its siblings' reports when it answers, so they
+    /// are as current as the answer.
+    ///
+    /// # Errors
+    /// Whatever `w` returns.
+    pub fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
+        write!(
+            w,
+            "#EXT-X-RENDITION-REPORT:URI=\"{}\",LAST-MSN={}",
+            quoted_safe(&self.uri),
+            self.last_msn
+        )?;
+        if let Some(part) = self.last_part {
+            write!(w, ",LAST-PART={part}")?;
+        }
+        w.write_char('\n')
+    }
+}
+
 /// How a playlist names its resources.
 pub trait LlUris {
     /// The init segment of the given discontinuity sequence (EXT-X-MAP).
@@ -285,16 +306,7 @@ impl LowLatencyPlaylist {
             )?;
         }
         for r in &self.rendition_reports {
-            write!(
-                w,
-                "#EXT-X-RENDITION-REPORT:URI=\"{}\",LAST-MSN={}",
-                quoted_safe(&r.uri),
-                r.last_msn
-            )?;
-            if let Some(part) = r.last_part {
-                write!(w, ",LAST-PART={part}")?;
-            }
-            w.write_char('\n')?;
+            r.write_to(w)?;
         }
         if self.ended {
             w.write_str("#EXT-X-ENDLIST\n")?;

@@ -117,6 +117,11 @@ pub async fn serve(
             } else {
                 snapshot.full.clone()
             };
+            let body = if channel.is_package() {
+                with_rendition_reports(body, channel, rendition)
+            } else {
+                body
+            };
             http_util::ok(M3U8, Cache::LivePlaylist, body)
         }
         LlFile::Part(msn, index) => {
@@ -147,8 +152,69 @@ fn media_file(headers: &HeaderMap, bytes: Bytes) -> Response {
     http_util::ranged(headers, MP4, Cache::Immutable, bytes)
 }
 
-/// A master playlist with the one LL-HLS variant (what hls.js opens).
+/// Where an LL-HLS playlist ends, for a sibling's EXT-X-RENDITION-REPORT: its last
+/// segment (the one being cut, once it has a part) and that segment's last part.
+fn last_listed(position: Position) -> Option<(u64, Option<usize>)> {
+    match position.pending {
+        Some((msn, parts)) if parts > 0 => Some((msn, Some(parts - 1))),
+        _ => position
+            .last_complete
+            .map(|(msn, parts)| (msn, parts.checked_sub(1))),
+    }
+}
+
+/// `body` (one rendition's LL-HLS playlist of a package) with an EXT-X-RENDITION-REPORT
+/// for every other rendition the LL-HLS master offers, as current as this answer, so a
+/// player switching rungs asks the sibling for the right segment and part at once.
+fn with_rendition_reports(body: Bytes, channel: &Channel, rendition: &Rendition) -> Bytes {
+    let from_rung = rendition.name() != crate::rendition::MAIN;
+    let mut reports = String::new();
+    for sibling in channel.listed() {
+        if std::ptr::eq(&**sibling, rendition)
+            || !crate::render::offered(sibling.name(), &sibling.snapshot())
+        {
+            continue;
+        }
+        let Some((last_msn, last_part)) = sibling
+            .llhls()
+            .and_then(|ll| last_listed(ll.snapshot().position))
+        else {
+            continue;
+        };
+        let uri = match (from_rung, sibling.name() == crate::rendition::MAIN) {
+            (false, _) => format!("{}/ll.m3u8", sibling.name()),
+            (true, true) => "../ll.m3u8".to_owned(),
+            (true, false) => format!("../{}/ll.m3u8", sibling.name()),
+        };
+        let report = media::hls::RenditionReport {
+            uri,
+            last_msn,
+            last_part,
+        };
+        // Writing to a String cannot fail.
+        let _ = report.write_to(&mut reports);
+    }
+    if reports.is_empty() {
+        return body;
+    }
+    let mut joined = Vec::with_capacity(body.len() + reports.len());
+    joined.extend_from_slice(&body);
+    joined.extend_from_slice(reports.as_bytes());
+    Bytes::from(joined)
+}
+
+/// The LL-HLS master playlist: the one variant of a stream, or a package's ladder
+/// (every offered rendition that has LL-HLS, at its `ll.m3u8`), which hls.js opens.
 fn master(channel: &Channel) -> Response {
+    if channel.is_package() {
+        let renditions: Vec<_> = channel
+            .listed()
+            .filter(|r| r.llhls().is_some())
+            .map(|r| (r.name(), r.snapshot()))
+            .collect();
+        let body = crate::render::package_master(&renditions, "ll.m3u8");
+        return http_util::ok(M3U8, Cache::LivePlaylist, body);
+    }
     let snapshot = channel.snapshot();
     let (peak, average) = snapshot.bandwidth;
     let tracks = &snapshot.tracks;
