@@ -82,13 +82,26 @@ export async function freePorts(count) {
 const tomlString = (s) => JSON.stringify(String(s));
 const tomlList = (list) => `[${list.map(tomlString).join(', ')}]`;
 
-/** The MC's config: the preset meeting `meeting` fed by the built-in source. */
-export function mcToml({ http, dataDir }) {
+/** The ABR ladder of the demo (docs/ladder.md): the source and two transcoded rungs. */
+export const DEMO_LADDER = `[mc.ladder]
+threads = 1
+rungs = [
+  { name = "source" },
+  { name = "240p", height = 240, video_kbps = 250 },
+  { name = "144p", height = 144, video_kbps = 100, profile = "baseline" },
+]
+`;
+
+/**
+ * The MC's config: the preset meeting `meeting` fed by the built-in source; with
+ * `ladder`, encoded into the demo's ABR ladder.
+ */
+export function mcToml({ http, dataDir, ladder = false }) {
   return `[mc]
 name = "mc"
 http = ${tomlString(`127.0.0.1:${http}`)}
 data_dir = ${tomlString(dataDir)}
-
+${ladder ? DEMO_LADDER : ''}
 [[meeting]]
 id = "meeting"
 title = "e2e meeting"
@@ -239,7 +252,7 @@ const DEFAULT_SECRET = 'brdyun e2e domain secret, loopback only';
  * process listens; the meeting still needs a few seconds to reach the nodes (see
  * [`waitProtected`]).
  */
-export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort } = {}) {
+export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
   const ports = await freePorts(1 + 2 * names.length);
   const cluster = { dir, mc: null, nodes: {}, extra: [], mcPort: mcPort ?? ports[0] };
@@ -252,7 +265,7 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_S
   try {
     if (mcPort === undefined) {
       const configPath = join(dir, 'mc.toml');
-      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc') }));
+      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc'), ladder }));
       cluster.mc = new Proc({ role: 'mc', name: 'mc', configPath, logPath: join(dir, 'mc.log') });
       await cluster.mc.start();
     }
@@ -357,13 +370,14 @@ export async function servesPlayer(node, timeoutMs = 2_000) {
 
 /**
  * Resolves once every node in `nodes` offers itself and every other one in its master
- * playlist, and serves the player page's script.
+ * playlist (each with all `rungs` of the meeting's ladder), and serves the player
+ * page's script.
  */
-export async function waitProtected(nodes, limitMs = 45_000) {
+export async function waitProtected(nodes, limitMs = 45_000, rungs = 1) {
   const ports = nodes.map((n) => String(n.http));
   return pollUntil(`backups offered by ${nodes.map((n) => n.name).join(', ')}`, async () => {
     const masters = await Promise.all(nodes.map((n) => masterOf(n)));
-    const offered = masters.every((m) => m && m.variants.length === nodes.length
+    const offered = masters.every((m) => m && m.variants.length === nodes.length * rungs
       && ports.every((p) => m.variants.some((u) => new URL(u).port === p)));
     return offered && (await Promise.all(nodes.map((n) => servesPlayer(n)))).every(Boolean);
   }, { limitMs });
