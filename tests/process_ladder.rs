@@ -25,6 +25,16 @@ const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
 /// Creates and starts meeting `m` on the MC and publishes 60 s of it by RTMP with
 /// ffmpeg; the publisher stops when the guard drops.
 fn publish_meeting(mc: &common::NodeProcess) -> ChildGuard {
+    let key = start_meeting(mc);
+    let rtmp = mc.rtmp.expect("mc rtmp address");
+    ChildGuard::spawn(
+        "publisher",
+        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
+    )
+}
+
+/// Creates and starts meeting `m` on the MC; returns its stream key.
+fn start_meeting(mc: &common::NodeProcess) -> String {
     let admin = [ADMIN];
     let (status, created) = http_request(
         mc.http,
@@ -40,14 +50,24 @@ fn publish_meeting(mc: &common::NodeProcess) -> ChildGuard {
         .to_owned();
     let (status, _) = http_request(mc.http, "POST", "/api/meetings/m/start", &admin, "");
     assert_eq!(status, 200);
-    let rtmp = mc.rtmp.expect("mc rtmp address");
-    ChildGuard::spawn(
-        "publisher",
-        &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
-    )
+    key
 }
 
+/// The MC's ladder: ffmpeg transcodes the source into 144p and 96p.
+const ENCODED_LADDER: &str = r#"[mc.ladder]
+preset = "ultrafast"
+rungs = [
+  { name = "source" },
+  { name = "144p", height = 144, video_kbps = 200 },
+  { name = "96p", height = 96, video_kbps = 100, profile = "baseline" },
+]
+"#;
+
 fn mc_config(data: &Path) -> String {
+    mc_config_with(data, ENCODED_LADDER)
+}
+
+fn mc_config_with(data: &Path, ladder: &str) -> String {
     format!(
         r#"[mc]
 http = "127.0.0.1:0"
@@ -55,13 +75,7 @@ rtmp = "127.0.0.1:0"
 data_dir = "{}"
 admin_token = "admin-secret"
 node_token = "node-secret"
-[mc.ladder]
-preset = "ultrafast"
-rungs = [
-  {{ name = "source" }},
-  {{ name = "144p", height = 144, video_kbps = 200 }},
-  {{ name = "96p", height = 96, video_kbps = 100, profile = "baseline" }},
-]
+{ladder}
 [defaults]
 segment_duration = 1
 "#,
@@ -176,48 +190,7 @@ fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node(
         "{master}"
     );
 
-    // Four MSNs every rung lists on the node: ffprobe sees each rung's segment start at
-    // the source's PTS on a keyframe; the bytes are the MC's.
-    let common_msns = wait_for("four MSNs in every rung", Duration::from_secs(30), || {
-        let lists: Vec<Vec<(u64, String)>> = RUNGS.iter().map(|r| listed(node.http, r)).collect();
-        let msns: Vec<u64> = lists[0]
-            .iter()
-            .map(|(msn, _)| *msn)
-            .filter(|msn| lists.iter().all(|l| l.iter().any(|(m, _)| m == msn)))
-            .collect();
-        (msns.len() >= 4).then_some((msns, lists))
-    });
-    let (msns, lists) = common_msns;
-    let mut checked = 0;
-    for msn in msns.iter().rev().take(4) {
-        let mut starts = Vec::new();
-        for (rung, list) in RUNGS.iter().zip(&lists) {
-            let uri = &list.iter().find(|(m, _)| m == msn).expect("listed").1;
-            let path = segment_path(rung, uri);
-            let (status, _, on_node) = http_get(node.http, &path);
-            assert_eq!(status, 200, "{path}");
-            let (status, _, on_mc) = http_get(mc.http, &path);
-            assert_eq!(status, 200, "{path} on the MC");
-            assert!(on_node == on_mc, "{path}: the node's bytes are the MC's");
-            let file = dir.path().join(format!("{rung}-{msn}.ts"));
-            std::fs::write(&file, &on_node).unwrap();
-            let ((pts, key), height) = first_video(&file);
-            assert!(key, "{path} starts on a keyframe");
-            starts.push(pts);
-            let wanted = match *rung {
-                "source" => 180,
-                "144p" => 144,
-                _ => 96,
-            };
-            assert_eq!(height, wanted, "{path}");
-        }
-        assert!(
-            starts.windows(2).all(|w| w[0] == w[1]),
-            "msn {msn}: every rung starts at the same PTS: {starts:?}"
-        );
-        checked += 1;
-    }
-    assert_eq!(checked, 4);
+    let msns = check_aligned_msns(&node, &mc, dir.path(), &RUNGS, &[180, 144, 96]);
 
     let (_, status) = http_request(mc.http, "GET", "/api/streams/m", &admin, "");
     assert_eq!(status["ladder"]["encoder"], "running", "{status}");
@@ -318,6 +291,50 @@ fn check_llhls_ladder(node: &common::NodeProcess) {
             assert!(!bytes.is_empty(), "{part_path}");
         }
     }
+}
+
+/// Four MSNs every rung of `rungs` lists on the node: ffprobe sees each rung's segment
+/// start at the source's PTS on a keyframe, at the rung's height (`heights`, in the
+/// same order); the node's bytes are the MC's. Returns the MSNs the node listed.
+fn check_aligned_msns(
+    node: &common::NodeProcess,
+    mc: &common::NodeProcess,
+    dir: &Path,
+    rungs: &[&str],
+    heights: &[u32],
+) -> Vec<u64> {
+    let (msns, lists) = wait_for("four MSNs in every rung", Duration::from_secs(30), || {
+        let lists: Vec<Vec<(u64, String)>> = rungs.iter().map(|r| listed(node.http, r)).collect();
+        let msns: Vec<u64> = lists[0]
+            .iter()
+            .map(|(msn, _)| *msn)
+            .filter(|msn| lists.iter().all(|l| l.iter().any(|(m, _)| m == msn)))
+            .collect();
+        (msns.len() >= 4).then_some((msns, lists))
+    });
+    for msn in msns.iter().rev().take(4) {
+        let mut starts = Vec::new();
+        for ((rung, list), wanted) in rungs.iter().zip(&lists).zip(heights) {
+            let uri = &list.iter().find(|(m, _)| m == msn).expect("listed").1;
+            let path = segment_path(rung, uri);
+            let (status, _, on_node) = http_get(node.http, &path);
+            assert_eq!(status, 200, "{path}");
+            let (status, _, on_mc) = http_get(mc.http, &path);
+            assert_eq!(status, 200, "{path} on the MC");
+            assert!(on_node == on_mc, "{path}: the node's bytes are the MC's");
+            let file = dir.join(format!("{rung}-{msn}.ts"));
+            std::fs::write(&file, &on_node).unwrap();
+            let ((pts, key), height) = first_video(&file);
+            assert!(key, "{path} starts on a keyframe");
+            starts.push(pts);
+            assert_eq!(height, *wanted, "{path}");
+        }
+        assert!(
+            starts.windows(2).all(|w| w[0] == w[1]),
+            "msn {msn}: every rung starts at the same PTS: {starts:?}"
+        );
+    }
+    msns
 }
 
 /// The catch-up of the last minute on `node`: a master of the recorded ladder, each
@@ -512,4 +529,152 @@ fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
     );
     // And node-c, whose one rendition is node-a's and node-b's source, offers neither.
     assert!(backups(c.http).is_empty(), "{:?}", backups(c.http));
+}
+
+/// The ladder a publisher sends itself: its source and two rungs on the same keyframes,
+/// and `odd`, whose keyframes are not where the source's are.
+const PUBLISHED_LADDER: &str = r#"[mc.ladder]
+from = "publisher"
+rungs = [
+  { name = "source" },
+  { name = "144p" },
+  { name = "96p" },
+  { name = "odd" },
+]
+"#;
+
+/// One ffmpeg that publishes meeting `m`'s ladder for 60 s, as a platform's encoder
+/// would: one RTMP publish per rung, all from the same input (the same timestamps), the
+/// source and two rungs with a keyframe every second, `odd` every 37 frames.
+fn publish_ladder(rtmp: SocketAddr, key: &str) -> ChildGuard {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"])
+        .args([
+            "-re",
+            "-t",
+            "60",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x180:rate=25",
+        ])
+        .args(["-re", "-t", "60", "-f", "lavfi", "-i", "sine=frequency=440"]);
+    for (rung, height, gop) in [
+        ("", 180, 25),
+        ("@144p", 144, 25),
+        ("@96p", 96, 25),
+        ("@odd", 96, 37),
+    ] {
+        cmd.args([
+            "-map",
+            "0:v",
+            "-map",
+            "1:a",
+            "-vf",
+            &format!("scale=-2:{height}"),
+        ])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-bf",
+            "0",
+            "-sc_threshold",
+            "0",
+        ])
+        .args(["-g", &gop.to_string(), "-keyint_min", &gop.to_string()])
+        .args([
+            "-c:a",
+            "aac",
+            "-f",
+            "flv",
+            &format!("rtmp://{rtmp}/live/m{rung}?key={key}"),
+        ]);
+    }
+    ChildGuard::spawn("ladder publisher", &mut cmd)
+}
+
+#[test]
+fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reported_not_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &mc_config_with(&dir.path().join("mc-data"), PUBLISHED_LADDER),
+    );
+    let node = start_role(
+        dir.path(),
+        "node-a",
+        "node",
+        &node_config(&dir.path().join("node-a"), mc.http),
+    );
+    let key = start_meeting(&mc);
+    let _publisher = publish_ladder(mc.rtmp.expect("mc rtmp address"), &key);
+
+    // The node offers the aligned rungs; `odd` never becomes a variant.
+    let master = wait_for(
+        "the node's master playlist to list the aligned rungs",
+        Duration::from_secs(40),
+        || {
+            let (status, _, body) = http_get(node.http, "/m/index.m3u8");
+            let text = String::from_utf8_lossy(&body).into_owned();
+            (status == 200 && text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(text)
+        },
+    );
+    let uris: Vec<&str> = master.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        uris,
+        ["mono.m3u8", "144p/mono.m3u8", "96p/mono.m3u8"],
+        "{master}"
+    );
+    check_aligned_msns(&node, &mc, dir.path(), &RUNGS, &[180, 144, 96]);
+
+    // The misaligned rung is reported on the MC (counted, 110004 in the log), cut and
+    // relayed like the others but not offered to players, on the MC or the node.
+    let admin = [ADMIN];
+    let (_, status) = wait_for(
+        "odd to be counted misaligned",
+        Duration::from_secs(20),
+        || {
+            let (code, status) = http_request(mc.http, "GET", "/api/streams/m", &admin, "");
+            let odd = status["ladder"]["rungs"]
+                .as_array()
+                .and_then(|r| r.iter().find(|r| r["name"] == "odd"))
+                .cloned()?;
+            (odd["misaligned"].as_u64() > Some(0)).then_some((code, status))
+        },
+    );
+    assert_eq!(status["ladder"]["from"], "publisher", "{status}");
+    for rung in status["ladder"]["rungs"].as_array().expect("rungs") {
+        assert!(rung["frames"].as_u64() > Some(0), "{status}");
+        assert!(rung["segments"].as_u64() > Some(0), "{status}");
+        if rung["name"] != "odd" {
+            assert_eq!(rung["misaligned"], 0, "{status}");
+        }
+    }
+    let odd = status["renditions"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "odd"))
+        .expect("odd's rendition");
+    assert_eq!(
+        (odd["listed"].as_bool(), odd["switchable"].as_bool()),
+        (Some(false), Some(false)),
+        "{status}"
+    );
+    for on in [mc.http, node.http] {
+        let (_, _, body) = http_get(on, "/m/index.m3u8");
+        let text = String::from_utf8_lossy(&body);
+        assert!(!text.contains("odd/"), "{text}");
+    }
+    let (_, _, metrics) = http_get(mc.http, "/metrics");
+    let metrics = String::from_utf8_lossy(&metrics);
+    let odd_misaligned = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("brdyun_ladder_rung_misaligned_total{stream=\"m\",rung=\"odd\"} ")
+        })
+        .and_then(|v| v.parse::<u64>().ok());
+    assert!(odd_misaligned > Some(0), "{metrics}");
 }

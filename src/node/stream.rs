@@ -128,6 +128,11 @@ pub fn start_stream(
         None => None,
     };
     match &stream.ladder {
+        Some(LadderPlan::Encode(ladder))
+            if ladder.from == server::ladder::RungSource::Publisher =>
+        {
+            start_published_ladder(context, &channel, stream, ladder, &stop, tasks)?;
+        }
         Some(LadderPlan::Encode(ladder)) => {
             let rungs = ladder
                 .validate()
@@ -160,6 +165,67 @@ pub fn start_stream(
             _ = stop.wait_for(|s| *s) => {}
         }
     });
+    Ok(())
+}
+
+/// Starts the rungs a publisher sends itself (`[mc.ladder] from = "publisher"`): an RTMP
+/// publish point per rung, `live/{stream}@{rung}` with the stream's own key, whose
+/// frames are cut on the source's segments ([`server::ladder::published`]).
+fn start_published_ladder(
+    context: &StreamContext,
+    channel: &Arc<Channel>,
+    stream: &StreamConfig,
+    ladder: &server::ladder::LadderSettings,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<()> {
+    let names = ladder
+        .published_rungs()
+        .map_err(|e| anyhow::anyhow!("stream {}: ladder {e}", stream.name))?;
+    let key = stream
+        .inputs
+        .iter()
+        .find_map(|url| match InputUrl::parse(url) {
+            Ok(InputUrl::Publish(key)) => Some(key),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "stream {}: a published ladder needs the stream's RTMP publish input",
+                stream.name
+            )
+        })?;
+    let settings = stream.settings(&context.defaults);
+    let mut rungs = Vec::with_capacity(names.len());
+    for name in names {
+        let publish = server::ladder::published_stream_name(&stream.name, &name);
+        let (events_tx, events_rx) = mpsc::channel(4096);
+        let mut config =
+            SupervisorConfig::new(publish.clone(), vec![InputSpec::Rtmp { key: key.clone() }]);
+        config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
+        let handle = supervisor::spawn(config, Some(&context.registry), events_tx, stop.clone())
+            .with_context(|| format!("stream {publish}"))?;
+        server::ingest_view::register_inputs(
+            &context.metrics,
+            &publish,
+            handle.counters().to_vec(),
+        );
+        tasks.spawn(handle.join());
+        rungs.push(server::ladder::published::PublishedRung {
+            name,
+            events: events_rx,
+        });
+    }
+    let (status, cutters) = server::ladder::published::start(channel, rungs, stop)
+        .map_err(|e| anyhow::anyhow!("stream {}: {e}", stream.name))?;
+    channel.set_ladder(Arc::clone(&status));
+    let label = server::metrics::label(&stream.name);
+    context.metrics.register(Box::new(move |out: &mut String| {
+        status.render_metrics(&label, out);
+    }));
+    for cutter in cutters {
+        tasks.spawn(cutter);
+    }
     Ok(())
 }
 

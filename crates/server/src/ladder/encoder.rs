@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::status::LadderStatus;
 use super::{ffmpeg_args, EncodedRung, LadderSettings};
-use crate::channel::{Channel, LiveSegment};
+use crate::channel::Channel;
 use crate::rendition::Rendition;
 use crate::tracks::TrackProbe;
 
@@ -65,7 +65,8 @@ pub fn start(
             program: u16::try_from(i + 1).unwrap_or(u16::MAX),
         });
     }
-    let status = Arc::new(LadderStatus::new(&rungs));
+    let names = rungs.iter().map(|r| r.name.clone()).collect();
+    let status = Arc::new(LadderStatus::new(super::RungSource::Encoder, names));
     let task = supervise(channel, settings, rungs, outs, Arc::clone(&status), stop);
     Ok((status, task))
 }
@@ -252,12 +253,7 @@ async fn feed(
                 if changed.is_err() {
                     return;
                 }
-                let window = source.snapshot();
-                for segment in &window.segments {
-                    if announced.is_some_and(|a| segment.msn <= a) {
-                        continue;
-                    }
-                    announced = Some(segment.msn);
+                for segment in super::cut::new_source_segments(&source, &mut announced) {
                     let Some(view) = segment.fmp4() else { continue };
                     let audio = media::ts::demux_frames(&segment.data)
                         .into_iter()
@@ -335,6 +331,7 @@ async fn cut(
     }
 }
 
+/// Pushes rung `index`'s finished segments (see [`super::cut::publish`]).
 fn publish(
     channel: &Channel,
     out: &RungOut,
@@ -342,29 +339,13 @@ fn publish(
     index: usize,
     done: Vec<RungSegment>,
 ) {
-    let counters = &status.counters[index];
-    let before = out.cutter.stats().skipped;
-    counters.skipped.store(before, Ordering::Relaxed);
-    for rung in done {
-        counters.segments.fetch_add(1, Ordering::Relaxed);
-        if !rung.aligned {
-            let misaligned = counters.misaligned.fetch_add(1, Ordering::Relaxed);
-            if misaligned == 0 || misaligned.is_power_of_two() {
-                let code = LadderFault::RungMisaligned;
-                tracing::warn!(
-                    stream = %channel.name(),
-                    rung = %out.rendition.name(),
-                    msn = rung.segment.msn,
-                    code = code.code(),
-                    "{}", code.message()
-                );
-            }
-        }
-        channel.push_to(
-            &out.rendition,
-            LiveSegment::from(rung.segment),
-            out.probe.summary(),
-            None,
-        );
-    }
+    super::cut::publish(
+        channel,
+        &out.rendition,
+        status,
+        index,
+        out.cutter.stats().skipped,
+        &out.probe.summary(),
+        done,
+    );
 }

@@ -12,12 +12,19 @@
 //! ([`media::segmenter::RungCutter`]): the same MSN, start PTS, duration and date, and
 //! a check, segment by segment, that the rung starts on the keyframe there.
 //!
+//! A meeting platform that encodes its own ladder publishes each rung itself instead
+//! (`from = "publisher"`, [`published`]): one RTMP publish per rung beside the source's,
+//! cut on the source's segments by the same cutter, whose alignment check then reports
+//! a publisher's rung that players could not switch into.
+//!
 //! Audio is shared: the encoder makes video only, and every rung segment carries the
 //! source segment's own audio frames, untouched (no second encode, no generation loss,
 //! no CPU, and no wait for audio the encoder would buffer): every rung is a complete
 //! muxed stream any player plays alone, and all rungs carry byte-identical audio.
 
+mod cut;
 pub mod encoder;
+pub mod published;
 pub mod status;
 
 use serde::Deserialize;
@@ -28,10 +35,25 @@ pub const SOURCE: &str = "source";
 /// The most rungs a ladder may have.
 pub const MAX_RUNGS: usize = 8;
 
+/// Where a ladder's rungs come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RungSource {
+    /// The MC transcodes the source with the encoder (the default).
+    #[default]
+    Encoder,
+    /// The meeting platform publishes every rung itself, at `live/{meeting}@{rung}`
+    /// with the meeting's stream key, on the source's timestamps.
+    Publisher,
+}
+
 /// `[mc.ladder]`: the ladder every meeting gets (a meeting preset may turn it off).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LadderSettings {
+    /// Where the rungs come from: `"encoder"` (default) or `"publisher"`.
+    #[serde(default)]
+    pub from: RungSource,
     /// The encoder program (default `ffmpeg`, found on `PATH`).
     #[serde(default = "default_encoder")]
     pub encoder: String,
@@ -148,6 +170,10 @@ impl LadderSettings {
         if self.rungs.len() > MAX_RUNGS {
             return Err(format!("a ladder has at most {MAX_RUNGS} rungs"));
         }
+        if self.from == RungSource::Publisher {
+            self.published_rungs()?;
+            return Ok(Vec::new());
+        }
         let mut encoded: Vec<EncodedRung> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for (i, rung) in self.rungs.iter().enumerate() {
@@ -215,6 +241,57 @@ impl LadderSettings {
         }
         Ok(encoded)
     }
+
+    /// The rungs of a ladder the publisher sends (`from = "publisher"`), checked: the
+    /// names of the published rungs in order (not `source`, which is the meeting's own
+    /// publish). A published rung takes only a name: its picture and bit rate are what
+    /// the publisher sends.
+    ///
+    /// # Errors
+    /// The first broken rule, naming the rung and key.
+    pub fn published_rungs(&self) -> Result<Vec<String>, String> {
+        if self.rungs.len() > MAX_RUNGS {
+            return Err(format!("a ladder has at most {MAX_RUNGS} rungs"));
+        }
+        let mut published = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (i, rung) in self.rungs.iter().enumerate() {
+            let at = |key: &str, why: String| format!("rungs[{i}].{key} {why}");
+            check_name(&rung.name).map_err(|e| at("name", e))?;
+            if !seen.insert(rung.name.as_str()) {
+                return Err(at("name", format!("{:?} is used twice", rung.name)));
+            }
+            if rung.height.is_some() || rung.video_kbps.is_some() || rung.profile.is_some() {
+                return Err(at(
+                    "name",
+                    format!(
+                        "{:?}: a published rung takes no height, video_kbps or profile (the publisher encodes it)",
+                        rung.name
+                    ),
+                ));
+            }
+            if rung.name == SOURCE {
+                if !published.is_empty() {
+                    return Err(at(
+                        "name",
+                        "\"source\" must come before the published rungs (best first)".into(),
+                    ));
+                }
+                continue;
+            }
+            published.push(rung.name.clone());
+        }
+        if published.is_empty() {
+            return Err("a ladder needs at least one published rung".into());
+        }
+        Ok(published)
+    }
+}
+
+/// The RTMP stream name a publisher sends rung `rung` of meeting `stream` to
+/// (`rtmp://mc/live/{stream}@{rung}?key=…`).
+pub fn published_stream_name(stream: &str, rung: &str) -> String {
+    format!("{stream}@{rung}")
 }
 
 /// The encoder's arguments: MPEG-TS of the source on stdin, one MPEG-TS program per
@@ -325,6 +402,42 @@ pub fn ffmpeg_args(settings: &LadderSettings, rungs: &[EncodedRung]) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn published(rungs: &str) -> Result<Vec<String>, String> {
+        let settings: LadderSettings =
+            toml::from_str(&format!("from = \"publisher\"\nrungs = [{rungs}]"))
+                .map_err(|e| e.to_string())?;
+        settings.validate()?;
+        settings.published_rungs()
+    }
+
+    #[test]
+    fn a_published_ladder_names_its_rungs_only() {
+        assert_eq!(
+            published(r#"{ name = "source" }, { name = "720p" }, { name = "360p" }"#),
+            Ok(vec!["720p".to_owned(), "360p".to_owned()])
+        );
+        assert_eq!(published_stream_name("board", "720p"), "board@720p");
+        for (rungs, needle) in [
+            (r#"{ name = "source" }"#, "at least one published rung"),
+            (
+                r#"{ name = "720p", height = 720 }"#,
+                "rungs[0].name \"720p\": a published rung takes no height",
+            ),
+            (r#"{ name = "a" }, { name = "a" }"#, "used twice"),
+            (
+                r#"{ name = "a" }, { name = "source" }"#,
+                "before the published",
+            ),
+            (r#"{ name = "main" }"#, "reserved"),
+            (r#"{ name = "a@b" }"#, "rungs[0].name"),
+        ] {
+            let error = published(rungs).expect_err(rungs);
+            assert!(error.contains(needle), "{rungs}: {error}");
+        }
+        let wrong: Result<LadderSettings, _> = toml::from_str("from = \"camera\"\nrungs = []");
+        assert!(wrong.is_err());
+    }
 
     fn ladder(rungs: &str) -> Result<Vec<EncodedRung>, String> {
         let settings: LadderSettings =

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use codes::LadderFault;
 
-use super::EncodedRung;
+use super::RungSource;
 
 /// What a ladder's rung did, for status and metrics.
 #[derive(Debug, Default)]
@@ -14,14 +14,19 @@ pub struct RungCounters {
     pub segments: AtomicU64,
     /// Segments that did not start on the source's keyframe (110004).
     pub misaligned: AtomicU64,
-    /// Source segments the rung has nothing for (the encoder was down).
+    /// Source segments the rung has nothing for (the encoder or the rung's publisher
+    /// was down).
     pub skipped: AtomicU64,
+    /// Frames a publisher sent for the rung (a published rung only).
+    pub frames: AtomicU64,
 }
 
 /// A ladder's state, shared with the status API and metrics.
 #[derive(Debug)]
 pub struct LadderStatus {
-    /// The rung names, in ladder order (transcoded rungs only).
+    /// Where the rungs come from.
+    pub from: RungSource,
+    /// The rung names, in ladder order (transcoded or published rungs only).
     pub rungs: Vec<String>,
     /// Per rung, in the same order.
     pub counters: Vec<RungCounters>,
@@ -35,10 +40,11 @@ pub struct LadderStatus {
 }
 
 impl LadderStatus {
-    pub(super) fn new(rungs: &[EncodedRung]) -> Self {
+    pub(super) fn new(from: RungSource, rungs: Vec<String>) -> Self {
         Self {
-            rungs: rungs.iter().map(|r| r.name.clone()).collect(),
+            from,
             counters: rungs.iter().map(|_| RungCounters::default()).collect(),
+            rungs,
             starts: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             last_fault: Mutex::new(None),
@@ -99,7 +105,20 @@ impl LadderStatus {
         let fault = self.last_fault().map(|(code, detail)| {
             serde_json::json!({"code": code.code(), "message": code.message(), "detail": detail})
         });
+        if self.from == RungSource::Publisher {
+            // No encoder: the rungs are the publisher's, and what it sent is counted.
+            let rungs: Vec<serde_json::Value> = rungs
+                .into_iter()
+                .zip(&self.counters)
+                .map(|(mut rung, c)| {
+                    rung["frames"] = c.frames.load(Ordering::Relaxed).into();
+                    rung
+                })
+                .collect();
+            return serde_json::json!({ "from": "publisher", "rungs": rungs });
+        }
         serde_json::json!({
+            "from": "encoder",
             "encoder": if self.running() { "running" } else { "restarting" },
             "starts": self.starts.load(Ordering::Relaxed),
             "failures": self.failures.load(Ordering::Relaxed),
@@ -110,6 +129,27 @@ impl LadderStatus {
 
     /// Writes the ladder's metrics for `stream` (a label already escaped).
     pub fn render_metrics(&self, stream: &str, out: &mut String) {
+        use std::fmt::Write as _;
+        if self.from == RungSource::Encoder {
+            self.render_encoder_metrics(stream, out);
+        }
+        for (name, c) in self.rungs.iter().zip(&self.counters) {
+            let rung = crate::metrics::label(name);
+            for (metric, value) in [
+                ("segments", &c.segments),
+                ("misaligned", &c.misaligned),
+                ("skipped", &c.skipped),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "brdyun_ladder_rung_{metric}_total{{stream=\"{stream}\",rung=\"{rung}\"}} {}",
+                    value.load(Ordering::Relaxed)
+                );
+            }
+        }
+    }
+
+    fn render_encoder_metrics(&self, stream: &str, out: &mut String) {
         use std::fmt::Write as _;
         let _ = writeln!(
             out,
@@ -126,19 +166,5 @@ impl LadderStatus {
             "brdyun_ladder_encoder_running{{stream=\"{stream}\"}} {}",
             u8::from(self.running())
         );
-        for (name, c) in self.rungs.iter().zip(&self.counters) {
-            let rung = crate::metrics::label(name);
-            for (metric, value) in [
-                ("segments", &c.segments),
-                ("misaligned", &c.misaligned),
-                ("skipped", &c.skipped),
-            ] {
-                let _ = writeln!(
-                    out,
-                    "brdyun_ladder_rung_{metric}_total{{stream=\"{stream}\",rung=\"{rung}\"}} {}",
-                    value.load(Ordering::Relaxed)
-                );
-            }
-        }
     }
 }
