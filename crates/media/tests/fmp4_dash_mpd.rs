@@ -78,6 +78,7 @@ fn live() -> Mpd {
                 video: video(),
                 audio: audio(),
                 rungs: Vec::new(),
+                split: None,
             },
             MpdPeriod {
                 discontinuity_seq: 5,
@@ -87,6 +88,7 @@ fn live() -> Mpd {
                 video: video(),
                 audio: None,
                 rungs: Vec::new(),
+                split: None,
             },
         ],
         utc_timing_uri: Some("https://node-a.example.net/time?iso&ms".into()),
@@ -254,6 +256,7 @@ fn static_mpd_of_fixture_segments_plays_in_ffmpeg() {
                 bandwidth: 64_000,
             }),
             rungs: Vec::new(),
+            split: None,
         }],
         utc_timing_uri: None,
     };

@@ -43,6 +43,9 @@ pub struct Channel {
     input_paused: std::sync::atomic::AtomicBool,
     /// The master playlist listing every rendition, when there are several.
     package_master: RwLock<Bytes>,
+    /// The live MPD with a video Representation per rung that shares the source's
+    /// timeline, when there are several renditions.
+    package_mpd: RwLock<Bytes>,
     /// Held while the package's master playlist is rendered and published, so
     /// renditions pushed at once (one pipeline each) never publish an older render over
     /// a newer one.
@@ -100,6 +103,7 @@ impl Channel {
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
             package_master: RwLock::new(Bytes::new()),
+            package_mpd: RwLock::new(Bytes::new()),
             package_render: std::sync::Mutex::new(()),
         }
     }
@@ -199,10 +203,17 @@ impl Channel {
         if self.renditions.len() == 1 {
             return self.main().snapshot().master_playlist.clone();
         }
-        match self.package_master.read() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+        read(&self.package_master)
+    }
+
+    /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
+    /// Representation per offered rung on the same timeline (see
+    /// [`crate::fmp4::mpd::package_mpd`]).
+    pub fn mpd(&self) -> Bytes {
+        if self.renditions.len() == 1 {
+            return self.main().snapshot().mpd.clone();
         }
+        read(&self.package_mpd)
     }
 
     /// Turns on LL-HLS for the muxed rendition (once, before its pipeline starts);
@@ -274,15 +285,56 @@ impl Channel {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            let master = crate::render::package_master(&self.offered(), "mono.m3u8");
-            match self.package_master.write() {
-                Ok(mut guard) => *guard = master,
-                Err(poisoned) => *poisoned.into_inner() = master,
-            }
+            let offered = self.offered();
+            replace(
+                &self.package_master,
+                crate::render::package_master(&offered, "mono.m3u8"),
+            );
+            replace(&self.package_mpd, self.render_package_mpd(now_ms));
         }
         if rendition.name() == MAIN {
             self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
         }
+    }
+}
+
+impl Channel {
+    /// The package's live MPD from its renditions' windows (empty until the source has
+    /// an fMP4 segment).
+    fn render_package_mpd(&self, now_ms: i64) -> Bytes {
+        let main = self.main().snapshot();
+        let rungs: Vec<(&str, Arc<WindowSnapshot>)> = self
+            .listed()
+            .filter(|r| r.name() != MAIN)
+            .map(|r| (r.name(), r.snapshot()))
+            .collect();
+        match (main.fmp4_segments().last(), main.availability_start_ms) {
+            (Some((_, newest)), Some(ast)) => Bytes::from(crate::fmp4::package_mpd::package_mpd(
+                &main,
+                &rungs,
+                ast,
+                u64::from(newest.marker.target_duration_ms),
+                now_ms,
+            )),
+            _ => Bytes::new(),
+        }
+    }
+}
+
+/// What a lock holds now (a poisoned lock still holds a whole value: every write is
+/// one assignment).
+fn read(lock: &RwLock<Bytes>) -> Bytes {
+    match lock.read() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+/// Publishes a newly rendered value.
+fn replace(lock: &RwLock<Bytes>, value: Bytes) {
+    match lock.write() {
+        Ok(mut guard) => *guard = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
     }
 }
 

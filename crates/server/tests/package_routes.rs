@@ -73,13 +73,25 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         channel.push_to(channel.main(), LiveSegment::from(s.clone()), tracks(), None);
     }
     for (rendition, cut) in [(&rung, &good), (&misaligned, &bad)] {
-        for r in cut {
+        for (i, r) in cut.iter().enumerate() {
             channel.push_to(
                 rendition,
                 LiveSegment::from(r.segment.clone()),
                 tracks(),
                 None,
             );
+            // A live period's Representations never change: the segments the rung has
+            // form a period of their own (keyed by the rung and its sequence), the
+            // ones it has not yet another.
+            if Arc::ptr_eq(rendition, &rung) && i == 0 {
+                let answer = get(&state, "/s/index.mpd").await;
+                let mpd = as_text(&answer.body);
+                assert_eq!(mpd.matches("<Period ").count(), 2, "{mpd}");
+                let (with, without) = mpd.split_once("<Period id=\"d0\"").expect("{mpd}");
+                assert!(with.contains("<Period id=\"d0-240p.0\""), "{mpd}");
+                assert!(with.contains("<Representation id=\"240p\""), "{mpd}");
+                assert!(!without.contains("id=\"240p\""), "{mpd}");
+            }
         }
     }
 
@@ -129,6 +141,39 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
             source_marker.program_date_time_ms
         )
     );
+
+    // The live MPD: one video AdaptationSet whose Representations are the source and
+    // the offered rung, with the same SegmentTimeline; the rung's files are its own.
+    let mpd = get(&state, "/s/index.mpd").await;
+    assert_eq!(mpd.status, 200);
+    let mpd = as_text(&mpd.body);
+    assert_eq!(mpd.matches("contentType=\"video\"").count(), 1, "{mpd}");
+    assert_eq!(mpd.matches("<Period ").count(), 1, "{mpd}");
+    assert!(mpd.contains("<Period id=\"d0-240p.0\""), "{mpd}");
+    assert!(mpd.contains("<Representation id=\"v\""), "{mpd}");
+    assert!(mpd.contains("<Representation id=\"240p\""), "{mpd}");
+    assert!(
+        !mpd.contains("id=\"bad\""),
+        "the misaligned rung is no Representation: {mpd}"
+    );
+    let timelines: Vec<String> = mpd
+        .split("<SegmentTimeline>")
+        .skip(1)
+        .map(|t| t.split("</SegmentTimeline>").next().unwrap_or(""))
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(timelines.len(), 3, "source video, rung, audio: {mpd}");
+    assert!(
+        timelines.windows(2).all(|w| w[0] == w[1]),
+        "one timeline: {mpd}"
+    );
+    assert!(
+        mpd.contains("initialization=\"240p/init-0-v.mp4\""),
+        "{mpd}"
+    );
+    assert_eq!(get(&state, "/s/240p/init-0-v.mp4").await.status, 200);
+    let answer = get(&state, &format!("/s/240p/seg-{}-v.m4s", newest.segment.msn)).await;
+    assert_eq!(answer.status, 200);
 
     // The misaligned rung is still served (a player that asks gets it), but not offered.
     assert_eq!(get(&state, "/s/bad/mono.m3u8").await.status, 200);

@@ -88,6 +88,10 @@ pub struct MpdPeriod {
     pub audio: Option<MpdAudio>,
     /// The ladder rungs besides `video`, best first: each one more video Representation.
     pub rungs: Vec<MpdRung>,
+    /// When a discontinuity sequence is split into several periods (a ladder's rungs
+    /// joined or left: a live period's Representations never change), what tells this
+    /// one apart: its id is `d<seq><split>`.
+    pub split: Option<String>,
 }
 
 /// Live or finished.
@@ -246,7 +250,12 @@ impl Mpd {
                 MpdKind::Dynamic { .. } => p.start_ms(ast),
                 MpdKind::Static => p.start_ms(ast).saturating_sub(first_start),
             };
-            write!(w, "  <Period id=\"d{}\" start=\"", p.discontinuity_seq)?;
+            write!(
+                w,
+                "  <Period id=\"d{}{}\" start=\"",
+                p.discontinuity_seq,
+                xml_attr(p.split.as_deref().unwrap_or(""))
+            )?;
             duration_ms(w, start)?;
             w.write_str("\">\n")?;
             if let Some(v) = &p.video {

@@ -232,6 +232,7 @@ pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, A
             video,
             audio,
             rungs: Vec::new(),
+            split: None,
         });
     }
     let target_ms = entries.iter().map(Entry::duration_ms).max().unwrap_or(0);

@@ -37,6 +37,7 @@
 
 pub mod archive;
 pub mod mpd;
+pub mod package_mpd;
 pub mod playlist;
 pub mod view;
 

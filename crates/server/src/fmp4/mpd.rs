@@ -8,6 +8,7 @@ use media::fmp4::InitConfig;
 use media::TrackKind;
 
 use super::Track;
+use crate::fmp4::view::Fmp4View;
 use crate::url::Route;
 use crate::window::WindowSnapshot;
 
@@ -74,24 +75,60 @@ pub fn live_mpd(
     target_ms: u64,
     now_ms: i64,
 ) -> String {
+    let views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
+    dynamic_mpd(
+        periods(&views, |_| None),
+        availability_start_ms,
+        target_ms,
+        now_ms,
+    )
+}
+
+/// The periods of `segments` (the fMP4 views to list, oldest first, consecutive): one
+/// per discontinuity sequence, and a new one wherever `split` changes within a sequence
+/// (`split` of a segment: the suffix of its period's id, `None` for the plain
+/// `d<seq>`). The first period is anchored at its sequence's anchor, as is every period
+/// that starts a sequence; one that splits a sequence starts at its first segment. The
+/// video and audio bit rates are each period's peaks.
+pub fn periods(
+    segments: &[&Fmp4View],
+    split: impl Fn(&Fmp4View) -> Option<String>,
+) -> Vec<MpdPeriod> {
     let mut periods: Vec<MpdPeriod> = Vec::new();
     // Peak bit rates per period, from the frames' bytes.
     let mut peaks: Vec<(u64, u64)> = Vec::new();
-    for (_, s) in window.fmp4_segments() {
+    for s in segments {
         let state = &s.marker.state;
-        let starts_period = periods
-            .last()
-            .is_none_or(|p| p.discontinuity_seq != state.discontinuity_seq);
-        if starts_period {
+        let key = split(s);
+        let (starts_sequence, starts_split) = match periods.last() {
+            None => (true, false),
+            Some(p) if p.discontinuity_seq != state.discontinuity_seq => (true, false),
+            Some(p) => (false, p.split != key),
+        };
+        if starts_sequence || starts_split {
             let (video, audio) = representations(&s.init.config, 0, 0);
+            // A split starts where its first segment does: Period@start and the
+            // presentation time offset move together, so every segment keeps its time.
+            let (anchor_ts, anchor_unix_ms) = if starts_split {
+                let offset_ms = s.marker.start_ts.saturating_sub(state.anchor_ts) / 90;
+                (
+                    s.marker.start_ts,
+                    state
+                        .anchor_unix_ms
+                        .saturating_add(i64::try_from(offset_ms).unwrap_or(i64::MAX)),
+                )
+            } else {
+                (state.anchor_ts, state.anchor_unix_ms)
+            };
             periods.push(MpdPeriod {
                 discontinuity_seq: state.discontinuity_seq,
-                anchor_ts: state.anchor_ts,
-                anchor_unix_ms: state.anchor_unix_ms,
+                anchor_ts,
+                anchor_unix_ms,
                 segments: Vec::new(),
                 video,
                 audio,
                 rungs: Vec::new(),
+                split: key,
             });
             peaks.push((0, 0));
         }
@@ -115,9 +152,21 @@ pub fn live_mpd(
             }
         }
     }
-    let window_ticks: u64 = window
-        .fmp4_segments()
-        .map(|(_, s)| s.marker.duration_ticks)
+    periods
+}
+
+/// The dynamic MPD of `periods` (see [`live_mpd`]); the time-shift buffer is what they
+/// list.
+pub fn dynamic_mpd(
+    periods: Vec<MpdPeriod>,
+    availability_start_ms: i64,
+    target_ms: u64,
+    now_ms: i64,
+) -> String {
+    let window_ticks: u64 = periods
+        .iter()
+        .flat_map(|p| &p.segments)
+        .map(|s| s.duration_ticks)
         .sum();
     let mpd = Mpd {
         kind: MpdKind::Dynamic {

@@ -59,7 +59,7 @@ pub async fn serve(
         }
         Fmp4File::Mpd => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
-            dash::mpd_response(Cache::LivePlaylist, window.mpd.clone())
+            dash::mpd_response(Cache::LivePlaylist, channel.mpd())
         }
         Fmp4File::Init {
             discontinuity_seq,
