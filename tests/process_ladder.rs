@@ -613,21 +613,19 @@ fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reporte
     let key = start_meeting(&mc);
     let _publisher = publish_ladder(mc.rtmp.expect("mc rtmp address"), &key);
 
-    // The node offers the aligned rungs; `odd` never becomes a variant.
-    let master = wait_for(
+    // The node offers the aligned rungs; `odd` is offered at most while its window
+    // holds only its first segments (the first keyframes of all rungs coincide), never
+    // once it has a misaligned one.
+    let expected = ["mono.m3u8", "144p/mono.m3u8", "96p/mono.m3u8"];
+    wait_for(
         "the node's master playlist to list the aligned rungs",
         Duration::from_secs(40),
         || {
             let (status, _, body) = http_get(node.http, "/m/index.m3u8");
             let text = String::from_utf8_lossy(&body).into_owned();
-            (status == 200 && text.matches("#EXT-X-STREAM-INF").count() == 3).then_some(text)
+            let uris: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+            (status == 200 && uris == expected).then_some(())
         },
-    );
-    let uris: Vec<&str> = master.lines().filter(|l| !l.starts_with('#')).collect();
-    assert_eq!(
-        uris,
-        ["mono.m3u8", "144p/mono.m3u8", "96p/mono.m3u8"],
-        "{master}"
     );
     check_aligned_msns(&node, &mc, dir.path(), &RUNGS, &[180, 144, 96]);
 
@@ -677,4 +675,107 @@ fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reporte
         })
         .and_then(|v| v.parse::<u64>().ok());
     assert!(odd_misaligned > Some(0), "{metrics}");
+}
+
+/// The newest segment of a rung's media playlist on `addr`: (MSN, discontinuity
+/// sequence), when it lists one.
+fn newest(addr: SocketAddr, rung: &str) -> Option<(u64, u64)> {
+    let (status, _, body) = http_get(addr, &playlist(rung));
+    if status != 200 {
+        return None;
+    }
+    common::parse_media_playlist(&String::from_utf8_lossy(&body))
+        .last()
+        .map(|e| (e.msn, e.discontinuity_seq))
+}
+
+#[test]
+fn a_killed_encoder_costs_the_rungs_one_discontinuity_and_the_source_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &mc_config(&dir.path().join("mc-data")),
+    );
+    let node = start_role(
+        dir.path(),
+        "node-a",
+        "node",
+        &node_config(&dir.path().join("node-a"), mc.http),
+    );
+    let _publisher = publish_meeting(&mc);
+    let admin = [ADMIN];
+    wait_for("every rung on the node", Duration::from_secs(40), || {
+        RUNGS
+            .iter()
+            .all(|r| newest(node.http, r).is_some())
+            .then_some(())
+    });
+    let (_, status) = http_request(mc.http, "GET", "/api/streams/m", &admin, "");
+    let pid = status["ladder"]["pid"].as_u64().expect("the encoder's pid");
+    let before: Vec<(u64, u64)> = RUNGS
+        .iter()
+        .map(|r| newest(node.http, r).expect("listed"))
+        .collect();
+    let killed = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+
+    // The MC logs the exit (110002) and starts another encoder.
+    let status = wait_for(
+        "the MC to restart the encoder",
+        Duration::from_secs(20),
+        || {
+            let (_, status) = http_request(mc.http, "GET", "/api/streams/m", &admin, "");
+            (status["ladder"]["starts"].as_u64() >= Some(2)
+                && status["ladder"]["encoder"] == "running")
+                .then_some(status)
+        },
+    );
+    assert_eq!(status["ladder"]["last_fault"]["code"], 110_002, "{status}");
+    assert_ne!(status["ladder"]["pid"].as_u64(), Some(pid), "{status}");
+
+    // On the node every rung goes on after one discontinuity; the source never stops.
+    let after = wait_for(
+        "the rungs to go on after the restart",
+        Duration::from_secs(30),
+        || {
+            let now: Vec<(u64, u64)> = RUNGS
+                .iter()
+                .map(|r| newest(node.http, r))
+                .collect::<Option<_>>()?;
+            let moved_on = now
+                .iter()
+                .zip(&before)
+                .all(|((msn, _), (was, _))| *msn >= was + 4);
+            moved_on.then_some(now)
+        },
+    );
+    assert_eq!(
+        after[0].1, before[0].1,
+        "the source has no discontinuity: {before:?} -> {after:?}"
+    );
+    for (i, rung) in RUNGS.iter().enumerate().skip(1) {
+        assert_eq!(
+            after[i].1,
+            before[i].1 + 1,
+            "{rung}: one discontinuity: {before:?} -> {after:?}"
+        );
+    }
+    // And the ladder is offered again.
+    wait_for(
+        "the master to list the ladder again",
+        Duration::from_secs(30),
+        || {
+            let (_, _, body) = http_get(node.http, "/m/index.m3u8");
+            (String::from_utf8_lossy(&body)
+                .matches("#EXT-X-STREAM-INF")
+                .count()
+                == 3)
+                .then_some(())
+        },
+    );
 }

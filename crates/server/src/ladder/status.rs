@@ -120,6 +120,7 @@ impl LadderStatus {
         serde_json::json!({
             "from": "encoder",
             "encoder": if self.running() { "running" } else { "restarting" },
+            "pid": self.pid(),
             "starts": self.starts.load(Ordering::Relaxed),
             "failures": self.failures.load(Ordering::Relaxed),
             "last_fault": fault,
