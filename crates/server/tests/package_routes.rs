@@ -308,6 +308,25 @@ async fn a_recorded_package_is_a_catch_up_ladder() {
         "{}",
         as_text(&fmp4.body)
     );
+    // The catch-up MPD: the rung is one more video Representation of each period, with
+    // its own archived files; the misaligned rung is none.
+    let mpd = get(&state, &format!("/s/index-{period}.mpd")).await;
+    assert_eq!(mpd.status, 200);
+    let mpd = as_text(&mpd.body);
+    assert!(mpd.contains("type=\"static\""), "{mpd}");
+    assert!(mpd.contains("<Representation id=\"240p\""), "{mpd}");
+    assert!(!mpd.contains("id=\"bad\""), "{mpd}");
+    let first = good.first().expect("a rung segment").segment.msn;
+    assert!(
+        mpd.contains(&format!("initialization=\"240p/dvr-init-{first}-v.mp4\"")),
+        "{mpd}"
+    );
+    for path in [
+        format!("/s/240p/dvr-init-{first}-v.mp4"),
+        format!("/s/240p/dvr-{first}-v.m4s"),
+    ] {
+        assert_eq!(get(&state, &path).await.status, 200, "{path}");
+    }
     // A period with nothing recorded is no master.
     assert_eq!(get(&state, "/s/index-1600000000-60.m3u8").await.status, 404);
     // The stream's status shows each rendition's archive.

@@ -17,7 +17,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use dvr::index::{is_gap, Entry, Slice};
 use dvr::ArchiveReader;
-use media::dash::{Mpd, MpdKind, MpdPeriod, MpdSegment, MpdUris};
+use media::dash::{Mpd, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris};
 use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::PlaylistType;
 use media::{TimelineMarker, TrackKind};
@@ -182,14 +182,69 @@ pub fn init(
         .map_err(|_| ArchiveFmp4Error::Package)
 }
 
+/// A ladder rung's archive, for the catch-up MPD of a package.
+#[derive(Debug, Clone)]
+pub struct ArchivedRung {
+    /// The rung's name: its Representation id and the folder of its files.
+    pub name: String,
+    /// Its archive.
+    pub reader: ArchiveReader,
+}
+
+/// The rung's Representation in a run of the source's archive: when the rung archived
+/// every MSN of the run with the same durations, and its first segment of the run is
+/// switchable (a keyframe at the source's cut, as its marker says). Reads one archived
+/// segment of the rung. Blocking.
+fn rung_in_run(
+    rung: &ArchivedRung,
+    run_entries: &[Entry],
+    segments: &[MpdSegment],
+    audio_bps: u64,
+) -> Option<MpdRung> {
+    let theirs: Vec<Entry> = rung.reader.with_index(|index| {
+        run_entries
+            .iter()
+            .map(|e| {
+                index
+                    .by_msn(e.msn)
+                    .copied()
+                    .filter(|r| r.duration_ticks == e.duration_ticks)
+            })
+            .collect::<Option<_>>()
+    })?;
+    let first = theirs.first()?;
+    let (_, marker, config) = archived(&rung.reader, first.msn).ok()??;
+    if !marker.keyframe_start {
+        return None;
+    }
+    let peak_bps = theirs
+        .iter()
+        .map(|e| bps(u64::from(e.size), e.duration_ticks))
+        .max()
+        .unwrap_or(0);
+    let (video, _) = representations(&config, peak_bps.saturating_sub(audio_bps), 0);
+    Some(MpdRung {
+        name: rung.name.clone(),
+        video: video?,
+        // Its init is the rung's `dvr-init-{msn}` of the run's first segment.
+        discontinuity_seq: first.msn,
+        segments: segments.to_vec(),
+    })
+}
+
 /// The static MPD of archived `entries` (a period's, oldest first): one Period per run,
 /// starting at its first segment (so playback starts with the period), reading one
-/// archived segment per run. Blocking.
+/// archived segment per run; for a package, each of `rungs` that archived a run is one
+/// more video Representation of it (files under `{rung}/`). Blocking.
 ///
 /// # Errors
 /// [`ArchiveFmp4Error`] when a run's first segment cannot be read or has no
 /// configuration.
-pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, ArchiveFmp4Error> {
+pub fn static_mpd(
+    reader: &ArchiveReader,
+    entries: &[Entry],
+    rungs: &[ArchivedRung],
+) -> Result<String, ArchiveFmp4Error> {
     let mut periods = Vec::new();
     for run in runs(entries) {
         let run_entries = &entries[run.clone()];
@@ -212,7 +267,7 @@ pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, A
         let (video, audio) =
             representations(&config, peak_bps.saturating_sub(audio_bps), audio_bps);
         let mut start_ts = marker.start_ts;
-        let segments = run_entries
+        let segments: Vec<MpdSegment> = run_entries
             .iter()
             .map(|e| {
                 let s = MpdSegment {
@@ -224,6 +279,10 @@ pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, A
                 s
             })
             .collect();
+        let rungs = rungs
+            .iter()
+            .filter_map(|rung| rung_in_run(rung, run_entries, &segments, audio_bps))
+            .collect();
         periods.push(MpdPeriod {
             discontinuity_seq: first.msn,
             anchor_ts: marker.start_ts,
@@ -231,7 +290,7 @@ pub fn static_mpd(reader: &ArchiveReader, entries: &[Entry]) -> Result<String, A
             segments,
             video,
             audio,
-            rungs: Vec::new(),
+            rungs,
             split: None,
         });
     }

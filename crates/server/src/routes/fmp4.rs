@@ -130,8 +130,19 @@ async fn serve_archive(
                 return ApiError::NotFound.into_response();
             }
             let for_job = reader.clone();
+            // A package's recorded rungs are Representations of the same periods.
+            let rungs: Vec<archive::ArchivedRung> = channel
+                .listed()
+                .filter(|r| r.name() != crate::rendition::MAIN)
+                .filter_map(|r| {
+                    r.archive().map(|recorder| archive::ArchivedRung {
+                        name: r.name().to_owned(),
+                        reader: recorder.reader().clone(),
+                    })
+                })
+                .collect();
             let body = blocking(Box::new(move || {
-                archive::static_mpd(&for_job, &entries).map(|text| Some(Bytes::from(text)))
+                archive::static_mpd(&for_job, &entries, &rungs).map(|text| Some(Bytes::from(text)))
             }))
             .await;
             match body {
