@@ -63,8 +63,16 @@ rungs = [
 ]
 "#;
 
-fn mc_config(data: &Path) -> String {
-    mc_config_with(data, ENCODED_LADDER)
+/// An MC with `ladder` and a node that follows it, in `dir`.
+fn start_mc_and_node(dir: &Path, ladder: &str) -> (common::NodeProcess, common::NodeProcess) {
+    let mc = start_role(dir, "mc", "mc", &mc_config_with(&dir.join("mc-data"), ladder));
+    let node = start_role(
+        dir,
+        "node-a",
+        "node",
+        &node_config(&dir.join("node-a"), mc.http),
+    );
+    (mc, node)
 }
 
 fn mc_config_with(data: &Path, ladder: &str) -> String {
@@ -154,18 +162,7 @@ fn first_video(path: &Path) -> ((u64, bool), u32) {
 #[test]
 fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node() {
     let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &mc_config(&dir.path().join("mc-data")),
-    );
-    let node = start_role(
-        dir.path(),
-        "node-a",
-        "node",
-        &node_config(&dir.path().join("node-a"), mc.http),
-    );
+    let (mc, node) = start_mc_and_node(dir.path(), ENCODED_LADDER);
     let _publisher = publish_meeting(&mc);
     let admin = [ADMIN];
 
@@ -479,7 +476,7 @@ fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
         dir.path(),
         "mc",
         "mc",
-        &mc_config(&dir.path().join("mc-data")),
+        &mc_config_with(&dir.path().join("mc-data"), ENCODED_LADDER),
     );
     let ports: Vec<u16> = (0..3).map(|_| common::free_udp_port()).collect();
     let start = |i: usize, name: &str| {
@@ -598,18 +595,7 @@ fn publish_ladder(rtmp: SocketAddr, key: &str) -> ChildGuard {
 #[test]
 fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reported_not_offered() {
     let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &mc_config_with(&dir.path().join("mc-data"), PUBLISHED_LADDER),
-    );
-    let node = start_role(
-        dir.path(),
-        "node-a",
-        "node",
-        &node_config(&dir.path().join("node-a"), mc.http),
-    );
+    let (mc, node) = start_mc_and_node(dir.path(), PUBLISHED_LADDER);
     let key = start_meeting(&mc);
     let _publisher = publish_ladder(mc.rtmp.expect("mc rtmp address"), &key);
 
@@ -692,18 +678,7 @@ fn newest(addr: SocketAddr, rung: &str) -> Option<(u64, u64)> {
 #[test]
 fn a_killed_encoder_costs_the_rungs_one_discontinuity_and_the_source_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &mc_config(&dir.path().join("mc-data")),
-    );
-    let node = start_role(
-        dir.path(),
-        "node-a",
-        "node",
-        &node_config(&dir.path().join("node-a"), mc.http),
-    );
+    let (mc, node) = start_mc_and_node(dir.path(), ENCODED_LADDER);
     let _publisher = publish_meeting(&mc);
     let admin = [ADMIN];
     wait_for("every rung on the node", Duration::from_secs(40), || {

@@ -1,7 +1,8 @@
 // The demo's ABR ladder in a real player (OTT-GRP-1): hls.js in headless Chromium sees
 // the three rungs of the demo meeting, steps down when the network is throttled through
 // the DevTools protocol and back up when it is released, with no stall and no fatal
-// error; the viewer can pick a rung, and auto is the default.
+// error; the viewer can pick a rung, and auto is the default; a viewer of a rung plays on
+// by itself when the MC's encoder is killed mid-meeting.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDemo, waitFor200, launchBrowser } from '../lib/cluster.mjs';
@@ -132,4 +133,37 @@ test('the viewer picks a rung on the player page, and auto again', { timeout: 12
   const end = await stats(page);
   await page.close();
   assert.deepEqual(end.fatalErrors, [], `fatal errors: ${end.fatalErrors}`);
+});
+
+test('a viewer of a rung plays on by itself when the MC\'s encoder is killed', { timeout: 120_000 }, async () => {
+  const mc = `http://127.0.0.1:${PORT + 3}`;
+  const ladder = async () => (await (await fetch(`${mc}/api/streams/meeting`)).json()).ladder;
+  const page = await browser.newPage();
+  await page.goto(`${BASE}/player?stream=meeting`);
+  await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime > 1, null, { timeout: 30_000 });
+  const { levels } = await stats(page);
+  const rung = levels.findIndex((l) => l.height === 240);
+  await page.selectOption('#rung', String(rung));
+  await waitForLevel(page, rung, 'picked 240p', 30_000);
+  const before = await ladder();
+  assert.ok(before.pid > 0, `the encoder runs: ${JSON.stringify(before)}`);
+  process.kill(before.pid, 'SIGKILL');
+  const atKill = (await stats(page)).currentTime;
+  const killedAt = Date.now();
+  const deadline = Date.now() + 20_000;
+  while ((await ladder()).starts <= before.starts) {
+    assert.ok(Date.now() < deadline, 'the MC starts another encoder');
+    await page.waitForTimeout(250);
+  }
+  await page.waitForTimeout(20_000);
+  const s = await stats(page);
+  await page.close();
+  const played = s.currentTime - atKill;
+  const wall = (Date.now() - killedAt) / 1000;
+  console.log(`encoder killed under a 240p viewer: played ${played.toFixed(1)} s in the ${wall.toFixed(1)} s after the kill, `
+    + `${s.stalls} stall(s), longest ${Math.round(s.longestStallMs)} ms, level ${s.levels[s.level]?.height}p, `
+    + `errors ${JSON.stringify(s.errors)}`);
+  assert.deepEqual(s.fatalErrors, [], `fatal errors: ${JSON.stringify(s)}`);
+  assert.ok(played > 12, `played only ${played.toFixed(1)} s after the kill: ${JSON.stringify(s)}`);
+  assert.equal(s.levels[s.level]?.height, 240, 'still the picked rung');
 });

@@ -140,6 +140,20 @@ fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks rung `i`'s name, and that no rung before it (`seen`) has it.
+fn check_rung_name<'a>(
+    i: usize,
+    rung: &'a RungSettings,
+    seen: &mut std::collections::HashSet<&'a str>,
+) -> Result<(), String> {
+    let at = |why: String| format!("rungs[{i}].name {why}");
+    check_name(&rung.name).map_err(at)?;
+    if !seen.insert(rung.name.as_str()) {
+        return Err(at(format!("{:?} is used twice", rung.name)));
+    }
+    Ok(())
+}
+
 impl LadderSettings {
     /// The rung names in master-playlist order, [`SOURCE`] where the source is listed.
     pub fn names(&self) -> Vec<String> {
@@ -178,10 +192,7 @@ impl LadderSettings {
         let mut seen = std::collections::HashSet::new();
         for (i, rung) in self.rungs.iter().enumerate() {
             let at = |key: &str, why: String| format!("rungs[{i}].{key} {why}");
-            check_name(&rung.name).map_err(|e| at("name", e))?;
-            if !seen.insert(rung.name.as_str()) {
-                return Err(at("name", format!("{:?} is used twice", rung.name)));
-            }
+            check_rung_name(i, rung, &mut seen)?;
             if rung.name == SOURCE {
                 if rung.height.is_some() || rung.video_kbps.is_some() || rung.profile.is_some() {
                     return Err(at(
@@ -257,10 +268,7 @@ impl LadderSettings {
         let mut seen = std::collections::HashSet::new();
         for (i, rung) in self.rungs.iter().enumerate() {
             let at = |key: &str, why: String| format!("rungs[{i}].{key} {why}");
-            check_name(&rung.name).map_err(|e| at("name", e))?;
-            if !seen.insert(rung.name.as_str()) {
-                return Err(at("name", format!("{:?} is used twice", rung.name)));
-            }
+            check_rung_name(i, rung, &mut seen)?;
             if rung.height.is_some() || rung.video_kbps.is_some() || rung.profile.is_some() {
                 return Err(at(
                     "name",
