@@ -65,7 +65,12 @@ rungs = [
 
 /// An MC with `ladder` and a node that follows it, in `dir`.
 fn start_mc_and_node(dir: &Path, ladder: &str) -> (common::NodeProcess, common::NodeProcess) {
-    let mc = start_role(dir, "mc", "mc", &mc_config_with(&dir.join("mc-data"), ladder));
+    let mc = start_role(
+        dir,
+        "mc",
+        "mc",
+        &mc_config_with(&dir.join("mc-data"), ladder),
+    );
     let node = start_role(
         dir,
         "node-a",

@@ -206,6 +206,12 @@ impl Channel {
         read(&self.package_master)
     }
 
+    /// The fMP4 HLS master playlist (`fmp4-index.m3u8`): the offered renditions' `fmp4.m3u8`
+    /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`.
+    pub fn fmp4_master(&self) -> Bytes {
+        crate::render::package_master(&self.offered(), "fmp4.m3u8")
+    }
+
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
     /// Representation per offered rung on the same timeline (see
     /// [`crate::fmp4::mpd::package_mpd`]).

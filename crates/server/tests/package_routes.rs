@@ -142,6 +142,17 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         )
     );
 
+    // fMP4 HLS has the same ladder, each rendition at its fmp4.m3u8.
+    let fmp4 = get(&state, "/s/fmp4-index.m3u8").await;
+    assert_eq!(fmp4.status, 200);
+    let fmp4 = as_text(&fmp4.body);
+    let uris: Vec<&str> = fmp4
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    assert_eq!(uris, vec!["fmp4.m3u8", "240p/fmp4.m3u8"], "{fmp4}");
+    assert_eq!(get(&state, "/s/240p/fmp4.m3u8").await.status, 200);
+
     // The live MPD: one video AdaptationSet whose Representations are the source and
     // the offered rung, with the same SegmentTimeline; the rung's files are its own.
     let mpd = get(&state, "/s/index.mpd").await;

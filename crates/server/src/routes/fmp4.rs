@@ -2,6 +2,7 @@
 //!
 //! | file | answer |
 //! |---|---|
+//! | `fmp4-index.m3u8` | live fMP4 HLS master playlist: a package's ladder (each rendition's `fmp4.m3u8`), or the one variant |
 //! | `fmp4.m3u8` | live fMP4 HLS media playlist (EXT-X-MAP; same MSNs, dates, durations as `mono.m3u8`) |
 //! | `index.mpd` | live DASH MPD (dynamic), see [`crate::routes::dash`] |
 //! | `init-{d}.mp4`, `init-{d}-v.mp4`, `init-{d}-a.mp4` | init segment of discontinuity sequence `d`: muxed, video, audio |
@@ -53,6 +54,10 @@ pub async fn serve(
         return ApiError::NotStarted.into_response();
     }
     match file {
+        Fmp4File::Master => {
+            counters.playlists_served.fetch_add(1, Ordering::Relaxed);
+            http_util::ok(M3U8, Cache::LivePlaylist, channel.fmp4_master())
+        }
         Fmp4File::Playlist => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
             http_util::ok(M3U8, Cache::LivePlaylist, window.fmp4_playlist.clone())

@@ -2,6 +2,7 @@
 //!
 //! | file | what |
 //! |---|---|
+//! | `fmp4-index.m3u8` | live fMP4 HLS master playlist (a package's ladder) |
 //! | `fmp4.m3u8` | live fMP4 HLS media playlist |
 //! | `index.mpd` | live DASH MPD |
 //! | `init-{d}[-v\|-a].mp4` | init segment of discontinuity sequence `d`: muxed, video, audio |
@@ -18,6 +19,8 @@ use super::number::sequence;
 /// An fMP4 file name, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fmp4File {
+    /// `fmp4-index.m3u8`.
+    Master,
     /// `fmp4.m3u8`.
     Playlist,
     /// `index.mpd`.
@@ -89,6 +92,7 @@ impl Fmp4File {
     /// Parses a file name; `None` when it is not an fMP4 name at all.
     pub fn parse(file: &str) -> Option<Self> {
         match file {
+            "fmp4-index.m3u8" => return Some(Self::Master),
             "fmp4.m3u8" => return Some(Self::Playlist),
             "index.mpd" => return Some(Self::Mpd),
             _ => {}
@@ -136,7 +140,7 @@ impl Fmp4File {
 
     /// A live manifest: where a new viewer arrives (the door checks it, OTT-PROT-2).
     pub fn is_live_manifest(self) -> bool {
-        matches!(self, Self::Playlist | Self::Mpd)
+        matches!(self, Self::Master | Self::Playlist | Self::Mpd)
     }
 
     /// Served from the archive (answered even before the live window has a segment).
@@ -216,6 +220,7 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(F::parse("fmp4.m3u8"), Some(F::Playlist));
+        assert_eq!(F::parse("fmp4-index.m3u8"), Some(F::Master));
         assert_eq!(F::parse("index.mpd"), Some(F::Mpd));
         assert_eq!(
             F::parse("init-3.mp4"),

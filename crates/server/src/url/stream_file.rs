@@ -63,7 +63,10 @@ impl StreamFile {
     pub fn is_rendition_file(&self) -> bool {
         match self {
             Self::Media | Self::Segment(_) | Self::MpegTs | Self::Archive(_) => true,
-            Self::Fmp4(file) => !matches!(file, Fmp4File::Mpd | Fmp4File::ArchiveMpd { .. }),
+            Self::Fmp4(file) => !matches!(
+                file,
+                Fmp4File::Master | Fmp4File::Mpd | Fmp4File::ArchiveMpd { .. }
+            ),
             Self::LowLatency(file) => !matches!(file, LlFile::Master),
             Self::Master => false,
         }
@@ -89,7 +92,7 @@ impl StreamFile {
             Self::Archive(archive) if archive.is_playlist() => FileRole::ArchivePlaylist,
             Self::Archive(_) => FileRole::ArchiveMedia,
             Self::Fmp4(file) => match file {
-                Fmp4File::Mpd => FileRole::PlaybackStart,
+                Fmp4File::Master | Fmp4File::Mpd => FileRole::PlaybackStart,
                 Fmp4File::Playlist => FileRole::LivePlaylist,
                 Fmp4File::Init { .. } | Fmp4File::Segment { .. } => FileRole::LiveSegment,
                 Fmp4File::ArchivePlaylist { .. } | Fmp4File::ArchiveMpd { .. } => {
