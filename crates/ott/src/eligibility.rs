@@ -120,15 +120,24 @@ pub fn eligible(
     }
 }
 
-enum LadderProblem {
+pub(crate) enum LadderProblem {
     NotHlsTs,
     Count,
     Codec,
     Bitrate,
 }
 
+/// Whether `theirs` is the same package as `own`: as many MPEG-TS rungs, of the same
+/// codecs (bit rates aside). Where a package's catch-up is sent first.
+pub(crate) fn same_package(own: &[Rung], theirs: &[Rung]) -> bool {
+    !matches!(
+        ladder_problem(own, theirs),
+        Some(LadderProblem::Count | LadderProblem::Codec)
+    )
+}
+
 /// OTT-ELIG-3 over the MPEG-TS rungs, paired in order of bitrate.
-fn ladder_problem(own: &[Rung], theirs: &[Rung]) -> Option<LadderProblem> {
+pub(crate) fn ladder_problem(own: &[Rung], theirs: &[Rung]) -> Option<LadderProblem> {
     let ts = |ladder: &[Rung]| {
         let mut rungs: Vec<Rung> = ladder
             .iter()

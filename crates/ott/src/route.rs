@@ -4,7 +4,7 @@
 
 use crate::address::{backup_address, ViewerContext};
 use crate::balance::choose_backups;
-use crate::eligibility::{eligibility_problems, servable_problems};
+use crate::eligibility::{eligibility_problems, same_package, servable_problems};
 use crate::problem::Problem;
 use crate::variants::{backup_uri, BackupLink};
 use crate::view::{NodeId, Protocol, Snapshot, Transport};
@@ -245,8 +245,54 @@ pub fn archive_target(
     // A zero-length period asks for the instant at `from`: count it as 1 ms.
     let to = end.max(from.saturating_add(1));
     let own_part = own_span.map_or(0, |span| overlap(from, to, span));
+    // A package's catch-up goes to a member that recorded the same ladder when one holds
+    // any of the period; to a member with another ladder only when none does.
+    let own_ladder = snapshot.own_member(group).map(|m| m.ladder.as_slice());
+    let best = archive_holder(
+        snapshot,
+        group,
+        transport,
+        (from, to),
+        viewer,
+        now_ms,
+        |m| own_ladder.is_none_or(|own| same_package(own, &m.ladder)),
+    )
+    .or_else(|| {
+        archive_holder(
+            snapshot,
+            group,
+            transport,
+            (from, to),
+            viewer,
+            now_ms,
+            |_| true,
+        )
+    });
+    match best {
+        Some((part, target)) if part > own_part => ArchiveDecision::Redirect(target),
+        Some(_) => ArchiveDecision::ServeHere,
+        None if own_part > 0 => ArchiveDecision::ServeHere,
+        None => ArchiveDecision::NotRecorded,
+    }
+}
+
+/// The member of `group` on another node, among those `admit` takes, that holds the
+/// most of `[from, to)` in its `transport` archive and can serve the viewer: how much it
+/// holds and where it is.
+fn archive_holder(
+    snapshot: &Snapshot,
+    group: &str,
+    transport: Transport,
+    (from, to): (i64, i64),
+    viewer: ViewerContext,
+    now_ms: i64,
+    admit: impl Fn(&crate::view::MemberView) -> bool,
+) -> Option<(i64, Target)> {
     let mut best: Option<(i64, Target)> = None;
     for (node, member) in snapshot.others(group) {
+        if !admit(member) {
+            continue;
+        }
         let Some(span) = member.archive.span(transport) else {
             continue;
         };
@@ -274,10 +320,5 @@ pub fn archive_target(
             best = Some((part, target));
         }
     }
-    match best {
-        Some((part, target)) if part > own_part => ArchiveDecision::Redirect(target),
-        Some(_) => ArchiveDecision::ServeHere,
-        None if own_part > 0 => ArchiveDecision::ServeHere,
-        None => ArchiveDecision::NotRecorded,
-    }
+    best
 }

@@ -164,6 +164,30 @@ fn prot_3_arch_2_the_node_with_the_largest_part_gets_the_request() {
 }
 
 #[test]
+fn arch_1_a_packages_catch_up_goes_to_a_member_that_recorded_the_same_ladder() {
+    let mut s = snapshot("a", &["b", "c"]);
+    let ladder = vec![
+        rung("h264", 600_000),
+        rung("h264", 400_000),
+        rung("h264", 250_000),
+    ];
+    member_mut(&mut s, "a").ladder = ladder.clone();
+    member_mut(&mut s, "c").ladder = ladder;
+    // b recorded the source alone (one rung) but all of 0–3 h; c the ladder, 1–3 h.
+    archives(&mut s, "b", &[(0, 3 * HOUR)], &[]);
+    archives(&mut s, "c", &[(HOUR, 3 * HOUR)], &[]);
+    match archive_target(&s, GROUP, Protocol::Hls, 0, 3 * HOUR, VIEWER, NOW) {
+        ArchiveDecision::Redirect(t) => assert_eq!(t.node, id("c"), "the same ladder first"),
+        other => panic!("expected a redirect to c, got {other:?}"),
+    }
+    // Nobody with the ladder holds 0–1 h: the source alone is better than nothing.
+    match archive_target(&s, GROUP, Protocol::Hls, 0, HOUR, VIEWER, NOW) {
+        ArchiveDecision::Redirect(t) => assert_eq!(t.node, id("b")),
+        other => panic!("expected a redirect to b, got {other:?}"),
+    }
+}
+
+#[test]
 fn arch_2_this_node_keeps_a_request_it_holds_the_most_of() {
     let mut s = snapshot("a", &["b"]);
     archives(&mut s, "a", &[(2 * HOUR, 6 * HOUR)], &[]);

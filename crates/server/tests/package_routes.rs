@@ -47,6 +47,19 @@ fn cut() -> (Vec<Segment>, Vec<RungSegment>, Vec<RungSegment>) {
     (source, good_out, bad_out)
 }
 
+/// A node with stream `s`, a package of the source and the rungs `240p` and `bad`.
+fn package_node() -> (server::AppState, Arc<Channel>) {
+    let state = harness::node(None);
+    let channel = Arc::new(Channel::with_rungs(
+        "s",
+        5,
+        server::render::renderer(2000),
+        &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
+    ));
+    state.add_stream(Arc::clone(&channel), None);
+    (state, channel)
+}
+
 #[tokio::test]
 async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_window() {
     let (source, good, bad) = cut();
@@ -57,14 +70,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         !bad.is_empty(),
         "misaligned segments are written once the start has settled"
     );
-    let state = harness::node(None);
-    let channel = Arc::new(Channel::with_rungs(
-        "s",
-        5,
-        server::render::renderer(2000),
-        &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
-    ));
-    state.add_stream(Arc::clone(&channel), None);
+    let (state, channel) = package_node();
     let (rung, misaligned) = (
         Arc::clone(channel.rendition("240p").expect("the rung")),
         Arc::clone(channel.rendition("bad").expect("the rung")),
@@ -213,14 +219,7 @@ fn recorder(dir: &std::path::Path, name: &str) -> Arc<server::recorder::Recorder
 async fn a_recorded_package_is_a_catch_up_ladder() {
     let (source, good, bad) = cut();
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let state = harness::node(None);
-    let channel = Arc::new(Channel::with_rungs(
-        "s",
-        5,
-        server::render::renderer(2000),
-        &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
-    ));
-    state.add_stream(Arc::clone(&channel), None);
+    let (state, channel) = package_node();
     let renditions = [
         (Arc::clone(channel.main()), "main"),
         (
