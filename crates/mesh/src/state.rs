@@ -154,6 +154,9 @@ struct WireRung {
     codec: String,
     bitrate_bps: u64,
     fmp4: bool,
+    /// Absent from nodes that announced video only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    audio: Option<String>,
 }
 
 impl From<&NodeAnnounce> for WireNode {
@@ -234,6 +237,7 @@ impl From<&MemberAnnounce> for WireMember {
                     codec: r.codec.clone(),
                     bitrate_bps: r.bitrate_bps,
                     fmp4: r.transport == Transport::Fmp4,
+                    audio: r.audio_codec.clone(),
                 })
                 .collect(),
             archive_ts: m.archive.ts.clone(),
@@ -255,6 +259,7 @@ impl From<WireMember> for MemberAnnounce {
                 .into_iter()
                 .map(|r| Rung {
                     codec: r.codec,
+                    audio_codec: r.audio,
                     bitrate_bps: r.bitrate_bps,
                     transport: if r.fmp4 {
                         Transport::Fmp4
@@ -341,11 +346,13 @@ mod tests {
             ladder: vec![
                 Rung {
                     codec: "h264".into(),
+                    audio_codec: Some("aac".into()),
                     bitrate_bps: 2_500_000,
                     transport: Transport::Ts,
                 },
                 Rung {
                     codec: "h264".into(),
+                    audio_codec: Some("aac".into()),
                     bitrate_bps: 2_500_000,
                     transport: Transport::Fmp4,
                 },

@@ -154,11 +154,15 @@ pub(crate) fn ladder_problem(own: &[Rung], theirs: &[Rung]) -> Option<LadderProb
     if own.len() != theirs.len() {
         return Some(LadderProblem::Count);
     }
-    if own
-        .iter()
-        .zip(&theirs)
-        .any(|(a, b)| !a.codec.eq_ignore_ascii_case(&b.codec))
-    {
+    // A rung announced without an audio codec (a node of an earlier version, or video
+    // only) is not told apart: only two announced codecs that differ are a mismatch.
+    let same_audio = |a: &Option<String>, b: &Option<String>| match (a, b) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+        _ => true,
+    };
+    if own.iter().zip(&theirs).any(|(a, b)| {
+        !a.codec.eq_ignore_ascii_case(&b.codec) || !same_audio(&a.audio_codec, &b.audio_codec)
+    }) {
         return Some(LadderProblem::Codec);
     }
     // The 1.25× rule is the adaptive package's (OTT-ELIG-3); a single stream from the

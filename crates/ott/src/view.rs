@@ -194,6 +194,9 @@ pub enum Transport {
 pub struct Rung {
     /// Video codec family as announced (`h264`, `h265`); compared case-insensitively.
     pub codec: String,
+    /// Audio codec family of the rung's audio (`aac`), when it has audio; compared
+    /// case-insensitively.
+    pub audio_codec: Option<String>,
     /// Peak bit rate, bits per second.
     pub bitrate_bps: u64,
     /// Segment container.

@@ -96,6 +96,21 @@ fn elig_3_needs_hls_over_mpeg_ts_of_the_same_codec() {
         Ok(()),
         "codec case does not matter"
     );
+    // The audio codec is part of the ladder too: another one is a mismatch; none
+    // announced (an earlier node) is not told apart.
+    for (audio, wanted) in [
+        (
+            Some("opus".to_owned()),
+            Err(Problem::CodecMismatch { node: id("b") }),
+        ),
+        (Some("AAC".to_owned()), Ok(())),
+        (None, Ok(())),
+    ] {
+        let mut other = rung("h264", 2_000_000);
+        other.audio_codec = audio.clone();
+        m.ladder = vec![other];
+        assert_eq!(check("a", &node("b"), &m), wanted, "audio {audio:?}");
+    }
 }
 
 #[test]
@@ -228,6 +243,7 @@ fn rung_struct_is_plain_data() {
     let mut m = member("b");
     m.ladder.push(Rung {
         codec: "av1".into(),
+        audio_codec: Some("aac".into()),
         bitrate_bps: 9_000_000,
         transport: Transport::Fmp4,
     });

@@ -326,6 +326,7 @@ async fn a_paused_streams_ll_hls_playlists_redirect_to_an_fmp4_node() {
     {
         member.ladder.push(ott::Rung {
             codec: "h264".into(),
+            audio_codec: Some("aac".into()),
             bitrate_bps: 1_000_000,
             transport: ott::Transport::Fmp4,
         });

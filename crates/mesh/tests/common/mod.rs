@@ -50,6 +50,7 @@ pub fn member(stream: &str) -> MemberAnnounce {
         timeline_fingerprint: Some(0xfeed),
         ladder: vec![Rung {
             codec: "h264".into(),
+            audio_codec: Some("aac".into()),
             bitrate_bps: 2_000_000,
             transport: Transport::Ts,
         }],

@@ -47,6 +47,7 @@ pub fn node(name: &str) -> NodeView {
 pub fn rung(codec: &str, bitrate_bps: u64) -> Rung {
     Rung {
         codec: codec.into(),
+        audio_codec: Some("aac".into()),
         bitrate_bps,
         transport: Transport::Ts,
     }
@@ -65,6 +66,7 @@ pub fn member(name: &str) -> MemberView {
             rung("h264", 2_000_000),
             Rung {
                 codec: "h264".into(),
+                audio_codec: Some("aac".into()),
                 bitrate_bps: 2_000_000,
                 transport: Transport::Fmp4,
             },

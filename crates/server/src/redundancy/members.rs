@@ -70,16 +70,23 @@ pub fn own_member(
     let window = channel.snapshot();
     let working = stream_working(channel, now_ms, stale_after_ms);
     // The real ladder (OTT-ELIG-3): every rendition the master playlist offers, with its
-    // video codec and peak bit rate. Every rendition is packaged in both containers:
-    // fMP4 is made from the TS segments (crate::fmp4), so each announces an fMP4 rung
-    // alike (OTT-PROT-4).
+    // video and audio codecs and peak bit rate. Every rendition is packaged in both
+    // containers: fMP4 is made from the TS segments (crate::fmp4), so each announces an
+    // fMP4 rung alike (OTT-PROT-4).
     let ladder = channel
         .offered()
         .iter()
-        .filter_map(|(_, rung)| Some((rung.tracks.codecs.first()?.clone(), rung.bandwidth.0)))
-        .flat_map(|(codec, bitrate_bps)| {
+        .filter_map(|(_, rung)| {
+            let families: Vec<String> =
+                rung.tracks.codecs.iter().map(|c| codec_family(c)).collect();
+            let audio = families.iter().find(|c| c.as_str() == "aac").cloned();
+            let video = families.into_iter().find(|c| c.as_str() != "aac")?;
+            Some((video, audio, rung.bandwidth.0))
+        })
+        .flat_map(|(codec, audio, bitrate_bps)| {
             [ott::Transport::Ts, ott::Transport::Fmp4].map(|transport| ott::Rung {
-                codec: codec_family(&codec),
+                codec: codec.clone(),
+                audio_codec: audio.clone(),
                 bitrate_bps,
                 transport,
             })

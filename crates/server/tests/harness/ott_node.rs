@@ -51,6 +51,7 @@ pub fn node_view(id: &str, url: &str, https: bool) -> ott::NodeView {
 pub fn rung(transport: ott::Transport) -> ott::Rung {
     ott::Rung {
         codec: "h264".into(),
+        audio_codec: Some("aac".into()),
         bitrate_bps: 1_000_000,
         transport,
     }
