@@ -248,16 +248,7 @@ pub fn archive_target(
     // A package's catch-up goes to a member that recorded the same ladder when one holds
     // any of the period; to a member with another ladder only when none does.
     let own_ladder = snapshot.own_member(group).map(|m| m.ladder.as_slice());
-    let best = archive_holder(
-        snapshot,
-        group,
-        transport,
-        (from, to),
-        viewer,
-        now_ms,
-        |m| own_ladder.is_none_or(|own| same_package(own, &m.ladder)),
-    )
-    .or_else(|| {
+    let holder = |admit: &dyn Fn(&crate::view::MemberView) -> bool| {
         archive_holder(
             snapshot,
             group,
@@ -265,9 +256,11 @@ pub fn archive_target(
             (from, to),
             viewer,
             now_ms,
-            |_| true,
+            admit,
         )
-    });
+    };
+    let best = holder(&|m| own_ladder.is_none_or(|own| same_package(own, &m.ladder)))
+        .or_else(|| holder(&|_| true));
     match best {
         Some((part, target)) if part > own_part => ArchiveDecision::Redirect(target),
         Some(_) => ArchiveDecision::ServeHere,
@@ -286,7 +279,7 @@ fn archive_holder(
     (from, to): (i64, i64),
     viewer: ViewerContext,
     now_ms: i64,
-    admit: impl Fn(&crate::view::MemberView) -> bool,
+    admit: &dyn Fn(&crate::view::MemberView) -> bool,
 ) -> Option<(i64, Target)> {
     let mut best: Option<(i64, Target)> = None;
     for (node, member) in snapshot.others(group) {
