@@ -112,7 +112,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     let master = get(&state, "/s/index.m3u8").await;
     assert_eq!(master.status, 200);
     let text = as_text(&master.body);
-    let uris = variant_uris(&text);
+    let uris = variant_uris(text);
     assert_eq!(
         uris,
         vec!["mono.m3u8", "240p/mono.m3u8"],
@@ -157,7 +157,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     let fmp4 = get(&state, "/s/fmp4-index.m3u8").await;
     assert_eq!(fmp4.status, 200);
     let fmp4 = as_text(&fmp4.body);
-    let uris = variant_uris(&fmp4);
+    let uris = variant_uris(fmp4);
     assert_eq!(uris, vec!["fmp4.m3u8", "240p/fmp4.m3u8"], "{fmp4}");
     assert_eq!(get(&state, "/s/240p/fmp4.m3u8").await.status, 200);
 
@@ -259,7 +259,7 @@ async fn a_recorded_package_is_a_catch_up_ladder() {
     let master = get(&state, &format!("/s/index-{period}.m3u8")).await;
     assert_eq!(master.status, 200);
     let text = as_text(&master.body);
-    let uris = variant_uris(&text);
+    let uris = variant_uris(text);
     assert_eq!(
         uris,
         vec![
