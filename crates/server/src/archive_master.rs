@@ -33,20 +33,11 @@ pub struct RecordedRendition {
 
 /// Peak and average bit rate of archived segments, bits per second.
 pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
-    let mut peak = 0u64;
-    let (mut bytes, mut ticks) = (0u64, 0u64);
-    for entry in entries {
-        let bits = u64::from(entry.size) * 8 * media::CLOCK_HZ;
-        if let Some(rate) = bits.checked_div(entry.duration_ticks) {
-            peak = peak.max(rate);
-        }
-        bytes += u64::from(entry.size);
-        ticks += entry.duration_ticks;
-    }
-    let average = (bytes * 8 * media::CLOCK_HZ)
-        .checked_div(ticks)
-        .unwrap_or(0);
-    (peak, average)
+    crate::window::peak_and_average(
+        entries
+            .iter()
+            .map(|e| (u64::from(e.size), e.duration_ticks)),
+    )
 }
 
 /// The master playlist of the recorded renditions that have segments in the period;

@@ -200,7 +200,7 @@ impl Channel {
     /// one variant per rendition a player can switch into (see
     /// [`crate::render::package_master`]).
     pub fn master_playlist(&self) -> Bytes {
-        if self.renditions.len() == 1 {
+        if !self.is_package() {
             return self.main().snapshot().master_playlist.clone();
         }
         read(&self.package_master)
@@ -214,9 +214,9 @@ impl Channel {
 
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
     /// Representation per offered rung on the same timeline (see
-    /// [`crate::fmp4::mpd::package_mpd`]).
+    /// [`crate::fmp4::package_mpd::package_mpd`]).
     pub fn mpd(&self) -> Bytes {
-        if self.renditions.len() == 1 {
+        if !self.is_package() {
             return self.main().snapshot().mpd.clone();
         }
         read(&self.package_mpd)
@@ -286,7 +286,7 @@ impl Channel {
         }
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
-        if self.renditions.len() > 1 {
+        if self.is_package() {
             let _rendering = match self.package_render.lock() {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),

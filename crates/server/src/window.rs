@@ -199,15 +199,25 @@ impl WindowSnapshot {
 
 /// Peak and average bit rate of the segments, in bits per second.
 pub fn bandwidth(segments: &VecDeque<Arc<StoredSegment>>) -> (u64, u64) {
+    peak_and_average(
+        segments
+            .iter()
+            .map(|s| (s.data.len() as u64, s.duration_ticks)),
+    )
+}
+
+/// Peak and average bit rate, bits per second, of segments given as (bytes, 90-kHz
+/// duration): the live window's and an archived period's alike. A segment of no
+/// duration counts in the average's bytes only.
+pub fn peak_and_average(segments: impl Iterator<Item = (u64, u64)>) -> (u64, u64) {
     let mut peak = 0u64;
     let (mut bytes, mut ticks) = (0u64, 0u64);
-    for segment in segments {
-        let len = segment.data.len() as u64;
-        if let Some(rate) = (len * 8 * media::CLOCK_HZ).checked_div(segment.duration_ticks) {
+    for (len, duration_ticks) in segments {
+        if let Some(rate) = (len * 8 * media::CLOCK_HZ).checked_div(duration_ticks) {
             peak = peak.max(rate);
         }
         bytes += len;
-        ticks += segment.duration_ticks;
+        ticks += duration_ticks;
     }
     let average = (bytes * 8 * media::CLOCK_HZ)
         .checked_div(ticks)

@@ -214,10 +214,9 @@ async fn master(channel: &Channel, span: MasterSpan, request: ArchiveRequest) ->
         let entries = reader.with_index(|index| match span {
             MasterSpan::Period(from, to) => index.query(from, to).entries.to_vec(),
             MasterSpan::Timeshift { edge_ms } => {
-                let window = timeshift_window(rendition);
-                let before = index.query(i64::MIN, edge_ms);
-                let n = before.entries.len();
-                before.entries[n.saturating_sub(window)..].to_vec()
+                timeshift_slice(index, edge_ms, timeshift_window(rendition))
+                    .map(|slice| slice.entries.to_vec())
+                    .unwrap_or_default()
             }
         });
         let uri = if rendition.name() == crate::rendition::MAIN {
@@ -240,15 +239,21 @@ async fn master(channel: &Channel, span: MasterSpan, request: ArchiveRequest) ->
     }
 }
 
-/// The sliding window of `window` segments whose live edge is `edge_ms`.
-fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<String> {
+/// The last `window` archived segments whose live edge is `edge_ms`; `None` when
+/// nothing was archived before it.
+fn timeshift_slice(index: &Index, edge_ms: i64, window: usize) -> Option<dvr::index::Slice<'_>> {
     let before = index.query(i64::MIN, edge_ms);
     let n = before.entries.len();
     if n == 0 {
         return None;
     }
     let first = before.first_ordinal + n.saturating_sub(window) as u64;
-    let slice = index.from_ordinal(first, window);
+    Some(index.from_ordinal(first, window))
+}
+
+/// The sliding window of `window` segments whose live edge is `edge_ms`.
+fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<String> {
+    let slice = timeshift_slice(index, edge_ms, window)?;
     Some(dvr::playlist::render(
         slice,
         PlaylistType::Live,
