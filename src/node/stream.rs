@@ -199,18 +199,9 @@ fn start_published_ladder(
     let mut rungs = Vec::with_capacity(names.len());
     for name in names {
         let publish = server::ladder::published_stream_name(&stream.name, &name);
-        let (events_tx, events_rx) = mpsc::channel(4096);
-        let mut config =
-            SupervisorConfig::new(publish.clone(), vec![InputSpec::Rtmp { key: key.clone() }]);
-        config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
-        let handle = supervisor::spawn(config, Some(&context.registry), events_tx, stop.clone())
-            .with_context(|| format!("stream {publish}"))?;
-        server::ingest_view::register_inputs(
-            &context.metrics,
-            &publish,
-            handle.counters().to_vec(),
-        );
-        tasks.spawn(handle.join());
+        let specs = vec![InputSpec::Rtmp { key: key.clone() }];
+        let registry = Some(&context.registry);
+        let events_rx = start_inputs(context, &publish, specs, registry, &settings, stop, tasks)?;
         rungs.push(server::ladder::published::PublishedRung {
             name,
             events: events_rx,
@@ -252,13 +243,7 @@ fn start_rung(
     // Every rung has LL-HLS of its own, cut from its frames in step with its segments
     // (the LL-HLS master lists the ladder, each playlist reports its siblings).
     start_llhls(context, &rendition, &name, settings);
-    let (events_tx, events_rx) = mpsc::channel(4096);
-    let mut supervisor_config = SupervisorConfig::new(name.clone(), specs);
-    supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
-    let handle = supervisor::spawn(supervisor_config, None, events_tx, stop.clone())
-        .with_context(|| format!("stream {name}"))?;
-    server::ingest_view::register_inputs(&context.metrics, &name, handle.counters().to_vec());
-    tasks.spawn(handle.join());
+    let events_rx = start_inputs(context, &name, specs, None, settings, stop, tasks)?;
     let pipeline_settings = PipelineSettings {
         publish_latency: Arc::default(),
         target_duration_ms: settings.segment_duration_ms,
@@ -291,6 +276,28 @@ fn start_rung(
         }
     });
     Ok(())
+}
+
+/// Starts the input supervisor of a rung (`name`: `stream/rung` for a pulled rung,
+/// `stream@rung` for a published one, its RTMP publish point when `registry` is given)
+/// and registers its input metrics; returns what its inputs deliver.
+fn start_inputs(
+    context: &StreamContext,
+    name: &str,
+    specs: Vec<InputSpec>,
+    registry: Option<&PublishRegistry>,
+    settings: &crate::config::StreamSettings,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<mpsc::Receiver<ingest::IngestEvent>> {
+    let (events_tx, events_rx) = mpsc::channel(4096);
+    let mut config = SupervisorConfig::new(name.to_owned(), specs);
+    config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
+    let handle = supervisor::spawn(config, registry, events_tx, stop.clone())
+        .with_context(|| format!("stream {name}"))?;
+    server::ingest_view::register_inputs(&context.metrics, name, handle.counters().to_vec());
+    tasks.spawn(handle.join());
+    Ok(events_rx)
 }
 
 /// Turns on LL-HLS for one rendition (`name`: the stream, or `stream/rung`, for its
