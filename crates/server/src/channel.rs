@@ -46,10 +46,10 @@ pub struct Channel {
     /// The live MPD with a video Representation per rung that shares the source's
     /// timeline, when there are several renditions.
     package_mpd: RwLock<Bytes>,
-    /// Held while the package's master playlist is rendered and published, so
+    /// Held while the package's master playlist and MPD are rendered and published, so
     /// renditions pushed at once (one pipeline each) never publish an older render over
-    /// a newer one.
-    package_render: std::sync::Mutex<()>,
+    /// a newer one; it holds the rungs each listed MPD segment was first listed with.
+    package_render: std::sync::Mutex<crate::fmp4::package_mpd::Membership>,
     /// Indices into `renditions` in the order the master playlist lists them.
     listing: Vec<usize>,
     ladder: std::sync::OnceLock<Arc<crate::ladder::status::LadderStatus>>,
@@ -104,7 +104,7 @@ impl Channel {
             input_paused: std::sync::atomic::AtomicBool::new(false),
             package_master: RwLock::new(Bytes::new()),
             package_mpd: RwLock::new(Bytes::new()),
-            package_render: std::sync::Mutex::new(()),
+            package_render: std::sync::Mutex::new(Default::default()),
         }
     }
 
@@ -287,7 +287,7 @@ impl Channel {
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
         if self.is_package() {
-            let _rendering = match self.package_render.lock() {
+            let mut membership = match self.package_render.lock() {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
@@ -296,7 +296,10 @@ impl Channel {
                 &self.package_master,
                 crate::render::package_master(&offered, "mono.m3u8"),
             );
-            replace(&self.package_mpd, self.render_package_mpd(now_ms));
+            replace(
+                &self.package_mpd,
+                self.render_package_mpd(&mut membership, now_ms),
+            );
         }
         if rendition.name() == MAIN {
             self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
@@ -307,7 +310,11 @@ impl Channel {
 impl Channel {
     /// The package's live MPD from its renditions' windows (empty until the source has
     /// an fMP4 segment).
-    fn render_package_mpd(&self, now_ms: i64) -> Bytes {
+    fn render_package_mpd(
+        &self,
+        membership: &mut crate::fmp4::package_mpd::Membership,
+        now_ms: i64,
+    ) -> Bytes {
         let main = self.main().snapshot();
         let rungs: Vec<(&str, Arc<WindowSnapshot>)> = self
             .listed()
@@ -318,6 +325,7 @@ impl Channel {
             (Some((_, newest)), Some(ast)) => Bytes::from(crate::fmp4::package_mpd::package_mpd(
                 &main,
                 &rungs,
+                membership,
                 ast,
                 u64::from(newest.marker.target_duration_ms),
                 now_ms,

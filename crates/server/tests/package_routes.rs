@@ -47,6 +47,19 @@ fn cut() -> (Vec<Segment>, Vec<RungSegment>, Vec<RungSegment>) {
     (source, good_out, bad_out)
 }
 
+/// How many segments the `SegmentTimeline`s of an MPD list, all together.
+fn timeline_segments(mpd: &str) -> usize {
+    mpd.split("<S ")
+        .skip(1)
+        .map(|s| s.split("/>").next().unwrap_or(""))
+        .map(|s| {
+            s.split_once("r=\"")
+                .and_then(|(_, r)| r.split('"').next()?.parse::<usize>().ok())
+                .map_or(1, |r| r + 1)
+        })
+        .sum()
+}
+
 /// The variant URIs of a master playlist, in order.
 fn variant_uris(master: &str) -> Vec<&str> {
     master
@@ -83,31 +96,52 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         Arc::clone(channel.rendition("240p").expect("the rung")),
         Arc::clone(channel.rendition("bad").expect("the rung")),
     );
-    for s in &source {
-        channel.push_to(channel.main(), LiveSegment::from(s.clone()), tracks(), None);
+    let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
+        channel.push_to(rendition, LiveSegment::from(segment.clone()), tracks(), None);
+    };
+    // The rungs start late: their first three segments come after the source's were
+    // listed in the MPD (the newest source segment waits for a rung that has not
+    // started).
+    for s in &source[..4] {
+        push(channel.main(), s);
     }
-    for (rendition, cut) in [(&rung, &good), (&misaligned, &bad)] {
-        for (i, r) in cut.iter().enumerate() {
-            channel.push_to(
-                rendition,
-                LiveSegment::from(r.segment.clone()),
-                tracks(),
-                None,
-            );
-            // A live period's Representations never change: the segments the rung has
-            // form a period of their own (keyed by the rung and its sequence), the
-            // ones it has not yet another.
-            if Arc::ptr_eq(rendition, &rung) && i == 0 {
-                let answer = get(&state, "/s/index.mpd").await;
-                let mpd = as_text(&answer.body);
-                assert_eq!(mpd.matches("<Period ").count(), 2, "{mpd}");
-                let (with, without) = mpd.split_once("<Period id=\"d0\"").expect("{mpd}");
-                assert!(with.contains("<Period id=\"d0-240p.0\""), "{mpd}");
-                assert!(with.contains("<Representation id=\"240p\""), "{mpd}");
-                assert!(!without.contains("id=\"240p\""), "{mpd}");
-            }
+    let before = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
+    assert_eq!(timeline_segments(&before), 2 * 3, "three of four listed: {before}");
+    let rungs_of = |msn: u64| {
+        [(&rung, &good), (&misaligned, &bad)]
+            .into_iter()
+            .filter_map(move |(rendition, cut)| {
+                let r = cut.iter().find(|r| r.segment.msn == msn)?;
+                Some((rendition, &r.segment))
+            })
+    };
+    for s in &source[..3] {
+        for (rendition, segment) in rungs_of(s.msn) {
+            push(rendition, segment);
         }
     }
+    // A live period's Representations never change, and a listed segment keeps its
+    // rungs: the late rung joins at the next segment, in a period of its own (keyed by
+    // the rung and its sequence).
+    let after = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
+    assert_eq!(after.matches("<Period ").count(), 1, "{after}");
+    assert!(!after.contains("id=\"240p\""), "{after}");
+    assert_eq!(timeline_segments(&after), 2 * 3, "as listed before: {after}");
+    for (i, s) in source.iter().enumerate().skip(3) {
+        if i > 3 {
+            push(channel.main(), s);
+        }
+        for (rendition, segment) in rungs_of(s.msn) {
+            push(rendition, segment);
+        }
+    }
+    let joined = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
+    let (without, with) = joined
+        .split_once("<Period id=\"d0-240p.0\"")
+        .expect("the rung's period: {joined}");
+    assert!(without.contains("<Period id=\"d0\""), "{joined}");
+    assert!(!without.contains("id=\"240p\""), "{joined}");
+    assert!(with.contains("<Representation id=\"240p\""), "{joined}");
 
     let master = get(&state, "/s/index.m3u8").await;
     assert_eq!(master.status, 200);
@@ -166,9 +200,11 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     let mpd = get(&state, "/s/index.mpd").await;
     assert_eq!(mpd.status, 200);
     let mpd = as_text(&mpd.body);
+    let mpd = mpd
+        .split_once("<Period id=\"d0-240p.0\"")
+        .map(|(_, period)| period)
+        .expect("the rung's period: {mpd}");
     assert_eq!(mpd.matches("contentType=\"video\"").count(), 1, "{mpd}");
-    assert_eq!(mpd.matches("<Period ").count(), 1, "{mpd}");
-    assert!(mpd.contains("<Period id=\"d0-240p.0\""), "{mpd}");
     assert!(mpd.contains("<Representation id=\"v\""), "{mpd}");
     assert!(mpd.contains("<Representation id=\"240p\""), "{mpd}");
     assert!(

@@ -5,10 +5,18 @@
 //! good when an MPD update adds a Representation to the period it plays (measured: a
 //! player started before the rungs joined froze when they did). So a rung's
 //! membership splits periods instead: a segment's period is keyed by its discontinuity
-//! sequence and by the rungs that have the segment, each with the rung's own
-//! discontinuity sequence (`d3-240p.0-144p.0`). The key is a function of the segments
-//! (every node's rung segments are the MC's bytes), not of when a node started, and a
-//! rung that restarts has a new sequence, so a key never comes back once left.
+//! sequence and by the rungs it lists, each with the rung's own discontinuity sequence
+//! (`d3-240p.0-144p.0`). A rung that restarts has a new sequence, so a key never comes
+//! back once left.
+//!
+//! A segment's rungs are fixed when the MPD first lists it ([`Membership`]): the offered
+//! rungs that have its MSN then. A rung that becomes offered later (its window turns
+//! switchable, or its segment comes after the wait below) joins at a later segment, in a
+//! new period; it never changes a period a player may already play (measured: dash.js
+//! lost every Representation when the period it played was replaced by one of the same
+//! start with another rung). Every node's rung segments are the MC's bytes and wait for
+//! the rungs alike, so nodes list the same periods but for a rung that arrives right at
+//! the end of the wait.
 //!
 //! At the live edge the newest source segment waits, at most [`HOLD_BACK_MS`], for the
 //! rungs to bring theirs (they are cut on it, a few tens of milliseconds later): without
@@ -27,35 +35,71 @@ use crate::window::WindowSnapshot;
 /// How long the newest source segment waits for the rungs' segments of its MSN.
 pub const HOLD_BACK_MS: i64 = 500;
 
-/// One rung's fMP4 segments by MSN (none while the master playlist does not offer it).
+/// One rung's fMP4 segments by MSN.
 struct RungSegments<'a> {
     name: &'a str,
     segments: BTreeMap<u64, &'a Fmp4View>,
+    /// The master playlist offers the rung now ([`crate::render::offered`]).
+    offered: bool,
     /// The rung has no segment at all yet (its encoder or publisher has not started).
     unstarted: bool,
 }
 
-/// The period key of source segment `msn`: the rungs that have it, in ladder order, with
-/// their discontinuity sequences; `None` when none has.
-fn key(rungs: &[RungSegments<'_>], msn: u64) -> Option<String> {
-    let mut key = String::new();
-    for rung in rungs {
-        if let Some(view) = rung.segments.get(&msn) {
-            key.push('-');
-            key.push_str(rung.name);
-            key.push('.');
-            key.push_str(&view.marker.state.discontinuity_seq.to_string());
-        }
+/// The rungs of one listed source segment, fixed when it was first listed.
+#[derive(Debug, Clone)]
+struct Listed {
+    /// Indices of the rungs (in ladder order) listed with the segment.
+    rungs: Vec<usize>,
+    /// Its period key: the rungs with their discontinuity sequences; `None` for none.
+    key: Option<String>,
+}
+
+/// The rungs each source segment of a package's live MPD was first listed with, by
+/// MSN, so that a listed period never changes (see the module docs). One per channel,
+/// updated under its render lock.
+#[derive(Debug, Default)]
+pub struct Membership {
+    listed: BTreeMap<u64, Listed>,
+}
+
+impl Membership {
+    /// Source segment `msn`'s rungs: as first listed, or, listed now for the first
+    /// time, the offered rungs that have it.
+    fn of(&mut self, rungs: &[RungSegments<'_>], msn: u64) -> &Listed {
+        self.listed.entry(msn).or_insert_with(|| {
+            let mut key = String::new();
+            let mut members = Vec::new();
+            for (index, rung) in rungs.iter().enumerate() {
+                let Some(view) = rung.segments.get(&msn).filter(|_| rung.offered) else {
+                    continue;
+                };
+                members.push(index);
+                key.push('-');
+                key.push_str(rung.name);
+                key.push('.');
+                key.push_str(&view.marker.state.discontinuity_seq.to_string());
+            }
+            Listed {
+                rungs: members,
+                key: (!key.is_empty()).then_some(key),
+            }
+        })
     }
-    (!key.is_empty()).then_some(key)
+
+    /// Forgets the segments before `oldest` (out of the window).
+    fn forget_before(&mut self, oldest: u64) {
+        self.listed = self.listed.split_off(&oldest);
+    }
 }
 
 /// The live MPD of a package: the source's `window` and its `rungs` (name and window,
 /// in ladder order: the rungs the master playlist lists, offered or not), rendered at
-/// `now_ms`; see the module docs.
+/// `now_ms`, each listed segment with the rungs `membership` fixed for it; see the
+/// module docs.
 pub fn package_mpd(
     window: &WindowSnapshot,
     rungs: &[(&str, Arc<WindowSnapshot>)],
+    membership: &mut Membership,
     availability_start_ms: i64,
     target_ms: u64,
     now_ms: i64,
@@ -64,11 +108,8 @@ pub fn package_mpd(
         .iter()
         .map(|(name, w)| RungSegments {
             name,
-            segments: if crate::render::offered(name, w) {
-                w.fmp4_segments().map(|(s, v)| (s.msn, v)).collect()
-            } else {
-                BTreeMap::new()
-            },
+            segments: w.fmp4_segments().map(|(s, v)| (s.msn, v)).collect(),
+            offered: crate::render::offered(name, w),
             unstarted: w.segments.is_empty(),
         })
         .collect();
@@ -76,28 +117,48 @@ pub fn package_mpd(
     if let Some(newest) = views.last() {
         // A rung that had the segment before, or has not started yet, is waited for.
         let msn = newest.marker.state.msn;
+        let listed = membership.listed.contains_key(&msn);
         let awaited = rungs.iter().any(|r| {
             !r.segments.contains_key(&msn)
-                && (r.unstarted || r.segments.contains_key(&msn.wrapping_sub(1)))
+                && (r.unstarted || (r.offered && r.segments.contains_key(&msn.wrapping_sub(1))))
         });
         // An MPD without a period is no MPD to a player: the first segment never waits.
-        let waits = awaited && views.len() > 1;
+        // And a segment once listed stays listed.
+        let waits = awaited && views.len() > 1 && !listed;
         if waits && now_ms.saturating_sub(window.published_ms) < HOLD_BACK_MS {
             views.pop();
         }
     }
-    let mut periods = periods(&views, |view| key(&rungs, view.marker.state.msn));
+    if let Some(oldest) = views.first() {
+        membership.forget_before(oldest.marker.state.msn);
+    }
+    let listed: BTreeMap<u64, Listed> = views
+        .iter()
+        .map(|v| v.marker.state.msn)
+        .map(|msn| (msn, membership.of(&rungs, msn).clone()))
+        .collect();
+    let mut periods = periods(&views, |view| {
+        listed
+            .get(&view.marker.state.msn)
+            .and_then(|l| l.key.clone())
+    });
     for period in &mut periods {
-        period.rungs = rungs
+        let members = period
+            .segments
+            .first()
+            .and_then(|s| listed.get(&s.msn))
+            .map_or(&[][..], |l| &l.rungs[..]);
+        period.rungs = members
             .iter()
-            .filter_map(|rung| rung_of(rung, period))
+            .filter_map(|&index| rung_of(&rungs[index], period))
             .collect();
     }
     dynamic_mpd(periods, availability_start_ms, target_ms, now_ms)
 }
 
-/// A rung's Representation in `period`, when it has the period's segments (its key
-/// says so: every segment of the period has the same rungs).
+/// A rung's Representation in `period`, of which it is a member (its key says so:
+/// every segment of the period has the same rungs), when it still has the period's
+/// segments.
 fn rung_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdRung> {
     let views: Vec<&Fmp4View> = period
         .segments
