@@ -92,11 +92,18 @@ test('hls.js steps down the ladder on a throttled network and back up, without a
   // Well above the top rung: the estimate learns a real network, no switch is needed.
   await throttle(2 * kbps(s.levels[highest].bitrate));
   await page.waitForTimeout(12_000);
-  // Between what the middle rung and the top rung need: down to the middle rung.
-  await throttle((kbps(s.levels[middle].bitrate) / 0.95 + keeps(highest)) / 2);
+  // Below what the top rung needs, nearer it than the middle rung's need: the top
+  // rung's fragments take a little longer than they last, so the buffer drains slowly
+  // while the estimate learns, and the player steps down to the middle rung.
+  const middleNeeds = kbps(s.levels[middle].bitrate) / 0.95;
+  await throttle(middleNeeds + 0.7 * (keeps(highest) - middleNeeds));
   await waitForLevel(page, middle, 'throttled below the top rung', 90_000);
-  // Just above the lowest rung's peak: down to the lowest rung.
-  await throttle(kbps(s.levels[lowest].bitrate) * 1.13);
+  // The network holds a while (the player refills its buffer at the middle rung), then
+  // drops between what the lowest rung and the middle rung need: down to the lowest.
+  // (Dropping at once, with a middle-rung fragment in flight, to just above the lowest
+  // rung's peak made that fragment outlast the buffer in 1 run of 3.)
+  await page.waitForTimeout(8_000);
+  await throttle((kbps(s.levels[lowest].bitrate) / 0.95 + keeps(middle)) / 2);
   await waitForLevel(page, lowest, 'throttled below the middle rung', 90_000);
   await cdp.send('Network.emulateNetworkConditions', {
     offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1,
