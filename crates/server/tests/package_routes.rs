@@ -97,7 +97,12 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         Arc::clone(channel.rendition("bad").expect("the rung")),
     );
     let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
-        channel.push_to(rendition, LiveSegment::from(segment.clone()), tracks(), None);
+        channel.push_to(
+            rendition,
+            LiveSegment::from(segment.clone()),
+            tracks(),
+            None,
+        );
     };
     // The rungs start late: their first three segments come after the source's were
     // listed in the MPD (the newest source segment waits for a rung that has not
@@ -106,7 +111,11 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         push(channel.main(), s);
     }
     let before = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
-    assert_eq!(timeline_segments(&before), 2 * 3, "three of four listed: {before}");
+    assert_eq!(
+        timeline_segments(&before),
+        2 * 3,
+        "three of four listed: {before}"
+    );
     let rungs_of = |msn: u64| {
         [(&rung, &good), (&misaligned, &bad)]
             .into_iter()
@@ -126,7 +135,11 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     let after = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
     assert_eq!(after.matches("<Period ").count(), 1, "{after}");
     assert!(!after.contains("id=\"240p\""), "{after}");
-    assert_eq!(timeline_segments(&after), 2 * 3, "as listed before: {after}");
+    assert_eq!(
+        timeline_segments(&after),
+        2 * 3,
+        "as listed before: {after}"
+    );
     for (i, s) in source.iter().enumerate().skip(3) {
         if i > 3 {
             push(channel.main(), s);
