@@ -148,8 +148,12 @@ fn segment_all(frames: &[Frame]) -> (Vec<Segment>, Segmenter) {
         },
     );
     let mut out = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        out.extend(seg.push(f.clone(), 1_700_000_000_000 + i as i64 * 20));
+    // A wall clock that follows the source's (a real-time source).
+    let first = frames.first().map_or(0, |f| f.dts);
+    for f in frames {
+        let ahead = f.dts.wrapping_sub(first) & PTS_MASK;
+        let elapsed_ms = if ahead > PTS_MASK / 2 { 0 } else { ahead / 90 };
+        out.extend(seg.push(f.clone(), 1_700_000_000_000 + elapsed_ms as i64));
         while let Some(s) = seg.pop_ready() {
             out.push(s);
         }
@@ -294,6 +298,59 @@ proptest! {
         }
         for s in out {
             prop_assert_eq!(s.data.len() % PACKET_SIZE, 0);
+        }
+    }
+
+    /// Damaged timestamps in source mode (a clean cadence with steps of any size,
+    /// forward or back, PTS far from DTS, a wall clock that may stall): no segment is
+    /// longer than the longest-segment bound and no date runs more than
+    /// `MAX_DATE_AHEAD_MS` ahead of the wall clock the frames came with.
+    #[test]
+    fn damaged_timestamps_never_give_a_wild_duration_or_date(
+        ops in prop::collection::vec(
+            (0u8..6, 0u64..2_000_000, any::<u64>(), any::<bool>(), 0i64..200),
+            1..600,
+        ),
+        start in 0u64..=PTS_MASK,
+    ) {
+        let config = SegmenterConfig::default();
+        let mut seg = Segmenter::new(
+            config,
+            StartPoint::Fresh { min_msn: 0, min_discontinuity_seq: 0 },
+        );
+        let (mut dts, mut now) = (start, 1_700_000_000_000i64);
+        let mut out = Vec::new();
+        for (i, (op, step, noise, key, wall)) in ops.into_iter().enumerate() {
+            dts = match op {
+                0 => dts.wrapping_add(step),
+                1 => dts.wrapping_sub(step),
+                2 => noise,
+                _ => dts.wrapping_add(FRAME),
+            } & PTS_MASK;
+            let pts = if noise % 7 == 0 { noise } else { dts + (noise % 4) * FRAME };
+            let audio = i % 3 == 2;
+            now += wall;
+            let frame = Frame {
+                codec: if audio { Codec::Aac } else { Codec::H264 },
+                pts: pts & PTS_MASK,
+                dts: if audio { pts & PTS_MASK } else { dts },
+                keyframe: audio || key,
+                data: data(i as u64, key, audio),
+            };
+            out.extend(seg.push(frame, now).map(|s| (s, now)));
+            while let Some(s) = seg.pop_ready() {
+                out.push((s, now));
+            }
+        }
+        while let Some(s) = seg.flush() {
+            out.push((s, now));
+        }
+        for (s, at) in &out {
+            prop_assert!(s.duration_ticks <= config.longest_segment_ticks(), "msn {} lasts {}", s.msn, s.duration_ticks);
+            prop_assert!(
+                s.program_date_time_ms <= at + media::segmenter::MAX_DATE_AHEAD_MS,
+                "msn {} dated {} ms ahead", s.msn, s.program_date_time_ms - at
+            );
         }
     }
 

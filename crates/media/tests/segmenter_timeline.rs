@@ -496,3 +496,86 @@ fn ffmpeg_fixture_segments_relay_and_probe() {
         "{text}"
     );
 }
+
+// Damaged timestamps (issue "Damaged and hostile input", item 1): no segment is ever
+// longer than the longest-segment bound, and no date runs far ahead of the wall clock.
+
+/// Every segment within the bound, every date at most `MAX_DATE_AHEAD_MS` ahead of the
+/// clock the frames arrived with.
+fn assert_timed(out: &[Segment], config: SegmenterConfig, latest_clock_ms: i64) {
+    for s in out {
+        assert!(
+            s.duration_ticks <= config.longest_segment_ticks(),
+            "msn {} lasts {} ticks",
+            s.msn,
+            s.duration_ticks
+        );
+        assert!(
+            s.program_date_time_ms <= latest_clock_ms + media::segmenter::MAX_DATE_AHEAD_MS,
+            "msn {} dated {} ms ahead",
+            s.msn,
+            s.program_date_time_ms - latest_clock_ms
+        );
+    }
+}
+
+#[test]
+fn a_keyframe_with_a_garbage_pts_is_dropped_not_timed() {
+    let mut frames = Synth::new(0).frames(20);
+    // A bit flip in the PTS of the keyframe at 6 s: 13 hours after its DTS.
+    let key = frames
+        .iter()
+        .position(|f| f.keyframe && f.codec == Codec::H264 && f.dts >= 6 * 90_000)
+        .expect("a keyframe");
+    frames[key].pts = (frames[key].pts + (1 << 32)) & media::PTS_MASK;
+    let config = SegmenterConfig::default();
+    let mut seg = fresh(config);
+    let out = run(&mut seg, &frames, 0);
+    assert_eq!(seg.stats().dropped_bad_pts, 1);
+    assert_timed(&out, config, EPOCH_MS + 20_000);
+    let total: u64 = out.iter().map(|s| s.duration_ticks).sum();
+    assert!(
+        total <= 21 * 90_000,
+        "the timeline is the source's 20 s: {total}"
+    );
+}
+
+#[test]
+fn a_gap_longer_than_any_segment_breaks_the_timeline() {
+    // 7 s of nothing (below the 20-s jump threshold, above the 8-s longest segment).
+    let config = SegmenterConfig::default();
+    let gap = 7 * 90_000 + config.target_ticks();
+    let mut frames = Synth::new(0).frames(6);
+    let mut after = Synth::new(6 * 90_000 + gap).frames(6);
+    frames.append(&mut after);
+    let mut seg = fresh(config);
+    let out = run(&mut seg, &frames, 0);
+    assert_eq!(seg.stats().untimed, 1, "{:?}", seg.stats());
+    assert_timed(&out, config, EPOCH_MS + 21_000);
+    let breaks: Vec<&Segment> = out.iter().filter(|s| s.discontinuous).collect();
+    assert_eq!(breaks.len(), 1, "one discontinuity where the gap is");
+    assert_eq!(breaks[0].discontinuity_seq, 1);
+}
+
+#[test]
+fn dates_of_a_source_faster_than_the_clock_are_anchored_again() {
+    // 120 s of media delivered in 40 s of wall clock (a pull that does not pace).
+    let frames = Synth::new(0).frames(120);
+    let config = SegmenterConfig::default();
+    let mut seg = fresh(config);
+    let mut out = Vec::new();
+    let mut latest = EPOCH_MS;
+    for f in &frames {
+        latest = EPOCH_MS + (f.dts / 90 / 3) as i64;
+        out.extend(seg.push(f.clone(), latest));
+        while let Some(s) = seg.pop_ready() {
+            out.push(s);
+        }
+    }
+    while let Some(s) = seg.flush() {
+        out.push(s);
+    }
+    assert_timed(&out, config, latest);
+    assert!(seg.stats().untimed >= 2, "{:?}", seg.stats());
+    assert!(out.iter().any(|s| s.discontinuous));
+}

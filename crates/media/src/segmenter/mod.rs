@@ -37,6 +37,13 @@
 //! [`Segmenter::discontinuity`] starts a new segment at the next keyframe, flagged
 //! discontinuous, with discontinuity_seq + 1 and the wall-clock anchor moved so the
 //! dates continue from the end of the previous segment.
+//!
+//! Damaged timestamps are bounded (docs/timeline.md): a frame whose PTS is more than
+//! 1 s before its DTS or more than a forced-cut length after it is dropped; a gap that
+//! would make a segment longer than [`SegmenterConfig::longest_segment_ticks`] breaks
+//! the timeline as a jump does; and a segment whose date would run more than
+//! [`MAX_DATE_AHEAD_MS`] ahead of the wall clock starts after a discontinuity,
+//! anchored at the wall clock.
 
 mod follow;
 mod rung;
@@ -50,7 +57,9 @@ use crate::Frame;
 
 pub use rung::{RungCutter, RungSegment, RungStats};
 pub(crate) use segment::unwrap_ts;
-pub use segment::{Segment, SegmenterConfig, SegmenterStats, MAX_SEGMENT_FRAMES};
+pub use segment::{
+    Segment, SegmenterConfig, SegmenterStats, MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
+};
 
 use follow::Follow;
 use source::Source;

@@ -37,6 +37,14 @@ impl SegmenterConfig {
     pub fn max_segment_ticks(&self) -> u64 {
         self.target_ticks() * u64::from(self.max_segment_factor.max(1))
     }
+
+    /// The longest segment a source is cut into, in 90 kHz ticks: the forced-cut length
+    /// plus one target for the frame that triggers the cut. Timestamps that would make
+    /// a segment longer cannot be timed: the timeline breaks there instead (a
+    /// discontinuity), so damaged timestamps never give a wild duration or target.
+    pub fn longest_segment_ticks(&self) -> u64 {
+        self.max_segment_ticks() + self.target_ticks()
+    }
 }
 
 /// One finished segment.
@@ -99,7 +107,21 @@ pub struct SegmenterStats {
     /// Frames dropped because a segment already held [`MAX_SEGMENT_FRAMES`] (a source
     /// whose timestamps do not advance, or a marker announcing absurd counts).
     pub dropped_overflow: u64,
+    /// Frames dropped because their PTS cannot be right: more than a second before
+    /// their DTS, or further after it than a segment may last (damaged timestamps).
+    pub dropped_bad_pts: u64,
+    /// Places where the timeline was broken with a discontinuity because the source
+    /// could not be timed there: a gap between frames longer than the longest segment
+    /// ([`SegmenterConfig::longest_segment_ticks`]), or dates running more than
+    /// [`MAX_DATE_AHEAD_MS`] ahead of the wall clock.
+    pub untimed: u64,
 }
+
+/// How far a segment's EXT-X-PROGRAM-DATE-TIME may run ahead of the wall clock of the
+/// node that cuts it (a source faster than real time, or forward jumps below the jump
+/// threshold, one after another) before the timeline is anchored again: 30 s, more than
+/// what a server sends at once when a pull connects (a GOP cache, a relay's buffer).
+pub const MAX_DATE_AHEAD_MS: i64 = 30_000;
 
 /// The most frames one segment may hold; bounds memory against hostile input.
 pub const MAX_SEGMENT_FRAMES: usize = 20_000;

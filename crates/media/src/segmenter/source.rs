@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 
 use super::segment::{
-    emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES,
+    emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_DATE_AHEAD_MS,
+    MAX_SEGMENT_FRAMES,
 };
 use crate::timeline::{TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind, CLOCK_HZ};
@@ -149,6 +150,12 @@ impl Source {
     ) {
         let ext_dts = unwrap_ts(frame.dts, self.last_ext);
         let ext_pts = unwrap_ts(frame.pts, Some(ext_dts));
+        if ext_pts.saturating_add(MAX_BACKWARD) < ext_dts
+            || ext_pts.saturating_sub(ext_dts) > self.cfg.max_segment_ticks()
+        {
+            stats.dropped_bad_pts += 1;
+            return;
+        }
         let kind = frame.kind();
         let t = Timed {
             ext_pts,
@@ -227,7 +234,7 @@ impl Source {
         let Some(cur) = &self.cur else {
             if t.frame.keyframe {
                 let start_pts = t.ext_pts;
-                self.open(t, now, true);
+                self.open(t, now, true, stats);
                 // Audio held while waiting: keep what is presented from the keyframe on.
                 for (a, _) in std::mem::take(&mut self.wait_audio) {
                     if a.ext_pts >= start_pts {
@@ -348,17 +355,26 @@ impl Source {
         let Some((first, first_now)) = held.next() else {
             return;
         };
-        self.open(first, first_now, true);
+        self.open(first, first_now, true, stats);
         for (t, now) in held {
             self.push_audio(t, now, ready, stats);
         }
     }
 
     /// Opens a segment at `t`.
-    fn open(&mut self, t: Timed, now: i64, after_wait: bool) {
+    fn open(&mut self, t: Timed, now: i64, after_wait: bool, stats: &mut SegmenterStats) {
         let grid = t.ext_pts / self.cfg.target_ticks();
         let mut state = self.next;
         let mut discontinuous = false;
+        if !self.first
+            && !self.pending_disc
+            && state.unix_ms_at(t.ext_pts) > now.saturating_add(MAX_DATE_AHEAD_MS)
+        {
+            // Dates running ahead of the wall clock: anchored again, after a break.
+            stats.untimed += 1;
+            self.pending_disc = true;
+            self.last_end_unix_ms = Some(now);
+        }
         if self.first {
             state.msn = state.msn.max(grid);
             state.anchor_ts = t.ext_pts;
@@ -367,7 +383,11 @@ impl Source {
         } else if self.pending_disc {
             state.discontinuity_seq = state.discontinuity_seq.saturating_add(1);
             state.anchor_ts = t.ext_pts;
-            state.anchor_unix_ms = self.last_end_unix_ms.unwrap_or(now);
+            // Dates continue from the previous segment's end, never too far ahead.
+            state.anchor_unix_ms = self
+                .last_end_unix_ms
+                .unwrap_or(now)
+                .min(now.saturating_add(MAX_DATE_AHEAD_MS));
             discontinuous = true;
         }
         self.pending_disc = false;
@@ -394,11 +414,26 @@ impl Source {
         ready: &mut VecDeque<Segment>,
         stats: &mut SegmenterStats,
     ) {
+        let span = self
+            .cur
+            .as_ref()
+            .map_or(0, |cur| t.ext_pts.saturating_sub(cur.start_ts));
+        if span > self.cfg.longest_segment_ticks() {
+            // No segment can last that long: the timeline breaks here, and `t` starts
+            // the next one if it can start a segment at all.
+            stats.untimed += 1;
+            self.break_timeline(ready, stats);
+            match t.frame.kind() {
+                TrackKind::Video => self.push_video(t, now, ready, stats),
+                TrackKind::Audio => self.push_audio(t, now, ready, stats),
+            }
+            return;
+        }
         if self.closing.is_some() {
             self.seal_closing(ready, stats);
         }
         let previous = self.cur.take();
-        self.open(t, now, false);
+        self.open(t, now, false, stats);
         self.closing = previous;
         if !(self.has_video && self.has_audio) {
             self.seal_closing(ready, stats);
@@ -512,6 +547,10 @@ impl Source {
             })
             .max()
             .unwrap_or(open.start_ts)
+            .min(
+                open.start_ts
+                    .saturating_add(self.cfg.longest_segment_ticks()),
+            )
     }
 
     /// Writes everything open, deciding queued audio by the known boundaries.
