@@ -16,6 +16,12 @@ use tower::ServiceExt as _;
 
 use crate::shed::{ConnectionGate, GatedStream};
 
+/// How long a client may take to send a request's whole head, from the moment the
+/// connection is ready for it (accepted, or the previous answer written): a client that
+/// trickles header bytes (slowloris) or holds a keep-alive connection idle is closed
+/// after this, so slow clients cannot hold sockets for ever.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Whether a request arrived over TLS: a request extension set on every connection,
 /// read by the OTT address rules (an HTTPS viewer gets only HTTPS backups, OTT-ADDR-3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,7 +94,10 @@ where
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     // HTTP/1.1 only (TLS offers ALPN http/1.1): no protocol sniffing on every connection.
-    let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(io, service);
     tokio::pin!(connection);
     let closed = async {
         let _ = closing.wait_for(|c| *c).await;
