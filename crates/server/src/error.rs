@@ -27,6 +27,8 @@ pub enum ApiError {
     Unauthorized,
     /// A method the path does not take.
     MethodNotAllowed,
+    /// A request body longer than the route accepts.
+    BodyTooLarge,
     /// A condition of the meeting code table.
     Meeting(meeting::ErrorCode),
     /// An OTT redundancy answer: a refused pass, a refused backup viewer, or a stream
@@ -65,6 +67,7 @@ impl ApiError {
             ApiError::NotFound => Code::Request(RequestError::NotFound),
             ApiError::BadRequest => Code::Request(RequestError::BadRequest),
             ApiError::MethodNotAllowed => Code::Request(RequestError::MethodNotAllowed),
+            ApiError::BodyTooLarge => Code::Request(RequestError::TooLarge),
             ApiError::Unauthorized => Code::Request(RequestError::Unauthorized),
             ApiError::Meeting(code) => Code::Meeting(code),
             ApiError::Ott(refusal) => Code::Ott(refusal),

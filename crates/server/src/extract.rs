@@ -1,11 +1,14 @@
-//! Path and query extractors whose rejections answer from the code table: axum's own
-//! answer a plain-text 400 naming the parser's complaint (`Invalid URL: …`,
-//! `Failed to deserialize query string: …`), which is internal text and has no code.
-//! These answer `400` with [`ApiError::BadRequest`] (108003) and log the complaint.
+//! Path, query and body extractors whose rejections answer from the code table: axum's
+//! own answer in plain text naming the parser's complaint (`Invalid URL: …`,
+//! `Failed to deserialize query string: …`, `Failed to buffer the request body: length
+//! limit exceeded`), which is internal text and has no code. These answer `400` with
+//! [`ApiError::BadRequest`] (108003), or `413` with [`ApiError::BodyTooLarge`] (108005),
+//! and log the complaint.
 
-use axum::extract::{FromRequestParts, Path, Query};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -50,6 +53,42 @@ where
             Err(rejection) => {
                 tracing::debug!(%rejection, query = parts.uri.query(), "query refused");
                 Err(ApiError::BadRequest.into_response())
+            }
+        }
+    }
+}
+
+/// The most bytes a JSON API body may have (a fault rule, an experiment): room for a
+/// fault rule naming its most members (10,000), small enough that a flood of large
+/// bodies costs little memory.
+pub const MAX_API_BODY: usize = 1024 * 1024;
+
+/// A request body of at most [`MAX_API_BODY`] bytes: a longer one is refused with
+/// [`ApiError::BodyTooLarge`] (108005), one that cannot be read (the client went away,
+/// a broken chunked encoding) with [`ApiError::BadRequest`].
+#[derive(Debug)]
+pub struct CodedBody(pub Bytes);
+
+impl<S> FromRequest<S> for CodedBody
+where
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Response> {
+        let path = request.uri().path().to_owned();
+        match axum::body::to_bytes(request.into_body(), MAX_API_BODY).await {
+            Ok(bytes) => Ok(CodedBody(bytes)),
+            Err(error) => {
+                let too_large = std::error::Error::source(&error)
+                    .is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+                tracing::debug!(%error, path, "body refused");
+                Err(if too_large {
+                    ApiError::BodyTooLarge
+                } else {
+                    ApiError::BadRequest
+                }
+                .into_response())
             }
         }
     }

@@ -245,6 +245,17 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
         assert_eq!(v["field"], field, "{body}");
     }
 
+    // A body beyond the API's limit is the request family's coded 413, not axum's
+    // plain text.
+    let huge = format!(
+        r#"{{"duration_seconds":10,"pad":"{}"}}"#,
+        "x".repeat(server::extract::MAX_API_BODY)
+    );
+    let a = post_rule(&state, &huge).await;
+    assert_eq!(a.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(a.headers[header::CONTENT_TYPE], "application/json");
+    assert_eq!(a.json()["code"].as_u64(), Some(108_005));
+
     let first = post_rule(&state, r#"{"share":0,"duration_seconds":60}"#).await;
     assert_eq!(first.status, StatusCode::CREATED);
     let second = post_rule(&state, r#"{"share":0,"duration_seconds":60}"#).await;

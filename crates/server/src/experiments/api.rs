@@ -18,13 +18,12 @@ use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use bytes::Bytes;
 use experiments::{CommandError, DefinitionError, ExperimentDefinition, ExperimentEvent};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::Admin;
-use crate::extract::{CodedPath, CodedQuery};
+use crate::extract::{CodedBody, CodedPath, CodedQuery};
 use crate::state::AppState;
 
 static EXPERIMENTS_HTML: &str = include_str!("../../assets/experiments.html");
@@ -132,7 +131,11 @@ pub async fn status(
 }
 
 /// `POST /api/experiments`: add or replace a definition.
-pub async fn upsert(State(state): State<AppState>, _admin: Admin, body: Bytes) -> Response {
+pub async fn upsert(
+    State(state): State<AppState>,
+    _admin: Admin,
+    CodedBody(body): CodedBody,
+) -> Response {
     if body.len() > MAX_DEFINITION_BYTES {
         return ExperimentsApiError::TooLarge.into_response();
     }

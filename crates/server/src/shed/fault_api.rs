@@ -21,13 +21,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use shed::fault::MAX_MEMBERS_PER_RULE;
 use shed::{DeviceSet, DeviceType, FaultError, FaultRuleSpec, Priority, RuleId};
 
 use crate::auth::Admin;
-use crate::extract::CodedPath;
+use crate::extract::{CodedBody, CodedPath};
 use crate::state::AppState;
 use shed::member_id;
 
@@ -213,7 +212,11 @@ fn parse_rule(
 }
 
 /// `POST /api/fault-rules`: add a rule.
-pub async fn add(State(state): State<AppState>, _admin: Admin, body: Bytes) -> Response {
+pub async fn add(
+    State(state): State<AppState>,
+    _admin: Admin,
+    CodedBody(body): CodedBody,
+) -> Response {
     let shedder = state.shedder();
     let added = parse_rule(&body, shedder.max_rule_duration())
         .and_then(|(spec, duration)| Ok(shedder.add_rule(spec, duration)?));
