@@ -285,6 +285,35 @@ fn garbage_on_one_input_hurts_neither_the_process_nor_other_streams() {
     assert_eq!(doc["live"], false, "{doc}");
     let counted = doc["inputs"]["inputs"][0]["bytes"].as_u64().unwrap_or(0);
     assert!(counted > 0, "the garbage never reached the input: {doc}");
+    // The damage is reported by kind where operators look; the clean stream has none.
+    let damage = &doc["inputs"]["inputs"][0]["damage"];
+    let total: u64 = damage
+        .as_object()
+        .expect("damage by kind")
+        .values()
+        .filter_map(serde_json::Value::as_u64)
+        .sum();
+    assert!(total > 0, "the garbage shows as damage: {doc}");
+    let (_, good) = http_get_json(node.http, "/api/streams/good");
+    let clean = &good["inputs"]["inputs"][0]["damage"];
+    assert!(
+        clean
+            .as_object()
+            .expect("damage by kind")
+            .values()
+            .all(|v| v == 0),
+        "{good}"
+    );
+    assert_eq!(good["counters"]["untimed"], 0, "{good}");
+    assert_eq!(good["counters"]["bad_pts_frames"], 0, "{good}");
+    let (_, _, metrics) = http_get(node.http, "/metrics");
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.contains(
+            "brdyun_input_damage_total{stream=\"junk\",input=\"0\",kind=\"sync_losses\"}"
+        ),
+        "the damage is a metric"
+    );
 }
 
 fn send(socket: &UdpSocket, datagram: &[u8]) {

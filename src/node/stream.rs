@@ -74,8 +74,9 @@ pub fn start_stream(
     )
     .with_context(|| format!("stream {}", stream.name))?;
     let status = handle.status();
+    let counters = handle.counters().to_vec();
     let status_source: server::state::StatusSource =
-        Arc::new(move || server::ingest_view::inputs_json(&status.borrow()));
+        Arc::new(move || server::ingest_view::inputs_json(&status.borrow(), &counters));
     if let Some(redundancy) = context.state.redundancy() {
         let membership = crate::ott::membership(
             &stream.name,

@@ -60,8 +60,34 @@ pub struct InputCounters {
     /// Connections or sessions started.
     pub connects: AtomicU64,
     /// Damage the demuxer found in the source: sync losses, continuity-counter
-    /// breaks, bad PES, bad PSI sections, packets flagged as errored.
+    /// breaks, bad PES, bad PSI sections, packets flagged as errored (the sum of
+    /// [`InputCounters::damage`]).
     pub demux_errors: AtomicU64,
+    /// The same damage by kind, in the order of [`DAMAGE_KINDS`].
+    pub damage: [AtomicU64; DAMAGE_KINDS.len()],
+}
+
+/// The kinds of damage the demuxer tells apart, as operators read them (status JSON
+/// keys and the `kind` label of `brdyun_input_damage_total`).
+pub const DAMAGE_KINDS: [&str; 6] = [
+    "sync_losses",
+    "cc_errors",
+    "transport_errors",
+    "bad_pes",
+    "bad_psi",
+    "unknown_streams",
+];
+
+/// The demuxer's counters in the order of [`DAMAGE_KINDS`].
+fn damage_of(stats: &DemuxStats) -> [u64; DAMAGE_KINDS.len()] {
+    [
+        stats.sync_losses,
+        stats.cc_errors,
+        stats.dropped_packets,
+        stats.pes_errors,
+        stats.crc_errors,
+        stats.unknown_stream_types,
+    ]
 }
 
 impl InputCounters {
@@ -139,6 +165,7 @@ pub(crate) async fn demux_into(
 ) -> Option<usize> {
     let mut out = Vec::new();
     let errors_before = demux_errors(demuxer.stats());
+    let damage_before = damage_of(demuxer.stats());
     match data {
         Some(data) => demuxer.push(data, &mut out),
         None => demuxer.flush(&mut out),
@@ -147,6 +174,10 @@ pub(crate) async fn demux_into(
         &counters.demux_errors,
         demux_errors(demuxer.stats()) - errors_before,
     );
+    let damage_after = damage_of(demuxer.stats());
+    for ((counter, after), before) in counters.damage.iter().zip(damage_after).zip(damage_before) {
+        InputCounters::add(counter, after.saturating_sub(before));
+    }
     let sent = out.len();
     for event in out {
         let event = match event {

@@ -30,6 +30,30 @@ pub struct ChannelCounters {
     pub segments_served: AtomicU64,
     /// Playlists served to viewers.
     pub playlists_served: AtomicU64,
+    /// Source frames dropped for a PTS that cannot be right (damaged timestamps), as
+    /// the source's segmenter counts them ([`media::SegmenterStats::dropped_bad_pts`]).
+    pub bad_pts_frames: AtomicU64,
+    /// Timestamp jumps of the source turned into discontinuities
+    /// ([`media::SegmenterStats::jumps`]).
+    pub timestamp_jumps: AtomicU64,
+    /// Places where the source could not be timed and the timeline broke
+    /// ([`media::SegmenterStats::untimed`]).
+    pub untimed: AtomicU64,
+}
+
+impl ChannelCounters {
+    /// Takes the source segmenter's timestamp-fault counts; true when one grew.
+    pub fn note_timestamp_faults(&self, stats: &media::SegmenterStats) -> bool {
+        let mut grew = false;
+        for (counter, value) in [
+            (&self.bad_pts_frames, stats.dropped_bad_pts),
+            (&self.timestamp_jumps, stats.jumps),
+            (&self.untimed, stats.untimed),
+        ] {
+            grew |= counter.swap(value, Ordering::Relaxed) < value;
+        }
+        grew
+    }
 }
 
 /// One stream: its renditions on one timeline, and what they share.
@@ -377,6 +401,15 @@ pub fn register_metrics(channel: &Arc<Channel>, metrics: &crate::metrics::Metric
                 "playlists_served_total",
                 c.playlists_served.load(Ordering::Relaxed),
             ),
+            (
+                "bad_pts_frames_total",
+                c.bad_pts_frames.load(Ordering::Relaxed),
+            ),
+            (
+                "timestamp_jumps_total",
+                c.timestamp_jumps.load(Ordering::Relaxed),
+            ),
+            ("untimed_total", c.untimed.load(Ordering::Relaxed)),
         ] {
             let _ = writeln!(out, "brdyun_stream_{name}{{stream=\"{stream}\"}} {value}");
         }

@@ -5,13 +5,14 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use ingest::rtmp::RtmpStats;
-use ingest::status::{InputCounters, InputState, StreamInputStatus};
+use ingest::status::{InputCounters, InputState, StreamInputStatus, DAMAGE_KINDS};
 use serde_json::{json, Value};
 
 use crate::metrics::{label, Metrics};
 
-/// A stream's inputs as JSON: which is active, and each one's state and counters.
-pub fn inputs_json(status: &StreamInputStatus) -> Value {
+/// A stream's inputs as JSON: which is active, and each one's state and counters, with
+/// the damage its source carries by kind when `counters` (in input order) are given.
+pub fn inputs_json(status: &StreamInputStatus, counters: &[Arc<InputCounters>]) -> Value {
     let inputs: Vec<Value> = status
         .inputs
         .iter()
@@ -34,10 +35,21 @@ pub fn inputs_json(status: &StreamInputStatus) -> Value {
                 "errors": input.errors,
                 "dropped": input.dropped,
                 "last_data_ms_ago": input.last_data_at.map(|t| t.elapsed().as_millis() as u64),
+                "damage": counters.get(i).map(|c| damage_json(c)),
             })
         })
         .collect();
     json!({ "active": status.active, "switches": status.switches, "inputs": inputs })
+}
+
+/// One input's damage counters by kind.
+fn damage_json(counters: &InputCounters) -> Value {
+    DAMAGE_KINDS
+        .iter()
+        .zip(&counters.damage)
+        .map(|(kind, counter)| ((*kind).to_owned(), json!(InputCounters::get(counter))))
+        .collect::<serde_json::Map<String, Value>>()
+        .into()
 }
 
 /// Registers a stream's input counters with the metrics registry.
@@ -56,6 +68,13 @@ pub fn register_inputs(metrics: &Metrics, stream: &str, counters: Vec<Arc<InputC
                 let _ = writeln!(
                     out,
                     "brdyun_input_{name}_total{{stream=\"{stream}\",input=\"{i}\"}} {value}"
+                );
+            }
+            for (kind, counter) in DAMAGE_KINDS.iter().zip(&c.damage) {
+                let _ = writeln!(
+                    out,
+                    "brdyun_input_damage_total{{stream=\"{stream}\",input=\"{i}\",kind=\"{kind}\"}} {}",
+                    InputCounters::get(counter)
                 );
             }
         }

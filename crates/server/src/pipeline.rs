@@ -99,6 +99,7 @@ pub async fn run_rendition(
     let mut segmenter = Segmenter::new(config, start);
     let mut tracks = TrackProbe::default();
     let mut was_paused = false;
+    let mut faults_logged: Option<std::time::Instant> = None;
     // LL-HLS parts are cut from the frames in step with the segmenter (see `llhls`).
     let mut ll = rendition
         .llhls()
@@ -169,6 +170,9 @@ pub async fn run_rendition(
             .await;
             settings.publish_latency.observe(received.elapsed());
         }
+        if rendition.name() == crate::rendition::MAIN {
+            note_timestamp_faults(&channel, segmenter.stats(), &mut faults_logged);
+        }
     }
     while let Some(segment) = segmenter.flush() {
         publish(
@@ -182,6 +186,32 @@ pub async fn run_rendition(
         )
         .await;
     }
+}
+
+/// How often a stream's timestamp faults are logged at most.
+const FAULT_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Publishes the source segmenter's timestamp-fault counts in the channel's counters
+/// (status and metrics) and logs, at most every [`FAULT_LOG_INTERVAL`], when they grew.
+fn note_timestamp_faults(
+    channel: &Channel,
+    stats: &media::SegmenterStats,
+    logged_at: &mut Option<std::time::Instant>,
+) {
+    if !channel.counters.note_timestamp_faults(stats) {
+        return;
+    }
+    if logged_at.is_some_and(|at| at.elapsed() < FAULT_LOG_INTERVAL) {
+        return;
+    }
+    *logged_at = Some(std::time::Instant::now());
+    tracing::warn!(
+        stream = %channel.name(),
+        bad_pts_frames = stats.dropped_bad_pts,
+        timestamp_jumps = stats.jumps,
+        untimed = stats.untimed,
+        "the source's timestamps are damaged: frames dropped or the timeline broken"
+    );
 }
 
 /// Stores one finished segment: its LL-HLS twin completed first (when LL-HLS is on),
