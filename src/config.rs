@@ -78,6 +78,22 @@ pub struct NodeConfig {
     pub data_dir: PathBuf,
     /// Bearer token for `/api`; without it the API is open (bind to a private address).
     pub admin_token: Option<String>,
+    /// The most HTTP(S) connections the node holds open at once; one more is answered
+    /// 503 (108010) and closed.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// The most HTTP(S) connections one client address may hold open (a whole office
+    /// behind one NAT address counts as one client); one more is answered 429 (108009).
+    #[serde(default = "default_max_connections_per_client")]
+    pub max_connections_per_client: usize,
+}
+
+fn default_max_connections() -> usize {
+    20_000
+}
+
+fn default_max_connections_per_client() -> usize {
+    2_000
 }
 
 impl Default for NodeConfig {
@@ -92,6 +108,8 @@ impl Default for NodeConfig {
             rtmp: None,
             data_dir: default_data_dir(),
             admin_token: None,
+            max_connections: default_max_connections(),
+            max_connections_per_client: default_max_connections_per_client(),
         }
     }
 }

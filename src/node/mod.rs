@@ -183,6 +183,12 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     // HTTP(S) is served nginx-style: one thread per core, each with its own runtime and
     // its own SO_REUSEPORT listener; ingest and pipelines stay on this runtime.
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    // One set of connection caps for HTTP and HTTPS together.
+    let limits = std::sync::Arc::new(server::conn_limits::ConnectionLimits::new(
+        node_config.max_connections,
+        node_config.max_connections_per_client,
+    ));
+    limits.register_metrics(&metrics);
     let http_listeners = server::serve::bind_reuseport(node_config.http, threads)
         .with_context(|| format!("binding node.http {}", node_config.http))?;
     let http = http_listeners.local_addr();
@@ -194,6 +200,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             shutdown_rx.clone(),
             lane,
             Some(std::sync::Arc::clone(state.shedder())),
+            Some(std::sync::Arc::clone(&limits)),
         )
         .context("starting the http threads")?,
     );
@@ -216,6 +223,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                 shutdown_rx.clone(),
                 None,
                 Some(std::sync::Arc::clone(state.shedder())),
+                Some(limits),
             )
             .context("starting the https threads")?,
         );

@@ -138,6 +138,10 @@ family! {
         InvalidField => (108_007, 400, "a field of the request is invalid", "invalid_field", false),
         /// The path exists but not for this method (the `Allow` header lists those that do).
         MethodNotAllowed => (108_008, 405, "method not allowed for this resource", "method_not_allowed", false),
+        /// A client address already holds as many connections as the node takes from one.
+        TooManyConnections => (108_009, 429, "too many connections from this address", "too_many_connections", true),
+        /// The node already holds as many connections as it takes.
+        ConnectionsFull => (108_010, 503, "the node takes no more connections", "connections_full", true),
     }
 }
 

@@ -51,7 +51,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 8 + 1 + 4);
+        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 10 + 1 + 4);
     }
 
     #[test]
@@ -76,7 +76,8 @@ mod tests {
             .collect();
         let mut expected = vec![102_005, 103_002, 103_006];
         expected.extend(104_101..=104_118);
-        expected.extend([108_006, 109_001]);
+        // A connection over a cap may come back once others have ended.
+        expected.extend([108_006, 108_009, 108_010, 109_001]);
         // Ladder faults are temporary: the encoder restarts, a rung realigns.
         expected.extend(110_001..=110_004);
         assert_eq!(retryable, expected);

@@ -13,6 +13,7 @@ pub mod archive_master;
 pub mod auth;
 pub mod channel;
 pub mod clock;
+pub mod conn_limits;
 pub mod connection;
 pub mod edge;
 pub mod error;

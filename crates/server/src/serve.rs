@@ -19,6 +19,7 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::conn_limits::ConnectionLimits;
 pub use crate::connection::Secure;
 use crate::connection::{close_gracefully, serve_accepted};
 use crate::lane::PriorityLane;
@@ -144,6 +145,7 @@ pub fn serve_on_threads(
     shutdown: tokio::sync::watch::Receiver<bool>,
     lane: Option<Arc<PriorityLane>>,
     shedder: Option<Arc<Shedder>>,
+    limits: Option<Arc<ConnectionLimits>>,
 ) -> io::Result<impl Future<Output = ()> + Send + 'static> {
     let mut done = Vec::with_capacity(listeners.listeners.len());
     for (index, listener) in listeners.listeners.into_iter().enumerate() {
@@ -157,6 +159,7 @@ pub fn serve_on_threads(
         let (app, tls, shutdown) = (app.clone(), tls.clone(), shutdown.clone());
         let lane = lane.clone();
         let shedder = shedder.clone();
+        let limits = limits.clone();
         let (finished, finished_rx) = tokio::sync::oneshot::channel::<()>();
         std::thread::Builder::new()
             .name(format!("http-{index}"))
@@ -164,7 +167,14 @@ pub fn serve_on_threads(
                 if let Some(shedder) = shedder {
                     runtime.spawn(shedder.run_serving_probe(stopped(shutdown.clone())));
                 }
-                runtime.block_on(run_with_lane(listener, app, tls, stopped(shutdown), lane));
+                runtime.block_on(run_with_lane(
+                    listener,
+                    app,
+                    tls,
+                    stopped(shutdown),
+                    lane,
+                    limits,
+                ));
                 // Archive reads may still hold a blocking thread: do not wait for ever.
                 runtime.shutdown_timeout(Duration::from_secs(1));
                 let _ = finished.send(());
@@ -192,17 +202,19 @@ pub async fn run(
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
-    run_with_lane(listener, app, tls, shutdown, None).await;
+    run_with_lane(listener, app, tls, shutdown, None, None).await;
 }
 
 /// [`run`], handing every plain-HTTP connection whose first request is CRITICAL to the
-/// node's [`PriorityLane`] when one is given.
+/// node's [`PriorityLane`] when one is given, and admitting connections within
+/// `limits` when given (one over a cap is answered with the cap's code and closed).
 pub async fn run_with_lane(
     listener: TcpListener,
     app: Router,
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
     lane: Option<Arc<PriorityLane>>,
+    limits: Option<Arc<ConnectionLimits>>,
 ) {
     let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -221,12 +233,24 @@ pub async fn run_with_lane(
                 continue;
             }
         };
+        let permit = match limits.as_ref().map(|l| l.admit(peer.ip())) {
+            Some(Err(refusal)) => {
+                let plain = tls.is_none();
+                connections.spawn(refuse(stream, refusal, plain));
+                while connections.try_join_next().is_some() {}
+                continue;
+            }
+            Some(Ok(permit)) => Some(permit),
+            None => None,
+        };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let tls = tls.clone();
         let closing = closing_rx.clone();
         let lane = lane.clone();
         connections.spawn(async move {
+            // Held while the connection is served here.
+            let _permit = permit;
             if let (Some(lane), None) = (lane, &tls) {
                 if lane.wants(&stream).await {
                     lane.hand_over(stream, peer);
@@ -239,6 +263,20 @@ pub async fn run_with_lane(
         while connections.try_join_next().is_some() {}
     }
     close_gracefully(&closing_tx, connections).await;
+}
+
+/// Answers a connection refused by a cap with its coded answer (plain HTTP only: a TLS
+/// client would not read it) and closes it, giving the client at most a second.
+async fn refuse(mut stream: tokio::net::TcpStream, refusal: codes::RequestError, plain: bool) {
+    use tokio::io::AsyncWriteExt as _;
+    if plain {
+        let answer = crate::conn_limits::refusal_bytes(refusal);
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            stream.write_all(&answer).await?;
+            stream.shutdown().await
+        })
+        .await;
+    }
 }
 
 #[cfg(test)]
@@ -279,7 +317,7 @@ mod tests {
         assert_ne!(addr.port(), 0);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let done = tokio::spawn(
-            serve_on_threads(listeners, app(), None, stopped, None, None).expect("start"),
+            serve_on_threads(listeners, app(), None, stopped, None, None, None).expect("start"),
         );
         // Enough connections that the kernel hands some to each listener.
         for _ in 0..16 {

@@ -201,6 +201,7 @@ pub fn start_node_on(
                     let _ = stop_rx.await;
                 },
                 lane,
+                None,
             )
             .await;
             let _ = lane_stop_tx.send(true);
