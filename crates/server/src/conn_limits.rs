@@ -52,6 +52,8 @@ impl ConnectionLimits {
     /// Admits a connection from `client`, or says which cap refuses it
     /// ([`RequestError::ConnectionsFull`], [`RequestError::TooManyConnections`]).
     pub fn admit(self: &Arc<Self>, client: IpAddr) -> Result<ConnectionPermit, RequestError> {
+        // An IPv4 client reaching an IPv6 listener is the same client.
+        let client = client.to_canonical();
         let mut open = self.lock();
         if open.total >= self.max_total {
             self.refused_full.fetch_add(1, Ordering::Relaxed);

@@ -36,13 +36,21 @@ use crate::url::Target;
 /// was accepted.
 const FIRST_REQUEST_WAIT: Duration = Duration::from_millis(500);
 
+/// A connection on its way to the lane: the socket, the client's address, and its place
+/// under the node's connection caps (held while the lane serves it).
+type Handed = (
+    std::net::TcpStream,
+    SocketAddr,
+    Option<crate::conn_limits::ConnectionPermit>,
+);
+
 /// The node's priority lane: hand it connections with [`PriorityLane::wants`] and
 /// [`PriorityLane::hand_over`].
 #[derive(Debug)]
 pub struct PriorityLane {
     shedder: Arc<Shedder>,
     /// One sender per lane thread; connections are dealt to them in turn.
-    senders: Vec<mpsc::UnboundedSender<(std::net::TcpStream, SocketAddr)>>,
+    senders: Vec<mpsc::UnboundedSender<Handed>>,
     next: AtomicUsize,
 }
 
@@ -138,12 +146,17 @@ impl PriorityLane {
 
     /// Moves an accepted connection (nothing read yet) to the next lane thread. It is
     /// counted before it is sent, so the count never lags an answer the lane gave.
-    pub fn hand_over(&self, stream: TcpStream, peer: SocketAddr) {
+    pub fn hand_over(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        permit: Option<crate::conn_limits::ConnectionPermit>,
+    ) {
         let turn = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
         match stream.into_std() {
             Ok(stream) => {
                 self.shedder.count_laned();
-                if self.senders[turn].send((stream, peer)).is_err() {
+                if self.senders[turn].send((stream, peer, permit)).is_err() {
                     tracing::debug!(%peer, "the lane has stopped; connection dropped");
                 }
             }
@@ -161,7 +174,7 @@ impl PriorityLane {
 /// them finish for a short grace period.
 async fn serve_lane(
     app: Router,
-    mut receiver: mpsc::UnboundedReceiver<(std::net::TcpStream, SocketAddr)>,
+    mut receiver: mpsc::UnboundedReceiver<Handed>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let (closing_tx, closing_rx) = watch::channel(false);
@@ -171,17 +184,18 @@ async fn serve_lane(
             _ = shutdown.wait_for(|stop| *stop) => break,
             handed = receiver.recv() => handed,
         };
-        let Some((stream, peer)) = handed else { break };
+        let Some((stream, peer, permit)) = handed else {
+            break;
+        };
         let Ok(stream) = TcpStream::from_std(stream) else {
             continue;
         };
-        connections.spawn(serve_accepted(
-            stream,
-            peer,
-            app.clone(),
-            None,
-            closing_rx.clone(),
-        ));
+        let (app, closing) = (app.clone(), closing_rx.clone());
+        connections.spawn(async move {
+            // Held while the connection is served here.
+            let _permit = permit;
+            serve_accepted(stream, peer, app, None, closing).await;
+        });
         while connections.try_join_next().is_some() {}
     }
     close_gracefully(&closing_tx, connections).await;

@@ -249,14 +249,15 @@ pub async fn run_with_lane(
         let closing = closing_rx.clone();
         let lane = lane.clone();
         connections.spawn(async move {
-            // Held while the connection is served here.
-            let _permit = permit;
             if let (Some(lane), None) = (lane, &tls) {
                 if lane.wants(&stream).await {
-                    lane.hand_over(stream, peer);
+                    // The permit goes with the connection.
+                    lane.hand_over(stream, peer, permit);
                     return;
                 }
             }
+            // Held while the connection is served here.
+            let _permit = permit;
             serve_accepted(stream, peer, app, tls, closing).await;
         });
         // Reap finished connection tasks so the set does not grow without bound.
@@ -268,12 +269,18 @@ pub async fn run_with_lane(
 /// Answers a connection refused by a cap with its coded answer (plain HTTP only: a TLS
 /// client would not read it) and closes it, giving the client at most a second.
 async fn refuse(mut stream: tokio::net::TcpStream, refusal: codes::RequestError, plain: bool) {
-    use tokio::io::AsyncWriteExt as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     if plain {
         let answer = crate::conn_limits::refusal_bytes(refusal);
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             stream.write_all(&answer).await?;
-            stream.shutdown().await
+            stream.shutdown().await?;
+            // A lingering close: the client's request is read and dropped until it
+            // closes too, so the kernel does not reset the connection (and discard the
+            // answer) over unread input.
+            let mut sink = [0u8; 1024];
+            while stream.read(&mut sink).await? > 0 {}
+            std::io::Result::Ok(())
         })
         .await;
     }

@@ -150,9 +150,9 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     }
     let joined = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
     let (without, with) = joined
-        .split_once("<Period id=\"d0-240p.0\"")
+        .split_once("<Period id=\"d0-240p.0@")
         .expect("the rung's period: {joined}");
-    assert!(without.contains("<Period id=\"d0\""), "{joined}");
+    assert!(without.contains("<Period id=\"d0@"), "{joined}");
     assert!(!without.contains("id=\"240p\""), "{joined}");
     assert!(with.contains("<Representation id=\"240p\""), "{joined}");
 
@@ -214,7 +214,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
     assert_eq!(mpd.status, 200);
     let mpd = as_text(&mpd.body);
     let mpd = mpd
-        .split_once("<Period id=\"d0-240p.0\"")
+        .split_once("<Period id=\"d0-240p.0@")
         .map(|(_, period)| period)
         .expect("the rung's period: {mpd}");
     assert_eq!(mpd.matches("contentType=\"video\"").count(), 1, "{mpd}");
@@ -260,6 +260,65 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
 }
 
 /// A recorder for one rendition of the package, in its own folder under `dir`.
+/// The ids of an MPD's periods, in order.
+fn period_ids(mpd: &str) -> Vec<&str> {
+    mpd.split("<Period id=\"")
+        .skip(1)
+        .filter_map(|p| p.split('"').next())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_rung_late_for_one_segment_leaves_it_out_and_every_period_id_is_unique() {
+    let (source, good, _) = cut();
+    let (state, channel) = package_node();
+    let rung = Arc::clone(channel.rendition("240p").expect("the rung"));
+    let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
+        channel.push_to(
+            rendition,
+            LiveSegment::from(segment.clone()),
+            tracks(),
+            None,
+        );
+    };
+    // The rung follows the source segment by segment, but its segment `late` comes
+    // only after the source's next one (the newest stays held back: the ladder's other
+    // rung never starts here).
+    let late = source[source.len() - 3].msn;
+    let mut delayed = None;
+    for s in &source {
+        push(channel.main(), s);
+        if let Some(segment) = delayed.take() {
+            push(&rung, segment);
+        }
+        let r = good
+            .iter()
+            .find(|r| r.segment.msn == s.msn)
+            .expect("a rung segment");
+        if s.msn == late {
+            delayed = Some(&r.segment);
+        } else {
+            push(&rung, &r.segment);
+        }
+    }
+    let mpd = as_text(&get(&state, "/s/index.mpd").await.body).to_owned();
+    let ids = period_ids(&mpd);
+    let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "a period id twice: {ids:?}\n{mpd}");
+    let newest = late + 1;
+    let tail: Vec<String> = ids[ids.len() - 2..]
+        .iter()
+        .map(|id| (*id).to_owned())
+        .collect();
+    assert_eq!(
+        tail,
+        vec![format!("d0@{late}"), format!("d0-240p.0@{newest}")],
+        "the late segment alone without the rung, then the rung again: {mpd}"
+    );
+    let last_period = mpd.rsplit("<Period ").next().expect("a period");
+    assert!(last_period.contains("<Representation id=\"240p\""), "{mpd}");
+}
+
 fn recorder(dir: &std::path::Path, name: &str) -> Arc<server::recorder::Recorder> {
     let settings =
         server::recorder::RecorderSettings::new(dir.join(name), dvr::Retention::default());

@@ -5,9 +5,9 @@
 //! good when an MPD update adds a Representation to the period it plays (measured: a
 //! player started before the rungs joined froze when they did). So a rung's
 //! membership splits periods instead: a segment's period is keyed by its discontinuity
-//! sequence and by the rungs it lists, each with the rung's own discontinuity sequence
-//! (`d3-240p.0-144p.0`). A rung that restarts has a new sequence, so a key never comes
-//! back once left.
+//! sequence, by the rungs it lists, each with the rung's own discontinuity sequence, and
+//! by the MSN where that run of segments began (`d3-240p.0-144p.0@120`), so a key never
+//! comes back once left, even when the same rungs do.
 //!
 //! A segment's rungs are fixed when the MPD first lists it ([`Membership`]): the offered
 //! rungs that have its MSN then. A rung that becomes offered later (its window turns
@@ -16,7 +16,8 @@
 //! lost every Representation when the period it played was replaced by one of the same
 //! start with another rung). Every node's rung segments are the MC's bytes and wait for
 //! the rungs alike, so nodes list the same periods but for a rung that arrives right at
-//! the end of the wait.
+//! the end of the wait. A member rung whose window has already dropped a period's
+//! oldest segments is listed over the segments it still has.
 //!
 //! At the live edge the newest source segment waits, at most [`HOLD_BACK_MS`], for the
 //! rungs to bring theirs (they are cut on it, a few tens of milliseconds later): without
@@ -26,7 +27,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use media::dash::{MpdPeriod, MpdRung};
+use media::dash::{MpdPeriod, MpdRung, MpdSegment};
 
 use super::mpd::{bps, dynamic_mpd, periods, representations};
 use super::view::Fmp4View;
@@ -48,10 +49,24 @@ struct RungSegments<'a> {
 /// The rungs of one listed source segment, fixed when it was first listed.
 #[derive(Debug, Clone)]
 struct Listed {
+    /// The source segment it was listed for (discontinuity sequence, start), so that a
+    /// window that starts afresh with the same MSNs is not taken for it.
+    source: (u64, u64),
     /// Indices of the rungs (in ladder order) listed with the segment.
     rungs: Vec<usize>,
-    /// Its period key: the rungs with their discontinuity sequences; `None` for none.
-    key: Option<String>,
+    /// The rungs with their discontinuity sequences (`-240p.0-144p.0`; empty for none).
+    members: String,
+    /// The MSN where its run of consecutive segments with these members began: part of
+    /// the period's id, so members that come back later in the window (a rung late for
+    /// one segment) make a period of another id, never a second period of the same id.
+    run: u64,
+}
+
+impl Listed {
+    /// The period key of the segment: its members and its run (`-240p.0@120`).
+    fn key(&self) -> String {
+        format!("{}@{}", self.members, self.run)
+    }
 }
 
 /// The rungs each source segment of a package's live MPD was first listed with, by
@@ -62,33 +77,58 @@ pub struct Membership {
     listed: BTreeMap<u64, Listed>,
 }
 
+/// A source segment's place: discontinuity sequence and start.
+fn source_of(view: &Fmp4View) -> (u64, u64) {
+    (view.marker.state.discontinuity_seq, view.marker.start_ts)
+}
+
 impl Membership {
-    /// Source segment `msn`'s rungs: as first listed, or, listed now for the first
-    /// time, the offered rungs that have it.
-    fn of(&mut self, rungs: &[RungSegments<'_>], msn: u64) -> &Listed {
-        self.listed.entry(msn).or_insert_with(|| {
-            let mut key = String::new();
-            let mut members = Vec::new();
-            for (index, rung) in rungs.iter().enumerate() {
-                let Some(view) = rung.segments.get(&msn).filter(|_| rung.offered) else {
-                    continue;
-                };
-                members.push(index);
-                key.push('-');
-                key.push_str(rung.name);
-                key.push('.');
-                key.push_str(&view.marker.state.discontinuity_seq.to_string());
-            }
-            Listed {
-                rungs: members,
-                key: (!key.is_empty()).then_some(key),
-            }
-        })
+    /// Whether the source segment `view` has been listed.
+    fn is_listed(&self, view: &Fmp4View) -> bool {
+        self.listed
+            .get(&view.marker.state.msn)
+            .is_some_and(|l| l.source == source_of(view))
     }
 
-    /// Forgets the segments before `oldest` (out of the window).
-    fn forget_before(&mut self, oldest: u64) {
-        self.listed = self.listed.split_off(&oldest);
+    /// Source segment `view`'s rungs: as first listed, or, listed now for the first
+    /// time, the offered rungs that have its MSN.
+    fn of(&mut self, rungs: &[RungSegments<'_>], view: &Fmp4View) -> Listed {
+        let msn = view.marker.state.msn;
+        let source = source_of(view);
+        if let Some(listed) = self.listed.get(&msn).filter(|l| l.source == source) {
+            return listed.clone();
+        }
+        let mut members = String::new();
+        let mut indices = Vec::new();
+        for (index, rung) in rungs.iter().enumerate() {
+            let Some(rung_view) = rung.segments.get(&msn).filter(|_| rung.offered) else {
+                continue;
+            };
+            indices.push(index);
+            members.push('-');
+            members.push_str(rung.name);
+            members.push('.');
+            members.push_str(&rung_view.marker.state.discontinuity_seq.to_string());
+        }
+        let run = match self.listed.get(&msn.wrapping_sub(1)) {
+            Some(previous) if previous.members == members && previous.source.0 == source.0 => {
+                previous.run
+            }
+            _ => msn,
+        };
+        let listed = Listed {
+            source,
+            rungs: indices,
+            members,
+            run,
+        };
+        self.listed.insert(msn, listed.clone());
+        listed
+    }
+
+    /// Forgets every segment out of `oldest..=newest` (the window's MSNs).
+    fn keep_only(&mut self, oldest: u64, newest: u64) {
+        self.listed.retain(|msn, _| (oldest..=newest).contains(msn));
     }
 }
 
@@ -115,13 +155,17 @@ pub fn package_mpd(
         .collect();
     let mut views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
     if let Some(newest) = views.last() {
-        // A rung that had the segment before, or has not started yet, is waited for.
+        // A rung that has not started yet, or had one of the two segments before (one
+        // segment late, it is back at the next), is waited for.
         let msn = newest.marker.state.msn;
-        let listed = membership.listed.contains_key(&msn);
-        let awaited = rungs.iter().any(|r| {
-            !r.segments.contains_key(&msn)
-                && (r.unstarted || (r.offered && r.segments.contains_key(&msn.wrapping_sub(1))))
-        });
+        let listed = membership.is_listed(newest);
+        let recent = |r: &RungSegments<'_>| {
+            r.segments.contains_key(&msn.wrapping_sub(1))
+                || r.segments.contains_key(&msn.wrapping_sub(2))
+        };
+        let awaited = rungs
+            .iter()
+            .any(|r| !r.segments.contains_key(&msn) && (r.unstarted || (r.offered && recent(r))));
         // An MPD without a period is no MPD to a player: the first segment never waits.
         // And a segment once listed stays listed.
         let waits = awaited && views.len() > 1 && !listed;
@@ -129,18 +173,15 @@ pub fn package_mpd(
             views.pop();
         }
     }
-    if let Some(oldest) = views.first() {
-        membership.forget_before(oldest.marker.state.msn);
+    if let (Some(oldest), Some(newest)) = (views.first(), views.last()) {
+        membership.keep_only(oldest.marker.state.msn, newest.marker.state.msn);
     }
     let listed: BTreeMap<u64, Listed> = views
         .iter()
-        .map(|v| v.marker.state.msn)
-        .map(|msn| (msn, membership.of(&rungs, msn).clone()))
+        .map(|view| (view.marker.state.msn, membership.of(&rungs, view)))
         .collect();
     let mut periods = periods(&views, |view| {
-        listed
-            .get(&view.marker.state.msn)
-            .and_then(|l| l.key.clone())
+        listed.get(&view.marker.state.msn).map(Listed::key)
     });
     for period in &mut periods {
         let members = period
@@ -157,14 +198,14 @@ pub fn package_mpd(
 }
 
 /// A rung's Representation in `period`, of which it is a member (its key says so:
-/// every segment of the period has the same rungs), when it still has the period's
-/// segments.
+/// every segment of the period has the same rungs), over the period's segments the rung
+/// still has (its window may have dropped the oldest first); `None` when it has none.
 fn rung_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdRung> {
-    let views: Vec<&Fmp4View> = period
+    let (segments, views): (Vec<MpdSegment>, Vec<&Fmp4View>) = period
         .segments
         .iter()
-        .map(|s| rung.segments.get(&s.msn).copied())
-        .collect::<Option<_>>()?;
+        .filter_map(|s| Some((*s, *rung.segments.get(&s.msn)?)))
+        .unzip();
     let first = views.first()?;
     let peak = views
         .iter()
@@ -176,6 +217,6 @@ fn rung_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdRung> {
         name: rung.name.to_owned(),
         video: video?,
         discontinuity_seq: first.marker.state.discontinuity_seq,
-        segments: period.segments.clone(),
+        segments,
     })
 }
