@@ -68,6 +68,20 @@ fn variant_uris(master: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Pushes a copy of `segment` to one of the channel's renditions.
+fn push_segment(
+    channel: &Channel,
+    rendition: &Arc<server::rendition::Rendition>,
+    segment: &Segment,
+) {
+    channel.push_to(
+        rendition,
+        LiveSegment::from(segment.clone()),
+        tracks(),
+        None,
+    );
+}
+
 /// A node with stream `s`, a package of the source and the rungs `240p` and `bad`.
 fn package_node() -> (server::AppState, Arc<Channel>) {
     let state = harness::node(None);
@@ -97,12 +111,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         Arc::clone(channel.rendition("bad").expect("the rung")),
     );
     let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
-        channel.push_to(
-            rendition,
-            LiveSegment::from(segment.clone()),
-            tracks(),
-            None,
-        );
+        push_segment(&channel, rendition, segment);
     };
     // The rungs start late: their first three segments come after the source's were
     // listed in the MPD (the newest source segment waits for a rung that has not
@@ -274,12 +283,7 @@ async fn a_rung_late_for_one_segment_leaves_it_out_and_every_period_id_is_unique
     let (state, channel) = package_node();
     let rung = Arc::clone(channel.rendition("240p").expect("the rung"));
     let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
-        channel.push_to(
-            rendition,
-            LiveSegment::from(segment.clone()),
-            tracks(),
-            None,
-        );
+        push_segment(&channel, rendition, segment);
     };
     // The rung follows the source segment by segment, but its segment `late` comes
     // only after the source's next one (the newest stays held back: the ladder's other
