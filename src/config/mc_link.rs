@@ -1,0 +1,114 @@
+//! A node's `[mc]` section: where its MC is, and the template its meeting streams are
+//! made from.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+use super::{stream_from, LadderPlan, StreamConfig};
+
+/// A node's `[mc]` section: where its MC is, and how meeting streams are set up.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McLinkConfig {
+    /// The MC's base URL, `http(s)://host:port`.
+    pub url: String,
+    /// The MC's node token.
+    pub token: Option<String>,
+    /// PEM CA certificates to trust for an `https` MC.
+    pub ca_file: Option<PathBuf>,
+    /// Seconds between syncs with the MC (default 1).
+    #[serde(default = "default_poll")]
+    pub poll_interval: f64,
+    /// Connect and answer timeout of one sync, seconds (default 3).
+    #[serde(default = "default_timeout")]
+    pub timeout: f64,
+    /// Standby MCs (base URLs): their relay of the meeting becomes a backup input.
+    #[serde(default)]
+    pub backup_urls: Vec<String>,
+    /// The template of every meeting stream: any key of a `[[stream]]` except `name`
+    /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
+    #[serde(default)]
+    pub stream: toml::Table,
+}
+
+fn default_poll() -> f64 {
+    1.0
+}
+fn default_timeout() -> f64 {
+    3.0
+}
+
+impl McLinkConfig {
+    /// The stream a node runs for meeting `id`: the MC's relay of it (then the standby
+    /// MCs'), with the template's settings.
+    ///
+    /// # Errors
+    /// The template has a key a stream does not accept, or sets `name`/`inputs`.
+    pub fn meeting_stream(&self, id: &str) -> anyhow::Result<StreamConfig> {
+        self.meeting_stream_with(id, &[])
+    }
+
+    /// [`McLinkConfig::meeting_stream`] of a meeting whose MC encodes the ladder
+    /// `ladder` (rung names in master-playlist order; empty: no ladder): every rung but
+    /// the source is pulled from the MC's relay of it, `/{id}/{rung}/mpegts`.
+    ///
+    /// # Errors
+    /// As [`McLinkConfig::meeting_stream`].
+    pub fn meeting_stream_with(&self, id: &str, ladder: &[String]) -> anyhow::Result<StreamConfig> {
+        if self.stream.contains_key("name") || self.stream.contains_key("inputs") {
+            bail!("mc.stream must not set name or inputs: they come from the meeting");
+        }
+        let relays = |path: &str| -> Vec<String> {
+            std::iter::once(&self.url)
+                .chain(&self.backup_urls)
+                .map(|base| format!("{}/{id}/{path}", base.trim_end_matches('/')))
+                .collect()
+        };
+        let mut stream = stream_from(id, relays("mpegts"), &self.stream).context("mc.stream")?;
+        if !ladder.is_empty() {
+            let inputs = ladder
+                .iter()
+                .filter(|rung| rung.as_str() != server::ladder::SOURCE)
+                .map(|rung| (rung.clone(), relays(&format!("{rung}/mpegts"))))
+                .collect();
+            stream.ladder = Some(LadderPlan::Pull {
+                names: ladder.to_vec(),
+                inputs,
+            });
+        }
+        Ok(stream)
+    }
+
+    /// The poll interval.
+    pub fn poll(&self) -> Duration {
+        Duration::from_secs_f64(self.poll_interval)
+    }
+
+    /// Checks the section.
+    ///
+    /// # Errors
+    /// The first broken rule, naming its key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for url in std::iter::once(&self.url).chain(&self.backup_urls) {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("mc.url {url:?} must start with http:// or https://");
+            }
+        }
+        if !(0.1..=60.0).contains(&self.poll_interval) {
+            bail!(
+                "mc.poll_interval {} must be between 0.1 and 60 seconds",
+                self.poll_interval
+            );
+        }
+        if !(0.1..=60.0).contains(&self.timeout) {
+            bail!(
+                "mc.timeout {} must be between 0.1 and 60 seconds",
+                self.timeout
+            );
+        }
+        self.meeting_stream("check").map(|_| ())
+    }
+}
