@@ -61,7 +61,8 @@ pub struct InputCounters {
     pub connects: AtomicU64,
     /// Damage the demuxer found in the source: sync losses, continuity-counter
     /// breaks, bad PES, bad PSI sections, packets flagged as errored (the sum of
-    /// [`InputCounters::damage`]).
+    /// [`InputCounters::damage`] but for its unknown streams, which are not damage to
+    /// what is delivered).
     pub demux_errors: AtomicU64,
     /// The same damage by kind, in the order of [`DAMAGE_KINDS`].
     pub damage: [AtomicU64; DAMAGE_KINDS.len()],
@@ -77,6 +78,9 @@ pub const DAMAGE_KINDS: [&str; 6] = [
     "bad_psi",
     "unknown_streams",
 ];
+
+/// The index of `unknown_streams` in [`DAMAGE_KINDS`].
+const UNKNOWN_STREAMS: usize = 5;
 
 /// The demuxer's counters in the order of [`DAMAGE_KINDS`].
 fn damage_of(stats: &DemuxStats) -> [u64; DAMAGE_KINDS.len()] {
@@ -164,20 +168,27 @@ pub(crate) async fn demux_into(
     events: &mpsc::Sender<InputEvent>,
 ) -> Option<usize> {
     let mut out = Vec::new();
-    let errors_before = demux_errors(demuxer.stats());
     let damage_before = damage_of(demuxer.stats());
     match data {
         Some(data) => demuxer.push(data, &mut out),
         None => demuxer.flush(&mut out),
     }
-    InputCounters::add(
-        &counters.demux_errors,
-        demux_errors(demuxer.stats()) - errors_before,
-    );
     let damage_after = damage_of(demuxer.stats());
-    for ((counter, after), before) in counters.damage.iter().zip(damage_after).zip(damage_before) {
-        InputCounters::add(counter, after.saturating_sub(before));
+    let mut errors = 0;
+    for (kind, ((counter, after), before)) in counters
+        .damage
+        .iter()
+        .zip(damage_after)
+        .zip(damage_before)
+        .enumerate()
+    {
+        let new = after.saturating_sub(before);
+        InputCounters::add(counter, new);
+        if kind != UNKNOWN_STREAMS {
+            errors += new;
+        }
     }
+    InputCounters::add(&counters.demux_errors, errors);
     let sent = out.len();
     for event in out {
         let event = match event {
@@ -199,11 +210,12 @@ pub(crate) async fn demux_into(
     Some(sent)
 }
 
-/// The demuxer's damage counters, summed.
-fn demux_errors(stats: &DemuxStats) -> u64 {
-    stats.sync_losses
-        + stats.cc_errors
-        + stats.pes_errors
-        + stats.crc_errors
-        + stats.dropped_packets
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_streams_is_the_kind_left_out_of_demux_errors() {
+        assert_eq!(DAMAGE_KINDS[UNKNOWN_STREAMS], "unknown_streams");
+    }
 }
