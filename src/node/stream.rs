@@ -74,6 +74,7 @@ pub fn start_stream(
     )
     .with_context(|| format!("stream {}", stream.name))?;
     let status = handle.status();
+    channel.set_inputs(status.clone());
     let counters = handle.counters().to_vec();
     let status_source: server::state::StatusSource =
         Arc::new(move || server::ingest_view::inputs_json(&status.borrow(), &counters));

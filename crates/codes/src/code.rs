@@ -1,7 +1,7 @@
 //! [`Code`]: one condition of any family, and the way to its row.
 
 use crate::families::{
-    ExperimentsError, FaultRuleError, LadderFault, OttRefusal, RequestError, Shed,
+    ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal, RequestError, Shed,
 };
 use crate::meeting::ErrorCode;
 use crate::row::CodeInfo;
@@ -23,6 +23,8 @@ pub enum Code {
     Shed(Shed),
     /// A fault of a stream's ladder (logs and status).
     Ladder(LadderFault),
+    /// A fault of a stream's input (logs and status; 111010 answers viewers).
+    Input(InputFault),
 }
 
 impl Code {
@@ -36,6 +38,7 @@ impl Code {
             Code::Request(c) => c.info(),
             Code::Shed(c) => c.info(),
             Code::Ladder(c) => c.info(),
+            Code::Input(c) => c.info(),
         }
     }
 
@@ -63,6 +66,7 @@ impl Code {
             .chain(RequestError::ALL.iter().copied().map(Code::Request))
             .chain(Shed::ALL.iter().copied().map(Code::Shed))
             .chain(LadderFault::ALL.iter().copied().map(Code::Ladder))
+            .chain(InputFault::ALL.iter().copied().map(Code::Input))
     }
 
     /// The code with this number, if it is in the table.
@@ -86,6 +90,12 @@ impl From<OttRefusal> for Code {
 impl From<LadderFault> for Code {
     fn from(code: LadderFault) -> Self {
         Code::Ladder(code)
+    }
+}
+
+impl From<InputFault> for Code {
+    fn from(code: InputFault) -> Self {
+        Code::Input(code)
     }
 }
 

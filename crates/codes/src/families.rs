@@ -1,7 +1,7 @@
 //! The code families beyond the meetings of seed 000: OTT refusals (105xxx), the
 //! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
-//! may answer (108xxx), the back-pressure answer (109001) and the faults of a meeting's
-//! ABR ladder (110xxx).
+//! may answer (108xxx), the back-pressure answer (109001), the faults of a meeting's
+//! ABR ladder (110xxx) and of a stream's inputs (111xxx).
 
 use crate::row::{CodeInfo, LogLevel};
 
@@ -168,5 +168,29 @@ family! {
         /// A rung's segment does not start with a keyframe at the source segment's start:
         /// players cannot switch there, so the rung is not offered until it is aligned.
         RungMisaligned => (110_004, 503, "a ladder rung is not aligned with the source's segments", "rung_misaligned", true),
+    }
+}
+
+family! {
+    /// Faults of a stream's inputs (111xxx): the codes of an input's log lines and of
+    /// its `fault` in `/api/streams/{name}`, and one answer to viewers, 111010, for a
+    /// stream whose inputs deliver nothing it can use. Each is temporary: a source
+    /// that heals clears it.
+    InputFault {
+        /// The demuxer finds damage in the input's MPEG-TS: lost or flagged packets,
+        /// lost sync, PES or PSI that cannot be read.
+        Damaged => (111_001, 503, "the input's transport stream is damaged", "input_damaged", true),
+        /// Bytes arrive but no frame comes out of them for the source timeout: the
+        /// input is rejected and a backup takes over.
+        NoFrames => (111_002, 503, "the input delivers bytes but no frame", "input_no_frames", true),
+        /// The input was live and has delivered nothing for the source timeout.
+        Stalled => (111_003, 503, "the input delivers nothing", "input_stalled", true),
+        /// The input's connection or publishing session failed.
+        Down => (111_004, 503, "the input's connection failed", "input_down", true),
+        /// The input's program lists a video stream, but only audio comes out of it.
+        NoVideo => (111_005, 503, "the input's video stream delivers no picture", "input_no_video", true),
+        /// A viewer's answer: the stream has no media because every input that
+        /// delivers bytes delivers nothing usable.
+        StreamDown => (111_010, 503, "the stream is down: its input delivers nothing usable", "stream_down", true),
     }
 }

@@ -22,7 +22,9 @@ pub mod meeting;
 mod row;
 
 pub use code::Code;
-pub use families::{ExperimentsError, FaultRuleError, LadderFault, OttRefusal, RequestError, Shed};
+pub use families::{
+    ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal, RequestError, Shed,
+};
 pub use meeting::{ConnectCause, ErrorCode};
 pub use row::{CodeInfo, LogLevel};
 
@@ -51,7 +53,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 10 + 1 + 4);
+        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 10 + 1 + 4 + 6);
     }
 
     #[test]
@@ -80,6 +82,8 @@ mod tests {
         expected.extend([108_006, 108_009, 108_010, 109_001]);
         // Ladder faults are temporary: the encoder restarts, a rung realigns.
         expected.extend(110_001..=110_004);
+        // Input faults clear when the source heals.
+        expected.extend((111_001..=111_005).chain([111_010]));
         assert_eq!(retryable, expected);
     }
 }

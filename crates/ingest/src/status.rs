@@ -4,9 +4,11 @@
 //! and bumps its shared [`InputCounters`]; the supervisor folds these into one
 //! [`StreamInputStatus`] per stream, published through a `tokio::sync::watch`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use media::ts::demux::{DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason};
+use codes::InputFault;
+use media::ts::demux::{DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason, ProgramView};
+use media::TrackKind;
 use thiserror::Error;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -53,6 +55,13 @@ pub struct InputCounters {
     pub bytes: AtomicU64,
     /// Frames demuxed (or received from a publisher).
     pub frames: AtomicU64,
+    /// Of those, video frames (a program whose video yields none is a fault).
+    pub video_frames: AtomicU64,
+    /// MPEG-TS packets read (0 while bytes flow means the bytes are not MPEG-TS).
+    pub packets: AtomicU64,
+    /// What the current connection's demuxer knows of its program, as
+    /// [`InputCounters::program`] reads it.
+    program: AtomicU8,
     /// Connection or session failures.
     pub errors: AtomicU64,
     /// Datagrams dropped because the demuxer could not keep up (UDP only).
@@ -60,9 +69,9 @@ pub struct InputCounters {
     /// Connections or sessions started.
     pub connects: AtomicU64,
     /// Damage the demuxer found in the source: sync losses, continuity-counter
-    /// breaks, bad PES, bad PSI sections, packets flagged as errored (the sum of
-    /// [`InputCounters::damage`] but for its unknown streams, which are not damage to
-    /// what is delivered).
+    /// breaks, bad and oversize PES, bad PSI sections, packets flagged as errored (the
+    /// sum of [`InputCounters::damage`] but for unknown streams, which are not damage
+    /// to what is delivered, and damaged frames, which are its consequence).
     pub demux_errors: AtomicU64,
     /// The same damage by kind, in the order of [`DAMAGE_KINDS`].
     pub damage: [AtomicU64; DAMAGE_KINDS.len()],
@@ -70,17 +79,25 @@ pub struct InputCounters {
 
 /// The kinds of damage the demuxer tells apart, as operators read them (status JSON
 /// keys and the `kind` label of `brdyun_input_damage_total`).
-pub const DAMAGE_KINDS: [&str; 6] = [
+/// `damaged_frames` counts the frames dropped because damage reached them (a
+/// picture up to the next keyframe, an audio PES).
+pub const DAMAGE_KINDS: [&str; 8] = [
     "sync_losses",
     "cc_errors",
     "transport_errors",
     "bad_pes",
+    "oversize_pes",
     "bad_psi",
     "unknown_streams",
+    "damaged_frames",
 ];
 
-/// The index of `unknown_streams` in [`DAMAGE_KINDS`].
-const UNKNOWN_STREAMS: usize = 5;
+/// The index of `damaged_frames` in [`DAMAGE_KINDS`].
+pub const DAMAGED_FRAMES: usize = 7;
+
+/// The kinds of [`DAMAGE_KINDS`] left out of `demux_errors`: `unknown_streams` and
+/// `damaged_frames`.
+const NOT_ERRORS: [usize; 2] = [6, DAMAGED_FRAMES];
 
 /// The demuxer's counters in the order of [`DAMAGE_KINDS`].
 fn damage_of(stats: &DemuxStats) -> [u64; DAMAGE_KINDS.len()] {
@@ -89,8 +106,10 @@ fn damage_of(stats: &DemuxStats) -> [u64; DAMAGE_KINDS.len()] {
         stats.cc_errors,
         stats.dropped_packets,
         stats.pes_errors,
+        stats.oversize_pes,
         stats.crc_errors,
         stats.unknown_stream_types,
+        stats.damaged_frames,
     ]
 }
 
@@ -104,6 +123,41 @@ impl InputCounters {
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
+
+    /// What the input's demuxer last knew of its program (all false for inputs that
+    /// are not MPEG-TS).
+    pub fn program(&self) -> ProgramView {
+        let bits = self.program.load(Ordering::Relaxed);
+        ProgramView {
+            found: bits & 1 != 0,
+            video: bits & 2 != 0,
+            audio: bits & 4 != 0,
+        }
+    }
+
+    fn set_program(&self, view: ProgramView) {
+        let bits = u8::from(view.found) | u8::from(view.video) << 1 | u8::from(view.audio) << 2;
+        self.program.store(bits, Ordering::Relaxed);
+    }
+
+    /// The damage errors by kind, read now.
+    pub fn damage_now(&self) -> [u64; DAMAGE_KINDS.len()] {
+        std::array::from_fn(|i| Self::get(&self.damage[i]))
+    }
+
+    /// Counts a frame received.
+    pub(crate) fn count_frame(&self, kind: TrackKind) {
+        Self::add(&self.frames, 1);
+        if kind == TrackKind::Video {
+            Self::add(&self.video_frames, 1);
+        }
+    }
+}
+
+/// Whether a damage kind (an index of [`DAMAGE_KINDS`]) is an error of the source
+/// (not unknown streams, not the frames dropped as a consequence).
+pub fn is_damage_error(kind: usize) -> bool {
+    !NOT_ERRORS.contains(&kind)
 }
 
 /// Where an input stands, as the supervisor sees it.
@@ -115,6 +169,12 @@ pub enum InputState {
     Live,
     /// Connected, but no media for longer than the source timeout.
     Stalled,
+    /// Bytes arrive but no frame came out of them for the source timeout; a backup
+    /// takes over until frames come.
+    Rejected {
+        /// Why no frame comes, in words for operators.
+        reason: String,
+    },
     /// The connection failed or the publisher left.
     Down {
         /// The failure, as text for operators.
@@ -139,6 +199,22 @@ pub struct InputStatus {
     pub errors: u64,
     /// Datagrams dropped under overload (UDP only).
     pub dropped: u64,
+    /// The input's most recent fault (an ongoing one before any that ended).
+    pub fault: Option<FaultReport>,
+}
+
+/// One fault of an input, for operators: its code, what it is in words, since when,
+/// and whether it is still going on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultReport {
+    /// The code (111xxx) naming the kind of fault.
+    pub code: InputFault,
+    /// The fault in words: the code's message and what was seen.
+    pub detail: String,
+    /// When it started.
+    pub since: Instant,
+    /// When it ended; `None` while it goes on.
+    pub ended: Option<Instant>,
 }
 
 /// The status of all inputs of one stream.
@@ -169,6 +245,7 @@ pub(crate) async fn demux_into(
 ) -> Option<usize> {
     let mut out = Vec::new();
     let damage_before = damage_of(demuxer.stats());
+    let packets_before = demuxer.stats().packets;
     match data {
         Some(data) => demuxer.push(data, &mut out),
         None => demuxer.flush(&mut out),
@@ -184,16 +261,21 @@ pub(crate) async fn demux_into(
     {
         let new = after.saturating_sub(before);
         InputCounters::add(counter, new);
-        if kind != UNKNOWN_STREAMS {
+        if !NOT_ERRORS.contains(&kind) {
             errors += new;
         }
     }
     InputCounters::add(&counters.demux_errors, errors);
+    InputCounters::add(
+        &counters.packets,
+        demuxer.stats().packets.saturating_sub(packets_before),
+    );
+    counters.set_program(demuxer.program());
     let sent = out.len();
     for event in out {
         let event = match event {
             DemuxEvent::Frame(frame) => {
-                InputCounters::add(&counters.frames, 1);
+                counters.count_frame(frame.kind());
                 IngestEvent::Frame(frame)
             }
             DemuxEvent::Marker(payload) => IngestEvent::Marker(payload),
@@ -201,8 +283,9 @@ pub(crate) async fn demux_into(
             DemuxEvent::Discontinuity(DiscontinuityReason::ProgramChange) => {
                 IngestEvent::Discontinuity
             }
-            // Lost or damaged packets are counted; the timestamps still say where the
-            // media belongs, and the segmenter marks a discontinuity if they jump.
+            // Lost or damaged packets are counted and what they reached was dropped;
+            // the timestamps still say where the media belongs, and the segmenter
+            // marks a discontinuity if they jump.
             DemuxEvent::Discontinuity(_) => continue,
         };
         events.send(InputEvent::Media(event)).await.ok()?;
@@ -215,7 +298,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_streams_is_the_kind_left_out_of_demux_errors() {
-        assert_eq!(DAMAGE_KINDS[UNKNOWN_STREAMS], "unknown_streams");
+    fn the_kinds_left_out_of_demux_errors_are_unknown_streams_and_damaged_frames() {
+        let names = NOT_ERRORS.map(|i| DAMAGE_KINDS[i]);
+        assert_eq!(names, ["unknown_streams", "damaged_frames"]);
     }
 }

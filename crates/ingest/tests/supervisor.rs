@@ -311,3 +311,84 @@ fn configuration_errors() {
         );
     });
 }
+
+/// A free UDP port on loopback (bound and released).
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("bind")
+        .port()
+}
+
+#[tokio::test]
+async fn bytes_without_frames_reject_the_input_with_a_reason_and_the_backup_takes_over() {
+    let port = free_udp_port();
+    let (backup_tx, backup_rx) = mpsc::channel(1024);
+    let config = SupervisorConfig {
+        source_timeout: Duration::from_millis(500),
+        ..SupervisorConfig::new(
+            "meeting",
+            vec![
+                InputSpec::Udp {
+                    bind: SocketAddr::from(([127, 0, 0, 1], port)),
+                    multicast: None,
+                    interface: None,
+                },
+                InputSpec::Channel {
+                    name: "backup".into(),
+                    events: backup_rx,
+                },
+            ],
+        )
+    };
+    let (output_tx, mut output) = mpsc::channel(10_000);
+    let (stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, None, output_tx, stop).expect("starts");
+    let mut status = handle.status();
+    // The primary receives 3 s of bytes that are not MPEG-TS; the backup is a clean
+    // 25-fps source.
+    let garbage = std::thread::spawn(move || {
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").expect("sender");
+        let mut x = 0x1234_5678u32;
+        for _ in 0..150 {
+            let datagram: Vec<u8> = (0..1316)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x as u8
+                })
+                // No sync byte, so no packet can ever be read.
+                .map(|b| if b == 0x47 { 0x49 } else { b })
+                .collect();
+            sender.send_to(&datagram, ("127.0.0.1", port)).expect("send");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let feeder = tokio::spawn(async move {
+        for n in 0..75u64 {
+            if backup_tx.send(video(b"b", n, n % 25 == 0)).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    });
+    wait_for_state(&mut status, 0, |s| matches!(s, InputState::Rejected { .. })).await;
+    let now = status.borrow().clone();
+    let InputState::Rejected { reason } = &now.inputs[0].state else {
+        unreachable!()
+    };
+    assert!(reason.contains("no MPEG-TS packet"), "{reason}");
+    assert_eq!(now.active, Some(1), "the backup delivers");
+    let fault = now.inputs[0].fault.clone().expect("a fault is reported");
+    assert_eq!(fault.code, codes::InputFault::NoFrames);
+    assert!(fault.ended.is_none());
+    assert!(fault.detail.contains("no MPEG-TS packet"), "{}", fault.detail);
+    // Only the backup's frames reach the stream.
+    let first = output.recv().await;
+    assert_eq!(first.as_ref().and_then(tag_of), Some((&b"b"[..], true)));
+    garbage.join().expect("sender");
+    feeder.abort();
+    stop_tx.send(true).expect("stop");
+    handle.join().await;
+}

@@ -281,7 +281,11 @@ async fn lost_datagrams_are_counted_as_demux_errors_without_a_discontinuity() {
             _ => {}
         }
     }
-    assert!(video >= 25, "only {video} video frames got through");
+    // What the losses reached is dropped (a picture up to the next keyframe), the rest
+    // gets through.
+    let damaged = InputCounters::get(&input.counters.damage[ingest::status::DAMAGED_FRAMES]);
+    assert!(video >= 3, "only {video} video frames got through");
+    assert!(damaged > 0, "no frame was dropped for the losses");
     assert!(
         InputCounters::get(&input.counters.demux_errors) > 0,
         "losses were not counted"

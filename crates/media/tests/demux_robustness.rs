@@ -66,8 +66,40 @@ fn nth_start(data: &[u8], on_pid: u16, nth: usize) -> usize {
         .expect("fixture has enough pes")
 }
 
+/// The frames of `clean` with the video frames from the `first_lost`-th one up to
+/// (not including) the next video keyframe taken out: what the demuxer must deliver
+/// when bytes of that picture were lost. Returns them and how many were taken out.
+fn without_damaged_video(clean: &[DemuxEvent], first_lost: usize) -> (Vec<&DemuxEvent>, u64) {
+    let mut video = 0;
+    let mut dropping = false;
+    let mut dropped = 0;
+    let mut kept = Vec::new();
+    for event in without_discontinuities(clean) {
+        if let DemuxEvent::Frame(f) = event {
+            if f.kind() == media::TrackKind::Video {
+                dropping = (dropping || video == first_lost) && !(video > first_lost && f.keyframe);
+                video += 1;
+                if dropping {
+                    dropped += 1;
+                    continue;
+                }
+            }
+        }
+        kept.push(event);
+    }
+    (kept, dropped)
+}
+
+/// Index of the video PES in progress at packet `index` (the last one started before).
+fn video_pes_at(data: &[u8], index: usize) -> usize {
+    (0..index)
+        .filter(|&i| pid(data, i) == 0x100 && data[i * PACKET + 1] & 0x40 != 0)
+        .count()
+        - 1
+}
+
 #[test]
-fn a_lost_packet_is_counted_and_reported() {
+fn a_lost_video_packet_drops_its_picture_and_what_follows_up_to_the_next_keyframe() {
     let data = fixture("h264_aac.ts");
     // Drop the packet after the 10th video PES start (the middle of that PES).
     let lost = nth_start(&data, 0x100, 10) + 1;
@@ -79,12 +111,159 @@ fn a_lost_packet_is_counted_and_reported() {
     assert!(events.contains(&DemuxEvent::Discontinuity(
         DiscontinuityReason::ContinuityCounter { pid: 0x100 }
     )));
-    // The damaged PES is still delivered (shorter), as is everything else.
+    let (clean, _) = demux(&data);
+    let (expected, dropped) = without_damaged_video(&clean, 10);
+    assert!(dropped >= 1);
+    assert_eq!(without_discontinuities(&events), expected);
+    assert_eq!(demuxer.stats().damaged_frames, dropped);
+}
+
+#[test]
+fn a_video_packet_flagged_with_a_transport_error_is_a_loss() {
+    let mut data = fixture("h264_aac.ts");
+    let flagged = nth_start(&data, 0x100, 20) + 1;
+    assert_eq!(pid(&data, flagged), 0x100);
+    data[flagged * PACKET + 1] |= 0x80;
+    let (events, demuxer) = demux(&data);
+    assert_eq!(demuxer.stats().dropped_packets, 1);
+    let (clean, _) = demux(&fixture("h264_aac.ts"));
+    let (expected, dropped) = without_damaged_video(&clean, 20);
+    assert_eq!(without_discontinuities(&events), expected);
+    assert_eq!(demuxer.stats().damaged_frames, dropped);
+}
+
+#[test]
+fn a_lost_pes_start_is_a_loss_even_when_the_counters_hide_it() {
+    // The start packet of the 4th audio PES is gone and the counters after it are
+    // renumbered, as a remuxer that lost it would: only the payload after the 3rd PES's
+    // declared end shows it. (An unbounded video PES would swallow such payload: there
+    // the counters are what tell a loss.)
+    let data = fixture("aac_only.ts");
+    let lost = nth_start(&data, 0x100, 3);
+    let mut damaged = Vec::new();
+    for i in 0..data.len() / PACKET {
+        let mut packet = data[i * PACKET..(i + 1) * PACKET].to_vec();
+        if i == lost {
+            continue;
+        }
+        if i > lost && pid(&data, i) == 0x100 {
+            packet[3] = (packet[3] & 0xf0) | ((packet[3] & 0x0f).wrapping_sub(1) & 0x0f);
+        }
+        damaged.extend(packet);
+    }
+    let (events, demuxer) = demux(&damaged);
+    assert_eq!(demuxer.stats().cc_errors, 0);
+    assert_eq!(demuxer.stats().pes_errors, 1);
+    let (clean, _) = demux(&data);
+    let pts = |events: &[DemuxEvent]| -> Vec<u64> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                DemuxEvent::Frame(f) => Some(f.pts),
+                _ => None,
+            })
+            .collect()
+    };
+    let (got, all) = (pts(&events), pts(&clean));
+    assert!(got.len() < all.len(), "the PES without its start is gone");
+    assert!(got.iter().all(|p| all.contains(p)), "nothing merged or invented");
+}
+
+#[test]
+fn a_lost_audio_packet_drops_only_its_pes() {
+    let data = fixture("h264_aac.ts");
+    let lost = nth_start(&data, 0x101, 3) + 1;
+    assert_eq!(pid(&data, lost), 0x101);
+    let mut damaged = data[..lost * PACKET].to_vec();
+    damaged.extend(&data[(lost + 1) * PACKET..]);
+    let (events, demuxer) = demux(&damaged);
+    let (clean, _) = demux(&data);
+    let audio_pts = |events: &[DemuxEvent]| -> Vec<u64> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                DemuxEvent::Frame(f) if f.kind() == media::TrackKind::Audio => Some(f.pts),
+                _ => None,
+            })
+            .collect()
+    };
+    let video = |events: &[DemuxEvent]| -> usize {
+        events
+            .iter()
+            .filter(|e| matches!(e, DemuxEvent::Frame(f) if f.kind() == media::TrackKind::Video))
+            .count()
+    };
+    assert_eq!(video(&events), video(&clean), "video is untouched");
+    let (got, all) = (audio_pts(&events), audio_pts(&clean));
+    assert!(got.len() < all.len());
+    assert!(got.iter().all(|pts| all.contains(pts)));
+    assert_eq!(demuxer.stats().damaged_frames, 1, "one PES dropped");
+}
+
+/// Re-packetizes every video PES start so its packet carries only the first five bytes
+/// of the PES header (the rest follows in the next packet): legal, and what some muxers
+/// do.
+fn split_video_pes_headers(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut shift = 0u8;
+    for packet in data.chunks_exact(PACKET) {
+        let is_video = (u16::from(packet[1] & 0x1f) << 8 | u16::from(packet[2])) == 0x100;
+        let renumber = |mut p: Vec<u8>, extra: u8| {
+            if is_video {
+                p[3] = (p[3] & 0xf0) | ((p[3] & 0x0f).wrapping_add(shift + extra) & 0x0f);
+            }
+            p
+        };
+        if !is_video || packet[1] & 0x40 == 0 {
+            out.extend(renumber(packet.to_vec(), 0));
+            continue;
+        }
+        let (af, payload) = if packet[3] & 0x20 != 0 {
+            let len = usize::from(packet[4]);
+            (&packet[5..5 + len], &packet[5 + len..])
+        } else {
+            (&[][..], &packet[4..])
+        };
+        // First packet: the original adaptation field, stuffed, then 5 payload bytes.
+        let mut first = vec![packet[0], packet[1], packet[2], (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f)];
+        first.push(178);
+        if af.is_empty() {
+            first.push(0);
+        } else {
+            first.extend(af);
+        }
+        first.resize(PACKET - 5, 0xff);
+        first.extend(&payload[..5]);
+        // Second packet: the rest of the payload, stuffed in front.
+        let rest = &payload[5..];
+        let mut second = vec![packet[0], packet[1] & !0x40, packet[2], (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f)];
+        second.push((PACKET - 4 - rest.len() - 1) as u8);
+        if PACKET - 4 - rest.len() > 1 {
+            second.push(0);
+        }
+        second.resize(PACKET - rest.len(), 0xff);
+        second.extend(rest);
+        out.extend(renumber(first, 0));
+        out.extend(renumber(second, 1));
+        shift = shift.wrapping_add(1);
+    }
+    out
+}
+
+#[test]
+fn pes_headers_split_across_packets_are_legal_and_lose_nothing() {
+    let data = fixture("h264_aac.ts");
+    let split = split_video_pes_headers(&data);
+    assert!(split.len() > data.len());
+    let (events, demuxer) = demux(&split);
+    let (clean, _) = demux(&data);
+    let s = demuxer.stats();
     assert_eq!(
-        frame_count(&events),
-        75 + 142,
-        "75 video frames and 142 aac frames"
+        (s.cc_errors, s.pes_errors, s.damaged_frames, s.sync_losses),
+        (0, 0, 0, 0)
     );
+    assert!(!events.iter().any(|e| matches!(e, DemuxEvent::Discontinuity(_))));
+    assert_eq!(events, clean);
 }
 
 #[test]
@@ -117,7 +296,10 @@ fn garbage_between_packets_is_a_sync_loss() {
     assert_eq!(demuxer.stats().sync_losses, 1);
     assert_eq!(demuxer.stats().cc_errors, 0);
     assert!(events.contains(&DemuxEvent::Discontinuity(DiscontinuityReason::SyncLoss)));
-    assert_eq!(frame_count(&events), 50);
+    // Bytes were skipped: the picture in progress is lost, up to the next keyframe.
+    let (clean, _) = demux(&data);
+    let (expected, _) = without_damaged_video(&clean, video_pes_at(&data, 40));
+    assert_eq!(without_discontinuities(&events), expected);
 }
 
 #[test]
@@ -132,10 +314,10 @@ fn garbage_that_looks_like_a_packet_costs_one_packet() {
     let (events, demuxer) = demux(&damaged);
     assert_eq!(demuxer.stats().sync_losses, 1);
     assert_eq!(demuxer.stats().cc_errors, 1);
-    // The PES whose start was lost is dropped, not merged into its neighbour.
+    // The PES whose start was lost is dropped, not merged into its neighbour, and the
+    // pictures after it wait for the next keyframe.
     let (clean, _) = demux(&data);
-    let mut expected = without_discontinuities(&clean);
-    expected.remove(10);
+    let (expected, _) = without_damaged_video(&clean, 9);
     assert_eq!(without_discontinuities(&events), expected);
 }
 
@@ -155,9 +337,11 @@ fn lying_pes_lengths_are_counted() {
     let len = u16::from_be_bytes([data[payload + 4], data[payload + 5]]);
     data[payload + 4..payload + 6].copy_from_slice(&(len - 100).to_be_bytes());
     let (events, demuxer) = demux(&data);
-    // One error for the lie, one for the ADTS frame the shortened PES cut in half.
-    assert_eq!(demuxer.stats().pes_errors, 2);
-    assert_eq!(frame_count(&events), 95 - 1);
+    // One error for the lie; the cut PES cannot be trusted and is dropped whole (its
+    // 16 ADTS frames), the bytes past its declared end with it.
+    assert_eq!(demuxer.stats().pes_errors, 1);
+    assert_eq!(demuxer.stats().damaged_frames, 1);
+    assert_eq!(frame_count(&events), 95 - 16);
 }
 
 #[test]

@@ -77,6 +77,8 @@ pub struct Channel {
     /// Indices into `renditions` in the order the master playlist lists them.
     listing: Vec<usize>,
     ladder: std::sync::OnceLock<Arc<crate::ladder::status::LadderStatus>>,
+    /// The status of the stream's inputs, when a supervisor runs them.
+    inputs: std::sync::OnceLock<watch::Receiver<ingest::status::StreamInputStatus>>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -121,6 +123,7 @@ impl Channel {
         Self {
             listing,
             ladder: std::sync::OnceLock::new(),
+            inputs: std::sync::OnceLock::new(),
             name: name.into(),
             renditions,
             counters: ChannelCounters::default(),
@@ -165,6 +168,26 @@ impl Channel {
     /// The ladder encoder's status, when this process encodes the stream's ladder.
     pub fn ladder(&self) -> Option<&Arc<crate::ladder::status::LadderStatus>> {
         self.ladder.get()
+    }
+
+    /// Gives the channel its inputs' status, so a viewer of a stream without media hears
+    /// whether it is down or not started; false when it was already given.
+    pub fn set_inputs(&self, status: watch::Receiver<ingest::status::StreamInputStatus>) -> bool {
+        self.inputs.set(status).is_ok()
+    }
+
+    /// The answer to a viewer when the stream has no media yet: 111010 when its inputs
+    /// receive bytes that give nothing usable, else 103002 (not started).
+    pub fn no_media_error(&self) -> crate::error::ApiError {
+        let down = self
+            .inputs
+            .get()
+            .is_some_and(|status| crate::ingest_view::inputs_unusable(&status.borrow()));
+        if down {
+            crate::error::ApiError::StreamDown
+        } else {
+            crate::error::ApiError::NotStarted
+        }
     }
 
     /// Whether the master playlist lists `rendition` when it can be offered (a rung of

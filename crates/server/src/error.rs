@@ -17,6 +17,9 @@ pub enum ApiError {
     StreamNotFound,
     /// The stream exists but has no segment yet: the meeting has not started (103002).
     NotStarted,
+    /// The stream has no segment and its inputs receive bytes that give nothing usable
+    /// (111010): the stream is down, not waiting to start.
+    StreamDown,
     /// The segment number is not (or no longer) in the live window.
     SegmentGone,
     /// No such resource on this node.
@@ -63,6 +66,7 @@ impl ApiError {
         match self {
             ApiError::StreamNotFound => Code::Meeting(meeting::ErrorCode::NotOnMc),
             ApiError::NotStarted => Code::Meeting(meeting::ErrorCode::NotStarted),
+            ApiError::StreamDown => Code::Input(codes::InputFault::StreamDown),
             ApiError::SegmentGone => Code::Request(RequestError::SegmentGone),
             ApiError::NotFound => Code::Request(RequestError::NotFound),
             ApiError::BadRequest => Code::Request(RequestError::BadRequest),

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use ingest::rtmp::RtmpStats;
-use ingest::status::{InputCounters, InputState, StreamInputStatus, DAMAGE_KINDS};
+use ingest::status::{FaultReport, InputCounters, InputState, StreamInputStatus, DAMAGE_KINDS};
 use serde_json::{json, Value};
 
 use crate::metrics::{label, Metrics};
@@ -22,6 +22,7 @@ pub fn inputs_json(status: &StreamInputStatus, counters: &[Arc<InputCounters>]) 
                 InputState::Connecting => ("connecting", None),
                 InputState::Live => ("live", None),
                 InputState::Stalled => ("stalled", None),
+                InputState::Rejected { reason } => ("rejected", Some(reason.clone())),
                 InputState::Down { error } => ("down", Some(error.clone())),
             };
             json!({
@@ -36,10 +37,31 @@ pub fn inputs_json(status: &StreamInputStatus, counters: &[Arc<InputCounters>]) 
                 "dropped": input.dropped,
                 "last_data_ms_ago": input.last_data_at.map(|t| t.elapsed().as_millis() as u64),
                 "damage": counters.get(i).map(|c| damage_json(c)),
+                "fault": input.fault.as_ref().map(fault_json),
             })
         })
         .collect();
     json!({ "active": status.active, "switches": status.switches, "inputs": inputs })
+}
+
+/// An input's fault: its code, words, how long ago it started, and whether it goes
+/// on (`ended_ms_ago` null) or ended.
+fn fault_json(fault: &FaultReport) -> Value {
+    json!({
+        "code": fault.code.code(),
+        "reason": fault.code.label(),
+        "message": fault.detail,
+        "since_ms_ago": fault.since.elapsed().as_millis() as u64,
+        "ended_ms_ago": fault.ended.map(|t| t.elapsed().as_millis() as u64),
+    })
+}
+
+/// Whether viewers of a stream without media should hear it is down (111010) rather
+/// than not started: an input receives bytes that give nothing usable, and none is
+/// live.
+pub fn inputs_unusable(status: &StreamInputStatus) -> bool {
+    let any = |f: fn(&InputState) -> bool| status.inputs.iter().any(|i| f(&i.state));
+    any(|s| matches!(s, InputState::Rejected { .. })) && !any(|s| *s == InputState::Live)
 }
 
 /// One input's damage counters by kind.

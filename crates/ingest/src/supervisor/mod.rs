@@ -13,6 +13,7 @@
 //! resume of the active input, sends [`IngestEvent::Discontinuity`] first, and the new
 //! input's media starts at its next video keyframe (at once for audio-only inputs).
 
+mod faults;
 mod registry;
 mod switch;
 
@@ -30,10 +31,11 @@ pub use registry::PublishRegistry;
 
 use crate::http_pull::{self, redact_url, Backoff, HttpPullConfig};
 use crate::status::{
-    stopped, InputCounters, InputError, InputEvent, InputStatus, StreamInputStatus,
+    stopped, InputCounters, InputError, InputEvent, InputState, InputStatus, StreamInputStatus,
 };
 use crate::udp::{UdpConfig, UdpInput};
 use crate::{IngestEvent, IngestSender};
+use faults::{FaultChange, Faults, Snapshot};
 use registry::Session;
 use switch::Switcher;
 
@@ -239,7 +241,9 @@ pub fn spawn(
             events_tx,
             shutdown.clone(),
         );
-        inputs.spawn(input);
+        // Every line an input logs names its stream and itself.
+        let span = tracing::warn_span!("input", stream = %stream, input = %descriptions[index]);
+        inputs.spawn(tracing::Instrument::instrument(input, span));
         inputs.spawn(tag(index, events_rx, merged_tx.clone()));
         counters.push(counter);
     }
@@ -250,12 +254,16 @@ pub fn spawn(
         inputs: descriptions
             .iter()
             .zip(&counters)
-            .map(|(description, counter)| input_status(description, counter, None))
+            .map(|(description, counter)| input_status(description, counter, None, None))
             .collect(),
         switches: 0,
     };
     let (status_tx, status_rx) = watch::channel(initial);
+    let now = Instant::now();
     let supervisor = Supervision {
+        faults: (0..descriptions.len())
+            .map(|_| Faults::new(source_timeout, now))
+            .collect(),
         stream,
         switcher: Switcher::new(descriptions.len(), source_timeout, hold_down),
         descriptions,
@@ -385,7 +393,7 @@ async fn forward_session(
     }
     while let Some(event) = session.recv().await {
         if let IngestEvent::Frame(frame) = &event {
-            InputCounters::add(&counters.frames, 1);
+            counters.count_frame(frame.kind());
             InputCounters::add(&counters.bytes, frame.data.len() as u64);
         }
         if events.send(InputEvent::Media(event)).await.is_err() {
@@ -400,6 +408,7 @@ fn input_status(
     description: &str,
     counters: &InputCounters,
     slot: Option<&switch::Slot>,
+    faults: Option<&Faults>,
 ) -> InputStatus {
     InputStatus {
         description: description.to_string(),
@@ -409,11 +418,14 @@ fn input_status(
         last_data_at: slot.and_then(|s| s.last_media),
         errors: InputCounters::get(&counters.errors),
         dropped: InputCounters::get(&counters.dropped),
+        fault: faults.and_then(Faults::report),
     }
 }
 
 struct Supervision {
     stream: String,
+    /// Each input's faults, in configuration order.
+    faults: Vec<Faults>,
     switcher: Switcher,
     descriptions: Vec<String>,
     counters: Vec<Arc<InputCounters>>,
@@ -437,7 +449,7 @@ impl Supervision {
             let changed = tokio::select! {
                 _ = stopped(&mut shutdown) => break,
                 _ = ticker.tick() => {
-                    self.switcher.on_tick(Instant::now(), &mut out);
+                    self.on_tick(Instant::now(), &mut out);
                     true
                 }
                 event = events.recv() => {
@@ -469,6 +481,32 @@ impl Supervision {
         tracing::debug!(stream = %self.stream, "input supervisor stopped");
     }
 
+    /// Rejects inputs whose bytes give no frame, checks for stalls and switches, then
+    /// logs the faults that started and ended.
+    fn on_tick(&mut self, now: Instant, out: &mut Vec<IngestEvent>) {
+        let snapshots: Vec<Snapshot> = self.counters.iter().map(|c| Snapshot::of(c)).collect();
+        for (index, (faults, snap)) in self.faults.iter().zip(&snapshots).enumerate() {
+            let state = self.switcher.slots().get(index).map(|s| &s.state);
+            let may_reject = matches!(
+                state,
+                Some(InputState::Connecting | InputState::Stalled | InputState::Rejected { .. })
+            );
+            if let Some(reason) = faults.no_frames(snap, now).filter(|_| may_reject) {
+                self.switcher.on_rejected(index, reason);
+            }
+        }
+        self.switcher.on_tick(now, out);
+        for (index, (faults, snap)) in self.faults.iter_mut().zip(snapshots).enumerate() {
+            let Some(slot) = self.switcher.slots().get(index) else {
+                continue;
+            };
+            let input = self.descriptions.get(index).map_or("", String::as_str);
+            for change in faults.update(snap, &slot.state, now) {
+                log_fault(&self.stream, input, &change);
+            }
+        }
+    }
+
     fn handle(&mut self, index: usize, event: InputEvent, out: &mut Vec<IngestEvent>) {
         match event {
             InputEvent::Connecting => self.switcher.on_connecting(index),
@@ -488,7 +526,10 @@ impl Supervision {
             .iter()
             .zip(&self.counters)
             .zip(self.switcher.slots())
-            .map(|((description, counters), slot)| input_status(description, counters, Some(slot)))
+            .zip(&self.faults)
+            .map(|(((description, counters), slot), faults)| {
+                input_status(description, counters, Some(slot), Some(faults))
+            })
             .collect();
         let next = StreamInputStatus {
             active: self.switcher.active(),
@@ -503,5 +544,32 @@ impl Supervision {
                 true
             }
         });
+    }
+}
+
+/// One log line per fault start and end, with the stream, the input and the code. A
+/// failed connection's start is not repeated: the failure itself was logged.
+fn log_fault(stream: &str, input: &str, change: &FaultChange) {
+    match change {
+        FaultChange::Started(report) if report.code == codes::InputFault::Down => {}
+        FaultChange::Started(report) => tracing::warn!(
+            stream = %stream,
+            input = %input,
+            code = report.code.code(),
+            fault = report.code.label(),
+            detail = %report.detail,
+            "input fault"
+        ),
+        FaultChange::Ended(report) => tracing::info!(
+            stream = %stream,
+            input = %input,
+            code = report.code.code(),
+            fault = report.code.label(),
+            lasted_ms = report
+                .ended
+                .map_or(0, |end| end.saturating_duration_since(report.since).as_millis() as u64),
+            detail = %report.detail,
+            "input fault ended"
+        ),
     }
 }

@@ -102,6 +102,15 @@ impl Switcher {
         }
     }
 
+    /// Bytes reach `input` but no frame comes out of them (see `Faults::no_frames`): it
+    /// is not live until frames come, and `on_tick` moves the stream off it.
+    pub(crate) fn on_rejected(&mut self, input: usize, reason: String) {
+        if let Some(slot) = self.slots.get_mut(input) {
+            slot.state = InputState::Rejected { reason };
+            slot.live_since = None;
+        }
+    }
+
     /// Media from `input`; appends what the stream should receive to `out`.
     pub(crate) fn on_media(
         &mut self,
@@ -118,7 +127,10 @@ impl Switcher {
             slot.has_video |= frame.kind() == TrackKind::Video;
         }
         if slot.state != InputState::Live {
-            let resumed = slot.state == InputState::Stalled;
+            let resumed = matches!(
+                slot.state,
+                InputState::Stalled | InputState::Rejected { .. }
+            );
             slot.state = InputState::Live;
             slot.live_since = Some(now);
             match self.active {

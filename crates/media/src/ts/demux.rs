@@ -63,8 +63,10 @@ pub struct DemuxStats {
     pub sync_losses: u64,
     /// Continuity-counter breaks on the PIDs the demuxer follows.
     pub cc_errors: u64,
-    /// PES dropped or cut: missing PTS, bad header, lying length, oversize.
+    /// PES dropped or cut: missing PTS, bad header, lying length, lost start.
     pub pes_errors: u64,
+    /// PES dropped for outgrowing the assembler's bound (an endless PES).
+    pub oversize_pes: u64,
     /// PSI sections rejected (CRC mismatch or malformed).
     pub crc_errors: u64,
     /// PMT entries with a stream type the demuxer does not deliver (counted once per
@@ -74,6 +76,9 @@ pub struct DemuxStats {
     pub frames: u64,
     /// Packets dropped because transport_error_indicator was set, or scrambled.
     pub dropped_packets: u64,
+    /// Frames dropped because bytes of theirs, or of a video frame they depend on,
+    /// were lost (see [`Demuxer`]).
+    pub damaged_frames: u64,
 }
 
 /// One followed elementary stream.
@@ -82,6 +87,8 @@ struct Stream {
     pid: u16,
     codec: Codec,
     pes: PesAssembler,
+    /// Video lost data: pictures are dropped until the next keyframe.
+    awaiting_keyframe: bool,
 }
 
 /// Continuity state of one PID.
@@ -105,10 +112,15 @@ enum CcCheck {
 
 /// MPEG-TS demuxer for the first program of a stream (see the module docs).
 ///
-/// Pure and synchronous: feed it bytes, collect events. A damaged PES is still
-/// delivered when it has a header and a PTS (a decoder conceals the damage better
-/// than a missing frame); the damage is reported by a [`DemuxEvent::Discontinuity`]
-/// and in [`DemuxStats`].
+/// Pure and synchronous: feed it bytes, collect events. Damage never reaches a
+/// decoder: when bytes of an elementary stream are lost (a continuity-counter gap, a
+/// packet flagged with transport_error_indicator, lost sync, a PES whose start or end
+/// was lost, an oversize PES), the frame they belonged to is dropped, and on the video
+/// stream every picture after it up to the next keyframe too (they predict from the
+/// broken one; a browser's decoder can fail on them as a fatal media error). Audio
+/// frames stand alone: only the damaged one goes. The timestamps of what follows are
+/// untouched, so the timeline runs on without a discontinuity; the damage is reported
+/// by a [`DemuxEvent::Discontinuity`] and counted in [`DemuxStats`].
 #[derive(Debug, Default)]
 pub struct Demuxer {
     reader: PacketReader,
@@ -180,7 +192,7 @@ impl Demuxer {
                     ..
                 } = state;
                 for stream in [video.as_mut(), audio.as_mut()].into_iter().flatten() {
-                    interrupt(stats, stream, out);
+                    lose(stats, stream);
                 }
             }
         });
@@ -201,6 +213,27 @@ impl Demuxer {
     pub fn stats(&self) -> &DemuxStats {
         &self.state.stats
     }
+
+    /// What the demuxer knows of the program it follows: enough to say why an input
+    /// that delivers bytes delivers no frame.
+    pub fn program(&self) -> ProgramView {
+        ProgramView {
+            found: self.state.pmt_seen.is_some(),
+            video: self.state.video.is_some(),
+            audio: self.state.audio.is_some(),
+        }
+    }
+}
+
+/// The program a [`Demuxer`] follows, as far as it knows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgramView {
+    /// A PAT named the program and its PMT was read.
+    pub found: bool,
+    /// The PMT lists a video stream the demuxer delivers.
+    pub video: bool,
+    /// The PMT lists an audio stream the demuxer delivers.
+    pub audio: bool,
 }
 
 impl State {
@@ -212,6 +245,9 @@ impl State {
         };
         if pkt.transport_error || pkt.scrambling != 0 {
             self.stats.dropped_packets += 1;
+            if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
+                lose(&mut self.stats, stream);
+            }
             return;
         }
         let is_es = self.stream_mut(pkt.pid).is_some();
@@ -235,13 +271,8 @@ impl State {
                     out.push(DemuxEvent::Discontinuity(
                         DiscontinuityReason::ContinuityCounter { pid: pkt.pid },
                     ));
-                    let stats = &mut self.stats;
-                    let stream = [self.video.as_mut(), self.audio.as_mut()]
-                        .into_iter()
-                        .flatten()
-                        .find(|s| s.pid == pkt.pid);
-                    if let Some(stream) = stream {
-                        interrupt(stats, stream, out);
+                    if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
+                        lose(&mut self.stats, stream);
                     }
                 } else if pkt.pid == PAT_PID {
                     self.pat.reset();
@@ -261,19 +292,15 @@ impl State {
         } else if Some(pkt.pid) == self.pmt_pid {
             self.pmt.push(pkt.pusi, pkt.payload, &mut self.sections);
             self.handle_pmt(out);
-        } else if let Some(stream) = self.stream_mut(pkt.pid) {
+        } else if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
             let mut pes = PesOutput::default();
             stream.pes.push(pkt.pusi, pkt.payload, &mut pes);
-            let codec = stream.codec;
-            emit(&mut self.stats, codec, pes, out);
+            emit(&mut self.stats, stream, pes, out);
         }
     }
 
     fn stream_mut(&mut self, pid: u16) -> Option<&mut Stream> {
-        [self.video.as_mut(), self.audio.as_mut()]
-            .into_iter()
-            .flatten()
-            .find(|s| s.pid == pid)
+        stream_of(&mut self.video, &mut self.audio, pid)
     }
 
     /// Checks the continuity counter; reports a signalled discontinuity on the way.
@@ -405,11 +432,25 @@ impl State {
     }
 }
 
+/// The followed stream on `pid`, if any (a free function, so the stats can be
+/// borrowed beside it).
+fn stream_of<'a>(
+    video: &'a mut Option<Stream>,
+    audio: &'a mut Option<Stream>,
+    pid: u16,
+) -> Option<&'a mut Stream> {
+    [video.as_mut(), audio.as_mut()]
+        .into_iter()
+        .flatten()
+        .find(|s| s.pid == pid)
+}
+
 fn new_stream(pid: u16, codec: Codec) -> Stream {
     Stream {
         pid,
         codec,
         pes: PesAssembler::new(),
+        awaiting_keyframe: false,
     }
 }
 
@@ -420,20 +461,45 @@ fn flush_stream(stats: &mut DemuxStats, stream: Option<Stream>, out: &mut Vec<De
     }
 }
 
-/// Delivers the part of the PES in progress that arrived before a loss; the packets
-/// after the loss are skipped until the next PES starts, so two PES never merge.
+/// Delivers the PES in progress of a stream that ends (end of input, a changed
+/// program): nothing of it was lost.
 fn interrupt(stats: &mut DemuxStats, stream: &mut Stream, out: &mut Vec<DemuxEvent>) {
     let mut pes = PesOutput::default();
     stream.pes.flush(&mut pes);
-    emit(stats, stream.codec, pes, out);
+    emit(stats, stream, pes, out);
 }
 
-/// Turns completed PES into frames; counts the ones that cannot be frames.
-fn emit(stats: &mut DemuxStats, codec: Codec, pes: PesOutput, out: &mut Vec<DemuxEvent>) {
+/// Bytes of `stream` were lost: its PES in progress is dropped, and video waits for
+/// its next keyframe.
+fn lose(stats: &mut DemuxStats, stream: &mut Stream) {
+    if stream.pes.discard() {
+        stats.damaged_frames += 1;
+    }
+    stream.awaiting_keyframe |= stream.codec.kind() == TrackKind::Video;
+}
+
+/// Turns completed PES into frames; counts the ones that cannot be frames and drops
+/// what damage reached (see [`Demuxer`]).
+fn emit(stats: &mut DemuxStats, stream: &mut Stream, pes: PesOutput, out: &mut Vec<DemuxEvent>) {
     stats.pes_errors += pes.errors;
-    for Pes { header, payload } in pes.complete {
-        let Some(pts) = header.pts else {
-            stats.pes_errors += 1;
+    stats.oversize_pes += pes.oversize;
+    let codec = stream.codec;
+    let video = codec.kind() == TrackKind::Video;
+    // A loss reported with these PES always came before them (a start or header lost
+    // ahead of the next PES).
+    stream.awaiting_keyframe |= video && pes.lost;
+    for Pes {
+        header,
+        payload,
+        intact,
+    } in pes.complete
+    {
+        let Some(pts) = header.pts.filter(|_| intact) else {
+            if header.pts.is_none() {
+                stats.pes_errors += 1;
+            }
+            stats.damaged_frames += 1;
+            stream.awaiting_keyframe |= video;
             continue;
         };
         if codec == Codec::Aac {
@@ -441,6 +507,11 @@ fn emit(stats: &mut DemuxStats, codec: Codec, pes: PesOutput, out: &mut Vec<Demu
             continue;
         }
         let keyframe = is_keyframe(codec, &payload);
+        if stream.awaiting_keyframe && !keyframe {
+            stats.damaged_frames += 1;
+            continue;
+        }
+        stream.awaiting_keyframe = false;
         stats.frames += 1;
         out.push(DemuxEvent::Frame(Frame {
             codec,

@@ -110,6 +110,10 @@ pub struct Pes {
     pub header: PesHeader,
     /// The payload after the header, sharing the reassembly buffer.
     pub payload: Bytes,
+    /// False when the PES lost bytes on the way: it ended before its declared length,
+    /// or carried more than it declared (a lie or a loss; either way its payload
+    /// cannot be trusted).
+    pub intact: bool,
 }
 
 /// What came out of feeding one packet to a [`PesAssembler`].
@@ -119,8 +123,14 @@ pub struct PesOutput {
     /// PUSI, and the new one if it is complete within this packet).
     pub complete: Vec<Pes>,
     /// How many malformed PES were dropped or cut (lying lengths, bad headers,
-    /// payload without a start).
+    /// payload whose start was lost).
     pub errors: u64,
+    /// How many PES were dropped for outgrowing [`MAX_PES_SIZE`].
+    pub oversize: u64,
+    /// Bytes of this PID were lost outside any PES delivered here (a PES whose start
+    /// was lost, a header that cannot be read, an oversize PES, bytes past a declared
+    /// length): a video decoder loses its reference from here on.
+    pub lost: bool,
 }
 
 /// Largest PES the assembler buffers; beyond it the PES is dropped (hostile input
@@ -132,7 +142,9 @@ pub const MAX_PES_SIZE: usize = 16 << 20;
 /// A PES ends when its declared PES_packet_length is reached, or, when the length is 0
 /// (unbounded video) or was a lie, at the next payload_unit_start_indicator. Bytes
 /// past a declared length are dropped until the next start (as ffmpeg does), and a PES
-/// cut short by the next start is still delivered; both count as errors.
+/// cut short by the next start is delivered marked not [`Pes::intact`]; both count as
+/// errors. Payload before the first start is a join in mid-PES, not an error; payload
+/// without a start after that means the start was lost.
 #[derive(Debug, Default)]
 pub struct PesAssembler {
     buf: BytesMut,
@@ -142,6 +154,10 @@ pub struct PesAssembler {
     active: bool,
     /// True after a PES ended at its declared length, until the next start.
     skipping: bool,
+    /// The PES being assembled already lost bytes (it carried more than declared).
+    damaged: bool,
+    /// A PES start has been seen: payload without a start is a loss from now on.
+    started: bool,
 }
 
 impl PesAssembler {
@@ -157,19 +173,31 @@ impl PesAssembler {
                 // Shorter than declared: a lie or lost packets.
                 if self.expected.is_some() {
                     out.errors += 1;
+                    self.damaged = true;
                 }
                 self.finish(out);
             }
             self.active = true;
+            self.started = true;
             self.skipping = false;
+            self.damaged = false;
             self.expected = None;
         } else if self.skipping {
             if !payload.is_empty() {
+                // Counted once: the rest of this payload run is quiet until a start.
                 out.errors += 1;
+                out.lost = true;
                 self.skipping = false;
+                self.started = false;
             }
             return;
         } else if !self.active {
+            if self.started && !payload.is_empty() {
+                // The start of this PES was lost.
+                out.errors += 1;
+                out.lost = true;
+                self.started = false;
+            }
             return;
         }
         let mut data = payload;
@@ -177,13 +205,14 @@ impl PesAssembler {
             let room = total.saturating_sub(self.buf.len());
             if data.len() > room {
                 out.errors += 1;
+                self.damaged = true;
                 data = data.get(..room).unwrap_or(data);
             }
         }
         if self.buf.len() + data.len() > MAX_PES_SIZE {
-            out.errors += 1;
-            self.buf.clear();
-            self.active = false;
+            out.oversize += 1;
+            out.lost = true;
+            self.reset();
             return;
         }
         self.buf.extend_from_slice(data);
@@ -194,6 +223,7 @@ impl PesAssembler {
                 self.expected = Some(total);
                 if self.buf.len() > total {
                     out.errors += 1;
+                    self.damaged = true;
                     self.buf.truncate(total);
                 }
             }
@@ -209,29 +239,51 @@ impl PesAssembler {
         if self.active {
             if self.expected.is_some() {
                 out.errors += 1;
+                self.damaged = true;
             }
             self.finish(out);
         }
     }
 
-    /// Forgets the PES being assembled.
+    /// Drops the PES being assembled because bytes of this PID were lost; true when
+    /// there was one (it is lost with them). The packets after the loss continue a PES
+    /// whose start is gone: they are skipped quietly until the next start.
+    pub fn discard(&mut self) -> bool {
+        let had = self.active && !self.buf.is_empty();
+        self.reset();
+        had
+    }
+
+    /// Forgets the PES being assembled; payload before the next start is skipped
+    /// quietly, as at a join.
     pub fn reset(&mut self) {
         self.buf.clear();
         self.active = false;
         self.skipping = false;
+        self.damaged = false;
+        self.started = false;
         self.expected = None;
     }
 
     fn finish(&mut self, out: &mut PesOutput) {
         let pes = self.buf.split().freeze();
+        let intact = !self.damaged;
         self.active = false;
+        self.damaged = false;
         self.expected = None;
         match PesHeader::parse(&pes) {
             Ok(header) if header.payload_offset <= pes.len() => {
                 let payload = pes.slice(header.payload_offset..);
-                out.complete.push(Pes { header, payload });
+                out.complete.push(Pes {
+                    header,
+                    payload,
+                    intact,
+                });
             }
-            _ => out.errors += 1,
+            _ => {
+                out.errors += 1;
+                out.lost = true;
+            }
         }
     }
 }

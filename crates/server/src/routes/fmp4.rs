@@ -51,7 +51,7 @@ pub async fn serve(
     }
     let window = rendition.snapshot();
     if window.fmp4_segments().next().is_none() {
-        return ApiError::NotStarted.into_response();
+        return channel.no_media_error().into_response();
     }
     match file {
         Fmp4File::Master => {

@@ -41,7 +41,7 @@ pub async fn serve(
     };
     let snapshot = rendition.snapshot();
     if snapshot.segments.is_empty() && !kind.is_archive() {
-        return ApiError::NotStarted.into_response();
+        return channel.no_media_error().into_response();
     }
     match kind {
         StreamFile::Master => {

@@ -106,7 +106,7 @@ pub async fn serve(
             }
             let snapshot = ll.snapshot();
             if snapshot.full.is_empty() {
-                return ApiError::NotStarted.into_response();
+                return channel.no_media_error().into_response();
             }
             channel
                 .counters
