@@ -228,14 +228,13 @@ impl Faults {
         }
     }
 
-    /// The fault to show: the latest to start of the ongoing ones, else the latest to
-    /// end.
+    /// The fault to show: the gravest ongoing one (in the order of `KINDS`: no frames,
+    /// down, stalled, no video, damaged), else the latest to end.
     pub(crate) fn report(&self) -> Option<FaultReport> {
         let reports = self.episodes.iter().flatten().map(|e| &e.report);
         reports
             .clone()
-            .filter(|r| r.ended.is_none())
-            .max_by_key(|r| r.since)
+            .find(|r| r.ended.is_none())
             .or_else(|| reports.max_by_key(|r| r.ended))
             .cloned()
     }
