@@ -282,17 +282,28 @@ fn garbage_on_one_input_hurts_neither_the_process_nor_other_streams() {
     );
     // Bytes without a frame: the input is rejected with its reason, and viewers hear
     // the stream is down (111010), not that it has not started.
-    let doc = wait_for("the junk input to be rejected", Duration::from_secs(10), || {
-        let (_, doc) = http_get_json(node.http, "/api/streams/junk");
-        (doc["inputs"]["inputs"][0]["state"] == "rejected").then_some(doc)
-    });
+    let doc = wait_for(
+        "the junk input to be rejected",
+        Duration::from_secs(10),
+        || {
+            let (_, doc) = http_get_json(node.http, "/api/streams/junk");
+            (doc["inputs"]["inputs"][0]["state"] == "rejected").then_some(doc)
+        },
+    );
     assert_eq!(doc["live"], false, "{doc}");
     let input = &doc["inputs"]["inputs"][0];
     assert_eq!(input["state"], "rejected", "{doc}");
     assert_eq!(input["fault"]["code"], 111002, "{doc}");
-    assert!(input["error"].as_str().is_some_and(|e| !e.is_empty()), "{doc}");
+    assert!(
+        input["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{doc}"
+    );
     let (status, answer) = http_get_json(node.http, "/junk/mono.m3u8");
-    assert_eq!((status, &answer["code"]), (503, &serde_json::json!(111010)), "{answer}");
+    assert_eq!(
+        (status, &answer["code"]),
+        (503, &serde_json::json!(111010)),
+        "{answer}"
+    );
     let counted = doc["inputs"]["inputs"][0]["bytes"].as_u64().unwrap_or(0);
     assert!(counted > 0, "the garbage never reached the input: {doc}");
     // The damage is reported by kind where operators look; the clean stream has none.

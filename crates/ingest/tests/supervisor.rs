@@ -361,7 +361,9 @@ async fn bytes_without_frames_reject_the_input_with_a_reason_and_the_backup_take
                 // No sync byte, so no packet can ever be read.
                 .map(|b| if b == 0x47 { 0x49 } else { b })
                 .collect();
-            sender.send_to(&datagram, ("127.0.0.1", port)).expect("send");
+            sender
+                .send_to(&datagram, ("127.0.0.1", port))
+                .expect("send");
             std::thread::sleep(Duration::from_millis(20));
         }
     });
@@ -383,7 +385,11 @@ async fn bytes_without_frames_reject_the_input_with_a_reason_and_the_backup_take
     let fault = now.inputs[0].fault.clone().expect("a fault is reported");
     assert_eq!(fault.code, codes::InputFault::NoFrames);
     assert!(fault.ended.is_none());
-    assert!(fault.detail.contains("no MPEG-TS packet"), "{}", fault.detail);
+    assert!(
+        fault.detail.contains("no MPEG-TS packet"),
+        "{}",
+        fault.detail
+    );
     // Only the backup's frames reach the stream.
     let first = output.recv().await;
     assert_eq!(first.as_ref().and_then(tag_of), Some((&b"b"[..], true)));

@@ -166,7 +166,10 @@ fn a_lost_pes_start_is_a_loss_even_when_the_counters_hide_it() {
     };
     let (got, all) = (pts(&events), pts(&clean));
     assert!(got.len() < all.len(), "the PES without its start is gone");
-    assert!(got.iter().all(|p| all.contains(p)), "nothing merged or invented");
+    assert!(
+        got.iter().all(|p| all.contains(p)),
+        "nothing merged or invented"
+    );
 }
 
 #[test]
@@ -225,7 +228,12 @@ fn split_video_pes_headers(data: &[u8]) -> Vec<u8> {
             (&[][..], &packet[4..])
         };
         // First packet: the original adaptation field, stuffed, then 5 payload bytes.
-        let mut first = vec![packet[0], packet[1], packet[2], (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f)];
+        let mut first = vec![
+            packet[0],
+            packet[1],
+            packet[2],
+            (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f),
+        ];
         first.push(178);
         if af.is_empty() {
             first.push(0);
@@ -236,7 +244,12 @@ fn split_video_pes_headers(data: &[u8]) -> Vec<u8> {
         first.extend(&payload[..5]);
         // Second packet: the rest of the payload, stuffed in front.
         let rest = &payload[5..];
-        let mut second = vec![packet[0], packet[1] & !0x40, packet[2], (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f)];
+        let mut second = vec![
+            packet[0],
+            packet[1] & !0x40,
+            packet[2],
+            (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f),
+        ];
         second.push((PACKET - 4 - rest.len() - 1) as u8);
         if PACKET - 4 - rest.len() > 1 {
             second.push(0);
@@ -262,7 +275,9 @@ fn pes_headers_split_across_packets_are_legal_and_lose_nothing() {
         (s.cc_errors, s.pes_errors, s.damaged_frames, s.sync_losses),
         (0, 0, 0, 0)
     );
-    assert!(!events.iter().any(|e| matches!(e, DemuxEvent::Discontinuity(_))));
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, DemuxEvent::Discontinuity(_))));
     assert_eq!(events, clean);
 }
 

@@ -295,7 +295,11 @@ mod tests {
         let no_psi = snap(50_000, 260, 0);
         let reason = faults.no_frames(&no_psi, later).expect("rejected");
         assert!(reason.contains("no PAT or PMT"), "{reason}");
-        assert_eq!(faults.no_frames(&garbage, t0 + TIMEOUT / 2), None, "too early");
+        assert_eq!(
+            faults.no_frames(&garbage, t0 + TIMEOUT / 2),
+            None,
+            "too early"
+        );
     }
 
     #[test]
@@ -321,16 +325,28 @@ mod tests {
             panic!("{changes:?}")
         };
         assert_eq!(report.code, InputFault::Damaged);
-        assert!(report.detail.ends_with(": 3 cc_errors"), "{}", report.detail);
+        assert!(
+            report.detail.ends_with(": 3 cc_errors"),
+            "{}",
+            report.detail
+        );
         // More damage 5 s later: the same episode, no new line.
         s.damage[2] = 1;
         let t = t0 + Duration::from_secs(6);
         assert!(faults.update(s, &InputState::Live, t).is_empty());
-        assert!(faults.report().unwrap().detail.contains("1 transport_errors"));
+        assert!(faults
+            .report()
+            .unwrap()
+            .detail
+            .contains("1 transport_errors"));
         // Quiet for less than DAMAGE_QUIET: still going on.
-        assert!(faults.update(s, &InputState::Live, t + Duration::from_secs(9)).is_empty());
+        assert!(faults
+            .update(s, &InputState::Live, t + Duration::from_secs(9))
+            .is_empty());
         let changes = faults.update(s, &InputState::Live, t + DAMAGE_QUIET);
-        assert!(matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::Damaged));
+        assert!(
+            matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::Damaged)
+        );
         assert!(faults.report().unwrap().ended.is_some());
     }
 
@@ -347,7 +363,11 @@ mod tests {
         let mut changes = Vec::new();
         for tick in 1..=8u64 {
             s.frames += 10;
-            changes.extend(faults.update(s, &InputState::Live, t0 + Duration::from_millis(500 * tick)));
+            changes.extend(faults.update(
+                s,
+                &InputState::Live,
+                t0 + Duration::from_millis(500 * tick),
+            ));
         }
         assert!(
             matches!(changes.as_slice(), [FaultChange::Started(r)] if r.code == InputFault::NoVideo),
@@ -355,7 +375,9 @@ mod tests {
         );
         s.video_frames = 1;
         let changes = faults.update(s, &InputState::Live, t0 + Duration::from_secs(5));
-        assert!(matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::NoVideo));
+        assert!(
+            matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::NoVideo)
+        );
     }
 
     #[test]
@@ -366,9 +388,15 @@ mod tests {
             error: "connection refused".into(),
         };
         let changes = faults.update(snap(0, 0, 0), &down, t0);
-        assert!(matches!(changes.as_slice(), [FaultChange::Started(r)] if r.detail.ends_with("connection refused")));
-        assert!(faults.update(snap(0, 0, 0), &InputState::Connecting, t0).is_empty());
+        assert!(
+            matches!(changes.as_slice(), [FaultChange::Started(r)] if r.detail.ends_with("connection refused"))
+        );
+        assert!(faults
+            .update(snap(0, 0, 0), &InputState::Connecting, t0)
+            .is_empty());
         let changes = faults.update(snap(10, 1, 1), &InputState::Live, t0);
-        assert!(matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::Down));
+        assert!(
+            matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::Down)
+        );
     }
 }

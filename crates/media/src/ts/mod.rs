@@ -6,9 +6,7 @@ pub mod packet;
 pub mod pes;
 pub mod psi;
 
-pub use demux::{
-    demux_frames, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason, ProgramView,
-};
+pub use demux::{demux_frames, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason, ProgramView};
 pub use mux::FrameMuxer;
 
 /// Size of one transport stream packet.
