@@ -161,12 +161,17 @@ pub fn start_stream(
         None => {}
     }
     let mut stop = stop;
-    tasks.spawn(async move {
-        tokio::select! {
-            () = pipeline::run_recording(channel, events_rx, pipeline_settings, recorder) => {}
-            _ = stop.wait_for(|s| *s) => {}
-        }
-    });
+    // Every line the pipeline logs (segmenter, packagers) names its stream.
+    let span = tracing::warn_span!("pipeline", stream = %stream.name);
+    tasks.spawn(tracing::Instrument::instrument(
+        async move {
+            tokio::select! {
+                () = pipeline::run_recording(channel, events_rx, pipeline_settings, recorder) => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        },
+        span,
+    ));
     Ok(())
 }
 
@@ -269,14 +274,18 @@ fn start_rung(
         }
         None => None,
     };
+    let span = tracing::warn_span!("pipeline", stream = %channel.name(), rung = %rendition.name());
     let channel = Arc::clone(channel);
     let mut stop = stop.clone();
-    tasks.spawn(async move {
-        tokio::select! {
-            () = pipeline::run_rendition(channel, rendition, events_rx, pipeline_settings, recorder) => {}
-            _ = stop.wait_for(|s| *s) => {}
-        }
-    });
+    tasks.spawn(tracing::Instrument::instrument(
+        async move {
+            tokio::select! {
+                () = pipeline::run_rendition(channel, rendition, events_rx, pipeline_settings, recorder) => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        },
+        span,
+    ));
     Ok(())
 }
 

@@ -168,6 +168,8 @@ impl Connection {
         let idle = self.limits.idle_timeout;
         let mut session = Session::new(self.peer, self.limits.max_message_size);
         let mut sender: Option<IngestSender> = None;
+        // The stream published on this connection, for the log lines ("-" before).
+        let mut stream = String::from("-");
         let mut media_errors = 0u64;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -188,6 +190,7 @@ impl Connection {
                                 info!(peer = %self.peer, app = %request.app, stream = %request.stream, "rtmp publish started");
                                 session.accept_publish();
                                 sender = Some(tx);
+                                stream = request.stream.clone();
                             }
                             Err(rejection) => {
                                 self.stats.rejections.fetch_add(1, Relaxed);
@@ -200,23 +203,23 @@ impl Connection {
                     SessionEvent::Frame(frame) => {
                         let Some(tx) = &sender else { continue };
                         if tx.send(IngestEvent::Frame(frame)).await.is_err() {
-                            info!(peer = %self.peer, "rtmp stream closed under the publisher");
+                            info!(peer = %self.peer, %stream, "rtmp stream closed under the publisher");
                             return Ok(());
                         }
                         self.stats.frames.fetch_add(1, Relaxed);
                     }
                     SessionEvent::Unpublish => {
-                        info!(peer = %self.peer, "rtmp publish stopped");
+                        info!(peer = %self.peer, %stream, "rtmp publish stopped");
                         sender = None;
                     }
                     SessionEvent::Unsupported(codec) => {
-                        warn!(peer = %self.peer, codec = ?codec, "rtmp codec unsupported, its tags are dropped");
+                        warn!(peer = %self.peer, %stream, codec = ?codec, "rtmp codec unsupported, its tags are dropped");
                     }
                     SessionEvent::MediaError(e) => {
                         self.stats.protocol_errors.fetch_add(1, Relaxed);
                         media_errors += 1;
                         if media_errors.is_power_of_two() {
-                            warn!(peer = %self.peer, error = %e, count = media_errors, "rtmp media tag dropped");
+                            warn!(peer = %self.peer, %stream, error = %e, count = media_errors, "rtmp media tag dropped");
                         }
                     }
                 }

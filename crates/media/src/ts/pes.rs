@@ -342,6 +342,28 @@ mod tests {
     }
 
     #[test]
+    fn payload_before_the_first_start_is_a_join_and_after_it_a_lost_start() {
+        let mut asm = PesAssembler::new();
+        let mut out = PesOutput::default();
+        asm.push(false, b"middle of a pes", &mut out);
+        assert_eq!((out.errors, out.lost), (0, false), "a join in mid-PES");
+        let whole = pes(0, 0, b"abcd", true);
+        asm.push(true, &whole, &mut out);
+        assert_eq!(out.complete.len(), 1);
+        assert!(out.complete[0].intact);
+        // The next PES's start packet is lost: its continuation counts once.
+        asm.push(false, b"rest of a lost pes", &mut out);
+        asm.push(false, b"more of it", &mut out);
+        assert_eq!((out.errors, out.lost), (1, true));
+        // A discard drops the PES in progress and skips quietly to the next start.
+        let mut out = PesOutput::default();
+        asm.push(true, &pes(3000, 3000, &[1; 300], false), &mut out);
+        assert!(asm.discard());
+        asm.push(false, b"after the loss", &mut out);
+        assert_eq!((out.errors, out.lost, out.complete.len()), (0, false, 0));
+    }
+
+    #[test]
     fn lying_lengths_are_cut_and_counted() {
         let mut asm = PesAssembler::new();
         let mut out = PesOutput::default();
@@ -357,6 +379,10 @@ mod tests {
         assert_eq!(out.complete.len(), 2);
         assert_eq!(out.complete[0].payload.as_ref(), b"abcd");
         assert_eq!(out.complete[1].payload.as_ref(), b"ab");
+        assert!(
+            out.complete.iter().all(|p| !p.intact),
+            "neither can be trusted"
+        );
         assert_eq!(out.errors, 2);
     }
 }
