@@ -1,6 +1,7 @@
-//! A corpus of damaged MPEG-TS for process tests (issue: damaged and hostile input):
-//! a clean source made by ffmpeg, and each kind of damage a network, a broken muxer or a
-//! hostile sender produces, applied to it deterministically.
+//! A corpus of damaged MPEG-TS for tests of damaged and hostile input: a clean source
+//! made by ffmpeg, and each kind of damage a network, a broken muxer or a hostile sender
+//! produces, applied to it deterministically. Plain `std`, so the media crate's tests
+//! include it too (`#[path]`).
 
 #![allow(dead_code)]
 
@@ -173,29 +174,11 @@ pub fn damaged(source: &[u8], damage: Damage) -> Vec<u8> {
                 data[(bit / 8) as usize] ^= 1 << (bit % 8);
             }
         }
-        Damage::CcErrors { every } => {
-            let mut n = 0;
-            for packet in data
-                .chunks_exact_mut(PACKET)
-                .filter(|p| pid(p) == VIDEO_PID)
-            {
-                n += 1;
-                if n % every == 0 {
-                    packet[3] = (packet[3] & 0xf0) | (packet[3].wrapping_add(5) & 0x0f);
-                }
-            }
-        }
+        Damage::CcErrors { every } => every_nth_video_packet(&mut data, every, |packet| {
+            packet[3] = (packet[3] & 0xf0) | (packet[3].wrapping_add(5) & 0x0f);
+        }),
         Damage::TransportErrors { every } => {
-            let mut n = 0;
-            for packet in data
-                .chunks_exact_mut(PACKET)
-                .filter(|p| pid(p) == VIDEO_PID)
-            {
-                n += 1;
-                if n % every == 0 {
-                    packet[1] |= 0x80;
-                }
-            }
+            every_nth_video_packet(&mut data, every, |packet| packet[1] |= 0x80);
         }
         Damage::PacketLoss { every } => {
             data = data
@@ -286,9 +269,21 @@ pub fn damaged(source: &[u8], damage: Damage) -> Vec<u8> {
     data
 }
 
+/// Applies `f` to every `every`-th packet of the video PID.
+fn every_nth_video_packet(data: &mut [u8], every: usize, mut f: impl FnMut(&mut [u8])) {
+    let video = data
+        .chunks_exact_mut(PACKET)
+        .filter(|p| pid(p) == VIDEO_PID);
+    for (n, packet) in video.enumerate() {
+        if (n + 1) % every == 0 {
+            f(packet);
+        }
+    }
+}
+
 /// Every video PES header split across two packets: the start packet carries only
 /// the first five bytes of the PES, behind adaptation-field stuffing.
-fn split_video_pes_headers(data: &[u8]) -> Vec<u8> {
+pub fn split_video_pes_headers(data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len() * 11 / 10);
     let mut shift = 0u8;
     for packet in data.chunks_exact(PACKET) {

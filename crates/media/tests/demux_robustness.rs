@@ -2,6 +2,9 @@
 //! truncation, lost packets, lying PES lengths, lost sync. It must never panic, must
 //! count what it dropped, and must give the same events however the bytes arrive.
 
+#[path = "../../../tests/corpus/mod.rs"]
+mod corpus;
+
 use media::codec::probe::{is_keyframe, probe_audio, probe_video};
 use media::ts::{DemuxEvent, Demuxer, DiscontinuityReason};
 use proptest::prelude::*;
@@ -203,70 +206,10 @@ fn a_lost_audio_packet_drops_only_its_pes() {
     assert_eq!(demuxer.stats().damaged_frames, 1, "one PES dropped");
 }
 
-/// Re-packetizes every video PES start so its packet carries only the first five bytes
-/// of the PES header (the rest follows in the next packet): legal, and what some muxers
-/// do.
-fn split_video_pes_headers(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut shift = 0u8;
-    for packet in data.chunks_exact(PACKET) {
-        let is_video = (u16::from(packet[1] & 0x1f) << 8 | u16::from(packet[2])) == 0x100;
-        let renumber = |mut p: Vec<u8>, extra: u8| {
-            if is_video {
-                p[3] = (p[3] & 0xf0) | ((p[3] & 0x0f).wrapping_add(shift + extra) & 0x0f);
-            }
-            p
-        };
-        if !is_video || packet[1] & 0x40 == 0 {
-            out.extend(renumber(packet.to_vec(), 0));
-            continue;
-        }
-        let (af, payload) = if packet[3] & 0x20 != 0 {
-            let len = usize::from(packet[4]);
-            (&packet[5..5 + len], &packet[5 + len..])
-        } else {
-            (&[][..], &packet[4..])
-        };
-        // First packet: the original adaptation field, stuffed, then 5 payload bytes.
-        let mut first = vec![
-            packet[0],
-            packet[1],
-            packet[2],
-            (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f),
-        ];
-        first.push(178);
-        if af.is_empty() {
-            first.push(0);
-        } else {
-            first.extend(af);
-        }
-        first.resize(PACKET - 5, 0xff);
-        first.extend(&payload[..5]);
-        // Second packet: the rest of the payload, stuffed in front.
-        let rest = &payload[5..];
-        let mut second = vec![
-            packet[0],
-            packet[1] & !0x40,
-            packet[2],
-            (packet[3] & 0xc0) | 0x30 | (packet[3] & 0x0f),
-        ];
-        second.push((PACKET - 4 - rest.len() - 1) as u8);
-        if PACKET - 4 - rest.len() > 1 {
-            second.push(0);
-        }
-        second.resize(PACKET - rest.len(), 0xff);
-        second.extend(rest);
-        out.extend(renumber(first, 0));
-        out.extend(renumber(second, 1));
-        shift = shift.wrapping_add(1);
-    }
-    out
-}
-
 #[test]
 fn pes_headers_split_across_packets_are_legal_and_lose_nothing() {
     let data = fixture("h264_aac.ts");
-    let split = split_video_pes_headers(&data);
+    let split = corpus::split_video_pes_headers(&data);
     assert!(split.len() > data.len());
     let (events, demuxer) = demux(&split);
     let (clean, _) = demux(&data);
