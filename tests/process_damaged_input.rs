@@ -1,7 +1,7 @@
 //! Damaged and hostile input at process level: a corpus of damaged MPEG-TS (bit flips,
 //! continuity errors, flagged packets, loss, timestamp jumps both ways, a 33-bit wrap,
 //! lying PES lengths, split PES headers, no PSI, garbage, partial packets, an endless
-//! PES) fed in real time to one `brdyun node` over UDP and over HTTP pull at once, each
+//! PES, video without PTS) fed in real time to one `brdyun node` over UDP and over HTTP pull at once, each
 //! case its own stream, beside a clean stream on each transport; and an RTMP publisher
 //! with chaotic timestamps. Every playlist keeps its bounds (EXTINF and target duration
 //! at most 4 × segment_duration, dates at most 30 s ahead of the clock), discontinuities
@@ -117,6 +117,7 @@ fn cases() -> Vec<Case> {
             Expect::Damaged("sync_losses"),
         ),
         case("endless", Some(EndlessPes { at_s: 5 }), Expect::NoVideo),
+        case("nopts", Some(NoVideoPts), Expect::NoVideo),
     ]
 }
 
@@ -299,6 +300,14 @@ fn check_report(node: SocketAddr, stream: &str, expect: Expect, discontinuity_ta
                 (status, answer["code"].as_u64()),
                 (503, Some(111_010)),
                 "{what}"
+            );
+            let (_, _, metrics) = http_get(node, "/metrics");
+            let series = format!(
+                "brdyun_input_fault_active{{stream=\"{stream}\",input=\"0\",reason=\"input_no_frames\"}} 1"
+            );
+            assert!(
+                String::from_utf8_lossy(&metrics).contains(&series),
+                "{series}"
             );
         }
         Expect::NoVideo => {

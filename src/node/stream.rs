@@ -91,7 +91,12 @@ pub fn start_stream(
         .add_stream(Arc::clone(&channel), Some(status_source));
     let metrics = &context.metrics;
     server::channel::register_metrics(&channel, metrics);
-    server::ingest_view::register_inputs(metrics, &stream.name, handle.counters().to_vec());
+    server::ingest_view::register_inputs(
+        metrics,
+        &stream.name,
+        handle.counters().to_vec(),
+        Some(handle.status()),
+    );
     tasks.spawn(handle.join());
     metrics.describe(
         "brdyun_segment_publish_seconds",
@@ -306,7 +311,12 @@ fn start_inputs(
     config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
     let handle = supervisor::spawn(config, registry, events_tx, stop.clone())
         .with_context(|| format!("stream {name}"))?;
-    server::ingest_view::register_inputs(&context.metrics, name, handle.counters().to_vec());
+    server::ingest_view::register_inputs(
+        &context.metrics,
+        name,
+        handle.counters().to_vec(),
+        Some(handle.status()),
+    );
     tasks.spawn(handle.join());
     Ok(events_rx)
 }

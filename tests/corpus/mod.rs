@@ -88,6 +88,8 @@ pub enum Damage {
     PartialPackets { every: usize },
     /// From `at_s` seconds on, no video packet starts a PES: one endless PES.
     EndlessPes { at_s: u64 },
+    /// Video PES headers carry no PTS (their flags cleared; the bytes stay as stuffing).
+    NoVideoPts,
 }
 
 /// The PID of a packet.
@@ -218,6 +220,14 @@ pub fn damaged(source: &[u8], damage: Damage) -> Vec<u8> {
             }
         }
         Damage::SplitPesHeaders => data = split_video_pes_headers(&data),
+        Damage::NoVideoPts => {
+            for packet in data.chunks_exact_mut(PACKET) {
+                let at = payload_offset(packet);
+                if pid(packet) == VIDEO_PID && pusi(packet) && packet.len() > at + 8 {
+                    packet[at + 7] &= 0x3f;
+                }
+            }
+        }
         Damage::NoPsi => {
             data = data
                 .chunks_exact(PACKET)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ingest::rtmp::RtmpStats;
 use ingest::status::{FaultReport, InputCounters, InputState, StreamInputStatus, DAMAGE_KINDS};
 use serde_json::{json, Value};
+use tokio::sync::watch;
 
 use crate::metrics::{label, Metrics};
 
@@ -74,10 +75,29 @@ fn damage_json(counters: &InputCounters) -> Value {
         .into()
 }
 
-/// Registers a stream's input counters with the metrics registry.
-pub fn register_inputs(metrics: &Metrics, stream: &str, counters: Vec<Arc<InputCounters>>) {
+/// Registers a stream's input counters with the metrics registry, and, with the
+/// inputs' `status`, each input's ongoing fault as `brdyun_input_fault_active` (1,
+/// labelled by its code's reason; no series while the input is well).
+pub fn register_inputs(
+    metrics: &Metrics,
+    stream: &str,
+    counters: Vec<Arc<InputCounters>>,
+    status: Option<watch::Receiver<StreamInputStatus>>,
+) {
     let stream = label(stream);
     metrics.register(Box::new(move |out: &mut String| {
+        if let Some(status) = &status {
+            for (i, input) in status.borrow().inputs.iter().enumerate() {
+                let Some(fault) = input.fault.as_ref().filter(|f| f.ended.is_none()) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    out,
+                    "brdyun_input_fault_active{{stream=\"{stream}\",input=\"{i}\",reason=\"{}\"}} 1",
+                    fault.code.label()
+                );
+            }
+        }
         for (i, c) in counters.iter().enumerate() {
             for (name, value) in [
                 ("bytes", InputCounters::get(&c.bytes)),
