@@ -252,7 +252,8 @@ fn garbage_between_packets_is_a_sync_loss() {
     damaged.extend(&data[at..]);
     let (events, demuxer) = demux(&damaged);
     assert_eq!(demuxer.stats().sync_losses, 1);
-    assert_eq!(demuxer.stats().cc_errors, 0);
+    // The packet before the garbage cannot be told from one cut short: it is dropped.
+    assert_eq!(demuxer.stats().cc_errors, 1);
     assert!(events.contains(&DemuxEvent::Discontinuity(DiscontinuityReason::SyncLoss)));
     // Bytes were skipped: the picture in progress is lost, up to the next keyframe.
     let (clean, _) = demux(&data);
@@ -261,9 +262,9 @@ fn garbage_between_packets_is_a_sync_loss() {
 }
 
 #[test]
-fn garbage_that_looks_like_a_packet_costs_one_packet() {
-    // The garbage starts with a sync byte, so it and the next real packet's first 183
-    // bytes are read as one packet before the sync loss shows: that packet is lost.
+fn garbage_that_looks_like_a_packet_costs_no_real_packet() {
+    // The garbage starts with a sync byte, but the byte 188 further on is not one: the
+    // false packet is dropped and the real one after it found again.
     let data = fixture("h264_only.ts");
     let at = nth_start(&data, 0x100, 10) * PACKET;
     let mut damaged = data[..at].to_vec();
@@ -271,12 +272,44 @@ fn garbage_that_looks_like_a_packet_costs_one_packet() {
     damaged.extend(&data[at..]);
     let (events, demuxer) = demux(&damaged);
     assert_eq!(demuxer.stats().sync_losses, 1);
-    assert_eq!(demuxer.stats().cc_errors, 1);
-    // The PES whose start was lost is dropped, not merged into its neighbour, and the
-    // pictures after it wait for the next keyframe.
+    assert_eq!(demuxer.stats().cc_errors, 0);
+    // The picture in progress before the garbage is dropped, and the pictures after it
+    // wait for the next keyframe.
     let (clean, _) = demux(&data);
     let (expected, _) = without_damaged_video(&clean, 9);
     assert_eq!(without_discontinuities(&events), expected);
+}
+
+#[test]
+fn a_packet_cut_short_never_reaches_a_frame_however_the_bytes_are_chunked() {
+    // The last packet of the 4th audio PES loses its tail: read as 188 bytes it would
+    // take the next packet's head and still complete the PES at its declared length.
+    let data = fixture("aac_only.ts");
+    let cut = (0..nth_start(&data, 0x100, 4))
+        .rev()
+        .find(|&i| pid(&data, i) == 0x100)
+        .expect("an audio packet before");
+    let mut damaged = data[..cut * PACKET + 100].to_vec();
+    damaged.extend(&data[(cut + 1) * PACKET..]);
+    let (clean, _) = demux(&data);
+    let (events, demuxer) = demux(&damaged);
+    assert_eq!(demuxer.stats().sync_losses, 1);
+    let frames = |events: &[DemuxEvent]| -> Vec<media::Frame> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                DemuxEvent::Frame(f) => Some(f.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (got, all) = (frames(&events), frames(&clean));
+    assert!(got.len() < all.len(), "the cut PES is gone");
+    assert!(got.iter().all(|f| all.contains(f)), "no frame carries spliced bytes");
+    for sizes in [&[1][..], &[188], &[189, 7], &[1316], &[100, 88, 376]] {
+        let (chunked, _) = demux_chunked(&damaged, sizes);
+        assert_eq!(chunked, events, "chunks of {sizes:?}");
+    }
 }
 
 #[test]

@@ -175,32 +175,13 @@ impl Demuxer {
     /// Feeds bytes in any chunking; appends what became complete to `out`.
     pub fn push(&mut self, data: &[u8], out: &mut Vec<DemuxEvent>) {
         let Demuxer { reader, state } = self;
-        reader.push(data, |ev| match ev {
-            ReaderEvent::Packet(bytes) => state.packet(bytes, out),
-            ReaderEvent::SyncLost => {
-                state.stats.sync_losses += 1;
-                out.push(DemuxEvent::Discontinuity(DiscontinuityReason::SyncLoss));
-                // Bytes were lost: partial sections are dropped, partial PES are
-                // delivered as they are and the rest of them skipped (their next
-                // packet could belong to the following PES).
-                state.pat.reset();
-                state.pmt.reset();
-                let State {
-                    video,
-                    audio,
-                    stats,
-                    ..
-                } = state;
-                for stream in [video.as_mut(), audio.as_mut()].into_iter().flatten() {
-                    lose(stats, stream);
-                }
-            }
-        });
+        reader.push(data, |ev| state.reader_event(ev, out));
     }
 
-    /// Emits any PES still being assembled (end of input).
+    /// Emits the last packet and any PES still being assembled (end of input).
     pub fn flush(&mut self, out: &mut Vec<DemuxEvent>) {
-        let state = &mut self.state;
+        let Demuxer { reader, state } = self;
+        reader.finish(|ev| state.reader_event(ev, out));
         for stream in [state.video.as_mut(), state.audio.as_mut()]
             .into_iter()
             .flatten()
@@ -237,6 +218,29 @@ pub struct ProgramView {
 }
 
 impl State {
+    fn reader_event(&mut self, event: ReaderEvent<'_>, out: &mut Vec<DemuxEvent>) {
+        match event {
+            ReaderEvent::Packet(bytes) => self.packet(bytes, out),
+            ReaderEvent::SyncLost => {
+                self.stats.sync_losses += 1;
+                out.push(DemuxEvent::Discontinuity(DiscontinuityReason::SyncLoss));
+                // Bytes were lost: partial sections and the PES in progress are
+                // dropped, and video waits for its next keyframe.
+                self.pat.reset();
+                self.pmt.reset();
+                let State {
+                    video,
+                    audio,
+                    stats,
+                    ..
+                } = self;
+                for stream in [video.as_mut(), audio.as_mut()].into_iter().flatten() {
+                    lose(stats, stream);
+                }
+            }
+        }
+    }
+
     fn packet(&mut self, bytes: &[u8], out: &mut Vec<DemuxEvent>) {
         self.stats.packets += 1;
         let Ok(pkt) = Packet::parse(bytes) else {

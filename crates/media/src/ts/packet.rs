@@ -128,9 +128,13 @@ fn parse_adaptation(field: &[u8]) -> AdaptationField {
 /// Finds packet boundaries in a byte stream delivered in arbitrary chunks.
 ///
 /// A stream is locked when a sync byte is followed by another one 188 bytes later;
-/// once locked, every packet must start with the sync byte or the lock is lost and the
-/// reader scans again. Only a partial packet (or, while scanning, fewer than 189 bytes)
-/// is ever buffered, so memory stays bounded whatever the input.
+/// once locked, a packet is handed on only when the byte after it is the next packet's
+/// sync byte, so a packet cut short (its 188 bytes would take the start of the next
+/// one) is dropped with the lock, never delivered spliced. The last packet waits for
+/// the next byte, or for [`PacketReader::finish`] at the end of the input; how the
+/// bytes are chunked never changes what comes out. Only a packet and a byte (or, while
+/// scanning, fewer than 189 bytes) are ever buffered, so memory stays bounded whatever
+/// the input.
 #[derive(Debug, Default)]
 pub struct PacketReader {
     carry: Vec<u8>,
@@ -141,7 +145,7 @@ pub struct PacketReader {
 /// What the reader hands to its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReaderEvent<'a> {
-    /// 188 bytes that start with the sync byte.
+    /// 188 bytes that start with the sync byte, followed by another one.
     Packet(&'a [u8]),
     /// The lock was lost: bytes were skipped to find the next packet.
     SyncLost,
@@ -161,17 +165,33 @@ impl PacketReader {
     /// Feeds `data`, calling `f` for every packet (and lock loss) it completes, in order.
     pub fn push(&mut self, data: &[u8], mut f: impl FnMut(ReaderEvent<'_>)) {
         let mut data = data;
+        if data.is_empty() {
+            return;
+        }
         if !self.carry.is_empty() {
             if self.synced && self.carry.first() == Some(&SYNC_BYTE) {
                 let take = (PACKET_SIZE - self.carry.len()).min(data.len());
                 let (head, tail) = data.split_at(take);
                 self.carry.extend_from_slice(head);
                 data = tail;
-                if self.carry.len() < PACKET_SIZE {
+                // A whole packet waits for the byte after it.
+                let Some(&next) = data.first() else {
+                    return;
+                };
+                if next == SYNC_BYTE {
+                    f(ReaderEvent::Packet(&self.carry));
+                    self.carry.clear();
+                } else {
+                    self.lose_lock(&mut f);
+                    // Scan again from the byte after the false sync byte.
+                    let mut joined = self.carry.split_off(1);
+                    self.carry.clear();
+                    joined.extend_from_slice(data);
+                    let used = self.scan(&joined, &mut f);
+                    joined.drain(..used);
+                    self.carry = joined;
                     return;
                 }
-                f(ReaderEvent::Packet(&self.carry));
-                self.carry.clear();
             } else {
                 // Scanning for a lock across the chunk boundary: join the bytes (the
                 // carry is at most one packet long, so this copy is small).
@@ -188,6 +208,20 @@ impl PacketReader {
             .extend_from_slice(data.get(used..).unwrap_or_default());
     }
 
+    /// The end of the input: hands on the last packet, which had no byte after it.
+    pub fn finish(&mut self, mut f: impl FnMut(ReaderEvent<'_>)) {
+        if self.synced && self.carry.len() == PACKET_SIZE && self.carry[0] == SYNC_BYTE {
+            f(ReaderEvent::Packet(&self.carry));
+        }
+        self.carry.clear();
+    }
+
+    fn lose_lock(&mut self, f: &mut impl FnMut(ReaderEvent<'_>)) {
+        self.synced = false;
+        self.sync_losses += 1;
+        f(ReaderEvent::SyncLost);
+    }
+
     /// Emits the packets found in `buf`; returns how many bytes were used up.
     fn scan(&mut self, buf: &[u8], f: &mut impl FnMut(ReaderEvent<'_>)) -> usize {
         let mut pos = 0;
@@ -197,13 +231,22 @@ impl PacketReader {
                 let Some(pkt) = rest.get(..PACKET_SIZE) else {
                     return pos;
                 };
-                if pkt[0] == SYNC_BYTE {
-                    f(ReaderEvent::Packet(pkt));
-                    pos += PACKET_SIZE;
-                } else {
-                    self.synced = false;
-                    self.sync_losses += 1;
-                    f(ReaderEvent::SyncLost);
+                if pkt[0] != SYNC_BYTE {
+                    self.lose_lock(f);
+                    continue;
+                }
+                match rest.get(PACKET_SIZE) {
+                    // The packet waits for the byte after it.
+                    None => return pos,
+                    Some(&SYNC_BYTE) => {
+                        f(ReaderEvent::Packet(pkt));
+                        pos += PACKET_SIZE;
+                    }
+                    // Cut short, or followed by garbage: dropped with the lock.
+                    Some(_) => {
+                        self.lose_lock(f);
+                        pos += 1;
+                    }
                 }
                 continue;
             }
@@ -280,13 +323,16 @@ mod tests {
         let mut reader = PacketReader::new();
         let mut ccs = Vec::new();
         let mut lost = 0;
+        let mut on = |ev: ReaderEvent<'_>| match ev {
+            ReaderEvent::Packet(p) => ccs.push(Packet::parse(p).unwrap().continuity_counter),
+            ReaderEvent::SyncLost => lost += 1,
+        };
         for chunk in data.chunks(7) {
-            reader.push(chunk, |ev| match ev {
-                ReaderEvent::Packet(p) => ccs.push(Packet::parse(p).unwrap().continuity_counter),
-                ReaderEvent::SyncLost => lost += 1,
-            });
+            reader.push(chunk, &mut on);
         }
-        assert_eq!(ccs, vec![0, 1, 2, 3, 4, 5]);
+        reader.finish(&mut on);
+        // Packet 2, followed by garbage, cannot be told from one cut short: dropped.
+        assert_eq!(ccs, vec![0, 1, 3, 4, 5]);
         assert_eq!(lost, 1);
         assert_eq!(reader.sync_losses(), 1);
     }
