@@ -129,6 +129,7 @@ fn a_video_packet_flagged_with_a_transport_error_is_a_loss() {
     data[flagged * PACKET + 1] |= 0x80;
     let (events, demuxer) = demux(&data);
     assert_eq!(demuxer.stats().dropped_packets, 1);
+    assert_eq!(demuxer.stats().cc_errors, 0, "one flagged packet, counted once");
     let (clean, _) = demux(&fixture("h264_aac.ts"));
     let (expected, dropped) = without_damaged_video(&clean, 20);
     assert_eq!(without_discontinuities(&events), expected);

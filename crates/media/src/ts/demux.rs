@@ -251,6 +251,9 @@ impl State {
             self.stats.dropped_packets += 1;
             if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
                 lose(&mut self.stats, stream);
+                // The loss is counted: the next packet restarts the counter check
+                // rather than count it again as a continuity error.
+                self.continuity.retain(|c| c.pid != pkt.pid);
             }
             return;
         }
@@ -487,17 +490,21 @@ fn lose(stats: &mut DemuxStats, stream: &mut Stream) {
 fn emit(stats: &mut DemuxStats, stream: &mut Stream, pes: PesOutput, out: &mut Vec<DemuxEvent>) {
     stats.pes_errors += pes.errors;
     stats.oversize_pes += pes.oversize;
+    stats.damaged_frames += pes.lost;
     let codec = stream.codec;
     let video = codec.kind() == TrackKind::Video;
-    // A loss reported with these PES always came before them (a start or header lost
-    // ahead of the next PES).
-    stream.awaiting_keyframe |= video && pes.lost;
-    for Pes {
-        header,
-        payload,
-        intact,
-    } in pes.complete
+    let count = pes.complete.len();
+    for (
+        i,
+        Pes {
+            header,
+            payload,
+            intact,
+        },
+    ) in pes.complete.into_iter().enumerate()
     {
+        // A loss before this PES breaks the pictures from here on.
+        stream.awaiting_keyframe |= video && pes.lost_at == Some(i);
         let Some(pts) = header.pts.filter(|_| intact) else {
             if header.pts.is_none() {
                 stats.pes_errors += 1;
@@ -525,6 +532,7 @@ fn emit(stats: &mut DemuxStats, stream: &mut Stream, pes: PesOutput, out: &mut V
             data: payload,
         }));
     }
+    stream.awaiting_keyframe |= video && pes.lost_at == Some(count);
 }
 
 /// Splits an AAC PES into its ADTS frames, each with its own timestamp (the PES

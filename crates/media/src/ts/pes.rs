@@ -127,10 +127,20 @@ pub struct PesOutput {
     pub errors: u64,
     /// How many PES were dropped for outgrowing [`MAX_PES_SIZE`].
     pub oversize: u64,
-    /// Bytes of this PID were lost outside any PES delivered here (a PES whose start
-    /// was lost, a header that cannot be read, an oversize PES, bytes past a declared
-    /// length): a video decoder loses its reference from here on.
-    pub lost: bool,
+    /// How many PES were lost outside those delivered here (a PES whose start was
+    /// lost, a header that cannot be read, an oversize PES, bytes past a declared
+    /// length): a video decoder loses its reference from the first of them on.
+    pub lost: u64,
+    /// Where the first of those losses fell: the number of PES in `complete` before it.
+    pub lost_at: Option<usize>,
+}
+
+impl PesOutput {
+    /// Notes a PES lost at this point of the output.
+    fn lose(&mut self) {
+        self.lost += 1;
+        self.lost_at.get_or_insert(self.complete.len());
+    }
 }
 
 /// Largest PES the assembler buffers; beyond it the PES is dropped (hostile input
@@ -186,7 +196,7 @@ impl PesAssembler {
             if !payload.is_empty() {
                 // Counted once: the rest of this payload run is quiet until a start.
                 out.errors += 1;
-                out.lost = true;
+                out.lose();
                 self.skipping = false;
                 self.started = false;
             }
@@ -195,7 +205,7 @@ impl PesAssembler {
             if self.started && !payload.is_empty() {
                 // The start of this PES was lost.
                 out.errors += 1;
-                out.lost = true;
+                out.lose();
                 self.started = false;
             }
             return;
@@ -211,7 +221,7 @@ impl PesAssembler {
         }
         if self.buf.len() + data.len() > MAX_PES_SIZE {
             out.oversize += 1;
-            out.lost = true;
+            out.lose();
             self.reset();
             return;
         }
@@ -282,7 +292,7 @@ impl PesAssembler {
             }
             _ => {
                 out.errors += 1;
-                out.lost = true;
+                out.lose();
             }
         }
     }
@@ -346,7 +356,7 @@ mod tests {
         let mut asm = PesAssembler::new();
         let mut out = PesOutput::default();
         asm.push(false, b"middle of a pes", &mut out);
-        assert_eq!((out.errors, out.lost), (0, false), "a join in mid-PES");
+        assert_eq!((out.errors, out.lost), (0, 0), "a join in mid-PES");
         let whole = pes(0, 0, b"abcd", true);
         asm.push(true, &whole, &mut out);
         assert_eq!(out.complete.len(), 1);
@@ -354,13 +364,13 @@ mod tests {
         // The next PES's start packet is lost: its continuation counts once.
         asm.push(false, b"rest of a lost pes", &mut out);
         asm.push(false, b"more of it", &mut out);
-        assert_eq!((out.errors, out.lost), (1, true));
+        assert_eq!((out.errors, out.lost, out.lost_at), (1, 1, Some(1)));
         // A discard drops the PES in progress and skips quietly to the next start.
         let mut out = PesOutput::default();
         asm.push(true, &pes(3000, 3000, &[1; 300], false), &mut out);
         assert!(asm.discard());
         asm.push(false, b"after the loss", &mut out);
-        assert_eq!((out.errors, out.lost, out.complete.len()), (0, false, 0));
+        assert_eq!((out.errors, out.lost, out.complete.len()), (0, 0, 0));
     }
 
     #[test]
