@@ -199,8 +199,16 @@ pub struct InputStatus {
     pub errors: u64,
     /// Datagrams dropped under overload (UDP only).
     pub dropped: u64,
-    /// The input's most recent fault (an ongoing one before any that ended).
-    pub fault: Option<FaultReport>,
+    /// Each kind of fault the input has had, its latest episode: the ongoing ones
+    /// first, gravest first, then those that ended, latest first.
+    pub faults: Vec<FaultReport>,
+}
+
+impl InputStatus {
+    /// The fault to show: the gravest ongoing one, else the latest to end.
+    pub fn fault(&self) -> Option<&FaultReport> {
+        self.faults.first()
+    }
 }
 
 /// One fault of an input, for operators: its code, what it is in words, since when,

@@ -382,7 +382,7 @@ async fn bytes_without_frames_reject_the_input_with_a_reason_and_the_backup_take
     };
     assert!(reason.contains("no MPEG-TS packet"), "{reason}");
     assert_eq!(now.active, Some(1), "the backup delivers");
-    let fault = now.inputs[0].fault.clone().expect("a fault is reported");
+    let fault = now.inputs[0].fault().cloned().expect("a fault is reported");
     assert_eq!(fault.code, codes::InputFault::NoFrames);
     assert!(fault.ended.is_none());
     assert!(

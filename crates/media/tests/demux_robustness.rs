@@ -129,7 +129,11 @@ fn a_video_packet_flagged_with_a_transport_error_is_a_loss() {
     data[flagged * PACKET + 1] |= 0x80;
     let (events, demuxer) = demux(&data);
     assert_eq!(demuxer.stats().dropped_packets, 1);
-    assert_eq!(demuxer.stats().cc_errors, 0, "one flagged packet, counted once");
+    assert_eq!(
+        demuxer.stats().cc_errors,
+        0,
+        "one flagged packet, counted once"
+    );
     let (clean, _) = demux(&fixture("h264_aac.ts"));
     let (expected, dropped) = without_damaged_video(&clean, 20);
     assert_eq!(without_discontinuities(&events), expected);
@@ -306,7 +310,10 @@ fn a_packet_cut_short_never_reaches_a_frame_however_the_bytes_are_chunked() {
     };
     let (got, all) = (frames(&events), frames(&clean));
     assert!(got.len() < all.len(), "the cut PES is gone");
-    assert!(got.iter().all(|f| all.contains(f)), "no frame carries spliced bytes");
+    assert!(
+        got.iter().all(|f| all.contains(f)),
+        "no frame carries spliced bytes"
+    );
     for sizes in [&[1][..], &[188], &[189, 7], &[1316], &[100, 88, 376]] {
         let (chunked, _) = demux_chunked(&damaged, sizes);
         assert_eq!(chunked, events, "chunks of {sizes:?}");

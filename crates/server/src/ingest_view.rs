@@ -38,7 +38,8 @@ pub fn inputs_json(status: &StreamInputStatus, counters: &[Arc<InputCounters>]) 
                 "dropped": input.dropped,
                 "last_data_ms_ago": input.last_data_at.map(|t| t.elapsed().as_millis() as u64),
                 "damage": counters.get(i).map(|c| damage_json(c)),
-                "fault": input.fault.as_ref().map(fault_json),
+                "fault": input.fault().map(fault_json),
+                "faults": input.faults.iter().map(fault_json).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -76,8 +77,8 @@ fn damage_json(counters: &InputCounters) -> Value {
 }
 
 /// Registers a stream's input counters with the metrics registry, and, with the
-/// inputs' `status`, each input's ongoing fault as `brdyun_input_fault_active` (1,
-/// labelled by its code's reason; no series while the input is well).
+/// inputs' `status`, each input's ongoing faults as `brdyun_input_fault_active` (1,
+/// labelled by the code's reason; no series while the input is well).
 pub fn register_inputs(
     metrics: &Metrics,
     stream: &str,
@@ -88,14 +89,13 @@ pub fn register_inputs(
     metrics.register(Box::new(move |out: &mut String| {
         if let Some(status) = &status {
             for (i, input) in status.borrow().inputs.iter().enumerate() {
-                let Some(fault) = input.fault.as_ref().filter(|f| f.ended.is_none()) else {
-                    continue;
-                };
-                let _ = writeln!(
-                    out,
-                    "brdyun_input_fault_active{{stream=\"{stream}\",input=\"{i}\",reason=\"{}\"}} 1",
-                    fault.code.label()
-                );
+                for fault in input.faults.iter().filter(|f| f.ended.is_none()) {
+                    let _ = writeln!(
+                        out,
+                        "brdyun_input_fault_active{{stream=\"{stream}\",input=\"{i}\",reason=\"{}\"}} 1",
+                        fault.code.label()
+                    );
+                }
             }
         }
         for (i, c) in counters.iter().enumerate() {

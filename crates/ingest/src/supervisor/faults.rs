@@ -83,8 +83,11 @@ struct Episode {
 pub(crate) struct Faults {
     source_timeout: Duration,
     previous: Snapshot,
-    /// Counters and instant when frames last advanced (or the watch began).
-    frames_mark: (Snapshot, Instant),
+    /// When `previous` was read.
+    previous_at: Instant,
+    /// The current run of ticks in which bytes arrived and no frame did: the counters
+    /// and instant before its first tick.
+    byte_run: Option<(Snapshot, Instant)>,
     /// Instant when video frames last advanced (or the program last lacked video).
     video_mark: Instant,
     episodes: [Option<Episode>; KINDS.len()],
@@ -96,19 +99,29 @@ impl Faults {
         Faults {
             source_timeout,
             previous: Snapshot::default(),
-            frames_mark: (Snapshot::default(), now),
+            previous_at: now,
+            byte_run: None,
             video_mark: now,
             episodes: Default::default(),
         }
     }
 
-    /// Why an input that delivers bytes delivers no frame, when it has done so for the
-    /// source timeout (`now`, with counters `snap`); `None` otherwise.
+    /// Why an input that delivers bytes delivers no frame, when bytes have kept
+    /// arriving without a frame for the source timeout (`now`, with counters `snap`);
+    /// `None` otherwise. A tick without bytes starts the count again, so a source that
+    /// comes back after an outage is judged on its new bytes alone, and one whose bytes
+    /// stopped is stalled, not rejected.
     pub(crate) fn no_frames(&self, snap: &Snapshot, now: Instant) -> Option<String> {
-        let (mark, since) = &self.frames_mark;
+        if snap.bytes == self.previous.bytes || snap.frames != self.previous.frames {
+            return None;
+        }
+        let (mark, since) = self
+            .byte_run
+            .as_ref()
+            .map_or((&self.previous, &self.previous_at), |(m, t)| (m, t));
         let quiet = now.saturating_duration_since(*since) >= self.source_timeout;
         let bytes = snap.bytes.saturating_sub(mark.bytes);
-        if !quiet || snap.frames != mark.frames || bytes == 0 {
+        if !quiet || snap.frames != mark.frames {
             return None;
         }
         let packets = snap.packets.saturating_sub(mark.packets);
@@ -137,20 +150,29 @@ impl Faults {
         state: &InputState,
         now: Instant,
     ) -> Vec<FaultChange> {
-        if snap.frames != self.frames_mark.0.frames {
-            self.frames_mark = (snap, now);
+        if snap.frames != self.previous.frames || snap.bytes == self.previous.bytes {
+            self.byte_run = None;
+        } else if self.byte_run.is_none() {
+            self.byte_run = Some((self.previous, self.previous_at));
         }
         if snap.video_frames != self.previous.video_frames || !snap.program.video {
             self.video_mark = now;
         }
         let mut changes = Vec::new();
+        let live = *state == InputState::Live;
+        let video_quiet = snap.video_frames == self.previous.video_frames;
         let no_video = snap.program.video
-            && snap.frames != self.previous.frames
-            && now.saturating_duration_since(self.video_mark) >= self.source_timeout;
+            && live
+            && video_quiet
+            && (self.ongoing(3)
+                || (snap.frames != self.previous.frames
+                    && now.saturating_duration_since(self.video_mark) >= self.source_timeout));
         let conditions: [(bool, Option<String>); KINDS.len()] = [
             match state {
                 InputState::Rejected { reason } => (true, Some(reason.clone())),
-                _ => (false, None),
+                InputState::Live => (false, None),
+                // Reconnected, no frame yet: still without frames.
+                _ => (self.ongoing(0), None),
             },
             match state {
                 InputState::Down { error } => (true, Some(error.clone())),
@@ -160,7 +182,7 @@ impl Faults {
             },
             (*state == InputState::Stalled, None),
             (
-                no_video || (self.ongoing(3) && snap.video_frames == self.previous.video_frames),
+                no_video,
                 Some("audio frames arrive, video frames do not".to_owned()),
             ),
             (snap.damage_errors() > self.previous.damage_errors(), None),
@@ -169,6 +191,7 @@ impl Faults {
             self.step(i, on, detail, &snap, now, &mut changes);
         }
         self.previous = snap;
+        self.previous_at = now;
         changes
     }
 
@@ -228,15 +251,18 @@ impl Faults {
         }
     }
 
-    /// The fault to show: the gravest ongoing one (in the order of `KINDS`: no frames,
-    /// down, stalled, no video, damaged), else the latest to end.
-    pub(crate) fn report(&self) -> Option<FaultReport> {
+    /// Each kind's latest fault: the ongoing ones first, gravest first (in the order
+    /// of `KINDS`: no frames, down, stalled, no video, damaged), then the ended ones,
+    /// latest end first.
+    pub(crate) fn reports(&self) -> Vec<FaultReport> {
         let reports = self.episodes.iter().flatten().map(|e| &e.report);
+        let mut ended: Vec<&FaultReport> = reports.clone().filter(|r| r.ended.is_some()).collect();
+        ended.sort_by_key(|r| std::cmp::Reverse(r.ended));
         reports
-            .clone()
-            .find(|r| r.ended.is_none())
-            .or_else(|| reports.max_by_key(|r| r.ended))
+            .filter(|r| r.ended.is_none())
+            .chain(ended)
             .cloned()
+            .collect()
     }
 }
 
@@ -282,37 +308,80 @@ mod tests {
         }
     }
 
+    const TICK: Duration = Duration::from_millis(500);
+
+    /// Ticks `faults` with `bytes` more bytes (and `packets` more packets) each tick
+    /// until `until`; returns the last snapshot and instant.
+    fn feed(
+        faults: &mut Faults,
+        mut s: Snapshot,
+        mut t: Instant,
+        until: Instant,
+        bytes: u64,
+        packets: u64,
+    ) -> (Snapshot, Instant) {
+        while t + TICK <= until {
+            t += TICK;
+            s.bytes += bytes;
+            s.packets += packets;
+            faults.update(s, &InputState::Connecting, t);
+        }
+        (s, t)
+    }
+
+    fn more(s: Snapshot, bytes: u64, packets: u64) -> Snapshot {
+        Snapshot {
+            bytes: s.bytes + bytes,
+            packets: s.packets + packets,
+            ..s
+        }
+    }
+
     #[test]
     fn bytes_without_frames_for_the_source_timeout_say_why() {
         let t0 = Instant::now();
         let mut faults = Faults::new(TIMEOUT, t0);
-        faults.update(snap(0, 0, 0), &InputState::Connecting, t0);
-        let later = t0 + TIMEOUT;
-        assert_eq!(faults.no_frames(&snap(0, 0, 0), later), None, "no bytes");
-        let garbage = snap(50_000, 0, 0);
-        let reason = faults.no_frames(&garbage, later).expect("rejected");
-        assert!(reason.contains("no MPEG-TS packet"), "{reason}");
-        let no_psi = snap(50_000, 260, 0);
-        let reason = faults.no_frames(&no_psi, later).expect("rejected");
-        assert!(reason.contains("no PAT or PMT"), "{reason}");
+        // An hour of silence before the source starts does not count.
+        let hour = t0 + Duration::from_secs(3600);
+        let (s, t) = feed(&mut faults, snap(0, 0, 0), t0, hour, 0, 0);
         assert_eq!(
-            faults.no_frames(&garbage, t0 + TIMEOUT / 2),
+            faults.no_frames(&more(s, 1000, 0), t + TICK),
             None,
             "too early"
         );
+        let (s, t) = feed(&mut faults, s, t, t + TIMEOUT - TICK, 1000, 0);
+        let reason = faults
+            .no_frames(&more(s, 1000, 0), t + TICK)
+            .expect("rejected");
+        assert!(reason.contains("no MPEG-TS packet"), "{reason}");
+        let reason = faults
+            .no_frames(&more(s, 1000, 5), t + TICK)
+            .expect("rejected");
+        assert!(reason.contains("no PAT or PMT"), "{reason}");
+        // Bytes that stop are not judged: a source that went quiet is stalled.
+        assert_eq!(faults.no_frames(&s, t + TICK), None);
     }
 
     #[test]
-    fn frames_clear_the_rejection_window() {
+    fn a_pause_or_a_frame_starts_the_count_again() {
         let t0 = Instant::now();
         let mut faults = Faults::new(TIMEOUT, t0);
-        faults.update(snap(100, 1, 0), &InputState::Connecting, t0);
-        let t1 = t0 + TIMEOUT;
-        faults.update(snap(200, 2, 1), &InputState::Live, t1);
-        assert_eq!(faults.no_frames(&snap(300, 3, 1), t1 + TIMEOUT / 2), None);
-        assert!(faults.no_frames(&snap(300, 3, 1), t1 + TIMEOUT).is_some());
+        let (s, t) = feed(&mut faults, snap(0, 0, 0), t0, t0 + TIMEOUT / 2, 100, 1);
+        // A tick without bytes, then bytes again: the count starts afresh.
+        let (s, t) = feed(&mut faults, s, t, t + TICK, 0, 0);
+        let (s, t) = feed(&mut faults, s, t, t + TIMEOUT - TICK * 2, 100, 1);
+        assert_eq!(faults.no_frames(&more(s, 100, 1), t + TICK), None);
+        // A frame does too.
+        let framed = Snapshot {
+            frames: s.frames + 1,
+            ..more(s, 100, 1)
+        };
+        faults.update(framed, &InputState::Live, t + TICK);
+        let (s, t) = feed(&mut faults, framed, t + TICK, t + TIMEOUT - TICK, 100, 1);
+        assert_eq!(faults.no_frames(&more(s, 100, 1), t + TICK), None);
+        let (s, t) = feed(&mut faults, s, t, t + TICK, 100, 1);
+        assert!(faults.no_frames(&more(s, 100, 1), t + TICK).is_some());
     }
-
     #[test]
     fn damage_starts_once_and_ends_after_a_quiet_spell() {
         let t0 = Instant::now();
@@ -334,11 +403,7 @@ mod tests {
         s.damage[2] = 1;
         let t = t0 + Duration::from_secs(6);
         assert!(faults.update(s, &InputState::Live, t).is_empty());
-        assert!(faults
-            .report()
-            .unwrap()
-            .detail
-            .contains("1 transport_errors"));
+        assert!(faults.reports()[0].detail.contains("1 transport_errors"));
         // Quiet for less than DAMAGE_QUIET: still going on.
         assert!(faults
             .update(s, &InputState::Live, t + Duration::from_secs(9))
@@ -347,7 +412,7 @@ mod tests {
         assert!(
             matches!(changes.as_slice(), [FaultChange::Ended(r)] if r.code == InputFault::Damaged)
         );
-        assert!(faults.report().unwrap().ended.is_some());
+        assert!(faults.reports()[0].ended.is_some());
     }
 
     #[test]

@@ -418,7 +418,7 @@ fn input_status(
         last_data_at: slot.and_then(|s| s.last_media),
         errors: InputCounters::get(&counters.errors),
         dropped: InputCounters::get(&counters.dropped),
-        fault: faults.and_then(Faults::report),
+        faults: faults.map(Faults::reports).unwrap_or_default(),
     }
 }
 

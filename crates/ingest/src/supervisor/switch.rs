@@ -80,7 +80,10 @@ impl Switcher {
             return;
         };
         slot.connects += 1;
-        slot.state = InputState::Connecting;
+        // A rejected input stays rejected until a frame comes, across reconnects.
+        if !matches!(slot.state, InputState::Rejected { .. }) {
+            slot.state = InputState::Connecting;
+        }
         slot.live_since = None;
         if self.active == Some(input) && slot.connects > 1 {
             // A reconnect of the active input: its timeline may not continue.
@@ -122,10 +125,15 @@ impl Switcher {
         let Some(slot) = self.slots.get_mut(input) else {
             return;
         };
+        // Only frames make an input live: markers or a program change alone do not.
+        let IngestEvent::Frame(frame) = &event else {
+            if self.active == Some(input) && slot.state == InputState::Live {
+                self.gate(input, event, out);
+            }
+            return;
+        };
         slot.last_media = Some(now);
-        if let IngestEvent::Frame(frame) = &event {
-            slot.has_video |= frame.kind() == TrackKind::Video;
-        }
+        slot.has_video |= frame.kind() == TrackKind::Video;
         if slot.state != InputState::Live {
             let resumed = matches!(
                 slot.state,

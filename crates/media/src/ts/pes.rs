@@ -223,6 +223,8 @@ impl PesAssembler {
             out.oversize += 1;
             out.lose();
             self.reset();
+            // Give the memory back: an endless PES must not keep 16 MiB per PID.
+            self.buf = BytesMut::new();
             return;
         }
         self.buf.extend_from_slice(data);
@@ -371,6 +373,25 @@ mod tests {
         assert!(asm.discard());
         asm.push(false, b"after the loss", &mut out);
         assert_eq!((out.errors, out.lost, out.complete.len()), (0, 0, 0));
+    }
+
+    #[test]
+    fn an_endless_pes_is_dropped_at_the_bound_and_the_next_one_is_whole() {
+        let mut asm = PesAssembler::new();
+        let mut out = PesOutput::default();
+        asm.push(true, &pes(0, 0, &[], false), &mut out);
+        let chunk = [7u8; 184];
+        for _ in 0..MAX_PES_SIZE / chunk.len() + 10 {
+            asm.push(false, &chunk, &mut out);
+        }
+        assert_eq!((out.oversize, out.lost, out.errors), (1, 1, 0));
+        assert!(out.complete.is_empty());
+        assert!(asm.buf.capacity() < 64 * 1024, "the memory is given back");
+        asm.push(true, &pes(9000, 9000, b"next", false), &mut out);
+        asm.flush(&mut out);
+        assert_eq!(out.complete.len(), 1);
+        assert!(out.complete[0].intact);
+        assert_eq!(out.complete[0].payload.as_ref(), b"next");
     }
 
     #[test]
