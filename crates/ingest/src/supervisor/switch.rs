@@ -125,15 +125,15 @@ impl Switcher {
         let Some(slot) = self.slots.get_mut(input) else {
             return;
         };
-        // Only frames make an input live: markers or a program change alone do not.
-        let IngestEvent::Frame(frame) = &event else {
-            if self.active == Some(input) && slot.state == InputState::Live {
-                self.gate(input, event, out);
-            }
-            return;
+        // A rejected input is live again only at a frame: markers or a program change
+        // alone do not bring it back.
+        let frame = match &event {
+            IngestEvent::Frame(frame) => Some(frame),
+            _ if matches!(slot.state, InputState::Rejected { .. }) => return,
+            _ => None,
         };
         slot.last_media = Some(now);
-        slot.has_video |= frame.kind() == TrackKind::Video;
+        slot.has_video |= frame.is_some_and(|f| f.kind() == TrackKind::Video);
         if slot.state != InputState::Live {
             let resumed = matches!(
                 slot.state,
