@@ -1,8 +1,9 @@
 //! Fuzzes the MPEG-TS demuxer and the codec probes with arbitrary bytes.
 //!
 //! The first byte picks a chunk size, so the reader's resynchronisation and partial
-//! packet handling across chunk boundaries are exercised too. Every frame that comes
-//! out goes through the probes.
+//! packet handling across chunk boundaries are exercised too, and the events must be
+//! those of the same bytes in one piece (how bytes arrive never changes what comes
+//! out). Every frame that comes out goes through the probes.
 
 #![no_main]
 
@@ -31,4 +32,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     assert_eq!(demuxer.stats().frames, frames);
+    let mut whole = Demuxer::new();
+    let mut in_one_piece = Vec::new();
+    whole.push(data, &mut in_one_piece);
+    whole.flush(&mut in_one_piece);
+    assert_eq!(events, in_one_piece, "chunks of {chunk} change the events");
 });
