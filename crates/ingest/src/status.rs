@@ -269,7 +269,7 @@ pub(crate) async fn demux_into(
     {
         let new = after.saturating_sub(before);
         InputCounters::add(counter, new);
-        if !NOT_ERRORS.contains(&kind) {
+        if is_damage_error(kind) {
             errors += new;
         }
     }

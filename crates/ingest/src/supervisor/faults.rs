@@ -164,7 +164,7 @@ impl Faults {
         let no_video = snap.program.video
             && live
             && video_quiet
-            && (self.ongoing(3)
+            && (self.ongoing(InputFault::NoVideo)
                 || (snap.frames != self.previous.frames
                     && now.saturating_duration_since(self.video_mark) >= self.source_timeout));
         let conditions: [(bool, Option<String>); KINDS.len()] = [
@@ -172,13 +172,13 @@ impl Faults {
                 InputState::Rejected { reason } => (true, Some(reason.clone())),
                 InputState::Live => (false, None),
                 // Reconnected, no frame yet: still without frames.
-                _ => (self.ongoing(0), None),
+                _ => (self.ongoing(InputFault::NoFrames), None),
             },
             match state {
                 InputState::Down { error } => (true, Some(error.clone())),
                 InputState::Live => (false, None),
                 // Retrying after a failure: the failure goes on until media comes.
-                _ => (self.ongoing(1), None),
+                _ => (self.ongoing(InputFault::Down), None),
             },
             (*state == InputState::Stalled, None),
             (
@@ -195,9 +195,12 @@ impl Faults {
         changes
     }
 
-    fn ongoing(&self, i: usize) -> bool {
-        self.episodes[i]
-            .as_ref()
+    /// Whether the episode of `code` (one of `KINDS`) goes on.
+    fn ongoing(&self, code: InputFault) -> bool {
+        KINDS
+            .iter()
+            .position(|&k| k == code)
+            .and_then(|i| self.episodes[i].as_ref())
             .is_some_and(|e| e.report.ended.is_none())
     }
 
@@ -212,18 +215,17 @@ impl Faults {
     ) {
         let code = KINDS[i];
         let damage = code == InputFault::Damaged;
-        let ongoing = self.ongoing(i);
+        let ongoing = self.ongoing(code);
         let slot = &mut self.episodes[i];
         match (ongoing, on) {
             (false, true) => {
                 let at_start = if damage { self.previous } else { *snap };
-                let mut report = FaultReport {
+                let report = FaultReport {
                     code,
-                    detail: String::new(),
+                    detail: describe(code, detail.as_deref(), &at_start, snap),
                     since: now,
                     ended: None,
                 };
-                report.detail = describe(code, detail.as_deref(), &at_start, snap);
                 *slot = Some(Episode {
                     report: report.clone(),
                     at_start,
