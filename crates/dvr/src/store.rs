@@ -165,6 +165,18 @@ impl ArchiveReader {
         file.read_exact_at(&mut data, entry.offset)?;
         Ok(data)
     }
+
+    /// Reads the first `len` bytes of one archived segment (all of it when shorter):
+    /// what a reader of the segment's head (its marker, its caption block) needs.
+    ///
+    /// # Errors
+    /// The data file is gone (retention ran meanwhile) or unreadable.
+    pub fn read_head(&self, entry: &Entry, len: usize) -> io::Result<Vec<u8>> {
+        let file = std::fs::File::open(self.data_path(entry.file))?;
+        let mut data = vec![0u8; len.min(entry.size as usize)];
+        file.read_exact_at(&mut data, entry.offset)?;
+        Ok(data)
+    }
 }
 
 fn extension(protocol: Protocol) -> &'static str {

@@ -81,7 +81,7 @@ pub struct InputCounters {
 /// keys and the `kind` label of `brdyun_input_damage_total`).
 /// `damaged_frames` counts the frames dropped because damage reached them (a
 /// picture up to the next keyframe, an audio PES).
-pub const DAMAGE_KINDS: [&str; 8] = [
+pub const DAMAGE_KINDS: [&str; 9] = [
     "sync_losses",
     "cc_errors",
     "transport_errors",
@@ -90,6 +90,7 @@ pub const DAMAGE_KINDS: [&str; 8] = [
     "bad_psi",
     "unknown_streams",
     "damaged_frames",
+    "bad_captions",
 ];
 
 /// The index of `damaged_frames` in [`DAMAGE_KINDS`].
@@ -110,6 +111,7 @@ fn damage_of(stats: &DemuxStats) -> [u64; DAMAGE_KINDS.len()] {
         stats.crc_errors,
         stats.unknown_stream_types,
         stats.damaged_frames,
+        stats.caption_errors,
     ]
 }
 
@@ -287,6 +289,7 @@ pub(crate) async fn demux_into(
                 IngestEvent::Frame(frame)
             }
             DemuxEvent::Marker(payload) => IngestEvent::Marker(payload),
+            DemuxEvent::Captions(block) => IngestEvent::Captions(block),
             // A new program or codec is a new source: the timeline restarts.
             DemuxEvent::Discontinuity(DiscontinuityReason::ProgramChange) => {
                 IngestEvent::Discontinuity

@@ -12,6 +12,7 @@
 //! function is a plain, deterministic function of its inputs. That is what makes the
 //! timeline identical on every node that ingests the same source (DESIGN.md, invariant 1).
 
+pub mod captions;
 pub mod codec;
 pub mod dash;
 pub mod fmp4;

@@ -194,6 +194,7 @@ fn master_playlist_golden_with_backup_variants() {
     let master = MasterPlaylist {
         independent_segments: true,
         variants: vec![main, backup],
+        ..Default::default()
     };
     let text = master.render();
     let golden = "\

@@ -40,6 +40,7 @@ fn prot_1_own_variant_first_then_backups_with_byte_identical_attributes() {
     let text = MasterPlaylist {
         independent_segments: true,
         variants,
+        ..Default::default()
     }
     .render();
     let attrs: Vec<&str> = text

@@ -81,6 +81,7 @@ pub fn render(stream: &str, renditions: &[RecordedRendition]) -> Option<String> 
         MasterPlaylist {
             independent_segments: true,
             variants,
+            ..Default::default()
         }
         .render()
     })

@@ -79,6 +79,10 @@ pub struct Channel {
     ladder: std::sync::OnceLock<Arc<crate::ladder::status::LadderStatus>>,
     /// The status of the stream's inputs, when a supervisor runs them.
     inputs: std::sync::OnceLock<watch::Receiver<ingest::status::StreamInputStatus>>,
+    /// Cues on their way to the pipeline (the caption API's).
+    pub captions: crate::captions::CaptionInbox,
+    /// What the captions did.
+    pub caption_counters: crate::captions::CaptionCounters,
 }
 
 impl std::fmt::Debug for Channel {
@@ -124,6 +128,8 @@ impl Channel {
             listing,
             ladder: std::sync::OnceLock::new(),
             inputs: std::sync::OnceLock::new(),
+            captions: crate::captions::CaptionInbox::default(),
+            caption_counters: crate::captions::CaptionCounters::default(),
             name: name.into(),
             renditions,
             counters: ChannelCounters::default(),

@@ -11,6 +11,7 @@
 
 pub mod archive_master;
 pub mod auth;
+pub mod captions;
 pub mod channel;
 pub mod clock;
 pub mod conn_limits;

@@ -104,6 +104,9 @@ pub async fn run_rendition(
     let mut ll = rendition
         .llhls()
         .map(|c| crate::llhls::Feed::new(Arc::clone(c)));
+    // The stream's captions travel in its muxed rendition's segments.
+    let mut captioner = (rendition.name() == crate::rendition::MAIN)
+        .then(|| crate::captions::Captioner::new(channel.captions.cc_language()));
     while let Some(event) = events.recv().await {
         // An operator's pause drops the input (OTT-OPS-2); what comes after it follows
         // a discontinuity, as after a source switch.
@@ -123,6 +126,15 @@ pub async fn run_rendition(
             IngestEvent::Frame(frame) => {
                 tracks.observe(&frame);
                 rendition.tap(&frame);
+                if let Some(captioner) = captioner.as_mut() {
+                    captioner.frame(
+                        &frame,
+                        segmenter.state(),
+                        segmenter.is_following(),
+                        &channel.captions,
+                        &channel.caption_counters,
+                    );
+                }
                 match ll.as_mut() {
                     Some(ll) => {
                         let before = segmenter.state();
@@ -145,6 +157,12 @@ pub async fn run_rendition(
                     }
                 }
             }
+            IngestEvent::Captions(block) => {
+                if let Some(captioner) = captioner.as_mut() {
+                    captioner.upstream_block(&block, &channel.caption_counters);
+                }
+                None
+            }
             IngestEvent::Discontinuity => {
                 segmenter.discontinuity();
                 tracks.reset();
@@ -157,7 +175,10 @@ pub async fn run_rendition(
         // One event can finish several segments (a marker that cuts while a segment was
         // being cut locally, a discontinuity): publish every one that is ready.
         let mut next = segment;
-        while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
+        while let Some(mut segment) = next.take().or_else(|| segmenter.pop_ready()) {
+            if let Some(captioner) = captioner.as_mut() {
+                caption(&mut segment, captioner, segmenter.is_following());
+            }
             publish(
                 &channel,
                 &rendition,
@@ -174,7 +195,10 @@ pub async fn run_rendition(
             note_timestamp_faults(&channel, segmenter.stats(), &mut faults_logged);
         }
     }
-    while let Some(segment) = segmenter.flush() {
+    while let Some(mut segment) = segmenter.flush() {
+        if let Some(captioner) = captioner.as_mut() {
+            caption(&mut segment, captioner, segmenter.is_following());
+        }
         publish(
             &channel,
             &rendition,
@@ -185,6 +209,14 @@ pub async fn run_rendition(
             ll.as_mut(),
         )
         .await;
+    }
+}
+
+/// Splices the segment's caption block (the upstream's, or the origin's cut) into its
+/// bytes after the timeline marker, where the relay and the archive carry it on.
+fn caption(segment: &mut Segment, captioner: &mut crate::captions::Captioner, following: bool) {
+    if let Some(block) = captioner.block_for(segment, following) {
+        segment.data = media::captions::splice_block(&segment.data, &block);
     }
 }
 

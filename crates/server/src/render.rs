@@ -20,6 +20,8 @@ pub struct Manifests {
     pub fmp4: Bytes,
     /// `index.mpd`.
     pub mpd: Bytes,
+    /// `sub-{track}.m3u8`, per subtitle track.
+    pub subtitles: Vec<crate::captions::serve::SubtitlePlaylist>,
 }
 
 /// How a stream's manifests are rendered: its configured segment target.
@@ -66,6 +68,7 @@ impl Renderer {
             None => (Bytes::new(), Bytes::new()),
         };
         Manifests {
+            subtitles: crate::captions::serve::render_playlists(window),
             media: Bytes::from(media),
             master: Bytes::from(master),
             fmp4,
@@ -76,8 +79,11 @@ impl Renderer {
 
 /// The master playlist of one stream: one variant, this node's media playlist.
 pub fn master_playlist(window: &WindowSnapshot) -> MasterPlaylist {
+    let (subtitles, closed_captions) = crate::captions::serve::master_media(window);
     MasterPlaylist {
         independent_segments: true,
+        subtitles,
+        closed_captions,
         variants: vec![variant(window, "mono.m3u8".into())],
     }
 }
@@ -118,6 +124,12 @@ pub fn package_master(
     playlist: &str,
 ) -> Bytes {
     let mut variants = Vec::with_capacity(renditions.len());
+    // The stream's captions travel in its muxed rendition (the source).
+    let (subtitles, closed_captions) = renditions
+        .iter()
+        .find(|(name, _)| *name == MAIN)
+        .map(|(_, window)| crate::captions::serve::master_media(window))
+        .unwrap_or_default();
     for (name, window) in renditions {
         if !offered(name, window) {
             continue;
@@ -132,6 +144,8 @@ pub fn package_master(
     Bytes::from(
         MasterPlaylist {
             independent_segments: true,
+            subtitles,
+            closed_captions,
             variants,
         }
         .render(),

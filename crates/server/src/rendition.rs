@@ -160,6 +160,7 @@ impl Rendition {
         next.master_playlist = manifests.master;
         next.fmp4_playlist = manifests.fmp4;
         next.mpd = manifests.mpd;
+        next.subtitles = manifests.subtitles;
         let next = Arc::new(next);
         match self.snapshot.write() {
             Ok(mut guard) => *guard = next,

@@ -75,6 +75,7 @@ pub struct StoredSegment {
     segment: LiveSegment,
     fmp4: Option<Fmp4View>,
     ll: Option<Arc<SegmentOut>>,
+    captions: Option<crate::captions::serve::SegmentCaptions>,
 }
 
 impl std::ops::Deref for StoredSegment {
@@ -106,7 +107,19 @@ impl StoredSegment {
                     )
             })
             .map(Arc::new);
-        Self { segment, fmp4, ll }
+        let captions = crate::captions::serve::SegmentCaptions::of(&segment.data);
+        Self {
+            segment,
+            fmp4,
+            ll,
+            captions,
+        }
+    }
+
+    /// The WebVTT view: the segment's caption block and its files, when the segment
+    /// carries a block.
+    pub fn captions(&self) -> Option<&crate::captions::serve::SegmentCaptions> {
+        self.captions.as_ref()
     }
 
     /// The LL-HLS view: the segment's parts as they were cut live, concatenated.
@@ -164,6 +177,9 @@ pub struct WindowSnapshot {
     pub availability_start_ms: Option<i64>,
     /// When this window was published, Unix ms (the MPD's `publishTime`).
     pub published_ms: i64,
+    /// The stream's subtitle tracks (those of the newest segment with a caption block)
+    /// with their rendered media playlists, in the order players list them.
+    pub subtitles: Vec<crate::captions::serve::SubtitlePlaylist>,
 }
 
 impl WindowSnapshot {
@@ -172,6 +188,11 @@ impl WindowSnapshot {
         let first = self.segments.front()?.msn;
         let index = usize::try_from(msn.checked_sub(first)?).ok()?;
         self.segments.get(index).filter(|s| s.msn == msn)
+    }
+
+    /// The subtitle track with this id, with its playlist.
+    pub fn subtitle(&self, id: &str) -> Option<&crate::captions::serve::SubtitlePlaylist> {
+        self.subtitles.iter().find(|s| s.track.id == id)
     }
 
     /// The newest segment, if any.

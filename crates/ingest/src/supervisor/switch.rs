@@ -227,7 +227,7 @@ impl Switcher {
             }
             // Audio-only inputs start at once; with video, audio waits for the keyframe.
             IngestEvent::Frame(_) => self.video_open || !has_video,
-            IngestEvent::Marker(_) => true,
+            IngestEvent::Marker(_) | IngestEvent::Captions(_) => true,
             // A switch or restart already sent one.
             IngestEvent::Discontinuity => self.video_open,
         };

@@ -56,7 +56,7 @@ use crate::timeline::{MarkerError, TimelineMarker, TimelineState};
 use crate::Frame;
 
 pub use rung::{RungCutter, RungSegment, RungStats};
-pub(crate) use segment::unwrap_ts;
+pub use segment::unwrap_ts;
 pub use segment::{
     Segment, SegmenterConfig, SegmenterStats, MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
 };
@@ -185,6 +185,12 @@ impl Segmenter {
             Mode::Follow(f) => f.flush(&mut self.ready, &mut self.stats),
         }
         self.ready.pop_front()
+    }
+
+    /// Whether the segments are cut where an upstream's markers say (adopt mode), not
+    /// by this segmenter: an upstream brdyun then also decides their captions.
+    pub fn is_following(&self) -> bool {
+        matches!(self.mode, Mode::Follow(_))
     }
 
     /// The next finished segment not yet returned.

@@ -146,7 +146,7 @@ pub(crate) fn emit(
 }
 
 /// Unwraps a 33-bit timestamp to the extended value nearest to `reference`.
-pub(crate) fn unwrap_ts(value: u64, reference: Option<u64>) -> u64 {
+pub fn unwrap_ts(value: u64, reference: Option<u64>) -> u64 {
     let value = value & PTS_MASK;
     let Some(r) = reference else {
         return value;

@@ -50,6 +50,10 @@ pub enum DemuxEvent {
     Frame(Frame),
     /// The payload of a packet on [`MARKER_PID`] (not listed in the PMT).
     Marker(Bytes),
+    /// A whole caption block reassembled from the packets on
+    /// [`crate::captions::CAPTION_PID`] (not listed in the PMT; its CRC is checked
+    /// when it is parsed).
+    Captions(Bytes),
     /// A break in the stream the consumer should know about.
     Discontinuity(DiscontinuityReason),
 }
@@ -79,6 +83,8 @@ pub struct DemuxStats {
     /// Frames dropped because bytes of theirs, or of a video frame they depend on,
     /// were lost (see [`Demuxer`]).
     pub damaged_frames: u64,
+    /// Caption blocks cut short or unreadable (their captions are lost).
+    pub caption_errors: u64,
 }
 
 /// One followed elementary stream.
@@ -139,6 +145,7 @@ struct State {
     audio: Option<Stream>,
     continuity: Vec<Continuity>,
     sections: Vec<Vec<u8>>,
+    captions: crate::captions::carriage::BlockAssembler,
     stats: DemuxStats,
 }
 
@@ -254,6 +261,15 @@ impl State {
                 // The loss is counted: the next packet restarts the counter check
                 // rather than count it again as a continuity error.
                 self.continuity.retain(|c| c.pid != pkt.pid);
+            }
+            return;
+        }
+        if pkt.pid == crate::captions::CAPTION_PID {
+            // A block checks itself (length, CRC): no continuity across segments.
+            match self.captions.push(pkt.pusi, pkt.payload) {
+                Ok(Some(block)) => out.push(DemuxEvent::Captions(block)),
+                Ok(None) => {}
+                Err(_) => self.stats.caption_errors += 1,
             }
             return;
         }

@@ -117,5 +117,6 @@ pub async fn serve(
         StreamFile::Fmp4(file) => {
             crate::routes::fmp4::serve(&channel, &rendition, file, request.headers()).await
         }
+        StreamFile::Subtitles(file) => crate::routes::subtitles::serve(&channel, file).await,
     }
 }

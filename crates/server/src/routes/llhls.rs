@@ -218,8 +218,11 @@ fn master(channel: &Channel) -> Response {
     let snapshot = channel.snapshot();
     let (peak, average) = snapshot.bandwidth;
     let tracks = &snapshot.tracks;
+    let (subtitles, closed_captions) = crate::captions::serve::master_media(&snapshot);
     let playlist = MasterPlaylist {
         independent_segments: true,
+        subtitles,
+        closed_captions,
         variants: vec![Variant {
             uri: "ll.m3u8".into(),
             bandwidth: peak.max(1),

@@ -12,6 +12,7 @@ pub mod llhls;
 pub mod player;
 pub mod relay;
 pub mod stream;
+pub mod subtitles;
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue};

@@ -1,5 +1,6 @@
 //! The URL grammar of a node and an MC, in one place: the route table ([`route`]),
-//! every per-stream file name ([`stream_file`], [`archive`], [`fmp4`], [`llhls`]) and
+//! every per-stream file name ([`stream_file`], [`archive`], [`fmp4`], [`llhls`],
+//! [`subtitles`]) and
 //! the one number grammar they share ([`number`]).
 //!
 //! A request's path is parsed once, at the edge, into a [`Target`] that travels in the
@@ -14,9 +15,11 @@ pub mod llhls;
 pub mod number;
 pub mod route;
 pub mod stream_file;
+pub mod subtitles;
 
 pub use archive::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 pub use fmp4::Fmp4File;
 pub use llhls::{BadQuery, Directives, LlFile};
 pub use route::{Route, Target};
 pub use stream_file::{relay_start, segment_uri, FileRole, StreamFile};
+pub use subtitles::SubtitleFile;

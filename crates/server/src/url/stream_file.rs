@@ -5,6 +5,7 @@ use super::archive::ArchiveRequest;
 use super::fmp4::Fmp4File;
 use super::llhls::{BadQuery, LlFile};
 use super::number::sequence;
+use super::subtitles::SubtitleFile;
 
 /// The files a stream serves, parsed from the last path segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +24,8 @@ pub enum StreamFile {
     Fmp4(Fmp4File),
     /// An LL-HLS file (`ll.m3u8`, `part-{msn}-{i}.m4s`, …).
     LowLatency(LlFile),
+    /// A subtitle file (`sub-{track}.m3u8`, `sub-{track}-{msn}.vtt`, a transcript, …).
+    Subtitles(SubtitleFile),
 }
 
 /// What kind of answer a stream file is, for shedding (SHED-1) and metrics.
@@ -68,7 +71,8 @@ impl StreamFile {
                 Fmp4File::Master | Fmp4File::Mpd | Fmp4File::ArchiveMpd { .. }
             ),
             Self::LowLatency(file) => !matches!(file, LlFile::Master),
-            Self::Master => false,
+            // The stream's captions: one set for every rendition.
+            Self::Master | Self::Subtitles(_) => false,
         }
     }
 
@@ -77,6 +81,7 @@ impl StreamFile {
         match self {
             Self::Archive(_) => true,
             Self::Fmp4(file) => file.is_archive(),
+            Self::Subtitles(file) => file.is_archive(),
             _ => false,
         }
     }
@@ -108,6 +113,15 @@ impl StreamFile {
                 LlFile::Playlist => FileRole::LivePlaylist,
                 LlFile::Part(..) | LlFile::Segment(_) | LlFile::Init(_) => FileRole::LiveSegment,
             },
+            Self::Subtitles(file) => match file {
+                SubtitleFile::Playlist(_) => FileRole::LivePlaylist,
+                SubtitleFile::Segment(..) => FileRole::LiveSegment,
+                SubtitleFile::ArchivePlaylist { .. } => FileRole::ArchivePlaylist,
+                SubtitleFile::ArchiveSegment(..) | SubtitleFile::Transcript { .. } => {
+                    FileRole::ArchiveMedia
+                }
+                SubtitleFile::Malformed => FileRole::Malformed,
+            },
         }
     }
 
@@ -118,6 +132,9 @@ impl StreamFile {
             "mono.m3u8" => Some(Self::Media),
             "mpegts" => Some(Self::MpegTs),
             _ => {
+                if let Some(subtitles) = SubtitleFile::parse(file) {
+                    return Some(Self::Subtitles(subtitles));
+                }
                 if let Some(fmp4) = Fmp4File::parse(file) {
                     return Some(Self::Fmp4(fmp4));
                 }

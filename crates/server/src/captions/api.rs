@@ -1,0 +1,1 @@
+//! The caption API (placeholder replaced below).

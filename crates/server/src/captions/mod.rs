@@ -1,0 +1,30 @@
+//! Live captions on a node and an MC (see `docs/captions.md`): the inbox the caption
+//! API feeds ([`inbox`]), the pipeline's captioner that cuts cues into every segment
+//! or takes an upstream's ([`origin`]), the subtitle renditions served from the
+//! segments' caption blocks ([`serve`]), and the caption API itself ([`api`]).
+
+pub mod api;
+pub mod inbox;
+pub mod origin;
+pub mod serve;
+
+use std::sync::atomic::AtomicU64;
+
+pub use inbox::{CaptionInbox, CueRefusal, CueRequest, CueTiming, StampedCue};
+pub use origin::Captioner;
+
+/// The language of the decoded CEA-608 channel 1 when the configuration names none.
+pub const DEFAULT_CC_LANGUAGE: &str = "en";
+
+/// A stream's caption counters, for status and metrics.
+#[derive(Debug, Default)]
+pub struct CaptionCounters {
+    /// Cues placed on the timeline (from the caption API).
+    pub cues: AtomicU64,
+    /// Cues refused (past, future, too many tracks or waiting, not the origin).
+    pub refused: AtomicU64,
+    /// CEA-608 byte pairs read from the source's video.
+    pub cc_pairs: AtomicU64,
+    /// Upstream caption blocks that could not be read (their captions are lost).
+    pub bad_blocks: AtomicU64,
+}

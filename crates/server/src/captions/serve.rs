@@ -1,0 +1,125 @@
+//! The subtitle renditions of a stream, as views of its segments: each stored segment
+//! that carries a caption block keeps its WebVTT files ([`SegmentCaptions`]); each
+//! window renders one media playlist per track ([`SubtitlePlaylist`]) listing the same
+//! segments as the media playlist (same MSN, duration, date, discontinuities); the
+//! master playlists list the tracks ([`master_media`]).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use media::captions::webvtt::segment_vtt;
+use media::captions::{CaptionBlock, CaptionTrack};
+use media::hls::{ClosedCaptions, MediaPlaylist, PlaylistType, SubtitleRendition};
+
+use crate::url::subtitles::{playlist_uri, segment_uri};
+use crate::window::{StoredSegment, WindowSnapshot};
+
+/// A segment's caption block with its WebVTT file per track, written once.
+#[derive(Debug)]
+pub struct SegmentCaptions {
+    /// The block, as the segment carries it.
+    pub block: Arc<CaptionBlock>,
+    files: Vec<Bytes>,
+}
+
+impl SegmentCaptions {
+    /// The caption view of a segment's TS bytes; `None` without a block (or with a
+    /// damaged one: its segment then has empty subtitle files).
+    pub fn of(data: &Bytes) -> Option<Self> {
+        let block = media::captions::segment_block(data).ok().flatten()?;
+        let start = media::fmp4::marker_of(data)?.start_ts;
+        let files = block
+            .tracks
+            .iter()
+            .map(|t| Bytes::from(segment_vtt(Some(&block), &t.id, start)))
+            .collect();
+        Some(Self {
+            block: Arc::new(block),
+            files,
+        })
+    }
+
+    /// The WebVTT file of track `id`, if the block has the track.
+    pub fn file(&self, id: &str) -> Option<Bytes> {
+        let (index, _) = self.block.track(id)?;
+        self.files.get(usize::from(index)).cloned()
+    }
+}
+
+/// The WebVTT file of track `id` for a segment: its own, or an empty one (the header
+/// and the timestamp map) when the segment has no cue of the track.
+pub fn segment_file(segment: &StoredSegment, id: &str) -> Bytes {
+    if let Some(file) = segment.captions().and_then(|c| c.file(id)) {
+        return file;
+    }
+    let start = media::fmp4::marker_of(&segment.data).map_or(0, |m| m.start_ts);
+    Bytes::from(segment_vtt(None, id, start))
+}
+
+/// One subtitle track of a window with its rendered media playlist.
+#[derive(Debug, Clone)]
+pub struct SubtitlePlaylist {
+    /// The track.
+    pub track: CaptionTrack,
+    /// Its media playlist (`sub-{id}.m3u8`).
+    pub playlist: Bytes,
+}
+
+/// The stream's subtitle tracks in a window: those of its newest segment with a block
+/// (every block lists all the tracks the stream has).
+pub fn tracks(window: &WindowSnapshot) -> &[CaptionTrack] {
+    window
+        .segments
+        .iter()
+        .rev()
+        .find_map(|s| s.captions())
+        .map_or(&[], |c| &c.block.tracks)
+}
+
+/// Every subtitle track's media playlist for a window: its segments, WebVTT each.
+pub fn render_playlists(window: &WindowSnapshot) -> Vec<SubtitlePlaylist> {
+    let tracks = tracks(window);
+    if tracks.is_empty() {
+        return Vec::new();
+    }
+    let playlist = MediaPlaylist {
+        playlist_type: PlaylistType::Live,
+        target_duration_secs: window.target_secs,
+        segments: window
+            .segments
+            .iter()
+            .map(|s| s.playlist_segment())
+            .collect(),
+        ended: false,
+    };
+    tracks
+        .iter()
+        .map(|track| SubtitlePlaylist {
+            track: track.clone(),
+            playlist: Bytes::from(playlist.render(|msn| segment_uri(&track.id, msn))),
+        })
+        .collect()
+}
+
+/// What a master playlist lists of the captions: a subtitle rendition per track, and
+/// the in-band 608 captions when the source carries them (its decoded track exists).
+pub fn master_media(window: &WindowSnapshot) -> (Vec<SubtitleRendition>, Option<ClosedCaptions>) {
+    let tracks = tracks(window);
+    let subtitles = tracks
+        .iter()
+        .map(|t| SubtitleRendition {
+            name: t.name.clone(),
+            language: t.language.clone(),
+            uri: playlist_uri(&t.id),
+        })
+        .collect();
+    let closed_captions = tracks
+        .iter()
+        .find(|t| t.id == media::captions::book::CC1_TRACK)
+        .map(|t| ClosedCaptions {
+            name: "CC1 (in video)".into(),
+            language: t.language.clone(),
+            instream_id: "CC1".into(),
+        });
+    (subtitles, closed_captions)
+}

@@ -1,0 +1,191 @@
+//! Subtitles of a stream (see `docs/captions.md`), all views of the segments' caption
+//! blocks:
+//!
+//! | file | answer |
+//! |---|---|
+//! | `sub-{track}.m3u8` | the track's live WebVTT playlist: the media playlist's segments |
+//! | `sub-{track}-{msn}.vtt` | the track's WebVTT for live segment `msn` (empty when no one spoke) |
+//! | `sub-{track}-{from}-{duration}.m3u8` | the track's catch-up playlist of a period |
+//! | `dvr-sub-{track}-{msn}.vtt` | the track's WebVTT for archived segment `msn` |
+//! | `captions-[{track}-]{from}-{duration}.vtt` | a period's transcript as one WebVTT file (the first track by default) |
+
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use dvr::index::Entry;
+use dvr::store::ArchiveReader;
+use media::captions::webvtt::{segment_vtt, transcript_cues, transcript_vtt, CONTENT_TYPE};
+use media::captions::CaptionBlock;
+use media::hls::PlaylistType;
+
+use crate::captions::serve::segment_file;
+use crate::channel::Channel;
+use crate::error::ApiError;
+use crate::http_util::{self, Cache, M3U8};
+use crate::url::period_ms;
+use crate::url::subtitles::{SubtitleFile, TrackName};
+
+/// How much of an archived segment is read first for its caption block: the marker
+/// and a block of a few dozen cues. A longer block is read whole.
+const HEAD_BYTES: usize = 188 * 24;
+
+/// Answers a subtitle file of `channel`'s stream.
+pub async fn serve(channel: &Channel, file: SubtitleFile) -> Response {
+    let snapshot = channel.snapshot();
+    match file {
+        SubtitleFile::Malformed => ApiError::BadRequest.into_response(),
+        SubtitleFile::Playlist(track) => match snapshot.subtitle(track.as_str()) {
+            Some(sub) => http_util::ok(M3U8, Cache::LivePlaylist, sub.playlist.clone()),
+            None => ApiError::NotFound.into_response(),
+        },
+        SubtitleFile::Segment(track, msn) => {
+            if snapshot.subtitle(track.as_str()).is_none() {
+                return ApiError::NotFound.into_response();
+            }
+            match snapshot.segment(msn) {
+                Some(segment) => vtt(Cache::Immutable, segment_file(segment, track.as_str())),
+                None => ApiError::SegmentGone.into_response(),
+            }
+        }
+        SubtitleFile::ArchivePlaylist {
+            track,
+            from_secs,
+            duration_secs,
+        } => {
+            let Some(reader) = archive(channel) else {
+                return ApiError::NotFound.into_response();
+            };
+            let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
+            let text = reader.with_index(|index| {
+                let slice = index.query(from_ms, to_ms);
+                (!slice.entries.is_empty()).then(|| {
+                    dvr::playlist::render(slice, PlaylistType::Vod, 1, true, |e: &Entry| {
+                        format!("dvr-sub-{}-{}.vtt", track.as_str(), e.msn)
+                    })
+                })
+            });
+            match text {
+                Some(text) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+                None => ApiError::NotFound.into_response(),
+            }
+        }
+        SubtitleFile::ArchiveSegment(track, msn) => {
+            let Some(reader) = archive(channel) else {
+                return ApiError::NotFound.into_response();
+            };
+            let Some(entry) = reader.with_index(|i| i.by_msn(msn).copied()) else {
+                return ApiError::NotFound.into_response();
+            };
+            let job = move || archived_file(&reader, &entry, track);
+            match tokio::task::spawn_blocking(job).await {
+                Ok(Some(file)) => vtt(Cache::Immutable, file),
+                _ => ApiError::NotFound.into_response(),
+            }
+        }
+        SubtitleFile::Transcript {
+            track,
+            from_secs,
+            duration_secs,
+        } => transcript(channel, track, from_secs, duration_secs).await,
+    }
+}
+
+/// The archive of the stream's muxed rendition (where its captions travel).
+fn archive(channel: &Channel) -> Option<ArchiveReader> {
+    Some(channel.main().archive()?.reader().clone())
+}
+
+/// The caption block of an archived segment, read from its head; `None` when it has
+/// none or it cannot be read.
+fn archived_block(reader: &ArchiveReader, entry: &Entry) -> Option<(CaptionBlock, u64)> {
+    let mut head = reader.read_head(entry, HEAD_BYTES).ok()?;
+    let block = match media::captions::segment_block(&head) {
+        Err(media::captions::block::BlockError::Truncated) => {
+            head = reader.read(entry).ok()?;
+            media::captions::segment_block(&head)
+        }
+        other => other,
+    };
+    let start = media::fmp4::marker_of(&head)?.start_ts;
+    Some((block.ok().flatten()?, start))
+}
+
+/// The WebVTT of `track` for an archived segment (empty when it has no cue of it).
+fn archived_file(reader: &ArchiveReader, entry: &Entry, track: TrackName) -> Option<Bytes> {
+    let text = match archived_block(reader, entry) {
+        Some((block, start)) => segment_vtt(Some(&block), track.as_str(), start),
+        None => {
+            let head = reader.read_head(entry, 188).ok()?;
+            segment_vtt(
+                None,
+                track.as_str(),
+                media::fmp4::marker_of(&head)?.start_ts,
+            )
+        }
+    };
+    Some(Bytes::from(text))
+}
+
+/// A block's cues moved from the segment's timestamps onto its dates (90 kHz ticks
+/// since the Unix epoch), so the cues of segments on different timelines (across a
+/// discontinuity) line up in one transcript.
+fn on_dates(mut block: CaptionBlock, segment_start_ts: u64, start_ms: i64) -> CaptionBlock {
+    let base = u64::try_from(start_ms).unwrap_or(0).saturating_mul(90);
+    for cue in &mut block.cues {
+        cue.start_ts = base + cue.start_ts.saturating_sub(segment_start_ts);
+        cue.end_ts = base + cue.end_ts.saturating_sub(segment_start_ts);
+    }
+    block
+}
+
+/// A period's transcript: every cue of the track in the archived segments of the
+/// period, joined where segments cut them, clipped to the period, times from its start.
+async fn transcript(
+    channel: &Channel,
+    track: Option<TrackName>,
+    from_secs: i64,
+    duration_secs: u32,
+) -> Response {
+    let Some(reader) = archive(channel) else {
+        return ApiError::NotFound.into_response();
+    };
+    let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
+    let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
+    if entries.is_empty() {
+        return ApiError::NotFound.into_response();
+    }
+    let job = move || {
+        let blocks: Vec<CaptionBlock> = entries
+            .iter()
+            .filter_map(|entry| {
+                let (block, start) = archived_block(&reader, entry)?;
+                Some(on_dates(block, start, entry.start_ms))
+            })
+            .collect();
+        let id = match track {
+            Some(t) => t.as_str().to_owned(),
+            None => blocks.first()?.tracks.first()?.id.clone(),
+        };
+        blocks.iter().find(|b| b.track(&id).is_some())?;
+        let ticks = |ms: i64| u64::try_from(ms).unwrap_or(0).saturating_mul(90);
+        let cues = transcript_cues(&blocks, &id, ticks(from_ms), ticks(to_ms));
+        Some(transcript_vtt(&cues, ticks(from_ms)))
+    };
+    match tokio::task::spawn_blocking(job).await {
+        Ok(Some(text)) => {
+            let mut response = vtt(Cache::LivePlaylist, Bytes::from(text));
+            let name = format!("attachment; filename=\"captions-{from_secs}-{duration_secs}.vtt\"");
+            if let Ok(value) = HeaderValue::from_str(&name) {
+                response
+                    .headers_mut()
+                    .insert(header::CONTENT_DISPOSITION, value);
+            }
+            response
+        }
+        _ => ApiError::NotFound.into_response(),
+    }
+}
+
+fn vtt(cache: Cache, body: Bytes) -> Response {
+    http_util::ok(CONTENT_TYPE, cache, body)
+}
