@@ -1,7 +1,8 @@
 //! [`Code`]: one condition of any family, and the way to its row.
 
 use crate::families::{
-    ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal, RequestError, Shed,
+    CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal,
+    RequestError, Shed,
 };
 use crate::meeting::ErrorCode;
 use crate::row::CodeInfo;
@@ -25,6 +26,8 @@ pub enum Code {
     Ladder(LadderFault),
     /// A fault of a stream's input (logs and status; 111010 answers viewers).
     Input(InputFault),
+    /// A caption API refusal.
+    Caption(CaptionError),
 }
 
 impl Code {
@@ -39,6 +42,7 @@ impl Code {
             Code::Shed(c) => c.info(),
             Code::Ladder(c) => c.info(),
             Code::Input(c) => c.info(),
+            Code::Caption(c) => c.info(),
         }
     }
 
@@ -67,6 +71,7 @@ impl Code {
             .chain(Shed::ALL.iter().copied().map(Code::Shed))
             .chain(LadderFault::ALL.iter().copied().map(Code::Ladder))
             .chain(InputFault::ALL.iter().copied().map(Code::Input))
+            .chain(CaptionError::ALL.iter().copied().map(Code::Caption))
     }
 
     /// The code with this number, if it is in the table.
@@ -96,6 +101,12 @@ impl From<LadderFault> for Code {
 impl From<InputFault> for Code {
     fn from(code: InputFault) -> Self {
         Code::Input(code)
+    }
+}
+
+impl From<CaptionError> for Code {
+    fn from(code: CaptionError) -> Self {
+        Code::Caption(code)
     }
 }
 

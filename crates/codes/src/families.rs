@@ -1,7 +1,7 @@
 //! The code families beyond the meetings of seed 000: OTT refusals (105xxx), the
 //! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
 //! may answer (108xxx), the back-pressure answer (109001), the faults of a meeting's
-//! ABR ladder (110xxx) and of a stream's inputs (111xxx).
+//! ABR ladder (110xxx), of a stream's inputs (111xxx) and the caption API (112xxx).
 
 use crate::row::{CodeInfo, LogLevel};
 
@@ -192,5 +192,32 @@ family! {
         /// A viewer's answer: the stream has no media because every input that
         /// delivers bytes delivers nothing usable.
         StreamDown => (111_010, 503, "the stream is down: its input delivers nothing usable", "stream_down", true),
+    }
+}
+
+family! {
+    /// Refusals of the caption API (112xxx), one per problem a captioner can fix:
+    /// 400 for a cue that is wrong in itself, 409 for one the stream cannot place,
+    /// 429 for a flood.
+    CaptionError {
+        /// The text is empty, too long, has too many lines, a control character, or
+        /// the body is not UTF-8.
+        BadText => (112_001, 400, "the cue's text is not acceptable", "caption_bad_text", false),
+        /// The language is not a BCP 47 tag, or the name is empty or too long.
+        BadLanguage => (112_002, 400, "the caption track's language or name is not acceptable", "caption_bad_language", false),
+        /// The duration, offset or date of a cue is out of range.
+        BadTiming => (112_003, 400, "the cue's timing is out of range", "caption_bad_timing", false),
+        /// The cue ends before the part of the timeline still open (already cut).
+        Past => (112_004, 409, "the cue ends before the part of the stream still open", "caption_past", false),
+        /// The cue starts more than 30 s ahead of the live edge.
+        Future => (112_005, 409, "the cue starts too far ahead of the live edge", "caption_future", false),
+        /// The stream already has the most subtitle tracks it may have.
+        TooManyTracks => (112_006, 409, "the stream has as many caption tracks as it may", "caption_too_many_tracks", false),
+        /// Too many cues wait to be placed or cut: the captioner must slow down.
+        Flood => (112_007, 429, "too many cues are waiting: send fewer", "caption_flood", true),
+        /// The meeting has no live stream on this MC to put the cue on.
+        NotLive => (112_008, 409, "the meeting is not live on this MC", "caption_not_live", true),
+        /// The request holds no cue or more than a request may.
+        BadBatch => (112_009, 400, "a request holds 1 to 20 cues", "caption_bad_batch", false),
     }
 }

@@ -23,7 +23,8 @@ mod row;
 
 pub use code::Code;
 pub use families::{
-    ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal, RequestError, Shed,
+    CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal,
+    RequestError, Shed,
 };
 pub use meeting::{ConnectCause, ErrorCode};
 pub use row::{CodeInfo, LogLevel};
@@ -53,7 +54,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 10 + 1 + 4 + 6);
+        assert_eq!(numbers.len(), 27 + 12 + 5 + 3 + 10 + 1 + 4 + 6 + 9);
     }
 
     #[test]
@@ -84,6 +85,8 @@ mod tests {
         expected.extend(110_001..=110_004);
         // Input faults clear when the source heals.
         expected.extend((111_001..=111_005).chain([111_010]));
+        // A caption flood passes; a meeting goes live.
+        expected.extend([112_007, 112_008]);
         assert_eq!(retryable, expected);
     }
 }

@@ -88,7 +88,7 @@ fn is_admin(mc: &McState, given: Option<&str>) -> bool {
     token_matches(mc.inner.settings.admin_token.as_deref(), given)
 }
 
-fn parse_id(id: &str) -> Result<MeetingId, McApiError> {
+pub(crate) fn parse_id(id: &str) -> Result<MeetingId, McApiError> {
     MeetingId::parse(id).map_err(|e| McApiError::invalid("id", e.to_string()))
 }
 
@@ -198,7 +198,11 @@ pub async fn get_one(
     }
 }
 
-fn authorize_host(mc: &McState, headers: &HeaderMap, id: &MeetingId) -> Result<(), McApiError> {
+pub(crate) fn authorize_host(
+    mc: &McState,
+    headers: &HeaderMap,
+    id: &MeetingId,
+) -> Result<(), McApiError> {
     let token = bearer(headers);
     if is_admin(mc, token) {
         return Ok(());

@@ -12,8 +12,13 @@ pub mod openapi;
 mod state;
 pub mod store;
 
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::routing::{get, post, put, MethodRouter};
 use axum::Router;
+
+use crate::extract::CodedPath;
 
 pub use state::{McSettings, McState};
 
@@ -27,7 +32,7 @@ pub fn router(mc: McState, node: AppState) -> Router {
     let api = Route::MC
         .into_iter()
         .fold(Router::new(), |router, route| {
-            router.route(route.pattern(), handler(route))
+            router.route(route.pattern(), handler(route, &node))
         })
         .method_not_allowed_fallback(|| async { crate::error::ApiError::MethodNotAllowed })
         .with_state(mc);
@@ -35,8 +40,22 @@ pub fn router(mc: McState, node: AppState) -> Router {
 }
 
 /// The handler of an MC route; a node route has none here (see [`crate::routes`]).
-fn handler(route: Route) -> MethodRouter<McState> {
+/// The caption API also needs the node's streams (`node`): cues go to the meeting's
+/// pipeline on this MC.
+fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
     match route {
+        Route::McCaptions => {
+            let node = node.clone();
+            post(
+                move |State(mc): State<McState>,
+                      CodedPath(id): CodedPath<String>,
+                      headers: HeaderMap,
+                      body: Body| {
+                    let node = node.clone();
+                    async move { crate::captions::api::post(mc, node, id, headers, body).await }
+                },
+            )
+        }
         Route::McOpenApi => get(openapi::document),
         Route::McMeetings => get(api::list).post(api::create),
         Route::McMeeting => get(api::get_one),

@@ -83,6 +83,7 @@ fn handler(route: Route) -> MethodRouter<AppState> {
         | Route::McMeetings
         | Route::McMeeting
         | Route::McViewerLimit
+        | Route::McCaptions
         | Route::McMeetingAction
         | Route::McNodeSync => MethodRouter::new(),
     }

@@ -66,6 +66,8 @@ pub enum Route {
     McMeeting,
     /// MC: `PUT /api/meetings/{id}/viewer-limit`.
     McViewerLimit,
+    /// MC: `POST /api/meetings/{id}/captions`: cues for the meeting's subtitles.
+    McCaptions,
     /// MC: `POST /api/meetings/{id}/{action}` (start, lock, unlock, close).
     McMeetingAction,
     /// MC: `/api/nodes/sync`: a node's exchange with its MC.
@@ -102,11 +104,12 @@ impl Route {
     ];
 
     /// The routes an MC adds to the node's, most specific first.
-    pub const MC: [Route; 6] = [
+    pub const MC: [Route; 7] = [
         Route::McOpenApi,
         Route::McMeetings,
         Route::McMeeting,
         Route::McViewerLimit,
+        Route::McCaptions,
         Route::McMeetingAction,
         Route::McNodeSync,
     ];
@@ -141,6 +144,7 @@ impl Route {
             Route::McMeetings => "/api/meetings",
             Route::McMeeting => "/api/meetings/{id}",
             Route::McViewerLimit => "/api/meetings/{id}/viewer-limit",
+            Route::McCaptions => "/api/meetings/{id}/captions",
             Route::McMeetingAction => "/api/meetings/{id}/{action}",
             Route::McNodeSync => "/api/nodes/sync",
         }
@@ -187,6 +191,7 @@ impl Route {
             | Route::ExperimentStart
             | Route::McMeetings
             | Route::McViewerLimit
+            | Route::McCaptions
             | Route::McMeetingAction => ShedKind::Admin,
             Route::Telemetry | Route::KpiBeacon => ShedKind::Telemetry,
             // A node's sync feeds every viewer of that node, as a relay does.
