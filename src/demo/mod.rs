@@ -38,8 +38,12 @@ fn gossip_port(port: u16, i: u16) -> u16 {
 pub async fn run(port: u16) -> anyhow::Result<()> {
     let base = std::env::temp_dir().join("brdyun-demo");
     let (mc, nodes) = start_cluster(port, &base).await?;
+    let captioners = start_captioners(&mc);
     print_urls(&mc, &nodes);
     node::wait_for_signal().await;
+    for captioner in captioners {
+        captioner.abort();
+    }
     for node in nodes {
         node.stop().await;
     }
@@ -152,6 +156,30 @@ pub async fn start_cluster(
     Ok((mc, nodes))
 }
 
+/// The built-in meeting's captions: an English feed and its Portuguese translation,
+/// posted through the MC's caption API with the meeting's host token, as a live
+/// transcription service would (docs/captions.md).
+pub fn start_captioners(mc: &RunningMc) -> Vec<tokio::task::JoinHandle<()>> {
+    use server::captions::feed;
+    let url = format!("http://{}/api/meetings/{STREAM}/captions", mc.http);
+    let token = mc.host_token(STREAM);
+    [
+        ("en", "English", &feed::SCRIPT_EN[..]),
+        ("pt-BR", "Português", &feed::SCRIPT_PT[..]),
+    ]
+    .into_iter()
+    .map(|(language, name, script)| {
+        tokio::spawn(feed::run(
+            url.clone(),
+            token.clone(),
+            language,
+            name,
+            script,
+        ))
+    })
+    .collect()
+}
+
 fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
     println!();
     println!("brdyun demo: an MC and three nodes on loopback, one meeting on the same timeline,");
@@ -166,6 +194,7 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
         println!("    watch:    {base}/player?stream={STREAM}");
         println!("    playlist: {base}/{STREAM}/index.m3u8   (HLS, MPEG-TS; backups for switching players)");
         println!("    ll-hls:   {base}/{STREAM}/ll-index.m3u8   dash: {base}/{STREAM}/index.mpd");
+        println!("    captions: {base}/{STREAM}/sub-en.m3u8, sub-pt-br.m3u8   (WebVTT; in the player's menu)");
         println!("    status:   {base}/api/streams/{STREAM}");
         println!("    backups:  {base}/backups   (OTT group state; the test-failure button pauses this node's input)");
         println!("    experiments: {base}/experiments   (continuous shedding experiments, API /api/experiments)");
@@ -189,6 +218,7 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
         ),
     }
     println!("    meetings: {api}/api/meetings   (OpenAPI: {api}/api/openapi.json)");
+    println!("    captions: POST {api}/api/meetings/{STREAM}/captions   (a built-in captioner posts a cue every 4 s, English and Portuguese)");
     if let Some(rtmp) = mc.rtmp {
         let key = mc.stream_key(LIVE).unwrap_or_else(|| "KEY".into());
         println!();

@@ -48,6 +48,14 @@ impl RunningMc {
         meetings.get(&id).ok().map(|m| m.stream_key.clone())
     }
 
+    /// The host token of meeting `id` (what a meeting platform gives the meeting's
+    /// host and its captioners).
+    pub fn host_token(&self, id: &str) -> Option<String> {
+        let id = MeetingId::parse(id).ok()?;
+        let meetings = self.meetings.meetings();
+        meetings.get(&id).ok().map(|m| m.host_token.clone())
+    }
+
     /// Stops every task and waits (bounded) for them.
     pub async fn stop(mut self) {
         crate::node::stop_tasks(&self.shutdown, &mut self.tasks).await;

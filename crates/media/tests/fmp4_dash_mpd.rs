@@ -79,6 +79,7 @@ fn live() -> Mpd {
                 audio: audio(),
                 rungs: Vec::new(),
                 split: None,
+                texts: Vec::new(),
             },
             MpdPeriod {
                 discontinuity_seq: 5,
@@ -89,6 +90,7 @@ fn live() -> Mpd {
                 audio: None,
                 rungs: Vec::new(),
                 split: None,
+                texts: Vec::new(),
             },
         ],
         utc_timing_uri: Some("https://node-a.example.net/time?iso&ms".into()),
@@ -257,6 +259,7 @@ fn static_mpd_of_fixture_segments_plays_in_ffmpeg() {
             }),
             rungs: Vec::new(),
             split: None,
+            texts: Vec::new(),
         }],
         utc_timing_uri: None,
     };

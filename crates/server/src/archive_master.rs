@@ -9,11 +9,12 @@
 //! timeline, so the same MSN covers the same span in each and a player can switch at
 //! any segment boundary. A rung whose first segment of the period does not start on a
 //! keyframe at the source's cut (its timeline marker says so) is left out, as the live
-//! master leaves out a rung that is not switchable.
+//! master leaves out a rung that is not switchable. A period's master also lists the
+//! stream's subtitle tracks, read from the caption block of its last archived segment.
 
 use dvr::index::Entry;
 use dvr::ArchiveReader;
-use media::hls::{MasterPlaylist, Variant};
+use media::hls::{MasterPlaylist, SubtitleRendition, Variant};
 
 use crate::tracks::TrackProbe;
 
@@ -31,6 +32,36 @@ pub struct RecordedRendition {
     pub rung: bool,
 }
 
+/// The subtitle renditions of a catch-up period: the tracks of the caption block of
+/// the source's last archived segment of the period, each at its catch-up playlist
+/// `sub-{track}-{period}.m3u8` (`period` is `{from}-{duration}`). Blocking: reads the
+/// head of one archived segment.
+pub fn subtitles(source: &RecordedRendition, period: &str) -> Vec<SubtitleRendition> {
+    let Some(last) = source.entries.last() else {
+        return Vec::new();
+    };
+    let block = source
+        .reader
+        .read_head(last, 188 * 24)
+        .ok()
+        .and_then(|head| media::captions::segment_block(&head).ok().flatten())
+        .or_else(|| {
+            let data = source.reader.read(last).ok()?;
+            media::captions::segment_block(&data).ok().flatten()
+        });
+    block.map_or_else(Vec::new, |block| {
+        block
+            .tracks
+            .into_iter()
+            .map(|t| SubtitleRendition {
+                uri: format!("sub-{}-{period}.m3u8", t.id),
+                name: t.name,
+                language: t.language,
+            })
+            .collect()
+    })
+}
+
 /// Peak and average bit rate of archived segments, bits per second.
 pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
     crate::window::peak_and_average(
@@ -44,7 +75,11 @@ pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
 /// `None` when none has. Blocking: reads one archived segment per rendition. A
 /// rendition whose first segment cannot be read is left out (and logged); the master
 /// is still rendered from the others.
-pub fn render(stream: &str, renditions: &[RecordedRendition]) -> Option<String> {
+pub fn render(
+    stream: &str,
+    renditions: &[RecordedRendition],
+    subtitles: Vec<SubtitleRendition>,
+) -> Option<String> {
     let mut variants = Vec::with_capacity(renditions.len());
     for rendition in renditions {
         let Some(first) = rendition.entries.first() else {
@@ -80,6 +115,7 @@ pub fn render(stream: &str, renditions: &[RecordedRendition]) -> Option<String> 
     (!variants.is_empty()).then(|| {
         MasterPlaylist {
             independent_segments: true,
+            subtitles,
             variants,
             ..Default::default()
         }

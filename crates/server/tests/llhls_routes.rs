@@ -540,6 +540,7 @@ async fn a_follower_cuts_the_same_parts_from_the_upstream_markers() {
             let event = match e {
                 DemuxEvent::Frame(f) => IngestEvent::Frame(f),
                 DemuxEvent::Marker(m) => IngestEvent::Marker(m),
+                DemuxEvent::Captions(c) => IngestEvent::Captions(c),
                 DemuxEvent::Discontinuity(_) => continue,
             };
             tx.send(event).await.expect("pipeline");

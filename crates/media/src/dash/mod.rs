@@ -11,4 +11,4 @@
 
 mod mpd;
 
-pub use mpd::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo};
+pub use mpd::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdText, MpdUris, MpdVideo};

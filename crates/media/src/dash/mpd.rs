@@ -69,6 +69,18 @@ pub struct MpdRung {
     pub segments: Vec<MpdSegment>,
 }
 
+/// A subtitle track of a period: a text adaptation set of WebVTT in fMP4 (`wvtt`) on
+/// the period's timeline, one file per segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpdText {
+    /// The track's id: its files are `sub-{id}-init.mp4` and `sub-{id}-$Number$.m4s`.
+    pub id: String,
+    /// BCP 47 language tag (`@lang`).
+    pub language: String,
+    /// What a player shows in its menu (`Label`).
+    pub name: String,
+}
+
 /// The segments of one discontinuity sequence, with the anchor that maps its media time
 /// to wall-clock time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +104,8 @@ pub struct MpdPeriod {
     /// joined or left: a live period's Representations never change), what tells this
     /// one apart: its id is `d<seq><split>`.
     pub split: Option<String>,
+    /// The subtitle tracks, each on the period's segments.
+    pub texts: Vec<MpdText>,
 }
 
 /// Live or finished.
@@ -138,6 +152,9 @@ pub struct Mpd {
     /// clock; `None` writes none.
     pub utc_timing_uri: Option<String>,
 }
+
+/// The bit rate announced for a subtitle track (text is a few hundred bytes a segment).
+const TEXT_BANDWIDTH: u64 = 1_000;
 
 /// Writes milliseconds as an xs:duration, e.g. `PT2.035S`.
 fn duration_ms(w: &mut impl fmt::Write, ms: u64) -> fmt::Result {
@@ -337,6 +354,35 @@ impl Mpd {
                     a.channels
                 )?;
                 w.write_str("      </Representation>\n    </AdaptationSet>\n")?;
+            }
+            for (i, text) in p.texts.iter().enumerate() {
+                writeln!(
+                    w,
+                    "    <AdaptationSet id=\"{}\" contentType=\"text\" mimeType=\"application/mp4\" \
+                     codecs=\"wvtt\" segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"{}\">",
+                    3 + i,
+                    xml_attr(&text.language)
+                )?;
+                w.write_str(
+                    "      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"subtitle\"/>\n",
+                )?;
+                writeln!(w, "      <Label>{}</Label>", xml_attr(&text.name))?;
+                let own = Timeline {
+                    anchor_ts: p.anchor_ts,
+                    segments: &p.segments,
+                };
+                let id = xml_attr(&text.id);
+                template(
+                    w,
+                    "      ",
+                    &own,
+                    &format!("sub-{id}-init.mp4"),
+                    &format!("sub-{id}-$Number$.m4s"),
+                )?;
+                writeln!(
+                    w,
+                    "      <Representation id=\"t-{id}\" bandwidth=\"{TEXT_BANDWIDTH}\"/>\n    </AdaptationSet>"
+                )?;
             }
             w.write_str("  </Period>\n")?;
         }

@@ -59,7 +59,7 @@ pub fn write_init(config: &InitConfig, out: &mut Vec<u8>) -> Result<(), Fmp4Erro
     Ok(())
 }
 
-fn mvhd(out: &mut Vec<u8>) {
+pub(super) fn mvhd(out: &mut Vec<u8>) {
     let at = open_full(out, b"mvhd", 0, 0);
     out.put_u32(0); // creation_time
     out.put_u32(0); // modification_time
@@ -76,7 +76,7 @@ fn mvhd(out: &mut Vec<u8>) {
     close(out, at);
 }
 
-fn tkhd(out: &mut Vec<u8>, track_id: u32, audio: bool, width: u32, height: u32) {
+pub(super) fn tkhd(out: &mut Vec<u8>, track_id: u32, audio: bool, width: u32, height: u32) {
     let at = open_full(out, b"tkhd", 0, 0x000003); // enabled, in movie
     out.put_u32(0);
     out.put_u32(0);
@@ -98,7 +98,7 @@ fn tkhd(out: &mut Vec<u8>, track_id: u32, audio: bool, width: u32, height: u32) 
 }
 
 /// `mdia` up to and including the start of `stbl`'s `stsd`; returns the open boxes.
-fn mdia_head(out: &mut Vec<u8>, handler: &[u8; 4], name: &str) -> [usize; 4] {
+pub(super) fn mdia_head(out: &mut Vec<u8>, handler: &[u8; 4], name: &str) -> [usize; 4] {
     let mdia = open(out, b"mdia");
     let mdhd = open_full(out, b"mdhd", 0, 0);
     out.put_u32(0);
@@ -120,6 +120,9 @@ fn mdia_head(out: &mut Vec<u8>, handler: &[u8; 4], name: &str) -> [usize; 4] {
         let vmhd = open_full(out, b"vmhd", 0, 1);
         out.put_slice(&[0; 8]); // graphicsmode, opcolor
         close(out, vmhd);
+    } else if handler == b"text" {
+        let nmhd = open_full(out, b"nmhd", 0, 0);
+        close(out, nmhd);
     } else {
         let smhd = open_full(out, b"smhd", 0, 0);
         out.put_u32(0); // balance, reserved
@@ -139,7 +142,7 @@ fn mdia_head(out: &mut Vec<u8>, handler: &[u8; 4], name: &str) -> [usize; 4] {
 }
 
 /// Closes `stsd`, writes the empty sample tables and closes `stbl`, `minf`, `mdia`.
-fn mdia_tail(out: &mut Vec<u8>, [mdia, minf, stbl, stsd]: [usize; 4]) {
+pub(super) fn mdia_tail(out: &mut Vec<u8>, [mdia, minf, stbl, stsd]: [usize; 4]) {
     close(out, stsd);
     for kind in [b"stts", b"stsc", b"stco"] {
         leaf(out, kind, &[0; 8]); // version/flags, entry_count 0

@@ -51,6 +51,7 @@ mod live;
 mod records;
 mod segment;
 mod track;
+pub mod wvtt;
 
 use thiserror::Error;
 

@@ -4,6 +4,7 @@
 //! segments' caption blocks ([`serve`]), and the caption API itself ([`api`]).
 
 pub mod api;
+pub mod feed;
 pub mod inbox;
 pub mod origin;
 pub mod serve;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use media::captions::webvtt::segment_vtt;
 use media::captions::{CaptionBlock, CaptionTrack};
+use media::fmp4::wvtt::TextCue;
 use media::hls::{ClosedCaptions, MediaPlaylist, PlaylistType, SubtitleRendition};
 
 use crate::url::subtitles::{playlist_uri, segment_uri};
@@ -54,6 +55,30 @@ pub fn segment_file(segment: &StoredSegment, id: &str) -> Bytes {
     }
     let start = media::fmp4::marker_of(&segment.data).map_or(0, |m| m.start_ts);
     Bytes::from(segment_vtt(None, id, start))
+}
+
+/// The WebVTT-in-fMP4 segment of track `id` for a segment (DASH): its cues of the
+/// track, times from the segment's start, `tfdt` the segment's start.
+pub fn segment_fmp4(segment: &StoredSegment, id: &str) -> Bytes {
+    let start = media::fmp4::marker_of(&segment.data).map_or(0, |m| m.start_ts);
+    let block = segment.captions().map(|c| &c.block);
+    let cues: Vec<TextCue<'_>> = match block.and_then(|b| b.track(id).map(|(i, _)| (b, i))) {
+        Some((block, index)) => block
+            .cues
+            .iter()
+            .filter(|c| c.track == index)
+            .map(|c| TextCue {
+                start: c.start_ts.saturating_sub(start),
+                end: c.end_ts.saturating_sub(start),
+                text: &c.text,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut out = Vec::with_capacity(256);
+    let sequence = u32::try_from(segment.msn % (1 << 32)).unwrap_or(0);
+    media::fmp4::wvtt::write_wvtt_segment(sequence, start, segment.duration_ticks, &cues, &mut out);
+    Bytes::from(out)
 }
 
 /// One subtitle track of a window with its rendered media playlist.

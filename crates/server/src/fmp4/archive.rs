@@ -292,6 +292,7 @@ pub fn static_mpd(
             audio,
             rungs,
             split: None,
+            texts: Vec::new(),
         });
     }
     let target_ms = entries.iter().map(Entry::duration_ms).max().unwrap_or(0);

@@ -3,7 +3,7 @@
 //! `SegmentTimeline` on the TS timeline, one adaptation set per track. The routes serve
 //! what is rendered here ([`crate::routes::dash`]).
 
-use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdUris, MpdVideo};
+use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdText, MpdUris, MpdVideo};
 use media::fmp4::InitConfig;
 use media::TrackKind;
 
@@ -76,12 +76,25 @@ pub fn live_mpd(
     now_ms: i64,
 ) -> String {
     let views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
-    dynamic_mpd(
-        periods(&views, |_| None),
-        availability_start_ms,
-        target_ms,
-        now_ms,
-    )
+    let mut periods = periods(&views, |_| None);
+    with_texts(&mut periods, window);
+    dynamic_mpd(periods, availability_start_ms, target_ms, now_ms)
+}
+
+/// Gives every period the stream's subtitle tracks (those of the live window: see
+/// [`crate::captions::serve::tracks`]), each a text adaptation set of WebVTT in fMP4.
+pub fn with_texts(periods: &mut [MpdPeriod], window: &WindowSnapshot) {
+    let texts: Vec<MpdText> = crate::captions::serve::tracks(window)
+        .iter()
+        .map(|t| MpdText {
+            id: t.id.clone(),
+            language: t.language.clone(),
+            name: t.name.clone(),
+        })
+        .collect();
+    for period in periods {
+        period.texts.clone_from(&texts);
+    }
 }
 
 /// The periods of `segments` (the fMP4 views to list, oldest first, consecutive): one
@@ -129,6 +142,7 @@ pub fn periods(
                 audio,
                 rungs: Vec::new(),
                 split: key,
+                texts: Vec::new(),
             });
             peaks.push((0, 0));
         }

@@ -194,6 +194,7 @@ pub fn package_mpd(
             .filter_map(|&index| rung_of(&rungs[index], period))
             .collect();
     }
+    super::mpd::with_texts(&mut periods, window);
     dynamic_mpd(periods, availability_start_ms, target_ms, now_ms)
 }
 

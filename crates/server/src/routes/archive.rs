@@ -158,8 +158,23 @@ fn master_span(
     request: ArchiveRequest,
     clock: &Clock,
 ) -> Option<MasterSpan> {
-    if !channel.is_package() || rendition.name() != crate::rendition::MAIN {
+    if rendition.name() != crate::rendition::MAIN {
         return None;
+    }
+    // A one-rendition stream answers a master only to list its captions (a period's).
+    if !channel.is_package() {
+        let captioned = !crate::captions::serve::tracks(&channel.snapshot()).is_empty();
+        return match request {
+            ArchiveRequest::Period {
+                from_secs,
+                duration_secs,
+                mono: false,
+            } if captioned => {
+                let (from, to) = period_ms(from_secs, duration_secs);
+                Some(MasterSpan::Period(from, to))
+            }
+            _ => None,
+        };
     }
     match request {
         ArchiveRequest::Period {
@@ -232,7 +247,21 @@ async fn master(channel: &Channel, span: MasterSpan, request: ArchiveRequest) ->
         });
     }
     let stream = channel.name().to_owned();
-    let job = move || crate::archive_master::render(&stream, &recorded);
+    let period = match request {
+        ArchiveRequest::Period {
+            from_secs,
+            duration_secs,
+            ..
+        } => Some(format!("{from_secs}-{duration_secs}")),
+        _ => None,
+    };
+    let job = move || {
+        let subtitles = match (&period, recorded.iter().find(|r| !r.rung)) {
+            (Some(period), Some(source)) => crate::archive_master::subtitles(source, period),
+            _ => Vec::new(),
+        };
+        crate::archive_master::render(&stream, &recorded, subtitles)
+    };
     match tokio::task::spawn_blocking(job).await {
         Ok(Some(text)) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
         _ => ApiError::NotFound.into_response(),

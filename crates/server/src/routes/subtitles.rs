@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `sub-{track}.m3u8` | the track's live WebVTT playlist: the media playlist's segments |
 //! | `sub-{track}-{msn}.vtt` | the track's WebVTT for live segment `msn` (empty when no one spoke) |
+//! | `sub-{track}-init.mp4`, `sub-{track}-{msn}.m4s` | the same as WebVTT in fMP4 (`wvtt`), for the MPD's text adaptation sets |
 //! | `sub-{track}-{from}-{duration}.m3u8` | the track's catch-up playlist of a period |
 //! | `dvr-sub-{track}-{msn}.vtt` | the track's WebVTT for archived segment `msn` |
 //! | `captions-[{track}-]{from}-{duration}.vtt` | a period's transcript as one WebVTT file (the first track by default) |
@@ -29,6 +30,9 @@ use crate::url::subtitles::{SubtitleFile, TrackName};
 /// and a block of a few dozen cues. A longer block is read whole.
 const HEAD_BYTES: usize = 188 * 24;
 
+/// The content type of the fMP4 text files.
+const MP4: &str = "application/mp4";
+
 /// Answers a subtitle file of `channel`'s stream.
 pub async fn serve(channel: &Channel, file: SubtitleFile) -> Response {
     let snapshot = channel.snapshot();
@@ -44,6 +48,27 @@ pub async fn serve(channel: &Channel, file: SubtitleFile) -> Response {
             }
             match snapshot.segment(msn) {
                 Some(segment) => vtt(Cache::Immutable, segment_file(segment, track.as_str())),
+                None => ApiError::SegmentGone.into_response(),
+            }
+        }
+        SubtitleFile::Fmp4Init(track) => {
+            if snapshot.subtitle(track.as_str()).is_none() {
+                return ApiError::NotFound.into_response();
+            }
+            let mut init = Vec::with_capacity(512);
+            media::fmp4::wvtt::write_wvtt_init(&mut init);
+            http_util::ok(MP4, Cache::Immutable, Bytes::from(init))
+        }
+        SubtitleFile::Fmp4Segment(track, msn) => {
+            if snapshot.subtitle(track.as_str()).is_none() {
+                return ApiError::NotFound.into_response();
+            }
+            match snapshot.segment(msn) {
+                Some(segment) => http_util::ok(
+                    MP4,
+                    Cache::Immutable,
+                    crate::captions::serve::segment_fmp4(segment, track.as_str()),
+                ),
                 None => ApiError::SegmentGone.into_response(),
             }
         }

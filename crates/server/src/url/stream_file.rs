@@ -115,7 +115,9 @@ impl StreamFile {
             },
             Self::Subtitles(file) => match file {
                 SubtitleFile::Playlist(_) => FileRole::LivePlaylist,
-                SubtitleFile::Segment(..) => FileRole::LiveSegment,
+                SubtitleFile::Segment(..)
+                | SubtitleFile::Fmp4Init(_)
+                | SubtitleFile::Fmp4Segment(..) => FileRole::LiveSegment,
                 SubtitleFile::ArchivePlaylist { .. } => FileRole::ArchivePlaylist,
                 SubtitleFile::ArchiveSegment(..) | SubtitleFile::Transcript { .. } => {
                     FileRole::ArchiveMedia

@@ -21,6 +21,10 @@ pub enum SubtitleFile {
         /// Length, seconds.
         duration_secs: u32,
     },
+    /// `sub-{track}-init.mp4`: the init segment of the track as WebVTT in fMP4 (DASH).
+    Fmp4Init(TrackName),
+    /// `sub-{track}-{msn}.m4s`: the track's WebVTT-in-fMP4 segment `msn` (DASH).
+    Fmp4Segment(TrackName, u64),
     /// `dvr-sub-{track}-{msn}.vtt`: the track's WebVTT for an archived segment.
     ArchiveSegment(TrackName, u64),
     /// `captions-{from}-{duration}.vtt` (the first track) or
@@ -50,6 +54,14 @@ impl SubtitleFile {
                     },
                     None => track(rest).map_or(Self::Malformed, Self::Playlist),
                 });
+            }
+            if let Some(rest) = rest.strip_suffix("-init.mp4") {
+                return Some(track(rest).map_or(Self::Malformed, Self::Fmp4Init));
+            }
+            if let Some(rest) = rest.strip_suffix(".m4s") {
+                return Some(
+                    numbered(rest).map_or(Self::Malformed, |(t, msn)| Self::Fmp4Segment(t, msn)),
+                );
             }
             let rest = rest.strip_suffix(".vtt")?;
             return Some(numbered(rest).map_or(Self::Malformed, |(t, msn)| Self::Segment(t, msn)));
