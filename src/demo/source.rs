@@ -1,5 +1,7 @@
 //! The demo's built-in meeting source: a short committed H.264/AAC clip, re-stamped
 //! into an endless live stream and paced in real time. It needs no external tool.
+//! Its video carries CEA-608 captions (channel 1, pop-on) in SEI, as a broadcast
+//! encoder's does, so the demo shows 608 passed through and decoded to WebVTT.
 
 use std::time::Duration;
 
@@ -74,6 +76,7 @@ impl LoopedClip {
             });
         }
         frames.sort_by_key(|f| signed(f.dts));
+        add_captions(&mut frames);
         Ok(Self { frames, period })
     }
 
@@ -95,6 +98,31 @@ impl LoopedClip {
                     return;
                 }
             }
+        }
+    }
+}
+
+/// The clip's CEA-608 captions: (seconds into the loop, the caption, or `None` to
+/// erase the one shown).
+const CAPTIONS_608: [(f64, Option<&str>); 4] = [
+    (0.2, Some("CEA-608 captions in the video")),
+    (4.0, None),
+    (4.8, Some("decoded to WebVTT by brdyun")),
+    (8.8, None),
+];
+
+/// Puts [`CAPTIONS_608`] into the SEI of the video frames at their times.
+fn add_captions(frames: &mut [Frame]) {
+    use media::captions::cea608_encode::{erase_displayed, h264_with_cc, pop_on};
+    for (at_secs, caption) in CAPTIONS_608 {
+        let at = (at_secs * media::CLOCK_HZ as f64) as i64;
+        let frame = frames
+            .iter_mut()
+            .filter(|f| f.kind() == TrackKind::Video && f.codec == media::Codec::H264)
+            .find(|f| signed(f.pts) >= at);
+        if let Some(frame) = frame {
+            let pairs = caption.map_or_else(erase_displayed, pop_on);
+            frame.data = bytes::Bytes::from(h264_with_cc(&frame.data, &pairs));
         }
     }
 }
@@ -144,6 +172,30 @@ mod tests {
         for pair in audio.windows(2) {
             assert_eq!(pair[1].pts - pair[0].pts, 1920, "audio on an exact grid");
         }
+    }
+
+    #[test]
+    fn the_clip_carries_its_608_captions() {
+        use media::captions::cea608::Cea608Decoder;
+        use media::captions::sei::{cc_pairs, CcCodec};
+        let clip = LoopedClip::from_ts(DEMO_CLIP).unwrap();
+        let mut decoder = Cea608Decoder::new();
+        let screens: Vec<String> = clip
+            .frames
+            .iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+            .flat_map(|f| cc_pairs(CcCodec::H264, &f.data))
+            .filter_map(|pair| decoder.push(pair))
+            .collect();
+        assert_eq!(
+            screens,
+            [
+                "CEA-608 captions in the video",
+                "",
+                "decoded to WebVTT by brdyun",
+                ""
+            ]
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -19,6 +19,7 @@ pub mod block;
 pub mod book;
 pub mod carriage;
 pub mod cea608;
+pub mod cea608_encode;
 mod cea608_tables;
 pub mod sei;
 pub mod text;

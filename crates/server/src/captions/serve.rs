@@ -126,12 +126,21 @@ pub fn render_playlists(window: &WindowSnapshot) -> Vec<SubtitlePlaylist> {
         .collect()
 }
 
+/// The tracks in the order players list them: the captioners' first (the first listed
+/// is the default), the decoded 608 channel last.
+pub fn menu_order(tracks: &[CaptionTrack]) -> impl Iterator<Item = &CaptionTrack> {
+    let cc1 = |t: &&CaptionTrack| t.id == media::captions::book::CC1_TRACK;
+    tracks
+        .iter()
+        .filter(move |t| !cc1(t))
+        .chain(tracks.iter().filter(cc1))
+}
+
 /// What a master playlist lists of the captions: a subtitle rendition per track, and
 /// the in-band 608 captions when the source carries them (its decoded track exists).
 pub fn master_media(window: &WindowSnapshot) -> (Vec<SubtitleRendition>, Option<ClosedCaptions>) {
     let tracks = tracks(window);
-    let subtitles = tracks
-        .iter()
+    let subtitles = menu_order(tracks)
         .map(|t| SubtitleRendition {
             name: t.name.clone(),
             language: t.language.clone(),

@@ -84,8 +84,8 @@ pub fn live_mpd(
 /// Gives every period the stream's subtitle tracks (those of the live window: see
 /// [`crate::captions::serve::tracks`]), each a text adaptation set of WebVTT in fMP4.
 pub fn with_texts(periods: &mut [MpdPeriod], window: &WindowSnapshot) {
-    let texts: Vec<MpdText> = crate::captions::serve::tracks(window)
-        .iter()
+    let tracks = crate::captions::serve::tracks(window);
+    let texts: Vec<MpdText> = crate::captions::serve::menu_order(tracks)
         .map(|t| MpdText {
             id: t.id.clone(),
             language: t.language.clone(),
