@@ -34,22 +34,6 @@ inputs = ["builtin://meeting"]
     )
 }
 
-/// Unix milliseconds of an RFC 3339 UTC time as the playlists write it
-/// (`2026-11-30T10:39:47.146Z`).
-fn parse_pdt(text: &str) -> i64 {
-    let n = |range: std::ops::Range<usize>| -> i64 { text[range].parse().expect("pdt digits") };
-    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
-    let (hh, mm, ss, ms) = (n(11..13), n(14..16), n(17..19), n(20..23));
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    ((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms
-}
-
 /// A segment as the live playlist listed it, with the bytes served then.
 struct Seen {
     start_ms: i64,
@@ -120,7 +104,7 @@ fn nothing_listed_before_a_kill_is_lost_and_catch_up_decodes() {
                     if status != 200 {
                         continue;
                     }
-                    let start_ms = parse_pdt(&entry.program_date_time);
+                    let start_ms = common::parse_pdt(&entry.program_date_time);
                     let seconds: f64 = entry.extinf.trim_end_matches(',').parse().expect("extinf");
                     let end_ms = start_ms + (seconds * 1000.0).round() as i64;
                     seen.insert(

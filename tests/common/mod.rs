@@ -361,6 +361,17 @@ pub fn http_request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, serde_json::Value) {
+    http_request_bytes(addr, method, path, headers, body.as_bytes())
+}
+
+/// [`http_request`] with a body of any bytes (not necessarily UTF-8).
+pub fn http_request_bytes(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, serde_json::Value) {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -374,7 +385,7 @@ pub fn http_request(
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).expect("write head");
-    stream.write_all(body.as_bytes()).expect("write body");
+    stream.write_all(body).expect("write body");
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read");
     let split = raw
@@ -388,4 +399,20 @@ pub fn http_request(
         .expect("status");
     let json = serde_json::from_slice(&raw[split + 4..]).unwrap_or(serde_json::Value::Null);
     (status, json)
+}
+
+/// Unix milliseconds of an RFC 3339 UTC time as the playlists write it
+/// (`2026-11-30T10:39:47.146Z`).
+pub fn parse_pdt(text: &str) -> i64 {
+    let n = |range: std::ops::Range<usize>| -> i64 { text[range].parse().expect("pdt digits") };
+    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
+    let (hh, mm, ss, ms) = (n(11..13), n(14..16), n(17..19), n(20..23));
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    ((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms
 }

@@ -158,7 +158,7 @@ impl CaptionBlock {
     /// [`MAX_BLOCK_LEN`].
     pub fn stated_len(bytes: &[u8]) -> Result<usize, BlockError> {
         let header = bytes.get(..HEADER_LEN).ok_or(BlockError::Truncated)?;
-        if header[..6] != BLOCK_MAGIC || header[6] != BLOCK_VERSION {
+        if header[..6] != BLOCK_MAGIC || header[6] != BLOCK_VERSION || header[7] != 0 {
             return Err(BlockError::Magic);
         }
         let body = u32::from_be_bytes([header[16], header[17], header[18], header[19]]);

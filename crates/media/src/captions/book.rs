@@ -13,8 +13,10 @@ use thiserror::Error;
 use super::block::{CaptionBlock, CaptionTrack, Cue, MAX_BLOCK_CUES, MAX_TRACKS};
 use crate::CLOCK_HZ;
 
-/// The most cues waiting in the book; more are refused ([`BookError::Full`]).
-pub const MAX_PENDING_CUES: usize = 512;
+/// The most cues waiting in the book; more are refused ([`BookError::Full`]). One
+/// less than a block holds, so that every waiting cue and the 608 caption on screen
+/// always fit in the block of the segment they fall in: a placed cue is never left out.
+pub const MAX_PENDING_CUES: usize = MAX_BLOCK_CUES - 1;
 
 /// How long a decoded 608 caption stays without a change on screen before it is taken
 /// down: 16 s, the time after which CEA-608 decoders erase captions whose data stopped.
@@ -77,6 +79,21 @@ impl CaptionBook {
     /// [`MAX_BLOCK_CUES`], and cues dropped when their timeline was left behind.
     pub fn dropped(&self) -> u64 {
         self.dropped
+    }
+
+    /// Whether a cue ending at `end_ts` can still be placed, and there is room for it
+    /// (what [`CaptionBook::add`] checks, asked before a new track is added for it).
+    ///
+    /// # Errors
+    /// As [`CaptionBook::add`].
+    pub fn room_for(&self, end_ts: u64) -> Result<(), BookError> {
+        if end_ts <= self.cut_until.unwrap_or(0) {
+            return Err(BookError::Past);
+        }
+        if self.pending.len() >= MAX_PENDING_CUES {
+            return Err(BookError::Full);
+        }
+        Ok(())
     }
 
     /// The index of track `track`, added (last) if the stream does not have it yet.
@@ -182,7 +199,7 @@ impl CaptionBook {
                 });
             }
         }
-        cues.sort_by(|a, b| (a.start_ts, a.track, a.end_ts).cmp(&(b.start_ts, b.track, b.end_ts)));
+        cues.sort_by_key(|c| (c.start_ts, c.track, c.end_ts));
         if cues.len() > MAX_BLOCK_CUES {
             self.dropped += (cues.len() - MAX_BLOCK_CUES) as u64;
             cues.truncate(MAX_BLOCK_CUES);

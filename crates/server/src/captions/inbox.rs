@@ -71,6 +71,10 @@ pub struct CueRequest {
     pub reply: oneshot::Sender<Result<StampedCue, CueRefusal>>,
 }
 
+/// The inbox holds [`INBOX_CAPACITY`] requests already: the captioner must slow down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboxFull;
+
 /// A stream's inbox of cue requests.
 #[derive(Debug, Default)]
 pub struct CaptionInbox {
@@ -93,14 +97,18 @@ impl CaptionInbox {
             .to_owned()
     }
 
-    /// Queues `request`; gives it back when [`INBOX_CAPACITY`] requests already wait.
-    pub fn submit(&self, request: CueRequest) -> Result<(), CueRequest> {
+    /// Queues `request`; refuses it (dropping it) when [`INBOX_CAPACITY`] requests
+    /// already wait.
+    ///
+    /// # Errors
+    /// [`InboxFull`] then.
+    pub fn submit(&self, request: CueRequest) -> Result<(), InboxFull> {
         let mut queue = self
             .queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if queue.len() >= INBOX_CAPACITY {
-            return Err(request);
+            return Err(InboxFull);
         }
         queue.push_back(request);
         Ok(())

@@ -8,6 +8,7 @@ pub mod feed;
 pub mod inbox;
 pub mod origin;
 pub mod serve;
+pub mod status;
 
 use std::sync::atomic::AtomicU64;
 

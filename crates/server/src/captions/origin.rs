@@ -111,14 +111,13 @@ impl Captioner {
             return refuse(request, CueRefusal::Future, counters);
         }
         let end = start.saturating_add(request.duration_ticks);
-        let track = match self.book.track(request.track) {
+        // Checked before the track is added: a refused cue leaves no empty rendition.
+        if let Err(e) = self.book.room_for(end) {
+            return refuse(request, refusal_of(e), counters);
+        }
+        let track = match self.book.track(request.track.clone()) {
             Ok(track) => track,
-            Err(_) => {
-                let CueRequest { reply, .. } = request;
-                counters.refused.fetch_add(1, Ordering::Relaxed);
-                let _ = reply.send(Err(CueRefusal::TooManyTracks));
-                return;
-            }
+            Err(e) => return refuse(request, refusal_of(e), counters),
         };
         let CueRequest { text, reply, .. } = request;
         let answer = match self.book.add(track, start, end, text) {
@@ -133,11 +132,7 @@ impl Captioner {
             }
             Err(e) => {
                 counters.refused.fetch_add(1, Ordering::Relaxed);
-                Err(match e {
-                    BookError::Past => CueRefusal::Past,
-                    BookError::TooManyTracks => CueRefusal::TooManyTracks,
-                    BookError::Full => CueRefusal::Full,
-                })
+                Err(refusal_of(e))
             }
         };
         let _ = reply.send(answer);
@@ -176,6 +171,14 @@ impl Captioner {
             self.last_ext = Some(end);
         }
         self.book.cut(segment.msn, segment.start_ts, end)
+    }
+}
+
+fn refusal_of(e: BookError) -> CueRefusal {
+    match e {
+        BookError::Past => CueRefusal::Past,
+        BookError::TooManyTracks => CueRefusal::TooManyTracks,
+        BookError::Full => CueRefusal::Full,
     }
 }
 

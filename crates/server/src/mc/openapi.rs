@@ -53,6 +53,12 @@ pub const DOCUMENT: &str = r##"{
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["viewer_limit"], "properties": {"viewer_limit": {"type": "integer", "nullable": true, "minimum": 0}}}}}},
         "responses": {"200": {"description": "the meeting afterwards", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Meeting"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/meetings/{id}/captions": {
+      "post": {"summary": "cues for the meeting's subtitles, placed on its timeline at the MC (host or admin); codes 112001-112009, see docs/captions.md", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["language", "cues"], "properties": {"language": {"type": "string", "example": "pt-BR"}, "name": {"type": "string", "maxLength": 64}, "cues": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 300}, "duration_ms": {"type": "integer", "minimum": 100, "maximum": 60000, "default": 3000}, "offset_ms": {"type": "integer", "minimum": 0, "maximum": 30000}, "at_ms": {"type": "integer", "description": "PROGRAM-DATE-TIME, Unix ms (instead of offset_ms)"}}}}}}}}},
+        "responses": {"201": {"description": "where each cue landed", "content": {"application/json": {"schema": {"type": "object", "properties": {"track": {"type": "object", "properties": {"id": {"type": "string"}, "language": {"type": "string"}, "name": {"type": "string"}}}, "cues": {"type": "array", "items": {"type": "object", "properties": {"start_pts": {"type": "integer"}, "start_ms": {"type": "integer"}, "end_ms": {"type": "integer"}, "start": {"type": "string", "format": "date-time"}}}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/nodes/sync": {
       "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token, as bearer or token=)",
         "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "example": "m1:3,m2:0"}}, {"name": "token", "in": "query", "required": false, "schema": {"type": "string"}}],
