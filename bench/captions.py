@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,8 +45,11 @@ REPO = os.path.dirname(HERE)
 
 
 def get(port, path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as res:
-        return res.status, res.read().decode("utf-8", "replace")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as res:
+            return res.status, res.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        return error.code, ""
 
 
 def post_cue(mc_port, text):
