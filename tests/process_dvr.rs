@@ -131,8 +131,16 @@ fn nothing_listed_before_a_kill_is_lost_and_catch_up_decodes() {
     // ffmpeg plays a 30 s catch-up period with no error and the period's duration.
     let range = &dvr_status(&node, "a")["ranges"]["ts"][0];
     let from = range["from_ms"].as_i64().unwrap() / 1000 + 1;
-    let url = node.url(&format!("/a/index-{from}-30.m3u8"));
-    let (_, _, playlist) = http_get(node.http, &format!("/a/index-{from}-30.m3u8"));
+    // The media playlist (`mono-`): the built-in source has captions, so `index-` is a
+    // master listing them with this playlist.
+    let url = node.url(&format!("/a/mono-{from}-30.m3u8"));
+    let (_, _, master) = http_get(node.http, &format!("/a/index-{from}-30.m3u8"));
+    let master = String::from_utf8_lossy(&master).into_owned();
+    assert!(
+        master.contains("TYPE=SUBTITLES") && master.contains(&format!("mono-{from}-30.m3u8")),
+        "{master}"
+    );
+    let (_, _, playlist) = http_get(node.http, &format!("/a/mono-{from}-30.m3u8"));
     let playlist = String::from_utf8_lossy(&playlist).into_owned();
     assert!(playlist.contains("#EXT-X-PLAYLIST-TYPE:VOD"), "{playlist}");
     let listed: f64 = parse_media_playlist(&playlist)
