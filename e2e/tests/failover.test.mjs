@@ -108,8 +108,17 @@ async function survives(label, fail) {
     const { master, pageErrors } = await openPlayer(page, a);
     assert.ok(master, 'the player loaded a master playlist from node a');
     assert.equal(countStreamInf(master), 3, `the player got backup variants:\n${master}`);
+    // Subtitles (the built-in clip's decoded 608 track, the default): each backup's
+    // variants name its own subtitle group, so they follow the viewer (docs/captions.md).
+    const subtitles = [];
+    page.on('response', (res) => {
+      if (res.url().includes('/meeting/sub-') && res.status() === 200) {
+        subtitles.push({ port: portOf(res.url()), at: Date.now() });
+      }
+    });
     await resetStalls(page);
     const atFailure = await page.evaluate(() => ({ ...window.__brdyun }));
+    const failedAt = Date.now();
     assert.equal(portOf(atFailure.lastFragUrl), String(a.http), 'playing from node a before the failure');
     await fail();
     await page.waitForTimeout(WATCH_MS);
@@ -121,8 +130,14 @@ async function survives(label, fail) {
       + `${atEnd.stalls} stall(s), played ${played.toFixed(1)} s of ${WATCH_MS / 1000}, `
       + `fatal errors ${atEnd.fatalErrors.length}, now from ${atEnd.lastFragUrl}, `
       + `errors after the failure: ${JSON.stringify(atEnd.errors.slice(atFailure.errors.length))}`);
+    const subtitlesAfter = subtitles.filter((s) => s.at > failedAt + 5_000);
+    const backupPorts = [String(b.http), String(c.http)];
+    console.log(`failover ${label}: subtitle files loaded from 5 s after the failure on: `
+      + `${subtitlesAfter.length}, from ports ${[...new Set(subtitlesAfter.map((s) => s.port))].join(', ')}`);
     assert.deepEqual(atEnd.fatalErrors, [], 'no fatal hls.js error');
     assert.deepEqual(pageErrors, []);
+    assert.ok(subtitlesAfter.some((s) => backupPorts.includes(s.port)),
+      'the subtitles followed the player to a backup');
     assert.ok(played >= WATCH_MS / 1000 - 7, `played only ${played.toFixed(1)} s in ${WATCH_MS / 1000} s after the failure`);
     assert.ok([String(b.http), String(c.http)].includes(portOf(atEnd.lastFragUrl)),
       `the last fragment came from b or c, not ${atEnd.lastFragUrl}`);

@@ -54,7 +54,10 @@ pub fn personalised(
     }
     // The plain master playlist is rendered once per segment; each backup repeats every
     // variant's EXT-X-STREAM-INF line byte for byte (OTT-PROT-1) with the backup's URI
-    // and pass, so a switching player sees the whole ladder on every pathway.
+    // and pass, so a switching player sees the whole ladder on every pathway — but for
+    // its SUBTITLES group: each backup's subtitle renditions are the backup's own, so
+    // the subtitles follow a player that moves (players key redundant variants on
+    // bandwidth, resolution, codecs and frame rate, not on the groups).
     let plain = std::str::from_utf8(plain).ok()?;
     let (header, variants) = split_variants(plain)?;
     let with_query = |uri: &str| match query {
@@ -68,15 +71,20 @@ pub fn personalised(
         .collect();
     let per_copy: usize = variants.iter().map(|(a, u)| a.len() + u.len() + 2).sum();
     let mut text = String::with_capacity(header.len() + 3 * (per_copy + 240 * variants.len()));
-    for line in header {
+    for line in &header {
         text.push_str(line);
         text.push('\n');
     }
+    let subtitles: Vec<&str> = header
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with(SUBTITLE_MEDIA))
+        .collect();
     for (attributes, uri) in &variants {
         push_variant(&mut text, attributes, uri);
     }
     if let Some((redundancy, (view, targets))) = backups {
-        for target in &targets {
+        for (i, target) in targets.iter().enumerate() {
             let Some(pass) = view.master_pass(&target.stream).map(str::to_owned) else {
                 continue;
             };
@@ -85,8 +93,22 @@ pub fn personalised(
                 .passes_issued
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let link = target.link(pass);
+            // The backup's own subtitle renditions (the same on every node), in a group
+            // of its own that its variants name: a player that moves to the backup's
+            // pathway takes its subtitles from the backup too.
+            let group = format!("{SUBTITLES_GROUP_ATTR}\"subs-b{}\"", i + 1);
+            for line in &subtitles {
+                push_backup_media(&mut text, line, &group, &link);
+            }
             for (attributes, uri) in &variants {
-                push_variant(&mut text, attributes, &ott::backup_uri(uri, &link));
+                let attributes = if subtitles.is_empty() {
+                    std::borrow::Cow::Borrowed(*attributes)
+                } else {
+                    std::borrow::Cow::Owned(
+                        attributes.replace(VARIANT_SUBTITLES, &variant_group(i)),
+                    )
+                };
+                push_variant(&mut text, &attributes, &ott::backup_uri(uri, &link));
             }
         }
         redundancy
@@ -95,6 +117,32 @@ pub fn personalised(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     Some(Bytes::from(text))
+}
+
+/// How the stream's subtitle renditions start (`media::hls::master`).
+const SUBTITLE_MEDIA: &str = "#EXT-X-MEDIA:TYPE=SUBTITLES,";
+/// The group attribute of the stream's subtitle renditions, and a variant's reference.
+const SUBTITLES_GROUP_ATTR: &str = "GROUP-ID=";
+const VARIANT_SUBTITLES: &str = ",SUBTITLES=\"subs\"";
+
+fn variant_group(backup: usize) -> String {
+    format!(",SUBTITLES=\"subs-b{}\"", backup + 1)
+}
+
+/// A subtitle rendition line of the stream, for a backup: in `group`, its URI on the
+/// backup with the pass.
+fn push_backup_media(text: &mut String, line: &str, group: &str, link: &ott::BackupLink) {
+    let mut out = line.replace(&format!("{SUBTITLES_GROUP_ATTR}\"subs\""), group);
+    if let Some(at) = out.find(",URI=\"") {
+        let start = at + ",URI=\"".len();
+        if let Some(len) = out[start..].find('"') {
+            let uri = out[start..start + len].to_owned();
+            out.replace_range(start..start + len, &ott::backup_uri(&uri, link));
+        }
+    }
+    // One DEFAULT per group is the stream's own choice; keep it as it is.
+    text.push_str(&out);
+    text.push('\n');
 }
 
 fn push_variant(text: &mut String, attributes: &str, uri: &str) {
@@ -126,7 +174,28 @@ fn split_variants(master: &str) -> Option<(Vec<&str>, Vec<VariantLines<'_>>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_variants;
+    use super::{push_backup_media, split_variants, variant_group, VARIANT_SUBTITLES};
+
+    #[test]
+    fn a_backups_subtitles_are_its_own_group_at_its_address() {
+        let link = ott::BackupLink {
+            url_base: "http://b.example:8081".into(),
+            stream: "m".into(),
+            pass: "P".into(),
+        };
+        let mut text = String::new();
+        let line = "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"sub-en.m3u8\"";
+        push_backup_media(&mut text, line, "GROUP-ID=\"subs-b1\"", &link);
+        assert_eq!(
+            text,
+            "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs-b1\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"http://b.example:8081/m/sub-en.m3u8?pass=P\"\n"
+        );
+        let variant = "#EXT-X-STREAM-INF:BANDWIDTH=1,SUBTITLES=\"subs\",CLOSED-CAPTIONS=\"cc\"";
+        assert_eq!(
+            variant.replace(VARIANT_SUBTITLES, &variant_group(0)),
+            "#EXT-X-STREAM-INF:BANDWIDTH=1,SUBTITLES=\"subs-b1\",CLOSED-CAPTIONS=\"cc\""
+        );
+    }
 
     #[test]
     fn every_variant_is_found() {
