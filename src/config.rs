@@ -257,6 +257,9 @@ pub struct StreamConfig {
     pub ott_backup: Option<bool>,
     /// The OTT group this stream belongs to (default: the stream's name); needs `[ott]`.
     pub backup_group: Option<String>,
+    /// The language (BCP 47) of the CEA-608 captions in the source's video, for the
+    /// decoded `cc1` subtitle track (default `en`).
+    pub cc_language: Option<String>,
     /// The stream's ABR ladder, for a meeting stream (set by the MC or the node's MC
     /// link, never in a file).
     #[serde(skip)]
@@ -450,6 +453,11 @@ impl Config {
                     bail!("{at}.backup_group {group:?}: use 1 to 64 letters, digits, '-' or '_'");
                 }
             }
+            if let Some(language) = &stream.cc_language {
+                if !media::captions::text::is_language_tag(language) {
+                    bail!("{at}.cc_language {language:?} is not a BCP 47 language tag (e.g. \"pt-BR\")");
+                }
+            }
             if (stream.ott_backup.is_some() || stream.backup_group.is_some()) && self.ott.is_none()
             {
                 bail!("{at}.ott_backup and backup_group need an [ott] section");
@@ -610,6 +618,24 @@ mod tests {
                 source_timeout_ms: 5000,
                 dvr: None,
             }
+        );
+    }
+
+    #[test]
+    fn a_608_language_must_be_a_language_tag() {
+        let config = |language: &str| {
+            Config::parse(&format!(
+                "[[stream]]\nname = \"m\"\ninputs = [\"publish://?key=k\"]\ncc_language = \"{language}\"\n"
+            ))
+        };
+        assert_eq!(
+            config("pt-BR").unwrap().streams[0].cc_language.as_deref(),
+            Some("pt-BR")
+        );
+        let error = format!("{:#}", config("portuguese").unwrap_err());
+        assert!(
+            error.contains("cc_language") && error.contains("BCP 47"),
+            "{error}"
         );
     }
 

@@ -75,6 +75,7 @@ pub async fn start_cluster(
         start: true,
         inputs,
         ladder: true,
+        cc_language: None,
     };
     let mc_config = McConfig {
         mc: McSection {

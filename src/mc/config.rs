@@ -77,6 +77,9 @@ pub struct PresetMeeting {
     /// Whether the meeting gets `[mc.ladder]` (default true when there is one).
     #[serde(default = "default_true")]
     pub ladder: bool,
+    /// The language of the CEA-608 captions in the meeting's video (default `en`).
+    #[serde(default)]
+    pub cc_language: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -117,6 +120,11 @@ impl McConfig {
             for (j, input) in preset.inputs.iter().enumerate() {
                 crate::inputs::InputUrl::parse(input)
                     .with_context(|| format!("meeting[{i}].inputs[{j}]"))?;
+            }
+            if let Some(language) = &preset.cc_language {
+                if !media::captions::text::is_language_tag(language) {
+                    bail!("meeting[{i}].cc_language {language:?} is not a BCP 47 language tag (e.g. \"pt-BR\")");
+                }
             }
         }
         Ok(config)

@@ -229,6 +229,7 @@ fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Res
     if preset.is_none_or(|p| p.ladder) {
         stream.ladder = plan.ladder.clone().map(crate::config::LadderPlan::Encode);
     }
+    stream.cc_language = preset.and_then(|p| p.cc_language.clone());
     Ok(stream)
 }
 

@@ -57,6 +57,9 @@ pub fn start_stream(
         server::render::renderer(settings.segment_duration_ms),
         &ladder_names,
     ));
+    if let Some(language) = &stream.cc_language {
+        channel.captions.set_cc_language(language.clone());
+    }
     start_llhls(context, channel.main(), &stream.name, &settings);
     let (events_tx, events_rx) = mpsc::channel(4096);
     let mut specs = Vec::with_capacity(stream.inputs.len());
