@@ -68,7 +68,7 @@ impl Renderer {
             None => (Bytes::new(), Bytes::new()),
         };
         Manifests {
-            subtitles: crate::captions::serve::render_playlists(window),
+            subtitles: crate::captions::serve::render_playlists(window, &playlist),
             media: Bytes::from(media),
             master: Bytes::from(master),
             fmp4,

@@ -241,6 +241,17 @@ impl CaptionBlock {
     }
 }
 
+impl CaptionTrack {
+    /// A track of this id, language tag and name.
+    pub fn new(id: &str, language: &str, name: &str) -> Self {
+        Self {
+            id: id.into(),
+            language: language.into(),
+            name: name.into(),
+        }
+    }
+}
+
 /// Whether `id` can name a track in URLs: 1–16 of `a-z 0-9 -`.
 pub fn is_track_id(id: &str) -> bool {
     (1..=16).contains(&id.len())
@@ -300,20 +311,12 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
-    pub(crate) fn sample() -> CaptionBlock {
+    fn sample() -> CaptionBlock {
         CaptionBlock {
             msn: 42,
             tracks: vec![
-                CaptionTrack {
-                    id: "en".into(),
-                    language: "en".into(),
-                    name: "English".into(),
-                },
-                CaptionTrack {
-                    id: "pt-br".into(),
-                    language: "pt-BR".into(),
-                    name: "Português".into(),
-                },
+                CaptionTrack::new("en", "en", "English"),
+                CaptionTrack::new("pt-br", "pt-BR", "Português"),
             ],
             cues: vec![
                 Cue {

@@ -225,11 +225,7 @@ mod tests {
     use super::*;
 
     fn en() -> CaptionTrack {
-        CaptionTrack {
-            id: "en".into(),
-            language: "en".into(),
-            name: "English".into(),
-        }
+        CaptionTrack::new("en", "en", "English")
     }
 
     #[test]

@@ -148,11 +148,7 @@ mod tests {
     fn block(cues: usize) -> CaptionBlock {
         CaptionBlock {
             msn: 7,
-            tracks: vec![CaptionTrack {
-                id: "en".into(),
-                language: "en".into(),
-                name: "English".into(),
-            }],
+            tracks: vec![CaptionTrack::new("en", "en", "English")],
             cues: (0..cues as u64)
                 .map(|i| Cue {
                     track: 0,

@@ -146,16 +146,8 @@ mod tests {
         CaptionBlock {
             msn,
             tracks: vec![
-                CaptionTrack {
-                    id: "en".into(),
-                    language: "en".into(),
-                    name: "English".into(),
-                },
-                CaptionTrack {
-                    id: "fr".into(),
-                    language: "fr".into(),
-                    name: "Français".into(),
-                },
+                CaptionTrack::new("en", "en", "English"),
+                CaptionTrack::new("fr", "fr", "Français"),
             ],
             cues: cues
                 .iter()

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use media::captions::webvtt::segment_vtt;
 use media::captions::{CaptionBlock, CaptionTrack};
 use media::fmp4::wvtt::TextCue;
-use media::hls::{ClosedCaptions, MediaPlaylist, PlaylistType, SubtitleRendition};
+use media::hls::{ClosedCaptions, MediaPlaylist, SubtitleRendition};
 
 use crate::url::subtitles::{playlist_uri, segment_uri};
 use crate::window::{StoredSegment, WindowSnapshot};
@@ -101,27 +101,14 @@ pub fn tracks(window: &WindowSnapshot) -> &[CaptionTrack] {
         .map_or(&[], |c| &c.block.tracks)
 }
 
-/// Every subtitle track's media playlist for a window: its segments, WebVTT each.
-pub fn render_playlists(window: &WindowSnapshot) -> Vec<SubtitlePlaylist> {
-    let tracks = tracks(window);
-    if tracks.is_empty() {
-        return Vec::new();
-    }
-    let playlist = MediaPlaylist {
-        playlist_type: PlaylistType::Live,
-        target_duration_secs: window.target_secs,
-        segments: window
-            .segments
-            .iter()
-            .map(|s| s.playlist_segment())
-            .collect(),
-        ended: false,
-    };
-    tracks
+/// Every subtitle track's media playlist for a window: the window's media playlist
+/// (`media`, as rendered for `mono.m3u8`) with each segment's WebVTT as its URI.
+pub fn render_playlists(window: &WindowSnapshot, media: &MediaPlaylist) -> Vec<SubtitlePlaylist> {
+    tracks(window)
         .iter()
         .map(|track| SubtitlePlaylist {
             track: track.clone(),
-            playlist: Bytes::from(playlist.render(|msn| segment_uri(&track.id, msn))),
+            playlist: Bytes::from(media.render(|msn| segment_uri(&track.id, msn))),
         })
         .collect()
 }
