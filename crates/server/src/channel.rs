@@ -461,7 +461,7 @@ pub fn register_metrics(channel: &Arc<Channel>, metrics: &crate::metrics::Metric
             "brdyun_stream_bitrate_bps{{stream=\"{stream}\"}} {}",
             snapshot.bandwidth.1
         );
-        crate::captions::status::metrics(&channel, &stream, out);
+        crate::captions::status::metrics(&channel.caption_counters, &snapshot, &stream, out);
     }));
 }
 

@@ -21,7 +21,7 @@ pub struct Manifests {
     /// `index.mpd`.
     pub mpd: Bytes,
     /// `sub-{track}.m3u8`, per subtitle track.
-    pub subtitles: Vec<crate::captions::serve::SubtitlePlaylist>,
+    pub subtitles: Vec<crate::captions::files::SubtitlePlaylist>,
 }
 
 /// How a stream's manifests are rendered: its configured segment target.

@@ -75,7 +75,7 @@ pub struct StoredSegment {
     segment: LiveSegment,
     fmp4: Option<Fmp4View>,
     ll: Option<Arc<SegmentOut>>,
-    captions: Option<crate::captions::serve::SegmentCaptions>,
+    captions: Option<crate::captions::files::SegmentCaptions>,
 }
 
 impl std::ops::Deref for StoredSegment {
@@ -107,7 +107,7 @@ impl StoredSegment {
                     )
             })
             .map(Arc::new);
-        let captions = crate::captions::serve::SegmentCaptions::of(&segment.data);
+        let captions = crate::captions::files::SegmentCaptions::of(&segment.data);
         Self {
             segment,
             fmp4,
@@ -118,7 +118,7 @@ impl StoredSegment {
 
     /// The WebVTT view: the segment's caption block and its files, when the segment
     /// carries a block.
-    pub fn captions(&self) -> Option<&crate::captions::serve::SegmentCaptions> {
+    pub fn captions(&self) -> Option<&crate::captions::files::SegmentCaptions> {
         self.captions.as_ref()
     }
 
@@ -179,7 +179,7 @@ pub struct WindowSnapshot {
     pub published_ms: i64,
     /// The stream's subtitle tracks (those of the newest segment with a caption block)
     /// with their rendered media playlists, in the order players list them.
-    pub subtitles: Vec<crate::captions::serve::SubtitlePlaylist>,
+    pub subtitles: Vec<crate::captions::files::SubtitlePlaylist>,
 }
 
 impl WindowSnapshot {
@@ -191,7 +191,7 @@ impl WindowSnapshot {
     }
 
     /// The subtitle track with this id, with its playlist.
-    pub fn subtitle(&self, id: &str) -> Option<&crate::captions::serve::SubtitlePlaylist> {
+    pub fn subtitle(&self, id: &str) -> Option<&crate::captions::files::SubtitlePlaylist> {
         self.subtitles.iter().find(|s| s.track.id == id)
     }
 

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod feed;
+pub mod files;
 pub mod inbox;
 pub mod origin;
 pub mod serve;

@@ -1,51 +1,18 @@
 //! The subtitle renditions of a stream, as views of its segments: each stored segment
-//! that carries a caption block keeps its WebVTT files ([`SegmentCaptions`]); each
-//! window renders one media playlist per track ([`SubtitlePlaylist`]) listing the same
+//! that carries a caption block keeps its WebVTT files ([`super::files::SegmentCaptions`]);
+//! each window renders one media playlist per track ([`SubtitlePlaylist`]) listing the same
 //! segments as the media playlist (same MSN, duration, date, discontinuities); the
 //! master playlists list the tracks ([`master_media`]).
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use media::captions::webvtt::segment_vtt;
-use media::captions::{CaptionBlock, CaptionTrack};
+use media::captions::CaptionTrack;
 use media::fmp4::wvtt::TextCue;
 use media::hls::{ClosedCaptions, MediaPlaylist, SubtitleRendition};
 
+use super::files::SubtitlePlaylist;
 use crate::url::subtitles::{playlist_uri, segment_uri};
 use crate::window::{StoredSegment, WindowSnapshot};
-
-/// A segment's caption block with its WebVTT file per track, written once.
-#[derive(Debug)]
-pub struct SegmentCaptions {
-    /// The block, as the segment carries it.
-    pub block: Arc<CaptionBlock>,
-    files: Vec<Bytes>,
-}
-
-impl SegmentCaptions {
-    /// The caption view of a segment's TS bytes; `None` without a block (or with a
-    /// damaged one: its segment then has empty subtitle files).
-    pub fn of(data: &Bytes) -> Option<Self> {
-        let block = media::captions::segment_block(data).ok().flatten()?;
-        let start = media::fmp4::marker_of(data)?.start_ts;
-        let files = block
-            .tracks
-            .iter()
-            .map(|t| Bytes::from(segment_vtt(Some(&block), &t.id, start)))
-            .collect();
-        Some(Self {
-            block: Arc::new(block),
-            files,
-        })
-    }
-
-    /// The WebVTT file of track `id`, if the block has the track.
-    pub fn file(&self, id: &str) -> Option<Bytes> {
-        let (index, _) = self.block.track(id)?;
-        self.files.get(usize::from(index)).cloned()
-    }
-}
 
 /// The WebVTT file of track `id` for a segment: its own, or an empty one (the header
 /// and the timestamp map) when the segment has no cue of the track.
@@ -79,15 +46,6 @@ pub fn segment_fmp4(segment: &StoredSegment, id: &str) -> Bytes {
     let sequence = u32::try_from(segment.msn % (1 << 32)).unwrap_or(0);
     media::fmp4::wvtt::write_wvtt_segment(sequence, start, segment.duration_ticks, &cues, &mut out);
     Bytes::from(out)
-}
-
-/// One subtitle track of a window with its rendered media playlist.
-#[derive(Debug, Clone)]
-pub struct SubtitlePlaylist {
-    /// The track.
-    pub track: CaptionTrack,
-    /// Its media playlist (`sub-{id}.m3u8`).
-    pub playlist: Bytes,
 }
 
 /// The stream's subtitle tracks in a window: those of its newest segment with a block

@@ -6,16 +6,16 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
-use crate::channel::Channel;
+use super::CaptionCounters;
+use crate::window::WindowSnapshot;
 
 /// The `captions` object of a stream's status: its tracks (those of the live window)
 /// and the counters.
-pub fn json(channel: &Channel) -> Value {
-    let snapshot = channel.snapshot();
-    let tracks: Vec<Value> = super::serve::menu_order(super::serve::tracks(&snapshot))
+pub fn json(counters: &CaptionCounters, window: &WindowSnapshot) -> Value {
+    let tracks: Vec<Value> = super::serve::menu_order(super::serve::tracks(window))
         .map(|t| json!({"id": t.id, "language": t.language, "name": t.name}))
         .collect();
-    let c = &channel.caption_counters;
+    let c = counters;
     json!({
         "tracks": tracks,
         "cues": c.cues.load(Ordering::Relaxed),
@@ -26,8 +26,13 @@ pub fn json(channel: &Channel) -> Value {
 }
 
 /// Writes the stream's caption metrics (label `stream`, already escaped).
-pub fn metrics(channel: &Channel, stream: &str, out: &mut String) {
-    let c = &channel.caption_counters;
+pub fn metrics(
+    counters: &CaptionCounters,
+    window: &WindowSnapshot,
+    stream: &str,
+    out: &mut String,
+) {
+    let c = counters;
     for (name, value) in [
         ("cues_total", c.cues.load(Ordering::Relaxed)),
         ("refused_total", c.refused.load(Ordering::Relaxed)),
@@ -36,6 +41,6 @@ pub fn metrics(channel: &Channel, stream: &str, out: &mut String) {
     ] {
         let _ = writeln!(out, "brdyun_caption_{name}{{stream=\"{stream}\"}} {value}");
     }
-    let tracks = super::serve::tracks(&channel.snapshot()).len();
+    let tracks = super::serve::tracks(window).len();
     let _ = writeln!(out, "brdyun_caption_tracks{{stream=\"{stream}\"}} {tracks}");
 }

@@ -85,7 +85,7 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
         "inputs": entry.inputs.as_ref().map(|source| source()),
         "renditions": renditions(channel),
         "ladder": channel.ladder().map(|ladder| ladder.json()),
-        "captions": crate::captions::status::json(channel),
+        "captions": crate::captions::status::json(&channel.caption_counters, &channel.snapshot()),
         "dvr": channel.archive().map(|recorder| recorder.status()),
     })
 }
