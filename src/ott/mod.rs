@@ -116,6 +116,7 @@ pub async fn start(
             net_error_percent: config.net_error_percent,
             backup_session_limit: config.backup_session_limit,
         },
+        draining: false,
     };
     let net = NetLoad::new(config.net_capacity_mbps.saturating_mul(1_000_000));
     tracing::info!(%gossip, seeds = ?config.seeds, "joined the mesh domain");
@@ -161,6 +162,8 @@ async fn run(
             net_percent: net.sample(),
             backup_sessions: redundancy.sessions.count(),
         };
+        announce.draining = redundancy.drain.is_draining();
+        redundancy.observe_viewers(&state, now);
         if let Err(error) = handle.set_node(announce.clone()).await {
             tracing::warn!(%error, "cannot publish the node's state to the mesh");
         }

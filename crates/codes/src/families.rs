@@ -60,8 +60,9 @@ macro_rules! family {
 family! {
     /// The OTT answers that are not content: a refused pass, a refused backup viewer, a
     /// stream that does not work here with no node to send the viewer to, a login's
-    /// limits (OTT-GRP-3, OTT-OVL-1, OTT-PROT-2, OTT-GRP-6). 403 for passes and logins,
-    /// 429 for a login's limit, 503 for the rest (a player moves on at once).
+    /// limits (OTT-GRP-3, OTT-OVL-1, OTT-PROT-2, OTT-GRP-6), a bad steering request.
+    /// 403 for passes and logins, 429 for a login's limit, 400/404 for steering
+    /// requests, 503 for the rest (a player moves on at once).
     OttRefusal {
         /// The pass is not a pass (bad encoding, truncated).
         PassMalformed => (105_001, 403, "the pass is malformed", "pass_malformed", false),
@@ -87,6 +88,11 @@ family! {
         LoginLimit => (105_030, 429, "the login's connection limit on this node is reached", "login_limit", false),
         /// An unknown login or a wrong token.
         LoginRefused => (105_031, 403, "unknown login or wrong token", "login_refused", false),
+        /// A steering request without a valid pathway list (`p=`: 1 to 8 ids of
+        /// `[a-zA-Z0-9._-]`, none repeated).
+        BadSteering => (105_040, 400, "the steering request has no valid pathway list", "bad_steering", false),
+        /// A steering request for a group no node of the mesh has a member of.
+        SteeringUnknownGroup => (105_041, 404, "no node of the mesh has a member of this group", "steering_unknown_group", false),
     }
 }
 

@@ -52,16 +52,25 @@ const WINDOW: usize = 16;
 #[derive(Debug, Clone, Default)]
 pub struct OffsetEstimator {
     samples: VecDeque<i64>,
+    /// Our clock at the last observation: how long the peer has been silent.
+    last_observed_ms: Option<i64>,
 }
 
 impl OffsetEstimator {
     /// Records one observation: the peer's published clock, seen at `our_now_ms`.
     pub fn observe(&mut self, their_clock_ms: i64, our_now_ms: i64) {
+        self.last_observed_ms = Some(our_now_ms);
         if self.samples.len() == WINDOW {
             self.samples.pop_front();
         }
         self.samples
             .push_back(their_clock_ms.saturating_sub(our_now_ms));
+    }
+
+    /// How long since the last observation at `our_now_ms`; 0 before the first.
+    pub fn silent_ms(&self, our_now_ms: i64) -> i64 {
+        self.last_observed_ms
+            .map_or(0, |at| our_now_ms.saturating_sub(at).max(0))
     }
 
     /// Their clock minus ours, milliseconds; `None` before the first sample.

@@ -232,6 +232,7 @@ impl Shared {
                         .map(|(_, v)| v.value.clone())
                         .collect(),
                     clock_offset_ms: None,
+                    silent_ms: 0,
                 })
                 .collect::<Vec<_>>()
         };
@@ -244,10 +245,12 @@ impl Shared {
                     .any(|p| p.generation == id.generation_id && *p.name == *id.node_id)
             });
             for p in &mut peers {
-                p.clock_offset_ms = offsets
+                let estimator = offsets
                     .iter()
                     .find(|(id, _)| id.generation_id == p.generation && *id.node_id == *p.name)
-                    .and_then(|(_, e)| e.offset_ms());
+                    .map(|(_, e)| e);
+                p.clock_offset_ms = estimator.and_then(OffsetEstimator::offset_ms);
+                p.silent_ms = estimator.map_or(0, |e| e.silent_ms(now));
             }
         }
         let next = {

@@ -34,6 +34,8 @@ pub(crate) struct PeerState {
     pub members: Vec<String>,
     /// Estimated clock offset, when sampled.
     pub clock_offset_ms: Option<i64>,
+    /// Since its heartbeat (its clock key) last changed here, ms; 0 before the first.
+    pub silent_ms: i64,
 }
 
 /// The text of a node id: `name@generation`.
@@ -74,7 +76,7 @@ pub(crate) fn build(
             }
         }
     }
-    let this = node_view(own.id.clone(), own.node, 0, true, true);
+    let this = node_view(own.id.clone(), own.node, 0, true, true, 0);
     let mut members: Vec<MemberView> = own
         .members
         .iter()
@@ -97,6 +99,7 @@ pub(crate) fn build(
             peer.clock_offset_ms.unwrap_or(0),
             has_view_key,
             peer.alive,
+            peer.silent_ms,
         ));
         members.extend(
             peer.members
@@ -119,6 +122,7 @@ fn node_view(
     clock_offset_ms: i64,
     has_view_key: bool,
     alive: bool,
+    silent_ms: i64,
 ) -> NodeView {
     NodeView {
         id,
@@ -130,6 +134,8 @@ fn node_view(
         load: n.load,
         thresholds: n.thresholds,
         alive,
+        silent_ms,
+        draining: n.draining,
     }
 }
 
@@ -166,6 +172,7 @@ mod tests {
             view_key: Some(fingerprint_text(fp)),
             members: vec![encode_member(&member(&format!("{name}-s")))],
             clock_offset_ms: Some(1_500),
+            silent_ms: 0,
         }
     }
 

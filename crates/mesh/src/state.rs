@@ -40,6 +40,8 @@ pub struct NodeAnnounce {
     pub load: Load,
     /// Its refusal thresholds (OTT-OVL-1).
     pub thresholds: Thresholds,
+    /// Its operator drains it: no new viewers, switching viewers steered away.
+    pub draining: bool,
 }
 
 /// One stream or adaptive package of this node in an OTT group (OTT-GRP-1): what
@@ -106,6 +108,9 @@ struct WireNode {
     load: WireLoad,
     #[serde(default)]
     thresholds: Option<WireThresholds>,
+    /// Absent from nodes that cannot drain (an earlier version): not draining.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    draining: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -184,6 +189,7 @@ impl From<&NodeAnnounce> for WireNode {
                 net_error: n.thresholds.net_error_percent,
                 backup_session_limit: n.thresholds.backup_session_limit,
             }),
+            draining: n.draining,
         }
     }
 }
@@ -218,6 +224,7 @@ impl From<WireNode> for NodeAnnounce {
                     backup_session_limit: t.backup_session_limit,
                 })
                 .unwrap_or_default(),
+            draining: w.draining,
         }
     }
 }
@@ -330,6 +337,7 @@ mod tests {
                 net_error_percent: 80,
                 backup_session_limit: Some(500),
             },
+            draining: true,
         }
     }
 

@@ -11,6 +11,10 @@ use crate::overload::overload;
 use crate::problem::Problem;
 use crate::view::{MemberView, NodeView, Rung, Transport, Version};
 
+/// A node that is up but whose heartbeat has not been heard for longer than this is
+/// treated as hung (OTT-PROT-1 under SIGSTOP): 2.5 s, ten gossip rounds of 250 ms.
+pub const SILENT_AFTER_MS: i64 = 2_500;
+
 /// A member's live window must be younger than this (OTT-ELIG-1): 10 minutes.
 pub const LIVE_WINDOW_MAX_AGE_MS: i64 = 10 * 60 * 1000;
 /// Node clocks may differ by at most this (OTT-ELIG-4, OTT-GRP-3): 240 s.
@@ -27,7 +31,7 @@ pub fn live_window_age_ms(node: &NodeView, member: &MemberView, now_ms: i64) -> 
 }
 
 /// Every reason `member` on `node` cannot take a viewer with a pass now, in a fixed
-/// order (node, version, member, clock, key, load); empty = servable.
+/// order (node, silence, drain, version, member, clock, key, load); empty = servable.
 pub fn servable_problems(
     node: &NodeView,
     member: &MemberView,
@@ -38,6 +42,14 @@ pub fn servable_problems(
     let mut problems = Vec::new();
     if !node.alive {
         problems.push(Problem::NodeDown { node: id() });
+    } else if node.silent_ms > SILENT_AFTER_MS {
+        problems.push(Problem::Unresponsive {
+            node: id(),
+            silent_ms: node.silent_ms,
+        });
+    }
+    if node.draining {
+        problems.push(Problem::Draining { node: id() });
     }
     if node.version < min_version {
         problems.push(Problem::VersionTooOld {

@@ -18,6 +18,9 @@
 //! 5. a viewer arriving with a pass: [`KeyRing::verify`] (OTT-GRP-3), then
 //!    [`admit_backup_viewer`] (OTT-OVL-1/2).
 //!
+//! 6. a switching player's steering request: [`steer`] orders its pathways from the
+//!    snapshot (RFC 8216bis §7).
+//!
 //! In the background, every tick: [`group_report`] per group for the Backups screen
 //! (OTT-OPS-1) and [`AlertState::update`] for alerts 70, 78, 79 (OTT-OPS-3).
 
@@ -32,6 +35,7 @@ mod player;
 mod problem;
 mod report;
 mod route;
+mod steering;
 mod variants;
 mod view;
 
@@ -42,7 +46,7 @@ pub use alert::{
 pub use balance::{choose_backups, rendezvous_weight};
 pub use eligibility::{
     eligibility_problems, eligible, live_window_age_ms, servable_problems, LIVE_WINDOW_MAX_AGE_MS,
-    MAX_BITRATE_RATIO_PERMILLE, MAX_CLOCK_SKEW_MS,
+    MAX_BITRATE_RATIO_PERMILLE, MAX_CLOCK_SKEW_MS, SILENT_AFTER_MS,
 };
 pub use overload::{admit_backup_viewer, overload, Admit, Overload};
 pub use pass::{
@@ -55,6 +59,10 @@ pub use report::{group_report, GroupReport, GroupState, MemberRow};
 pub use route::{
     archive_target, backup_candidates, backups_for_viewer, eligible_backups, pick_backups,
     redirect_target, ArchiveDecision, NoTarget, Target,
+};
+pub use steering::{
+    is_pathway_id, parse_pathways, pathway_id, steer, steering_uri, PathwayListError,
+    PathwayVerdict, Steering, SteeringManifest, MAX_PATHWAYS, STEERING_TTL_S,
 };
 pub use variants::{backup_uri, master_variants, BackupLink};
 pub use view::{

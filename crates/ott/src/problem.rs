@@ -13,6 +13,21 @@ pub enum Problem {
         /// The node.
         node: NodeId,
     },
+    /// Up in the mesh but silent: no heartbeat heard for longer than
+    /// [`crate::SILENT_AFTER_MS`] (hung, or cut off).
+    #[error("node {node} has not been heard from for {silent_ms} ms: it may be hung")]
+    Unresponsive {
+        /// The node.
+        node: NodeId,
+        /// Since its last heartbeat.
+        silent_ms: i64,
+    },
+    /// The operator drains the node: it takes no new viewers.
+    #[error("node {node} is draining: it takes no new viewers")]
+    Draining {
+        /// The node.
+        node: NodeId,
+    },
     /// OTT-GRP-5.
     #[error("node {node} runs version {version}, older than the minimum compatible {minimum}: its members accept no viewers")]
     VersionTooOld {
@@ -132,6 +147,8 @@ impl Problem {
     pub fn code(&self) -> &'static str {
         match self {
             Problem::NodeDown { .. } => "node-down",
+            Problem::Unresponsive { .. } => "unresponsive",
+            Problem::Draining { .. } => "draining",
             Problem::VersionTooOld { .. } => "version-too-old",
             Problem::CannotSubstitute { .. } => "cannot-substitute",
             Problem::LiveWindowStale { .. } => "live-window-stale",
@@ -156,6 +173,8 @@ impl Problem {
     pub fn node(&self) -> Option<&NodeId> {
         match self {
             Problem::NodeDown { node }
+            | Problem::Unresponsive { node, .. }
+            | Problem::Draining { node }
             | Problem::VersionTooOld { node, .. }
             | Problem::CannotSubstitute { node }
             | Problem::LiveWindowStale { node }
@@ -176,11 +195,13 @@ impl Problem {
     }
 
     /// Problems that alert 78 (`reserve-ott-problem`) reports: everything about a
-    /// member or node except overload (alert 79) and the group-level ones (alert 70).
+    /// member or node except overload (alert 79), an operator's drain, and the
+    /// group-level ones (alert 70).
     pub fn is_member_problem(&self) -> bool {
         !matches!(
             self,
             Problem::Overloaded { .. }
+                | Problem::Draining { .. }
                 | Problem::NotEnoughMembers { .. }
                 | Problem::NotInGroup { .. }
         )

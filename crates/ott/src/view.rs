@@ -17,6 +17,11 @@ impl NodeId {
         Self(id.into())
     }
 
+    /// The node's name: the id without its `@generation` (a restarted node keeps it).
+    pub fn name(&self) -> &str {
+        self.0.rsplit_once('@').map_or(&self.0, |(name, _)| name)
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -177,6 +182,13 @@ pub struct NodeView {
     pub thresholds: Thresholds,
     /// Failure detection says it is up.
     pub alive: bool,
+    /// How long since this node last heard its gossip heartbeat, ms (0 for this node):
+    /// a node that is up but silent for seconds is hung (SIGSTOP, a stuck runtime)
+    /// well before failure detection calls it dead.
+    pub silent_ms: i64,
+    /// Its operator drains it (OTT-OPS): it takes no new viewers, and steering moves
+    /// its switching viewers to their backups.
+    pub draining: bool,
 }
 
 /// The segment container of a rung.

@@ -106,14 +106,31 @@ async fn a_switching_player_gets_two_backups_with_identical_attributes() {
         backups[1].split("?pass=").next(),
         "two different backups"
     );
-    // Identical attributes: only the URI differs.
-    let attributes: Vec<String> = body
+    // Identical attributes but for the pathway: only the URI differs, and each node's
+    // variants are its own pathway, the own node's first (RFC 8216bis §7).
+    let (attributes, pathways): (Vec<&str>, Vec<&str>) = body
         .lines()
         .filter(|l| l.starts_with("#EXT-X-STREAM-INF"))
-        .map(str::to_owned)
-        .collect();
+        .map(|l| l.split_once(",PATHWAY-ID=").expect("a pathway"))
+        .unzip();
     assert_eq!(attributes.len(), 3);
-    assert!(attributes.iter().all(|a| *a == attributes[0]));
+    assert!(attributes.iter().all(|a| *a == attributes[0]), "{body}");
+    assert_eq!(pathways[0], "\"a\"");
+    assert!(pathways[1] != pathways[2] && !pathways[1..].contains(&"\"a\""));
+    // The steering server is the first backup, asked with the viewer's pathways.
+    let steering = body
+        .lines()
+        .find(|l| l.starts_with("#EXT-X-CONTENT-STEERING:"))
+        .expect("a steering tag");
+    let first = backups[0].split("/s-").next().unwrap();
+    let list: Vec<&str> = pathways.iter().map(|p| p.trim_matches('"')).collect();
+    assert_eq!(
+        steering,
+        format!(
+            "#EXT-X-CONTENT-STEERING:SERVER-URI=\"{first}/steering/g?p={}\",PATHWAY-ID=\"a\"",
+            list.join(",")
+        )
+    );
     // The pass in a backup URI is valid on the backup for its stream.
     let pass = backups[0].split("pass=").nth(1).unwrap();
     let stream = ["s-b", "s-c", "s-d"]
@@ -347,4 +364,96 @@ async fn a_paused_streams_ll_hls_playlists_redirect_to_an_fmp4_node() {
             "{location}"
         );
     }
+}
+
+fn json_of(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[tokio::test]
+async fn any_node_steers_a_viewer_off_a_draining_or_hung_node() {
+    // RFC 8216bis §7 from the mesh: the viewer's order while all is well, the drained
+    // or silent node last, and the next request to a healthy node it does not play on.
+    let cluster = cluster(this_node(), Vec::new());
+    let (status, headers, body) = call(
+        &cluster.state,
+        "/steering/g?p=b,a,c&_HLS_pathway=b&_HLS_throughput=5000000",
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store");
+    let manifest = json_of(&body);
+    assert_eq!(manifest["VERSION"], 1);
+    assert_eq!(manifest["TTL"], ott::STEERING_TTL_S);
+    assert_eq!(
+        manifest["PATHWAY-PRIORITY"],
+        serde_json::json!(["b", "a", "c"])
+    );
+    assert_eq!(
+        manifest["RELOAD-URI"],
+        "http://198.51.100.1:8080/steering/g?p=b,a,c"
+    );
+
+    let mut snapshot = cluster.redundancy.view().unwrap().snapshot.clone();
+    snapshot.nodes[0].draining = true; // b
+    snapshot.nodes[1].silent_ms = ott::SILENT_AFTER_MS + 500; // c
+    cluster.redundancy.update_view(MeshView::new(
+        snapshot,
+        Arc::new(ott::KeyRing::new(ott::ViewKey::new(7, SECRET))),
+        now_ms(),
+    ));
+    let (_, _, body) = call(&cluster.state, "/steering/g?p=b,c,d", &[]).await;
+    let manifest = json_of(&body);
+    assert_eq!(
+        manifest["PATHWAY-PRIORITY"],
+        serde_json::json!(["d", "b", "c"])
+    );
+    // d plays; nothing else is healthy: d is asked next.
+    assert_eq!(
+        manifest["RELOAD-URI"],
+        "https://d.example.net/steering/g?p=b,c,d"
+    );
+}
+
+#[tokio::test]
+async fn bad_steering_requests_get_their_codes() {
+    let cluster = cluster(this_node(), Vec::new());
+    for uri in [
+        "/steering/g",
+        "/steering/g?p=",
+        "/steering/g?p=a,a",
+        "/steering/g?p=a%22b",
+    ] {
+        let (status, _, body) = call(&cluster.state, uri, &[]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(code_of(&body), 105_040, "{uri}");
+    }
+    let (status, _, body) = call(&cluster.state, "/steering/nobody?p=a", &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(code_of(&body), 105_041);
+}
+
+#[tokio::test]
+async fn a_draining_node_sends_new_viewers_and_reloads_away_with_a_pass() {
+    // Drain: the stream works here, but the node is being emptied.
+    let cluster = cluster(this_node(), Vec::new());
+    let (status, _, _) = call(&cluster.state, "/s/mono.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    cluster.redundancy.drain.start(now_ms());
+    for uri in ["/s/index.m3u8", "/s/mono.m3u8"] {
+        let (status, headers, _) = call(&cluster.state, uri, &[]).await;
+        assert_eq!(status, StatusCode::FOUND, "{uri}");
+        let location = headers[header::LOCATION].to_str().unwrap();
+        assert!(location.contains("?pass="), "{location}");
+        assert!(!location.contains("198.51.100.1"), "{location}");
+    }
+    // A backup viewer already here is sent on too: the node is not broken.
+    let pass = sign("s", now_ms() + 60_000, SECRET);
+    let (status, _, _) = call(&cluster.state, &format!("/s/mono.m3u8?pass={pass}"), &[]).await;
+    assert_eq!(status, StatusCode::FOUND);
+    cluster.redundancy.drain.stop();
+    let (status, _, _) = call(&cluster.state, "/s/mono.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::OK);
 }

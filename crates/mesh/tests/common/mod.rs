@@ -38,6 +38,7 @@ pub fn announce(name: &str) -> NodeAnnounce {
             backup_sessions: 0,
         },
         thresholds: Thresholds::default(),
+        draining: false,
     }
 }
 

@@ -41,6 +41,8 @@ pub fn node(name: &str) -> NodeView {
             backup_session_limit: Some(1000),
         },
         alive: true,
+        silent_ms: 0,
+        draining: false,
     }
 }
 

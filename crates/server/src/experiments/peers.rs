@@ -173,6 +173,8 @@ mod tests {
             load: ott::Load::default(),
             thresholds: ott::Thresholds::default(),
             alive,
+            silent_ms: 0,
+            draining: false,
         }
     }
 

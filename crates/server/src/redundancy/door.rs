@@ -7,7 +7,8 @@
 //! request goes to the node holding most of its period (302, OTT-PROT-3, OTT-ARCH-1/2);
 //! a new viewer of a stream that does not work here goes to a node that can serve it
 //! (302, OTT-PROT-2). A viewer that already came with a pass is never sent on again:
-//! two broken nodes cannot bounce a player between them.
+//! two broken nodes cannot bounce a player between them — unless this node drains
+//! (it is not broken, and no draining node is ever a redirect target).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -213,7 +214,11 @@ pub fn check(
         StreamFile::Fmp4(file) if !file.is_live_manifest() => Some(file.archive_period()),
         _ => None,
     };
+    // A draining node works for nobody: new viewers, and the reloads of players that
+    // do not steer, are sent to a node that serves the stream.
+    let draining = redundancy.drain.is_draining();
     let working = period.is_none()
+        && !draining
         && state.channel(stream).is_some_and(|channel| {
             stream_working(&channel, now_ms, redundancy.settings().stale_after_ms)
         });
@@ -286,7 +291,7 @@ pub fn check(
     if working {
         return Door::Continue;
     }
-    if with_pass {
+    if with_pass && !draining {
         // Sent here as a backup, and the stream does not work here either: refuse at
         // once so the player tries its next backup.
         return refuse(redundancy, OttRefusal::NoBackup);

@@ -1,7 +1,11 @@
 //! The master playlist with backup variants (OTT-PROT-1, OTT-PLAY-1, OTT-GRP-2):
-//! this node's variant first, then the same variant at up to two backups, with
+//! this node's variants first, then the same variants at up to two backups, with
 //! byte-identical attributes and a pass, so a switching player treats them as
-//! redundant streams.
+//! redundant streams. Each node's variants form a pathway (`PATHWAY-ID`, its node's
+//! name) and `EXT-X-CONTENT-STEERING` points at a steering server on the first backup
+//! (RFC 8216bis §7), so a player that steers is moved off a hung, draining or broken
+//! node by the mesh ([`crate::routes::steering`]); one that does not still fails over
+//! between the redundant variants on errors.
 
 use axum::extract::Request;
 use axum::http::header;
@@ -18,6 +22,7 @@ fn backups_for(
     request: &Request,
 ) -> Option<(
     std::sync::Arc<crate::redundancy::MeshView>,
+    String,
     Vec<ott::Target>,
 )> {
     let membership = redundancy.membership(stream)?;
@@ -33,7 +38,7 @@ fn backups_for(
     let viewer = Viewer::of(request);
     let candidates = view.candidates(&membership.group, viewer.context);
     let targets = ott::pick_backups(candidates, &viewer.session, &view.snapshot.this.id);
-    (!targets.is_empty()).then_some((view, targets))
+    (!targets.is_empty()).then_some((view, membership.group, targets))
 }
 
 /// The master playlist made for this viewer, or `None` for the plain, shared one: with
@@ -71,23 +76,46 @@ pub fn personalised(
         .collect();
     let per_copy: usize = variants.iter().map(|(a, u)| a.len() + u.len() + 2).sum();
     let mut text = String::with_capacity(header.len() + 3 * (per_copy + 240 * variants.len()));
+    // The backups that get a pass, with their pathways; the own node's pathway first.
+    let signed: Vec<(&ott::Target, String)> = backups
+        .as_ref()
+        .map(|(_, (view, _, targets))| {
+            targets
+                .iter()
+                .filter_map(|t| Some((t, view.master_pass(&t.stream)?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let pathways: Vec<String> = match &backups {
+        Some((_, (view, _, _))) if !signed.is_empty() => {
+            std::iter::once(ott::pathway_id(&view.snapshot.this.id))
+                .chain(signed.iter().map(|(t, _)| ott::pathway_id(&t.node)))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     for line in &header {
         text.push_str(line);
         text.push('\n');
     }
+    if let (Some((_, (_, group, _))), Some((first, _))) = (&backups, signed.first()) {
+        let uri = ott::steering_uri(&first.url_base, group, &pathways);
+        text.push_str(&format!(
+            "#EXT-X-CONTENT-STEERING:SERVER-URI=\"{uri}\",PATHWAY-ID=\"{}\"\n",
+            pathways[0]
+        ));
+    }
+
     let subtitles: Vec<&str> = header
         .iter()
         .copied()
         .filter(|l| l.starts_with(SUBTITLE_MEDIA))
         .collect();
     for (attributes, uri) in &variants {
-        push_variant(&mut text, attributes, uri);
+        push_variant(&mut text, &on_pathway(attributes, pathways.first()), uri);
     }
-    if let Some((redundancy, (view, targets))) = backups {
-        for (i, target) in targets.iter().enumerate() {
-            let Some(pass) = view.master_pass(&target.stream).map(str::to_owned) else {
-                continue;
-            };
+    if let Some((redundancy, _)) = backups {
+        for (i, (target, pass)) in signed.into_iter().enumerate() {
             redundancy
                 .counters
                 .passes_issued
@@ -108,7 +136,11 @@ pub fn personalised(
                         attributes.replace(VARIANT_SUBTITLES, &variant_group(i)),
                     )
                 };
-                push_variant(&mut text, &attributes, &ott::backup_uri(uri, &link));
+                push_variant(
+                    &mut text,
+                    &on_pathway(&attributes, pathways.get(i + 1)),
+                    &ott::backup_uri(uri, &link),
+                );
             }
         }
         redundancy
@@ -143,6 +175,14 @@ fn push_backup_media(text: &mut String, line: &str, group: &str, link: &ott::Bac
     // One DEFAULT per group is the stream's own choice; keep it as it is.
     text.push_str(&out);
     text.push('\n');
+}
+
+/// A variant's attributes on its pathway (none without steering).
+fn on_pathway<'a>(attributes: &'a str, pathway: Option<&String>) -> std::borrow::Cow<'a, str> {
+    match pathway {
+        Some(pathway) => std::borrow::Cow::Owned(format!("{attributes},PATHWAY-ID=\"{pathway}\"")),
+        None => std::borrow::Cow::Borrowed(attributes),
+    }
 }
 
 fn push_variant(text: &mut String, attributes: &str, uri: &str) {

@@ -123,6 +123,22 @@ pub fn own_member(
 }
 
 impl Redundancy {
+    /// Feeds the drain what this node served so far (live playlists and segments of
+    /// every stream), at `now_ms`.
+    pub fn observe_viewers(&self, state: &AppState, now_ms: i64) {
+        let served = state
+            .streams()
+            .iter()
+            .map(|entry| {
+                let c = &entry.channel.counters;
+                c.playlists_served
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    + c.segments_served.load(std::sync::atomic::Ordering::Relaxed)
+            })
+            .sum();
+        self.drain.observe(served, now_ms);
+    }
+
     /// Every member of this node (`node` is its mesh id), for the mesh to announce.
     pub fn own_members(
         &self,

@@ -8,7 +8,9 @@
 //!   viewer when overloaded (503, fast), redirect a new viewer of a stream that does not
 //!   work here (302 with a pass), redirect a catch-up request to the node holding most
 //!   of the period;
-//! - the **master playlist** with backup variants ([`master`]);
+//! - the **master playlist** with backup variants as pathways ([`master`]) and the
+//!   steering manifests that order them ([`steering`]);
+//! - the operator's **drain** ([`drain`]);
 //! - the **Backups screen** and alerts 70/78/79 ([`report`], [`alerts`]).
 //!
 //! What this node announces about its own members is computed here too
@@ -16,6 +18,7 @@
 
 pub mod alerts;
 pub mod door;
+pub mod drain;
 pub mod load;
 pub mod master;
 pub mod members;
@@ -186,6 +189,8 @@ pub struct Redundancy {
     view: RwLock<Option<Arc<MeshView>>>,
     /// Viewers that arrived from another node with a pass (OTT-OVL-1).
     pub sessions: BackupSessions,
+    /// The operator's drain of this node.
+    pub drain: drain::Drain,
     /// Answer counters.
     pub counters: RedundancyCounters,
     /// Alerts 70/78/79 and their delivery.
@@ -201,6 +206,7 @@ impl Redundancy {
             memberships: RwLock::new(HashMap::new()),
             view: RwLock::new(None),
             sessions: BackupSessions::new(settings.session_idle_ms),
+            drain: drain::Drain::default(),
             counters: RedundancyCounters::default(),
             alerts: Mutex::new(alerts::AlertBook::default()),
         }

@@ -1,6 +1,7 @@
 //! The Backups screen (OTT-OPS-1) and its API: `GET /backups` (the page, embedded),
-//! `GET /api/ott` (its data), and the test failure of OTT-OPS-2,
-//! `POST /api/streams/{name}/pause` and `/resume` (the stream's input on this node).
+//! `GET /api/ott` (its data), the test failure of OTT-OPS-2,
+//! `POST /api/streams/{name}/pause` and `/resume` (the stream's input on this node),
+//! and the node's drain, `GET`/`POST`/`DELETE /api/drain`.
 //!
 //! Like every `/api` call, these need the admin token when the node has one; the page
 //! asks for it once and keeps it in the browser's session storage.
@@ -36,7 +37,39 @@ pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
         .map(|s| s.channel.name().to_owned())
         .collect();
     body["paused_streams"] = json!(paused);
+    body["drain"] = drain_json(&state);
     Json(body).into_response()
+}
+
+fn drain_json(state: &AppState) -> serde_json::Value {
+    match state.redundancy() {
+        Some(redundancy) => redundancy.drain.json(state.clock().unix_ms()),
+        None => json!({ "state": "serving", "since_ms": null, "quiet_ms": null }),
+    }
+}
+
+/// `GET /api/drain`: whether the node is serving, draining or drained.
+pub async fn drain_state(State(state): State<AppState>, _admin: Admin) -> Response {
+    Json(drain_json(&state)).into_response()
+}
+
+/// `POST /api/drain`: drains the node (its viewers move to other nodes; see
+/// [`crate::redundancy::drain`]). Without the mesh there is nowhere to send them:
+/// 404 (`not_found`).
+pub async fn drain(State(state): State<AppState>, _admin: Admin) -> Response {
+    let Some(redundancy) = state.redundancy() else {
+        return ApiError::NotFound.into_response();
+    };
+    redundancy.drain.start(state.clock().unix_ms());
+    Json(drain_json(&state)).into_response()
+}
+
+/// `DELETE /api/drain`: the node takes viewers again.
+pub async fn undrain(State(state): State<AppState>, _admin: Admin) -> Response {
+    if let Some(redundancy) = state.redundancy() {
+        redundancy.drain.stop();
+    }
+    Json(drain_json(&state)).into_response()
 }
 
 fn set_paused(state: &AppState, name: &str, paused: bool) -> Response {

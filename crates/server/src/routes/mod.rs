@@ -11,6 +11,7 @@ pub mod hls;
 pub mod llhls;
 pub mod player;
 pub mod relay;
+pub mod steering;
 pub mod stream;
 pub mod subtitles;
 
@@ -69,6 +70,10 @@ fn handler(route: Route) -> MethodRouter<AppState> {
         Route::StreamResume => post(backups::resume),
         Route::OttReport => get(backups::report),
         Route::BackupsPage => get(backups::page),
+        Route::Drain => get(backups::drain_state)
+            .post(backups::drain)
+            .delete(backups::undrain),
+        Route::Steering => get(steering::manifest),
         Route::FaultRules => get(fault_api::list).post(fault_api::add),
         Route::FaultRule => delete(fault_api::remove),
         Route::Telemetry | Route::KpiBeacon => post(telemetry::beacon),

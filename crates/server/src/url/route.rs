@@ -35,6 +35,11 @@ pub enum Route {
     OttReport,
     /// `/backups`: the Backups screen.
     BackupsPage,
+    /// `/api/drain`: the operator's drain of this node (GET state, POST start,
+    /// DELETE stop).
+    Drain,
+    /// `/steering/{group}`: a switching player's steering manifest (RFC 8216bis §7).
+    Steering,
     /// `/api/fault-rules`: list and add fault-injection rules (FIT-1).
     FaultRules,
     /// `DELETE /api/fault-rules/{id}`.
@@ -77,7 +82,7 @@ pub enum Route {
 impl Route {
     /// The routes every node serves, most specific first (the order [`Target::of_path`]
     /// tries them in; the catch-all stream route comes last).
-    pub const NODE: [Route; 23] = [
+    pub const NODE: [Route; 25] = [
         Route::Root,
         Route::Player,
         Route::PlayerScript,
@@ -90,6 +95,8 @@ impl Route {
         Route::StreamResume,
         Route::OttReport,
         Route::BackupsPage,
+        Route::Drain,
+        Route::Steering,
         Route::FaultRules,
         Route::FaultRule,
         Route::Telemetry,
@@ -129,6 +136,8 @@ impl Route {
             Route::StreamResume => "/api/streams/{name}/resume",
             Route::OttReport => "/api/ott",
             Route::BackupsPage => "/backups",
+            Route::Drain => "/api/drain",
+            Route::Steering => "/steering/{group}",
             Route::FaultRules => "/api/fault-rules",
             Route::FaultRule => "/api/fault-rules/{id}",
             Route::Telemetry => "/telemetry",
@@ -158,6 +167,7 @@ impl Route {
                 MetricsKind::Player
             }
             Route::Metrics => MetricsKind::Metrics,
+            Route::Steering => MetricsKind::Playlist,
             // Per file: see `Target::metrics_kind`.
             Route::StreamFile | Route::RenditionFile => MetricsKind::Other,
             _ => MetricsKind::Api,
@@ -174,6 +184,8 @@ impl Route {
             Route::Player | Route::PlayerScript | Route::UtcTiming => ShedKind::PlaybackStart,
             // The redirect to the player ranks with unknown paths (as it always has).
             Route::Root => ShedKind::Other,
+            // Steering keeps a watching player on a node that works: a live playlist.
+            Route::Steering => ShedKind::LivePlaylist,
             Route::NodeStatus | Route::McOpenApi => ShedKind::Status,
             Route::Streams | Route::StreamStatus | Route::McMeeting => ShedKind::MeetingMetadata,
             Route::McMeetings if read_only => ShedKind::MeetingMetadata,
@@ -182,6 +194,7 @@ impl Route {
             | Route::StreamResume
             | Route::OttReport
             | Route::BackupsPage
+            | Route::Drain
             | Route::FaultRules
             | Route::FaultRule
             | Route::ExperimentsPage
@@ -228,13 +241,14 @@ impl Route {
 /// The first path segments of the routes that start with a literal one (`""` for
 /// `/`): a constant, so finding a route never allocates; a test derives it from the
 /// table.
-const LITERAL_FIRST_SEGMENTS: [&str; 7] = [
+const LITERAL_FIRST_SEGMENTS: [&str; 8] = [
     "",
     "api",
     "backups",
     "experiments",
     "metrics",
     "player",
+    "steering",
     "telemetry",
 ];
 

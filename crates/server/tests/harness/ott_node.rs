@@ -44,6 +44,8 @@ pub fn node_view(id: &str, url: &str, https: bool) -> ott::NodeView {
         load: ott::Load::default(),
         thresholds: ott::Thresholds::default(),
         alive: true,
+        silent_ms: 0,
+        draining: false,
     }
 }
 
