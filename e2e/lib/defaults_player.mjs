@@ -1,0 +1,99 @@
+import http from 'node:http';
+
+// hls.js with its default settings, as a meeting platform's own page would embed it
+// (not the shipped player page and its short timeouts): the page is served from a
+// loopback origin of its own (as a platform's site is another origin than the nodes;
+// Chromium lets a loopback page fetch from other loopback ports), loads a node's copy of
+// hls.js and plays a master playlist. `window.__viewer` holds what the tests read: the video
+// clock, stalls, the fragments and steering manifests loaded, errors.
+
+const PAGE = `<!doctype html><html><body>
+<video id="video" muted autoplay playsinline></video>
+<script src="HLS_JS"></script>
+<script>
+  const s = window.__viewer = {
+    currentTime: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
+    fragments: [], steering: [], errors: [], fatalErrors: [], pathways: [],
+  };
+  const video = document.getElementById('video');
+  const hls = window.__hls = new Hls();
+  let waitingSince = null;
+  video.addEventListener('waiting', () => { if (waitingSince === null) { waitingSince = performance.now(); s.stalls += 1; } });
+  video.addEventListener('playing', () => {
+    if (waitingSince !== null) { s.longestStallMs = Math.max(s.longestStallMs, performance.now() - waitingSince); waitingSince = null; }
+  });
+  let last = 0; let since = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    s.currentTime = video.currentTime;
+    if (video.currentTime !== last) { last = video.currentTime; since = now; }
+    s.frozenMs = now - since;
+    s.maxFrozenMs = Math.max(s.maxFrozenMs, s.frozenMs);
+    if (waitingSince !== null) s.longestStallMs = Math.max(s.longestStallMs, now - waitingSince);
+    const edge = hls.liveSyncPosition;
+    s.latency = edge ? edge - video.currentTime : null;
+    s.bufferAhead = video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : 0;
+  }, 50);
+  hls.on(Hls.Events.FRAG_LOADED, (_, d) => {
+    if (d.frag.type === 'main') s.fragments.push({ url: d.frag.url, at: Date.now() });
+    if (s.fragments.length > 400) s.fragments.splice(0, 100);
+  });
+  hls.on(Hls.Events.STEERING_MANIFEST_LOADED, (_, d) => {
+    s.steering.push({ url: d.url, at: Date.now(), priority: d.steeringManifest['PATHWAY-PRIORITY'] });
+    if (s.steering.length > 400) s.steering.splice(0, 100);
+  });
+  hls.on(Hls.Events.LEVELS_UPDATED, (_, d) => { s.pathways.push({ at: Date.now(), pathway: d.levels[0] && d.levels[0].pathwayId }); });
+  hls.on(Hls.Events.ERROR, (_, d) => {
+    const e = { details: d.details, fatal: d.fatal, at: Date.now(), url: d.frag ? d.frag.url : (d.context ? d.context.url : null) };
+    s.errors.push(e);
+    if (d.fatal) s.fatalErrors.push(e);
+  });
+  hls.loadSource(new URLSearchParams(location.search).get('src'));
+  hls.attachMedia(video);
+  video.play().catch(() => {});
+</script></body></html>`;
+
+let site = null;
+
+/** The platform's site: one loopback HTTP server serving the page, started once. */
+async function platformSite() {
+  if (site) return site;
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const script = url.searchParams.get('hls') || '';
+    res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'no-store' });
+    res.end(PAGE.replace('HLS_JS', script.replace(/[<>"]/g, '')));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  site = `http://127.0.0.1:${server.address().port}`;
+  return site;
+}
+
+/**
+ * Opens hls.js with default settings (the script from `node`), playing `src`; resolves
+ * once it has played `playSeconds`.
+ */
+export async function openDefaultsPlayer(page, node, src, playSeconds = 8) {
+  const base = await platformSite();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(`${base}/watch.html?hls=${encodeURIComponent(`${node.base}/player/hls.min.js`)}&src=${encodeURIComponent(src)}`);
+  await page.waitForFunction((t) => window.__viewer && window.__viewer.currentTime >= t, playSeconds, { timeout: 45_000 });
+  return { pageErrors };
+}
+
+/** The viewer's figures now. */
+export function viewerState(page) {
+  return page.evaluate(() => JSON.parse(JSON.stringify(window.__viewer)));
+}
+
+/** Resets the stall figures so they count from now on. */
+export function resetViewerStalls(page) {
+  return page.evaluate(() => {
+    const s = window.__viewer;
+    s.stalls = 0;
+    s.longestStallMs = 0;
+    s.maxFrozenMs = 0;
+  });
+}

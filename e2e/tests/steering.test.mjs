@@ -1,0 +1,146 @@
+// Steered failover with a player's DEFAULT settings (issue 20, OTT-PROT-1, RFC 8216bis
+// §7): hls.js as a meeting platform embeds it — no tuned timeouts — plays node a's
+// master playlist (pathways a, and two backups, with a steering server elsewhere in the
+// mesh) while a is hung (SIGSTOP), killed (kill -9), loses its input, or is drained by
+// its operator. The mesh notices within seconds and the steering manifests move the
+// viewer to a backup before its buffer runs out. Prints one row per failure for
+// docs/measured.md; `bench/steering.py` runs each failure ten times.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchBrowser } from '../lib/cluster.mjs';
+import { startCluster, waitProtected, pollUntil, masterOf } from '../lib/processes.mjs';
+import { openDefaultsPlayer, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
+
+/** Issue 20's goal for a hung node under default settings: a stall of at most 2 s. */
+const STALL_GOAL_MS = 2_000;
+/** Headroom for a shared 2-core CI machine (Chromium, four brdyun processes, the test). */
+const STALL_SLACK_MS = 1_000;
+/** How long playback is watched after the failure. */
+const WATCH_MS = 20_000;
+
+let cluster;
+let browser;
+const rows = [];
+
+before(async () => {
+  cluster = await startCluster();
+  const { a, b, c } = cluster.nodes;
+  await waitProtected([a, b, c]);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  console.log('steered failover, hls.js default settings:');
+  for (const r of rows) console.log(`  ${r}`);
+  await browser?.close();
+  await cluster?.stopAll();
+});
+
+const portOf = (url) => (url ? new URL(url).port : null);
+
+/**
+ * Plays a's master playlist with hls.js defaults, calls `fail()`, watches WATCH_MS and
+ * checks playback went on from b or c within the stall goal.
+ */
+async function survives(label, fail) {
+  const { a, b, c } = cluster.nodes;
+  await waitProtected([a, b, c]);
+  const master = await masterOf(a);
+  assert.match(master.text, /#EXT-X-CONTENT-STEERING:SERVER-URI="[^"]+\/steering\/meeting\?p=node-a,node-[bc],node-[bc]",PATHWAY-ID="node-a"/,
+    `a's master names the pathways and a steering server:\n${master.text}`);
+  // hls.js starts three target durations behind the newest segment when the playlist
+  // holds them (a meeting that has run a while); a window younger than that would start
+  // it at the edge, with no buffer.
+  await pollUntil('a\'s window holds four segments', async () => {
+    const text = await fetch(`${a.base}/meeting/mono.m3u8`).then((r) => r.text()).catch(() => '');
+    return (text.match(/#EXTINF/g) || []).length >= 4;
+  }, { limitMs: 30_000 });
+  const page = await browser.newPage();
+  try {
+    const { pageErrors } = await openDefaultsPlayer(page, a, `${a.base}/meeting/index.m3u8`);
+    const before = await viewerState(page);
+    assert.equal(portOf(before.fragments.at(-1)?.url), String(a.http), 'playing from node a before the failure');
+    assert.ok(before.steering.length > 0, `the player asks the steering server: ${JSON.stringify(before.errors)} ${JSON.stringify(before.pathways)}`);
+    assert.ok(before.steering.every((s) => portOf(s.url) !== String(a.http)),
+      `steering is asked of a backup, never of the node the viewer plays from: ${before.steering.map((s) => s.url)}`);
+    await resetViewerStalls(page);
+    const failedAt = Date.now();
+    await fail();
+    await page.waitForTimeout(WATCH_MS);
+    const end = await viewerState(page);
+    const played = end.currentTime - before.currentTime;
+    const stall = Math.round(end.longestStallMs);
+    const frozen = Math.round(end.maxFrozenMs);
+    const moved = end.fragments.find((f) => f.at > failedAt && portOf(f.url) !== String(a.http));
+    const steered = end.steering.find((s) => s.at > failedAt && s.priority[0] !== 'node-a');
+    const row = `${label}: longest stall ${stall} ms, video clock frozen at most ${frozen} ms, ${end.stalls} stall(s), `
+      + `first fragment from a backup ${moved ? moved.at - failedAt : '-'} ms after the failure, `
+      + `steered off a after ${steered ? steered.at - failedAt : '-'} ms, buffer ${before.bufferAhead.toFixed(1)} s at the failure, `
+      + `fatal errors ${end.fatalErrors.length}, errors ${JSON.stringify(end.errors.filter((e) => e.at > failedAt).map((e) => e.details))}`;
+    rows.push(row);
+    console.log(`steering ${row}`);
+    assert.deepEqual(end.fatalErrors, [], 'no fatal hls.js error');
+    assert.deepEqual(pageErrors, []);
+    assert.ok([String(b.http), String(c.http)].includes(portOf(end.fragments.at(-1)?.url)),
+      `the last fragment came from b or c, not ${end.fragments.at(-1)?.url}`);
+    assert.ok(played >= WATCH_MS / 1000 - 5, `played only ${played.toFixed(1)} s in ${WATCH_MS / 1000} s`);
+    assert.ok(stall <= STALL_GOAL_MS + STALL_SLACK_MS, `longest stall ${stall} ms, goal ${STALL_GOAL_MS} ms (+${STALL_SLACK_MS} ms slack)`);
+    assert.ok(frozen <= STALL_GOAL_MS + STALL_SLACK_MS, `video clock frozen ${frozen} ms, goal ${STALL_GOAL_MS} ms (+${STALL_SLACK_MS} ms slack)`);
+    return end;
+  } finally {
+    await page.close();
+  }
+}
+
+test('hls.js defaults: a hung node (SIGSTOP) is steered away from before the buffer runs out', { timeout: 150_000 }, async () => {
+  const { a } = cluster.nodes;
+  try {
+    await survives('SIGSTOP', () => a.hang());
+  } finally {
+    a.resume();
+  }
+});
+
+test('hls.js defaults: a drained node loses its viewers with no stall; undrain brings it back', { timeout: 150_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  const api = (method) => fetch(`${a.base}/api/drain`, { method }).then((r) => r.json());
+  try {
+    await survives('drain', async () => {
+      const state = await api('POST');
+      assert.equal(state.state, 'draining');
+    });
+    // A new viewer of a is redirected with a pass.
+    const res = await fetch(`${a.base}/meeting/index.m3u8`, { redirect: 'manual' });
+    assert.equal(res.status, 302);
+    assert.ok(new URL(res.headers.get('location')).searchParams.get('pass'));
+    // b and c no longer offer a as a backup.
+    const masters = await Promise.all([masterOf(b), masterOf(c)]);
+    assert.ok(masters.every((m) => !m.variants.some((u) => portOf(u) === String(a.http))), 'a drained node is offered by nobody');
+    const drained = await pollUntil('a reports drained', async () => (await api('GET')).state === 'drained', { limitMs: 20_000 });
+    console.log(`drain: a reports drained (no live request for 10 s) ${drained.ms} ms after the watch ended`);
+  } finally {
+    await api('DELETE');
+  }
+  const back = await pollUntil('a serves and is offered again', async () => {
+    const own = await fetch(`${a.base}/meeting/index.m3u8`, { redirect: 'manual' });
+    const m = await masterOf(b);
+    return own.status === 200 && m.variants.some((u) => portOf(u) === String(a.http));
+  }, { limitMs: 15_000 });
+  console.log(`undrain: a serves and is offered again ${back.ms} ms later`);
+  await waitProtected([a, b, c]);
+});
+
+test('hls.js defaults: kill -9 and a paused input still cost no stall', { timeout: 200_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  try {
+    await survives('pause input', () => fetch(`${a.base}/api/streams/meeting/pause`, { method: 'POST' }));
+  } finally {
+    await fetch(`${a.base}/api/streams/meeting/resume`, { method: 'POST' });
+  }
+  try {
+    await survives('kill -9', () => a.kill9());
+  } finally {
+    if (!a.pid) await a.start();
+    await waitProtected([a, b, c]);
+  }
+});
