@@ -101,13 +101,20 @@ test('hls.js defaults: a hung node (SIGSTOP) is steered away from before the buf
   }
 });
 
-test('hls.js defaults: a drained node loses its viewers with no stall; undrain brings it back', { timeout: 150_000 }, async () => {
+test('hls.js defaults: a node drained from its Backups screen loses its viewers with no stall; undrain brings it back', { timeout: 150_000 }, async () => {
   const { a, b, c } = cluster.nodes;
   const api = (method) => fetch(`${a.base}/api/drain`, { method }).then((r) => r.json());
+  const screen = await browser.newPage();
+  const button = screen.locator('[data-testid="drain-button"]');
+  const shown = () => screen.locator('[data-testid="drain-state"]').innerText();
   try {
+    await screen.goto(`${a.base}/backups`);
+    await screen.waitForFunction(() => document.getElementById('at').textContent !== 'never');
+    assert.equal(await shown(), 'serving');
     await survives('drain', async () => {
-      const state = await api('POST');
-      assert.equal(state.state, 'draining');
+      assert.equal(await button.innerText(), 'Drain this node');
+      await button.click();
+      await screen.waitForFunction(() => document.querySelector('[data-testid="drain-state"]').textContent.startsWith('draining'));
     });
     // A new viewer of a is redirected with a pass.
     const res = await fetch(`${a.base}/meeting/index.m3u8`, { redirect: 'manual' });
@@ -116,10 +123,13 @@ test('hls.js defaults: a drained node loses its viewers with no stall; undrain b
     // b and c no longer offer a as a backup.
     const masters = await Promise.all([masterOf(b), masterOf(c)]);
     assert.ok(masters.every((m) => !m.variants.some((u) => portOf(u) === String(a.http))), 'a drained node is offered by nobody');
-    const drained = await pollUntil('a reports drained', async () => (await api('GET')).state === 'drained', { limitMs: 20_000 });
-    console.log(`drain: a reports drained (no live request for 10 s) ${drained.ms} ms after the watch ended`);
+    const drained = await pollUntil('the screen shows drained', async () => (await shown()).startsWith('drained'), { limitMs: 20_000 });
+    console.log(`drain: the Backups screen shows "${await shown()}" ${drained.ms} ms after the watch ended`);
+    await button.click();
+    await screen.waitForFunction(() => document.querySelector('[data-testid="drain-state"]').textContent === 'serving');
   } finally {
     await api('DELETE');
+    await screen.close();
   }
   const back = await pollUntil('a serves and is offered again', async () => {
     const own = await fetch(`${a.base}/meeting/index.m3u8`, { redirect: 'manual' });

@@ -63,6 +63,8 @@ fn node_json(node: &ott::NodeView, this: bool) -> Value {
         "id": node.id.as_str(),
         "this_node": this,
         "alive": node.alive,
+        "silent_ms": node.silent_ms,
+        "draining": node.draining,
         "version": node.version.to_string(),
         "hostname": node.hostname,
         "addresses": node.addresses.iter().map(|a| json!({
