@@ -154,3 +154,24 @@ test('hls.js defaults: kill -9 and a paused input still cost no stall', { timeou
     await waitProtected([a, b, c]);
   }
 });
+
+test('the shipped player takes its timeouts from the playlist\'s target duration, or from ?target=', { timeout: 90_000 }, async () => {
+  const { a } = cluster.nodes;
+  const page = await browser.newPage();
+  try {
+    // A stream of 6-s segments: the media playlist says so (rewritten on its way).
+    await page.route(/\/meeting\/mono\.m3u8/, async (route) => {
+      const res = await route.fetch();
+      const body = (await res.text()).replace(/#EXT-X-TARGETDURATION:\d+/, '#EXT-X-TARGETDURATION:6');
+      await route.fulfill({ response: res, body });
+    });
+    await page.goto(`${a.base}/player?stream=meeting`);
+    const derived = await pollUntil('the player reads the target duration', () => page.evaluate(() => window.__brdyun && window.__brdyun.timeoutMs === 7500), { limitMs: 30_000 });
+    console.log(`player: timeouts 7500 ms for 6-s segments ${derived.ms} ms after opening`);
+    await page.goto(`${a.base}/player?stream=meeting&target=1000`);
+    await page.waitForFunction(() => window.__brdyun && window.__brdyun.currentTime > 1, null, { timeout: 30_000 });
+    assert.equal(await page.evaluate(() => window.__brdyun.timeoutMs), 1250, '?target= fixes the timeouts');
+  } finally {
+    await page.close();
+  }
+});
