@@ -7,6 +7,7 @@
 // docs/measured.md; `bench/steering.py` runs each failure ten times.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
 import { launchBrowser } from '../lib/cluster.mjs';
 import { startCluster, waitProtected, pollUntil, masterOf } from '../lib/processes.mjs';
 import { openDefaultsPlayer, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
@@ -173,5 +174,58 @@ test('the shipped player takes its timeouts from the playlist\'s target duration
     assert.equal(await page.evaluate(() => window.__brdyun.timeoutMs), 1250, '?target= fixes the timeouts');
   } finally {
     await page.close();
+  }
+});
+
+/** ffmpeg's own User-Agent (`Lavf/<libavformat version>`), as the nodes see it. */
+function ffmpegUserAgent() {
+  const out = execFileSync('ffmpeg', ['-hide_banner', '-version'], { encoding: 'utf8' });
+  const m = out.match(/libavformat\s+(\d+)\.\s*(\d+)\.\s*(\d+)/);
+  return m ? `Lavf/${Number(m[1])}.${Number(m[2])}.${Number(m[3])}` : 'Lavf';
+}
+
+/** Runs ffmpeg on `url` for `seconds` of media; resolves with its exit code and stderr. */
+function ffmpegDecodes(url, seconds, limitMs = 45_000) {
+  return new Promise((resolve) => {
+    const child = spawn('ffmpeg', ['-nostdin', '-v', 'error', '-i', url, '-t', String(seconds), '-f', 'null', '-'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), limitMs);
+    child.on('exit', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stderr }); });
+  });
+}
+
+test('a player that reopens the way in after its node died plays on (ffmpeg, /watch)', { timeout: 150_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  await waitProtected([a, b, c]);
+  const ua = ffmpegUserAgent();
+  const nodes = [a, b, c];
+  const landsOn = async (entry) => {
+    const res = await fetch(`${entry.base}/watch/meeting.m3u8`, { redirect: 'manual', headers: { 'User-Agent': ua } });
+    assert.equal(res.status, 302, `the entry on ${entry.name} redirects`);
+    const location = new URL(res.headers.get('location'), entry.base);
+    return nodes.find((n) => String(n.http) === location.port);
+  };
+  // An entry that sends ffmpeg to another node, so that node can die under it.
+  let entry = null;
+  let serving = null;
+  for (const e of nodes) {
+    const on = await landsOn(e);
+    if (on && on !== e) { entry = e; serving = on; break; }
+  }
+  assert.ok(entry, 'some entry sends ffmpeg to another node');
+  const first = await ffmpegDecodes(`${entry.base}/watch/meeting.m3u8`, 4);
+  assert.equal(first.code, 0, `ffmpeg plays through the entry on ${entry.name}:\n${first.stderr}`);
+  try {
+    await serving.kill9();
+    const killedAt = Date.now();
+    const moved = await pollUntil('the entry sends ffmpeg to a live node', async () => (await landsOn(entry)) !== serving, { limitMs: 20_000, everyMs: 100 });
+    const again = await ffmpegDecodes(`${entry.base}/watch/meeting.m3u8`, 6);
+    console.log(`way in: ${serving.name} killed; the entry on ${entry.name} sent ffmpeg elsewhere ${moved.ms} ms later; `
+      + `ffmpeg reopened and decoded 6 s (exit ${again.code}) ${Date.now() - killedAt} ms after the kill`);
+    assert.equal(again.code, 0, `ffmpeg plays on after reopening the entry:\n${again.stderr}`);
+  } finally {
+    if (!serving.pid) await serving.start();
+    await waitProtected([a, b, c]);
   }
 });

@@ -18,7 +18,9 @@
 //! 5. a viewer arriving with a pass: [`KeyRing::verify`] (OTT-GRP-3), then
 //!    [`admit_backup_viewer`] (OTT-OVL-1/2).
 //!
-//! 6. a switching player's steering request: [`steer`] orders its pathways from the
+//! 6. a viewer entering by `/watch/{group}`: [`entry_target`], any node that serves it,
+//!    this one included;
+//! 7. a switching player's steering request: [`steer`] orders its pathways from the
 //!    snapshot (RFC 8216bis §7).
 //!
 //! In the background, every tick: [`group_report`] per group for the Backups screen
@@ -29,6 +31,7 @@ mod alert;
 mod balance;
 mod base64url;
 mod eligibility;
+mod entry;
 mod overload;
 mod pass;
 mod player;
@@ -48,6 +51,7 @@ pub use eligibility::{
     eligibility_problems, eligible, live_window_age_ms, servable_problems, LIVE_WINDOW_MAX_AGE_MS,
     MAX_BITRATE_RATIO_PERMILLE, MAX_CLOCK_SKEW_MS, SILENT_AFTER_MS,
 };
+pub use entry::{entry_target, Entry};
 pub use overload::{admit_backup_viewer, overload, Admit, Overload};
 pub use pass::{
     KeyRing, Pass, PassError, ViewKey, MASTER_PASS_LIFETIME_MS, PASS_CLOCK_TOLERANCE_MS,
@@ -64,7 +68,7 @@ pub use steering::{
     is_pathway_id, parse_pathways, pathway_id, steer, steering_uri, PathwayListError,
     PathwayVerdict, Steering, SteeringManifest, MAX_PATHWAYS, STEERING_TTL_S,
 };
-pub use variants::{backup_uri, master_variants, BackupLink};
+pub use variants::{backup_uri, encode_segment, master_variants, BackupLink};
 pub use view::{
     Announced, ArchiveRanges, Load, MemberView, NodeId, NodeView, Protocol, Rung, Scheme, Snapshot,
     Thresholds, Transport, Version, VersionError,

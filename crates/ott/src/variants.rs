@@ -18,7 +18,7 @@ pub struct BackupLink {
 }
 
 /// Percent-encodes one path segment (RFC 3986 unreserved characters pass through).
-pub(crate) fn encode_segment(segment: &str) -> String {
+pub fn encode_segment(segment: &str) -> String {
     let mut out = String::with_capacity(segment.len());
     for b in segment.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -457,3 +457,55 @@ async fn a_draining_node_sends_new_viewers_and_reloads_away_with_a_pass() {
     let (status, _, _) = call(&cluster.state, "/s/mono.m3u8", &[]).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn the_way_in_sends_each_viewer_to_a_node_that_serves_it_balanced() {
+    // Issue 20 §5: /watch/{group} on any node, this one included while it works.
+    let cluster = cluster(this_node(), Vec::new());
+    let mut here = 0;
+    let mut there = 0;
+    for viewer in 0..40 {
+        let member = format!("viewer-{viewer}");
+        let (status, headers, body) = call(
+            &cluster.state,
+            "/watch/g.m3u8?login=x",
+            &[("x-brdyun-member", &member)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::FOUND, "{body}");
+        let location = headers[header::LOCATION].to_str().unwrap();
+        if location == "/s/index.m3u8?login=x" {
+            here += 1;
+        } else {
+            assert!(location.contains("/index.m3u8?login=x&pass="), "{location}");
+            there += 1;
+        }
+        // The same viewer lands on the same node again.
+        let (_, again, _) = call(
+            &cluster.state,
+            "/watch/g.m3u8?login=x",
+            &[("x-brdyun-member", &member)],
+        )
+        .await;
+        let same = again[header::LOCATION].to_str().unwrap();
+        assert_eq!(same.split("pass=").next(), location.split("pass=").next());
+    }
+    assert!(here > 0 && there > 0, "here {here}, there {there}");
+    // DASH: the other members package no fMP4 here, so every viewer stays.
+    let (_, headers, _) = call(&cluster.state, "/watch/g.mpd", &[]).await;
+    assert_eq!(headers[header::LOCATION], "/s/index.mpd");
+    // Draining: nobody is sent here.
+    cluster.redundancy.drain.start(now_ms());
+    for viewer in 0..20 {
+        let member = format!("viewer-{viewer}");
+        let (_, headers, _) =
+            call(&cluster.state, "/watch/g", &[("x-brdyun-member", &member)]).await;
+        assert!(headers[header::LOCATION]
+            .to_str()
+            .unwrap()
+            .contains("/index.m3u8?pass="));
+    }
+    cluster.redundancy.drain.stop();
+    let (status, _, body) = call(&cluster.state, "/watch/nobody.m3u8", &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}

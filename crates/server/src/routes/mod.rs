@@ -14,6 +14,7 @@ pub mod relay;
 pub mod steering;
 pub mod stream;
 pub mod subtitles;
+pub mod watch;
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
@@ -74,6 +75,7 @@ fn handler(route: Route) -> MethodRouter<AppState> {
             .post(backups::drain)
             .delete(backups::undrain),
         Route::Steering => get(steering::manifest),
+        Route::Watch => get(watch::entry),
         Route::FaultRules => get(fault_api::list).post(fault_api::add),
         Route::FaultRule => delete(fault_api::remove),
         Route::Telemetry | Route::KpiBeacon => post(telemetry::beacon),

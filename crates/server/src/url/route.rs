@@ -40,6 +40,9 @@ pub enum Route {
     Drain,
     /// `/steering/{group}`: a switching player's steering manifest (RFC 8216bis §7).
     Steering,
+    /// `/watch/{group}[.m3u8|.mpd|.ll.m3u8]`: the way in, a 302 to a node that serves
+    /// the viewer now.
+    Watch,
     /// `/api/fault-rules`: list and add fault-injection rules (FIT-1).
     FaultRules,
     /// `DELETE /api/fault-rules/{id}`.
@@ -82,7 +85,7 @@ pub enum Route {
 impl Route {
     /// The routes every node serves, most specific first (the order [`Target::of_path`]
     /// tries them in; the catch-all stream route comes last).
-    pub const NODE: [Route; 25] = [
+    pub const NODE: [Route; 26] = [
         Route::Root,
         Route::Player,
         Route::PlayerScript,
@@ -97,6 +100,7 @@ impl Route {
         Route::BackupsPage,
         Route::Drain,
         Route::Steering,
+        Route::Watch,
         Route::FaultRules,
         Route::FaultRule,
         Route::Telemetry,
@@ -138,6 +142,7 @@ impl Route {
             Route::BackupsPage => "/backups",
             Route::Drain => "/api/drain",
             Route::Steering => "/steering/{group}",
+            Route::Watch => "/watch/{name}",
             Route::FaultRules => "/api/fault-rules",
             Route::FaultRule => "/api/fault-rules/{id}",
             Route::Telemetry => "/telemetry",
@@ -167,7 +172,7 @@ impl Route {
                 MetricsKind::Player
             }
             Route::Metrics => MetricsKind::Metrics,
-            Route::Steering => MetricsKind::Playlist,
+            Route::Steering | Route::Watch => MetricsKind::Playlist,
             // Per file: see `Target::metrics_kind`.
             Route::StreamFile | Route::RenditionFile => MetricsKind::Other,
             _ => MetricsKind::Api,
@@ -181,7 +186,9 @@ impl Route {
     /// that sheds. Status reads are DEGRADED: they hurt no playback.
     fn shed_kind(self, read_only: bool) -> ShedKind {
         match self {
-            Route::Player | Route::PlayerScript | Route::UtcTiming => ShedKind::PlaybackStart,
+            Route::Player | Route::PlayerScript | Route::UtcTiming | Route::Watch => {
+                ShedKind::PlaybackStart
+            }
             // The redirect to the player ranks with unknown paths (as it always has).
             Route::Root => ShedKind::Other,
             // Steering keeps a watching player on a node that works: a live playlist.
@@ -241,7 +248,7 @@ impl Route {
 /// The first path segments of the routes that start with a literal one (`""` for
 /// `/`): a constant, so finding a route never allocates; a test derives it from the
 /// table.
-const LITERAL_FIRST_SEGMENTS: [&str; 8] = [
+const LITERAL_FIRST_SEGMENTS: [&str; 9] = [
     "",
     "api",
     "backups",
@@ -250,6 +257,7 @@ const LITERAL_FIRST_SEGMENTS: [&str; 8] = [
     "player",
     "steering",
     "telemetry",
+    "watch",
 ];
 
 /// A request's place in the route table, found once at the edge and carried in the
