@@ -374,16 +374,15 @@ impl Channel {
             .filter(|r| r.name() != MAIN)
             .map(|r| (r.name(), r.snapshot()))
             .collect();
-        match (main.fmp4_segments().last(), main.availability_start_ms) {
-            (Some((_, newest)), Some(ast)) => Bytes::from(crate::fmp4::package_mpd::package_mpd(
+        match main.fmp4_segments().last() {
+            Some((_, newest)) => Bytes::from(crate::fmp4::package_mpd::package_mpd(
                 &main,
                 &rungs,
                 membership,
-                ast,
                 u64::from(newest.marker.target_duration_ms),
                 now_ms,
             )),
-            _ => Bytes::new(),
+            None => Bytes::new(),
         }
     }
 }

@@ -59,10 +59,9 @@ impl Renderer {
         let (fmp4, mpd) = match window.fmp4_segments().last() {
             Some((_, newest)) => {
                 let target_ms = u64::from(newest.marker.target_duration_ms);
-                let ast = window.availability_start_ms.unwrap_or(0);
                 (
                     Bytes::from(playlist::live(window)),
-                    Bytes::from(mpd::live_mpd(window, ast, target_ms, window.published_ms)),
+                    Bytes::from(mpd::live_mpd(window, target_ms, window.published_ms)),
                 )
             }
             None => (Bytes::new(), Bytes::new()),

@@ -27,7 +27,6 @@ pub struct Rendition {
     newest_msn: watch::Sender<Option<u64>>,
     renderer: Renderer,
     target: TargetDuration,
-    availability_start_ms: OnceLock<i64>,
     llhls: OnceLock<Arc<crate::llhls::LlChannel>>,
     frames: OnceLock<tokio::sync::broadcast::Sender<media::Frame>>,
     archive: OnceLock<Arc<crate::recorder::Recorder>>,
@@ -47,7 +46,6 @@ impl Rendition {
             newest_msn: watch::channel(None).0,
             target: TargetDuration::new(renderer.target_duration_ms()),
             renderer,
-            availability_start_ms: OnceLock::new(),
             llhls: OnceLock::new(),
             frames: OnceLock::new(),
             archive: OnceLock::new(),
@@ -136,11 +134,6 @@ impl Rendition {
         }
         let msn = segment.msn;
         let stored = StoredSegment::new(segment, segments.back().map(|s| &**s), ll);
-        if let Some(view) = stored.fmp4() {
-            let _ = self
-                .availability_start_ms
-                .set(view.marker.state.anchor_unix_ms);
-        }
         segments.push_back(Arc::new(stored));
         while segments.len() > self.window_len {
             segments.pop_front();
@@ -151,7 +144,6 @@ impl Rendition {
             target_secs: self.target.announce(&segments),
             segments,
             tracks,
-            availability_start_ms: self.availability_start_ms.get().copied(),
             published_ms: now_ms,
             ..WindowSnapshot::default()
         };

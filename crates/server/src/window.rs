@@ -172,10 +172,7 @@ pub struct WindowSnapshot {
     pub switchable: bool,
     /// EXT-X-TARGETDURATION of every playlist of this window, seconds.
     pub target_secs: u64,
-    /// The MPD's `availabilityStartTime`: the anchor of the first segment with an fMP4
-    /// view the stream ever published, fixed for the stream's life as DASH requires.
-    pub availability_start_ms: Option<i64>,
-    /// When this window was published, Unix ms (the MPD's `publishTime`).
+    /// When this window was published, Unix ms.
     pub published_ms: i64,
     /// The stream's subtitle tracks (those of the newest segment with a caption block)
     /// with their rendered media playlists, in the order players list them.

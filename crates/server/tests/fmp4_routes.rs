@@ -232,8 +232,13 @@ async fn the_live_mpd_parses_back_on_the_ts_timeline() {
     let marker = server::fmp4::marker_of(&first.data).unwrap();
     assert_eq!(
         mpd.availabilityStartTime.map(|t| t.timestamp_millis()),
-        Some(marker.state.anchor_unix_ms),
-        "availabilityStartTime is the timeline anchor"
+        Some(0),
+        "availabilityStartTime is the epoch: the MPD depends on the timeline only"
+    );
+    assert_eq!(
+        mpd.periods[0].start.map(|d| d.as_millis()),
+        Some(u128::try_from(marker.state.anchor_unix_ms).unwrap()),
+        "the period starts at its anchor's wall-clock time"
     );
     assert_eq!(mpd.UTCTiming[0].value.as_deref(), Some("/api/time"));
     assert_eq!(mpd.periods.len(), 1);

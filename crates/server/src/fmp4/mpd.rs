@@ -65,20 +65,21 @@ pub fn representations(
     (video, audio)
 }
 
-/// The dynamic MPD of a live window's fMP4 segments: `availability_start_ms` fixed for
-/// the stream's life, `minimumUpdatePeriod` one target duration, players starting
-/// three target durations behind the live edge (as HLS's hold-back), the window as
-/// the time-shift buffer.
-pub fn live_mpd(
-    window: &WindowSnapshot,
-    availability_start_ms: i64,
-    target_ms: u64,
-    now_ms: i64,
-) -> String {
+/// `availabilityStartTime` of every live MPD: the Unix epoch (as DASH-IF's live
+/// simulator writes it). Each period starts at its timeline anchor's wall-clock time,
+/// so the MPD depends on the timeline only: every node that follows it writes the same
+/// MPD, whenever it joined, restarted or switched origin, and a DASH player can move
+/// between nodes mid-play (`BaseURL`s, steering).
+pub const LIVE_AVAILABILITY_START_MS: i64 = 0;
+
+/// The dynamic MPD of a live window's fMP4 segments: `minimumUpdatePeriod` one target
+/// duration, players starting three target durations behind the live edge (as HLS's
+/// hold-back), the window as the time-shift buffer.
+pub fn live_mpd(window: &WindowSnapshot, target_ms: u64, now_ms: i64) -> String {
     let views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
     let mut periods = periods(&views, |_| None);
     with_texts(&mut periods, window);
-    dynamic_mpd(periods, availability_start_ms, target_ms, now_ms)
+    dynamic_mpd(periods, target_ms, now_ms)
 }
 
 /// Gives every period the stream's subtitle tracks (those of the live window: see
@@ -170,13 +171,19 @@ pub fn periods(
 }
 
 /// The dynamic MPD of `periods` (see [`live_mpd`]); the time-shift buffer is what they
-/// list.
-pub fn dynamic_mpd(
-    periods: Vec<MpdPeriod>,
-    availability_start_ms: i64,
-    target_ms: u64,
-    now_ms: i64,
-) -> String {
+/// list, and `publishTime` the wall-clock end of their newest segment (`now_ms` when
+/// they list none), so it too is the same on every node.
+pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> String {
+    let publish_unix_ms = periods
+        .iter()
+        .rev()
+        .find_map(|p| {
+            let last = p.segments.last()?;
+            let end = last.start_ts.saturating_add(last.duration_ticks);
+            let offset_ms = i64::try_from(end.saturating_sub(p.anchor_ts) / 90).ok()?;
+            Some(p.anchor_unix_ms.saturating_add(offset_ms))
+        })
+        .unwrap_or(now_ms);
     let window_ticks: u64 = periods
         .iter()
         .flat_map(|p| &p.segments)
@@ -184,12 +191,12 @@ pub fn dynamic_mpd(
         .sum();
     let mpd = Mpd {
         kind: MpdKind::Dynamic {
-            publish_unix_ms: now_ms,
+            publish_unix_ms,
             minimum_update_period_ms: target_ms,
             time_shift_buffer_depth_ms: window_ticks / 90,
             suggested_presentation_delay_ms: target_ms.saturating_mul(3),
         },
-        availability_start_unix_ms: availability_start_ms,
+        availability_start_unix_ms: LIVE_AVAILABILITY_START_MS,
         min_buffer_time_ms: target_ms,
         periods,
         utc_timing_uri: Some(Route::UtcTiming.pattern().to_owned()),

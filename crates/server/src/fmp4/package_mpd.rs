@@ -140,7 +140,6 @@ pub fn package_mpd(
     window: &WindowSnapshot,
     rungs: &[(&str, Arc<WindowSnapshot>)],
     membership: &mut Membership,
-    availability_start_ms: i64,
     target_ms: u64,
     now_ms: i64,
 ) -> String {
@@ -195,7 +194,7 @@ pub fn package_mpd(
             .collect();
     }
     super::mpd::with_texts(&mut periods, window);
-    dynamic_mpd(periods, availability_start_ms, target_ms, now_ms)
+    dynamic_mpd(periods, target_ms, now_ms)
 }
 
 /// A rung's Representation in `period`, of which it is a member (its key says so:
