@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { readFileSync } from 'node:fs';
 
 // hls.js with its default settings, as a meeting platform's own page would embed it
 // (not the shipped player page and its short timeouts): the page is served from a
@@ -12,7 +13,7 @@ const PAGE = `<!doctype html><html><body>
 <script src="HLS_JS"></script>
 <script>
   const s = window.__viewer = {
-    currentTime: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
+    currentTime: 0, played: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
     fragments: [], steering: [], errors: [], fatalErrors: [], pathways: [],
   };
   const video = document.getElementById('video');
@@ -26,7 +27,7 @@ const PAGE = `<!doctype html><html><body>
   setInterval(() => {
     const now = performance.now();
     s.currentTime = video.currentTime;
-    if (video.currentTime !== last) { last = video.currentTime; since = now; }
+    if (video.currentTime !== last) { if (last > 0 && video.currentTime > last && video.currentTime - last < 1) s.played += video.currentTime - last; last = video.currentTime; since = now; }
     s.frozenMs = now - since;
     s.maxFrozenMs = Math.max(s.maxFrozenMs, s.frozenMs);
     if (waitingSince !== null) s.longestStallMs = Math.max(s.longestStallMs, now - waitingSince);
@@ -53,6 +54,55 @@ const PAGE = `<!doctype html><html><body>
   video.play().catch(() => {});
 </script></body></html>`;
 
+// dash.js with its default settings, the same figures in `window.__viewer`.
+const DASH_PAGE = `<!doctype html><html><body>
+<video id="video" muted autoplay playsinline></video>
+<script src="/dash.all.min.js"></script>
+<script>
+  const s = window.__viewer = {
+    currentTime: 0, played: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
+    fragments: [], steering: [], errors: [], fatalErrors: [], bufferAhead: 0,
+  };
+  const video = document.getElementById('video');
+  const player = window.__player = dashjs.MediaPlayer().create();
+  player.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING } });
+  let waitingSince = null;
+  video.addEventListener('waiting', () => { if (waitingSince === null) { waitingSince = performance.now(); s.stalls += 1; } });
+  video.addEventListener('playing', () => {
+    if (waitingSince !== null) { s.longestStallMs = Math.max(s.longestStallMs, performance.now() - waitingSince); waitingSince = null; }
+  });
+  let last = 0; let since = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    s.currentTime = video.currentTime;
+    if (video.currentTime !== last) { if (last > 0 && video.currentTime > last && video.currentTime - last < 1) s.played += video.currentTime - last; last = video.currentTime; since = now; }
+    s.frozenMs = now - since;
+    s.maxFrozenMs = Math.max(s.maxFrozenMs, s.frozenMs);
+    if (waitingSince !== null) s.longestStallMs = Math.max(s.longestStallMs, now - waitingSince);
+    s.bufferAhead = video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : 0;
+  }, 50);
+  const E = dashjs.MediaPlayer.events;
+  player.on(E.FRAGMENT_LOADING_COMPLETED, (e) => {
+    const url = e.request && e.request.url;
+    if (url && e.request.mediaType === 'video' && !(e.response == null)) s.fragments.push({ url, at: Date.now() });
+    if (s.fragments.length > 400) s.fragments.splice(0, 100);
+  });
+  player.on(E.CONTENT_STEERING_REQUEST_COMPLETED, (e) => {
+    const data = e.currentSteeringResponseData || {};
+    s.steering.push({ url: e.url, at: Date.now(), priority: data.pathwayPriority || [] });
+    if (s.steering.length > 400) s.steering.splice(0, 100);
+  });
+  player.on(E.ERROR, (e) => {
+    const err = { details: JSON.stringify(e.error || e).slice(0, 300), at: Date.now() };
+    s.errors.push(err);
+    s.fatalErrors.push(err);
+  });
+  player.on(E.PLAYBACK_ERROR, (e) => s.fatalErrors.push({ details: 'playback ' + JSON.stringify(e.error || e).slice(0, 300), at: Date.now() }));
+  player.initialize(video, new URLSearchParams(location.search).get('src'), true);
+</script></body></html>`;
+
+const DASH_JS = new URL('../node_modules/dashjs/dist/modern/umd/dash.all.min.js', import.meta.url);
+
 let site = null;
 
 /** The platform's site: one loopback HTTP server serving the page, started once. */
@@ -60,6 +110,16 @@ async function platformSite() {
   if (site) return site;
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    if (url.pathname === '/dash.all.min.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' });
+      res.end(readFileSync(DASH_JS));
+      return;
+    }
+    if (url.pathname === '/dash.html') {
+      res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'no-store' });
+      res.end(DASH_PAGE);
+      return;
+    }
     const script = url.searchParams.get('hls') || '';
     res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'no-store' });
     res.end(PAGE.replace('HLS_JS', script.replace(/[<>"]/g, '')));
@@ -79,7 +139,20 @@ export async function openDefaultsPlayer(page, node, src, playSeconds = 8) {
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   await page.goto(`${base}/watch.html?hls=${encodeURIComponent(`${node.base}/player/hls.min.js`)}&src=${encodeURIComponent(src)}`);
-  await page.waitForFunction((t) => window.__viewer && window.__viewer.currentTime >= t, playSeconds, { timeout: 45_000 });
+  await page.waitForFunction((t) => window.__viewer && window.__viewer.played >= t, playSeconds, { timeout: 45_000 });
+  return { pageErrors };
+}
+
+/**
+ * Opens dash.js with default settings playing `src`; resolves once it has played
+ * `playSeconds`.
+ */
+export async function openDashDefaults(page, src, playSeconds = 8) {
+  const base = await platformSite();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.goto(`${base}/dash.html?src=${encodeURIComponent(src)}`);
+  await page.waitForFunction((t) => window.__viewer && window.__viewer.played >= t, playSeconds, { timeout: 45_000 });
   return { pageErrors };
 }
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { launchBrowser } from '../lib/cluster.mjs';
 import { startCluster, waitProtected, pollUntil, masterOf } from '../lib/processes.mjs';
-import { openDefaultsPlayer, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
+import { openDefaultsPlayer, openDashDefaults, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
 
 /** Issue 20's goal for a hung node under default settings: a stall of at most 2 s. */
 const STALL_GOAL_MS = 2_000;
@@ -43,11 +43,11 @@ const portOf = (url) => (url ? new URL(url).port : null);
  * Plays a's master playlist with hls.js defaults, calls `fail()`, watches WATCH_MS and
  * checks playback went on from b or c within the stall goal.
  */
-async function survives(label, fail) {
+async function survives(label, fail, { dash = false, stallGoalMs = STALL_GOAL_MS, watchMs = WATCH_MS } = {}) {
   const { a, b, c } = cluster.nodes;
   await waitProtected([a, b, c]);
   const master = await masterOf(a);
-  assert.match(master.text, /#EXT-X-CONTENT-STEERING:SERVER-URI="[^"]+\/steering\/meeting\?p=node-a,node-[bc],node-[bc]",PATHWAY-ID="node-a"/,
+  if (!dash) assert.match(master.text, /#EXT-X-CONTENT-STEERING:SERVER-URI="[^"]+\/steering\/meeting\?p=node-a,node-[bc],node-[bc]",PATHWAY-ID="node-a"/,
     `a's master names the pathways and a steering server:\n${master.text}`);
   // hls.js starts three target durations behind the newest segment when the playlist
   // holds them (a meeting that has run a while); a window younger than that would start
@@ -58,18 +58,20 @@ async function survives(label, fail) {
   }, { limitMs: 30_000 });
   const page = await browser.newPage();
   try {
-    const { pageErrors } = await openDefaultsPlayer(page, a, `${a.base}/meeting/index.m3u8`);
+    const { pageErrors } = dash
+      ? await openDashDefaults(page, `${a.base}/meeting/index.mpd`)
+      : await openDefaultsPlayer(page, a, `${a.base}/meeting/index.m3u8`);
     const before = await viewerState(page);
     assert.equal(portOf(before.fragments.at(-1)?.url), String(a.http), 'playing from node a before the failure');
-    assert.ok(before.steering.length > 0, `the player asks the steering server: ${JSON.stringify(before.errors)} ${JSON.stringify(before.pathways)}`);
+    if (!dash) assert.ok(before.steering.length > 0, `the player asks the steering server: ${JSON.stringify(before.errors)} ${JSON.stringify(before.pathways)}`);
     assert.ok(before.steering.every((s) => portOf(s.url) !== String(a.http)),
       `steering is asked of a backup, never of the node the viewer plays from: ${before.steering.map((s) => s.url)}`);
     await resetViewerStalls(page);
     const failedAt = Date.now();
     await fail();
-    await page.waitForTimeout(WATCH_MS);
+    await page.waitForTimeout(watchMs);
     const end = await viewerState(page);
-    const played = end.currentTime - before.currentTime;
+    const played = end.played - before.played;
     const stall = Math.round(end.longestStallMs);
     const frozen = Math.round(end.maxFrozenMs);
     const moved = end.fragments.find((f) => f.at > failedAt && portOf(f.url) !== String(a.http));
@@ -80,13 +82,13 @@ async function survives(label, fail) {
       + `fatal errors ${end.fatalErrors.length}, errors ${JSON.stringify(end.errors.filter((e) => e.at > failedAt).map((e) => e.details))}`;
     rows.push(row);
     console.log(`steering ${row}`);
-    assert.deepEqual(end.fatalErrors, [], 'no fatal hls.js error');
+    assert.deepEqual(end.fatalErrors, [], 'no fatal player error');
     assert.deepEqual(pageErrors, []);
     assert.ok([String(b.http), String(c.http)].includes(portOf(end.fragments.at(-1)?.url)),
       `the last fragment came from b or c, not ${end.fragments.at(-1)?.url}`);
-    assert.ok(played >= WATCH_MS / 1000 - 5, `played only ${played.toFixed(1)} s in ${WATCH_MS / 1000} s`);
-    assert.ok(stall <= STALL_GOAL_MS + STALL_SLACK_MS, `longest stall ${stall} ms, goal ${STALL_GOAL_MS} ms (+${STALL_SLACK_MS} ms slack)`);
-    assert.ok(frozen <= STALL_GOAL_MS + STALL_SLACK_MS, `video clock frozen ${frozen} ms, goal ${STALL_GOAL_MS} ms (+${STALL_SLACK_MS} ms slack)`);
+    assert.ok(played >= (watchMs - stallGoalMs) / 1000 - 5, `played only ${played.toFixed(1)} s in ${watchMs / 1000} s`);
+    assert.ok(stall <= stallGoalMs + STALL_SLACK_MS, `longest stall ${stall} ms, goal ${stallGoalMs} ms (+${STALL_SLACK_MS} ms slack)`);
+    assert.ok(frozen <= stallGoalMs + STALL_SLACK_MS, `video clock frozen ${frozen} ms, goal ${stallGoalMs} ms (+${STALL_SLACK_MS} ms slack)`);
     return end;
   } finally {
     await page.close();
@@ -227,5 +229,40 @@ test('a player that reopens the way in after its node died plays on (ffmpeg, /wa
   } finally {
     if (!serving.pid) await serving.start();
     await waitProtected([a, b, c]);
+  }
+});
+
+test('dash.js defaults: the live MPD is the same on every node, names every node as a service location, and plays with steering', { timeout: 120_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  await waitProtected([a, b, c]);
+  // The shared MPD is the same on every node; a switching player's names the nodes.
+  const strip = (t) => t.replace(/<Period [\s\S]*$/, '');
+  const fetchAll = () => Promise.all([a, b, c].map((n) => fetch(`${n.base}/meeting/index.mpd`, { headers: { 'User-Agent': 'Lavf/59.27.100' } }).then((r) => r.text())));
+  // Fetched at once, away from a segment boundary (a node may be a few ms ahead).
+  let plain = await fetchAll();
+  for (let i = 0; i < 3 && strip(plain[1]) !== strip(plain[2]); i++) {
+    await new Promise((r) => setTimeout(r, 700));
+    plain = await fetchAll();
+  }
+  // b and c ran all along (a restarted in an earlier test: its window is refilling).
+  assert.equal(strip(plain[2]), strip(plain[1]), 'the MPD header (availabilityStartTime, publishTime, ...) is the same on b and c');
+  for (const text of plain) assert.match(text, /availabilityStartTime="1970-01-01T00:00:00(\.000)?Z"/);
+  const mine = await fetch(`${a.base}/meeting/index.mpd`, { headers: { 'User-Agent': 'Mozilla/5.0 Chrome/120' } }).then((r) => r.text());
+  assert.equal((mine.match(/<BaseURL serviceLocation=/g) || []).length, 3, mine.slice(0, 2000));
+  assert.equal((mine.match(/<Location serviceLocation=/g) || []).length, 3, mine.slice(0, 2000));
+  assert.match(mine, /<ContentSteering defaultServiceLocation="node-a" queryBeforeStart="false">http:\/\/127\.0\.0\.1:\d+\/steering\/meeting\?p=node-a,node-[bc],node-[bc]<\/ContentSteering>/);
+  const page = await browser.newPage();
+  try {
+    const { pageErrors } = await openDashDefaults(page, `${a.base}/meeting/index.mpd`, 10);
+    const state = await viewerState(page);
+    console.log(`dash.js: played ${state.played.toFixed(1)} s, ${state.steering.length} steering manifest(s) from ports `
+      + `${[...new Set(state.steering.map((x) => portOf(x.url)))].join(', ')}, fragments from ports ${[...new Set(state.fragments.map((f) => portOf(f.url)))].join(', ')}`);
+    assert.deepEqual(state.errors, []);
+    assert.deepEqual(pageErrors, []);
+    assert.ok(state.steering.length > 0, 'dash.js asks the steering server');
+    assert.ok(state.steering.every((x) => portOf(x.url) !== String(a.http)), 'never the node it plays from');
+    assert.ok(state.fragments.every((f) => portOf(f.url) === String(a.http)), 'segments from its own node while all is well');
+  } finally {
+    await page.close();
   }
 });

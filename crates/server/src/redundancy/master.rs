@@ -16,7 +16,7 @@ use crate::redundancy::Redundancy;
 
 /// The backups of this viewer: the stream is in a group, the player switches (by its
 /// User-Agent), and the mesh has eligible candidates with an address for this viewer.
-fn backups_for(
+pub(crate) fn backups_for(
     redundancy: &Redundancy,
     stream: &str,
     request: &Request,

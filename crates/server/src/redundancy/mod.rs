@@ -10,6 +10,7 @@
 //!   of the period;
 //! - the **master playlist** with backup variants as pathways ([`master`]) and the
 //!   steering manifests that order them ([`steering`]);
+//! - the live **MPD** with the same nodes as service locations ([`mpd`]);
 //! - the operator's **drain** ([`drain`]);
 //! - the **Backups screen** and alerts 70/78/79 ([`report`], [`alerts`]).
 //!
@@ -22,6 +23,7 @@ pub mod drain;
 pub mod load;
 pub mod master;
 pub mod members;
+pub mod mpd;
 pub mod report;
 mod sessions;
 

@@ -114,6 +114,30 @@ pub async fn serve(
             )
             .await
         }
+        StreamFile::Fmp4(crate::url::Fmp4File::Mpd) if rung.is_none() => {
+            channel
+                .counters
+                .playlists_served
+                .fetch_add(1, Ordering::Relaxed);
+            let login = state
+                .logins()
+                .and(crate::logins::credentials(request.uri().query()))
+                .map(|(login, token)| format!("login={login}&token={token}"));
+            let plain = channel.mpd();
+            if plain.is_empty() {
+                return channel.no_media_error().into_response();
+            }
+            match crate::redundancy::mpd::personalised(
+                state.redundancy().map(|r| &**r),
+                stream,
+                &plain,
+                &request,
+                login.as_deref(),
+            ) {
+                Some(body) => crate::routes::dash::mpd_response(Cache::NoStore, body),
+                None => crate::routes::dash::mpd_response(Cache::LivePlaylist, plain),
+            }
+        }
         StreamFile::Fmp4(file) => {
             crate::routes::fmp4::serve(&channel, &rendition, file, request.headers()).await
         }
