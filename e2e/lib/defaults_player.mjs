@@ -36,7 +36,8 @@ const PAGE = `<!doctype html><html><body>
     s.bufferAhead = video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : 0;
   }, 50);
   hls.on(Hls.Events.FRAG_LOADED, (_, d) => {
-    if (d.frag.type === 'main') s.fragments.push({ url: d.frag.url, at: Date.now() });
+    const url = d.part ? d.part.url : d.frag.url;
+    if (d.frag.type === 'main' && url) s.fragments.push({ url, at: Date.now() });
     if (s.fragments.length > 400) s.fragments.splice(0, 100);
   });
   hls.on(Hls.Events.STEERING_MANIFEST_LOADED, (_, d) => {

@@ -331,8 +331,8 @@ export function variantUrls(master, base) {
  * `node`'s master playlist of `stream` as a switching player gets it, and its variant
  * URLs; `null` when the node does not answer 200 within `timeoutMs`.
  */
-export async function masterOf(node, stream = 'meeting', timeoutMs = 2_000) {
-  const url = `${node.base}/${stream}/index.m3u8`;
+export async function masterOf(node, stream = 'meeting', timeoutMs = 2_000, file = 'index.m3u8') {
+  const url = `${node.base}/${stream}/${file}`;
   try {
     const res = await fetch(url, { headers: { 'User-Agent': BROWSER_UA }, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
     if (res.status !== 200) return null;

@@ -43,10 +43,10 @@ const portOf = (url) => (url ? new URL(url).port : null);
  * Plays a's master playlist with hls.js defaults, calls `fail()`, watches WATCH_MS and
  * checks playback went on from b or c within the stall goal.
  */
-async function survives(label, fail, { dash = false, stallGoalMs = STALL_GOAL_MS, watchMs = WATCH_MS } = {}) {
+async function survives(label, fail, { dash = false, ll = false, stallGoalMs = STALL_GOAL_MS, watchMs = WATCH_MS } = {}) {
   const { a, b, c } = cluster.nodes;
   await waitProtected([a, b, c]);
-  const master = await masterOf(a);
+  const master = await masterOf(a, 'meeting', 2_000, ll ? 'll-index.m3u8' : 'index.m3u8');
   if (!dash) assert.match(master.text, /#EXT-X-CONTENT-STEERING:SERVER-URI="[^"]+\/steering\/meeting\?p=node-a,node-[bc],node-[bc]",PATHWAY-ID="node-a"/,
     `a's master names the pathways and a steering server:\n${master.text}`);
   // hls.js starts three target durations behind the newest segment when the playlist
@@ -60,7 +60,7 @@ async function survives(label, fail, { dash = false, stallGoalMs = STALL_GOAL_MS
   try {
     const { pageErrors } = dash
       ? await openDashDefaults(page, `${a.base}/meeting/index.mpd`)
-      : await openDefaultsPlayer(page, a, `${a.base}/meeting/index.m3u8`);
+      : await openDefaultsPlayer(page, a, `${a.base}/meeting/${ll ? 'll-index.m3u8' : 'index.m3u8'}`);
     const before = await viewerState(page);
     assert.equal(portOf(before.fragments.at(-1)?.url), String(a.http), 'playing from node a before the failure');
     if (!dash) assert.ok(before.steering.length > 0, `the player asks the steering server: ${JSON.stringify(before.errors)} ${JSON.stringify(before.pathways)}`);
@@ -101,6 +101,21 @@ test('hls.js defaults: a hung node (SIGSTOP) is steered away from before the buf
     await survives('SIGSTOP', () => a.hang());
   } finally {
     a.resume();
+  }
+});
+
+test('hls.js defaults, low latency: a hung or killed node is steered away from, parts and all', { timeout: 200_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  try {
+    await survives('LL-HLS SIGSTOP', () => a.hang(), { ll: true });
+  } finally {
+    a.resume();
+  }
+  try {
+    await survives('LL-HLS kill -9', () => a.kill9(), { ll: true });
+  } finally {
+    if (!a.pid) await a.start();
+    await waitProtected([a, b, c]);
   }
 });
 

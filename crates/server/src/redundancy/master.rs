@@ -20,6 +20,7 @@ pub(crate) fn backups_for(
     redundancy: &Redundancy,
     stream: &str,
     request: &Request,
+    protocol: ott::Protocol,
 ) -> Option<(
     std::sync::Arc<crate::redundancy::MeshView>,
     String,
@@ -37,6 +38,25 @@ pub(crate) fn backups_for(
     let view = redundancy.view()?;
     let viewer = Viewer::of(request);
     let candidates = view.candidates(&membership.group, viewer.context);
+    // LL-HLS and DASH need the backup's fMP4 packaging (its ladder announces it).
+    let transport = protocol.transport();
+    let packaged: Vec<ott::Target>;
+    let candidates = if transport == ott::Transport::Ts {
+        candidates
+    } else {
+        packaged = candidates
+            .iter()
+            .filter(|t| {
+                view.snapshot.members.iter().any(|m| {
+                    m.node == t.node
+                        && m.group == membership.group
+                        && m.ladder.iter().any(|r| r.transport == transport)
+                })
+            })
+            .cloned()
+            .collect();
+        &packaged
+    };
     let targets = ott::pick_backups(candidates, &viewer.session, &view.snapshot.this.id);
     (!targets.is_empty()).then_some((view, membership.group, targets))
 }
@@ -45,15 +65,18 @@ pub(crate) fn backups_for(
 /// backup variants when it gets backups (see [`backups_for`]), and with `query` (a
 /// login's `login=…&token=…`, OTT-GRP-6) on every variant URI when given, so the media
 /// playlists here and on the backups are requested under the same login. `plain` is the
-/// stream's shared master playlist: one variant, or one per rung of a ladder.
+/// stream's shared master playlist: one variant, or one per rung of a ladder, over TS
+/// (`index.m3u8`) or LL-HLS (`ll-index.m3u8`, `protocol`: backups must package it).
 pub fn personalised(
     redundancy: Option<&Redundancy>,
     stream: &str,
     plain: &[u8],
     request: &Request,
     query: Option<&str>,
+    protocol: ott::Protocol,
 ) -> Option<Bytes> {
-    let backups = redundancy.and_then(|r| backups_for(r, stream, request).map(|b| (r, b)));
+    let backups =
+        redundancy.and_then(|r| backups_for(r, stream, request, protocol).map(|b| (r, b)));
     if backups.is_none() && query.is_none() {
         return None;
     }

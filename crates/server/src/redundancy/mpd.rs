@@ -33,7 +33,7 @@ pub fn personalised(
     query: Option<&str>,
 ) -> Option<Bytes> {
     let redundancy = redundancy?;
-    let (view, group, targets) = backups_for(redundancy, stream, request)?;
+    let (view, group, targets) = backups_for(redundancy, stream, request, ott::Protocol::Dash)?;
     let host = request.headers().get(header::HOST)?.to_str().ok()?;
     let viewer = crate::redundancy::door::Viewer::of(request);
     let scheme = if viewer.context.https {

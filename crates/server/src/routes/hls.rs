@@ -61,6 +61,7 @@ pub async fn serve(
                 &plain,
                 &request,
                 login.as_deref(),
+                ott::Protocol::Hls,
             );
             match with_backups {
                 // Per viewer (its backups and passes): never cached by a proxy.
@@ -103,6 +104,26 @@ pub async fn serve(
                 state.clock(),
             )
             .await
+        }
+        StreamFile::LowLatency(crate::url::LlFile::Master)
+            if rung.is_none() && rendition.llhls().is_some() =>
+        {
+            let login = state
+                .logins()
+                .and(crate::logins::credentials(request.uri().query()))
+                .map(|(login, token)| format!("login={login}&token={token}"));
+            let plain = crate::routes::llhls::master_body(&channel);
+            match crate::redundancy::master::personalised(
+                state.redundancy().map(|r| &**r),
+                stream,
+                &plain,
+                &request,
+                login.as_deref(),
+                ott::Protocol::LlHls,
+            ) {
+                Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
+                None => http_util::ok(M3U8, Cache::LivePlaylist, plain),
+            }
         }
         StreamFile::LowLatency(file) => {
             crate::routes::llhls::serve(

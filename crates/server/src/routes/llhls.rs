@@ -90,7 +90,7 @@ pub async fn serve(
         return ApiError::NotFound.into_response();
     };
     match file {
-        LlFile::Master => master(channel),
+        LlFile::Master => http_util::ok(M3U8, Cache::LivePlaylist, master_body(channel)),
         LlFile::Playlist => {
             let directives = match Directives::parse(query) {
                 Ok(d) => d,
@@ -204,16 +204,17 @@ fn with_rendition_reports(body: Bytes, channel: &Channel, rendition: &Rendition)
 }
 
 /// The LL-HLS master playlist: the one variant of a stream, or a package's ladder
-/// (every offered rendition that has LL-HLS, at its `ll.m3u8`), which hls.js opens.
-fn master(channel: &Channel) -> Response {
+/// (every offered rendition that has LL-HLS, at its `ll.m3u8`), which hls.js opens. A
+/// switching player gets it with its backups as pathways
+/// ([`crate::redundancy::master::personalised`]).
+pub fn master_body(channel: &Channel) -> Bytes {
     if channel.is_package() {
         let renditions: Vec<_> = channel
             .listed()
             .filter(|r| r.llhls().is_some())
             .map(|r| (r.name(), r.snapshot()))
             .collect();
-        let body = crate::render::package_master(&renditions, "ll.m3u8");
-        return http_util::ok(M3U8, Cache::LivePlaylist, body);
+        return crate::render::package_master(&renditions, "ll.m3u8");
     }
     let snapshot = channel.snapshot();
     let (peak, average) = snapshot.bandwidth;
@@ -232,5 +233,5 @@ fn master(channel: &Channel) -> Response {
             frame_rate_milli: tracks.frame_rate_milli,
         }],
     };
-    http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(playlist.render()))
+    Bytes::from(playlist.render())
 }
