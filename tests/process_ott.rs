@@ -403,3 +403,132 @@ fn losing_protection_raises_alert_70_to_the_webhook_and_recovery_clears_it() {
     }
     println!("alert 70 resolved {:?} after the restart", back.elapsed());
 }
+
+/// The alerts of one webhook body with `alertname`, raised (no `endsAt`).
+fn raised(body: &str, alertname: &str) -> Vec<serde_json::Value> {
+    let alerts: serde_json::Value = serde_json::from_str(body).expect("JSON array");
+    alerts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["labels"]["alertname"] == alertname && a.get("endsAt").is_none())
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn full_backups_refuse_the_player_which_tries_the_next_and_alerts_79_and_78_reach_the_webhook() {
+    // OTT-OVL-1..3 end to end: b and c take one viewer from another node each
+    // (`backup_session_limit = 1`). A player that holds a's master with both as backups
+    // is refused by the first (503, 105013) and goes to the second; once both are full
+    // and it keeps knocking for more than 30 s, each raises alert 79 at the webhook. A
+    // member whose input stays paused is alert 78 at the other nodes after 30 s.
+    let dir = tempfile::tempdir().unwrap();
+    let origin = NodeProcess::start(dir.path(), "origin", &origin_config(dir.path()));
+    let (hook, bodies) = webhook_receiver();
+    let members: Vec<Member> = ["a", "b", "c"]
+        .into_iter()
+        .map(|name| Member {
+            name,
+            gossip: free_udp_port(),
+        })
+        .collect();
+    let ports: Vec<u16> = members.iter().map(|m| m.gossip).collect();
+    let hooked = |m: &Member, extra: &str| {
+        member_config(dir.path(), m, &ports, origin.http, SECRET)
+            + &format!("alert_webhook = \"http://{hook}/api/v2/alerts\"\n{extra}")
+    };
+    let a = NodeProcess::start(dir.path(), "a", &hooked(&members[0], ""));
+    let b = NodeProcess::start(
+        dir.path(),
+        "b",
+        &hooked(&members[1], "backup_session_limit = 1\n"),
+    );
+    let c = NodeProcess::start(
+        dir.path(),
+        "c",
+        &hooked(&members[2], "backup_session_limit = 1\n"),
+    );
+    wait_for("a to offer b and c", Duration::from_secs(40), || {
+        (offers(a.http, b.http) && offers(a.http, c.http)).then_some(())
+    });
+    // The player's master: b and c with their passes, in its order.
+    let (_, _, master) = get(
+        a.http,
+        "/meeting/index.m3u8",
+        &[("User-Agent", BROWSER), ("X-Brdyun-Member", "player")],
+    );
+    let backups: Vec<String> = master
+        .lines()
+        .filter(|l| l.starts_with("http://"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(backups.len(), 2, "{master}");
+    let path_of = |url: &str| {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_once('/').unwrap();
+        (host.parse::<SocketAddr>().unwrap(), format!("/{path}"))
+    };
+    let (first, first_path) = path_of(&backups[0]);
+    let (second, second_path) = path_of(&backups[1]);
+    let knock = |node: SocketAddr, path: &str, who: &str| {
+        get(
+            node,
+            path,
+            &[("User-Agent", BROWSER), ("X-Brdyun-Member", who)],
+        )
+    };
+    // Another viewer fills the first backup's one place.
+    assert_eq!(knock(first, &first_path, "filler-1").0, 200);
+    let (status, _, body) = knock(first, &first_path, "player");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("105013"), "{body}");
+    // The player goes to the second, which takes it.
+    assert_eq!(knock(second, &second_path, "player").0, 200);
+
+    // Now the second is full too (the player's own place, kept while it reloads), and a
+    // second player knocks at both, as a player whose node died would, every 2 s.
+    let started = Instant::now();
+    let mut seen_79: std::collections::BTreeSet<String> = Default::default();
+    let mut seen_78 = false;
+    while (seen_79.len() < 2 || !seen_78) && started.elapsed() < Duration::from_secs(100) {
+        let _ = knock(first, &first_path, "filler-1");
+        let _ = knock(second, &second_path, "player");
+        for node in [(first, &first_path), (second, &second_path)] {
+            let (status, _, body) = knock(node.0, node.1, "player-2");
+            assert_eq!(status, 503, "{body}");
+        }
+        if started.elapsed() > Duration::from_secs(2) && started.elapsed() < Duration::from_secs(4)
+        {
+            // And b's input stops: a and c see a member problem.
+            let (status, _) = http_request(b.http, "POST", "/api/streams/meeting/pause", &[], "");
+            assert_eq!(status, 200);
+        }
+        while let Ok(body) = bodies.recv_timeout(Duration::from_millis(2_000)) {
+            for alert in raised(&body, "reserve-ott-overload") {
+                assert_eq!(alert["labels"]["code"], "79");
+                seen_79.insert(alert["labels"]["instance"].as_str().unwrap().to_owned());
+            }
+            seen_78 |= raised(&body, "reserve-ott-problem").iter().any(|alert| {
+                alert["labels"]["code"] == "78"
+                    && alert["labels"]["node"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with("b@"))
+            });
+        }
+    }
+    println!(
+        "overload: alert 79 from {seen_79:?} and alert 78 about b's paused member after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        seen_79.len(),
+        2,
+        "alert 79 from both full backups: {seen_79:?}"
+    );
+    assert!(seen_78, "alert 78 about b's paused input");
+    assert!(
+        started.elapsed() >= Duration::from_secs(30),
+        "79 fires after more than 30 s of refusals"
+    );
+}
