@@ -197,7 +197,8 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
         println!("    ll-hls:   {base}/{STREAM}/ll-index.m3u8   dash: {base}/{STREAM}/index.mpd");
         println!("    captions: {base}/{STREAM}/sub-en.m3u8, sub-pt-br.m3u8   (WebVTT; in the player's menu)");
         println!("    status:   {base}/api/streams/{STREAM}");
-        println!("    backups:  {base}/backups   (OTT group state; the test-failure button pauses this node's input)");
+        println!("    way in:   {base}/watch/{STREAM}.m3u8   (302 to a node that serves you now; .mpd, .ll.m3u8 too)");
+        println!("    backups:  {base}/backups   (OTT group state; buttons: pause this node's input, drain this node)");
         println!("    experiments: {base}/experiments   (continuous shedding experiments, API /api/experiments)");
         println!("    metrics:  {base}/metrics");
         if let Some(rtmp) = node.rtmp {

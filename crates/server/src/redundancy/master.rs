@@ -7,6 +7,8 @@
 //! node by the mesh ([`crate::routes::steering`]); one that does not still fails over
 //! between the redundant variants on errors.
 
+use std::sync::Arc;
+
 use axum::extract::Request;
 use axum::http::header;
 use bytes::Bytes;
@@ -80,6 +82,67 @@ pub fn personalised(
     if backups.is_none() && query.is_none() {
         return None;
     }
+    // The same stream, master, protocol, backups (at the same addresses) and login make
+    // the same bytes under one snapshot.
+    let cached = backups.as_ref().map(|(redundancy, (view, _, targets))| {
+        let mut key = format!("{stream}\n{:016x}\n{protocol:?}\n", plain_hash(plain));
+        for t in targets {
+            key.push_str(&t.url_base);
+            key.push('/');
+            key.push_str(&t.stream);
+            key.push('\n');
+        }
+        key.push_str(query.unwrap_or(""));
+        let signed = targets
+            .iter()
+            .filter(|t| view.master_pass(&t.stream).is_some())
+            .count();
+        (*redundancy, Arc::clone(view), key, signed)
+    });
+    if let Some((redundancy, view, key, signed)) = &cached {
+        if let Some(body) = view.rendered(key) {
+            count_backups(redundancy, *signed);
+            return Some(body);
+        }
+    }
+    let body = render(backups, plain, query)?;
+    if let Some((_, view, key, _)) = cached {
+        view.remember(key, body.clone());
+    }
+    Some(body)
+}
+
+/// A stable hash of a master playlist's bytes (the cache key tells renders apart).
+fn plain_hash(plain: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    plain.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn count_backups(redundancy: &Redundancy, passes: usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    redundancy
+        .counters
+        .passes_issued
+        .fetch_add(passes as u64, Relaxed);
+    redundancy
+        .counters
+        .masters_with_backups
+        .fetch_add(1, Relaxed);
+}
+
+type Backups<'a> = Option<(
+    &'a Redundancy,
+    (
+        std::sync::Arc<crate::redundancy::MeshView>,
+        String,
+        Vec<ott::Target>,
+    ),
+)>;
+
+/// Writes the personalised master playlist.
+fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Bytes> {
     // The plain master playlist is rendered once per segment; each backup repeats every
     // variant's EXT-X-STREAM-INF line byte for byte (OTT-PROT-1) with the backup's URI
     // and pass, so a switching player sees the whole ladder on every pathway — but for

@@ -58,7 +58,14 @@ pub struct MeshView {
     /// are not bound to a viewer, so every viewer of this snapshot gets the same one
     /// (valid 4 h from now, within a quarter second).
     master_passes: HashMap<String, String>,
+    /// The personalised master playlists written under this snapshot, by everything
+    /// they depend on (see [`MeshView::rendered`]): viewers that share a pair of
+    /// backups share the bytes, so a master request is a lookup, not a rewrite.
+    rendered: Mutex<HashMap<String, bytes::Bytes>>,
 }
+
+/// Most personalised master playlists kept per snapshot (a snapshot lives ~250 ms).
+const MAX_RENDERED: usize = 512;
 
 fn viewer_kind(viewer: ott::ViewerContext) -> usize {
     usize::from(viewer.public) * 2 + usize::from(viewer.https)
@@ -101,7 +108,26 @@ impl MeshView {
             keys,
             candidates,
             master_passes,
+            rendered: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A personalised master playlist written before under this snapshot, by its key.
+    pub fn rendered(&self, key: &str) -> Option<bytes::Bytes> {
+        self.rendered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Keeps a personalised master playlist for the next viewer with the same key.
+    pub fn remember(&self, key: String, body: bytes::Bytes) {
+        let mut rendered = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        if rendered.len() >= MAX_RENDERED {
+            rendered.clear();
+        }
+        rendered.insert(key, body);
     }
 
     /// The master-playlist pass for a candidate's stream.
