@@ -8,17 +8,9 @@ import { readFileSync } from 'node:fs';
 // hls.js and plays a master playlist. `window.__viewer` holds what the tests read: the video
 // clock, stalls, the fragments and steering manifests loaded, errors.
 
-const PAGE = `<!doctype html><html><body>
-<video id="video" muted autoplay playsinline></video>
-<script src="HLS_JS"></script>
-<script>
-  const s = window.__viewer = {
-    currentTime: 0, played: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
-    fragments: [], steering: [], errors: [], fatalErrors: [], pathways: [],
-  };
-  const video = document.getElementById('video');
-  const hls = window.__hls = new Hls();
-  let waitingSince = null;
+// What both pages measure, every 50 ms: the video clock, stalls (from 'waiting' to
+// 'playing'), the longest freeze of the clock, seconds played, the buffer ahead.
+const SAMPLER = `  let waitingSince = null;
   video.addEventListener('waiting', () => { if (waitingSince === null) { waitingSince = performance.now(); s.stalls += 1; } });
   video.addEventListener('playing', () => {
     if (waitingSince !== null) { s.longestStallMs = Math.max(s.longestStallMs, performance.now() - waitingSince); waitingSince = null; }
@@ -31,9 +23,23 @@ const PAGE = `<!doctype html><html><body>
     s.frozenMs = now - since;
     s.maxFrozenMs = Math.max(s.maxFrozenMs, s.frozenMs);
     if (waitingSince !== null) s.longestStallMs = Math.max(s.longestStallMs, now - waitingSince);
+    s.bufferAhead = video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : 0;
+  }, 50);
+`;
+
+const PAGE = `<!doctype html><html><body>
+<video id="video" muted autoplay playsinline></video>
+<script src="HLS_JS"></script>
+<script>
+  const s = window.__viewer = {
+    currentTime: 0, played: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
+    fragments: [], steering: [], errors: [], fatalErrors: [], pathways: [],
+  };
+  const video = document.getElementById('video');
+  const hls = window.__hls = new Hls();
+${SAMPLER}  setInterval(() => {
     const edge = hls.liveSyncPosition;
     s.latency = edge ? edge - video.currentTime : null;
-    s.bufferAhead = video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : 0;
   }, 50);
   hls.on(Hls.Events.FRAG_LOADED, (_, d) => {
     const url = d.part ? d.part.url : d.frag.url;
@@ -67,22 +73,7 @@ const DASH_PAGE = `<!doctype html><html><body>
   const video = document.getElementById('video');
   const player = window.__player = dashjs.MediaPlayer().create();
   player.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING } });
-  let waitingSince = null;
-  video.addEventListener('waiting', () => { if (waitingSince === null) { waitingSince = performance.now(); s.stalls += 1; } });
-  video.addEventListener('playing', () => {
-    if (waitingSince !== null) { s.longestStallMs = Math.max(s.longestStallMs, performance.now() - waitingSince); waitingSince = null; }
-  });
-  let last = 0; let since = performance.now();
-  setInterval(() => {
-    const now = performance.now();
-    s.currentTime = video.currentTime;
-    if (video.currentTime !== last) { if (last > 0 && video.currentTime > last && video.currentTime - last < 1) s.played += video.currentTime - last; last = video.currentTime; since = now; }
-    s.frozenMs = now - since;
-    s.maxFrozenMs = Math.max(s.maxFrozenMs, s.frozenMs);
-    if (waitingSince !== null) s.longestStallMs = Math.max(s.longestStallMs, now - waitingSince);
-    s.bufferAhead = video.buffered.length ? video.buffered.end(video.buffered.length - 1) - video.currentTime : 0;
-  }, 50);
-  const E = dashjs.MediaPlayer.events;
+${SAMPLER}  const E = dashjs.MediaPlayer.events;
   player.on(E.FRAGMENT_LOADING_COMPLETED, (e) => {
     const url = e.request && e.request.url;
     if (url && e.request.mediaType === 'video' && !(e.response == null)) s.fragments.push({ url, at: Date.now() });

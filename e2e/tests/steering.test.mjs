@@ -48,6 +48,13 @@ const portOf = (url) => (url ? new URL(url).port : null);
 async function survives(label, fail, { dash = false, ll = false, stallGoalMs = STALL_GOAL_MS, watchMs = WATCH_MS } = {}) {
   const { a, b, c } = cluster.nodes;
   await waitProtected([a, b, c]);
+  // A node back from a hang or a restart hears its peers again within a gossip round or
+  // two; until then it may find them silent and offer no backup. Let it settle.
+  await pollUntil('a offers two backups with steering', async () => {
+    const m = await masterOf(a, 'meeting', 2_000, ll ? 'll-index.m3u8' : 'index.m3u8');
+    return m && m.variants.length === 3 && m.text.includes('#EXT-X-CONTENT-STEERING');
+  }, { limitMs: 30_000 });
+  await new Promise((r) => setTimeout(r, 2_000));
   const master = await masterOf(a, 'meeting', 2_000, ll ? 'll-index.m3u8' : 'index.m3u8');
   if (!dash) assert.match(master.text, /#EXT-X-CONTENT-STEERING:SERVER-URI="[^"]+\/steering\/meeting\?p=node-a,node-[bc],node-[bc]",PATHWAY-ID="node-a"/,
     `a's master names the pathways and a steering server:\n${master.text}`);
@@ -63,6 +70,8 @@ async function survives(label, fail, { dash = false, ll = false, stallGoalMs = S
     const { pageErrors } = dash
       ? await openDashDefaults(page, `${a.base}/meeting/index.mpd`)
       : await openDefaultsPlayer(page, a, `${a.base}/meeting/${ll ? 'll-index.m3u8' : 'index.m3u8'}`);
+    // The first steering answer comes within a TTL or two of the start.
+    if (!dash) await page.waitForFunction(() => window.__viewer.steering.length > 0, null, { timeout: 10_000 }).catch(() => {});
     const before = await viewerState(page);
     assert.equal(portOf(before.fragments.at(-1)?.url), String(a.http), 'playing from node a before the failure');
     if (!dash) assert.ok(before.steering.length > 0, `the player asks the steering server: ${JSON.stringify(before.errors)} ${JSON.stringify(before.pathways)}`);

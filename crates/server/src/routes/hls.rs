@@ -50,10 +50,7 @@ pub async fn serve(
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
             // A login (admitted by the gate before this) travels on to every variant.
-            let login = state
-                .logins()
-                .and(crate::logins::credentials(request.uri().query()))
-                .map(|(login, token)| format!("login={login}&token={token}"));
+            let login = login_query(&state, &request);
             let plain = channel.master_playlist();
             let with_backups = crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
@@ -108,10 +105,7 @@ pub async fn serve(
         StreamFile::LowLatency(crate::url::LlFile::Master)
             if rung.is_none() && rendition.llhls().is_some() =>
         {
-            let login = state
-                .logins()
-                .and(crate::logins::credentials(request.uri().query()))
-                .map(|(login, token)| format!("login={login}&token={token}"));
+            let login = login_query(&state, &request);
             let plain = crate::routes::llhls::master_body(&channel);
             match crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
@@ -140,10 +134,7 @@ pub async fn serve(
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
-            let login = state
-                .logins()
-                .and(crate::logins::credentials(request.uri().query()))
-                .map(|(login, token)| format!("login={login}&token={token}"));
+            let login = login_query(&state, &request);
             let plain = channel.mpd();
             if plain.is_empty() {
                 return channel.no_media_error().into_response();
@@ -164,4 +155,13 @@ pub async fn serve(
         }
         StreamFile::Subtitles(file) => crate::routes::subtitles::serve(&channel, file).await,
     }
+}
+
+/// The login a viewer came with (admitted by the gate before this), as the query every
+/// URI of its master playlist or MPD carries on (OTT-GRP-6).
+fn login_query(state: &AppState, request: &Request) -> Option<String> {
+    state
+        .logins()
+        .and(crate::logins::credentials(request.uri().query()))
+        .map(|(login, token)| format!("login={login}&token={token}"))
 }
