@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 
 use crate::connection::Secure;
 use crate::error::{ApiError, OttRefusal};
-use crate::redundancy::members::stream_working;
 use crate::redundancy::{MeshView, Redundancy};
 use crate::state::AppState;
 use crate::url::{period_ms, ArchiveRequest, LlFile, StreamFile, Target};
@@ -218,10 +217,9 @@ pub fn check(
     // do not steer, are sent to a node that serves the stream.
     let draining = redundancy.drain.is_draining();
     let working = period.is_none()
-        && !draining
-        && state.channel(stream).is_some_and(|channel| {
-            stream_working(&channel, now_ms, redundancy.settings().stale_after_ms)
-        });
+        && state
+            .channel(stream)
+            .is_some_and(|channel| redundancy.works_here(&channel, now_ms));
     // The common case: a live playlist of a stream that works here, without a pass.
     if working && pass.is_none() {
         return Door::Continue;

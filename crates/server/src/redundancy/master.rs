@@ -120,7 +120,8 @@ fn plain_hash(plain: &[u8]) -> u64 {
     hasher.finish()
 }
 
-fn count_backups(redundancy: &Redundancy, passes: usize) {
+/// Counts one personalised answer (master playlist or MPD) with `passes` backups.
+pub(crate) fn count_backups(redundancy: &Redundancy, passes: usize) {
     use std::sync::atomic::Ordering::Relaxed;
     redundancy
         .counters
@@ -201,11 +202,8 @@ fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Byt
         push_variant(&mut text, &on_pathway(attributes, pathways.first()), uri);
     }
     if let Some((redundancy, _)) = backups {
+        count_backups(redundancy, signed.len());
         for (i, (target, pass)) in signed.into_iter().enumerate() {
-            redundancy
-                .counters
-                .passes_issued
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let link = target.link(pass);
             // The backup's own subtitle renditions (the same on every node), in a group
             // of its own that its variants name: a player that moves to the backup's
@@ -229,10 +227,6 @@ fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Byt
                 );
             }
         }
-        redundancy
-            .counters
-            .masters_with_backups
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     Some(Bytes::from(text))
 }

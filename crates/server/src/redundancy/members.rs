@@ -123,6 +123,12 @@ pub fn own_member(
 }
 
 impl Redundancy {
+    /// Whether this node serves `channel`'s stream to viewers now: the stream works
+    /// here (see [`stream_working`]) and the node is not draining.
+    pub fn works_here(&self, channel: &Channel, now_ms: i64) -> bool {
+        !self.drain.is_draining() && stream_working(channel, now_ms, self.settings().stale_after_ms)
+    }
+
     /// Feeds the drain what this node served so far (live playlists and segments of
     /// every stream), at `now_ms`.
     pub fn observe_viewers(&self, state: &AppState, now_ms: i64) {

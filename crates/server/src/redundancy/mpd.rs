@@ -14,7 +14,7 @@ use axum::extract::Request;
 use axum::http::header;
 use bytes::Bytes;
 
-use crate::redundancy::master::backups_for;
+use crate::redundancy::master::{backups_for, count_backups};
 use crate::redundancy::Redundancy;
 
 /// The root element's opening, as `media::dash` writes it.
@@ -53,10 +53,6 @@ pub fn personalised(
             continue;
         };
         steering_base.get_or_insert(&target.url_base);
-        redundancy
-            .counters
-            .passes_issued
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         nodes.push(ServiceLocation {
             pathway: ott::pathway_id(&target.node),
             base: format!(
@@ -70,10 +66,7 @@ pub fn personalised(
     let pathways: Vec<String> = nodes.iter().map(|n| n.pathway.clone()).collect();
     let steering = ott::steering_uri(steering_base?, &group, &pathways);
     let out = with_service_locations(std::str::from_utf8(plain).ok()?, &nodes, &steering, query)?;
-    redundancy
-        .counters
-        .masters_with_backups
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    count_backups(redundancy, nodes.len() - 1);
     Some(Bytes::from(out))
 }
 

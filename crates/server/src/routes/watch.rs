@@ -45,8 +45,6 @@ pub async fn entry(
         None => file.to_owned(),
     };
     let redundancy = state.redundancy();
-    let stale_after = redundancy.map_or(i64::MAX, |r| r.settings().stale_after_ms);
-    let draining = redundancy.is_some_and(|r| r.drain.is_draining());
     // This node's stream of the group: the member of that group, else a stream of
     // that name outside any group.
     let own = redundancy
@@ -57,11 +55,14 @@ pub async fn entry(
                 .map(|(stream, _)| stream)
         })
         .unwrap_or_else(|| group.to_owned());
-    let here = (!draining
-        && state
-            .channel(&own)
-            .is_some_and(|channel| stream_working(&channel, now, stale_after)))
-    .then_some(own.as_str());
+    // Without the mesh, a stream works here when it has fresh segments.
+    let here = state
+        .channel(&own)
+        .is_some_and(|channel| match redundancy {
+            Some(r) => r.works_here(&channel, now),
+            None => stream_working(&channel, now, i64::MAX),
+        })
+        .then_some(own.as_str());
     let here_location =
         |stream: &str| format!("/{}/{file_with_query}", ott::encode_segment(stream));
     let Some((redundancy, view)) = redundancy.and_then(|r| r.view().map(|v| (r, v))) else {
