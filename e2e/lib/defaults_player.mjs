@@ -84,14 +84,60 @@ ${SAMPLER}  const E = dashjs.MediaPlayer.events;
     s.steering.push({ url: e.url, at: Date.now(), priority: data.pathwayPriority || [] });
     if (s.steering.length > 400) s.steering.splice(0, 100);
   });
+  // dash.js has no fatal flag: a download it gave up on (25 the MPD, 27 a segment) is
+  // reported and play goes on when another try succeeds — whether it did is what the
+  // tests measure (played, stalls); any other error counts as fatal.
   player.on(E.ERROR, (e) => {
-    const err = { details: JSON.stringify(e.error || e).slice(0, 300), at: Date.now() };
+    const code = e.error && e.error.code;
+    const err = { details: JSON.stringify(e.error || e).slice(0, 300), code, at: Date.now() };
     s.errors.push(err);
-    s.fatalErrors.push(err);
+    if (code !== 25 && code !== 27) s.fatalErrors.push(err);
   });
   player.on(E.PLAYBACK_ERROR, (e) => s.fatalErrors.push({ details: 'playback ' + JSON.stringify(e.error || e).slice(0, 300), at: Date.now() }));
   player.initialize(video, new URLSearchParams(location.search).get('src'), true);
 </script></body></html>`;
+
+// Shaka Player with its default configuration, the same figures in \`window.__viewer\`;
+// Shaka marks each error RECOVERABLE (1) or CRITICAL (2): critical ones are fatal.
+const SHAKA_PAGE = `<!doctype html><html><body>
+<video id="video" muted autoplay playsinline></video>
+<script src="/shaka-player.compiled.js"></script>
+<script>
+  const s = window.__viewer = {
+    currentTime: 0, played: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
+    fragments: [], steering: [], manifests: [], errors: [], fatalErrors: [], bufferAhead: 0,
+  };
+  const video = document.getElementById('video');
+${SAMPLER}  shaka.polyfill.installAll();
+  const player = window.__player = new shaka.Player();
+  const T = shaka.net.NetworkingEngine.RequestType;
+  const AT = shaka.net.NetworkingEngine.AdvancedRequestType;
+  player.getNetworkingEngine().registerResponseFilter((type, response, context) => {
+    const at = Date.now();
+    if (type === T.SEGMENT && context && context.type === AT.MEDIA_SEGMENT && /-v\\.m4s|\\/seg-[0-9]+\\.m4s/.test(response.uri)) {
+      s.fragments.push({ url: response.uri, at });
+      if (s.fragments.length > 400) s.fragments.splice(0, 100);
+    } else if (type === T.CONTENT_STEERING) {
+      let priority = [];
+      try { priority = JSON.parse(new TextDecoder().decode(response.data))['PATHWAY-PRIORITY'] || []; } catch (e) {}
+      s.steering.push({ url: response.uri, at, priority });
+      if (s.steering.length > 400) s.steering.splice(0, 100);
+    } else if (type === T.MANIFEST) {
+      s.manifests.push({ url: response.uri, at });
+      if (s.manifests.length > 400) s.manifests.splice(0, 100);
+    }
+  });
+  player.addEventListener('error', (e) => {
+    const d = e.detail || {};
+    const err = { details: 'shaka ' + d.code + ' ' + JSON.stringify(d.data || []).slice(0, 200), code: d.code, severity: d.severity, at: Date.now() };
+    s.errors.push(err);
+    if (d.severity === 2) s.fatalErrors.push(err);
+  });
+  player.attach(video).then(() => player.load(new URLSearchParams(location.search).get('src'))).then(() => video.play().catch(() => {}))
+    .catch((e) => s.fatalErrors.push({ details: 'load ' + (e && e.code), at: Date.now() }));
+</script></body></html>`;
+
+const SHAKA_JS = new URL('../node_modules/shaka-player/dist/shaka-player.compiled.js', import.meta.url);
 
 const DASH_JS = new URL('../node_modules/dashjs/dist/modern/umd/dash.all.min.js', import.meta.url);
 
@@ -105,6 +151,16 @@ async function platformSite() {
     if (url.pathname === '/dash.all.min.js') {
       res.writeHead(200, { 'content-type': 'text/javascript' });
       res.end(readFileSync(DASH_JS));
+      return;
+    }
+    if (url.pathname === '/shaka-player.compiled.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' });
+      res.end(readFileSync(SHAKA_JS));
+      return;
+    }
+    if (url.pathname === '/shaka.html') {
+      res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'no-store' });
+      res.end(SHAKA_PAGE);
       return;
     }
     if (url.pathname === '/dash.html') {
@@ -136,14 +192,14 @@ export async function openDefaultsPlayer(page, node, src, playSeconds = 8) {
 }
 
 /**
- * Opens dash.js with default settings playing `src`; resolves once it has played
- * `playSeconds`.
+ * Opens dash.js (or, with `player` 'shaka', Shaka Player) with default settings playing
+ * `src`; resolves once it has played `playSeconds`.
  */
-export async function openDashDefaults(page, src, playSeconds = 8) {
+export async function openDashDefaults(page, src, playSeconds = 8, player = 'dash') {
   const base = await platformSite();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
-  await page.goto(`${base}/dash.html?src=${encodeURIComponent(src)}`);
+  await page.goto(`${base}/${player}.html?src=${encodeURIComponent(src)}`);
   await page.waitForFunction((t) => window.__viewer && window.__viewer.played >= t, playSeconds, { timeout: 45_000 });
   return { pageErrors };
 }

@@ -4,7 +4,9 @@
 mod fmp4_util;
 
 use fmp4_util::*;
-use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo};
+use media::dash::{
+    Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo, ReloadEvents,
+};
 use media::fmp4::{frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts};
 use media::ts::PACKET_SIZE;
 use media::{TimelineMarker, TrackKind};
@@ -62,6 +64,10 @@ fn live() -> Mpd {
             minimum_update_period_ms: 2_000,
             time_shift_buffer_depth_ms: 60_000,
             suggested_presentation_delay_ms: 6_000,
+            reload_events: Some(ReloadEvents {
+                before_edge_ms: 1_000,
+                every_ms: 400,
+            }),
         },
         availability_start_unix_ms: T0 - 1_000,
         min_buffer_time_ms: 2_000,
@@ -122,6 +128,11 @@ const LIVE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
     </AdaptationSet>
   </Period>
   <Period id="d5" start="PT6.920S">
+    <EventStream schemeIdUri="urn:mpeg:dash:event:2012" value="1" timescale="1000">
+      <Event presentationTime="3200" duration="400" id="3200"/>
+      <Event presentationTime="3600" duration="400" id="3600"/>
+      <Event presentationTime="4000" duration="400" id="4000"/>
+    </EventStream>
     <AdaptationSet id="1" contentType="video" mimeType="video/mp4" segmentAlignment="true" startWithSAP="1" maxWidth="320" maxHeight="180">
       <SegmentTemplate timescale="90000" presentationTimeOffset="50000" startNumber="103" initialization="video/init-d5.mp4" media="video/d5-$Number$.m4s">
         <SegmentTimeline>

@@ -11,4 +11,7 @@
 
 mod mpd;
 
-pub use mpd::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdText, MpdUris, MpdVideo};
+pub use mpd::{
+    Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdText, MpdUris, MpdVideo,
+    ReloadEvents, MPD_RELOAD_SCHEME,
+};

@@ -122,11 +122,32 @@ pub enum MpdKind {
         /// `suggestedPresentationDelay`, milliseconds: how far behind the live edge
         /// players start.
         suggested_presentation_delay_ms: u64,
+        /// MPD-reload events just before the live edge, if any: see [`ReloadEvents`].
+        reload_events: Option<ReloadEvents>,
     },
     /// A finished presentation (a stream that ended, an archive range): `type="static"`
     /// with `mediaPresentationDuration`.
     Static,
 }
+
+/// Inline MPD-reload events (`urn:mpeg:dash:event:2012`, value 1) in the last period,
+/// every `every_ms` over the `before_edge_ms` before the newest segment's end. A player
+/// that plays that close to the edge of the MPD it holds has not had a fresh one for a
+/// while (its reload failed or hangs on a dead node): each event starts a new reload,
+/// which a steering player sends to the pathway the steering now puts first. dash.js
+/// schedules no reload after one fails, so without them a DASH viewer whose node died
+/// mid-reload would stop for good. A player that keeps its delay behind the edge never
+/// reaches them; each MPD moves them with the edge, so every node writes the same ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReloadEvents {
+    /// How far before the newest segment's end the first event is, milliseconds.
+    pub before_edge_ms: u64,
+    /// The spacing of the events (and each event's duration), milliseconds; not 0.
+    pub every_ms: u64,
+}
+
+/// The scheme of MPD validity-expiration (reload) events, ISO/IEC 23009-1 §5.10.4.
+pub const MPD_RELOAD_SCHEME: &str = "urn:mpeg:dash:event:2012";
 
 /// How an MPD names its resources.
 pub trait MpdUris {
@@ -234,6 +255,7 @@ impl Mpd {
                 minimum_update_period_ms,
                 time_shift_buffer_depth_ms,
                 suggested_presentation_delay_ms,
+                ..
             } => {
                 w.write_str(" type=\"dynamic\" availabilityStartTime=\"")?;
                 format_rfc3339_ms(w, ast)?;
@@ -261,7 +283,7 @@ impl Mpd {
         duration_ms(w, self.min_buffer_time_ms)?;
         w.write_str("\">\n")?;
         let first_start = self.periods.first().map_or(0, |p| p.start_ms(ast));
-        for p in &self.periods {
+        for (i, p) in self.periods.iter().enumerate() {
             // A static presentation starts at its first period.
             let start = match self.kind {
                 MpdKind::Dynamic { .. } => p.start_ms(ast),
@@ -275,6 +297,15 @@ impl Mpd {
             )?;
             duration_ms(w, start)?;
             w.write_str("\">\n")?;
+            if let MpdKind::Dynamic {
+                reload_events: Some(events),
+                ..
+            } = self.kind
+            {
+                if i + 1 == self.periods.len() {
+                    reload_event_stream(w, p, events)?;
+                }
+            }
             if let Some(v) = &p.video {
                 let (max_width, max_height) = p
                     .rungs
@@ -404,6 +435,39 @@ impl Mpd {
             .expect("writing to a String cannot fail");
         s
     }
+}
+
+/// Writes the [`ReloadEvents`] of the period `p` (the last): times in milliseconds
+/// from the period's start, each id the event's time so that a player that sees the same
+/// event in the next MPD knows it.
+fn reload_event_stream(
+    w: &mut impl fmt::Write,
+    p: &MpdPeriod,
+    events: ReloadEvents,
+) -> fmt::Result {
+    let Some(last) = p.segments.last() else {
+        return Ok(());
+    };
+    let every = events.every_ms.max(1);
+    let edge = ticks_ms(
+        last.start_ts
+            .saturating_add(last.duration_ticks)
+            .saturating_sub(p.anchor_ts),
+    );
+    writeln!(
+        w,
+        "    <EventStream schemeIdUri=\"{MPD_RELOAD_SCHEME}\" value=\"1\" timescale=\"1000\">"
+    )?;
+    let first = edge.saturating_sub(events.before_edge_ms);
+    let mut at = first + (edge - first) % every;
+    while at <= edge {
+        writeln!(
+            w,
+            "      <Event presentationTime=\"{at}\" duration=\"{every}\" id=\"{at}\"/>"
+        )?;
+        at += every;
+    }
+    w.write_str("    </EventStream>\n")
 }
 
 /// Where `count` segments of `s`'s duration starting at `s` end (`None` past `u64`).

@@ -3,7 +3,9 @@
 //! `SegmentTimeline` on the TS timeline, one adaptation set per track. The routes serve
 //! what is rendered here ([`crate::routes::dash`]).
 
-use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdText, MpdUris, MpdVideo};
+use media::dash::{
+    Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdText, MpdUris, MpdVideo, ReloadEvents,
+};
 use media::fmp4::InitConfig;
 use media::TrackKind;
 
@@ -71,6 +73,11 @@ pub fn representations(
 /// MPD, whenever it joined, restarted or switched origin, and a DASH player can move
 /// between nodes mid-play (`BaseURL`s, steering).
 pub const LIVE_AVAILABILITY_START_MS: i64 = 0;
+
+/// The spacing of the live MPD's reload events ([`ReloadEvents`]) over the last target
+/// duration before its edge: a player that reached them retries its reload four times a
+/// second until one answers.
+const RELOAD_EVENT_EVERY_MS: u64 = 250;
 
 /// The dynamic MPD of a live window's fMP4 segments: `minimumUpdatePeriod` one target
 /// duration, players starting three target durations behind the live edge (as HLS's
@@ -195,6 +202,10 @@ pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> Stri
             minimum_update_period_ms: target_ms,
             time_shift_buffer_depth_ms: window_ticks / 90,
             suggested_presentation_delay_ms: target_ms.saturating_mul(3),
+            reload_events: Some(ReloadEvents {
+                before_edge_ms: target_ms,
+                every_ms: RELOAD_EVENT_EVERY_MS,
+            }),
         },
         availability_start_unix_ms: LIVE_AVAILABILITY_START_MS,
         min_buffer_time_ms: target_ms,
