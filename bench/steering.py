@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Steered failover under hls.js's default settings, ten runs of each failure.
+"""Steered failover under players' default settings, ten runs of each failure.
 
 Usage (from the repository root, after `cargo build --release` and `cd e2e && npm ci`):
 
-    python3 bench/steering.py            # about 25 minutes
+    python3 bench/steering.py            # about an hour
     python3 bench/steering.py --runs 3   # fewer runs
 
 Runs the end-to-end suite's steering tests (`e2e/tests/steering.test.mjs`: an MC, nodes
 a, b, c, hls.js with no tuned setting in Chromium playing node a's master playlist)
-with `STEERING_RUNS` set, so node a is hung (SIGSTOP), killed (kill -9) and has its
-input paused that many times. Prints, per failure, the longest stall of every run, the
+with `STEERING_RUNS` set, so node a is hung (SIGSTOP), killed (kill -9), has its
+input paused and is drained that many times under hls.js, and hung and killed under
+dash.js and Shaka playing its MPD. Prints, per failure, the longest stall of every run, the
 worst, the buffer the player held and the fatal errors, and writes
 `bench/steering_results.json`.
 """
@@ -36,10 +37,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     env = dict(os.environ, STEERING_RUNS=str(args.runs))
-    pattern = "hls.js defaults: (a hung node|kill -9)"
+    pattern = "(hls.js defaults: (a hung node|kill -9|a node drained))|(dash.js|Shaka) defaults: a hung"
     command = ["node", "--test", "--test-name-pattern", pattern, "tests/steering.test.mjs"]
     done = subprocess.run(command, cwd=os.path.join(ROOT, "e2e"), env=env,
-                          capture_output=True, text=True, timeout=3600, check=False)
+                          capture_output=True, text=True, timeout=5400, check=False)
     raw = os.path.join(HERE, "steering_output.txt")
     with open(raw, "w", encoding="utf-8") as f:
         f.write(done.stdout + done.stderr)
@@ -52,11 +53,11 @@ def main() -> int:
                 "steered_ms": None if m["steered"] == "-" else int(m["steered"]),
                 "buffer_s": float(m["buffer"]), "fatal_errors": int(m["fatal"]),
             })
-    print(f"{'failure':<14} {'runs':>4} {'worst stall ms':>15} {'median ms':>10} {'steered ms (median)':>20} {'fatal':>6}")
+    print(f"{'failure':<18} {'runs':>4} {'worst stall ms':>15} {'median ms':>10} {'steered ms (median)':>20} {'fatal':>6}")
     for label, runs in rows.items():
         stalls = [r["stall_ms"] for r in runs]
         steered = [r["steered_ms"] for r in runs if r["steered_ms"] is not None]
-        print(f"{label:<14} {len(runs):>4} {max(stalls):>15} {statistics.median(stalls):>10.0f} "
+        print(f"{label:<18} {len(runs):>4} {max(stalls):>15} {statistics.median(stalls):>10.0f} "
               f"{(statistics.median(steered) if steered else float('nan')):>20.0f} {sum(r['fatal_errors'] for r in runs):>6}")
     out = os.path.join(HERE, "steering_results.json")
     with open(out, "w", encoding="utf-8") as f:

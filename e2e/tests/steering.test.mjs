@@ -144,7 +144,8 @@ test('hls.js defaults, low latency: a hung or killed node is steered away from, 
   }
 });
 
-test('hls.js defaults: a node drained from its Backups screen loses its viewers with no stall; undrain brings it back', { timeout: 150_000 }, async () => {
+/** Drains a from its Backups screen while hls.js plays it, checks, undrains. */
+async function drainOnce(label) {
   const { a, b, c } = cluster.nodes;
   const api = (method) => fetch(`${a.base}/api/drain`, { method }).then((r) => r.json());
   const screen = await browser.newPage();
@@ -154,7 +155,7 @@ test('hls.js defaults: a node drained from its Backups screen loses its viewers 
     await screen.goto(`${a.base}/backups`);
     await screen.waitForFunction(() => document.getElementById('at').textContent !== 'never');
     assert.equal(await shown(), 'serving');
-    await survives('drain', async () => {
+    await survives(label, async () => {
       assert.equal(await button.innerText(), 'Drain this node');
       await button.click();
       await screen.waitForFunction(() => document.querySelector('[data-testid="drain-state"]').textContent.startsWith('draining'));
@@ -181,6 +182,10 @@ test('hls.js defaults: a node drained from its Backups screen loses its viewers 
   }, { limitMs: 15_000 });
   console.log(`undrain: a serves and is offered again ${back.ms} ms later`);
   await waitProtected([a, b, c]);
+}
+
+test('hls.js defaults: a node drained from its Backups screen loses its viewers with no stall; undrain brings it back', { timeout: 150_000 * RUNS }, async () => {
+  for (let run = 1; run <= RUNS; run++) await drainOnce(RUNS > 1 ? `drain #${run}` : 'drain');
 });
 
 test('hls.js defaults: kill -9 and a paused input still cost no stall', { timeout: 200_000 * RUNS }, async () => {
