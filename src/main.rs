@@ -4,6 +4,7 @@
 //! - `brdyun node --config FILE` runs one delivery node;
 //! - `brdyun mc --config FILE` runs the meeting controller (MC).
 
+mod admin_token;
 mod config;
 mod demo;
 mod inputs;

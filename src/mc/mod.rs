@@ -87,9 +87,15 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         Some(v) => Some(v.parse().context("mc.min_client_version")?),
         None => None,
     };
+    let (admin_token, token_source) = crate::admin_token::resolve(
+        section.admin_token.as_deref(),
+        &[section.http],
+        &section.data_dir,
+    )?;
+    crate::admin_token::log_source("mc", &token_source);
     let mc = McState::open(McSettings {
         store_path: section.data_dir.join("meetings.json"),
-        admin_token: section.admin_token.clone(),
+        admin_token: admin_token.clone(),
         node_token: section.node_token.clone(),
         min_client_version,
         viewer_report_ttl: Duration::from_secs_f64(section.viewer_report_ttl),
@@ -113,7 +119,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         name: section.name.clone(),
         hostname: None,
     };
-    let state = AppState::new(identity, Arc::clone(&metrics), section.admin_token.clone());
+    let state = AppState::new(identity, Arc::clone(&metrics), admin_token);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let registry = PublishRegistry::new();

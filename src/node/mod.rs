@@ -2,6 +2,7 @@
 //! pipeline (segmenter) and live channel (`stream`).
 
 pub mod stream;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -92,6 +93,26 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let node_config = &config.node;
     std::fs::create_dir_all(node_config.data_dir.join("streams"))
         .with_context(|| format!("creating data_dir {}", node_config.data_dir.display()))?;
+    let listeners: Vec<_> = std::iter::once(node_config.http)
+        .chain(node_config.https)
+        .collect();
+    let (admin_token, token_source) = crate::admin_token::resolve(
+        node_config.admin_token.as_deref(),
+        &listeners,
+        &node_config.data_dir,
+    )?;
+    crate::admin_token::log_source("node", &token_source);
+    if config.ott.is_some()
+        && matches!(
+            token_source,
+            crate::admin_token::TokenSource::Created(_) | crate::admin_token::TokenSource::Kept(_)
+        )
+    {
+        tracing::warn!(
+            "this node is in a mesh domain with a token of its own: its peers cannot pull its \
+             experiment reports; give every member the same admin_token"
+        );
+    }
     let metrics = Metrics::new();
     let identity = NodeIdentity {
         name: node_config.name.clone(),
@@ -102,7 +123,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let state = AppState::with_shedder(
         identity,
         Arc::clone(&metrics),
-        node_config.admin_token.clone(),
+        admin_token,
         Arc::clone(&shedder),
     );
     let (shutdown, shutdown_rx) = watch::channel(false);
@@ -206,12 +227,20 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     );
 
     let mut https = None;
+    let mut certificate_mismatch = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let (Some(addr), Some(cert), Some(key)) = (
         node_config.https,
         &node_config.tls_cert,
         &node_config.tls_key,
     ) {
-        let acceptor = server::serve::tls_acceptor(cert, key)?;
+        let names = tls::viewer_names(
+            node_config.hostname.as_deref(),
+            config.ott.as_ref().map_or(&[][..], |o| &o.announce[..]),
+        );
+        let node_tls = tls::NodeTls::load(cert, key, names)?;
+        node_tls.reload_on_sighup(shutdown_rx.clone(), &mut tasks);
+        let acceptor = node_tls.store.acceptor()?;
+        certificate_mismatch = Arc::clone(&node_tls.mismatch);
         let listeners = server::serve::bind_reuseport(addr, threads)
             .with_context(|| format!("binding node.https {addr}"))?;
         https = Some(listeners.local_addr());
@@ -240,6 +269,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                     state: state.clone(),
                     redundancy,
                     shedder: Arc::clone(&shedder),
+                    certificate_mismatch,
                 },
                 shutdown_rx.clone(),
                 &mut tasks,

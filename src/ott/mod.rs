@@ -70,6 +70,9 @@ pub struct OttRuntime {
     pub redundancy: Arc<Redundancy>,
     /// The node's shedder (its CPU reading is the announced CPU load).
     pub shedder: Arc<server::shed::Shedder>,
+    /// The HTTPS certificate is not issued for the node's names (see
+    /// [`crate::node::tls`]): announced so no HTTPS viewer is sent here.
+    pub certificate_mismatch: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Joins the mesh and spawns the loop into `tasks`; returns the bound gossip address.
@@ -117,6 +120,7 @@ pub async fn start(
             backup_session_limit: config.backup_session_limit,
         },
         draining: false,
+        certificate_mismatch: false,
     };
     let net = NetLoad::new(config.net_capacity_mbps.saturating_mul(1_000_000));
     tracing::info!(%gossip, seeds = ?config.seeds, "joined the mesh domain");
@@ -145,6 +149,7 @@ async fn run(
         state,
         redundancy,
         shedder,
+        certificate_mismatch,
     } = runtime;
     let mut round = tokio::time::interval(ROUND);
     round.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -163,6 +168,8 @@ async fn run(
             backup_sessions: redundancy.sessions.count(),
         };
         announce.draining = redundancy.drain.is_draining();
+        announce.certificate_mismatch =
+            certificate_mismatch.load(std::sync::atomic::Ordering::Relaxed);
         redundancy.observe_viewers(&state, now);
         if let Err(error) = handle.set_node(announce.clone()).await {
             tracing::warn!(%error, "cannot publish the node's state to the mesh");

@@ -73,6 +73,9 @@ pub struct HttpPullConfig {
     pub read_timeout: Duration,
     /// Delays between reconnect attempts.
     pub backoff: Backoff,
+    /// A credential sent as `Authorization: Bearer …`: in a header, never in the URL,
+    /// so it stays out of access logs.
+    pub bearer: Option<String>,
 }
 
 impl HttpPullConfig {
@@ -84,6 +87,7 @@ impl HttpPullConfig {
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(5),
             backoff: Backoff::default(),
+            bearer: None,
         }
     }
 }
@@ -212,9 +216,9 @@ pub async fn connect(
             .await
             .map_err(|_| HttpPullError::TlsHandshake("handshake timed out".into()))?
             .map_err(classify_tls)?;
-        get(stream, &target, config.read_timeout).await
+        get(stream, &target, config).await
     } else {
-        get(tcp, &target, config.read_timeout).await
+        get(tcp, &target, config).await
     }
 }
 
@@ -258,7 +262,7 @@ async fn connect_tcp(target: &Target, limit: Duration) -> Result<TcpStream, Http
 async fn get<S>(
     stream: S,
     target: &Target,
-    read_timeout: Duration,
+    config: &HttpPullConfig,
 ) -> Result<HttpTsConnection, HttpPullError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -271,13 +275,18 @@ where
             tracing::debug!(error = %e, "pull connection ended");
         }
     }));
-    let request = Request::get(target.path_and_query.as_str())
+    let read_timeout = config.read_timeout;
+    let mut request = Request::get(target.path_and_query.as_str())
         .header(hyper::header::HOST, target.authority.as_str())
         .header(
             hyper::header::USER_AGENT,
             concat!("brdyun/", env!("CARGO_PKG_VERSION")),
         )
-        .header(hyper::header::ACCEPT, "*/*")
+        .header(hyper::header::ACCEPT, "*/*");
+    if let Some(token) = &config.bearer {
+        request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
         .body(Empty::<Bytes>::new())
         .map_err(|e| HttpPullError::InvalidUrl(e.to_string()))?;
     let response = tokio::time::timeout(read_timeout, sender.send_request(request))

@@ -136,6 +136,7 @@ fn node_view(
         alive,
         silent_ms,
         draining: n.draining,
+        certificate_mismatch: n.certificate_mismatch,
     }
 }
 

@@ -42,6 +42,9 @@ pub struct NodeAnnounce {
     pub thresholds: Thresholds,
     /// Its operator drains it: no new viewers, switching viewers steered away.
     pub draining: bool,
+    /// Its HTTPS certificate is not issued for its host name (OTT-ADDR-3): HTTPS
+    /// viewers cannot be sent to it.
+    pub certificate_mismatch: bool,
 }
 
 /// One stream or adaptive package of this node in an OTT group (OTT-GRP-1): what
@@ -111,6 +114,9 @@ struct WireNode {
     /// Absent from nodes that cannot drain (an earlier version): not draining.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     draining: bool,
+    /// Absent from earlier versions, and when the certificate is right.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    certificate_mismatch: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -190,6 +196,7 @@ impl From<&NodeAnnounce> for WireNode {
                 backup_session_limit: n.thresholds.backup_session_limit,
             }),
             draining: n.draining,
+            certificate_mismatch: n.certificate_mismatch,
         }
     }
 }
@@ -225,6 +232,7 @@ impl From<WireNode> for NodeAnnounce {
                 })
                 .unwrap_or_default(),
             draining: w.draining,
+            certificate_mismatch: w.certificate_mismatch,
         }
     }
 }
@@ -338,6 +346,7 @@ mod tests {
                 backup_session_limit: Some(500),
             },
             draining: true,
+            certificate_mismatch: true,
         }
     }
 

@@ -132,7 +132,7 @@ pub fn backup_address(candidate: &NodeView, viewer: ViewerContext) -> Result<Str
     }
     let secure: Vec<_> = reachable
         .into_iter()
-        .filter(|a| a.scheme == Scheme::Https || !viewer.https)
+        .filter(|a| !viewer.https || (a.scheme == Scheme::Https && !candidate.certificate_mismatch))
         .collect();
     let on_hostname = |a: &&&crate::view::Announced| {
         candidate
@@ -145,7 +145,11 @@ pub fn backup_address(candidate: &NodeView, viewer: ViewerContext) -> Result<Str
         .find(on_hostname)
         .or_else(|| secure.first())
         .map(|a| a.url_base.trim_end_matches('/').to_owned())
-        .ok_or(Problem::NoHttpsAddress { node: node() })
+        .ok_or(if candidate.certificate_mismatch {
+            Problem::CertificateNotForHostname { node: node() }
+        } else {
+            Problem::NoHttpsAddress { node: node() }
+        })
 }
 
 #[cfg(test)]

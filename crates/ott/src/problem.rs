@@ -112,6 +112,13 @@ pub enum Problem {
         /// The node.
         node: NodeId,
     },
+    /// OTT-ADDR-3: the certificate the node serves HTTPS with is not issued for its
+    /// host name.
+    #[error("a node's https certificate is not issued for its host name, so https viewers cannot be sent there ({node})")]
+    CertificateNotForHostname {
+        /// The node.
+        node: NodeId,
+    },
     /// OTT-ADDR-5.
     #[error("a node has only cdn names shared with other nodes, which cannot be backup addresses ({node})")]
     OnlyCdnSharedAddresses {
@@ -162,6 +169,7 @@ impl Problem {
             Problem::Overloaded { .. } => "overloaded",
             Problem::OnlyPrivateAddresses { .. } => "only-private-addresses",
             Problem::NoHttpsAddress { .. } => "no-https-address",
+            Problem::CertificateNotForHostname { .. } => "certificate-not-for-hostname",
             Problem::OnlyCdnSharedAddresses { .. } => "only-cdn-shared-addresses",
             Problem::NoAddress { .. } => "no-address",
             Problem::NotEnoughMembers { .. } => "not-enough-members",
@@ -188,6 +196,7 @@ impl Problem {
             | Problem::Overloaded { node }
             | Problem::OnlyPrivateAddresses { node }
             | Problem::NoHttpsAddress { node }
+            | Problem::CertificateNotForHostname { node }
             | Problem::OnlyCdnSharedAddresses { node }
             | Problem::NoAddress { node } => Some(node),
             Problem::NotEnoughMembers { .. } | Problem::NotInGroup { .. } => None,

@@ -189,6 +189,9 @@ pub struct NodeView {
     /// Its operator drains it (OTT-OPS): it takes no new viewers, and steering moves
     /// its switching viewers to their backups.
     pub draining: bool,
+    /// Its HTTPS certificate is not issued for its host name (OTT-ADDR-3): no HTTPS
+    /// viewer is sent to it.
+    pub certificate_mismatch: bool,
 }
 
 /// The segment container of a rung.

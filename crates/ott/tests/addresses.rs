@@ -118,6 +118,34 @@ fn addr_3_https_viewers_get_only_https_backups() {
 }
 
 #[test]
+fn addr_3_a_certificate_not_for_the_host_name_sends_no_https_viewer() {
+    let mut b = node("b");
+    b.addresses = vec![
+        addr("http://b.example.net:8080", true, false),
+        addr("https://b.example.net:8443", true, false),
+    ];
+    b.certificate_mismatch = true;
+    assert_eq!(
+        backup_address(&b, PUBLIC_HTTPS),
+        Err(Problem::CertificateNotForHostname {
+            node: ott::NodeId::new("b")
+        })
+    );
+    assert_eq!(
+        Problem::CertificateNotForHostname {
+            node: ott::NodeId::new("b")
+        }
+        .code(),
+        "certificate-not-for-hostname"
+    );
+    // An HTTP viewer is not affected.
+    assert_eq!(
+        backup_address(&b, PUBLIC_HTTP).as_deref(),
+        Ok("http://b.example.net:8080")
+    );
+}
+
+#[test]
 fn addr_3_x_forwarded_proto_https_makes_an_https_viewer() {
     let peer = ip("198.51.100.20");
     let v = ViewerContext::from_connection(peer, Scheme::Http, Some("https"));

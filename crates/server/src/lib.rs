@@ -38,6 +38,7 @@ pub mod routes;
 pub mod serve;
 pub mod shed;
 pub mod state;
+pub mod tls;
 pub mod tracks;
 pub mod url;
 pub mod window;

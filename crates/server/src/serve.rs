@@ -8,14 +8,10 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -24,60 +20,7 @@ pub use crate::connection::Secure;
 use crate::connection::{close_gracefully, serve_accepted};
 use crate::lane::PriorityLane;
 use crate::shed::Shedder;
-
-/// Why the TLS configuration could not be loaded.
-#[derive(Debug, Error)]
-pub enum TlsError {
-    /// The certificate file could not be read or holds no certificate.
-    #[error("reading certificate {path}: {reason}")]
-    Certificate {
-        /// The file.
-        path: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The key file could not be read or holds no private key.
-    #[error("reading private key {path}: {reason}")]
-    Key {
-        /// The file.
-        path: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// rustls refused the pair (e.g. the key does not match the certificate).
-    #[error("tls configuration: {0}")]
-    Config(#[from] rustls::Error),
-}
-
-/// Builds a TLS acceptor from PEM files (a certificate chain and its private key).
-///
-/// # Errors
-/// A [`TlsError`] naming the file and the problem.
-pub fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| TlsError::Certificate {
-            path: cert.display().to_string(),
-            reason: e.to_string(),
-        })?;
-    if certs.is_empty() {
-        return Err(TlsError::Certificate {
-            path: cert.display().to_string(),
-            reason: "no certificate found".into(),
-        });
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| TlsError::Key {
-        path: key.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
-}
+pub use crate::tls::{tls_acceptor, TlsError};
 
 /// Listening sockets bound to one address with `SO_REUSEPORT`, one per serving thread:
 /// the kernel spreads incoming connections over them.

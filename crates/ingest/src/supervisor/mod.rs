@@ -224,6 +224,7 @@ pub fn spawn(
         connect_timeout: config.connect_timeout,
         read_timeout: config.read_timeout,
         backoff: config.backoff,
+        bearer: None,
     };
     for (index, spec) in config.inputs.into_iter().enumerate() {
         let counter = Arc::new(InputCounters::default());

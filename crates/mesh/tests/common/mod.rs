@@ -39,6 +39,7 @@ pub fn announce(name: &str) -> NodeAnnounce {
         },
         thresholds: Thresholds::default(),
         draining: false,
+        certificate_mismatch: false,
     }
 }
 

@@ -43,6 +43,7 @@ pub fn node(name: &str) -> NodeView {
         alive: true,
         silent_ms: 0,
         draining: false,
+        certificate_mismatch: false,
     }
 }
 

@@ -175,6 +175,7 @@ mod tests {
             alive,
             silent_ms: 0,
             draining: false,
+            certificate_mismatch: false,
         }
     }
 

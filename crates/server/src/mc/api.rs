@@ -290,7 +290,8 @@ fn is_node(mc: &McState, given: Option<&str>) -> bool {
     token_matches(mc.inner.settings.node_token.as_deref(), given)
 }
 
-/// `GET /api/nodes/sync?node=N&viewers=id:count,…` (node token, as bearer or `token=`):
+/// `GET /api/nodes/sync?node=N&viewers=id:count,…` (node token as bearer, never in the
+/// URL):
 /// records the node's viewer counts and answers with every meeting's view (viewers
 /// summed across nodes) and the minimum client version.
 pub async fn sync(
@@ -298,7 +299,7 @@ pub async fn sync(
     headers: HeaderMap,
     CodedQuery(query): CodedQuery<HashMap<String, String>>,
 ) -> Response {
-    let token = bearer(&headers).or(query.get("token").map(String::as_str));
+    let token = bearer(&headers);
     let allowed = is_node(&mc, token) || (token.is_some() && is_admin(&mc, token));
     if !allowed {
         return McApiError::Unauthorized.into_response();

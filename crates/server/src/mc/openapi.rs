@@ -60,7 +60,7 @@ pub const DOCUMENT: &str = r##"{
         "responses": {"201": {"description": "where each cue landed", "content": {"application/json": {"schema": {"type": "object", "properties": {"track": {"type": "object", "properties": {"id": {"type": "string"}, "language": {"type": "string"}, "name": {"type": "string"}}}, "cues": {"type": "array", "items": {"type": "object", "properties": {"start_pts": {"type": "integer"}, "start_ms": {"type": "integer"}, "end_ms": {"type": "integer"}, "start": {"type": "string", "format": "date-time"}}}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/nodes/sync": {
-      "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token, as bearer or token=)",
+      "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token as bearer)",
         "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "example": "m1:3,m2:0"}}, {"name": "token", "in": "query", "required": false, "schema": {"type": "string"}}],
         "responses": {"200": {"description": "meetings with viewers summed over nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"now_ms": {"type": "integer"}, "min_client_version": {"type": "string", "nullable": true}, "meetings": {"type": "array", "items": {"$ref": "#/components/schemas/MeetingView"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },

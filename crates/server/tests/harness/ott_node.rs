@@ -46,6 +46,7 @@ pub fn node_view(id: &str, url: &str, https: bool) -> ott::NodeView {
         alive: true,
         silent_ms: 0,
         draining: false,
+        certificate_mismatch: false,
     }
 }
 
