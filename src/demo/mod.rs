@@ -116,6 +116,7 @@ pub async fn start_cluster(
                 .map(|j| gossip(j).to_string())
                 .collect(),
             announce: Vec::new(),
+            cdn_names: Vec::new(),
             cpu_error_percent: 90,
             net_error_percent: 90,
             net_capacity_mbps: 1000,

@@ -26,6 +26,11 @@ pub struct OttConfig {
     /// listen address (which then must not be a wildcard).
     #[serde(default)]
     pub announce: Vec<String>,
+    /// Host names of `announce` that a CDN (or load balancer) serves for several nodes
+    /// (OTT-ADDR-5): announced, never offered as a backup address. A name several
+    /// members announce is found from the mesh as well.
+    #[serde(default)]
+    pub cdn_names: Vec<String>,
     /// CPU error threshold, percent: above it, viewers from other nodes are refused
     /// (OTT-OVL-1).
     #[serde(default = "default_threshold")]
@@ -87,6 +92,15 @@ impl OttConfig {
         for (i, url) in self.announce.iter().enumerate() {
             parse_announce(url).with_context(|| format!("ott.announce[{i}]"))?;
         }
+        for (i, name) in self.cdn_names.iter().enumerate() {
+            if !self
+                .announce
+                .iter()
+                .any(|url| announce_host(url).eq_ignore_ascii_case(name))
+            {
+                bail!("ott.cdn_names[{i}] {name:?} is the host of no ott.announce address");
+            }
+        }
         if let Some(v) = &self.min_version {
             v.parse::<ott::Version>()
                 .map_err(|e| anyhow::anyhow!("ott.min_version: {e}"))?;
@@ -116,11 +130,7 @@ pub fn parse_announce(url: &str) -> anyhow::Result<ott::Announced> {
     if authority.is_empty() || authority.contains(['/', '?', '#', '@', ' ']) {
         bail!("{url:?}: scheme, host and port only");
     }
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
+    let host = announce_host(url);
     let public = match host.parse::<IpAddr>() {
         Ok(ip) => ott::is_public_ip(ip),
         Err(_) => true,
@@ -140,6 +150,27 @@ pub fn parse_announce(url: &str) -> anyhow::Result<ott::Announced> {
     })
 }
 
+/// The host of an announce URL (`scheme://host[:port][/]`), without IPv6 brackets.
+fn announce_host(url: &str) -> &str {
+    let authority = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .trim_end_matches('/');
+    if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    }
+}
+
+/// `host` is one of `[ott] cdn_names`.
+fn is_cdn_name(config: &OttConfig, host: &str) -> bool {
+    config
+        .cdn_names
+        .iter()
+        .any(|name| name.eq_ignore_ascii_case(host))
+}
+
 /// The addresses a node announces: `[ott].announce`, else from its host name and
 /// listeners (OTT-ADDR-1: the host name when set, else the IP over HTTP only).
 ///
@@ -152,7 +183,15 @@ pub fn announced(
     https: Option<SocketAddr>,
 ) -> anyhow::Result<Vec<ott::Announced>> {
     if !config.announce.is_empty() {
-        return config.announce.iter().map(|u| parse_announce(u)).collect();
+        return config
+            .announce
+            .iter()
+            .map(|u| {
+                let mut address = parse_announce(u)?;
+                address.cdn_shared = is_cdn_name(config, announce_host(u));
+                Ok(address)
+            })
+            .collect();
     }
     if let Some(host) = hostname {
         let mut out = vec![parse_announce(&format!("http://{host}:{}", http.port()))?];
@@ -200,6 +239,29 @@ mod tests {
         assert!(!plain[0].public);
         let wildcard: SocketAddr = "0.0.0.0:8080".parse().unwrap();
         assert!(announced(&config, None, wildcard, None).is_err());
+    }
+
+    #[test]
+    fn cdn_names_are_announced_but_marked_shared() {
+        let config: OttConfig = toml::from_str(
+            "domain_secret = \"0123456789abcdef0123\"\n\
+             announce = [\"https://a.example.net:8443\", \"https://CDN.example.net\"]\n\
+             cdn_names = [\"cdn.example.net\"]",
+        )
+        .unwrap();
+        config.validate().unwrap();
+        let http: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let out = announced(&config, Some("a.example.net"), http, None).unwrap();
+        assert_eq!(
+            out.iter().map(|a| a.cdn_shared).collect::<Vec<_>>(),
+            [false, true]
+        );
+        let typo: OttConfig = toml::from_str(
+            "domain_secret = \"0123456789abcdef0123\"\n\
+             announce = [\"https://a.example.net\"]\ncdn_names = [\"cdn.example.net\"]",
+        )
+        .unwrap();
+        assert!(format!("{:#}", typo.validate().unwrap_err()).contains("cdn_names[0]"));
     }
 
     #[test]

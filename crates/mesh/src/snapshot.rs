@@ -108,12 +108,14 @@ pub(crate) fn build(
                 .map(|m| m.into_view(id.clone())),
         );
     }
-    Snapshot {
+    let mut snapshot = Snapshot {
         this,
         nodes,
         members,
         min_version,
-    }
+    };
+    ott::mark_shared_names(&mut snapshot);
+    snapshot
 }
 
 fn node_view(

@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::problem::Problem;
-use crate::view::{NodeView, Scheme};
+use crate::view::{NodeId, NodeView, Scheme, Snapshot};
 
 /// What matters about a viewer for choosing a backup address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -150,6 +150,48 @@ pub fn backup_address(candidate: &NodeView, viewer: ViewerContext) -> Result<Str
         } else {
             Problem::NoHttpsAddress { node: node() }
         })
+}
+
+/// Marks as CDN-shared (OTT-ADDR-5) every address whose host name is announced by more
+/// than one node of the snapshot: a name several nodes answer to is a CDN (or a load
+/// balancer) in front of them, and a viewer sent there as to a backup could land on the
+/// very node that failed. IP addresses are each node's own and never shared this way.
+pub fn mark_shared_names(snapshot: &mut Snapshot) {
+    let mut owners: std::collections::HashMap<String, &NodeId> = std::collections::HashMap::new();
+    let mut shared: Vec<String> = Vec::new();
+    for node in std::iter::once(&snapshot.this).chain(&snapshot.nodes) {
+        for address in &node.addresses {
+            let host = host_of(&address.url_base);
+            if host.is_empty() || host.parse::<IpAddr>().is_ok() {
+                continue;
+            }
+            let host = host.to_ascii_lowercase();
+            match owners.get(&host) {
+                Some(owner) if **owner != node.id => {
+                    if !shared.contains(&host) {
+                        shared.push(host);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    owners.insert(host, &node.id);
+                }
+            }
+        }
+    }
+    if shared.is_empty() {
+        return;
+    }
+    for node in std::iter::once(&mut snapshot.this).chain(snapshot.nodes.iter_mut()) {
+        for address in &mut node.addresses {
+            if shared
+                .iter()
+                .any(|h| host_of(&address.url_base).eq_ignore_ascii_case(h))
+            {
+                address.cdn_shared = true;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ mod steering;
 mod variants;
 mod view;
 
-pub use address::{backup_address, is_public_ip, ViewerContext};
+pub use address::{backup_address, is_public_ip, mark_shared_names, ViewerContext};
 pub use alert::{
     AlertChange, AlertCode, AlertKey, AlertKind, AlertState, Observations, REFUSAL_GAP_MS,
 };

@@ -182,6 +182,47 @@ fn addr_5_cdn_names_shared_by_nodes_are_never_backups() {
 }
 
 #[test]
+fn addr_5_a_name_several_nodes_announce_is_found_from_the_mesh() {
+    let mut s = snapshot("a", &["b", "c"]);
+    s.this.addresses = vec![
+        addr("https://a.example.net", true, false),
+        addr("https://live.example.net", true, false),
+    ];
+    node_mut(&mut s, "b").addresses = vec![
+        addr("https://b.example.net", true, false),
+        addr("https://LIVE.example.net:443", true, false),
+    ];
+    node_mut(&mut s, "c").addresses = vec![
+        addr("https://live.example.net", true, false),
+        addr("http://203.0.113.9:8080", true, false),
+    ];
+    ott::mark_shared_names(&mut s);
+    let shared =
+        |n: &ott::NodeView| -> Vec<bool> { n.addresses.iter().map(|a| a.cdn_shared).collect() };
+    assert_eq!(shared(&s.this), [false, true]);
+    assert_eq!(shared(&s.nodes[0]), [false, true], "any case, any port");
+    assert_eq!(
+        shared(&s.nodes[1]),
+        [true, false],
+        "IPs are never shared names"
+    );
+    // c's shared name is never offered: an HTTPS viewer finds no address of its own.
+    assert_eq!(
+        backup_address(&s.nodes[1], PUBLIC_HTTPS),
+        Err(Problem::NoHttpsAddress { node: id("c") })
+    );
+    node_mut(&mut s, "c").addresses.pop();
+    assert_eq!(
+        backup_address(&s.nodes[1], PUBLIC_HTTPS),
+        Err(Problem::OnlyCdnSharedAddresses { node: id("c") })
+    );
+    assert_eq!(
+        backup_address(&s.nodes[0], PUBLIC_HTTPS).as_deref(),
+        Ok("https://b.example.net")
+    );
+}
+
+#[test]
 fn address_classification() {
     for private in [
         "10.0.0.1",
