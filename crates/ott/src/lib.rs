@@ -21,7 +21,8 @@
 //! 6. a viewer entering by `/watch/{group}`: [`entry_target`], any node that serves it,
 //!    this one included;
 //! 7. a switching player's steering request: [`steer`] orders its pathways from the
-//!    snapshot (RFC 8216bis §7).
+//!    snapshot (RFC 8216bis §7);
+//! 8. a viewer of a private meeting: its platform-signed token, [`ViewerKeySet::verify`].
 //!
 //! In the background, every tick: [`group_report`] per group for the Backups screen
 //! (OTT-OPS-1) and [`AlertState::update`] for alerts 70, 78, 79 (OTT-OPS-3).
@@ -41,6 +42,7 @@ mod route;
 mod steering;
 mod variants;
 mod view;
+mod viewer_token;
 
 pub use address::{backup_address, is_public_ip, mark_shared_names, ViewerContext};
 pub use alert::{
@@ -72,4 +74,8 @@ pub use variants::{backup_uri, encode_segment, master_variants, BackupLink};
 pub use view::{
     Announced, ArchiveRanges, Load, MemberView, NodeId, NodeView, Protocol, Rung, Scheme, Snapshot,
     Thresholds, Transport, Version, VersionError,
+};
+pub use viewer_token::{
+    mint as mint_viewer_token, TokenError, ViewerClaims, ViewerKey, ViewerKeySet,
+    CLOCK_LEEWAY_S as VIEWER_TOKEN_LEEWAY_S,
 };
