@@ -276,8 +276,10 @@ def start_udp_feeder(procs, clip, port, log_path, copy_port=None):
 NGINX_WORKERS = 2
 
 
-def nginx_conf(root_dir, port):
-    """A minimal static-file nginx.conf rooted in root_dir (docroot = root_dir/www)."""
+def nginx_conf(root_dir, port, listen_options="", server_extra=""):
+    """A minimal static-file nginx.conf rooted in root_dir (docroot = root_dir/www);
+    `listen_options` (e.g. `ssl http2`) and `server_extra` (e.g. the certificate lines)
+    go into its one server block."""
     user = "user root;\n" if os.geteuid() == 0 else ""
     return f"""daemon off;
 {user}worker_processes {NGINX_WORKERS};
@@ -297,8 +299,9 @@ http {{
     uwsgi_temp_path {root_dir}/uwsgi;
     scgi_temp_path {root_dir}/scgi;
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port} {listen_options};
         root {root_dir}/www;
+        {server_extra}
     }}
 }}
 """

@@ -69,50 +69,14 @@ pub(crate) async fn serve_accepted(
         Some(acceptor) => {
             match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
                 Ok(Ok(stream)) => {
-                    if stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice()) {
-                        serve_h2(TokioIo::new(stream), service, &mut closing).await;
-                    } else {
-                        serve_connection(TokioIo::new(stream), service, &mut closing).await;
-                    }
+                    let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+                    serve_connection(TokioIo::new(stream), service, &mut closing, h2).await;
                 }
                 Ok(Err(error)) => tracing::debug!(%peer, %error, "tls handshake failed"),
                 Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
             }
         }
-        None => serve_connection(TokioIo::new(stream), service, &mut closing).await,
-    }
-}
-
-/// Serves one connection until it ends or the server closes, then finishes in-flight
-/// requests gracefully.
-async fn serve_connection<I, S>(io: I, service: S, closing: &mut tokio::sync::watch::Receiver<bool>)
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            hyper::Request<hyper::body::Incoming>,
-            Response = hyper::Response<axum::body::Body>,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    // HTTP/1.1 (plain HTTP, or TLS that chose http/1.1): no protocol sniffing on every
-    // connection.
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(io, service);
-    tokio::pin!(connection);
-    let closed = async {
-        let _ = closing.wait_for(|c| *c).await;
-    };
-    tokio::select! {
-        _ = connection.as_mut() => {}
-        () = closed => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
-        }
+        None => serve_connection(TokioIo::new(stream), service, &mut closing, false).await,
     }
 }
 
@@ -124,10 +88,16 @@ const H2_IDLE_PING: Duration = Duration::from_secs(20);
 /// playlist reload and a preload hint per rendition: a few each).
 const H2_MAX_STREAMS: u32 = 100;
 
-/// Serves one HTTP/2 connection (TLS chose `h2` by ALPN) until it ends or the server
-/// closes; each stream runs as a task on this thread's runtime.
-async fn serve_h2<I, S>(io: I, service: S, closing: &mut tokio::sync::watch::Receiver<bool>)
-where
+/// Serves one connection until it ends or the server closes, then finishes in-flight
+/// requests gracefully: HTTP/2 when TLS chose `h2` by ALPN (each stream a task on this
+/// thread's runtime), else HTTP/1.1 (plain HTTP, or TLS that chose http/1.1; no
+/// protocol sniffing on every connection).
+async fn serve_connection<I, S>(
+    io: I,
+    service: S,
+    closing: &mut tokio::sync::watch::Receiver<bool>,
+    h2: bool,
+) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     S: hyper::service::Service<
             hyper::Request<hyper::body::Incoming>,
@@ -138,20 +108,40 @@ where
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let connection = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-        .timer(hyper_util::rt::TokioTimer::new())
-        .max_concurrent_streams(H2_MAX_STREAMS)
-        .keep_alive_interval(H2_IDLE_PING)
-        .keep_alive_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(io, service);
-    tokio::pin!(connection);
+    if h2 {
+        let connection =
+            hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .timer(hyper_util::rt::TokioTimer::new())
+                .max_concurrent_streams(H2_MAX_STREAMS)
+                .keep_alive_interval(H2_IDLE_PING)
+                .keep_alive_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(io, service);
+        tokio::pin!(connection);
+        until_closed(connection, closing, |c| c.graceful_shutdown()).await;
+    } else {
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(io, service);
+        tokio::pin!(connection);
+        until_closed(connection, closing, |c| c.graceful_shutdown()).await;
+    }
+}
+
+/// Drives `connection` to its end, or, once `closing` turns true, tells it to finish
+/// (`finish`: its graceful shutdown) and waits for its in-flight requests.
+async fn until_closed<C: std::future::Future>(
+    mut connection: std::pin::Pin<&mut C>,
+    closing: &mut tokio::sync::watch::Receiver<bool>,
+    finish: impl FnOnce(std::pin::Pin<&mut C>),
+) {
     let closed = async {
         let _ = closing.wait_for(|c| *c).await;
     };
     tokio::select! {
         _ = connection.as_mut() => {}
         () = closed => {
-            connection.as_mut().graceful_shutdown();
+            finish(connection.as_mut());
             let _ = connection.await;
         }
     }
