@@ -35,13 +35,14 @@ fn value(c: u8) -> Option<u32> {
     Some(u32::from(v))
 }
 
-/// Decodes strict base64url without padding; `None` on any deviation.
-pub fn decode(text: &str) -> Option<Vec<u8>> {
+/// Decodes strict base64url without padding into `out` without allocating; the number
+/// of bytes written, or `None` on any deviation or when `out` is too small.
+pub fn decode_into(text: &str, out: &mut [u8]) -> Option<usize> {
     let text = text.as_bytes();
     if text.len() % 4 == 1 {
         return None;
     }
-    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 2);
+    let mut written = 0;
     for chunk in text.chunks(4) {
         let mut n = 0u32;
         for (i, &c) in chunk.iter().enumerate() {
@@ -49,13 +50,22 @@ pub fn decode(text: &str) -> Option<Vec<u8>> {
         }
         let bytes = n.to_be_bytes();
         let keep = chunk.len() - 1;
-        // Bits below the kept bytes must be zero (canonical encoding).
         let unused_mask = (1u32 << (8 * (3 - keep))) - 1;
         if n & unused_mask != 0 {
             return None;
         }
-        out.extend_from_slice(&bytes[1..=keep]);
+        out.get_mut(written..written + keep)?
+            .copy_from_slice(&bytes[1..=keep]);
+        written += keep;
     }
+    Some(written)
+}
+
+/// Decodes strict base64url without padding; `None` on any deviation.
+pub fn decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = vec![0u8; text.len() / 4 * 3 + 2];
+    let written = decode_into(text, &mut out)?;
+    out.truncate(written);
     Some(out)
 }
 

@@ -39,6 +39,7 @@ mod player;
 mod problem;
 mod report;
 mod route;
+mod session;
 mod steering;
 mod variants;
 mod view;
@@ -65,6 +66,9 @@ pub use report::{group_report, GroupReport, GroupState, MemberRow};
 pub use route::{
     archive_target, backup_candidates, backups_for_viewer, eligible_backups, pick_backups,
     redirect_target, ArchiveDecision, NoTarget, Target,
+};
+pub use session::{
+    viewer_hash, Session, SessionError, SessionKey, SESSION_QUERY_PARAM, SESSION_TEXT_LEN,
 };
 pub use steering::{
     is_pathway_id, parse_pathways, pathway_id, steer, steering_uri, PathwayListError,
