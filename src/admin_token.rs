@@ -50,25 +50,40 @@ pub fn resolve(
         return Ok((None, TokenSource::LoopbackOnly));
     }
     let path = data_dir.join(TOKEN_FILE);
-    match std::fs::File::open(&path) {
+    let (token, created) = secret_file(&path)?;
+    let source = if created {
+        TokenSource::Created(path)
+    } else {
+        TokenSource::Kept(path)
+    };
+    Ok((Some(token), source))
+}
+
+/// The secret in `path` (at least 16 printable characters), or a new random one
+/// written there (owner-only) when the file does not exist; `true` when created.
+///
+/// # Errors
+/// The file cannot be read or created, or holds no usable secret.
+pub fn secret_file(path: &Path) -> anyhow::Result<(String, bool)> {
+    match std::fs::File::open(path) {
         Ok(mut file) => {
             let mut text = String::new();
             file.read_to_string(&mut text)
                 .with_context(|| format!("reading {}", path.display()))?;
-            let token = text.trim();
-            if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            let secret = text.trim();
+            if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
                 bail!(
-                    "{} holds no usable admin token (at least 16 printable characters): \
+                    "{} holds no usable secret (at least 16 printable characters): \
                      fix or delete it",
                     path.display()
                 );
             }
-            Ok((Some(token.to_owned()), TokenSource::Kept(path)))
+            Ok((secret.to_owned(), false))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let token = random_token()?;
-            write_private(&path, &token)?;
-            Ok((Some(token), TokenSource::Created(path)))
+            let secret = random_token()?;
+            write_private(path, &secret)?;
+            Ok((secret, true))
         }
         Err(e) => Err(e).with_context(|| format!("opening {}", path.display())),
     }

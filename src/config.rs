@@ -264,6 +264,10 @@ pub struct StreamConfig {
     /// link, never in a file).
     #[serde(skip)]
     pub ladder: Option<LadderPlan>,
+    /// The credential its HTTP inputs send as a bearer (a meeting stream pulling its
+    /// MC's relays: the node token), never in a file.
+    #[serde(skip)]
+    pub relay_token: Option<String>,
 }
 
 /// How a meeting stream gets its ladder rungs.

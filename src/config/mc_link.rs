@@ -68,6 +68,7 @@ impl McLinkConfig {
                 .collect()
         };
         let mut stream = stream_from(id, relays("mpegts"), &self.stream).context("mc.stream")?;
+        stream.relay_token.clone_from(&self.token);
         if !ladder.is_empty() {
             let inputs = ladder
                 .iter()

@@ -76,6 +76,7 @@ pub async fn start_cluster(
         inputs,
         ladder: true,
         cc_language: None,
+        private: false,
     };
     let mc_config = McConfig {
         mc: McSection {
@@ -88,6 +89,7 @@ pub async fn start_cluster(
             min_client_version: None,
             viewer_report_ttl: 10.0,
             ladder: Some(demo_ladder()?),
+            viewer_keys: Vec::new(),
         },
         defaults: StreamDefaults::default(),
         meetings: vec![

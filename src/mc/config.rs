@@ -48,6 +48,20 @@ pub struct McSection {
     pub viewer_report_ttl: f64,
     /// `[mc.ladder]`: the ABR ladder every meeting's stream is encoded into.
     pub ladder: Option<server::ladder::LadderSettings>,
+    /// `[[mc.viewer_keys]]`: the meeting platform's Ed25519 public keys its viewer
+    /// tokens for private meetings are signed with (several during a rotation).
+    #[serde(default)]
+    pub viewer_keys: Vec<ViewerKeyConfig>,
+}
+
+/// One public key of the meeting platform (a JWK's `kid` and `x`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewerKeyConfig {
+    /// The key id tokens name in their header.
+    pub kid: String,
+    /// The 32-byte Ed25519 public key, base64url.
+    pub public: String,
 }
 
 fn default_mc_name() -> String {
@@ -80,6 +94,9 @@ pub struct PresetMeeting {
     /// The language of the CEA-608 captions in the meeting's video (default `en`).
     #[serde(default)]
     pub cc_language: Option<String>,
+    /// Viewers need a viewer token (see docs/private-meetings.md).
+    #[serde(default)]
+    pub private: bool,
 }
 
 fn default_true() -> bool {
@@ -114,6 +131,10 @@ impl McConfig {
             ladder
                 .validate()
                 .map_err(|e| anyhow::anyhow!("mc.ladder.{e}"))?;
+        }
+        for (i, key) in config.mc.viewer_keys.iter().enumerate() {
+            ott::ViewerKey::from_base64url(&key.kid, &key.public)
+                .map_err(|e| anyhow::anyhow!("mc.viewer_keys[{i}]: {e}"))?;
         }
         for (i, preset) in config.meetings.iter().enumerate() {
             meeting::MeetingId::parse(&preset.id).with_context(|| format!("meeting[{i}].id"))?;

@@ -110,6 +110,16 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             .filter(|m| !m.ladder)
             .map(|m| m.id.clone())
             .collect(),
+        viewer_keys: section
+            .viewer_keys
+            .iter()
+            .map(|k| ott::ViewerKey::from_base64url(&k.kid, &k.public))
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("mc.viewer_keys: {e}"))?,
+        minter: Some(Arc::new(
+            server::mc::viewers::Minter::load_or_create(&section.data_dir)
+                .context("the mc's viewer-token key")?,
+        )),
     })
     .context("opening the meeting store")?;
     apply_presets(&mc, &config.meetings)?;
@@ -196,6 +206,7 @@ fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> 
                 id: preset.id.clone(),
                 title: preset.title.clone(),
                 viewer_limit: preset.viewer_limit,
+                private: preset.private,
             };
             let secrets = MeetingSecrets {
                 stream_key: server::mc::store::random_secret(),

@@ -50,6 +50,7 @@ pub async fn run(
                     answer.meetings,
                     answer.min_client_version,
                     counts.into_iter().collect(),
+                    &answer.viewer_keys,
                 );
             }
             Err(error) => {

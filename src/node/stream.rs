@@ -69,6 +69,9 @@ pub fn start_stream(
     }
     let mut supervisor_config = SupervisorConfig::new(stream.name.clone(), specs);
     supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
+    supervisor_config
+        .http_bearer
+        .clone_from(&stream.relay_token);
     let handle = supervisor::spawn(
         supervisor_config,
         Some(&context.registry),
@@ -163,7 +166,12 @@ pub fn start_stream(
         }
         Some(LadderPlan::Pull { inputs, .. }) => {
             for (rung, urls) in inputs {
-                start_rung(context, &channel, rung, urls, &settings, &stop, tasks)?;
+                let pull = RungPull {
+                    rung,
+                    urls,
+                    bearer: stream.relay_token.as_deref(),
+                };
+                start_rung(context, &channel, pull, &settings, &stop, tasks)?;
             }
         }
         None => {}
@@ -216,7 +224,12 @@ fn start_published_ladder(
         let publish = server::ladder::published_stream_name(&stream.name, &name);
         let specs = vec![InputSpec::Rtmp { key: key.clone() }];
         let registry = Some(&context.registry);
-        let events_rx = start_inputs(context, &publish, specs, registry, &settings, stop, tasks)?;
+        let inputs = Inputs {
+            specs,
+            registry,
+            bearer: None,
+        };
+        let events_rx = start_inputs(context, &publish, inputs, &settings, stop, tasks)?;
         rungs.push(server::ladder::published::PublishedRung {
             name,
             events: events_rx,
@@ -235,18 +248,25 @@ fn start_published_ladder(
     Ok(())
 }
 
+/// One rung to pull: its name, the MC's relays of it, the node token they take.
+struct RungPull<'a> {
+    rung: &'a str,
+    urls: &'a [String],
+    bearer: Option<&'a str>,
+}
+
 /// Starts the pull of one ladder rung of a meeting stream: its inputs (the MC's relays
 /// of the rung) and a pipeline that follows their timeline markers into the rung's
 /// rendition, on the source's timeline.
 fn start_rung(
     context: &StreamContext,
     channel: &Arc<Channel>,
-    rung: &str,
-    urls: &[String],
+    pull: RungPull<'_>,
     settings: &crate::config::StreamSettings,
     stop: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<()> {
+    let RungPull { rung, urls, bearer } = pull;
     let name = format!("{}/{rung}", channel.name());
     let Some(rendition) = channel.rendition(rung).map(Arc::clone) else {
         anyhow::bail!("stream {}: rung {rung} has no rendition", channel.name());
@@ -258,7 +278,12 @@ fn start_rung(
     // Every rung has LL-HLS of its own, cut from its frames in step with its segments
     // (the LL-HLS master lists the ladder, each playlist reports its siblings).
     start_llhls(context, &rendition, &name, settings);
-    let events_rx = start_inputs(context, &name, specs, None, settings, stop, tasks)?;
+    let inputs = Inputs {
+        specs,
+        registry: None,
+        bearer,
+    };
+    let events_rx = start_inputs(context, &name, inputs, settings, stop, tasks)?;
     let pipeline_settings = PipelineSettings {
         publish_latency: Arc::default(),
         target_duration_ms: settings.segment_duration_ms,
@@ -297,22 +322,30 @@ fn start_rung(
     Ok(())
 }
 
+/// A rung's inputs: their specs, the RTMP publish registry when it is published, and
+/// the bearer its HTTP inputs send (the node token, for an MC's relays).
+struct Inputs<'a> {
+    specs: Vec<InputSpec>,
+    registry: Option<&'a PublishRegistry>,
+    bearer: Option<&'a str>,
+}
+
 /// Starts the input supervisor of a rung (`name`: `stream/rung` for a pulled rung,
 /// `stream@rung` for a published one, its RTMP publish point when `registry` is given)
 /// and registers its input metrics; returns what its inputs deliver.
 fn start_inputs(
     context: &StreamContext,
     name: &str,
-    specs: Vec<InputSpec>,
-    registry: Option<&PublishRegistry>,
+    inputs: Inputs<'_>,
     settings: &crate::config::StreamSettings,
     stop: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<mpsc::Receiver<ingest::IngestEvent>> {
     let (events_tx, events_rx) = mpsc::channel(4096);
-    let mut config = SupervisorConfig::new(name.to_owned(), specs);
+    let mut config = SupervisorConfig::new(name.to_owned(), inputs.specs);
     config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
-    let handle = supervisor::spawn(config, registry, events_tx, stop.clone())
+    config.http_bearer = inputs.bearer.map(str::to_owned);
+    let handle = supervisor::spawn(config, inputs.registry, events_tx, stop.clone())
         .with_context(|| format!("stream {name}"))?;
     server::ingest_view::register_inputs(
         &context.metrics,

@@ -1,8 +1,8 @@
 //! [`Code`]: one condition of any family, and the way to its row.
 
 use crate::families::{
-    CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal,
-    RequestError, Shed,
+    AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault,
+    OttRefusal, RequestError, Shed,
 };
 use crate::meeting::ErrorCode;
 use crate::row::CodeInfo;
@@ -28,6 +28,8 @@ pub enum Code {
     Input(InputFault),
     /// A caption API refusal.
     Caption(CaptionError),
+    /// A private meeting's refusal.
+    Access(AccessRefusal),
 }
 
 impl Code {
@@ -43,6 +45,7 @@ impl Code {
             Code::Ladder(c) => c.info(),
             Code::Input(c) => c.info(),
             Code::Caption(c) => c.info(),
+            Code::Access(c) => c.info(),
         }
     }
 
@@ -72,6 +75,7 @@ impl Code {
             .chain(LadderFault::ALL.iter().copied().map(Code::Ladder))
             .chain(InputFault::ALL.iter().copied().map(Code::Input))
             .chain(CaptionError::ALL.iter().copied().map(Code::Caption))
+            .chain(AccessRefusal::ALL.iter().copied().map(Code::Access))
     }
 
     /// The code with this number, if it is in the table.
@@ -107,6 +111,12 @@ impl From<InputFault> for Code {
 impl From<CaptionError> for Code {
     fn from(code: CaptionError) -> Self {
         Code::Caption(code)
+    }
+}
+
+impl From<AccessRefusal> for Code {
+    fn from(code: AccessRefusal) -> Self {
+        Code::Access(code)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The code families beyond the meetings of seed 000: OTT refusals (105xxx), the
 //! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
 //! may answer (108xxx), the back-pressure answer (109001), the faults of a meeting's
-//! ABR ladder (110xxx), of a stream's inputs (111xxx) and the caption API (112xxx).
+//! ABR ladder (110xxx), of a stream's inputs (111xxx), the caption API (112xxx) and
+//! the viewer authorization of private meetings (113xxx).
 
 use crate::row::{CodeInfo, LogLevel};
 
@@ -225,5 +226,39 @@ family! {
         NotLive => (112_008, 409, "the meeting is not live on this MC", "caption_not_live", true),
         /// The request holds no cue or more than a request may.
         BadBatch => (112_009, 400, "a request holds 1 to 20 cues", "caption_bad_batch", false),
+    }
+}
+
+family! {
+    /// Private meetings (113xxx): a viewer without a valid token or session is refused
+    /// (403, one code per reason, so a platform can tell a forged token from an expired
+    /// one); the MC's token API refuses a bad request (400).
+    AccessRefusal {
+        /// A private meeting's playlist asked for with neither a token nor a session.
+        TokenMissing => (113_001, 403, "this meeting is private: a viewer token is needed", "token_missing", false),
+        /// The token is not a JWT (segments, base64url, JSON, a claim's type).
+        TokenMalformed => (113_002, 403, "the viewer token is malformed", "token_malformed", false),
+        /// The token names a key this node does not know (retired, or another platform).
+        TokenUnknownKey => (113_003, 403, "the viewer token is signed with an unknown key", "token_unknown_key", false),
+        /// The signature does not verify, or the algorithm is not EdDSA.
+        TokenForged => (113_004, 403, "the viewer token's signature is not valid", "token_forged", false),
+        /// Past the token's expiry.
+        TokenExpired => (113_005, 403, "the viewer token has expired", "token_expired", false),
+        /// Before the token's not-before time.
+        TokenNotYetValid => (113_006, 403, "the viewer token is not valid yet", "token_not_yet_valid", false),
+        /// The token is for another audience, or lacks the viewer or meeting.
+        TokenIncomplete => (113_007, 403, "the viewer token is not a brdyun viewer token", "token_incomplete", false),
+        /// A valid token for another meeting.
+        TokenOtherMeeting => (113_008, 403, "the viewer token is for another meeting", "token_other_meeting", false),
+        /// The session is not a session.
+        SessionMalformed => (113_010, 403, "the session is malformed", "session_malformed", false),
+        /// The session is forged, or another meeting's (or another domain's).
+        SessionForged => (113_011, 403, "the session is not valid for this meeting", "session_forged", false),
+        /// The session has ended: the player must open the meeting again with a token.
+        SessionExpired => (113_012, 403, "the session has ended", "session_expired", false),
+        /// The host removed this viewer from the meeting.
+        ViewerRemoved => (113_013, 403, "the host removed this viewer from the meeting", "viewer_removed", false),
+        /// The MC's token or removal request is invalid (`field` says which part).
+        BadRequest => (113_020, 400, "the viewer request is invalid", "viewer_bad_request", false),
     }
 }

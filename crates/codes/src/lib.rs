@@ -23,8 +23,8 @@ mod row;
 
 pub use code::Code;
 pub use families::{
-    CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault, OttRefusal,
-    RequestError, Shed,
+    AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault,
+    OttRefusal, RequestError, Shed,
 };
 pub use meeting::{ConnectCause, ErrorCode};
 pub use row::{CodeInfo, LogLevel};
@@ -54,7 +54,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 10 + 1 + 4 + 6 + 9);
+        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 10 + 1 + 4 + 6 + 9 + 13);
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct SyncAnswer {
     pub meetings: Vec<MeetingView>,
     /// The minimum client version, when the MC has one.
     pub min_client_version: Option<ClientVersion>,
+    /// The keys private meetings' viewer tokens verify with: (key id, Ed25519 public
+    /// key in base64url).
+    pub viewer_keys: Vec<(String, String)>,
 }
 
 /// Why a sync failed.
@@ -92,6 +95,14 @@ struct Answer {
     meetings: Vec<MeetingView>,
     #[serde(default)]
     min_client_version: Option<String>,
+    #[serde(default)]
+    viewer_keys: Vec<WireKey>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireKey {
+    kid: String,
+    public: String,
 }
 
 /// Percent-encodes a query value (everything but unreserved characters).
@@ -163,6 +174,11 @@ pub async fn sync(
     Ok(SyncAnswer {
         meetings: answer.meetings,
         min_client_version,
+        viewer_keys: answer
+            .viewer_keys
+            .into_iter()
+            .map(|k| (k.kid, k.public))
+            .collect(),
     })
 }
 

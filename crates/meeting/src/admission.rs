@@ -60,6 +60,12 @@ pub struct MeetingView {
     /// order (`source` for the source itself); empty without a ladder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ladder: Vec<String>,
+    /// Viewers need a viewer token (a private meeting).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
+    /// Viewer ids the host removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
 }
 
 impl MeetingView {
@@ -72,6 +78,8 @@ impl MeetingView {
             viewer_limit: meeting.viewer_limit,
             viewers,
             ladder: Vec::new(),
+            private: meeting.private,
+            removed: meeting.removed_viewers.clone(),
         }
     }
 }

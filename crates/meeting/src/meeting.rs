@@ -19,6 +19,11 @@ use crate::code::ErrorCode;
 pub const MAX_MEETINGS: usize = 10_000;
 /// Longest title accepted, in bytes.
 pub const MAX_TITLE_LEN: usize = 256;
+/// Most viewers a host may remove from one meeting (the list nodes check every
+/// private viewer against).
+pub const MAX_REMOVED_VIEWERS: usize = 10_000;
+/// Longest viewer id (a viewer token's `sub`), bytes.
+pub const MAX_VIEWER_ID_LEN: usize = 128;
 
 /// A meeting id: it is the stream name in every node URL, so 1 to 64 of
 /// `A-Z a-z 0-9 - _`.
@@ -107,6 +112,9 @@ pub struct NewMeeting {
     /// Most viewers across all nodes; `None` for no limit.
     #[serde(default)]
     pub viewer_limit: Option<u32>,
+    /// Viewers need a viewer token (a private meeting).
+    #[serde(default)]
+    pub private: bool,
 }
 
 /// One meeting as the MC keeps it.
@@ -132,6 +140,13 @@ pub struct Meeting {
     pub started_ms: Option<i64>,
     /// When it closed, Unix ms.
     pub closed_ms: Option<i64>,
+    /// Viewers need a viewer token (absent from stores written before private
+    /// meetings: public).
+    #[serde(default)]
+    pub private: bool,
+    /// Viewer ids the host removed: nodes refuse their sessions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_viewers: Vec<String>,
 }
 
 /// A change a host or admin asks for.
@@ -287,6 +302,8 @@ impl Meetings {
             created_ms: now_ms,
             started_ms: None,
             closed_ms: None,
+            private: request.private,
+            removed_viewers: Vec::new(),
         };
         Ok(self.meetings.entry(id).or_insert(meeting))
     }
@@ -311,6 +328,30 @@ impl Meetings {
     ) -> Result<&Meeting, MeetingError> {
         let meeting = self.meetings.get_mut(id).ok_or(MeetingError::NotFound)?;
         meeting.apply(action, now_ms)?;
+        Ok(meeting)
+    }
+
+    /// Removes a viewer from a meeting (its host's decision): every node refuses that
+    /// viewer's session from its next sync on. Idempotent.
+    ///
+    /// # Errors
+    /// [`MeetingError::NotFound`], [`MeetingError::Closed`], or
+    /// [`MeetingError::Capacity`] when the meeting's list is full.
+    pub fn remove_viewer(
+        &mut self,
+        id: &MeetingId,
+        viewer: &str,
+    ) -> Result<&Meeting, MeetingError> {
+        let meeting = self.meetings.get_mut(id).ok_or(MeetingError::NotFound)?;
+        if meeting.state == MeetingState::Closed {
+            return Err(MeetingError::Closed);
+        }
+        if !meeting.removed_viewers.iter().any(|v| v == viewer) {
+            if meeting.removed_viewers.len() >= MAX_REMOVED_VIEWERS {
+                return Err(MeetingError::Capacity);
+            }
+            meeting.removed_viewers.push(viewer.to_owned());
+        }
         Ok(meeting)
     }
 

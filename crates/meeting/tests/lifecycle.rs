@@ -23,6 +23,7 @@ fn one(limit: Option<u32>) -> (Meetings, MeetingId) {
         id: "m1".into(),
         title: "standup".into(),
         viewer_limit: limit,
+        private: false,
     };
     meetings
         .create(id("m1"), &request, secrets(), 1000)
@@ -150,6 +151,7 @@ fn long_titles_are_cut_on_a_char_boundary() {
         id: "t".into(),
         title: "會".repeat(200),
         viewer_limit: None,
+        private: false,
     };
     let meeting = meetings.create(id("t"), &request, secrets(), 0).unwrap();
     assert!(meeting.title.len() <= meeting::meeting::MAX_TITLE_LEN);
@@ -203,4 +205,46 @@ proptest! {
             && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         prop_assert_eq!(MeetingId::parse(&s).is_ok(), ok);
     }
+}
+
+#[test]
+fn a_host_removes_viewers_of_an_open_meeting_once_each() {
+    let mut meetings = Meetings::new();
+    let id = MeetingId::parse("board").unwrap();
+    let request = NewMeeting {
+        id: "board".into(),
+        title: String::new(),
+        viewer_limit: None,
+        private: true,
+    };
+    let secrets = MeetingSecrets {
+        stream_key: "k".into(),
+        host_token: "h".into(),
+    };
+    assert!(
+        meetings
+            .create(id.clone(), &request, secrets, 0)
+            .unwrap()
+            .private
+    );
+    meetings.remove_viewer(&id, "alice").unwrap();
+    let meeting = meetings.remove_viewer(&id, "alice").unwrap();
+    assert_eq!(meeting.removed_viewers, ["alice"], "idempotent");
+    let other = MeetingId::parse("other").unwrap();
+    assert_eq!(
+        meetings.remove_viewer(&other, "alice").unwrap_err(),
+        MeetingError::NotFound
+    );
+    meetings.apply(&id, Action::Close, 1).unwrap();
+    assert_eq!(
+        meetings.remove_viewer(&id, "bob").unwrap_err(),
+        MeetingError::Closed
+    );
+    // A store written before private meetings reads as public, nobody removed.
+    let json = serde_json::to_value(meetings.get(&id).unwrap()).unwrap();
+    let mut old = json.clone();
+    old.as_object_mut().unwrap().remove("private");
+    old.as_object_mut().unwrap().remove("removed_viewers");
+    let read: meeting::Meeting = serde_json::from_value(old).unwrap();
+    assert!(!read.private && read.removed_viewers.is_empty());
 }

@@ -58,6 +58,8 @@ fn view(state: MeetingState, locked: bool, limit: Option<u32>, viewers: u64) -> 
         viewer_limit: limit,
         viewers,
         ladder: Vec::new(),
+        private: false,
+        removed: Vec::new(),
     }
 }
 

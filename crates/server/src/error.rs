@@ -37,6 +37,9 @@ pub enum ApiError {
     /// An OTT redundancy answer: a refused pass, a refused backup viewer, or a stream
     /// that does not work here with no node to send the viewer to.
     Ott(OttRefusal),
+    /// A private meeting's refusal: no or a bad viewer token or session, a removed
+    /// viewer.
+    Access(codes::AccessRefusal),
 }
 
 /// The refusal for a pass error.
@@ -75,6 +78,7 @@ impl ApiError {
             ApiError::Unauthorized => Code::Request(RequestError::Unauthorized),
             ApiError::Meeting(code) => Code::Meeting(code),
             ApiError::Ott(refusal) => Code::Ott(refusal),
+            ApiError::Access(refusal) => Code::Access(refusal),
         }
     }
 

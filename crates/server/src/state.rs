@@ -43,6 +43,7 @@ struct Shared {
     started: Instant,
     shedder: Arc<Shedder>,
     meeting_gate: std::sync::OnceLock<Arc<crate::mc::gate::MeetingGate>>,
+    mc: std::sync::OnceLock<crate::mc::McState>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
     logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
 }
@@ -77,6 +78,7 @@ impl AppState {
                 started: Instant::now(),
                 shedder,
                 meeting_gate: std::sync::OnceLock::new(),
+                mc: std::sync::OnceLock::new(),
                 redundancy: std::sync::OnceLock::new(),
                 logins: std::sync::OnceLock::new(),
             }),
@@ -141,6 +143,17 @@ impl AppState {
     /// The meeting gate, when this node's streams are meetings of an MC.
     pub fn meeting_gate(&self) -> Option<&Arc<crate::mc::gate::MeetingGate>> {
         self.inner.meeting_gate.get()
+    }
+
+    /// Marks this node as an MC's (set once, by the MC's router): the relays and files
+    /// of its private meetings are for its nodes only (their node token).
+    pub fn set_mc(&self, mc: crate::mc::McState) -> bool {
+        self.inner.mc.set(mc).is_ok()
+    }
+
+    /// The MC this node's streams are the meetings of, on an MC.
+    pub fn mc(&self) -> Option<&crate::mc::McState> {
+        self.inner.mc.get()
     }
 
     /// Makes the node part of an OTT domain (set once, by a node with an `[ott]`

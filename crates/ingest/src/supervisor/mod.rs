@@ -116,6 +116,9 @@ pub struct SupervisorConfig {
     pub read_timeout: Duration,
     /// Reconnect delays of HTTP inputs (and rebind delays of UDP inputs).
     pub backoff: Backoff,
+    /// A credential HTTP inputs send as `Authorization: Bearer` (a node pulling its
+    /// MC's relays sends its node token).
+    pub http_bearer: Option<String>,
 }
 
 impl SupervisorConfig {
@@ -130,6 +133,7 @@ impl SupervisorConfig {
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(5),
             backoff: Backoff::default(),
+            http_bearer: None,
         }
     }
 }
@@ -224,7 +228,7 @@ pub fn spawn(
         connect_timeout: config.connect_timeout,
         read_timeout: config.read_timeout,
         backoff: config.backoff,
-        bearer: None,
+        bearer: config.http_bearer.clone(),
     };
     for (index, spec) in config.inputs.into_iter().enumerate() {
         let counter = Arc::new(InputCounters::default());

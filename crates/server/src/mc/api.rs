@@ -117,6 +117,8 @@ fn full(meeting: &Meeting) -> Value {
         "viewer_limit": meeting.viewer_limit,
         "stream_key": meeting.stream_key,
         "host_token": meeting.host_token,
+        "private": meeting.private,
+        "removed_viewers": meeting.removed_viewers,
         "created_ms": meeting.created_ms,
         "started_ms": meeting.started_ms,
         "closed_ms": meeting.closed_ms,
@@ -286,6 +288,25 @@ pub async fn set_viewer_limit(
     }
 }
 
+/// Whether a request for a file of `meeting` on the MC may be answered: a public
+/// meeting's, by anyone; a private meeting's (its relays above all), only with the
+/// node token or the admin token, as its nodes pull it.
+pub fn may_read_stream(mc: &McState, meeting: &str, headers: &HeaderMap) -> bool {
+    let private = MeetingId::parse(meeting)
+        .ok()
+        .and_then(|id| mc.meetings().get(&id).ok().map(|m| m.private))
+        .unwrap_or(false);
+    if !private {
+        return true;
+    }
+    let token = bearer(headers);
+    let node = mc.inner.settings.node_token.as_deref();
+    let open_loopback_mc = mc.inner.settings.admin_token.is_none() && node.is_none();
+    node.is_some_and(|_| is_node(mc, token))
+        || (token.is_some() && is_admin(mc, token))
+        || open_loopback_mc
+}
+
 fn is_node(mc: &McState, given: Option<&str>) -> bool {
     token_matches(mc.inner.settings.node_token.as_deref(), given)
 }
@@ -331,6 +352,7 @@ pub async fn sync(
         "now_ms": now,
         "min_client_version": mc.inner.settings.min_client_version.map(|v| v.to_string()),
         "meetings": meetings,
+        "viewer_keys": super::viewers::keys_json(&mc),
     }))
     .into_response()
 }

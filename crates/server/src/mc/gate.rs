@@ -7,7 +7,7 @@
 //! and reads the counts back ([`MeetingGate::viewer_counts`]) for its next report.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use meeting::{
@@ -29,6 +29,10 @@ struct GateState {
     min_version: Option<ClientVersion>,
     viewers: HashMap<String, HashMap<String, Instant>>,
     managed: std::collections::HashSet<String>,
+    /// Private meetings and the viewers their hosts removed (by viewer hash).
+    private: HashMap<String, std::collections::HashSet<[u8; 8]>>,
+    /// The keys viewer tokens verify with, from the MC.
+    keys: Arc<ott::ViewerKeySet>,
 }
 
 /// What a node knows of its MC's meetings, and who watches them here.
@@ -38,6 +42,8 @@ pub struct MeetingGate {
     refusals: Mutex<std::collections::BTreeMap<u32, (&'static str, u64)>>,
     /// Exchanges with the MC that answered (`brdyun_mc_syncs_total`).
     syncs: std::sync::atomic::AtomicU64,
+    /// The key private meetings' sessions are signed with (see [`crate::mc::access`]).
+    session_key: std::sync::OnceLock<ott::SessionKey>,
 }
 
 impl Default for MeetingGate {
@@ -57,9 +63,12 @@ impl MeetingGate {
                 min_version: None,
                 viewers: HashMap::new(),
                 managed: std::collections::HashSet::new(),
+                private: HashMap::new(),
+                keys: Arc::new(ott::ViewerKeySet::default()),
             }),
             refusals: Mutex::new(std::collections::BTreeMap::new()),
             syncs: std::sync::atomic::AtomicU64::new(0),
+            session_key: std::sync::OnceLock::new(),
         }
     }
 
@@ -68,21 +77,78 @@ impl MeetingGate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The MC answered: its meetings, its minimum client version, and the counts this
-    /// node reported in that same exchange.
+    /// The MC answered: its meetings, its minimum client version, the keys of viewer
+    /// tokens, and the counts this node reported in that same exchange.
     pub fn connected(
         &self,
         views: Vec<MeetingView>,
         min_version: Option<ClientVersion>,
         reported: HashMap<String, u64>,
+        viewer_keys: &[(String, String)],
     ) {
         self.syncs
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let keys: Vec<ott::ViewerKey> = viewer_keys
+            .iter()
+            .filter_map(
+                |(kid, public)| match ott::ViewerKey::from_base64url(kid, public) {
+                    Ok(key) => Some(key),
+                    Err(error) => {
+                        tracing::warn!(%error, "a viewer-token key from the mc is unusable");
+                        None
+                    }
+                },
+            )
+            .collect();
+        let private = views
+            .iter()
+            .filter(|v| v.private)
+            .map(|v| {
+                let removed = v.removed.iter().map(|id| ott::viewer_hash(id)).collect();
+                (v.id.clone(), removed)
+            })
+            .collect();
         let mut state = self.lock();
+        state.private = private;
+        if state.keys.keys() != keys.as_slice() {
+            state.keys = Arc::new(ott::ViewerKeySet::new(keys));
+        }
         state.link = McLink::Connected;
         state.views = views.into_iter().map(|v| (v.id.clone(), v)).collect();
         state.reported = reported;
         state.min_version = min_version;
+    }
+
+    /// Sets the key sessions of private meetings are signed with: derived from the
+    /// domain secret in a mesh domain (every node verifies every session), else from a
+    /// secret of this node's own. The first call wins.
+    pub fn set_session_key(&self, key: ott::SessionKey) {
+        let _ = self.session_key.set(key);
+    }
+
+    /// The session key (a per-process one if none was set: sessions then last as long
+    /// as the process).
+    pub(crate) fn session_key(&self) -> &ott::SessionKey {
+        self.session_key
+            .get_or_init(|| ott::SessionKey::derive(crate::mc::store::random_secret().as_bytes()))
+    }
+
+    /// Whether `meeting` is private (viewers need a token).
+    pub fn is_private(&self, meeting: &str) -> bool {
+        self.lock().private.contains_key(meeting)
+    }
+
+    /// Whether the host of `meeting` removed the viewer of this hash.
+    pub(crate) fn is_removed(&self, meeting: &str, viewer: &[u8; 8]) -> bool {
+        self.lock()
+            .private
+            .get(meeting)
+            .is_some_and(|removed| removed.contains(viewer))
+    }
+
+    /// The keys viewer tokens verify with now.
+    pub(crate) fn viewer_keys(&self) -> Arc<ott::ViewerKeySet> {
+        Arc::clone(&self.lock().keys)
     }
 
     /// The last exchange with the MC failed with `cause`. What the node knew stays.
@@ -112,6 +178,15 @@ impl MeetingGate {
     pub fn count_refusal(&self, code: ErrorCode) {
         let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
         refusals.entry(code.code()).or_insert((code.label(), 0)).1 += 1;
+    }
+
+    /// Counts one private meeting's refusal (same metric, its 113xxx code).
+    pub fn count_access_refusal(&self, refusal: codes::AccessRefusal) {
+        let mut refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
+        refusals
+            .entry(refusal.code())
+            .or_insert((refusal.label(), 0))
+            .1 += 1;
     }
 
     /// Exchanges with the MC that answered so far.

@@ -6,11 +6,14 @@
 //!   node pulls a meeting from.
 //! - On a node with an MC: the [`gate`] in front of every meeting's stream.
 
+pub mod access;
 pub mod api;
 pub mod gate;
 pub mod openapi;
+pub mod session_uris;
 mod state;
 pub mod store;
+pub mod viewers;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -29,6 +32,7 @@ use crate::url::Route;
 /// node's routes (the meeting streams and their relays), all behind the node's shedding
 /// layer and edge, so the meeting API is classified and shed like every other route.
 pub fn router(mc: McState, node: AppState) -> Router {
+    node.set_mc(mc.clone());
     let api = Route::MC
         .into_iter()
         .fold(Router::new(), |router, route| {
@@ -60,6 +64,8 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
         Route::McMeetings => get(api::list).post(api::create),
         Route::McMeeting => get(api::get_one),
         Route::McViewerLimit => put(api::set_viewer_limit),
+        Route::McViewerTokens => post(viewers::mint),
+        Route::McViewer => axum::routing::delete(viewers::remove),
         Route::McMeetingAction => post(api::action),
         Route::McNodeSync => get(api::sync),
         _ => MethodRouter::new(),

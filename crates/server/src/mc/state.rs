@@ -30,6 +30,10 @@ pub struct McSettings {
     pub ladder: Vec<String>,
     /// Meetings that do not get the ladder (their presets say so).
     pub without_ladder: std::collections::HashSet<String>,
+    /// The meeting platform's public keys for private meetings' viewer tokens.
+    pub viewer_keys: Vec<ott::ViewerKey>,
+    /// The MC's own key for the tokens it mints on request (none: it mints none).
+    pub minter: Option<Arc<super::viewers::Minter>>,
 }
 
 pub(crate) struct McShared {

@@ -27,6 +27,10 @@ fn settings(dir: &std::path::Path) -> McSettings {
         node_token: Some("nodes".into()),
         min_client_version: Some("2.1.0.456".parse().unwrap()),
         viewer_report_ttl: Duration::from_secs(10),
+        viewer_keys: Vec::new(),
+        minter: Some(std::sync::Arc::new(
+            super::viewers::Minter::load_or_create(dir).expect("a minting key"),
+        )),
     }
 }
 
@@ -535,6 +539,8 @@ fn view(
         viewer_limit: limit,
         viewers,
         ladder: Vec::new(),
+        private: false,
+        removed: Vec::new(),
     }
 }
 
@@ -576,6 +582,7 @@ async fn the_node_gate_answers_with_meeting_codes() {
         ],
         Some("2.0".parse().unwrap()),
         std::collections::HashMap::new(),
+        &[],
     );
     assert_eq!(get("/soon/index.m3u8", "a").await.1["code"], 103_002);
     assert_eq!(get("/gone/index.m3u8", "a").await.1["code"], 103_003);

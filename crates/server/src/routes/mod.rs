@@ -91,6 +91,8 @@ fn handler(route: Route) -> MethodRouter<AppState> {
         | Route::McMeeting
         | Route::McViewerLimit
         | Route::McCaptions
+        | Route::McViewerTokens
+        | Route::McViewer
         | Route::McMeetingAction
         | Route::McNodeSync => MethodRouter::new(),
     }

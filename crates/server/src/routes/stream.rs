@@ -57,6 +57,12 @@ async fn entry(
     request: Request,
 ) -> Response {
     let rung = rung.as_deref();
+    // On an MC, a private meeting's files (the relays its nodes pull) need a node token.
+    if let Some(mc) = state.mc() {
+        if !crate::mc::api::may_read_stream(mc, &stream, request.headers()) {
+            return ApiError::Access(codes::AccessRefusal::TokenMissing).into_response();
+        }
+    }
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
@@ -65,8 +71,52 @@ async fn entry(
             return response;
         }
     }
+    // A private meeting: its viewer's token or session, before anything is served.
+    let grant = match state.meeting_gate() {
+        Some(gate) if gate.is_private(&stream) => {
+            let now_s = state.clock().unix_ms() / 1000;
+            match gate.authorize(&stream, request.uri().query(), now_s) {
+                Ok(grant) => Some(grant),
+                Err(refusal) => {
+                    tracing::debug!(stream = %stream, code = refusal.code(), "private meeting refused");
+                    gate.count_access_refusal(refusal);
+                    return ApiError::Access(refusal).into_response();
+                }
+            }
+        }
+        _ => None,
+    };
+    let session = grant.as_ref().map(|g| {
+        g.issued.clone().unwrap_or_else(|| {
+            crate::mc::access::query_param(request.uri().query(), ott::SESSION_QUERY_PARAM)
+                .unwrap_or_default()
+                .to_owned()
+        })
+    });
+    let viewer = grant.as_ref().map(|g| {
+        let hex: String = g.viewer.iter().map(|b| format!("{b:02x}")).collect();
+        format!("v:{hex}")
+    });
+    let response = checked(state, &stream, rung, &file, request, viewer).await;
+    match session {
+        Some(session) => with_session(response, &session).await,
+        None => response,
+    }
+}
+
+/// The logins, the meeting gate, then the file (`viewer`: a private meeting's
+/// authorized viewer, counted as such).
+async fn checked(
+    state: AppState,
+    stream: &str,
+    rung: Option<&str>,
+    file: &str,
+    request: Request,
+    private_viewer: Option<String>,
+) -> Response {
+    let stream = stream.to_owned();
     let viewer_playlist =
-        Target::stream_file(request.extensions(), &file).is_some_and(|f| f.is_viewer_playlist());
+        Target::stream_file(request.extensions(), file).is_some_and(|f| f.is_viewer_playlist());
     if let Some(logins) = state.logins() {
         let playlist = viewer_playlist;
         if let (true, Some((login, token))) =
@@ -80,12 +130,12 @@ async fn entry(
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::serve(state, &stream, rung, &file, request).await;
+        return hls::serve(state, &stream, rung, file, request).await;
     };
     let entry = state.stream(&stream);
     if entry.is_some() && !gate.is_managed(&stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::serve(state, &stream, rung, &file, request).await;
+        return hls::serve(state, &stream, rung, file, request).await;
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
@@ -99,7 +149,7 @@ async fn entry(
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0);
         let headers = request.headers();
-        let viewer = viewer_key(headers, peer);
+        let viewer = private_viewer.unwrap_or_else(|| viewer_key(headers, peer));
         let version = headers
             .get(CLIENT_VERSION_HEADER)
             .and_then(|v| v.to_str().ok());
@@ -109,5 +159,47 @@ async fn entry(
             return ApiError::Meeting(code).into_response();
         }
     }
-    hls::serve(state, &stream, rung, &file, request).await
+    hls::serve(state, &stream, rung, file, request).await
+}
+
+/// A private meeting's answer: a playlist or MPD gets the session in every URI (and is
+/// never cached by a proxy); anything else goes out as it is.
+async fn with_session(response: Response, session: &str) -> Response {
+    use axum::http::header;
+    let kind = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|t| {
+            if t.starts_with(crate::http_util::M3U8) {
+                Some(false)
+            } else if t.starts_with("application/dash+xml") {
+                Some(true)
+            } else {
+                None
+            }
+        });
+    let (Some(Some(is_mpd)), true) = (kind, response.status().is_success()) else {
+        return response;
+    };
+    let (mut parts, body) = response.into_parts();
+    // Playlists and MPDs are answered from memory: reading them back cannot fail.
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            tracing::error!(%error, "a private meeting's playlist could not be read back");
+            return ApiError::NotFound.into_response();
+        }
+    };
+    let rewritten = if is_mpd {
+        crate::mc::session_uris::mpd(&bytes, session)
+    } else {
+        crate::mc::session_uris::m3u8(&bytes, session)
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("private, no-store"),
+    );
+    Response::from_parts(parts, axum::body::Body::from(rewritten))
 }

@@ -76,6 +76,10 @@ pub enum Route {
     McViewerLimit,
     /// MC: `POST /api/meetings/{id}/captions`: cues for the meeting's subtitles.
     McCaptions,
+    /// MC: `POST /api/meetings/{id}/viewer-tokens`: a viewer token for a private meeting.
+    McViewerTokens,
+    /// MC: `DELETE /api/meetings/{id}/viewers/{viewer}`: the host removes a viewer.
+    McViewer,
     /// MC: `POST /api/meetings/{id}/{action}` (start, lock, unlock, close).
     McMeetingAction,
     /// MC: `/api/nodes/sync`: a node's exchange with its MC.
@@ -115,12 +119,14 @@ impl Route {
     ];
 
     /// The routes an MC adds to the node's, most specific first.
-    pub const MC: [Route; 7] = [
+    pub const MC: [Route; 9] = [
         Route::McOpenApi,
         Route::McMeetings,
         Route::McMeeting,
         Route::McViewerLimit,
         Route::McCaptions,
+        Route::McViewerTokens,
+        Route::McViewer,
         Route::McMeetingAction,
         Route::McNodeSync,
     ];
@@ -159,6 +165,8 @@ impl Route {
             Route::McMeeting => "/api/meetings/{id}",
             Route::McViewerLimit => "/api/meetings/{id}/viewer-limit",
             Route::McCaptions => "/api/meetings/{id}/captions",
+            Route::McViewerTokens => "/api/meetings/{id}/viewer-tokens",
+            Route::McViewer => "/api/meetings/{id}/viewers/{viewer}",
             Route::McMeetingAction => "/api/meetings/{id}/{action}",
             Route::McNodeSync => "/api/nodes/sync",
         }
@@ -212,6 +220,8 @@ impl Route {
             | Route::McMeetings
             | Route::McViewerLimit
             | Route::McCaptions
+            | Route::McViewerTokens
+            | Route::McViewer
             | Route::McMeetingAction => ShedKind::Admin,
             Route::Telemetry | Route::KpiBeacon => ShedKind::Telemetry,
             // A node's sync feeds every viewer of that node, as a relay does.
@@ -371,6 +381,7 @@ mod tests {
             .replace("{name}", "s")
             .replace("{id}", "7")
             .replace("{action}", "lock")
+            .replace("{viewer}", "alice")
     }
 
     #[test]

@@ -1,0 +1,261 @@
+//! Private meetings at process level (issue 22): a real MC and node on loopback, a
+//! preset private meeting with the built-in source, viewer tokens minted by the MC and
+//! by a "platform" key the MC is configured with. Every refusal has its 113xxx code;
+//! the session travels in every URI the node writes; a removed viewer is refused within
+//! a poll; a copied segment URL dies with its session; the MC's relay of a private
+//! meeting is for its nodes only.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{http_get_with, http_request, start_role, wait_for, NodeProcess};
+use ring::signature::Ed25519KeyPair;
+
+const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
+const NODE: (&str, &str) = ("Authorization", "Bearer node-secret");
+
+fn platform() -> Ed25519KeyPair {
+    Ed25519KeyPair::from_seed_unchecked(&[7; 32]).expect("a key pair")
+}
+
+fn start(dir: &Path) -> (NodeProcess, NodeProcess) {
+    let public = ott::ViewerKey::of_pair("platform-1", &platform()).public_base64url();
+    let mc = start_role(
+        dir,
+        "mc",
+        "mc",
+        &format!(
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret\"\n\
+             node_token = \"node-secret\"\n[[mc.viewer_keys]]\nkid = \"platform-1\"\npublic = \"{public}\"\n\
+             [defaults]\nsegment_duration = 1\n\
+             [[meeting]]\nid = \"board\"\nstart = true\nprivate = true\ninputs = [\"builtin://meeting\"]\n\
+             [[meeting]]\nid = \"other\"\nstart = true\nprivate = true\n",
+            dir.join("mc-data").display()
+        ),
+    );
+    let node = start_role(
+        dir,
+        "node",
+        "node",
+        &format!(
+            "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{}\"\n\
+             token = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
+            dir.join("node-data").display(),
+            mc.http
+        ),
+    );
+    (mc, node)
+}
+
+/// A token signed by the platform's key.
+fn platform_token(meeting: &str, viewer: &str, exp: i64) -> String {
+    let claims = ott::ViewerClaims {
+        meeting: meeting.into(),
+        viewer: viewer.into(),
+        expires_unix_s: exp,
+        max_sessions: None,
+    };
+    ott::mint_viewer_token(&claims, "platform-1", &platform())
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64
+}
+
+/// GET `path` on the node: (status, body text, the code of a refusal or 0).
+fn get(node: SocketAddr, path: &str) -> (u16, String, u64) {
+    let (status, _, body) = http_get_with(node, path, &[]);
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let code = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v["code"].as_u64())
+        .unwrap_or(0);
+    (status, text, code)
+}
+
+/// The first URI line of a playlist.
+fn first_uri(playlist: &str) -> String {
+    playlist
+        .lines()
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or_else(|| panic!("a URI in:\n{playlist}"))
+        .to_owned()
+}
+
+#[test]
+fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mc, node) = start(dir.path());
+    let (status, minted) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings/board/viewer-tokens",
+        &[ADMIN],
+        r#"{"viewer": "alice", "ttl_seconds": 600}"#,
+    );
+    assert_eq!(status, 201, "{minted}");
+    let alice = minted["token"].as_str().expect("a token").to_owned();
+    // Without a token: the meeting is private.
+    let master = format!("/board/index.m3u8?access_token={alice}");
+    let (status, text) = wait_for("the node delivers board", Duration::from_secs(40), || {
+        let (status, text, code) = get(node.http, &master);
+        (status == 200 || (code != 102_005 && code != 103_002 && code != 104_005))
+            .then_some((status, text))
+    });
+    assert_eq!(status, 200, "{text}");
+    let (status, _, code) = get(node.http, "/board/index.m3u8");
+    assert_eq!((status, code), (403, 113_001));
+    // Every URI of the master carries the session; the media playlist's too.
+    let variant = first_uri(&text);
+    assert!(variant.contains("session="), "{text}");
+    let (status, media, _) = get(node.http, &format!("/board/{variant}"));
+    assert_eq!(status, 200, "{media}");
+    let segment = first_uri(&media);
+    assert!(segment.contains("?session="), "{media}");
+    let (status, _, _) = get(node.http, &format!("/board/{segment}"));
+    assert_eq!(status, 200, "a segment with the session");
+    let bare = segment.split('?').next().unwrap();
+    assert_eq!(
+        get(node.http, &format!("/board/{bare}")).2,
+        113_001,
+        "no session"
+    );
+    let session = segment.split("session=").nth(1).unwrap().to_owned();
+    let mut forged = session.clone();
+    forged.replace_range(10..11, if &session[10..11] == "A" { "B" } else { "A" });
+    assert_eq!(
+        get(node.http, &format!("/board/{bare}?session={forged}")).2,
+        113_011,
+        "an altered session"
+    );
+    assert_eq!(
+        get(node.http, &format!("/other/index.m3u8?session={session}")).2,
+        113_011,
+        "another meeting's session"
+    );
+    // The DASH MPD and the LL-HLS playlists carry it too.
+    let (status, mpd, _) = get(node.http, &format!("/board/index.mpd?session={session}"));
+    assert_eq!(status, 200, "{mpd}");
+    assert!(mpd.contains(".m4s?session="), "{mpd}");
+    let (status, ll, _) = get(node.http, &format!("/board/ll.m3u8?session={session}"));
+    assert_eq!(status, 200, "{ll}");
+    assert!(ll.contains("m4s?session="), "{ll}");
+
+    // Tokens refused, each with its code.
+    let mut bad_signature = platform_token("board", "bob", now_s() + 600);
+    let tail = bad_signature.pop().unwrap();
+    bad_signature.push(if tail == 'A' { 'B' } else { 'A' });
+    for (token, code) in [
+        ("x.y.z".to_owned(), 113_002),
+        (bad_signature, 113_004),
+        (platform_token("board", "bob", now_s() - 3600), 113_005),
+        (platform_token("other", "bob", now_s() + 600), 113_008),
+    ] {
+        let (status, _, got) = get(
+            node.http,
+            &format!("/board/index.m3u8?access_token={token}"),
+        );
+        assert_eq!((status, got), (403, code), "{token}");
+    }
+    // A token of a key the MC does not know.
+    let stranger = Ed25519KeyPair::from_seed_unchecked(&[9; 32]).unwrap();
+    let claims = ott::ViewerClaims {
+        meeting: "board".into(),
+        viewer: "eve".into(),
+        expires_unix_s: now_s() + 600,
+        max_sessions: None,
+    };
+    let unknown = ott::mint_viewer_token(&claims, "stolen", &stranger);
+    assert_eq!(
+        get(
+            node.http,
+            &format!("/board/index.m3u8?access_token={unknown}")
+        )
+        .2,
+        113_003
+    );
+    // The platform's own token plays.
+    let bob = platform_token("board", "bob", now_s() + 600);
+    assert_eq!(
+        get(node.http, &format!("/board/index.m3u8?access_token={bob}")).0,
+        200
+    );
+
+    // The host removes alice: her session is refused within a poll, bob plays on.
+    let (_, bob_master, _) = get(node.http, &format!("/board/index.m3u8?access_token={bob}"));
+    let bob_variant = first_uri(&bob_master);
+    let removed_at = Instant::now();
+    let (status, body) = http_request(
+        mc.http,
+        "DELETE",
+        "/api/meetings/board/viewers/alice",
+        &[ADMIN],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    wait_for("alice refused", Duration::from_secs(5), || {
+        (get(node.http, &format!("/board/{variant}")).2 == 113_013).then_some(())
+    });
+    println!(
+        "a removed viewer is refused {:?} after the host's call",
+        removed_at.elapsed()
+    );
+    assert_eq!(
+        get(node.http, &format!("/board/{bob_variant}")).0,
+        200,
+        "bob is not removed"
+    );
+    assert_eq!(get(node.http, &master).2, 113_013, "nor can she open again");
+}
+
+#[test]
+fn a_copied_segment_url_dies_with_its_session_and_the_relay_is_for_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mc, node) = start(dir.path());
+    // A token that ends in 4 s: its session ends with it.
+    let short = platform_token("board", "carol", now_s() + 4);
+    let (_, master, _) = wait_for("board plays", Duration::from_secs(40), || {
+        let got = get(
+            node.http,
+            &format!("/board/index.m3u8?access_token={short}"),
+        );
+        (got.0 == 200).then_some(got)
+    });
+    let (_, media, _) = get(node.http, &format!("/board/{}", first_uri(&master)));
+    let segment = first_uri(&media);
+    assert_eq!(get(node.http, &format!("/board/{segment}")).0, 200);
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(
+        get(node.http, &format!("/board/{segment}")).2,
+        113_012,
+        "the session ended"
+    );
+    // The MC's relay of a private meeting: only with the node (or admin) token.
+    let (status, _, _) = http_get_with(mc.http, "/board/index.m3u8", &[]);
+    assert_eq!(status, 403);
+    let (status, _, _) = http_get_with(mc.http, "/board/index.m3u8", &[NODE]);
+    assert_eq!(status, 200);
+    // The MC mints only for a host or an admin.
+    let (status, _) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings/board/viewer-tokens",
+        &[],
+        r#"{"viewer": "x"}"#,
+    );
+    assert_eq!(status, 401);
+    let (status, body) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings/board/viewer-tokens",
+        &[ADMIN],
+        r#"{"viewer": "", "ttl_seconds": 10}"#,
+    );
+    assert_eq!((status, body["code"].as_u64()), (400, Some(113_020)));
+}
