@@ -59,10 +59,21 @@ pub const DOCUMENT: &str = r##"{
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["language", "cues"], "properties": {"language": {"type": "string", "example": "pt-BR"}, "name": {"type": "string", "maxLength": 64}, "cues": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 300}, "duration_ms": {"type": "integer", "minimum": 100, "maximum": 60000, "default": 3000}, "offset_ms": {"type": "integer", "minimum": 0, "maximum": 30000}, "at_ms": {"type": "integer", "description": "PROGRAM-DATE-TIME, Unix ms (instead of offset_ms)"}}}}}}}}},
         "responses": {"201": {"description": "where each cue landed", "content": {"application/json": {"schema": {"type": "object", "properties": {"track": {"type": "object", "properties": {"id": {"type": "string"}, "language": {"type": "string"}, "name": {"type": "string"}}}, "cues": {"type": "array", "items": {"type": "object", "properties": {"start_pts": {"type": "integer"}, "start_ms": {"type": "integer"}, "end_ms": {"type": "integer"}, "start": {"type": "string", "format": "date-time"}}}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/meetings/{id}/viewer-tokens": {
+      "post": {"summary": "a viewer token (EdDSA JWT) for a private meeting, signed with the MC's key (host or admin); 113020 for a bad request, see docs/private-meetings.md", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["viewer"], "properties": {"viewer": {"type": "string", "maxLength": 128}, "ttl_seconds": {"type": "integer", "minimum": 60, "maximum": 604800, "default": 14400}, "max_sessions": {"type": "integer", "minimum": 1}}}}}},
+        "responses": {"201": {"description": "the token", "content": {"application/json": {"schema": {"type": "object", "properties": {"token": {"type": "string"}, "expires": {"type": "integer", "description": "Unix seconds"}, "kid": {"type": "string"}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/meetings/{id}/viewers/{viewer}": {
+      "delete": {"summary": "the host removes a viewer of a private meeting: every node refuses its session after its next sync (host or admin)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}, {"name": "viewer", "in": "path", "required": true, "schema": {"type": "string", "maxLength": 128}}],
+        "responses": {"200": {"description": "the removed viewers", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}, "removed_viewers": {"type": "array", "items": {"type": "string"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/nodes/sync": {
       "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token as bearer)",
-        "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "example": "m1:3,m2:0"}}, {"name": "token", "in": "query", "required": false, "schema": {"type": "string"}}],
-        "responses": {"200": {"description": "meetings with viewers summed over nodes", "content": {"application/json": {"schema": {"type": "object", "properties": {"now_ms": {"type": "integer"}, "min_client_version": {"type": "string", "nullable": true}, "meetings": {"type": "array", "items": {"$ref": "#/components/schemas/MeetingView"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+        "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "example": "m1:3,m2:0"}}],
+        "responses": {"200": {"description": "meetings with viewers summed over nodes, and the keys of viewer tokens", "content": {"application/json": {"schema": {"type": "object", "properties": {"now_ms": {"type": "integer"}, "min_client_version": {"type": "string", "nullable": true}, "meetings": {"type": "array", "items": {"$ref": "#/components/schemas/MeetingView"}}, "viewer_keys": {"type": "array", "items": {"type": "object", "properties": {"kid": {"type": "string"}, "public": {"type": "string"}}}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/{id}/mpegts": {
       "get": {"summary": "the meeting's stream as one endless MPEG-TS (what nodes pull)", "parameters": [{"$ref": "#/components/parameters/id"}],

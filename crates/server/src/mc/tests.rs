@@ -499,6 +499,8 @@ async fn the_openapi_document_parses_and_names_every_route() {
         "/api/meetings/{id}",
         "/api/meetings/{id}/{action}",
         "/api/meetings/{id}/viewer-limit",
+        "/api/meetings/{id}/viewer-tokens",
+        "/api/meetings/{id}/viewers/{viewer}",
         "/api/nodes/sync",
         "/{id}/mpegts",
     ] {
