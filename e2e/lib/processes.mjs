@@ -94,9 +94,10 @@ rungs = [
 
 /**
  * The MC's config: the preset meeting `meeting` fed by the built-in source; with
- * `ladder`, encoded into the demo's ABR ladder.
+ * `ladder`, encoded into the demo's ABR ladder; with `privateMeeting`, the private
+ * meeting `board` too.
  */
-export function mcToml({ http, dataDir, ladder = false }) {
+export function mcToml({ http, dataDir, ladder = false, privateMeeting = false }) {
   return `[mc]
 name = "mc"
 http = ${tomlString(`127.0.0.1:${http}`)}
@@ -107,8 +108,18 @@ id = "meeting"
 title = "e2e meeting"
 start = true
 inputs = ["builtin://meeting"]
-`;
+${privateMeeting ? PRIVATE_MEETING : ''}`;
 }
+
+/** A second preset: the private meeting `board`, fed by the built-in source. */
+const PRIVATE_MEETING = `
+[[meeting]]
+id = "board"
+title = "e2e private meeting"
+start = true
+private = true
+inputs = ["builtin://meeting"]
+`;
 
 /**
  * A node's config: it learns the meetings from the MC, delivers each with
@@ -116,10 +127,10 @@ inputs = ["builtin://meeting"]
  * the other nodes' gossip addresses as seeds. `announce` (optional) replaces the
  * derived address (`http://127.0.0.1:PORT`, a private one).
  */
-export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce }) {
+export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce, host = '127.0.0.1' }) {
   return `[node]
 name = ${tomlString(name)}
-http = ${tomlString(`127.0.0.1:${http}`)}
+http = ${tomlString(`${host}:${http}`)}
 data_dir = ${tomlString(dataDir)}
 
 [mc]
@@ -239,7 +250,8 @@ export class NodeProc extends Proc {
     super({ role: 'node', ...fields });
     this.http = fields.http;
     this.gossip = fields.gossip;
-    this.base = `http://127.0.0.1:${fields.http}`;
+    this.host = fields.host ?? '127.0.0.1';
+    this.base = `http://${this.host}:${fields.http}`;
   }
 }
 
@@ -252,7 +264,7 @@ const DEFAULT_SECRET = 'brdyun e2e domain secret, loopback only';
  * process listens; the meeting still needs a few seconds to reach the nodes (see
  * [`waitProtected`]).
  */
-export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false } = {}) {
+export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false, privateMeeting = false, distinctHosts = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
   const ports = await freePorts(1 + 2 * names.length);
   const cluster = { dir, mc: null, nodes: {}, extra: [], mcPort: mcPort ?? ports[0] };
@@ -265,7 +277,7 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_S
   try {
     if (mcPort === undefined) {
       const configPath = join(dir, 'mc.toml');
-      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc'), ladder }));
+      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc'), ladder, privateMeeting }));
       cluster.mc = new Proc({ role: 'mc', name: 'mc', configPath, logPath: join(dir, 'mc.log') });
       await cluster.mc.start();
     }
@@ -279,6 +291,10 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_S
         seeds: gossip.filter((_, j) => j !== i),
         secret,
         announce: announce ? announce(name, http[i]) : undefined,
+        // Each node on a loopback address of its own (127.0.0.2, .3, …), as nodes of a
+        // real domain have host names of their own: players that ban a failing host
+        // (Shaka) then ban that node only.
+        host: distinctHosts ? `127.0.0.${2 + i}` : undefined,
       });
     });
     await Promise.all(Object.values(cluster.nodes).map((n) => n.start()));
@@ -290,12 +306,12 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_S
 }
 
 /** Writes a node's config into the cluster's directory and returns its (not started) process. */
-function nodeProc(cluster, { name, http, gossip, seeds, secret, announce }) {
+function nodeProc(cluster, { name, http, gossip, seeds, secret, announce, host }) {
   const configPath = join(cluster.dir, `node-${name}.toml`);
   writeFileSync(configPath, nodeToml({
-    name: `node-${name}`, http, gossip, seeds, secret, mcPort: cluster.mcPort, dataDir: join(cluster.dir, `node-${name}`), announce,
+    name: `node-${name}`, http, gossip, seeds, secret, mcPort: cluster.mcPort, dataDir: join(cluster.dir, `node-${name}`), announce, host,
   }));
-  return new NodeProc({ name: `node-${name}`, configPath, logPath: join(cluster.dir, `node-${name}.log`), http, gossip });
+  return new NodeProc({ name: `node-${name}`, configPath, logPath: join(cluster.dir, `node-${name}.log`), http, gossip, host });
 }
 
 /**

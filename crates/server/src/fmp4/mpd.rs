@@ -80,8 +80,8 @@ pub const LIVE_AVAILABILITY_START_MS: i64 = 0;
 const RELOAD_EVENT_EVERY_MS: u64 = 250;
 
 /// The dynamic MPD of a live window's fMP4 segments: `minimumUpdatePeriod` one target
-/// duration, players starting three target durations behind the live edge (as HLS's
-/// hold-back), the window as the time-shift buffer.
+/// duration, players starting [`presentation_delay_ms`] behind the live edge, the
+/// window as the time-shift buffer.
 pub fn live_mpd(window: &WindowSnapshot, target_ms: u64, now_ms: i64) -> String {
     let views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
     let mut periods = periods(&views, |_| None);
@@ -177,6 +177,19 @@ pub fn periods(
     periods
 }
 
+/// How far behind the live edge DASH players start: three target durations (HLS's
+/// hold-back), and at least two plus 4 s. A node that hangs is known to the mesh and
+/// steered away from within 2.5–3.5 s; a DASH player's reload in flight to it is only
+/// replaced by the reload events just before the edge of the MPD it holds
+/// ([`ReloadEvents`]), so its buffer must outlast that: the newest listed segment lags
+/// the live edge by up to two target durations, the other 4 s are the detection and a
+/// margin.
+pub fn presentation_delay_ms(target_ms: u64) -> u64 {
+    target_ms
+        .saturating_mul(3)
+        .max(target_ms.saturating_mul(2).saturating_add(4_000))
+}
+
 /// The dynamic MPD of `periods` (see [`live_mpd`]); the time-shift buffer is what they
 /// list, and `publishTime` the wall-clock end of their newest segment (`now_ms` when
 /// they list none), so it too is the same on every node.
@@ -201,7 +214,7 @@ pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> Stri
             publish_unix_ms,
             minimum_update_period_ms: target_ms,
             time_shift_buffer_depth_ms: window_ticks / 90,
-            suggested_presentation_delay_ms: target_ms.saturating_mul(3),
+            suggested_presentation_delay_ms: presentation_delay_ms(target_ms),
             reload_events: Some(ReloadEvents {
                 before_edge_ms: target_ms,
                 every_ms: RELOAD_EVENT_EVERY_MS,
