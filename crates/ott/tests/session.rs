@@ -82,3 +82,4 @@ fn verification_does_not_allocate() {
     assert!(ok);
     assert_eq!(allocations, 0);
 }
+

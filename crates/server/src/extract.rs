@@ -51,7 +51,8 @@ where
         match Query::<T>::from_request_parts(parts, state).await {
             Ok(Query(value)) => Ok(CodedQuery(value)),
             Err(rejection) => {
-                tracing::debug!(%rejection, query = parts.uri.query(), "query refused");
+                let query = parts.uri.query().map(redact_query);
+                tracing::debug!(%rejection, query, "query refused");
                 Err(ApiError::BadRequest.into_response())
             }
         }
@@ -91,5 +92,34 @@ where
                 .into_response())
             }
         }
+    }
+}
+
+/// Query parameters whose values are credentials: never logged in clear.
+const SECRET_PARAMS: [&str; 5] = ["access_token", "session", "token", "pass", "key"];
+
+/// A query for a log line: the values of credentials (viewer tokens, sessions, login
+/// tokens, passes, stream keys) replaced by `…`.
+pub fn redact_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if SECRET_PARAMS.contains(&name) => format!("{name}=…"),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_query;
+
+    #[test]
+    fn credentials_are_not_logged() {
+        assert_eq!(
+            redact_query("msn=4&access_token=a.b.c&session=S&login=x&token=t&pass=p"),
+            "msn=4&access_token=…&session=…&login=x&token=…&pass=…"
+        );
     }
 }
