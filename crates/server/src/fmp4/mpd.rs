@@ -74,9 +74,8 @@ pub fn representations(
 /// between nodes mid-play (`BaseURL`s, steering).
 pub const LIVE_AVAILABILITY_START_MS: i64 = 0;
 
-/// The spacing of the live MPD's reload events ([`ReloadEvents`]) over the last target
-/// duration before its edge: a player that reached them retries its reload four times a
-/// second until one answers.
+/// The spacing of the live MPD's reload events ([`ReloadEvents`]) before its edge: a
+/// player that reached them retries its reload four times a second until one answers.
 const RELOAD_EVENT_EVERY_MS: u64 = 250;
 
 /// The dynamic MPD of a live window's fMP4 segments: `minimumUpdatePeriod` one target
@@ -178,16 +177,24 @@ pub fn periods(
 }
 
 /// How far behind the live edge DASH players start: three target durations (HLS's
-/// hold-back), and at least two plus 4 s. A node that hangs is known to the mesh and
+/// hold-back), and at least two plus 5 s. A node that hangs is known to the mesh and
 /// steered away from within 2.5–3.5 s; a DASH player's reload in flight to it is only
 /// replaced by the reload events just before the edge of the MPD it holds
-/// ([`ReloadEvents`]), so its buffer must outlast that: the newest listed segment lags
-/// the live edge by up to two target durations, the other 4 s are the detection and a
-/// margin.
+/// ([`ReloadEvents`]), so its buffer must outlast that: the newest segment a player
+/// knows lags the live edge by up to two target durations (the one being cut, and an
+/// MPD up to one update old) and the relay's half second; the rest is the detection
+/// and a second of margin.
 pub fn presentation_delay_ms(target_ms: u64) -> u64 {
     target_ms
         .saturating_mul(3)
-        .max(target_ms.saturating_mul(2).saturating_add(4_000))
+        .max(target_ms.saturating_mul(2).saturating_add(5_000))
+}
+
+/// How far before the edge of its MPD a player meets the reload events: a target
+/// duration, at least 2 s (they must also fire after a detection that ends late in a
+/// short buffer).
+fn reload_events_span_ms(target_ms: u64) -> u64 {
+    target_ms.max(2_000)
 }
 
 /// The dynamic MPD of `periods` (see [`live_mpd`]); the time-shift buffer is what they
@@ -216,7 +223,7 @@ pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> Stri
             time_shift_buffer_depth_ms: window_ticks / 90,
             suggested_presentation_delay_ms: presentation_delay_ms(target_ms),
             reload_events: Some(ReloadEvents {
-                before_edge_ms: target_ms,
+                before_edge_ms: reload_events_span_ms(target_ms),
                 every_ms: RELOAD_EVENT_EVERY_MS,
             }),
         },
