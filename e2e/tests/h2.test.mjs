@@ -69,14 +69,23 @@ for (const [label, file, lowLatency] of [['HLS', 'index.m3u8', false], ['LL-HLS'
         hls.attachMedia(video);
         video.play().catch(() => {});
       }, { src, lowLatency });
-      await pollUntil(`${label} plays 6 s`, () => page.evaluate(() => document.getElementById('v').currentTime > 6), { limitMs: 60_000 });
+      // The video clock starts at the stream's timestamps: six seconds from where it began.
+      await pollUntil(`${label} plays 6 s`, () => page.evaluate(() => {
+        const v = document.getElementById('v');
+        if (!(v.currentTime > 0)) return false;
+        window.__start ??= v.currentTime;
+        return v.currentTime - window.__start > 6;
+      }), { limitMs: 60_000 });
       const protocols = await page.evaluate(() => performance.getEntriesByType('resource')
         .filter((e) => e.name.includes('/m/'))
         .map((e) => ({ url: e.name, protocol: e.nextHopProtocol })));
       const blocking = protocols.filter((p) => p.url.includes('_HLS_msn='));
+      if (process.env.H2_DEBUG) console.log(protocols.map((p) => p.url).join("\n"));
       console.log(`${label} over https: ${protocols.length} requests, protocols ${[...new Set(protocols.map((p) => p.protocol))].join(', ')}, ${blocking.length} blocking reload(s)`);
-      assert.ok(protocols.length > 5);
-      assert.ok(protocols.every((p) => p.protocol === 'h2'), JSON.stringify(protocols.filter((p) => p.protocol !== 'h2').slice(0, 3)));
+      // A request hls.js aborted (a blocking reload it no longer needs) has no protocol.
+      const done = protocols.filter((p) => p.protocol);
+      assert.ok(done.length > 10, JSON.stringify(protocols));
+      assert.ok(done.every((p) => p.protocol === 'h2'), JSON.stringify(done.filter((p) => p.protocol !== 'h2').slice(0, 3)));
       if (lowLatency) assert.ok(blocking.length > 0, 'hls.js made blocking reloads over h2');
       assert.deepEqual(await page.evaluate(() => window.__errors), []);
     } finally {
