@@ -69,6 +69,8 @@ def h2load(port, path, connections, seconds):
     m = H2LOAD.search(done.stdout)
     if not m:
         raise BenchError(f"cannot read h2load's output: {done.stdout[-600:]}")
+    if int(m.group(4)) or not int(m.group(3)):
+        raise BenchError(f"h2load: requests failed on {path}: {done.stdout[-600:]}")
     return argv, float(m.group(1)), int(m.group(3)), int(m.group(4))
 
 
@@ -96,7 +98,8 @@ def main(argv=None):
         https_port = harness.free_port()
         node_dir = os.path.join(workdir, "node")
         os.makedirs(node_dir, exist_ok=True)
-        text = harness.node_config("h2", os.path.join(node_dir, "data"), [("m", ["builtin://meeting"])], 30, 1.0)
+        # A window long enough that the segment under load stays in it for the whole run.
+        text = harness.node_config("h2", os.path.join(node_dir, "data"), [("m", ["builtin://meeting"])], 600, 1.0)
         text = text.replace('http = "127.0.0.1:0"',
                             f'http = "127.0.0.1:0"\nhttps = "127.0.0.1:{https_port}"\n'
                             f'tls_cert = "{cert}"\ntls_key = "{key}"')
