@@ -117,7 +117,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             .collect::<Result<_, _>>()
             .map_err(|e| anyhow::anyhow!("mc.viewer_keys: {e}"))?,
         minter: Some(Arc::new(
-            server::mc::viewers::Minter::load_or_create(&section.data_dir)
+            server::mc::minter::Minter::load_or_create(&section.data_dir)
                 .context("the mc's viewer-token key")?,
         )),
     })

@@ -16,7 +16,8 @@ fn main() {
         let started = std::time::Instant::now();
         let mut ok = 0u32;
         for _ in 0..rounds {
-            let verified = std::hint::black_box(&key).verify(std::hint::black_box(&text), "board", now);
+            let verified =
+                std::hint::black_box(&key).verify(std::hint::black_box(&text), "board", now);
             ok += u32::from(verified.is_ok());
         }
         assert_eq!(ok, rounds);

@@ -82,4 +82,3 @@ fn verification_does_not_allocate() {
     assert!(ok);
     assert_eq!(allocations, 0);
 }
-

@@ -352,7 +352,27 @@ pub async fn sync(
         "now_ms": now,
         "min_client_version": mc.inner.settings.min_client_version.map(|v| v.to_string()),
         "meetings": meetings,
-        "viewer_keys": super::viewers::keys_json(&mc),
+        "viewer_keys": keys_json(&mc),
     }))
     .into_response()
+}
+
+/// Every key viewer tokens are accepted under: the platform's, then the MC's own.
+pub fn key_set(mc: &McState) -> ott::ViewerKeySet {
+    let settings = &mc.inner.settings;
+    let mut keys = settings.viewer_keys.clone();
+    if let Some(minter) = &settings.minter {
+        keys.push(minter.public_key());
+    }
+    ott::ViewerKeySet::new(keys)
+}
+
+/// The keys as the sync answer carries them: `[{"kid": …, "public": …}]`.
+pub fn keys_json(mc: &McState) -> serde_json::Value {
+    let keys: Vec<serde_json::Value> = key_set(mc)
+        .keys()
+        .iter()
+        .map(|k| json!({"kid": k.kid, "public": k.public_base64url()}))
+        .collect();
+    serde_json::Value::Array(keys)
 }

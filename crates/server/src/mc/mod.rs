@@ -9,6 +9,7 @@
 pub mod access;
 pub mod api;
 pub mod gate;
+pub mod minter;
 pub mod openapi;
 pub mod session_uris;
 mod state;

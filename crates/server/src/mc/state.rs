@@ -33,7 +33,7 @@ pub struct McSettings {
     /// The meeting platform's public keys for private meetings' viewer tokens.
     pub viewer_keys: Vec<ott::ViewerKey>,
     /// The MC's own key for the tokens it mints on request (none: it mints none).
-    pub minter: Option<Arc<super::viewers::Minter>>,
+    pub minter: Option<Arc<super::minter::Minter>>,
 }
 
 pub(crate) struct McShared {

@@ -29,7 +29,7 @@ fn settings(dir: &std::path::Path) -> McSettings {
         viewer_report_ttl: Duration::from_secs(10),
         viewer_keys: Vec::new(),
         minter: Some(std::sync::Arc::new(
-            super::viewers::Minter::load_or_create(dir).expect("a minting key"),
+            super::minter::Minter::load_or_create(dir).expect("a minting key"),
         )),
     }
 }

@@ -1,10 +1,7 @@
-//! The MC's side of private meetings: the keys viewer tokens are verified with (the
-//! meeting platform's, from the config, and the MC's own minting key), the API a
-//! platform asks for a token with, and the host's removal of a viewer. Nodes learn the
-//! keys and each meeting's removed viewers with every sync and verify locally.
-
-use std::io::{Read, Write};
-use std::path::Path;
+//! The MC's API of private meetings: a token for a viewer (signed with the MC's key,
+//! [`crate::mc::minter`]) and the host's removal of a viewer. Nodes learn the keys
+//! tokens verify with ([`crate::mc::api::key_set`]) and each meeting's removed viewers
+//! with every sync, and verify locally.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -14,7 +11,6 @@ use axum::Json;
 use codes::{AccessRefusal, Code};
 use meeting::meeting::MAX_VIEWER_ID_LEN;
 use meeting::MeetingState;
-use ring::signature::Ed25519KeyPair;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -22,87 +18,10 @@ use super::api::{authorize_host, parse_id, McApiError, MAX_BODY};
 use super::state::McState;
 use crate::extract::CodedPath;
 
-/// The file in the MC's data directory that holds its minting key's seed (0600).
-pub const MINTING_KEY_FILE: &str = "viewer_signing_key";
 /// The longest lifetime of a token the MC mints: a week.
 pub const MAX_TOKEN_TTL_S: u32 = 7 * 24 * 3600;
 /// The lifetime of a minted token when the request names none: 4 hours.
 pub const DEFAULT_TOKEN_TTL_S: u32 = 4 * 3600;
-
-/// The MC's own Ed25519 key for the tokens it mints on request.
-pub struct Minter {
-    kid: String,
-    pair: Ed25519KeyPair,
-}
-
-impl std::fmt::Debug for Minter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Minter")
-            .field("kid", &self.kid)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Minter {
-    /// The MC's minting key: read from `data_dir/viewer_signing_key`, or created there
-    /// (32 random bytes, owner-only) on the first start.
-    ///
-    /// # Errors
-    /// The file cannot be read or written, or holds no key.
-    pub fn load_or_create(data_dir: &Path) -> std::io::Result<Self> {
-        let path = data_dir.join(MINTING_KEY_FILE);
-        let mut seed = [0u8; 32];
-        match std::fs::File::open(&path) {
-            Ok(mut file) => file.read_exact(&mut seed)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::File::open("/dev/urandom")?.read_exact(&mut seed)?;
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::OpenOptionsExt;
-                    options.mode(0o600);
-                }
-                let mut file = options.open(&path)?;
-                file.write_all(&seed)?;
-                file.sync_all()?;
-            }
-            Err(e) => return Err(e),
-        }
-        let pair = Ed25519KeyPair::from_seed_unchecked(&seed)
-            .map_err(|_| std::io::Error::other(format!("{} holds no key", path.display())))?;
-        let public = ott::ViewerKey::of_pair("", &pair).public_base64url();
-        Ok(Self {
-            kid: format!("mc-{}", &public[..8]),
-            pair,
-        })
-    }
-
-    /// The public half, as nodes verify with it.
-    pub fn public_key(&self) -> ott::ViewerKey {
-        ott::ViewerKey::of_pair(&self.kid, &self.pair)
-    }
-}
-
-/// Every key viewer tokens are accepted under: the platform's, then the MC's own.
-pub fn key_set(mc: &McState) -> ott::ViewerKeySet {
-    let settings = &mc.inner.settings;
-    let mut keys = settings.viewer_keys.clone();
-    if let Some(minter) = &settings.minter {
-        keys.push(minter.public_key());
-    }
-    ott::ViewerKeySet::new(keys)
-}
-
-/// The keys as the sync answer carries them: `[{"kid": …, "public": …}]`.
-pub fn keys_json(mc: &McState) -> serde_json::Value {
-    let keys: Vec<serde_json::Value> = key_set(mc)
-        .keys()
-        .iter()
-        .map(|k| json!({"kid": k.kid, "public": k.public_base64url()}))
-        .collect();
-    serde_json::Value::Array(keys)
-}
 
 fn refused(field: &'static str, reason: &str) -> Response {
     tracing::info!(field, reason, "viewer request refused");
@@ -170,11 +89,11 @@ pub async fn mint(
         expires_unix_s: expires,
         max_sessions: request.max_sessions,
     };
-    let token = ott::mint_viewer_token(&claims, &minter.kid, &minter.pair);
+    let token = minter.mint(&claims);
     tracing::info!(meeting = %id, "viewer token minted");
     (
         StatusCode::CREATED,
-        Json(json!({"token": token, "expires": expires, "kid": minter.kid})),
+        Json(json!({"token": token, "expires": expires, "kid": minter.kid()})),
     )
         .into_response()
 }
