@@ -241,6 +241,34 @@ fn a_copied_segment_url_dies_with_its_session_and_the_relay_is_for_nodes() {
     assert_eq!(status, 403);
     let (status, _, _) = http_get_with(mc.http, "/board/index.m3u8", &[NODE]);
     assert_eq!(status, 200);
+    // A token for one session at a time: a second device is refused while the first
+    // plays here.
+    let (status, minted) = http_request(
+        mc.http,
+        "POST",
+        "/api/meetings/board/viewer-tokens",
+        &[ADMIN],
+        r#"{"viewer": "dave", "ttl_seconds": 600, "max_sessions": 1}"#,
+    );
+    assert_eq!(status, 201, "{minted}");
+    let once = minted["token"].as_str().unwrap().to_owned();
+    let (status, first, _) = get(node.http, &format!("/board/index.m3u8?access_token={once}"));
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        get(node.http, &format!("/board/{}", first_uri(&first))).0,
+        200
+    );
+    let (status, _, code) = get(node.http, &format!("/board/index.m3u8?access_token={once}"));
+    assert_eq!(
+        (status, code),
+        (429, 113_014),
+        "a second session of a one-session token"
+    );
+    assert_eq!(
+        get(node.http, &format!("/board/{}", first_uri(&first))).0,
+        200,
+        "the first plays on"
+    );
     // The MC mints only for a host or an admin.
     let (status, _) = http_request(
         mc.http,

@@ -258,6 +258,9 @@ family! {
         SessionExpired => (113_012, 403, "the session has ended", "session_expired", false),
         /// The host removed this viewer from the meeting.
         ViewerRemoved => (113_013, 403, "the host removed this viewer from the meeting", "viewer_removed", false),
+        /// The viewer already watches in as many sessions on this node as its token
+        /// allows (`max_sessions`).
+        TooManySessions => (113_014, 429, "the viewer watches in as many sessions as its token allows", "too_many_sessions", false),
         /// The MC's token or removal request is invalid (`field` says which part).
         BadRequest => (113_020, 400, "the viewer request is invalid", "viewer_bad_request", false),
     }

@@ -54,7 +54,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 10 + 1 + 4 + 6 + 9 + 13);
+        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 10 + 1 + 4 + 6 + 9 + 14);
     }
 
     #[test]

@@ -10,7 +10,12 @@ use ott::{viewer_hash, SessionKey};
 fn main() {
     let now = 1_800_000_000;
     let key = SessionKey::derive(b"domain secret");
-    let text = key.issue("board", viewer_hash("viewer"), (now + 60) as u32);
+    let text = key.issue(
+        "board",
+        viewer_hash("viewer"),
+        (now + 60) as u32,
+        [1, 2, 3, 4],
+    );
     let rounds = 2_000_000u32;
     for _ in 0..3 {
         let started = std::time::Instant::now();

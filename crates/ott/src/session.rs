@@ -8,10 +8,14 @@
 //! authorization (useless to anyone but that viewer, for that meeting, until then). A
 //! segment URL copied out of a playlist stops working when the session ends.
 //!
+//! Each session has a nonce of its own, so the sessions of one viewer (two devices,
+//! one token) are told apart and a token's `max_sessions` can be counted.
+//!
 //! Verification is allocation-free (a stack buffer, one HMAC): it runs on every
-//! request of a private meeting. Wire layout before base64url (45 bytes, 60
+//! request of a private meeting. Wire layout before base64url (49 bytes, 66
 //! characters): `1` (format) ‖ expiry (u32 BE, Unix seconds) ‖ viewer hash (8 bytes)
-//! ‖ HMAC-SHA256 (32 bytes) over a label, the meeting and everything before the tag.
+//! ‖ nonce (4 bytes) ‖ HMAC-SHA256 (32 bytes) over a label, the meeting and everything
+//! before the tag.
 
 use ring::{digest, hmac};
 
@@ -19,7 +23,7 @@ use ring::{digest, hmac};
 pub const SESSION_QUERY_PARAM: &str = "session";
 
 const FORMAT: u8 = 1;
-const BODY_LEN: usize = 1 + 4 + 8;
+const BODY_LEN: usize = 1 + 4 + 8 + 4;
 const TAG_LEN: usize = 32;
 const WIRE_LEN: usize = BODY_LEN + TAG_LEN;
 /// Characters of a session in base64url without padding.
@@ -52,6 +56,8 @@ pub struct Session {
     pub expires_unix_s: u32,
     /// The viewer, as [`viewer_hash`] of its id.
     pub viewer: [u8; 8],
+    /// What tells this session apart from the viewer's others.
+    pub nonce: [u8; 4],
 }
 
 /// Why a session was refused.
@@ -88,12 +94,20 @@ impl SessionKey {
         context.sign()
     }
 
-    /// A session of `viewer` for `meeting` until `expires_unix_s`, as its text.
-    pub fn issue(&self, meeting: &str, viewer: [u8; 8], expires_unix_s: u32) -> String {
+    /// A session of `viewer` for `meeting` until `expires_unix_s`, told apart from its
+    /// others by `nonce`, as its text.
+    pub fn issue(
+        &self,
+        meeting: &str,
+        viewer: [u8; 8],
+        expires_unix_s: u32,
+        nonce: [u8; 4],
+    ) -> String {
         let mut wire = [0u8; WIRE_LEN];
         wire[0] = FORMAT;
         wire[1..5].copy_from_slice(&expires_unix_s.to_be_bytes());
-        wire[5..BODY_LEN].copy_from_slice(&viewer);
+        wire[5..13].copy_from_slice(&viewer);
+        wire[13..BODY_LEN].copy_from_slice(&nonce);
         let body: [u8; BODY_LEN] = wire[..BODY_LEN].try_into().expect("body length");
         wire[BODY_LEN..].copy_from_slice(self.tag(meeting, &body).as_ref());
         crate::base64url::encode(&wire)
@@ -133,7 +147,8 @@ impl SessionKey {
         }
         Ok(Session {
             expires_unix_s: expires,
-            viewer: body[5..].try_into().expect("8 bytes"),
+            viewer: body[5..13].try_into().expect("8 bytes"),
+            nonce: body[13..].try_into().expect("4 bytes"),
         })
     }
 }

@@ -14,7 +14,7 @@ fn a_session_verifies_on_every_node_of_the_domain_for_its_meeting_only() {
     let a = SessionKey::derive(b"the domain secret, shared by every node");
     let b = SessionKey::derive(b"the domain secret, shared by every node");
     let viewer = viewer_hash("alice@example.com");
-    let text = a.issue("board", viewer, (NOW + 600) as u32);
+    let text = a.issue("board", viewer, (NOW + 600) as u32, [1, 2, 3, 4]);
     assert_eq!(text.len(), SESSION_TEXT_LEN);
     let session = b
         .verify(&text, "board", NOW)
@@ -44,7 +44,7 @@ fn a_session_verifies_on_every_node_of_the_domain_for_its_meeting_only() {
 #[test]
 fn altered_and_malformed_sessions_are_refused() {
     let key = SessionKey::derive(b"k");
-    let text = key.issue("m", viewer_hash("v"), (NOW + 60) as u32);
+    let text = key.issue("m", viewer_hash("v"), (NOW + 60) as u32, [1, 2, 3, 4]);
     // Every single-character change is caught.
     for i in 0..text.len() {
         for c in ["A", "z", "-"] {
@@ -76,7 +76,7 @@ fn altered_and_malformed_sessions_are_refused() {
 #[test]
 fn verification_does_not_allocate() {
     let key = SessionKey::derive(b"k");
-    let text = key.issue("m", viewer_hash("v"), (NOW + 60) as u32);
+    let text = key.issue("m", viewer_hash("v"), (NOW + 60) as u32, [1, 2, 3, 4]);
     let (ok, allocations) =
         alloc_count::count_allocs(|| (0..100).all(|_| key.verify(&text, "m", NOW).is_ok()));
     assert!(ok);

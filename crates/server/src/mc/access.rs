@@ -9,6 +9,8 @@
 //!   (`session=`, [`crate::mc::session_uris`]); every later request — playlists,
 //!   parts, segments, inits, archive — is checked by it alone, without allocating.
 //! - A removed viewer's session is refused from the node's next sync with its MC on.
+//! - A token with `max_sessions` opens no more sessions on this node than it allows
+//!   while they are in use (a request within the last 20 s).
 
 use codes::AccessRefusal;
 use ott::{SessionError, TokenError, SESSION_QUERY_PARAM};
@@ -35,6 +37,20 @@ pub fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
         let (key, value) = pair.split_once('=')?;
         (key == name).then_some(value)
     })
+}
+
+/// A new session's nonce: random bytes from the system's generator (a counter's if it
+/// fails, which only makes two sessions of one viewer look alike).
+fn new_nonce() -> [u8; 4] {
+    use ring::rand::SecureRandom as _;
+    static FALLBACK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut nonce = [0u8; 4];
+    if ring::rand::SystemRandom::new().fill(&mut nonce).is_err() {
+        nonce = FALLBACK
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_be_bytes();
+    }
+    nonce
 }
 
 fn token_refusal(error: TokenError) -> AccessRefusal {
@@ -76,6 +92,7 @@ impl MeetingGate {
             if self.is_removed(meeting, &session.viewer) {
                 return Err(AccessRefusal::ViewerRemoved);
             }
+            self.saw_session(meeting, session.viewer, session.nonce);
             return Ok(Grant {
                 viewer: session.viewer,
                 issued: None,
@@ -95,10 +112,17 @@ impl MeetingGate {
         if self.is_removed(meeting, &viewer) {
             return Err(AccessRefusal::ViewerRemoved);
         }
+        if let Some(max) = claims.max_sessions {
+            if self.live_sessions(meeting, viewer) >= max as usize {
+                return Err(AccessRefusal::TooManySessions);
+            }
+        }
         let expires = u32::try_from(claims.expires_unix_s.max(0)).unwrap_or(u32::MAX);
+        let nonce = new_nonce();
+        self.saw_session(meeting, viewer, nonce);
         Ok(Grant {
             viewer,
-            issued: Some(key.issue(meeting, viewer, expires)),
+            issued: Some(key.issue(meeting, viewer, expires, nonce)),
         })
     }
 }

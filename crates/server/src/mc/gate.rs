@@ -33,6 +33,9 @@ struct GateState {
     private: HashMap<String, std::collections::HashSet<[u8; 8]>>,
     /// The keys viewer tokens verify with, from the MC.
     keys: Arc<ott::ViewerKeySet>,
+    /// The sessions of private meetings' viewers seen here lately, by meeting and
+    /// viewer, each by its nonce (a token's `max_sessions` counts them).
+    sessions: HashMap<(String, [u8; 8]), HashMap<[u8; 4], Instant>>,
 }
 
 /// What a node knows of its MC's meetings, and who watches them here.
@@ -65,6 +68,7 @@ impl MeetingGate {
                 managed: std::collections::HashSet::new(),
                 private: HashMap::new(),
                 keys: Arc::new(ott::ViewerKeySet::default()),
+                sessions: HashMap::new(),
             }),
             refusals: Mutex::new(std::collections::BTreeMap::new()),
             syncs: std::sync::atomic::AtomicU64::new(0),
@@ -151,6 +155,35 @@ impl MeetingGate {
         Arc::clone(&self.lock().keys)
     }
 
+    /// Notes a request of the session `nonce` of `viewer` in `meeting`.
+    pub(crate) fn saw_session(&self, meeting: &str, viewer: [u8; 8], nonce: [u8; 4]) {
+        let mut state = self.lock();
+        let now = Instant::now();
+        if let Some(sessions) = state.sessions.get_mut(&(meeting.to_owned(), viewer)) {
+            sessions.insert(nonce, now);
+            return;
+        }
+        if state.sessions.len() < MAX_VIEWERS_TRACKED {
+            state
+                .sessions
+                .insert((meeting.to_owned(), viewer), HashMap::from([(nonce, now)]));
+        }
+    }
+
+    /// How many sessions of `viewer` in `meeting` made a request here lately.
+    pub(crate) fn live_sessions(&self, meeting: &str, viewer: [u8; 8]) -> usize {
+        let now = Instant::now();
+        self.lock()
+            .sessions
+            .get(&(meeting.to_owned(), viewer))
+            .map_or(0, |sessions| {
+                sessions
+                    .values()
+                    .filter(|seen| now.duration_since(**seen) < VIEWER_IDLE)
+                    .count()
+            })
+    }
+
     /// The last exchange with the MC failed with `cause`. What the node knew stays.
     pub fn failed(&self, cause: ConnectCause) {
         let mut state = self.lock();
@@ -219,6 +252,10 @@ impl MeetingGate {
         state.viewers.retain(|_, viewers| {
             viewers.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
             !viewers.is_empty()
+        });
+        state.sessions.retain(|_, sessions| {
+            sessions.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
+            !sessions.is_empty()
         });
         state
             .viewers

@@ -122,7 +122,10 @@ async fn checked(
         if let (true, Some((login, token))) =
             (playlist, crate::logins::credentials(request.uri().query()))
         {
-            let session = crate::redundancy::door::Viewer::of(&request).key;
+            // A private meeting's viewer is who its token says, wherever it connects from.
+            let session = private_viewer
+                .clone()
+                .unwrap_or_else(|| crate::redundancy::door::Viewer::of(&request).key);
             if let Err(refusal) = logins.admit(login, token, &session) {
                 tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
                 return ApiError::Ott(refusal).into_response();
