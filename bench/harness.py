@@ -168,6 +168,29 @@ def node_config(name, data_dir, streams, window_s, segment_s=None, extra=""):
     return "\n".join(lines) + "\n" + extra
 
 
+def start_role(procs, binary, workdir, name, text, role="node"):
+    """Starts `brdyun ROLE` (node or mc) with config text in workdir; returns (proc,
+    HTTP port) once its listening line is logged."""
+    os.makedirs(workdir, exist_ok=True)
+    path = os.path.join(workdir, f"{name}.toml")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(text)
+    log = os.path.join(workdir, f"{name}.log")
+    proc = procs.start([binary, role, "--config", path], log,
+                       env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")})
+
+    def listening():
+        if proc.poll() is not None:
+            raise BenchError(f"{name} exited with {proc.returncode}; see {log}")
+        with open(log, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("listening http="):
+                    return parse.parse_listening(line)[1]
+        return None
+
+    return proc, wait_until(f"{name} to listen", listening, 30, 0.05)
+
+
 class Node:
     """A running `brdyun node` process and its HTTP port."""
 

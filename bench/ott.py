@@ -47,24 +47,7 @@ SECRET = "bench domain secret, loopback only"
 
 def start_node(procs, binary, workdir, name, text):
     """Starts `brdyun node` with config text; returns (proc, http port)."""
-    os.makedirs(workdir, exist_ok=True)
-    path = os.path.join(workdir, f"{name}.toml")
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(text)
-    log = os.path.join(workdir, f"{name}.log")
-    proc = procs.start([binary, "node", "--config", path], log,
-                       env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")})
-
-    def listening():
-        if proc.poll() is not None:
-            raise BenchError(f"{name} exited with {proc.returncode}; see {log}")
-        with open(log, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("listening http="):
-                    return parse.parse_listening(line)[1]
-        return None
-
-    return proc, harness.wait_until(f"{name} to listen", listening, 30, 0.05)
+    return harness.start_role(procs, binary, workdir, name, text)
 
 
 def start_group(procs, binary, workdir, count):

@@ -28,31 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
-import parse  # noqa: E402
 from harness import BenchError  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-
-
-def start(procs, binary, workdir, name, role, text):
-    """Starts `brdyun ROLE` with config text; returns (proc, http port)."""
-    path = os.path.join(workdir, f"{name}.toml")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    log = os.path.join(workdir, f"{name}.log")
-    proc = procs.start([binary, role, "--config", path], log,
-                       env={**os.environ, "RUST_LOG": "warn"})
-
-    def listening():
-        if proc.poll() is not None:
-            raise BenchError(f"{name} exited; see {log}")
-        with open(log, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("listening http="):
-                    return parse.parse_listening(line)[1]
-        return None
-
-    return proc, harness.wait_until(f"{name} listening", listening, 30, 0.05)
 
 
 def get(port, path):
@@ -81,7 +59,7 @@ def main(argv=None):
     results = {"seconds": seconds, "runs": []}
     try:
         mc_port = harness.free_port()
-        mc, _ = start(procs, binary, workdir, "mc", "mc", f"""[mc]
+        mc, _ = harness.start_role(procs, binary, workdir, "mc", f"""[mc]
 http = "127.0.0.1:{mc_port}"
 data_dir = "{workdir}/mc"
 [defaults]
@@ -95,8 +73,8 @@ id = "board"
 start = true
 private = true
 inputs = ["builtin://meeting"]
-""")
-        node, port = start(procs, binary, workdir, "node", "node", f"""[node]
+""", role="mc")
+        node, port = harness.start_role(procs, binary, workdir, "node", f"""[node]
 name = "n"
 http = "127.0.0.1:0"
 data_dir = "{workdir}/node"
