@@ -152,29 +152,48 @@ pub fn backup_address(candidate: &NodeView, viewer: ViewerContext) -> Result<Str
         })
 }
 
-/// Marks as CDN-shared (OTT-ADDR-5) every address whose host name is announced by more
-/// than one node of the snapshot: a name several nodes answer to is a CDN (or a load
-/// balancer) in front of them, and a viewer sent there as to a backup could land on the
-/// very node that failed. IP addresses are each node's own and never shared this way.
+/// Where an address leads: scheme, host name (lower case) and port (the scheme's default
+/// when none is written).
+fn endpoint(url_base: &str, scheme: Scheme) -> Option<(Scheme, String, u16)> {
+    let host = host_of(url_base);
+    if host.is_empty() || host.parse::<IpAddr>().is_ok() {
+        return None;
+    }
+    let rest = url_base.split_once("://").map_or(url_base, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let port = authority
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+        .unwrap_or(match scheme {
+            Scheme::Https => 443,
+            Scheme::Http => 80,
+        });
+    Some((scheme, host.to_ascii_lowercase(), port))
+}
+
+/// Marks as CDN-shared (OTT-ADDR-5) every address whose endpoint (scheme, host name and
+/// port) more than one node of the snapshot announces: a name several nodes answer to
+/// is a CDN (or a load balancer) in front of them, and a viewer sent there as to a
+/// backup could land on the very node that failed. Nodes that share a host name on
+/// ports of their own are not one endpoint; IP addresses are each node's own.
 pub fn mark_shared_names(snapshot: &mut Snapshot) {
-    let mut owners: std::collections::HashMap<String, &NodeId> = std::collections::HashMap::new();
-    let mut shared: Vec<String> = Vec::new();
+    let mut owners: std::collections::HashMap<(Scheme, String, u16), &NodeId> =
+        std::collections::HashMap::new();
+    let mut shared: Vec<(Scheme, String, u16)> = Vec::new();
     for node in std::iter::once(&snapshot.this).chain(&snapshot.nodes) {
         for address in &node.addresses {
-            let host = host_of(&address.url_base);
-            if host.is_empty() || host.parse::<IpAddr>().is_ok() {
+            let Some(key) = endpoint(&address.url_base, address.scheme) else {
                 continue;
-            }
-            let host = host.to_ascii_lowercase();
-            match owners.get(&host) {
+            };
+            match owners.get(&key) {
                 Some(owner) if **owner != node.id => {
-                    if !shared.contains(&host) {
-                        shared.push(host);
+                    if !shared.contains(&key) {
+                        shared.push(key);
                     }
                 }
                 Some(_) => {}
                 None => {
-                    owners.insert(host, &node.id);
+                    owners.insert(key, &node.id);
                 }
             }
         }
@@ -184,10 +203,7 @@ pub fn mark_shared_names(snapshot: &mut Snapshot) {
     }
     for node in std::iter::once(&mut snapshot.this).chain(snapshot.nodes.iter_mut()) {
         for address in &mut node.addresses {
-            if shared
-                .iter()
-                .any(|h| host_of(&address.url_base).eq_ignore_ascii_case(h))
-            {
+            if endpoint(&address.url_base, address.scheme).is_some_and(|k| shared.contains(&k)) {
                 address.cdn_shared = true;
             }
         }

@@ -75,7 +75,13 @@ pub fn group_report(snapshot: &Snapshot, group: &str, now_ms: i64) -> GroupRepor
     let viewers = own_viewers(&snapshot.this);
     let mut rows = Vec::new();
     if let Some(own) = own {
-        let problems = servable_problems(&snapshot.this, own, now_ms, min);
+        let mut problems = servable_problems(&snapshot.this, own, now_ms, min);
+        // Its own certificate (OTT-ADDR-3): the other nodes send it no HTTPS viewer.
+        if snapshot.this.certificate_mismatch {
+            problems.push(Problem::CertificateNotForHostname {
+                node: snapshot.this.id.clone(),
+            });
+        }
         rows.push(MemberRow {
             node: snapshot.this.id.clone(),
             stream: own.stream.clone(),

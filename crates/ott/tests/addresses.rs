@@ -196,11 +196,25 @@ fn addr_5_a_name_several_nodes_announce_is_found_from_the_mesh() {
         addr("https://live.example.net", true, false),
         addr("http://203.0.113.9:8080", true, false),
     ];
+    // Two nodes on one machine: one host name, ports of their own, not a CDN.
+    s.this
+        .addresses
+        .push(addr("http://host.example.net:8080", true, false));
+    node_mut(&mut s, "b")
+        .addresses
+        .push(addr("http://host.example.net:8081", true, false));
     ott::mark_shared_names(&mut s);
+    assert!(!s.this.addresses[2].cdn_shared && !s.nodes[0].addresses[2].cdn_shared);
+    s.this.addresses.pop();
+    node_mut(&mut s, "b").addresses.pop();
     let shared =
         |n: &ott::NodeView| -> Vec<bool> { n.addresses.iter().map(|a| a.cdn_shared).collect() };
     assert_eq!(shared(&s.this), [false, true]);
-    assert_eq!(shared(&s.nodes[0]), [false, true], "any case, any port");
+    assert_eq!(
+        shared(&s.nodes[0]),
+        [false, true],
+        "any case, the default port written or not"
+    );
     assert_eq!(
         shared(&s.nodes[1]),
         [true, false],

@@ -110,3 +110,38 @@ fn a_group_without_this_node_says_so() {
     );
     assert_eq!(s.own_groups(), [GROUP]);
 }
+
+#[test]
+fn ops_1_addr_3_a_certificate_not_for_the_host_name_is_named_on_every_screen() {
+    let mut s = snapshot("a", &["b", "c"]);
+    s.this.certificate_mismatch = true;
+    let mine = group_report(&s, GROUP, NOW);
+    assert!(
+        mine.rows[0]
+            .problems
+            .contains(&Problem::CertificateNotForHostname { node: id("a") }),
+        "{:?}",
+        mine.rows[0].problems
+    );
+    // Seen from b (which announces HTTPS: its viewers may use it), a is no backup, for
+    // that reason.
+    let mut from_b = snapshot("b", &["a", "c"]);
+    assert!(from_b
+        .this
+        .addresses
+        .iter()
+        .any(|a| a.scheme == Scheme::Https));
+    node_mut(&mut from_b, "a").certificate_mismatch = true;
+    let theirs = group_report(&from_b, GROUP, NOW);
+    let row = theirs
+        .rows
+        .iter()
+        .find(|r| r.node.as_str() == "a")
+        .expect("a's row");
+    assert!(
+        row.problems
+            .contains(&Problem::CertificateNotForHostname { node: id("a") }),
+        "{:?}",
+        row.problems
+    );
+}
