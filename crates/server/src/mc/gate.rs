@@ -21,6 +21,9 @@ pub const MAX_VIEWERS_TRACKED: usize = 200_000;
 /// The header a player may use to name its viewer (else the peer address is used).
 pub const VIEWER_HEADER: &str = "x-brdyun-member";
 
+/// When each session of a private meeting, by viewer hash and nonce, was last seen.
+type SessionsSeen = HashMap<([u8; 8], [u8; 4]), Instant>;
+
 #[derive(Debug)]
 struct GateState {
     link: McLink,
@@ -33,9 +36,9 @@ struct GateState {
     private: HashMap<String, std::collections::HashSet<[u8; 8]>>,
     /// The keys viewer tokens verify with, from the MC.
     keys: Arc<ott::ViewerKeySet>,
-    /// The sessions of private meetings' viewers seen here lately, by meeting and
-    /// viewer, each by its nonce (a token's `max_sessions` counts them).
-    sessions: HashMap<(String, [u8; 8]), HashMap<[u8; 4], Instant>>,
+    /// The sessions of private meetings' viewers seen here lately, by meeting, each by
+    /// viewer and nonce (a token's `max_sessions` counts them).
+    sessions: HashMap<String, SessionsSeen>,
 }
 
 /// What a node knows of its MC's meetings, and who watches them here.
@@ -155,33 +158,33 @@ impl MeetingGate {
         Arc::clone(&self.lock().keys)
     }
 
-    /// Notes a request of the session `nonce` of `viewer` in `meeting`.
+    /// Notes a request of the session `nonce` of `viewer` in `meeting` (no allocation
+    /// once the session is known).
     pub(crate) fn saw_session(&self, meeting: &str, viewer: [u8; 8], nonce: [u8; 4]) {
         let mut state = self.lock();
         let now = Instant::now();
-        if let Some(sessions) = state.sessions.get_mut(&(meeting.to_owned(), viewer)) {
-            sessions.insert(nonce, now);
+        if let Some(sessions) = state.sessions.get_mut(meeting) {
+            if let Some(seen) = sessions.get_mut(&(viewer, nonce)) {
+                *seen = now;
+            } else if sessions.len() < MAX_VIEWERS_TRACKED {
+                sessions.insert((viewer, nonce), now);
+            }
             return;
         }
-        if state.sessions.len() < MAX_VIEWERS_TRACKED {
-            state
-                .sessions
-                .insert((meeting.to_owned(), viewer), HashMap::from([(nonce, now)]));
-        }
+        state
+            .sessions
+            .insert(meeting.to_owned(), HashMap::from([((viewer, nonce), now)]));
     }
 
     /// How many sessions of `viewer` in `meeting` made a request here lately.
     pub(crate) fn live_sessions(&self, meeting: &str, viewer: [u8; 8]) -> usize {
         let now = Instant::now();
-        self.lock()
-            .sessions
-            .get(&(meeting.to_owned(), viewer))
-            .map_or(0, |sessions| {
-                sessions
-                    .values()
-                    .filter(|seen| now.duration_since(**seen) < VIEWER_IDLE)
-                    .count()
-            })
+        self.lock().sessions.get(meeting).map_or(0, |sessions| {
+            sessions
+                .iter()
+                .filter(|((v, _), seen)| *v == viewer && now.duration_since(**seen) < VIEWER_IDLE)
+                .count()
+        })
     }
 
     /// The last exchange with the MC failed with `cause`. What the node knew stays.
