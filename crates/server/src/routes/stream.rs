@@ -16,6 +16,7 @@ use crate::extract::CodedPath;
 use crate::mc::gate::VIEWER_HEADER;
 use crate::routes::hls;
 use crate::state::AppState;
+use crate::url::stream_file::FileRole;
 use crate::url::Target;
 
 fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
@@ -86,25 +87,45 @@ async fn entry(
         }
         _ => None,
     };
-    let session = grant.as_ref().map(|g| {
-        g.issued.clone().unwrap_or_else(|| {
+    let Some(grant) = grant else {
+        return checked(state, &stream, rung, &file, request, None).await;
+    };
+    // Only a playlist or MPD is rewritten with the session: segments, parts and inits
+    // (most of a private meeting's requests) go through without a copy of it.
+    let rewritten = Target::stream_file(request.extensions(), &file).is_some_and(|f| {
+        !matches!(
+            f.role(),
+            FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
+        )
+    });
+    let session = match grant.issued {
+        Some(issued) => Some(issued),
+        None if rewritten => {
             crate::mc::access::query_param(request.uri().query(), ott::SESSION_QUERY_PARAM)
-                .unwrap_or_default()
-                .to_owned()
-        })
-    });
-    let viewer = grant.as_ref().map(|g| {
-        let hex: String = g.viewer.iter().map(|b| format!("{b:02x}")).collect();
-        format!("v:{hex}")
-    });
-    let response = checked(state, &stream, rung, &file, request, viewer).await;
+                .map(str::to_owned)
+        }
+        None => None,
+    };
+    let response = checked(state, &stream, rung, &file, request, Some(grant.viewer)).await;
     match session {
         Some(session) => with_session(response, &session).await,
         None => response,
     }
 }
 
-/// The logins, the meeting gate, then the file (`viewer`: a private meeting's
+/// How a private meeting's viewer is counted (logins, viewer limits): by the viewer
+/// its token names, wherever it connects from.
+fn private_viewer_key(viewer: &[u8; 8]) -> String {
+    use std::fmt::Write as _;
+    let mut key = String::with_capacity(2 + 16);
+    key.push_str("v:");
+    for b in viewer {
+        let _ = write!(key, "{b:02x}");
+    }
+    key
+}
+
+/// The logins, the meeting gate, then the file (`private_viewer`: a private meeting's
 /// authorized viewer, counted as such).
 async fn checked(
     state: AppState,
@@ -112,7 +133,7 @@ async fn checked(
     rung: Option<&str>,
     file: &str,
     request: Request,
-    private_viewer: Option<String>,
+    private_viewer: Option<[u8; 8]>,
 ) -> Response {
     let stream = stream.to_owned();
     let viewer_playlist =
@@ -122,10 +143,10 @@ async fn checked(
         if let (true, Some((login, token))) =
             (playlist, crate::logins::credentials(request.uri().query()))
         {
-            // A private meeting's viewer is who its token says, wherever it connects from.
-            let session = private_viewer
-                .clone()
-                .unwrap_or_else(|| crate::redundancy::door::Viewer::of(&request).key);
+            let session = match &private_viewer {
+                Some(viewer) => private_viewer_key(viewer),
+                None => crate::redundancy::door::Viewer::of(&request).key,
+            };
             if let Err(refusal) = logins.admit(login, token, &session) {
                 tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
                 return ApiError::Ott(refusal).into_response();
@@ -152,7 +173,10 @@ async fn checked(
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0);
         let headers = request.headers();
-        let viewer = private_viewer.unwrap_or_else(|| viewer_key(headers, peer));
+        let viewer = match &private_viewer {
+            Some(viewer) => private_viewer_key(viewer),
+            None => viewer_key(headers, peer),
+        };
         let version = headers
             .get(CLIENT_VERSION_HEADER)
             .and_then(|v| v.to_str().ok());
