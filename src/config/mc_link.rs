@@ -13,8 +13,15 @@ use super::{stream_from, LadderPlan, StreamConfig};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McLinkConfig {
-    /// The MC's base URL, `http(s)://host:port`.
+    /// The MC's base URL, `http(s)://host:port` (a lone MC, or the primary of an
+    /// inert standby pair with `backup_urls`).
+    #[serde(default)]
     pub url: String,
+    /// Every MC of a group that shares its meetings (etcd): the node syncs with any
+    /// live one and pulls each meeting from all of them, in this order. Instead of
+    /// `url`.
+    #[serde(default)]
+    pub urls: Vec<String>,
     /// The MC's node token.
     pub token: Option<String>,
     /// PEM CA certificates to trust for an `https` MC.
@@ -62,8 +69,8 @@ impl McLinkConfig {
             bail!("mc.stream must not set name or inputs: they come from the meeting");
         }
         let relays = |path: &str| -> Vec<String> {
-            std::iter::once(&self.url)
-                .chain(&self.backup_urls)
+            self.relay_bases()
+                .into_iter()
                 .map(|base| format!("{}/{id}/{path}", base.trim_end_matches('/')))
                 .collect()
         };
@@ -83,6 +90,27 @@ impl McLinkConfig {
         Ok(stream)
     }
 
+    /// The MCs whose relays a meeting is pulled from, in priority order.
+    pub fn relay_bases(&self) -> Vec<&String> {
+        if self.urls.is_empty() {
+            std::iter::once(&self.url)
+                .chain(&self.backup_urls)
+                .collect()
+        } else {
+            self.urls.iter().collect()
+        }
+    }
+
+    /// The MCs a node may sync with: every one of `urls`, or `url` alone (standbys
+    /// listed in `backup_urls` keep meetings of their own and are never asked).
+    pub fn sync_urls(&self) -> Vec<String> {
+        if self.urls.is_empty() {
+            vec![self.url.clone()]
+        } else {
+            self.urls.clone()
+        }
+    }
+
     /// The poll interval.
     pub fn poll(&self) -> Duration {
         Duration::from_secs_f64(self.poll_interval)
@@ -93,7 +121,15 @@ impl McLinkConfig {
     /// # Errors
     /// The first broken rule, naming its key.
     pub fn validate(&self) -> anyhow::Result<()> {
-        for url in std::iter::once(&self.url).chain(&self.backup_urls) {
+        match (self.url.is_empty(), self.urls.is_empty()) {
+            (true, true) => bail!("mc needs url (one MC) or urls (an MC group)"),
+            (false, false) => bail!("mc.url and mc.urls exclude each other"),
+            (true, false) if !self.backup_urls.is_empty() => {
+                bail!("mc.backup_urls goes with mc.url; list every MC of a group in mc.urls")
+            }
+            _ => {}
+        }
+        for url in self.relay_bases() {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 bail!("mc.url {url:?} must start with http:// or https://");
             }

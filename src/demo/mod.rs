@@ -90,6 +90,8 @@ pub async fn start_cluster(
             viewer_report_ttl: 10.0,
             ladder: Some(demo_ladder()?),
             viewer_keys: Vec::new(),
+            etcd: Vec::new(),
+            etcd_prefix: "/brdyun/".into(),
         },
         defaults: StreamDefaults::default(),
         meetings: vec![
@@ -138,6 +140,7 @@ pub async fn start_cluster(
             shedding: Default::default(),
             mc: Some(McLinkConfig {
                 url: format!("http://{}", mc.http),
+                urls: Vec::new(),
                 token: None,
                 ca_file: None,
                 poll_interval: 0.5,

@@ -52,6 +52,17 @@ pub struct McSection {
     /// tokens for private meetings are signed with (several during a rotation).
     #[serde(default)]
     pub viewer_keys: Vec<ViewerKeyConfig>,
+    /// The etcd cluster of an MC pair (client URLs, `http://host:port`): meetings are
+    /// kept there and shared by every MC. Empty: `meetings.json` is the store.
+    #[serde(default)]
+    pub etcd: Vec<String>,
+    /// The prefix of this MC group's keys in etcd (default `/brdyun/`).
+    #[serde(default = "default_etcd_prefix")]
+    pub etcd_prefix: String,
+}
+
+fn default_etcd_prefix() -> String {
+    "/brdyun/".into()
 }
 
 /// One public key of the meeting platform (a JWK's `kid` and `x`).
@@ -132,6 +143,16 @@ impl McConfig {
                 .validate()
                 .map_err(|e| anyhow::anyhow!("mc.ladder.{e}"))?;
         }
+        for url in &config.mc.etcd {
+            let authority = url.strip_prefix("http://").unwrap_or("");
+            if authority.is_empty() || authority.contains('/') {
+                bail!("mc.etcd {url:?} must be http://host:port");
+            }
+        }
+        let prefix = &config.mc.etcd_prefix;
+        if !(prefix.starts_with('/') && prefix.ends_with('/') && prefix.len() <= 128) {
+            bail!("mc.etcd_prefix {prefix:?} must start and end with '/'");
+        }
         for (i, key) in config.mc.viewer_keys.iter().enumerate() {
             ott::ViewerKey::from_base64url(&key.kid, &key.public)
                 .map_err(|e| anyhow::anyhow!("mc.viewer_keys[{i}]: {e}"))?;
@@ -175,6 +196,46 @@ mod tests {
         assert!(format!("{:#}", bad.validate().unwrap_err()).contains("windwo"));
         let bad: McLinkConfig = toml::from_str("url = \"ftp://mc\"").unwrap();
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn an_mc_group_is_listed_in_urls_and_synced_with_in_turn() {
+        let link: McLinkConfig =
+            toml::from_str("urls = [\"http://mc1:9000\", \"http://mc2:9000/\"]\n").unwrap();
+        link.validate().unwrap();
+        assert_eq!(link.sync_urls(), ["http://mc1:9000", "http://mc2:9000/"]);
+        assert_eq!(
+            link.meeting_stream("m").unwrap().inputs,
+            ["http://mc1:9000/m/mpegts", "http://mc2:9000/m/mpegts"]
+        );
+        // A lone MC with inert standbys syncs with the primary only.
+        let old: McLinkConfig =
+            toml::from_str("url = \"http://a\"\nbackup_urls = [\"http://b\"]").unwrap();
+        assert_eq!(old.sync_urls(), ["http://a"]);
+        for bad in [
+            "",
+            "url = \"http://a\"\nurls = [\"http://b\"]",
+            "urls = [\"http://a\"]\nbackup_urls = [\"http://b\"]",
+            "urls = [\"mc:9000\"]",
+        ] {
+            let link: McLinkConfig = toml::from_str(bad).unwrap();
+            assert!(link.validate().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn etcd_endpoints_and_prefix_are_checked() {
+        let base = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n";
+        let ok = McConfig::parse(&format!(
+            "{base}etcd = [\"http://10.0.0.1:2379\", \"http://10.0.0.2:2379\"]\netcd_prefix = \"/meet/\"\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.mc.etcd.len(), 2);
+        assert_eq!(McConfig::parse(base).unwrap().mc.etcd_prefix, "/brdyun/");
+        let err = |t: String| format!("{:#}", McConfig::parse(&t).unwrap_err());
+        assert!(err(format!("{base}etcd = [\"10.0.0.1:2379\"]")).contains("mc.etcd"));
+        assert!(err(format!("{base}etcd = [\"https://e:2379\"]")).contains("mc.etcd"));
+        assert!(err(format!("{base}etcd_prefix = \"brdyun\"")).contains("etcd_prefix"));
     }
 
     #[test]

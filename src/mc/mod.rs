@@ -93,36 +93,47 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         &section.data_dir,
     )?;
     crate::admin_token::log_source("mc", &token_source);
-    let mc = McState::open(McSettings {
-        store_path: section.data_dir.join("meetings.json"),
-        admin_token: admin_token.clone(),
-        node_token: section.node_token.clone(),
-        min_client_version,
-        viewer_report_ttl: Duration::from_secs_f64(section.viewer_report_ttl),
-        ladder: section
-            .ladder
-            .as_ref()
-            .map(server::ladder::LadderSettings::names)
-            .unwrap_or_default(),
-        without_ladder: config
-            .meetings
-            .iter()
-            .filter(|m| !m.ladder)
-            .map(|m| m.id.clone())
-            .collect(),
-        viewer_keys: section
-            .viewer_keys
-            .iter()
-            .map(|k| ott::ViewerKey::from_base64url(&k.kid, &k.public))
-            .collect::<Result<_, _>>()
-            .map_err(|e| anyhow::anyhow!("mc.viewer_keys: {e}"))?,
-        minter: Some(Arc::new(
-            server::mc::minter::Minter::load_or_create(&section.data_dir)
-                .context("the mc's viewer-token key")?,
-        )),
-    })
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let etcd = (!section.etcd.is_empty()).then(|| server::mc::EtcdSettings {
+        endpoints: section.etcd.clone(),
+        prefix: section.etcd_prefix.clone(),
+        timeout: Duration::from_secs(2),
+    });
+    let mc = McState::connect(
+        McSettings {
+            store_path: section.data_dir.join("meetings.json"),
+            etcd,
+            admin_token: admin_token.clone(),
+            node_token: section.node_token.clone(),
+            min_client_version,
+            viewer_report_ttl: Duration::from_secs_f64(section.viewer_report_ttl),
+            ladder: section
+                .ladder
+                .as_ref()
+                .map(server::ladder::LadderSettings::names)
+                .unwrap_or_default(),
+            without_ladder: config
+                .meetings
+                .iter()
+                .filter(|m| !m.ladder)
+                .map(|m| m.id.clone())
+                .collect(),
+            viewer_keys: section
+                .viewer_keys
+                .iter()
+                .map(|k| ott::ViewerKey::from_base64url(&k.kid, &k.public))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("mc.viewer_keys: {e}"))?,
+            minter: Some(Arc::new(
+                server::mc::minter::Minter::load_or_create(&section.data_dir)
+                    .context("the mc's viewer-token key")?,
+            )),
+        },
+        shutdown_rx.clone(),
+    )
+    .await
     .context("opening the meeting store")?;
-    apply_presets(&mc, &config.meetings)?;
+    apply_presets(&mc, &config.meetings).await?;
 
     let metrics = Metrics::new();
     let identity = NodeIdentity {
@@ -130,7 +141,6 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         hostname: None,
     };
     let state = AppState::new(identity, Arc::clone(&metrics), admin_token);
-    let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     let registry = PublishRegistry::new();
     let context = StreamContext {
@@ -196,7 +206,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
 
 /// Creates the preset meetings that do not exist yet, and starts those marked `start`
 /// that are still in `created`.
-fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> {
+async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> {
     let now = server::clock::unix_ms();
     for preset in presets {
         let id = MeetingId::parse(&preset.id).context("preset meeting id")?;
@@ -212,15 +222,25 @@ fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Result<()> 
                 stream_key: server::mc::store::random_secret(),
                 host_token: server::mc::store::random_secret(),
             };
-            mc.change(|m| m.create(id.clone(), &request, secrets, now).map(|_| ()))
-                .with_context(|| format!("creating preset meeting {id}"))?;
+            let created = mc
+                .change(&id, |m| {
+                    m.create(id.clone(), &request, secrets.clone(), now)
+                        .map(|_| ())
+                })
+                .await;
+            match created {
+                // Another MC of the pair made it first: the same preset.
+                Err(server::mc::store::ChangeError::Meeting(meeting::MeetingError::Exists)) => {}
+                other => other.with_context(|| format!("creating preset meeting {id}"))?,
+            }
         }
         let created = mc
             .meetings()
             .get(&id)
             .is_ok_and(|m| m.state == MeetingState::Created);
         if preset.start && created {
-            mc.change(|m| m.apply(&id, Action::Start, now).map(|_| ()))
+            mc.change(&id, |m| m.apply(&id, Action::Start, now).map(|_| ()))
+                .await
                 .with_context(|| format!("starting preset meeting {id}"))?;
         }
     }

@@ -1,5 +1,6 @@
 //! A node's watch over its MC: every poll interval, report this node's viewers per
-//! meeting and learn every meeting; start a stream for each live meeting, stop it when
+//! meeting and learn every meeting (from the MC that answered last, or the next one of
+//! an MC group when it does not); start a stream for each live meeting, stop it when
 //! the meeting closes (or leaves the MC's list). When the MC cannot be reached, the
 //! node keeps every stream it has (viewers keep watching), the gate answers 102005 /
 //! 1041xx for the rest, and the next successful poll brings everything back.
@@ -24,26 +25,32 @@ pub async fn run(
     gate: Arc<MeetingGate>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let client = McClientConfig {
-        url: link.url.clone(),
-        token: link.token.clone(),
-        node: node_name,
-        ca_file: link.ca_file.clone(),
-        timeout: std::time::Duration::from_secs_f64(link.timeout),
-    };
+    let clients: Vec<McClientConfig> = link
+        .sync_urls()
+        .into_iter()
+        .map(|url| McClientConfig {
+            url,
+            token: link.token.clone(),
+            node: node_name.clone(),
+            ca_file: link.ca_file.clone(),
+            timeout: std::time::Duration::from_secs_f64(link.timeout),
+        })
+        .collect();
+    let mut preferred = 0;
     let mut streams = MeetingStreams::new(context);
     let mut last_failure = None;
     loop {
         let mut counts: Vec<(String, u64)> = gate.viewer_counts().into_iter().collect();
         counts.sort();
         let exchange = tokio::select! {
-            result = mc_client::sync(&client, None, &counts) => result,
+            result = sync_any(&clients, &mut preferred, &counts) => result,
             _ = shutdown.wait_for(|s| *s) => break,
         };
+        let mc_url = &clients[preferred].url;
         match exchange {
             Ok(answer) => {
                 if last_failure.take().is_some() {
-                    tracing::info!(mc = %link.url, "mc reachable again");
+                    tracing::info!(mc = %mc_url, "mc reachable again");
                 }
                 reconcile(&link, &mut streams, &gate, &answer.meetings);
                 gate.connected(
@@ -60,9 +67,9 @@ pub async fn run(
                     let code = cause.code();
                     match meeting::ErrorCode::McConnect(cause).level() {
                         meeting::LogLevel::Error => {
-                            tracing::error!(mc = %link.url, code, error = %error, "mc unreachable")
+                            tracing::error!(mc = %mc_url, code, error = %error, "mc unreachable")
                         }
-                        _ => tracing::warn!(mc = %link.url, code, error = %error, "mc unreachable"),
+                        _ => tracing::warn!(mc = %mc_url, code, error = %error, "mc unreachable"),
                     }
                 }
                 last_failure = Some(cause);
@@ -75,6 +82,35 @@ pub async fn run(
         }
     }
     streams.stop_all();
+}
+
+/// One sync with the MC that answered last, then with each other MC of the group in
+/// turn; the first answer wins and that MC is asked first next time. When none
+/// answers, the error is the first one's (the MC the node was using).
+async fn sync_any(
+    clients: &[McClientConfig],
+    preferred: &mut usize,
+    counts: &[(String, u64)],
+) -> Result<mc_client::SyncAnswer, mc_client::McClientError> {
+    let first = *preferred;
+    let mut first_error = None;
+    for step in 0..clients.len() {
+        let index = (first + step) % clients.len();
+        match mc_client::sync(&clients[index], None, counts).await {
+            Ok(answer) => {
+                if index != first {
+                    tracing::info!(mc = %clients[index].url, "syncing with another mc of the group");
+                }
+                *preferred = index;
+                return Ok(answer);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error
+        .unwrap_or_else(|| mc_client::McClientError::BadAnswer("the mc link lists no url".into())))
 }
 
 fn reconcile(

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod etcd;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
@@ -129,6 +131,15 @@ pub fn parse_media_playlist(text: &str) -> Vec<PlaylistEntry> {
         }
     }
     out
+}
+
+/// A free TCP port on loopback (bound and released; good enough for tests).
+pub fn free_tcp_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 /// A free UDP port on loopback (bound and released; good enough for tests).

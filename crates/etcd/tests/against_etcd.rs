@@ -66,7 +66,7 @@ fn etcd() -> Etcd {
 }
 
 fn client(etcd: &Etcd) -> Client {
-    Client::new(&[etcd.url.clone()], Duration::from_secs(3)).unwrap()
+    Client::new(std::slice::from_ref(&etcd.url), Duration::from_secs(3)).unwrap()
 }
 
 #[tokio::test]

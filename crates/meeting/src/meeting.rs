@@ -355,6 +355,17 @@ impl Meetings {
         Ok(meeting)
     }
 
+    /// Sets a meeting record as a shared store holds it (another MC's change seen
+    /// through the store), replacing the one with its id.
+    pub fn put(&mut self, meeting: Meeting) {
+        self.meetings.insert(meeting.id.clone(), meeting);
+    }
+
+    /// Forgets a meeting the shared store no longer holds.
+    pub fn forget(&mut self, id: &MeetingId) {
+        self.meetings.remove(id);
+    }
+
     /// All meetings, by id.
     pub fn iter(&self) -> impl Iterator<Item = &Meeting> {
         self.meetings.values()

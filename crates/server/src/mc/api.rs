@@ -157,7 +157,13 @@ async fn create_inner(
         host_token: random_secret(),
     };
     let now = mc.clock().unix_ms();
-    let meeting = mc.change(|meetings| meetings.create(id, &request, secrets, now).cloned())?;
+    let meeting = mc
+        .change(&id, |meetings| {
+            meetings
+                .create(id.clone(), &request, secrets.clone(), now)
+                .cloned()
+        })
+        .await?;
     tracing::info!(meeting = %meeting.id, "meeting created");
     Ok(meeting)
 }
@@ -220,7 +226,7 @@ pub(crate) fn authorize_host(
     }
 }
 
-fn change_meeting(
+async fn change_meeting(
     mc: &McState,
     headers: &HeaderMap,
     id: &str,
@@ -230,7 +236,9 @@ fn change_meeting(
     authorize_host(mc, headers, &id)?;
     version_check(mc, headers, true)?;
     let now = mc.clock().unix_ms();
-    let meeting = mc.change(|meetings| meetings.apply(&id, action, now).cloned())?;
+    let meeting = mc
+        .change(&id, |meetings| meetings.apply(&id, action, now).cloned())
+        .await?;
     tracing::info!(meeting = %meeting.id, ?action, "meeting changed");
     Ok(meeting)
 }
@@ -248,7 +256,7 @@ pub async fn action(
         "close" => Action::Close,
         _ => return crate::error::ApiError::NotFound.into_response(),
     };
-    match change_meeting(&mc, &headers, &id, action) {
+    match change_meeting(&mc, &headers, &id, action).await {
         Ok(meeting) => Json(full(&meeting)).into_response(),
         Err(e) => e.into_response(),
     }
@@ -282,7 +290,9 @@ pub async fn set_viewer_limit(
         &headers,
         &id,
         Action::SetViewerLimit(limit.viewer_limit),
-    ) {
+    )
+    .await
+    {
         Ok(meeting) => Json(full(&meeting)).into_response(),
         Err(e) => e.into_response(),
     }
@@ -344,7 +354,7 @@ pub async fn sync(
         }
     }
     let now = mc.clock().unix_ms();
-    if !mc.viewers().report(node, counts, now) {
+    if !mc.report_viewers(node, counts, now) {
         tracing::warn!(node = %node, "viewer report ignored: too many nodes or meetings");
     }
     let meetings: Vec<MeetingView> = mc.meetings().iter().map(|m| view(&mc, m, now)).collect();

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod api;
+pub mod etcd_store;
 pub mod gate;
 pub mod minter;
 pub mod openapi;
@@ -24,6 +25,7 @@ use axum::Router;
 
 use crate::extract::CodedPath;
 
+pub use etcd_store::EtcdSettings;
 pub use state::{McSettings, McState};
 
 use crate::state::AppState;

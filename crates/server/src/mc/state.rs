@@ -5,17 +5,21 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use meeting::{ClientVersion, Meetings, ViewerCounts};
+use meeting::{ClientVersion, MeetingId, Meetings, ViewerCounts};
 use tokio::sync::watch;
 
+use super::etcd_store::{EtcdSettings, EtcdStore, SharedReport};
 use super::store::{self, Store, StoreError};
 use crate::clock::Clock;
 
 /// How the MC's API behaves.
 #[derive(Debug, Clone)]
 pub struct McSettings {
-    /// The store file.
+    /// The store file (with etcd: the copy of the last view, for a start while etcd
+    /// is away).
     pub store_path: PathBuf,
+    /// The shared store of an MC pair (none: the store file is the store).
+    pub etcd: Option<EtcdSettings>,
     /// Bearer token of admins (the meeting platform): create, and everything a host can
     /// do. Without it the admin API is open (bind the MC to a private address).
     pub admin_token: Option<String>,
@@ -36,9 +40,18 @@ pub struct McSettings {
     pub minter: Option<Arc<super::minter::Minter>>,
 }
 
+/// Where the meetings are kept.
+#[derive(Debug)]
+pub(crate) enum Backend {
+    /// One MC: the JSON file.
+    File(Store),
+    /// An MC pair or more: etcd.
+    Etcd(Arc<EtcdStore>),
+}
+
 pub(crate) struct McShared {
     pub(crate) settings: McSettings,
-    pub(crate) store: Store,
+    pub(crate) store: Backend,
     pub(crate) viewers: Mutex<ViewerCounts>,
     pub(crate) changes: watch::Sender<Arc<Meetings>>,
     /// The MC's wall clock: meetings and viewer reports are dated by it.
@@ -58,9 +71,43 @@ impl McState {
     /// The store exists but cannot be read or parsed.
     pub fn open(settings: McSettings) -> Result<Self, StoreError> {
         let store = Store::open(&settings.store_path)?;
+        Ok(Self::with_backend(settings, Backend::File(store)))
+    }
+
+    /// Opens the store the settings name: etcd when they have it (and follows it until
+    /// `shutdown`), else the file.
+    ///
+    /// # Errors
+    /// As [`McState::open`]; with etcd, a malformed endpoint, or an unreadable copy of
+    /// the last view while etcd is away.
+    pub async fn connect(
+        settings: McSettings,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<Self, StoreError> {
+        let Some(etcd) = settings.etcd.clone() else {
+            return Self::open(settings);
+        };
+        let store = Arc::new(EtcdStore::open(&etcd, settings.store_path.clone()).await?);
+        let state = Self::with_backend(settings, Backend::Etcd(Arc::clone(&store)));
+        let reports = state.clone();
+        tokio::spawn(store.follow(
+            state.inner.changes.clone(),
+            move |node, report: SharedReport| {
+                reports.viewers().report(node, report.counts, report.at_ms);
+            },
+            shutdown,
+        ));
+        Ok(state)
+    }
+
+    fn with_backend(settings: McSettings, store: Backend) -> Self {
         let ttl_ms = i64::try_from(settings.viewer_report_ttl.as_millis()).unwrap_or(i64::MAX);
-        let (changes, _) = watch::channel(store.snapshot());
-        Ok(Self {
+        let snapshot = match &store {
+            Backend::File(s) => s.snapshot(),
+            Backend::Etcd(s) => s.snapshot(),
+        };
+        let (changes, _) = watch::channel(snapshot);
+        Self {
             inner: Arc::new(McShared {
                 settings,
                 store,
@@ -68,7 +115,7 @@ impl McState {
                 changes,
                 clock: Clock::system(),
             }),
-        })
+        }
     }
 
     /// This state with `clock` as the MC's wall clock (a test's manual clock); only
@@ -108,20 +155,44 @@ impl McState {
 
     /// The meetings now.
     pub fn meetings(&self) -> Arc<Meetings> {
-        self.inner.store.snapshot()
+        match &self.inner.store {
+            Backend::File(s) => s.snapshot(),
+            Backend::Etcd(s) => s.snapshot(),
+        }
     }
 
-    /// Applies a change through the store and publishes the result.
+    /// Applies a change to meeting `id` through the store and publishes the result.
+    /// With etcd the change may run more than once (on a fresher meeting after a lost
+    /// race), so it must depend only on what it is given.
     ///
     /// # Errors
-    /// As [`Store::change`].
-    pub fn change<T>(
+    /// As [`Store::change`] and [`EtcdStore::change`].
+    pub async fn change<T>(
         &self,
-        change: impl FnOnce(&mut Meetings) -> Result<T, meeting::MeetingError>,
+        id: &MeetingId,
+        change: impl FnMut(&mut Meetings) -> Result<T, meeting::MeetingError>,
     ) -> Result<T, store::ChangeError> {
-        let (out, meetings) = self.inner.store.change(change)?;
+        let (out, meetings) = match &self.inner.store {
+            Backend::File(s) => s.change(change)?,
+            Backend::Etcd(s) => s.change(id, change).await?,
+        };
         self.inner.changes.send_replace(meetings);
         Ok(out)
+    }
+
+    /// Records a node's viewer report (and shares it with the other MCs of a pair).
+    /// Returns false when it was ignored (too many nodes or meetings).
+    pub fn report_viewers(&self, node: &str, counts: Vec<(MeetingId, u32)>, now_ms: i64) -> bool {
+        if let Backend::Etcd(store) = &self.inner.store {
+            let report = SharedReport {
+                at_ms: now_ms,
+                counts: counts.iter().cloned().collect(),
+            };
+            let ttl_ms = i64::try_from(self.inner.settings.viewer_report_ttl.as_millis())
+                .unwrap_or(i64::MAX);
+            store.share_report(node, report, ttl_ms);
+        }
+        self.viewers().report(node, counts, now_ms)
     }
 
     pub(crate) fn viewers(&self) -> std::sync::MutexGuard<'_, ViewerCounts> {

@@ -34,6 +34,9 @@ pub enum StoreError {
         /// The parser's message.
         reason: String,
     },
+    /// The shared store (etcd) cannot be reached: nothing was changed.
+    #[error("meeting store unavailable: {0}")]
+    Unavailable(String),
     /// The new state could not be written; nothing was changed.
     #[error("writing {path}: {source}")]
     Write {
@@ -68,22 +71,9 @@ impl Store {
     /// # Errors
     /// The file exists but cannot be read or parsed.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let meetings = match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
-                path: path.to_owned(),
-                reason: e.to_string(),
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Meetings::new(),
-            Err(source) => {
-                return Err(StoreError::Read {
-                    path: path.to_owned(),
-                    source,
-                })
-            }
-        };
         Ok(Self {
             path: path.to_owned(),
-            current: Mutex::new(Arc::new(meetings)),
+            current: Mutex::new(Arc::new(read_file(path)?)),
         })
     }
 
@@ -104,7 +94,7 @@ impl Store {
     /// The change's own refusal, or the write failure.
     pub fn change<T>(
         &self,
-        change: impl FnOnce(&mut Meetings) -> Result<T, MeetingError>,
+        mut change: impl FnMut(&mut Meetings) -> Result<T, MeetingError>,
     ) -> Result<(T, Arc<Meetings>), ChangeError> {
         let mut current = self.lock();
         let mut next = Meetings::clone(&current);
@@ -116,27 +106,54 @@ impl Store {
     }
 
     fn write(&self, meetings: &Meetings) -> Result<(), StoreError> {
-        let error = |source| StoreError::Write {
-            path: self.path.clone(),
-            source,
-        };
-        let bytes = serde_json::to_vec_pretty(meetings)
-            .map_err(|e| error(std::io::Error::other(e.to_string())))?;
-        let tmp = self.path.with_extension("json.tmp");
-        let mut file = std::fs::File::create(&tmp).map_err(error)?;
-        file.write_all(&bytes).map_err(error)?;
-        file.sync_all().map_err(error)?;
-        drop(file);
-        std::fs::rename(&tmp, &self.path).map_err(error)?;
-        if let Some(dir) = self.path.parent() {
-            // Make the rename itself durable; some filesystems refuse to sync a
-            // directory, which is not worth failing the change for.
-            if let Ok(dir) = std::fs::File::open(dir) {
-                let _ = dir.sync_all();
-            }
-        }
-        Ok(())
+        write_file(&self.path, meetings)
     }
+}
+
+/// The meetings in the file at `path` (none when it does not exist).
+///
+/// # Errors
+/// The file exists but cannot be read or parsed.
+pub fn read_file(path: &Path) -> Result<Meetings, StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Meetings::new()),
+        Err(source) => Err(StoreError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Writes `meetings` to `path` atomically: a temporary file, fsynced, renamed over
+/// the old one, and the directory fsynced.
+///
+/// # Errors
+/// [`StoreError::Write`] when any step fails; the old file is then untouched.
+pub fn write_file(path: &Path, meetings: &Meetings) -> Result<(), StoreError> {
+    let error = |source| StoreError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let bytes = serde_json::to_vec_pretty(meetings)
+        .map_err(|e| error(std::io::Error::other(e.to_string())))?;
+    let tmp = path.with_extension("json.tmp");
+    let mut file = std::fs::File::create(&tmp).map_err(error)?;
+    file.write_all(&bytes).map_err(error)?;
+    file.sync_all().map_err(error)?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(error)?;
+    if let Some(dir) = path.parent() {
+        // Make the rename itself durable; some filesystems refuse to sync a
+        // directory, which is not worth failing the change for.
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
 }
 
 /// A fresh 128-bit secret as 32 hex digits, from the OS's random source.

@@ -23,6 +23,7 @@ fn settings(dir: &std::path::Path) -> McSettings {
         ladder: Vec::new(),
         without_ladder: std::collections::HashSet::new(),
         store_path: dir.join("meetings.json"),
+        etcd: None,
         admin_token: Some("admin".into()),
         node_token: Some("nodes".into()),
         min_client_version: Some("2.1.0.456".parse().unwrap()),

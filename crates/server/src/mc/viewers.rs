@@ -112,7 +112,12 @@ pub async fn remove(
     if !valid_viewer(&viewer) {
         return refused("viewer", "1 to 128 bytes, no control character");
     }
-    match mc.change(|meetings| meetings.remove_viewer(&id, &viewer).cloned()) {
+    match mc
+        .change(&id, |meetings| {
+            meetings.remove_viewer(&id, &viewer).cloned()
+        })
+        .await
+    {
         Ok(meeting) => {
             tracing::info!(meeting = %id, "viewer removed");
             Json(json!({"id": meeting.id, "removed_viewers": meeting.removed_viewers}))

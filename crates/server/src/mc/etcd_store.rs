@@ -1,0 +1,380 @@
+//! The meetings of an MC pair (or more) in etcd: one key per meeting, changed only by
+//! compare-and-swap on its revision, watched by every MC.
+//!
+//! ```text
+//! {prefix}meetings/{id}   the meeting, JSON as the file store keeps it
+//! {prefix}viewers/{node}  a node's latest viewer report {"at_ms", "counts"}
+//! ```
+//!
+//! - Create is a transaction "put if absent": of racing creates on any MCs exactly one
+//!   wins, the others get 102004.
+//! - Every other change reads the key, applies the change to it, and puts it back only
+//!   if its revision has not moved; a lost race is retried on the fresh value, so two
+//!   hosts' changes never overwrite each other.
+//! - Each MC watches the prefix: another MC's change reaches this MC's view (and its
+//!   nodes' next sync) as soon as etcd commits it.
+//! - etcd unreachable: the MC keeps its last view (relays, syncs and gates go on) and
+//!   refuses changes with 102005; nothing is acknowledged that etcd has not committed.
+//!   The view is also kept in `meetings.json` beside the MC, so an MC that starts while
+//!   etcd is away still knows the meetings.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use etcd::{Compare, EtcdError, Event, Op};
+use meeting::{Meeting, MeetingError, MeetingId, Meetings};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use super::store::{read_file, write_file, ChangeError, StoreError};
+
+/// How often a lost compare-and-swap is retried before the change is refused (102005).
+const MAX_RETRIES: usize = 16;
+/// Pause before a broken watch is opened again.
+const WATCH_RETRY: Duration = Duration::from_millis(300);
+/// A watch that has seen nothing for this long is opened again (a member that hangs
+/// without closing the connection would otherwise hide every change).
+const WATCH_IDLE: Duration = Duration::from_secs(15);
+
+/// Where the MC's shared store is.
+#[derive(Debug, Clone)]
+pub struct EtcdSettings {
+    /// The cluster's client URLs, `http://host:port`.
+    pub endpoints: Vec<String>,
+    /// The prefix of every key (one per MC group), ending in `/`.
+    pub prefix: String,
+    /// The time one call may take on one endpoint.
+    pub timeout: Duration,
+}
+
+/// A node's viewer report as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedReport {
+    /// When the MC that received it got it, Unix ms.
+    pub at_ms: i64,
+    /// Viewers per meeting.
+    pub counts: BTreeMap<MeetingId, u32>,
+}
+
+#[derive(Debug, Default)]
+struct View {
+    meetings: Arc<Meetings>,
+    /// The mod revision of each meeting's key as this view holds it.
+    revisions: HashMap<MeetingId, i64>,
+}
+
+/// The meetings in etcd, with this MC's view of them.
+pub struct EtcdStore {
+    client: etcd::Client,
+    prefix: String,
+    cache_path: PathBuf,
+    view: Mutex<View>,
+    /// What this MC last wrote for each node: a report is rewritten when it changes or
+    /// has aged a third of its lifetime, not on every sync.
+    written: Mutex<HashMap<String, SharedReport>>,
+}
+
+impl std::fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+fn unavailable(e: &EtcdError) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+impl EtcdStore {
+    /// Connects to the cluster and reads every meeting; when etcd cannot be reached,
+    /// starts from the view kept in `cache_path` and catches up once it can.
+    ///
+    /// # Errors
+    /// An endpoint is malformed, or the cache is unreadable while etcd is away.
+    pub async fn open(settings: &EtcdSettings, cache_path: PathBuf) -> Result<Self, StoreError> {
+        let client = etcd::Client::new(&settings.endpoints, settings.timeout)
+            .map_err(|e| unavailable(&e))?;
+        let store = Self {
+            client,
+            prefix: settings.prefix.clone(),
+            cache_path,
+            view: Mutex::new(View::default()),
+            written: Mutex::new(HashMap::new()),
+        };
+        match store.load().await {
+            Ok(_) => {}
+            Err(e) => {
+                let cached = read_file(&store.cache_path)?;
+                tracing::warn!(error = %e, meetings = cached.len(), "etcd unavailable at start: serving the last view");
+                store.lock().meetings = Arc::new(cached);
+            }
+        }
+        Ok(store)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, View> {
+        // Replaced field by field under the lock, never left torn by a panic.
+        self.view.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn meetings_prefix(&self) -> String {
+        format!("{}meetings/", self.prefix)
+    }
+
+    fn viewers_prefix(&self) -> String {
+        format!("{}viewers/", self.prefix)
+    }
+
+    fn key(&self, id: &MeetingId) -> Vec<u8> {
+        format!("{}{id}", self.meetings_prefix()).into_bytes()
+    }
+
+    /// The meetings now, as this MC sees them.
+    pub fn snapshot(&self) -> Arc<Meetings> {
+        Arc::clone(&self.lock().meetings)
+    }
+
+    /// Reads every meeting; returns the revision to watch from.
+    async fn load(&self) -> Result<i64, EtcdError> {
+        let (kvs, revision) = self
+            .client
+            .get_prefix(self.meetings_prefix().as_bytes())
+            .await?;
+        let mut meetings = Meetings::new();
+        let mut revisions = HashMap::new();
+        for kv in kvs {
+            match serde_json::from_slice::<Meeting>(&kv.value) {
+                Ok(meeting) => {
+                    revisions.insert(meeting.id.clone(), kv.mod_revision);
+                    meetings.put(meeting);
+                }
+                Err(e) => {
+                    tracing::error!(key = %String::from_utf8_lossy(&kv.key), error = %e, "a meeting in etcd is not readable: skipped")
+                }
+            }
+        }
+        let meetings = Arc::new(meetings);
+        *self.lock() = View {
+            meetings: Arc::clone(&meetings),
+            revisions,
+        };
+        self.keep(&meetings);
+        Ok(revision)
+    }
+
+    /// Keeps the view on disk for a start while etcd is away.
+    fn keep(&self, meetings: &Meetings) {
+        if let Err(e) = write_file(&self.cache_path, meetings) {
+            tracing::warn!(error = %e, "cannot keep the meeting view on disk");
+        }
+    }
+
+    /// Takes a meeting record at `revision` into the view unless the view holds a
+    /// newer one; returns the view when it changed.
+    fn install(
+        &self,
+        id: &MeetingId,
+        record: Option<Meeting>,
+        revision: i64,
+    ) -> Option<Arc<Meetings>> {
+        let mut view = self.lock();
+        if view.revisions.get(id).is_some_and(|&held| held >= revision) {
+            return None;
+        }
+        let mut next = Meetings::clone(&view.meetings);
+        match record {
+            Some(meeting) => {
+                next.put(meeting);
+                view.revisions.insert(id.clone(), revision);
+            }
+            None => {
+                next.forget(id);
+                view.revisions.insert(id.clone(), revision);
+            }
+        }
+        let next = Arc::new(next);
+        view.meetings = Arc::clone(&next);
+        drop(view);
+        self.keep(&next);
+        Some(next)
+    }
+
+    /// Applies `change` to meeting `id` as etcd holds it and writes it back only if
+    /// nobody changed it meanwhile (retried on the fresh value when someone did).
+    ///
+    /// # Errors
+    /// The change's own refusal (on the freshest value), or
+    /// [`StoreError::Unavailable`] when etcd cannot be reached or the races never end.
+    pub async fn change<T>(
+        &self,
+        id: &MeetingId,
+        mut change: impl FnMut(&mut Meetings) -> Result<T, MeetingError>,
+    ) -> Result<(T, Arc<Meetings>), ChangeError> {
+        let key = self.key(id);
+        for _ in 0..MAX_RETRIES {
+            let (fresh, _) = self.client.get(&key).await.map_err(|e| unavailable(&e))?;
+            let (record, revision) = match &fresh {
+                Some(kv) => (
+                    Some(serde_json::from_slice::<Meeting>(&kv.value).map_err(|e| {
+                        StoreError::Unavailable(format!("meeting {id} in etcd unreadable: {e}"))
+                    })?),
+                    kv.mod_revision,
+                ),
+                None => (None, 0),
+            };
+            let mut scratch = Meetings::clone(&self.snapshot());
+            match record {
+                Some(meeting) => scratch.put(meeting),
+                None => scratch.forget(id),
+            }
+            let out = change(&mut scratch)?;
+            let Ok(changed) = scratch.get(id).cloned() else {
+                return Err(
+                    StoreError::Unavailable(format!("meeting {id} vanished in a change")).into(),
+                );
+            };
+            let value =
+                serde_json::to_vec(&changed).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            let compare = if revision == 0 {
+                Compare::Absent(key.clone())
+            } else {
+                Compare::ModRevision(key.clone(), revision)
+            };
+            let outcome = self
+                .client
+                .txn(
+                    &[compare],
+                    &[Op::Put {
+                        key: key.clone(),
+                        value,
+                    }],
+                    &[],
+                )
+                .await
+                .map_err(|e| unavailable(&e))?;
+            if outcome.succeeded {
+                let meetings = self
+                    .install(id, Some(changed), outcome.revision)
+                    .unwrap_or_else(|| self.snapshot());
+                return Ok((out, meetings));
+            }
+            tracing::debug!(meeting = %id, "meeting changed meanwhile: trying again on the fresh value");
+        }
+        Err(StoreError::Unavailable(format!("meeting {id}: too many concurrent changes")).into())
+    }
+
+    /// Shares a node's viewer report with the other MCs (written when it changed or has
+    /// aged a third of `ttl_ms`; the write runs in the background).
+    pub fn share_report(self: &Arc<Self>, node: &str, report: SharedReport, ttl_ms: i64) {
+        {
+            let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+            let fresh = written.get(node).is_some_and(|last| {
+                last.counts == report.counts && report.at_ms - last.at_ms < ttl_ms / 3
+            });
+            if fresh {
+                return;
+            }
+            written.insert(node.to_owned(), report.clone());
+        }
+        let store = Arc::clone(self);
+        let key = format!("{}{node}", store.viewers_prefix()).into_bytes();
+        tokio::spawn(async move {
+            let Ok(value) = serde_json::to_vec(&report) else {
+                return;
+            };
+            if let Err(e) = store.client.put(&key, &value).await {
+                tracing::debug!(error = %e, "viewer report not shared");
+                // Written again at the next sync.
+                store
+                    .written
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clear();
+            }
+        });
+    }
+
+    /// Follows etcd for as long as the MC runs: every meeting change goes to
+    /// `changes`, every node report to `on_report`. Reloads everything after any break.
+    pub async fn follow(
+        self: Arc<Self>,
+        changes: watch::Sender<Arc<Meetings>>,
+        on_report: impl Fn(&str, SharedReport) + Send + Sync + 'static,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        loop {
+            let followed = async {
+                let revision = self.load().await?;
+                changes.send_replace(self.snapshot());
+                let mut watch = self
+                    .client
+                    .watch_prefix(self.prefix.as_bytes(), revision + 1)
+                    .await?;
+                loop {
+                    let batch = tokio::time::timeout(WATCH_IDLE, watch.next())
+                        .await
+                        .map_err(|_| EtcdError::Unavailable("watch idle".into()))??;
+                    for event in batch.events {
+                        self.apply(event, &changes, &on_report);
+                    }
+                }
+                #[allow(unreachable_code)]
+                Ok::<(), EtcdError>(())
+            };
+            tokio::select! {
+                result = followed => {
+                    if let Err(e) = result {
+                        match e {
+                            EtcdError::Unavailable(ref why) if why == "watch idle" => {}
+                            e => tracing::warn!(error = %e, "etcd watch broken: reloading"),
+                        }
+                    }
+                }
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            tokio::select! {
+                () = tokio::time::sleep(WATCH_RETRY) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        }
+    }
+
+    fn apply(
+        &self,
+        event: Event,
+        changes: &watch::Sender<Arc<Meetings>>,
+        on_report: &impl Fn(&str, SharedReport),
+    ) {
+        let (kv, deleted) = match event {
+            Event::Put(kv) => (kv, false),
+            Event::Delete(kv) => (kv, true),
+        };
+        let key = String::from_utf8_lossy(&kv.key);
+        if let Some(id) = key.strip_prefix(&self.meetings_prefix()) {
+            let Ok(id) = MeetingId::parse(id) else {
+                return;
+            };
+            let record = if deleted {
+                None
+            } else {
+                match serde_json::from_slice::<Meeting>(&kv.value) {
+                    Ok(meeting) => Some(meeting),
+                    Err(e) => {
+                        tracing::error!(meeting = %id, error = %e, "a meeting in etcd is not readable: skipped");
+                        return;
+                    }
+                }
+            };
+            if let Some(meetings) = self.install(&id, record, kv.mod_revision) {
+                changes.send_replace(meetings);
+            }
+        } else if let Some(node) = key.strip_prefix(&self.viewers_prefix()) {
+            if let Ok(report) = serde_json::from_slice::<SharedReport>(&kv.value) {
+                on_report(node, report);
+            }
+        }
+    }
+}
