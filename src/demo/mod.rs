@@ -91,6 +91,7 @@ pub async fn start_cluster(
             ladder: Some(demo_ladder()?),
             viewer_keys: Vec::new(),
             etcd: Vec::new(),
+            peers: Vec::new(),
             etcd_prefix: "/brdyun/".into(),
         },
         defaults: StreamDefaults::default(),

@@ -56,6 +56,10 @@ pub struct McSection {
     /// kept there and shared by every MC. Empty: `meetings.json` is the store.
     #[serde(default)]
     pub etcd: Vec<String>,
+    /// The other MCs of the group (base URLs): each meeting follows the timeline of the
+    /// MC that owns it (see docs/mc-pair.md). Needs `etcd`.
+    #[serde(default)]
+    pub peers: Vec<String>,
     /// The prefix of this MC group's keys in etcd (default `/brdyun/`).
     #[serde(default = "default_etcd_prefix")]
     pub etcd_prefix: String,
@@ -147,6 +151,14 @@ impl McConfig {
             let authority = url.strip_prefix("http://").unwrap_or("");
             if authority.is_empty() || authority.contains('/') {
                 bail!("mc.etcd {url:?} must be http://host:port");
+            }
+        }
+        if !config.mc.peers.is_empty() && config.mc.etcd.is_empty() {
+            bail!("mc.peers needs mc.etcd: the group's timeline owner is kept there");
+        }
+        for url in &config.mc.peers {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                bail!("mc.peers {url:?} must start with http:// or https://");
             }
         }
         let prefix = &config.mc.etcd_prefix;

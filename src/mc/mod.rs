@@ -7,6 +7,7 @@
 //! The node side lives here too: [`watcher`] is a node's loop over its MC.
 
 pub mod config;
+pub mod origin;
 pub mod streams;
 pub mod watcher;
 
@@ -151,6 +152,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         defaults: config.defaults,
     };
 
+    let app_state = state.clone();
     let app = server::mc::router(mc.clone(), state);
     let listener = TcpListener::bind(section.http)
         .await
@@ -183,7 +185,18 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     let plan = MeetingPlan {
         presets: config.meetings.clone(),
         ladder: section.ladder.clone(),
+        peers: section.peers.clone(),
+        node_token: section.node_token.clone(),
     };
+    if !section.peers.is_empty() {
+        tasks.spawn(origin::run(
+            mc.clone(),
+            app_state.clone(),
+            section.name.clone(),
+            section.peers.len(),
+            shutdown_rx.clone(),
+        ));
+    }
     tasks.spawn(follow_meetings(
         MeetingStreams::new(context),
         mc.subscribe(),
@@ -252,12 +265,29 @@ async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Resul
 struct MeetingPlan {
     presets: Vec<PresetMeeting>,
     ladder: Option<server::ladder::LadderSettings>,
+    /// The other MCs of the group: their relays come first (see [`origin`]).
+    peers: Vec<String>,
+    /// The token MCs of a group pull each other's private relays with.
+    node_token: Option<String>,
 }
 
-/// The stream of a live meeting on the MC: RTMP publish with its key, then the
-/// preset's inputs; encoded into the MC's ladder unless the preset turns it off.
+/// The stream of a live meeting on the MC: the other MCs' relays (an MC of a group
+/// follows the meeting's timeline owner), RTMP publish with its key, then the preset's
+/// inputs; encoded into the MC's ladder unless the preset turns it off.
 fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Result<StreamConfig> {
-    let mut inputs = vec![format!("publish://?key={}", meeting.stream_key)];
+    let mut inputs: Vec<String> = plan
+        .peers
+        .iter()
+        .map(|peer| {
+            format!(
+                "{}/{}/mpegts?{}",
+                peer.trim_end_matches('/'),
+                meeting.id,
+                server::mc::timeline::PEER_QUERY
+            )
+        })
+        .collect();
+    inputs.push(format!("publish://?key={}", meeting.stream_key));
     let preset = plan.presets.iter().find(|p| p.id == meeting.id.as_str());
     if let Some(preset) = preset {
         inputs.extend(preset.inputs.iter().cloned());
@@ -267,6 +297,9 @@ fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Res
         stream.ladder = plan.ladder.clone().map(crate::config::LadderPlan::Encode);
     }
     stream.cc_language = preset.and_then(|p| p.cc_language.clone());
+    if !plan.peers.is_empty() {
+        stream.relay_token.clone_from(&plan.node_token);
+    }
     Ok(stream)
 }
 

@@ -39,10 +39,14 @@ pub struct Backoff {
 }
 
 impl Default for Backoff {
+    /// 0.25 s doubling to 2 s: a backup input (an MC's relay) that was refused or down
+    /// is connected again within about 2 s of coming back, so it is a hot standby
+    /// again before the active input can fail; one attempt per 1-2 s per input is no
+    /// load on the upstream.
     fn default() -> Self {
         Backoff {
             initial: Duration::from_millis(250),
-            max: Duration::from_secs(10),
+            max: Duration::from_secs(2),
         }
     }
 }

@@ -196,6 +196,71 @@ async fn audio_only_backup_starts_at_once_and_a_dead_primary_fails_over_immediat
     assert_eq!(output.recv().await, Some(audio(1)));
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_standby_source_takes_over_with_its_current_gop_not_the_next_keyframe() {
+    let (primary_tx, primary_rx) = mpsc::channel(1024);
+    let (backup_tx, backup_rx) = mpsc::channel(1024);
+    let config = SupervisorConfig::new(
+        "dual",
+        vec![
+            InputSpec::Channel {
+                name: "primary".into(),
+                events: primary_rx,
+            },
+            InputSpec::Channel {
+                name: "backup".into(),
+                events: backup_rx,
+            },
+        ],
+    );
+    let (output_tx, mut output) = mpsc::channel(10_000);
+    let (_stop_tx, stop) = watch::channel(false);
+    let _handle = supervisor::spawn(config, None, output_tx, stop).expect("starts");
+    // The same source on both (a dual publish), a keyframe every 25 frames; the
+    // primary dies at frame 40, 15 frames into a GOP.
+    for n in 0..40u64 {
+        primary_tx
+            .send(video(b"p", n, n % 25 == 0))
+            .await
+            .expect("send");
+        backup_tx
+            .send(video(b"b", n, n % 25 == 0))
+            .await
+            .expect("send");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    drop(primary_tx);
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(1), output.recv())
+            .await
+            .expect("the backup takes over at once")
+            .expect("open");
+        let done =
+            matches!(&event, IngestEvent::Frame(f) if f.data[..] == b"b"[..] && f.pts == 39 * 3600);
+        seen.push(event);
+        if done {
+            break;
+        }
+    }
+    let cut = seen
+        .iter()
+        .position(|e| *e == IngestEvent::Discontinuity)
+        .expect("a discontinuity at the switch");
+    let after: Vec<u64> = seen[cut + 1..]
+        .iter()
+        .filter_map(|e| match e {
+            IngestEvent::Frame(f) => Some(f.pts / 3600),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        after,
+        (25..40).collect::<Vec<_>>(),
+        "the GOP from frame 25 on"
+    );
+}
+
 fn request(stream: &str, key: Option<&str>) -> PublishRequest {
     PublishRequest {
         app: "live".into(),

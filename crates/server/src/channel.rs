@@ -182,6 +182,12 @@ impl Channel {
         self.inputs.set(status).is_ok()
     }
 
+    /// The index (in configuration order) of the input whose media reaches the stream
+    /// now, when a supervisor runs its inputs.
+    pub fn active_input(&self) -> Option<usize> {
+        self.inputs.get().and_then(|status| status.borrow().active)
+    }
+
     /// The answer to a viewer when the stream has no media yet: 111010 when its inputs
     /// receive bytes that give nothing usable, else 103002 (not started).
     pub fn no_media_error(&self) -> crate::error::ApiError {

@@ -1,6 +1,11 @@
 //! The switching rules, as a plain state machine over events and instants (no I/O):
 //! which input is active, when to fail over, when to go back, and which events of the
 //! active input pass the keyframe gate.
+//!
+//! A standby input that carries a source (no timeline markers: a publisher, UDP) keeps
+//! its current GOP, from its last video keyframe: when it takes over, the stream gets
+//! that GOP at once instead of waiting for the next keyframe, so a dual publish loses
+//! no media at a failover (the segmenter drops what it already has).
 
 use std::time::Duration;
 
@@ -19,7 +24,14 @@ pub(crate) struct Slot {
     live_since: Option<Instant>,
     connects: u64,
     has_video: bool,
+    /// Timeline markers came on this input (a relay): its GOP is not kept.
+    has_markers: bool,
+    /// Events since the last video keyframe while this input stands by.
+    gop: Vec<IngestEvent>,
 }
+
+/// Most events of one standby GOP kept; a longer GOP is not kept.
+const MAX_GOP_EVENTS: usize = 4096;
 
 /// Decides which input's events reach the stream.
 #[derive(Debug)]
@@ -43,6 +55,8 @@ impl Switcher {
                 live_since: None,
                 connects: 0,
                 has_video: false,
+                has_markers: false,
+                gop: Vec::new(),
             })
             .collect();
         Switcher {
@@ -134,6 +148,16 @@ impl Switcher {
         };
         slot.last_media = Some(now);
         slot.has_video |= frame.is_some_and(|f| f.kind() == TrackKind::Video);
+        slot.has_markers |= matches!(event, IngestEvent::Marker(_));
+        if self.active != Some(input) && !slot.has_markers {
+            let keyframe = frame.is_some_and(|f| f.kind() == TrackKind::Video && f.keyframe);
+            if keyframe || slot.gop.len() >= MAX_GOP_EVENTS {
+                slot.gop.clear();
+            }
+            if slot.has_video && (keyframe || !slot.gop.is_empty()) {
+                slot.gop.push(event.clone());
+            }
+        }
         if slot.state != InputState::Live {
             let resumed = matches!(
                 slot.state,
@@ -197,6 +221,9 @@ impl Switcher {
     fn activate(&mut self, input: usize) {
         self.active = Some(input);
         self.video_open = false;
+        if let Some(slot) = self.slots.get_mut(input) {
+            slot.gop.clear();
+        }
     }
 
     fn switch_to(&mut self, input: usize, out: &mut Vec<IngestEvent>) {
@@ -204,9 +231,18 @@ impl Switcher {
             return;
         }
         self.switches += 1;
+        // The standby's current GOP, from its keyframe: no wait for the next one.
+        let cached = self
+            .slots
+            .get_mut(input)
+            .map(|slot| std::mem::take(&mut slot.gop))
+            .unwrap_or_default();
         self.activate(input);
         if self.forwarded_any {
             out.push(IngestEvent::Discontinuity);
+        }
+        for event in cached {
+            self.gate(input, event, out);
         }
     }
 

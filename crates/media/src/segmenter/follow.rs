@@ -63,8 +63,9 @@ impl Followed {
 }
 
 /// What a follower hands back when the markers stopped and source mode must continue:
-/// the frame that showed it, the next state, the clock reference, the last end date.
-pub(super) type Fallback = (Frame, TimelineState, Option<u64>, Option<i64>);
+/// the frame that showed it, the next state, the clock reference, and where the
+/// followed timeline ended (timestamp, date).
+pub(super) type Fallback = (Frame, TimelineState, Option<u64>, (u64, i64));
 
 #[derive(Debug)]
 pub(super) struct Follow {
@@ -73,6 +74,10 @@ pub(super) struct Follow {
     last_ext: Option<u64>,
     /// State after the last written segment, with its end (timestamp, wall clock).
     next: Option<(TimelineState, u64, i64)>,
+    /// The input changed under the stream and no marker came since: media without a
+    /// marker now is a source of its own (a publisher taking over from a dead
+    /// upstream), carried on at once rather than after a longest segment.
+    input_changed: bool,
 }
 
 impl Follow {
@@ -82,7 +87,15 @@ impl Follow {
             segs: VecDeque::new(),
             last_ext: None,
             next: None,
+            input_changed: false,
         }
+    }
+
+    /// The input changed (a backup took over, the input reconnected). A relay always
+    /// resumes with a marker, which keeps following; anything else is carried on in
+    /// source mode from the followed state as soon as it arrives.
+    pub(super) fn input_changed(&mut self) {
+        self.input_changed = true;
     }
 
     pub(super) fn set_reference(&mut self, ext: Option<u64>) {
@@ -102,6 +115,7 @@ impl Follow {
         ready: &mut VecDeque<Segment>,
         stats: &mut SegmenterStats,
     ) {
+        self.input_changed = false;
         // Re-anchor the clock on the marker: its start is authoritative.
         self.last_ext = Some(marker.start_ts);
         // A repeated marker (e.g. a relay restarted mid-stream) replaces nothing.
@@ -139,11 +153,17 @@ impl Follow {
             ext_dts,
             frame,
         };
+        if self.input_changed && self.next.is_some() {
+            // What was followed is written as it is; this input starts where it ended.
+            self.flush(ready, stats);
+        }
         if self.segs.is_empty() {
             if let Some((state, end_ts, end_unix)) = self.next {
-                if ext_dts >= end_ts.saturating_add(self.cfg.max_segment_ticks()) {
+                if self.input_changed
+                    || ext_dts >= end_ts.saturating_add(self.cfg.max_segment_ticks())
+                {
                     // The upstream stopped marking its stream: carry on from its state.
-                    return Some((t.frame, state, self.last_ext, Some(end_unix)));
+                    return Some((t.frame, state, self.last_ext, (end_ts, end_unix)));
                 }
             }
             stats.dropped_unmatched += 1;

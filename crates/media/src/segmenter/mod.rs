@@ -129,8 +129,8 @@ impl Segmenter {
             Mode::Source(s) => s.push(frame, now_unix_ms, &mut self.ready, &mut self.stats),
             Mode::Follow(f) => {
                 if let Some(fallback) = f.push(frame, &mut self.ready, &mut self.stats) {
-                    let (frame, state, last_ext, end_unix_ms) = fallback;
-                    let mut source = Source::continuing(self.config, state, last_ext, end_unix_ms);
+                    let (frame, state, last_ext, end) = fallback;
+                    let mut source = Source::continuing(self.config, state, last_ext, end);
                     source.push(frame, now_unix_ms, &mut self.ready, &mut self.stats);
                     self.mode = Mode::Source(Box::new(source));
                 }
@@ -169,10 +169,13 @@ impl Segmenter {
     /// The input changed under the stream (backup switch, reconnect, publisher
     /// restart): the next segment starts at the next keyframe, flagged discontinuous.
     /// In adopt mode the upstream's markers are authoritative (its next marker says
-    /// whether a discontinuity follows), so the call changes nothing there.
+    /// whether a discontinuity follows); media that comes without a marker after the
+    /// change carries the followed timeline on at once (an MC whose owner died and
+    /// whose own publisher takes over).
     pub fn discontinuity(&mut self) {
-        if let Mode::Source(s) = &mut self.mode {
-            s.discontinuity(&mut self.ready, &mut self.stats);
+        match &mut self.mode {
+            Mode::Source(s) => s.discontinuity(&mut self.ready, &mut self.stats),
+            Mode::Follow(f) => f.input_changed(),
         }
     }
 

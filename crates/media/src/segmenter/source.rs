@@ -21,6 +21,10 @@ const WAIT_SPAN: u64 = CLOCK_HZ;
 /// Frame durations assumed until two frames of a track have been seen.
 const DEFAULT_VIDEO_DELTA: u64 = 3_600;
 const DEFAULT_AUDIO_DELTA: u64 = 1_920;
+/// After a discontinuity dates continue from the previous segment's end unless the
+/// wall clock has run further ahead than this (1 s): an input away for longer (a
+/// publisher reconnecting) is dated by the wall clock, so PDT stays true.
+const MAX_GAP_KEPT_MS: i64 = 1_000;
 /// The most audio frames held while no segment is open.
 const MAX_WAIT_AUDIO: usize = 512;
 
@@ -61,6 +65,9 @@ pub(super) struct Source {
     pending_disc: bool,
     /// Wall-clock end of the last written segment, for re-anchoring.
     last_end_unix_ms: Option<i64>,
+    /// Continuing a followed timeline: media presented before this extended timestamp
+    /// is in the followed segments already (until a jump starts a new period).
+    resume_at: Option<u64>,
     last_ext: Option<u64>,
     epoch_ref: Option<u64>,
     clocks: [TrackClock; 2],
@@ -101,14 +108,24 @@ impl Source {
         Self::with_state(cfg, next, true, None, None)
     }
 
-    /// Continues a timeline adopted from upstream markers after the markers stopped.
+    /// Continues a timeline adopted from upstream markers after the markers stopped:
+    /// the followed timeline ended at `end` (extended timestamp, date); media before it
+    /// is already in the followed segments and is dropped.
     pub(super) fn continuing(
         cfg: SegmenterConfig,
         next: TimelineState,
         last_ext: Option<u64>,
-        last_end_unix_ms: Option<i64>,
+        end: (u64, i64),
     ) -> Self {
-        Self::with_state(cfg, next, false, last_ext, last_end_unix_ms)
+        let mut source = Self::with_state(cfg, next, false, last_ext, Some(end.1));
+        source.resume_at = Some(end.0);
+        // The new media is checked against where the followed stream ended: a source
+        // whose clock restarted (a publisher that reconnected) is a jump, so it starts
+        // a new discontinuity period instead of being dated from the old anchor.
+        for clock in &mut source.clocks {
+            clock.last_dts = last_ext;
+        }
+        source
     }
 
     fn with_state(
@@ -124,6 +141,7 @@ impl Source {
             first,
             pending_disc: false,
             last_end_unix_ms,
+            resume_at: None,
             last_ext,
             epoch_ref: None,
             clocks: [TrackClock::default(); 2],
@@ -164,6 +182,10 @@ impl Source {
         };
         if !self.check_clock(kind, ext_dts, ready, stats) {
             stats.dropped_stale += 1;
+            return;
+        }
+        if self.resume_at.is_some_and(|resume| t.ext_pts < resume) {
+            stats.dropped_late += 1;
             return;
         }
         self.last_ext = Some(ext_dts);
@@ -383,11 +405,15 @@ impl Source {
         } else if self.pending_disc {
             state.discontinuity_seq = state.discontinuity_seq.saturating_add(1);
             state.anchor_ts = t.ext_pts;
-            // Dates continue from the previous segment's end, never too far ahead.
-            state.anchor_unix_ms = self
-                .last_end_unix_ms
-                .unwrap_or(now)
-                .min(now.saturating_add(MAX_DATE_AHEAD_MS));
+            // Dates continue from the previous segment's end, never too far ahead; after
+            // an outage (a publisher that came back) they are the wall clock's again.
+            let end = self.last_end_unix_ms.unwrap_or(now);
+            let resumed = if now > end.saturating_add(MAX_GAP_KEPT_MS) {
+                now
+            } else {
+                end
+            };
+            state.anchor_unix_ms = resumed.min(now.saturating_add(MAX_DATE_AHEAD_MS));
             discontinuous = true;
         }
         self.pending_disc = false;
@@ -577,6 +603,7 @@ impl Source {
     /// Closes the timeline: what follows starts a new, discontinuous segment.
     fn break_timeline(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
         self.seal_all(ready, stats);
+        self.resume_at = None;
         if !self.first {
             self.pending_disc = true;
         }

@@ -4,6 +4,7 @@
 //! ```text
 //! {prefix}meetings/{id}   the meeting, JSON as the file store keeps it
 //! {prefix}viewers/{node}  a node's latest viewer report {"at_ms", "counts"}
+//! {prefix}timeline/{id}   the meeting's timeline owner (super::timeline)
 //! ```
 //!
 //! - Create is a transaction "put if absent": of racing creates on any MCs exactly one
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::store::{read_file, write_file, ChangeError, StoreError};
+use super::timeline::TimelineRecord;
 
 /// How often a lost compare-and-swap is retried before the change is refused (102005).
 const MAX_RETRIES: usize = 16;
@@ -74,6 +76,8 @@ pub struct EtcdStore {
     /// What this MC last wrote for each node: a report is rewritten when it changes or
     /// has aged a third of its lifetime, not on every sync.
     written: Mutex<HashMap<String, SharedReport>>,
+    /// Each meeting's timeline owner with its key's revision.
+    timelines: Mutex<HashMap<MeetingId, (TimelineRecord, i64)>>,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -103,6 +107,7 @@ impl EtcdStore {
             cache_path,
             view: Mutex::new(View::default()),
             written: Mutex::new(HashMap::new()),
+            timelines: Mutex::new(HashMap::new()),
         };
         match store.load().await {
             Ok(_) => {}
@@ -128,6 +133,10 @@ impl EtcdStore {
         format!("{}viewers/", self.prefix)
     }
 
+    fn timeline_prefix(&self) -> String {
+        format!("{}timeline/", self.prefix)
+    }
+
     fn key(&self, id: &MeetingId) -> Vec<u8> {
         format!("{}{id}", self.meetings_prefix()).into_bytes()
     }
@@ -137,15 +146,31 @@ impl EtcdStore {
         Arc::clone(&self.lock().meetings)
     }
 
-    /// Reads every meeting; returns the revision to watch from.
-    async fn load(&self) -> Result<i64, EtcdError> {
-        let (kvs, revision) = self
-            .client
-            .get_prefix(self.meetings_prefix().as_bytes())
-            .await?;
+    /// Reads every key of the group: installs the meetings and timeline owners, and
+    /// returns the revision to watch from with the viewer reports found.
+    async fn load(&self) -> Result<(i64, Vec<etcd::KeyValue>), EtcdError> {
+        let (kvs, revision) = self.client.get_prefix(self.prefix.as_bytes()).await?;
         let mut meetings = Meetings::new();
         let mut revisions = HashMap::new();
+        let mut timelines = HashMap::new();
+        let mut reports = Vec::new();
+        let meetings_prefix = self.meetings_prefix();
+        let timeline_prefix = self.timeline_prefix();
         for kv in kvs {
+            let key = String::from_utf8_lossy(&kv.key).into_owned();
+            if let Some(id) = key.strip_prefix(&timeline_prefix) {
+                let parsed = MeetingId::parse(id)
+                    .ok()
+                    .zip(serde_json::from_slice::<TimelineRecord>(&kv.value).ok());
+                if let Some((id, record)) = parsed {
+                    timelines.insert(id, (record, kv.mod_revision));
+                }
+                continue;
+            }
+            if !key.starts_with(&meetings_prefix) {
+                reports.push(kv);
+                continue;
+            }
             match serde_json::from_slice::<Meeting>(&kv.value) {
                 Ok(meeting) => {
                     revisions.insert(meeting.id.clone(), kv.mod_revision);
@@ -161,8 +186,88 @@ impl EtcdStore {
             meetings: Arc::clone(&meetings),
             revisions,
         };
+        *self
+            .timelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = timelines;
         self.keep(&meetings);
-        Ok(revision)
+        Ok((revision, reports))
+    }
+
+    /// The timeline owner of `id` as this MC last saw it.
+    pub fn timeline(&self, id: &MeetingId) -> Option<TimelineRecord> {
+        self.timelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .map(|(record, _)| record.clone())
+    }
+
+    /// Writes `record` as `id`'s timeline owner if the owner record has not changed
+    /// since this MC last saw it.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`]: etcd cannot be reached, or another MC wrote the
+    /// record first (this MC then sees that record).
+    pub async fn claim_timeline(
+        &self,
+        id: &MeetingId,
+        record: TimelineRecord,
+    ) -> Result<(), StoreError> {
+        let key = format!("{}{id}", self.timeline_prefix()).into_bytes();
+        let seen = self
+            .timelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .map_or(0, |(_, rev)| *rev);
+        let compare = if seen == 0 {
+            Compare::Absent(key.clone())
+        } else {
+            Compare::ModRevision(key.clone(), seen)
+        };
+        let value =
+            serde_json::to_vec(&record).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let outcome = self
+            .client
+            .txn(
+                &[compare],
+                &[Op::Put {
+                    key: key.clone(),
+                    value,
+                }],
+                &[Op::Get(key)],
+            )
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let mut timelines = self
+            .timelines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if outcome.succeeded {
+            timelines.insert(id.clone(), (record, outcome.revision));
+            return Ok(());
+        }
+        let current = outcome
+            .gets
+            .first()
+            .and_then(|kvs| kvs.first())
+            .and_then(|kv| {
+                serde_json::from_slice::<TimelineRecord>(&kv.value)
+                    .ok()
+                    .map(|r| (r, kv.mod_revision))
+            });
+        match current {
+            Some(current) => {
+                timelines.insert(id.clone(), current);
+            }
+            None => {
+                timelines.remove(id);
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "meeting {id}: another mc wrote the timeline owner first"
+        )))
     }
 
     /// Keeps the view on disk for a start while etcd is away.
@@ -307,8 +412,11 @@ impl EtcdStore {
     ) {
         loop {
             let followed = async {
-                let revision = self.load().await?;
+                let (revision, reports) = self.load().await?;
                 changes.send_replace(self.snapshot());
+                for kv in reports {
+                    self.apply(Event::Put(kv), &changes, &on_report);
+                }
                 let mut watch = self
                     .client
                     .watch_prefix(self.prefix.as_bytes(), revision + 1)
@@ -370,6 +478,28 @@ impl EtcdStore {
             };
             if let Some(meetings) = self.install(&id, record, kv.mod_revision) {
                 changes.send_replace(meetings);
+            }
+        } else if let Some(id) = key.strip_prefix(&self.timeline_prefix()) {
+            let Ok(id) = MeetingId::parse(id) else {
+                return;
+            };
+            let mut timelines = self
+                .timelines
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if timelines
+                .get(&id)
+                .is_some_and(|(_, held)| *held >= kv.mod_revision)
+            {
+                return;
+            }
+            match serde_json::from_slice::<TimelineRecord>(&kv.value) {
+                Ok(record) if !deleted => {
+                    timelines.insert(id, (record, kv.mod_revision));
+                }
+                _ => {
+                    timelines.remove(&id);
+                }
             }
         } else if let Some(node) = key.strip_prefix(&self.viewers_prefix()) {
             if let Ok(report) = serde_json::from_slice::<SharedReport>(&kv.value) {

@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod session_uris;
 mod state;
 pub mod store;
+pub mod timeline;
 pub mod viewers;
 
 use axum::body::Body;

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::etcd_store::{EtcdSettings, EtcdStore, SharedReport};
 use super::store::{self, Store, StoreError};
+use super::timeline::{Decision, TimelineRecord};
 use crate::clock::Clock;
 
 /// How the MC's API behaves.
@@ -56,6 +57,9 @@ pub(crate) struct McShared {
     pub(crate) changes: watch::Sender<Arc<Meetings>>,
     /// The MC's wall clock: meetings and viewer reports are dated by it.
     pub(crate) clock: Clock,
+    /// Who each meeting's relay is served to, as the group timeline decides (a meeting
+    /// absent here is served to all: a lone MC).
+    pub(crate) relays: Mutex<std::collections::HashMap<String, Decision>>,
 }
 
 /// The MC's shared state: meetings, viewer counts, settings.
@@ -114,7 +118,58 @@ impl McState {
                 viewers: Mutex::new(ViewerCounts::new(ttl_ms)),
                 changes,
                 clock: Clock::system(),
+                relays: Mutex::new(std::collections::HashMap::new()),
             }),
+        }
+    }
+
+    /// Whether `meeting`'s relay may be served now, to another MC (`peer`) or to a
+    /// node (see [`super::timeline`]).
+    pub fn relay_open(&self, meeting: &str, peer: bool) -> bool {
+        let relays = self
+            .inner
+            .relays
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        relays
+            .get(meeting)
+            .is_none_or(|d| if peer { d.serve_peers } else { d.serve_nodes })
+    }
+
+    /// Sets whom `meeting`'s relay is served to (`None`: everyone, as a lone MC).
+    pub fn set_relay(&self, meeting: &str, decision: Option<Decision>) {
+        let mut relays = self
+            .inner
+            .relays
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match decision {
+            Some(d) => relays.insert(meeting.to_owned(), d),
+            None => relays.remove(meeting),
+        };
+    }
+
+    /// The timeline owner of `meeting` as the shared store says (none without etcd,
+    /// or when no MC owns it yet).
+    pub fn timeline_owner(&self, meeting: &MeetingId) -> Option<TimelineRecord> {
+        match &self.inner.store {
+            Backend::File(_) => None,
+            Backend::Etcd(store) => store.timeline(meeting),
+        }
+    }
+
+    /// Records this MC as `meeting`'s timeline owner (a claim, or a heartbeat).
+    ///
+    /// # Errors
+    /// The store cannot be reached, or another MC wrote the record meanwhile.
+    pub async fn claim_timeline(
+        &self,
+        meeting: &MeetingId,
+        record: TimelineRecord,
+    ) -> Result<(), StoreError> {
+        match &self.inner.store {
+            Backend::File(_) => Ok(()),
+            Backend::Etcd(store) => store.claim_timeline(meeting, record).await,
         }
     }
 

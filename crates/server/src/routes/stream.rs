@@ -63,6 +63,16 @@ async fn entry(
         if !crate::mc::api::may_read_stream(mc, &stream, request.headers()) {
             return ApiError::Access(codes::AccessRefusal::TokenMissing).into_response();
         }
+        // A relay off the group's timeline is served to nobody (crate::mc::timeline).
+        if rung.is_none() && file == "mpegts" {
+            let peer = request
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|p| p == crate::mc::timeline::PEER_QUERY));
+            if !mc.relay_open(&stream, peer) {
+                return ApiError::Meeting(meeting::ErrorCode::McUnavailable).into_response();
+            }
+        }
     }
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
