@@ -580,3 +580,77 @@ fn dates_of_a_source_faster_than_the_clock_are_anchored_again() {
     assert!(seg.stats().untimed >= 2, "{:?}", seg.stats());
     assert!(out.iter().any(|s| s.discontinuous));
 }
+
+/// A follower fed the upstream's relay up to segment `k`, then told the input changed.
+fn follower_until(segments: &[Segment], k: usize) -> Segmenter {
+    let mut demux = Demuxer::new();
+    let mut b = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
+    let mut events = Vec::new();
+    demux.push(&concat(&segments[..k]), &mut events);
+    demux.flush(&mut events);
+    for e in events {
+        match e {
+            DemuxEvent::Frame(f) => drop(b.push(f, 0)),
+            DemuxEvent::Marker(m) => drop(b.push_marker(&m).expect("valid marker")),
+            _ => {}
+        }
+        while b.pop_ready().is_some() {}
+    }
+    b.discontinuity();
+    b
+}
+
+#[test]
+fn a_follower_whose_upstream_dies_carries_on_from_its_own_copy_of_the_source() {
+    // Issue 21: an MC following the owner's relay takes over from its own publish of the
+    // same source, replaying the last two GOPs it has: the segments it cuts from there
+    // are the ones the owner would have cut, byte for byte.
+    let frames = Synth::new(900_000).frames(30);
+    let clock_base = frames[0].dts;
+    let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);
+    let k = 6;
+    let mut b = follower_until(&upstream, k);
+    let resume = upstream[k].start_ts;
+    let replay_from = frames
+        .iter()
+        .position(|f| f.keyframe && f.codec == Codec::H264 && f.pts + 2 * 90_000 >= resume)
+        .expect("a keyframe two GOPs back");
+    let carried = run(&mut b, &frames[replay_from..], clock_base);
+    assert!(carried.len() >= 5, "{} segments", carried.len());
+    assert_same(&upstream[k..], &carried);
+}
+
+#[test]
+fn a_publisher_that_comes_back_with_a_new_clock_starts_a_dated_period() {
+    let frames = Synth::new(900_000).frames(20);
+    let clock_base = frames[0].dts;
+    let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);
+    let k = 5;
+    let mut b = follower_until(&upstream, k);
+    let end = upstream[k - 1].program_date_time_ms
+        + i64::try_from(upstream[k - 1].duration_ticks / 90).unwrap();
+    // The publisher reconnects 7 s after the followed end, its clock restarted at 0.
+    let away_ms = 7_000;
+    let restarted = Synth::new(0).frames(10);
+    let mut out = Vec::new();
+    for f in &restarted {
+        let now = end + away_ms + i64::try_from(f.dts / 90).unwrap();
+        out.extend(b.push(f.clone(), now));
+        while let Some(s) = b.pop_ready() {
+            out.push(s);
+        }
+    }
+    let first = out.first().expect("segments after the reconnect");
+    assert!(first.discontinuous);
+    assert_eq!(
+        first.discontinuity_seq,
+        upstream[k - 1].discontinuity_seq + 1
+    );
+    assert_eq!(first.msn, upstream[k - 1].msn + 1, "the sequence goes on");
+    assert!(
+        (first.program_date_time_ms - (end + away_ms)).abs() < 1_000,
+        "dated by the wall clock: {} vs {}",
+        first.program_date_time_ms,
+        end + away_ms
+    );
+}

@@ -3,9 +3,10 @@
 //! active input pass the keyframe gate.
 //!
 //! A standby input that carries a source (no timeline markers: a publisher, UDP) keeps
-//! its current GOP, from its last video keyframe: when it takes over, the stream gets
-//! that GOP at once instead of waiting for the next keyframe, so a dual publish loses
-//! no media at a failover (the segmenter drops what it already has).
+//! its last two GOPs, from the keyframe before its last: when it takes over, the
+//! stream gets them at once instead of waiting for the next keyframe, so a dual
+//! publish loses no media at a failover even when the failed input ran a GOP behind
+//! (the segmenter drops what it already has).
 
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub(crate) struct Slot {
     has_video: bool,
     /// Timeline markers came on this input (a relay): its GOP is not kept.
     has_markers: bool,
+    /// Events of the GOP before the current one while this input stands by.
+    previous_gop: Vec<IngestEvent>,
     /// Events since the last video keyframe while this input stands by.
     gop: Vec<IngestEvent>,
 }
@@ -56,6 +59,7 @@ impl Switcher {
                 connects: 0,
                 has_video: false,
                 has_markers: false,
+                previous_gop: Vec::new(),
                 gop: Vec::new(),
             })
             .collect();
@@ -151,8 +155,11 @@ impl Switcher {
         slot.has_markers |= matches!(event, IngestEvent::Marker(_));
         if self.active != Some(input) && !slot.has_markers {
             let keyframe = frame.is_some_and(|f| f.kind() == TrackKind::Video && f.keyframe);
-            if keyframe || slot.gop.len() >= MAX_GOP_EVENTS {
+            if slot.gop.len() >= MAX_GOP_EVENTS {
+                slot.previous_gop.clear();
                 slot.gop.clear();
+            } else if keyframe {
+                slot.previous_gop = std::mem::take(&mut slot.gop);
             }
             if slot.has_video && (keyframe || !slot.gop.is_empty()) {
                 slot.gop.push(event.clone());
@@ -222,6 +229,7 @@ impl Switcher {
         self.active = Some(input);
         self.video_open = false;
         if let Some(slot) = self.slots.get_mut(input) {
+            slot.previous_gop.clear();
             slot.gop.clear();
         }
     }
@@ -231,11 +239,15 @@ impl Switcher {
             return;
         }
         self.switches += 1;
-        // The standby's current GOP, from its keyframe: no wait for the next one.
-        let cached = self
+        // The standby's last two GOPs, from a keyframe: no wait for the next one.
+        let cached: Vec<IngestEvent> = self
             .slots
             .get_mut(input)
-            .map(|slot| std::mem::take(&mut slot.gop))
+            .map(|slot| {
+                let mut events = std::mem::take(&mut slot.previous_gop);
+                events.append(&mut slot.gop);
+                events
+            })
             .unwrap_or_default();
         self.activate(input);
         if self.forwarded_any {

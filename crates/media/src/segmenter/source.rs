@@ -180,12 +180,18 @@ impl Source {
             ext_dts,
             frame,
         };
-        if !self.check_clock(kind, ext_dts, ready, stats) {
-            stats.dropped_stale += 1;
+        // Continuing a followed timeline: media shortly before its end (a standby's
+        // replayed GOPs) is in the followed segments already. Much older media is a
+        // clock that restarted, which the jump check below handles.
+        let replay_span = 2 * self.cfg.longest_segment_ticks();
+        if self.resume_at.is_some_and(|resume| {
+            t.ext_pts < resume && t.ext_pts.saturating_add(replay_span) >= resume
+        }) {
+            stats.dropped_late += 1;
             return;
         }
-        if self.resume_at.is_some_and(|resume| t.ext_pts < resume) {
-            stats.dropped_late += 1;
+        if !self.check_clock(kind, ext_dts, ready, stats) {
+            stats.dropped_stale += 1;
             return;
         }
         self.last_ext = Some(ext_dts);
