@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::etcd::EtcdCluster;
 use common::{
-    free_tcp_port, free_udp_port, http_get, parse_media_playlist, parse_pdt, start_role, wait_for,
-    ChildGuard, NodeProcess, PlaylistEntry,
+    free_tcp_port, free_udp_port, http_get, http_request, parse_media_playlist, parse_pdt,
+    start_role, wait_for, ChildGuard, NodeProcess, PlaylistEntry,
 };
 
 const MEETING: &str = "dual";
@@ -67,39 +67,85 @@ fn collect(addr: SocketAddr, into: &mut BTreeMap<u64, (PlaylistEntry, Vec<u8>)>)
 }
 
 /// Dates follow the durations exactly (to the rounding of the EXTINF's millisecond)
-/// across every segment of one discontinuity period.
-fn assert_no_pdt_step(name: &str, segments: &BTreeMap<u64, (PlaylistEntry, Vec<u8>)>) {
+/// within each discontinuity period, MSNs never skip; returns the MSNs that start a
+/// new period.
+fn check_periods(name: &str, segments: &BTreeMap<u64, (PlaylistEntry, Vec<u8>)>) -> Vec<u64> {
     let entries: Vec<&PlaylistEntry> = segments.values().map(|(e, _)| e).collect();
+    let mut breaks = Vec::new();
     for pair in entries.windows(2) {
         let (a, b) = (pair[0], pair[1]);
-        assert_eq!(
-            b.msn,
-            a.msn + 1,
-            "{name}: msn gap {} -> {}: {entries:#?}",
-            a.msn,
-            b.msn
-        );
-        assert_eq!(
-            a.discontinuity_seq, b.discontinuity_seq,
-            "{name}: a discontinuity at msn {}",
-            b.msn
-        );
-        let duration_ms: f64 = a
-            .extinf
-            .trim_end_matches(',')
-            .split(',')
-            .next()
-            .unwrap()
-            .parse::<f64>()
-            .unwrap()
-            * 1000.0;
+        assert_eq!(b.msn, a.msn + 1, "{name}: msn gap {} -> {}", a.msn, b.msn);
+        if a.discontinuity_seq != b.discontinuity_seq {
+            assert_eq!(b.discontinuity_seq, a.discontinuity_seq + 1, "{name}");
+            breaks.push(b.msn);
+            continue;
+        }
+        let duration_ms = extinf_ms(a);
         let step = parse_pdt(&b.program_date_time) - parse_pdt(&a.program_date_time);
         assert!(
             (step as f64 - duration_ms).abs() <= 1.0,
-            "{name}: PDT step at msn {}: {step} ms after a {duration_ms} ms segment: {entries:#?}",
+            "{name}: PDT step at msn {}: {step} ms after a {duration_ms} ms segment",
             b.msn
         );
     }
+    breaks
+}
+
+fn extinf_ms(entry: &PlaylistEntry) -> f64 {
+    entry
+        .extinf
+        .split(',')
+        .next()
+        .and_then(|d| d.parse::<f64>().ok())
+        .expect("an EXTINF duration")
+        * 1000.0
+}
+
+/// Every segment two collections both hold is the same entry and the same bytes;
+/// returns how many were compared.
+fn compare(
+    a: &BTreeMap<u64, (PlaylistEntry, Vec<u8>)>,
+    b: &BTreeMap<u64, (PlaylistEntry, Vec<u8>)>,
+) -> usize {
+    let mut compared = 0;
+    for (msn, (entry, bytes)) in a {
+        if let Some((twin, twin_bytes)) = b.get(msn) {
+            assert_eq!(entry, twin, "playlist entries differ at msn {msn}");
+            assert!(bytes == twin_bytes, "segment {msn} differs");
+            compared += 1;
+        }
+    }
+    compared
+}
+
+/// Waits until `mc2`'s newest segment is `mc1`'s, byte for byte: it follows.
+fn wait_following(mc1: SocketAddr, mc2: SocketAddr) {
+    wait_for(
+        "the standby to follow the owner",
+        Duration::from_secs(40),
+        || {
+            let a = playlist(mc1)?;
+            let b = playlist(mc2)?;
+            let newest = b.last()?;
+            let twin = a.iter().find(|e| e.msn == newest.msn)?;
+            (twin == newest && segment(mc1, twin) == segment(mc2, newest)).then_some(())
+        },
+    );
+}
+
+/// Waits until both MCs' relays are live inputs on `node` (the standby's a hot standby).
+fn wait_both_relays(node: &NodeProcess) {
+    wait_for(
+        "both relays live on the node",
+        Duration::from_secs(20),
+        || {
+            let (_, streams) = common::http_get_json(node.http, "/api/streams");
+            let inputs = streams["streams"][0]["inputs"]["inputs"]
+                .as_array()?
+                .clone();
+            inputs.iter().all(|i| i["state"] == "live").then_some(())
+        },
+    );
 }
 
 #[test]
@@ -142,17 +188,7 @@ fn dual_publish_to_an_mc_pair_fails_over_with_no_pdt_step_and_identical_nodes() 
     let node_b = start_node(dir.path(), "node-b", [p1, p2]);
 
     // The standby follows the owner: its newest segments are the owner's, byte for byte.
-    wait_for(
-        "the standby to follow the owner",
-        Duration::from_secs(40),
-        || {
-            let a = playlist(mc1.http)?;
-            let b = playlist(mc2.http)?;
-            let newest = b.last()?;
-            let twin = a.iter().find(|e| e.msn == newest.msn)?;
-            (twin == newest && segment(mc1.http, twin) == segment(mc2.http, newest)).then_some(())
-        },
-    );
+    wait_following(mc1.http, mc2.http);
     let mut seen: [BTreeMap<u64, (PlaylistEntry, Vec<u8>)>; 3] = Default::default();
     wait_for("nodes to play 3 segments", Duration::from_secs(30), || {
         collect(node_a.http, &mut seen[0]);
@@ -160,20 +196,8 @@ fn dual_publish_to_an_mc_pair_fails_over_with_no_pdt_step_and_identical_nodes() 
         collect(mc2.http, &mut seen[2]);
         (seen[0].len() >= 3 && seen[1].len() >= 3).then_some(())
     });
-    // Both MCs' relays are live on both nodes (the standby's is a hot standby).
-    for node in [&node_a, &node_b] {
-        wait_for(
-            "both relays live on the node",
-            Duration::from_secs(20),
-            || {
-                let (_, streams) = common::http_get_json(node.http, "/api/streams");
-                let inputs = streams["streams"][0]["inputs"]["inputs"]
-                    .as_array()?
-                    .clone();
-                inputs.iter().all(|i| i["state"] == "live").then_some(())
-            },
-        );
-    }
+    wait_both_relays(&node_a);
+    wait_both_relays(&node_b);
     collect(node_a.http, &mut seen[0]);
     let before = seen[0].keys().last().copied().unwrap();
 
@@ -191,20 +215,119 @@ fn dual_publish_to_an_mc_pair_fails_over_with_no_pdt_step_and_identical_nodes() 
         },
     );
     for (name, segments) in [("node-a", &seen[0]), ("node-b", &seen[1])] {
-        assert_no_pdt_step(name, segments);
+        assert_eq!(
+            check_periods(name, segments),
+            Vec::<u64>::new(),
+            "{name}: no discontinuity"
+        );
     }
     // Every segment both nodes (and the standby) have is the same, across the switch.
-    let mut compared = 0;
-    for (msn, (entry, bytes)) in &seen[0] {
-        for other in &seen[1..] {
-            if let Some((twin, twin_bytes)) = other.get(msn) {
-                assert_eq!(entry, twin, "playlist entries differ at msn {msn}");
-                assert!(bytes == twin_bytes, "segment {msn} differs");
-                compared += 1;
-            }
-        }
-    }
+    let compared = compare(&seen[0], &seen[1]) + compare(&seen[0], &seen[2]);
     assert!(compared >= 12, "only {compared} segments compared");
-    // The standby owns the meeting's timeline now.
-    drop(mc2);
+}
+
+#[test]
+fn a_publisher_that_reconnects_to_the_standby_gives_one_discontinuity_and_true_dates() {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = EtcdCluster::start(&dir.path().join("etcd"), 1);
+    let (p1, p2) = (free_tcp_port(), free_tcp_port());
+    let mut mc1 = start_mc(dir.path(), "mc1", p1, p2, &etcd, "");
+    let mc2 = start_mc(dir.path(), "mc2", p2, p1, &etcd, "");
+    let (_, meeting) = http_request(
+        mc1.http,
+        "GET",
+        &format!("/api/meetings/{MEETING}"),
+        &[("Authorization", "Bearer admin-secret")],
+        "",
+    );
+    let key = meeting["stream_key"]
+        .as_str()
+        .expect("the stream key")
+        .to_owned();
+    let publish = |mc: &NodeProcess| {
+        let url = format!("rtmp://{}/live/{MEETING}?key={key}", mc.rtmp.expect("rtmp"));
+        ChildGuard::spawn(
+            "ffmpeg publisher",
+            &mut common::ffmpeg_source(120, "flv", &url),
+        )
+    };
+    let first_publisher = publish(&mc1);
+    let node_a = start_node(dir.path(), "node-a", [p1, p2]);
+    let node_b = start_node(dir.path(), "node-b", [p1, p2]);
+    wait_following(mc1.http, mc2.http);
+    wait_both_relays(&node_a);
+    wait_both_relays(&node_b);
+    let mut seen: [BTreeMap<u64, (PlaylistEntry, Vec<u8>)>; 3] = Default::default();
+    let gather = |seen: &mut [BTreeMap<u64, (PlaylistEntry, Vec<u8>)>; 3]| {
+        collect(node_a.http, &mut seen[0]);
+        collect(node_b.http, &mut seen[1]);
+        collect(mc2.http, &mut seen[2]);
+    };
+    gather(&mut seen);
+
+    // The primary MC dies with its publisher's connection; the publisher comes back to
+    // the standby 3 s later, its timestamps starting over.
+    mc1.kill9();
+    drop(first_publisher.kill());
+    let away = Duration::from_secs(3);
+    let died_at = std::time::SystemTime::now();
+    while died_at.elapsed().unwrap() < away {
+        gather(&mut seen);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let back_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    let _second_publisher = publish(&mc2);
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        gather(&mut seen);
+        let new_period = |m: &BTreeMap<u64, (PlaylistEntry, Vec<u8>)>| {
+            m.values().filter(|(e, _)| e.discontinuity_seq > 0).count()
+        };
+        if new_period(&seen[0]) >= 3 && new_period(&seen[1]) >= 3 {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            for m in [&seen[0], &seen[2]] {
+                let summary: Vec<String> = m
+                    .values()
+                    .map(|(e, b)| {
+                        format!(
+                            "{} d{} {} {}",
+                            e.msn,
+                            e.discontinuity_seq,
+                            e.program_date_time,
+                            b.len()
+                        )
+                    })
+                    .collect();
+                eprintln!("segments (msn, period, date, bytes): {summary:?}");
+            }
+            panic!("no new period (publisher back at {back_ms})");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for (name, segments) in [("node-a", &seen[0]), ("node-b", &seen[1])] {
+        let breaks = check_periods(name, segments);
+        assert_eq!(
+            breaks.len(),
+            1,
+            "{name}: exactly one discontinuity: {breaks:?}"
+        );
+        let (first, _) = &segments[&breaks[0]];
+        let dated = parse_pdt(&first.program_date_time);
+        // Dated by the wall clock of its arrival: after the publisher came back, within
+        // the time it takes to connect and reach a keyframe.
+        assert!(
+            dated >= back_ms - 500 && dated <= back_ms + 4_000,
+            "{name}: the new period is dated {dated}, the publisher came back at {back_ms}"
+        );
+    }
+    let compared = compare(&seen[0], &seen[1]) + compare(&seen[0], &seen[2]);
+    assert!(compared >= 8, "only {compared} segments compared");
 }

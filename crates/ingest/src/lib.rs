@@ -32,6 +32,11 @@ pub enum IngestEvent {
     /// restart): the segmenter starts a new segment at the next keyframe and marks a
     /// discontinuity.
     Discontinuity,
+    /// A standby input that was delivering while the active one still was took over (a
+    /// hot standby, typically the same source published twice): a
+    /// [`IngestEvent::Discontinuity`] whose new input first replays its recent GOPs;
+    /// media the stream already has is dropped by timestamp, so nothing between is lost.
+    Takeover,
 }
 
 /// The sending half every input writes to.

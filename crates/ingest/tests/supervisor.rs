@@ -105,10 +105,12 @@ async fn fails_over_on_stall_and_returns_after_hold_down() {
     let cuts: Vec<usize> = seen
         .iter()
         .enumerate()
-        .filter(|(_, (_, e))| *e == IngestEvent::Discontinuity)
+        .filter(|(_, (_, e))| matches!(e, IngestEvent::Discontinuity | IngestEvent::Takeover))
         .map(|(i, _)| i)
         .collect();
     assert_eq!(cuts.len(), 2, "one discontinuity per switch");
+    // Both standbys were delivering when they took over.
+    assert!(cuts.iter().all(|&i| seen[i].1 == IngestEvent::Takeover));
     let (first_cut, second_cut) = (cuts[0], cuts[1]);
 
     // Before the failover: only the primary, starting at a keyframe.
@@ -187,7 +189,8 @@ async fn audio_only_backup_starts_at_once_and_a_dead_primary_fails_over_immediat
     tokio::time::sleep(Duration::from_millis(10)).await;
     let started = Instant::now();
     drop(primary_tx); // the primary is gone, not just quiet
-    assert_eq!(output.recv().await, Some(IngestEvent::Discontinuity));
+                      // The backup was delivering while the primary was: a takeover.
+    assert_eq!(output.recv().await, Some(IngestEvent::Takeover));
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "no need to wait for the timeout"
@@ -245,8 +248,8 @@ async fn a_standby_source_takes_over_with_its_last_gops_not_the_next_keyframe() 
     }
     let cut = seen
         .iter()
-        .position(|e| *e == IngestEvent::Discontinuity)
-        .expect("a discontinuity at the switch");
+        .position(|e| *e == IngestEvent::Takeover)
+        .expect("a takeover at the switch");
     let after: Vec<u64> = seen[cut + 1..]
         .iter()
         .filter_map(|e| match e {

@@ -581,8 +581,9 @@ fn dates_of_a_source_faster_than_the_clock_are_anchored_again() {
     assert!(out.iter().any(|s| s.discontinuous));
 }
 
-/// A follower fed the upstream's relay up to segment `k`, then told the input changed.
-fn follower_until(segments: &[Segment], k: usize) -> Segmenter {
+/// A follower fed the upstream's relay up to segment `k`, then told the input changed
+/// (a takeover by a standby of the same source, or another input).
+fn follower_until(segments: &[Segment], k: usize, takeover: bool) -> Segmenter {
     let mut demux = Demuxer::new();
     let mut b = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
     let mut events = Vec::new();
@@ -596,7 +597,11 @@ fn follower_until(segments: &[Segment], k: usize) -> Segmenter {
         }
         while b.pop_ready().is_some() {}
     }
-    b.discontinuity();
+    if takeover {
+        b.takeover();
+    } else {
+        b.discontinuity();
+    }
     b
 }
 
@@ -609,7 +614,7 @@ fn a_follower_whose_upstream_dies_carries_on_from_its_own_copy_of_the_source() {
     let clock_base = frames[0].dts;
     let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);
     let k = 6;
-    let mut b = follower_until(&upstream, k);
+    let mut b = follower_until(&upstream, k, true);
     let resume = upstream[k].start_ts;
     let replay_from = frames
         .iter()
@@ -626,7 +631,7 @@ fn a_publisher_that_comes_back_with_a_new_clock_starts_a_dated_period() {
     let clock_base = frames[0].dts;
     let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);
     let k = 5;
-    let mut b = follower_until(&upstream, k);
+    let mut b = follower_until(&upstream, k, false);
     let end = upstream[k - 1].program_date_time_ms
         + i64::try_from(upstream[k - 1].duration_ticks / 90).unwrap();
     // The publisher reconnects 7 s after the followed end, its clock restarted at 0.

@@ -163,8 +163,11 @@ pub async fn run_rendition(
                 }
                 None
             }
-            IngestEvent::Discontinuity => {
-                segmenter.discontinuity();
+            event @ (IngestEvent::Discontinuity | IngestEvent::Takeover) => {
+                match event {
+                    IngestEvent::Takeover => segmenter.takeover(),
+                    _ => segmenter.discontinuity(),
+                }
                 tracks.reset();
                 if let Some(ll) = ll.as_mut() {
                     ll.discontinuity();

@@ -27,10 +27,23 @@ pub(crate) struct Slot {
     has_video: bool,
     /// Timeline markers came on this input (a relay): its GOP is not kept.
     has_markers: bool,
+    /// The decode timestamp of its latest frame (33 bits).
+    last_dts: Option<u64>,
     /// Events of the GOP before the current one while this input stands by.
     previous_gop: Vec<IngestEvent>,
     /// Events since the last video keyframe while this input stands by.
     gop: Vec<IngestEvent>,
+}
+
+/// Two inputs whose latest frames are this close (5 s of 90 kHz) are on one clock:
+/// the same source, one of them a relay a little behind.
+const SAME_CLOCK_TICKS: u64 = 5 * 90_000;
+
+/// The distance of two 33-bit timestamps, across a wrap.
+fn clock_distance(a: u64, b: u64) -> u64 {
+    const WRAP: u64 = 1 << 33;
+    let d = a.wrapping_sub(b) & (WRAP - 1);
+    d.min(WRAP - d)
 }
 
 /// Most events of one standby GOP kept; a longer GOP is not kept.
@@ -59,6 +72,7 @@ impl Switcher {
                 connects: 0,
                 has_video: false,
                 has_markers: false,
+                last_dts: None,
                 previous_gop: Vec::new(),
                 gop: Vec::new(),
             })
@@ -153,6 +167,9 @@ impl Switcher {
         slot.last_media = Some(now);
         slot.has_video |= frame.is_some_and(|f| f.kind() == TrackKind::Video);
         slot.has_markers |= matches!(event, IngestEvent::Marker(_));
+        if let Some(frame) = frame {
+            slot.last_dts = Some(frame.dts);
+        }
         if self.active != Some(input) && !slot.has_markers {
             let keyframe = frame.is_some_and(|f| f.kind() == TrackKind::Video && f.keyframe);
             if slot.gop.len() >= MAX_GOP_EVENTS {
@@ -239,10 +256,30 @@ impl Switcher {
             return;
         }
         self.switches += 1;
+        // A takeover: the new input was delivering while the old one still was, on the
+        // same clock (the same source published twice), so its recent GOPs continue
+        // the stream.
+        let old = self.active.and_then(|a| self.slots.get(a));
+        let new = self.slots.get(input);
+        let takeover = match (old, new) {
+            (Some(old), Some(new)) => {
+                let overlapped = new
+                    .live_since
+                    .zip(old.last_media)
+                    .is_some_and(|(since, last)| since <= last);
+                let same_clock = new
+                    .last_dts
+                    .zip(old.last_dts)
+                    .is_some_and(|(a, b)| clock_distance(a, b) <= SAME_CLOCK_TICKS);
+                overlapped && same_clock
+            }
+            _ => false,
+        };
         // The standby's last two GOPs, from a keyframe: no wait for the next one.
         let cached: Vec<IngestEvent> = self
             .slots
             .get_mut(input)
+            .filter(|_| takeover)
             .map(|slot| {
                 let mut events = std::mem::take(&mut slot.previous_gop);
                 events.append(&mut slot.gop);
@@ -251,7 +288,11 @@ impl Switcher {
             .unwrap_or_default();
         self.activate(input);
         if self.forwarded_any {
-            out.push(IngestEvent::Discontinuity);
+            out.push(if takeover {
+                IngestEvent::Takeover
+            } else {
+                IngestEvent::Discontinuity
+            });
         }
         for event in cached {
             self.gate(input, event, out);
@@ -277,7 +318,7 @@ impl Switcher {
             IngestEvent::Frame(_) => self.video_open || !has_video,
             IngestEvent::Marker(_) | IngestEvent::Captions(_) => true,
             // A switch or restart already sent one.
-            IngestEvent::Discontinuity => self.video_open,
+            IngestEvent::Discontinuity | IngestEvent::Takeover => self.video_open,
         };
         if pass {
             self.forwarded_any = true;

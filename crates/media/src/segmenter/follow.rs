@@ -63,9 +63,10 @@ impl Followed {
 }
 
 /// What a follower hands back when the markers stopped and source mode must continue:
-/// the frame that showed it, the next state, the clock reference, and where the
-/// followed timeline ended (timestamp, date).
-pub(super) type Fallback = (Frame, TimelineState, Option<u64>, (u64, i64));
+/// the frame that showed it, the next state, the clock reference, where the followed
+/// timeline ended (timestamp, date), and whether the new input replays the same
+/// source's recent GOPs (a takeover).
+pub(super) type Fallback = (Frame, TimelineState, Option<u64>, (u64, i64), bool);
 
 #[derive(Debug)]
 pub(super) struct Follow {
@@ -78,6 +79,9 @@ pub(super) struct Follow {
     /// marker now is a source of its own (a publisher taking over from a dead
     /// upstream), carried on at once rather than after a longest segment.
     input_changed: bool,
+    /// The change was a takeover by a standby of the same source, which replays its
+    /// recent GOPs.
+    replaying: bool,
 }
 
 impl Follow {
@@ -88,14 +92,19 @@ impl Follow {
             last_ext: None,
             next: None,
             input_changed: false,
+            replaying: false,
         }
     }
 
     /// The input changed (a backup took over, the input reconnected). A relay always
     /// resumes with a marker, which keeps following; anything else is carried on in
     /// source mode from the followed state as soon as it arrives.
-    pub(super) fn input_changed(&mut self) {
+    ///
+    /// `takeover`: the new input is a standby of the same source that replays its
+    /// recent GOPs, some of them already followed.
+    pub(super) fn input_changed(&mut self, takeover: bool) {
         self.input_changed = true;
+        self.replaying = takeover;
     }
 
     pub(super) fn set_reference(&mut self, ext: Option<u64>) {
@@ -116,6 +125,7 @@ impl Follow {
         stats: &mut SegmenterStats,
     ) {
         self.input_changed = false;
+        self.replaying = false;
         // Re-anchor the clock on the marker: its start is authoritative.
         self.last_ext = Some(marker.start_ts);
         // A repeated marker (e.g. a relay restarted mid-stream) replaces nothing.
@@ -163,7 +173,8 @@ impl Follow {
                     || ext_dts >= end_ts.saturating_add(self.cfg.max_segment_ticks())
                 {
                     // The upstream stopped marking its stream: carry on from its state.
-                    return Some((t.frame, state, self.last_ext, (end_ts, end_unix)));
+                    let replay = self.input_changed && self.replaying;
+                    return Some((t.frame, state, self.last_ext, (end_ts, end_unix), replay));
                 }
             }
             stats.dropped_unmatched += 1;

@@ -129,8 +129,8 @@ impl Segmenter {
             Mode::Source(s) => s.push(frame, now_unix_ms, &mut self.ready, &mut self.stats),
             Mode::Follow(f) => {
                 if let Some(fallback) = f.push(frame, &mut self.ready, &mut self.stats) {
-                    let (frame, state, last_ext, end) = fallback;
-                    let mut source = Source::continuing(self.config, state, last_ext, end);
+                    let (frame, state, last_ext, end, replay) = fallback;
+                    let mut source = Source::continuing(self.config, state, last_ext, end, replay);
                     source.push(frame, now_unix_ms, &mut self.ready, &mut self.stats);
                     self.mode = Mode::Source(Box::new(source));
                 }
@@ -175,7 +175,17 @@ impl Segmenter {
     pub fn discontinuity(&mut self) {
         match &mut self.mode {
             Mode::Source(s) => s.discontinuity(&mut self.ready, &mut self.stats),
-            Mode::Follow(f) => f.input_changed(),
+            Mode::Follow(f) => f.input_changed(false),
+        }
+    }
+
+    /// [`Segmenter::discontinuity`] for a standby of the same source taking over, whose
+    /// recent GOPs come first: media already segmented (or followed) is dropped, so the
+    /// stream loses nothing and repeats nothing.
+    pub fn takeover(&mut self) {
+        match &mut self.mode {
+            Mode::Source(s) => s.takeover(&mut self.ready, &mut self.stats),
+            Mode::Follow(f) => f.input_changed(true),
         }
     }
 

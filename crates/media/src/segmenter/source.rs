@@ -65,9 +65,11 @@ pub(super) struct Source {
     pending_disc: bool,
     /// Wall-clock end of the last written segment, for re-anchoring.
     last_end_unix_ms: Option<i64>,
-    /// Continuing a followed timeline: media presented before this extended timestamp
-    /// is in the followed segments already (until a jump starts a new period).
+    /// After a takeover: media presented before this extended timestamp is in the
+    /// segments already (until a jump starts a new period).
     resume_at: Option<u64>,
+    /// The latest presentation timestamp taken so far.
+    newest_pts: Option<u64>,
     last_ext: Option<u64>,
     epoch_ref: Option<u64>,
     clocks: [TrackClock; 2],
@@ -116,9 +118,10 @@ impl Source {
         next: TimelineState,
         last_ext: Option<u64>,
         end: (u64, i64),
+        replay: bool,
     ) -> Self {
         let mut source = Self::with_state(cfg, next, false, last_ext, Some(end.1));
-        source.resume_at = Some(end.0);
+        source.resume_at = replay.then_some(end.0);
         // The new media is checked against where the followed stream ended: a source
         // whose clock restarted (a publisher that reconnected) is a jump, so it starts
         // a new discontinuity period instead of being dated from the old anchor.
@@ -142,6 +145,7 @@ impl Source {
             pending_disc: false,
             last_end_unix_ms,
             resume_at: None,
+            newest_pts: None,
             last_ext,
             epoch_ref: None,
             clocks: [TrackClock::default(); 2],
@@ -180,9 +184,9 @@ impl Source {
             ext_dts,
             frame,
         };
-        // Continuing a followed timeline: media shortly before its end (a standby's
-        // replayed GOPs) is in the followed segments already. Much older media is a
-        // clock that restarted, which the jump check below handles.
+        // After a takeover: media shortly before where the stream was (a standby's
+        // replayed GOPs) is in the segments already. Much older media is another
+        // clock, which the jump check below handles.
         let replay_span = 2 * self.cfg.longest_segment_ticks();
         if self.resume_at.is_some_and(|resume| {
             t.ext_pts < resume && t.ext_pts.saturating_add(replay_span) >= resume
@@ -194,6 +198,7 @@ impl Source {
             stats.dropped_stale += 1;
             return;
         }
+        self.newest_pts = Some(self.newest_pts.map_or(ext_pts, |n| n.max(ext_pts)));
         self.last_ext = Some(ext_dts);
         match kind {
             TrackKind::Video => {
@@ -623,6 +628,14 @@ impl Source {
         self.break_timeline(ready, stats);
         self.clocks = [TrackClock::default(); 2];
         self.epoch_ref = None;
+    }
+
+    /// A standby of the same source took over and replays its recent GOPs: a
+    /// discontinuity, after which what was already segmented is dropped.
+    pub(super) fn takeover(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        let newest = self.newest_pts;
+        self.discontinuity(ready, stats);
+        self.resume_at = newest.map(|pts| pts.saturating_add(1));
     }
 
     /// Writes everything open; returns the last extended timestamp seen.

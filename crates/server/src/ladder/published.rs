@@ -92,7 +92,7 @@ async fn cut_rung(
                 }
                 // The rung's publisher went away and came back (or another took over):
                 // what was collected is dropped and the rung follows a discontinuity.
-                Some(IngestEvent::Discontinuity) => {
+                Some(IngestEvent::Discontinuity | IngestEvent::Takeover) => {
                     cutter.restart();
                     probe.reset();
                     Vec::new()
