@@ -34,14 +34,19 @@ fn fnv1a(parts: &[u64]) -> u64 {
 /// have equal fingerprints through a whole discontinuity period even while one is a
 /// segment behind; a node that cut its own timeline (its own anchor) never matches.
 pub fn timeline_fingerprint(window: &WindowSnapshot) -> Option<u64> {
-    let marker = newest_marker(window)?;
+    newest_marker(window).map(|marker| marker_fingerprint(&marker))
+}
+
+/// The fingerprint of the timeline law one marker carries: any difference in the
+/// anchor, down to one millisecond of its date, gives another fingerprint.
+pub fn marker_fingerprint(marker: &media::timeline::TimelineMarker) -> u64 {
     let state = marker.state;
-    Some(fnv1a(&[
+    fnv1a(&[
         state.discontinuity_seq,
         state.anchor_ts,
         state.anchor_unix_ms as u64,
         u64::from(marker.target_duration_ms),
-    ]))
+    ])
 }
 
 /// The timeline marker of the window's newest segment (its first packet).
@@ -184,6 +189,27 @@ mod tests {
         assert_eq!(codec_family("hvc1.1.6.L93.B0"), "h265");
         assert_eq!(codec_family("mp4a.40.2"), "aac");
         assert_eq!(codec_family("VP09.00"), "vp09");
+    }
+
+    #[test]
+    fn dates_one_millisecond_apart_are_another_timeline() {
+        // Issue 21: two MCs whose anchors differ by 1 ms (a PDT step of 1 ms) must not
+        // look like one timeline to the mesh; a node a segment behind still does.
+        let mut marker = media::timeline::TimelineMarker {
+            target_duration_ms: 2_000,
+            ..Default::default()
+        };
+        marker.state.anchor_ts = 900_000;
+        marker.state.anchor_unix_ms = 1_796_000_000_000;
+        let base = marker_fingerprint(&marker);
+        let mut later = marker;
+        later.state.anchor_unix_ms += 1;
+        assert_ne!(marker_fingerprint(&later), base);
+        let mut behind = marker;
+        behind.state.msn += 1;
+        behind.start_ts += 180_000;
+        behind.program_date_time_ms += 2_000;
+        assert_eq!(marker_fingerprint(&behind), base);
     }
 
     #[test]
