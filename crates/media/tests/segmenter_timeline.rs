@@ -659,3 +659,47 @@ fn a_publisher_that_comes_back_with_a_new_clock_starts_a_dated_period() {
         end + away_ms
     );
 }
+
+#[test]
+fn a_segment_cut_short_by_a_dead_relay_is_completed_from_the_standby_relays_replay() {
+    // A node follows one MC's relay, which dies in the middle of segment k; the other
+    // MC's relay (same timeline) takes over and replays its last two segments from
+    // their markers: the node writes segment k whole, skips k-1, and goes on.
+    let frames = Synth::new(900_000).frames(30);
+    let upstream = run(
+        &mut fresh(SegmenterConfig::default()),
+        &frames,
+        frames[0].dts,
+    );
+    let k = 6;
+    let mut b = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
+    let mut out = Vec::new();
+    let feed = |b: &mut Segmenter, bytes: &[u8], out: &mut Vec<Segment>, ends: bool| {
+        let mut demux = Demuxer::new();
+        let mut events = Vec::new();
+        demux.push(bytes, &mut events);
+        if ends {
+            demux.flush(&mut events);
+        }
+        for e in events {
+            match e {
+                DemuxEvent::Frame(f) => out.extend(b.push(f, 0)),
+                DemuxEvent::Marker(m) => out.extend(b.push_marker(&m).expect("valid marker")),
+                _ => {}
+            }
+            while let Some(s) = b.pop_ready() {
+                out.push(s);
+            }
+        }
+    };
+    let mut first = concat(&upstream[..k]);
+    let half = upstream[k].data.len() / 2 / PACKET_SIZE * PACKET_SIZE;
+    first.extend_from_slice(&upstream[k].data[..half]);
+    feed(&mut b, &first, &mut out, false);
+    b.takeover();
+    feed(&mut b, &concat(&upstream[k - 1..]), &mut out, true);
+    while let Some(s) = b.flush() {
+        out.push(s);
+    }
+    assert_same(&upstream, &out);
+}

@@ -2,11 +2,12 @@
 //! which input is active, when to fail over, when to go back, and which events of the
 //! active input pass the keyframe gate.
 //!
-//! A standby input that carries a source (no timeline markers: a publisher, UDP) keeps
-//! its last two GOPs, from the keyframe before its last: when it takes over, the
-//! stream gets them at once instead of waiting for the next keyframe, so a dual
-//! publish loses no media at a failover even when the failed input ran a GOP behind
-//! (the segmenter drops what it already has).
+//! A standby input keeps its last two GOPs (a source: from the keyframe before its
+//! last; a relay of another brdyun: its last two segments, from their markers): when it
+//! takes over on the same clock, the stream gets them at once instead of waiting for
+//! the next keyframe, so a dual publish or an MC failover loses no media even when the
+//! failed input ran behind or died in the middle of a segment (the segmenter drops or
+//! replaces what it already has).
 
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ pub(crate) struct Slot {
     live_since: Option<Instant>,
     connects: u64,
     has_video: bool,
-    /// Timeline markers came on this input (a relay): its GOP is not kept.
+    /// Timeline markers came on this input (a relay): its segments are kept, not GOPs.
     has_markers: bool,
     /// The decode timestamp of its latest frame (33 bits).
     last_dts: Option<u64>,
@@ -170,15 +171,20 @@ impl Switcher {
         if let Some(frame) = frame {
             slot.last_dts = Some(frame.dts);
         }
-        if self.active != Some(input) && !slot.has_markers {
-            let keyframe = frame.is_some_and(|f| f.kind() == TrackKind::Video && f.keyframe);
+        if self.active != Some(input) {
+            // A source's GOPs start at video keyframes; a relay's segments at markers.
+            let start = if slot.has_markers {
+                matches!(event, IngestEvent::Marker(_))
+            } else {
+                frame.is_some_and(|f| f.kind() == TrackKind::Video && f.keyframe)
+            };
             if slot.gop.len() >= MAX_GOP_EVENTS {
                 slot.previous_gop.clear();
                 slot.gop.clear();
-            } else if keyframe {
+            } else if start {
                 slot.previous_gop = std::mem::take(&mut slot.gop);
             }
-            if slot.has_video && (keyframe || !slot.gop.is_empty()) {
+            if (slot.has_video || slot.has_markers) && (start || !slot.gop.is_empty()) {
                 slot.gop.push(event.clone());
             }
         }
@@ -316,7 +322,12 @@ impl Switcher {
             }
             // Audio-only inputs start at once; with video, audio waits for the keyframe.
             IngestEvent::Frame(_) => self.video_open || !has_video,
-            IngestEvent::Marker(_) | IngestEvent::Captions(_) => true,
+            // A relay's segment starts at its marker, its first frame a keyframe.
+            IngestEvent::Marker(_) => {
+                self.video_open |= self.slots.get(input).is_some_and(|slot| slot.has_markers);
+                true
+            }
+            IngestEvent::Captions(_) => true,
             // A switch or restart already sent one.
             IngestEvent::Discontinuity | IngestEvent::Takeover => self.video_open,
         };

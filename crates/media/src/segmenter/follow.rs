@@ -82,6 +82,9 @@ pub(super) struct Follow {
     /// The change was a takeover by a standby of the same source, which replays its
     /// recent GOPs.
     replaying: bool,
+    /// The last marker was of a segment already written or complete (a replay): its
+    /// frames are dropped until the next marker.
+    skipping: bool,
 }
 
 impl Follow {
@@ -93,6 +96,7 @@ impl Follow {
             next: None,
             input_changed: false,
             replaying: false,
+            skipping: false,
         }
     }
 
@@ -128,12 +132,24 @@ impl Follow {
         self.replaying = false;
         // Re-anchor the clock on the marker: its start is authoritative.
         self.last_ext = Some(marker.start_ts);
-        // A repeated marker (e.g. a relay restarted mid-stream) replaces nothing.
-        if self.segs.iter().any(|s| s.marker == marker) {
+        // A repeated marker (a relay restarted, or a standby relay replaying the segment
+        // in flight) replaces nothing — except a segment cut short, whose frames come
+        // again from its start: it is collected afresh.
+        self.skipping = false;
+        if let Some(seen) = self.segs.iter_mut().find(|s| s.marker == marker) {
+            if seen.started && !seen.complete() {
+                seen.started = false;
+                seen.video = 0;
+                seen.audio = 0;
+                seen.frames.clear();
+            } else {
+                self.skipping = seen.started;
+            }
             return;
         }
-        // Markers of segments already written are old news.
+        // Markers of segments already written are old news, and so are their frames.
         if self.next.is_some_and(|(s, _, _)| marker.state.msn < s.msn) {
+            self.skipping = true;
             return;
         }
         self.segs.push_back(Followed {
@@ -163,6 +179,10 @@ impl Follow {
             ext_dts,
             frame,
         };
+        if self.skipping {
+            stats.dropped_unmatched += 1;
+            return None;
+        }
         if self.input_changed && self.next.is_some() {
             // What was followed is written as it is; this input starts where it ended.
             self.flush(ready, stats);

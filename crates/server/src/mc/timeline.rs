@@ -15,7 +15,8 @@
 //! Who serves its relay:
 //! - to nodes: an MC on the group's timeline (following, or cutting a timeline the
 //!   record names, or the owner);
-//! - to other MCs (`?origin=peer`): only the owner. A follower never serves a peer, so
+//! - to other MCs (`?origin=peer`): only the owner, as the store records it. A
+//!   follower, or an MC whose claim has not landed (etcd away), never serves a peer, so
 //!   two MCs never follow each other.
 //!
 //! An MC that cut a timeline of its own (it restarted while another MC owns the
@@ -107,29 +108,34 @@ pub fn decide(me: &str, mode: Mode, record: Option<&TimelineRecord>, now_ms: i64
             serve_nodes: true,
             ..NONE
         },
-        Mode::Cutting(state) => {
-            let owner = match record {
-                None => true,
-                Some(r) if r.mc == me => true,
-                // The owner is gone: whoever cuts on takes the meeting over (the one
-                // that continues its timeline, or the one its publisher came back to).
-                Some(r) => !r.fresh(now_ms),
-            };
-            if owner {
-                Decision {
-                    serve_nodes: true,
-                    serve_peers: true,
-                    claim: true,
-                }
-            } else {
-                // Another MC owns the meeting: serve nodes only while on its timeline
-                // (the owner has just died and this MC carries its timeline on).
-                Decision {
-                    serve_nodes: record.is_some_and(|r| r.names(&state)),
-                    ..NONE
-                }
-            }
-        }
+        Mode::Cutting(state) => match record {
+            // The owner: everyone may follow it.
+            Some(r) if r.mc == me => Decision {
+                serve_nodes: true,
+                serve_peers: true,
+                claim: true,
+            },
+            // No owner yet, or the owner is gone: this MC claims the meeting (the one
+            // that carries the timeline on, or the one its publisher came back to).
+            // Peers follow it only once the store says so: two MCs that both think
+            // they own a meeting never follow each other.
+            None => Decision {
+                serve_nodes: true,
+                claim: true,
+                ..NONE
+            },
+            Some(r) if !r.fresh(now_ms) => Decision {
+                serve_nodes: true,
+                claim: true,
+                ..NONE
+            },
+            // Another MC owns the meeting: serve nodes only while on its timeline (the
+            // owner has just died and this MC carries its timeline on).
+            Some(r) => Decision {
+                serve_nodes: r.names(&state),
+                ..NONE
+            },
+        },
     }
 }
 
@@ -147,14 +153,12 @@ mod tests {
     }
 
     #[test]
-    fn the_first_to_cut_owns_and_serves_everyone() {
+    fn the_first_to_cut_claims_and_serves_peers_once_the_store_says_so() {
         let d = decide("mc1", Mode::Cutting(state(0, 5)), None, 0);
-        assert!(d.serve_nodes && d.serve_peers && d.claim);
+        assert!(d.serve_nodes && !d.serve_peers && d.claim);
         let own = TimelineRecord::of("mc1", &state(0, 5), 0);
-        assert_eq!(
-            decide("mc1", Mode::Cutting(state(0, 5)), Some(&own), 100),
-            d
-        );
+        let d = decide("mc1", Mode::Cutting(state(0, 5)), Some(&own), 100);
+        assert!(d.serve_nodes && d.serve_peers && d.claim);
     }
 
     #[test]
@@ -172,6 +176,9 @@ mod tests {
         let d = decide("mc2", carrying, Some(&owner), OWNER_STALE_MS - 1);
         assert!(d.serve_nodes && !d.serve_peers && !d.claim);
         let d = decide("mc2", carrying, Some(&owner), OWNER_STALE_MS);
+        assert!(d.serve_nodes && !d.serve_peers && d.claim);
+        let taken = TimelineRecord::of("mc2", &state(0, 5), OWNER_STALE_MS);
+        let d = decide("mc2", carrying, Some(&taken), OWNER_STALE_MS + 1);
         assert!(d.serve_nodes && d.serve_peers && d.claim);
     }
 

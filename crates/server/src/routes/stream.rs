@@ -19,6 +19,17 @@ use crate::state::AppState;
 use crate::url::stream_file::FileRole;
 use crate::url::Target;
 
+/// `response` (a relay) ending before the first segment sent after `open` turns false:
+/// an MC whose timeline changes must not hand the change to whoever follows it.
+fn while_open(response: Response, open: impl Fn() -> bool + Send + 'static) -> Response {
+    use futures_util::StreamExt;
+    let (parts, body) = response.into_parts();
+    let gated = body
+        .into_data_stream()
+        .take_while(move |_| std::future::ready(open()));
+    Response::from_parts(parts, axum::body::Body::from_stream(gated))
+}
+
 fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
     let named = headers
         .get(VIEWER_HEADER)
@@ -63,7 +74,8 @@ async fn entry(
         if !crate::mc::api::may_read_stream(mc, &stream, request.headers()) {
             return ApiError::Access(codes::AccessRefusal::TokenMissing).into_response();
         }
-        // A relay off the group's timeline is served to nobody (crate::mc::timeline).
+        // A relay off the group's timeline is served to nobody (crate::mc::timeline),
+        // and one that leaves it ends.
         if rung.is_none() && file == "mpegts" {
             let peer = request
                 .uri()
@@ -72,6 +84,10 @@ async fn entry(
             if !mc.relay_open(&stream, peer) {
                 return ApiError::Meeting(meeting::ErrorCode::McUnavailable).into_response();
             }
+            let mc = mc.clone();
+            let name = stream.clone();
+            let response = checked(state, &stream, None, &file, request, None).await;
+            return while_open(response, move || mc.relay_open(&name, peer));
         }
     }
     if let Some(redundancy) = state.redundancy() {
