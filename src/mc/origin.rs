@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use meeting::MeetingState;
+use meeting::{MeetingId, MeetingState};
 use server::mc::timeline::{self, decide, Mode, TimelineRecord};
 use server::mc::McState;
 use server::AppState;
@@ -25,6 +25,8 @@ pub async fn run(
     let mut ticks = tokio::time::interval(heartbeat);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut decided: HashSet<String> = HashSet::new();
+    // The meetings this MC followed (or carried on) at the last heartbeat.
+    let mut followed: HashSet<String> = HashSet::new();
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
@@ -43,14 +45,22 @@ pub async fn run(
                     match (channel.active_input(), marker) {
                         (_, None) => Mode::Starting,
                         (Some(active), Some(_)) if active < peers => Mode::Following,
+                        (_, Some(marker)) if followed.contains(id) => {
+                            Mode::CarryingOn(marker.state)
+                        }
                         (_, Some(marker)) => Mode::Cutting(marker.state),
                     }
                 }
             };
+            if matches!(mode, Mode::Following | Mode::CarryingOn(_)) {
+                followed.insert(id.to_owned());
+            } else {
+                followed.remove(id);
+            }
             let record = mc.timeline_owner(&meeting.id);
             let decision = decide(&me, mode, record.as_ref(), now);
             mc.set_relay(id, Some(decision));
-            if let (true, Mode::Cutting(state)) = (decision.claim, mode) {
+            if let (true, Mode::Cutting(state) | Mode::CarryingOn(state)) = (decision.claim, mode) {
                 let taking_over = record.as_ref().is_some_and(|r| r.mc != me);
                 let claim = TimelineRecord::of(&me, &state, now);
                 match mc.claim_timeline(&meeting.id, claim).await {
@@ -64,6 +74,13 @@ pub async fn run(
                 }
             }
         }
+        // Once this MC owns the timeline it no longer carries another's on.
+        followed.retain(|id| {
+            MeetingId::parse(id)
+                .ok()
+                .and_then(|m| mc.timeline_owner(&m))
+                .is_none_or(|r| r.mc != me)
+        });
         for gone in decided.difference(&seen) {
             mc.set_relay(gone, None);
         }

@@ -584,10 +584,18 @@ fn dates_of_a_source_faster_than_the_clock_are_anchored_again() {
 /// A follower fed the upstream's relay up to segment `k`, then told the input changed
 /// (a takeover by a standby of the same source, or another input).
 fn follower_until(segments: &[Segment], k: usize, takeover: bool) -> Segmenter {
+    follower_cut(segments, k, 0, takeover)
+}
+
+/// [`follower_until`] that also got the first `partial` bytes of segment `k` (its
+/// relay died in the middle of it).
+fn follower_cut(segments: &[Segment], k: usize, partial: usize, takeover: bool) -> Segmenter {
     let mut demux = Demuxer::new();
     let mut b = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
     let mut events = Vec::new();
-    demux.push(&concat(&segments[..k]), &mut events);
+    let mut bytes = concat(&segments[..k]);
+    bytes.extend_from_slice(&segments[k].data[..partial]);
+    demux.push(&bytes, &mut events);
     demux.flush(&mut events);
     for e in events {
         match e {
@@ -702,4 +710,21 @@ fn a_segment_cut_short_by_a_dead_relay_is_completed_from_the_standby_relays_repl
         out.push(s);
     }
     assert_same(&upstream, &out);
+}
+
+#[test]
+fn a_follower_whose_upstream_dies_mid_segment_cuts_that_segment_again_whole() {
+    let frames = Synth::new(900_000).frames(30);
+    let clock_base = frames[0].dts;
+    let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);
+    let k = 6;
+    let half = upstream[k].data.len() / 2 / PACKET_SIZE * PACKET_SIZE;
+    let mut b = follower_cut(&upstream, k, half, true);
+    let resume = upstream[k].start_ts;
+    let replay_from = frames
+        .iter()
+        .position(|f| f.keyframe && f.codec == Codec::H264 && f.pts + 2 * 90_000 >= resume)
+        .expect("a keyframe two GOPs back");
+    let carried = run(&mut b, &frames[replay_from..], clock_base);
+    assert_same(&upstream[k..], &carried);
 }

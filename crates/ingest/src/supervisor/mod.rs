@@ -471,7 +471,9 @@ impl Supervision {
                     .active()
                     .and_then(|i| self.descriptions.get(i))
                     .map_or("none", String::as_str);
-                tracing::info!(stream = %self.stream, input = %description, "active input changed");
+                let takeover = out.iter().any(|e| *e == IngestEvent::Takeover);
+                let replayed = out.len();
+                tracing::info!(stream = %self.stream, input = %description, takeover, replayed, "active input changed");
             }
             for event in out.drain(..) {
                 if self.output.send(event).await.is_err() {

@@ -184,8 +184,14 @@ impl Follow {
             return None;
         }
         if self.input_changed && self.next.is_some() {
-            // What was followed is written as it is; this input starts where it ended.
-            self.flush(ready, stats);
+            if self.replaying {
+                // The new input replays the same source: a segment cut short is cut
+                // again from it, whole.
+                self.rewind_to_incomplete(ready, stats);
+            } else {
+                // What was followed is written as it is; this input starts where it ended.
+                self.flush(ready, stats);
+            }
         }
         if self.segs.is_empty() {
             if let Some((state, end_ts, end_unix)) = self.next {
@@ -263,6 +269,20 @@ impl Follow {
         let end_ts = marker.start_ts.saturating_add(marker.duration_ticks);
         self.next = Some((state, end_ts, marker.state.unix_ms_at(end_ts)));
         ready.push_back(segment);
+    }
+
+    /// Writes the complete segments; the first incomplete one (and any after it) is
+    /// dropped and the timeline continues from its start, so a source replaying it
+    /// cuts it whole, with the same state.
+    fn rewind_to_incomplete(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+        self.emit_complete(ready, stats);
+        if let Some(first) = self.segs.front() {
+            let marker = first.marker;
+            self.next = Some((marker.state, marker.start_ts, marker.program_date_time_ms));
+        }
+        for dropped in self.segs.drain(..) {
+            stats.dropped_unmatched += dropped.frames.len() as u64;
+        }
     }
 
     pub(super) fn flush(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {

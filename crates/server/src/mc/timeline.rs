@@ -81,6 +81,9 @@ pub enum Mode {
     Following,
     /// Cutting segments from its own input, with this state at its newest segment.
     Cutting(TimelineState),
+    /// Cutting from its own input right after following: carrying the followed
+    /// timeline on (its owner has just died).
+    CarryingOn(TimelineState),
 }
 
 /// What this MC does about a meeting's timeline now.
@@ -108,7 +111,7 @@ pub fn decide(me: &str, mode: Mode, record: Option<&TimelineRecord>, now_ms: i64
             serve_nodes: true,
             ..NONE
         },
-        Mode::Cutting(state) => match record {
+        Mode::Cutting(state) | Mode::CarryingOn(state) => match record {
             // The owner: everyone may follow it.
             Some(r) if r.mc == me => Decision {
                 serve_nodes: true,
@@ -129,10 +132,12 @@ pub fn decide(me: &str, mode: Mode, record: Option<&TimelineRecord>, now_ms: i64
                 claim: true,
                 ..NONE
             },
-            // Another MC owns the meeting: serve nodes only while on its timeline (the
-            // owner has just died and this MC carries its timeline on).
+            // Another MC owns the meeting: serve nodes only while carrying its timeline
+            // on (the owner has just died). An MC cutting on its own never does, even
+            // with the same anchor: it would hand nodes the segment it cuts short when
+            // it starts following.
             Some(r) => Decision {
-                serve_nodes: r.names(&state),
+                serve_nodes: matches!(mode, Mode::CarryingOn(_)) && r.names(&state),
                 ..NONE
             },
         },
@@ -172,7 +177,7 @@ mod tests {
     #[test]
     fn carrying_the_owners_timeline_on_serves_nodes_then_takes_over() {
         let owner = TimelineRecord::of("mc1", &state(0, 5), 0);
-        let carrying = Mode::Cutting(state(0, 5));
+        let carrying = Mode::CarryingOn(state(0, 5));
         let d = decide("mc2", carrying, Some(&owner), OWNER_STALE_MS - 1);
         assert!(d.serve_nodes && !d.serve_peers && !d.claim);
         let d = decide("mc2", carrying, Some(&owner), OWNER_STALE_MS);
@@ -185,8 +190,10 @@ mod tests {
     #[test]
     fn a_timeline_of_its_own_serves_nobody_while_the_owner_lives() {
         let owner = TimelineRecord::of("mc1", &state(0, 5), 0);
+        let same_anchor = Mode::Cutting(state(0, 5));
+        assert!(!decide("mc2", same_anchor, Some(&owner), 100).serve_nodes);
         for other in [state(0, 6), state(1, 5)] {
-            let d = decide("mc2", Mode::Cutting(other), Some(&owner), 100);
+            let d = decide("mc2", Mode::CarryingOn(other), Some(&owner), 100);
             assert_eq!(
                 d,
                 Decision {
