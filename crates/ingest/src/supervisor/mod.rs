@@ -471,7 +471,7 @@ impl Supervision {
                     .active()
                     .and_then(|i| self.descriptions.get(i))
                     .map_or("none", String::as_str);
-                let takeover = out.iter().any(|e| *e == IngestEvent::Takeover);
+                let takeover = out.contains(&IngestEvent::Takeover);
                 let replayed = out.len();
                 tracing::info!(stream = %self.stream, input = %description, takeover, replayed, "active input changed");
             }
