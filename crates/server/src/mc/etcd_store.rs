@@ -194,6 +194,32 @@ impl EtcdStore {
         Ok((revision, reports))
     }
 
+    /// Puts `value` at `key` if the key is still at `revision` (0: absent), else runs
+    /// `failure`.
+    async fn put_if_unchanged(
+        &self,
+        key: &[u8],
+        revision: i64,
+        value: &impl Serialize,
+        failure: &[Op],
+    ) -> Result<etcd::TxnOutcome, StoreError> {
+        let compare = if revision == 0 {
+            Compare::Absent(key.to_vec())
+        } else {
+            Compare::ModRevision(key.to_vec(), revision)
+        };
+        let value =
+            serde_json::to_vec(value).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let put = Op::Put {
+            key: key.to_vec(),
+            value,
+        };
+        self.client
+            .txn(&[compare], &[put], failure)
+            .await
+            .map_err(|e| unavailable(&e))
+    }
+
     /// The timeline owner of `id` as this MC last saw it.
     pub fn timeline(&self, id: &MeetingId) -> Option<TimelineRecord> {
         self.timelines
@@ -221,25 +247,9 @@ impl EtcdStore {
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .map_or(0, |(_, rev)| *rev);
-        let compare = if seen == 0 {
-            Compare::Absent(key.clone())
-        } else {
-            Compare::ModRevision(key.clone(), seen)
-        };
-        let value =
-            serde_json::to_vec(&record).map_err(|e| StoreError::Unavailable(e.to_string()))?;
         let outcome = self
-            .client
-            .txn(
-                &[compare],
-                &[Op::Put {
-                    key: key.clone(),
-                    value,
-                }],
-                &[Op::Get(key)],
-            )
-            .await
-            .map_err(|e| unavailable(&e))?;
+            .put_if_unchanged(&key, seen, &record, &[Op::Get(key.clone())])
+            .await?;
         let mut timelines = self
             .timelines
             .lock()
@@ -341,25 +351,7 @@ impl EtcdStore {
                     StoreError::Unavailable(format!("meeting {id} vanished in a change")).into(),
                 );
             };
-            let value =
-                serde_json::to_vec(&changed).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-            let compare = if revision == 0 {
-                Compare::Absent(key.clone())
-            } else {
-                Compare::ModRevision(key.clone(), revision)
-            };
-            let outcome = self
-                .client
-                .txn(
-                    &[compare],
-                    &[Op::Put {
-                        key: key.clone(),
-                        value,
-                    }],
-                    &[],
-                )
-                .await
-                .map_err(|e| unavailable(&e))?;
+            let outcome = self.put_if_unchanged(&key, revision, &changed, &[]).await?;
             if outcome.succeeded {
                 let meetings = self
                     .install(id, Some(changed), outcome.revision)
