@@ -8,7 +8,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{ffmpeg_source, http_request, start_role, wait_for, ChildGuard, NodeProcess};
+use common::{
+    ffmpeg_source, http_request, open_meeting, start_role, wait_for, ChildGuard, NodeProcess,
+};
 use serde_json::{json, Value};
 
 const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
@@ -47,18 +49,6 @@ fn start_node(dir: &Path, name: &str, mc: SocketAddr) -> NodeProcess {
     start_role(dir, name, "node", &config)
 }
 
-/// Opens a meeting's master playlist on a node as `viewer`: (status, code or 0).
-fn open(node: SocketAddr, meeting: &str, viewer: &str) -> (u16, u64) {
-    let (status, body) = http_request(
-        node,
-        "GET",
-        &format!("/{meeting}/index.m3u8"),
-        &[("X-Brdyun-Member", viewer)],
-        "",
-    );
-    (status, body["code"].as_u64().unwrap_or(0))
-}
-
 /// The node's count of answered exchanges with its MC (`brdyun_mc_syncs_total`).
 fn syncs(node: SocketAddr) -> u64 {
     let (_, _, body) = common::http_get(node, "/metrics");
@@ -86,7 +76,7 @@ fn wait_code(node: SocketAddr, meeting: &str, viewer: &str, code: u64) {
                 } else {
                     format!("{viewer}-{attempt}")
                 };
-                last = open(node, meeting, &name);
+                last = open_meeting(node, meeting, &name);
                 (last.1 == code && (code != 0 || last.0 == 200)).then_some(())
             },
         )
@@ -197,7 +187,7 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
         200
     );
     wait_code(node.http, "m1", "v2", 103_011);
-    assert_eq!(open(node.http, "m1", "v1").0, 200);
+    assert_eq!(open_meeting(node.http, "m1", "v1").0, 200);
     // An old client: 102011 to join, 16 in its session.
     let (status, body) = http_request(
         node.http,
@@ -318,11 +308,11 @@ fn the_viewer_limit_counts_viewers_across_two_nodes() {
     wait_for("both nodes to sync twice", Duration::from_secs(10), || {
         (syncs(a.http) >= a_then + 2 && syncs(b.http) >= b_then + 2).then_some(())
     });
-    assert_eq!(open(a.http, "lim", "carol"), (503, 103_006));
-    assert_eq!(open(b.http, "lim", "dave"), (503, 103_006));
+    assert_eq!(open_meeting(a.http, "lim", "carol"), (503, 103_006));
+    assert_eq!(open_meeting(b.http, "lim", "dave"), (503, 103_006));
     // Viewers already in keep playing.
-    assert_eq!(open(a.http, "lim", "alice").0, 200);
-    assert_eq!(open(b.http, "lim", "bob").0, 200);
+    assert_eq!(open_meeting(a.http, "lim", "alice").0, 200);
+    assert_eq!(open_meeting(b.http, "lim", "bob").0, 200);
 }
 
 #[test]
@@ -347,8 +337,8 @@ fn when_the_mc_goes_down_viewers_keep_watching_and_new_meetings_get_102005_until
     wait_code(node.http, "later", "v1", 102_005);
     wait_code(node.http, "other", "v1", 102_005);
     // ... while the one it delivers keeps its viewers and takes new ones.
-    assert_eq!(open(node.http, "up", "v1").0, 200);
-    assert_eq!(open(node.http, "up", "v2").0, 200);
+    assert_eq!(open_meeting(node.http, "up", "v1").0, 200);
+    assert_eq!(open_meeting(node.http, "up", "v2").0, 200);
     // The MC returns on the same address with its meetings (persisted), and the node
     // recovers by itself.
     let mc = start_mc(dir.path(), &mc_addr.to_string(), preset);
@@ -376,7 +366,7 @@ fn cause_code(dir: &Path, name: &str, url: &str, token: &str, extra: &str) -> u6
         &format!("{name} to learn its mc is unreachable"),
         Duration::from_secs(20),
         || {
-            code = open(node.http, "m", "v").1;
+            code = open_meeting(node.http, "m", "v").1;
             (code != 102_005).then_some(())
         },
     );

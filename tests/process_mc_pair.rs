@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::etcd::EtcdCluster;
-use common::{http_request, start_role, wait_for, NodeProcess};
+use common::{http_request, open_meeting, start_role, wait_for, NodeProcess};
 use serde_json::{json, Value};
 
 const ADMIN: &str = "Bearer admin-secret";
@@ -41,18 +41,6 @@ fn api(mc: SocketAddr, method: &str, path: &str, body: Value) -> (u16, Value) {
     http_request(mc, method, path, &[("Authorization", ADMIN)], &body)
 }
 
-/// Opens the meeting's master playlist on a node as a new viewer: (status, code or 0).
-fn open(node: SocketAddr, meeting: &str, viewer: &str) -> (u16, u64) {
-    let (status, body) = http_request(
-        node,
-        "GET",
-        &format!("/{meeting}/index.m3u8"),
-        &[("X-Brdyun-Member", viewer)],
-        "",
-    );
-    (status, body["code"].as_u64().unwrap_or(0))
-}
-
 /// Waits until a fresh viewer opening `meeting` gets `code` (0: it plays); returns how
 /// long that took.
 fn wait_code(node: SocketAddr, meeting: &str, code: u64, limit: Duration) -> Duration {
@@ -60,7 +48,7 @@ fn wait_code(node: SocketAddr, meeting: &str, code: u64, limit: Duration) -> Dur
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let last = open(node, meeting, &format!("viewer-{attempt}"));
+        let last = open_meeting(node, meeting, &format!("viewer-{attempt}"));
         if last.1 == code && (code != 0 || last.0 == 200) {
             return start.elapsed();
         }

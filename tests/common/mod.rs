@@ -412,6 +412,18 @@ pub fn http_request_bytes(
     (status, json)
 }
 
+/// Opens a meeting's master playlist on a node as `viewer`: (status, code or 0).
+pub fn open_meeting(node: SocketAddr, meeting: &str, viewer: &str) -> (u16, u64) {
+    let (status, body) = http_request(
+        node,
+        "GET",
+        &format!("/{meeting}/index.m3u8"),
+        &[("X-Brdyun-Member", viewer)],
+        "",
+    );
+    (status, body["code"].as_u64().unwrap_or(0))
+}
+
 /// Unix milliseconds of an RFC 3339 UTC time as the playlists write it
 /// (`2026-11-30T10:39:47.146Z`).
 pub fn parse_pdt(text: &str) -> i64 {

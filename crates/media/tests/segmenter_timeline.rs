@@ -613,6 +613,16 @@ fn follower_cut(segments: &[Segment], k: usize, partial: usize, takeover: bool) 
     b
 }
 
+/// The source from its first keyframe at most two GOPs (2 s) before `resume`: what a
+/// standby's replay of its last two GOPs starts with.
+fn replay_before(frames: &[Frame], resume: u64) -> &[Frame] {
+    let from = frames
+        .iter()
+        .position(|f| f.keyframe && f.codec == Codec::H264 && f.pts + 2 * 90_000 >= resume)
+        .expect("a keyframe two GOPs back");
+    &frames[from..]
+}
+
 #[test]
 fn a_follower_whose_upstream_dies_carries_on_from_its_own_copy_of_the_source() {
     // Issue 21: an MC following the owner's relay takes over from its own publish of the
@@ -623,12 +633,11 @@ fn a_follower_whose_upstream_dies_carries_on_from_its_own_copy_of_the_source() {
     let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);
     let k = 6;
     let mut b = follower_until(&upstream, k, true);
-    let resume = upstream[k].start_ts;
-    let replay_from = frames
-        .iter()
-        .position(|f| f.keyframe && f.codec == Codec::H264 && f.pts + 2 * 90_000 >= resume)
-        .expect("a keyframe two GOPs back");
-    let carried = run(&mut b, &frames[replay_from..], clock_base);
+    let carried = run(
+        &mut b,
+        replay_before(&frames, upstream[k].start_ts),
+        clock_base,
+    );
     assert!(carried.len() >= 5, "{} segments", carried.len());
     assert_same(&upstream[k..], &carried);
 }
@@ -720,11 +729,10 @@ fn a_follower_whose_upstream_dies_mid_segment_cuts_that_segment_again_whole() {
     let k = 6;
     let half = upstream[k].data.len() / 2 / PACKET_SIZE * PACKET_SIZE;
     let mut b = follower_cut(&upstream, k, half, true);
-    let resume = upstream[k].start_ts;
-    let replay_from = frames
-        .iter()
-        .position(|f| f.keyframe && f.codec == Codec::H264 && f.pts + 2 * 90_000 >= resume)
-        .expect("a keyframe two GOPs back");
-    let carried = run(&mut b, &frames[replay_from..], clock_base);
+    let carried = run(
+        &mut b,
+        replay_before(&frames, upstream[k].start_ts),
+        clock_base,
+    );
     assert_same(&upstream[k..], &carried);
 }
