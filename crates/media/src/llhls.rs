@@ -179,14 +179,21 @@ impl Packager {
 
     /// An upstream timeline marker (the payload the segmenter was given): the segment
     /// it announces starts at the marker's start PTS.
+    ///
+    /// An open marker (the live relay) announces the same; a close marker only ends a
+    /// segment, which the TS segment shows.
     pub fn marker(&mut self, payload: &[u8]) {
-        let Ok(marker) = TimelineMarker::parse(payload) else {
+        let Ok((phase, marker)) = TimelineMarker::parse_phase(payload) else {
             return;
         };
+        if phase == crate::timeline::MarkerPhase::Close {
+            return;
+        }
         self.following = true;
         self.last_ext = Some(marker.start_ts);
-        let known = self.announced.iter().any(|a| a.marker == marker)
-            || self.building.iter().any(|b| b.info.msn == marker.state.msn);
+        let known = self.announced.iter().any(|a| {
+            a.marker.state.msn == marker.state.msn && a.marker.start_ts == marker.start_ts
+        }) || self.building.iter().any(|b| b.info.msn == marker.state.msn);
         if !known {
             self.announced.push_back(Announced { marker });
             while self.announced.len() > MAX_BUILDING * 2 {

@@ -13,7 +13,8 @@
 //! ```text
 //! 0   magic "BRDYTL"          6      93  cc pat,pmt,video,audio,marker 5
 //! 6   version (1)             1      98  video stream_type (0 = none)  1
-//! 7   flags: 1 disc, 2 key    1      99  audio stream_type (0 = none)  1
+//! 7   flags: 1 disc, 2 key,   1      99  audio stream_type (0 = none)  1
+//!     4 open, 8 close
 //! 8   msn                     8      100 zero padding                  80
 //! 16  discontinuity_seq       8      180 CRC-32/MPEG-2 of bytes 0..180 4
 //! 24  anchor_ts               8
@@ -27,6 +28,18 @@
 //! 80  audio_frames            4
 //! 84  reserved (zero)         9
 //! ```
+//!
+//! # Whole, open and close markers
+//!
+//! In a segment's bytes (and the whole-segment relay) the marker is *whole*: it
+//! precedes the frames and already knows the duration and the frame counts. The live
+//! relay (frames as they are cut, [`crate::ts::mux::RelayMuxer`]) cannot know them
+//! yet: it sends an *open* marker where the segment starts (duration 0; the count of
+//! its leading track 1, the other 0) and, once the segment is written, its whole
+//! marker again flagged *close*, after the segment's frames. [`TimelineMarker::parse`]
+//! reads whole markers only, so code that knows nothing of the live relay never
+//! mistakes a phase marker for a segment; [`TimelineMarker::parse_phase`] reads all
+//! three.
 
 use thiserror::Error;
 
@@ -45,6 +58,28 @@ pub const MARKER_VERSION: u8 = 1;
 const CRC_OFFSET: usize = MARKER_PAYLOAD_SIZE - 4;
 const FLAG_DISCONTINUOUS: u8 = 0x01;
 const FLAG_KEYFRAME_START: u8 = 0x02;
+const FLAG_OPEN: u8 = 0x04;
+const FLAG_CLOSE: u8 = 0x08;
+
+/// Where a marker stands in its segment (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MarkerPhase {
+    /// Before the segment's frames, with its duration and counts (segment bytes, the
+    /// whole-segment relay).
+    Whole,
+    /// Before the segment's frames, as it starts: duration and counts not known yet.
+    Open,
+    /// After the segment's frames, when it was written: the whole marker.
+    Close,
+}
+
+/// Whether a marker payload starts a segment (a whole or open marker, not a close
+/// one): what a relay's recent segments are kept from.
+pub fn starts_segment(payload: &[u8]) -> bool {
+    payload.len() == MARKER_PAYLOAD_SIZE
+        && payload[0..6] == MARKER_MAGIC
+        && payload[7] & FLAG_CLOSE == 0
+}
 
 /// Why a marker payload was rejected.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -162,6 +197,23 @@ pub struct TimelineMarker {
 impl TimelineMarker {
     /// The 184-byte payload of the marker packet.
     pub fn encode(&self) -> [u8; MARKER_PAYLOAD_SIZE] {
+        self.encode_phase(MarkerPhase::Whole)
+    }
+
+    /// The open form of this marker: the same start, duration 0, and the count of the
+    /// leading track (video when the segment has video) 1, the other 0.
+    pub fn opening(&self) -> Self {
+        let video = self.video_frames > 0;
+        Self {
+            duration_ticks: 0,
+            video_frames: u32::from(video),
+            audio_frames: u32::from(!video),
+            ..*self
+        }
+    }
+
+    /// The payload of this marker in `phase` (see the module docs).
+    pub fn encode_phase(&self, phase: MarkerPhase) -> [u8; MARKER_PAYLOAD_SIZE] {
         let mut b = [0u8; MARKER_PAYLOAD_SIZE];
         let s = &self.state;
         b[0..6].copy_from_slice(&MARKER_MAGIC);
@@ -174,7 +226,11 @@ impl TimelineMarker {
             FLAG_KEYFRAME_START
         } else {
             0
-        });
+        }) | match phase {
+            MarkerPhase::Whole => 0,
+            MarkerPhase::Open => FLAG_OPEN,
+            MarkerPhase::Close => FLAG_CLOSE,
+        };
         let words: [[u8; 8]; 8] = [
             s.msn.to_be_bytes(),
             s.discontinuity_seq.to_be_bytes(),
@@ -206,12 +262,24 @@ impl TimelineMarker {
         b
     }
 
-    /// Parses the 184-byte payload of a packet on [`crate::ts::MARKER_PID`].
+    /// Parses the 184-byte payload of a packet on [`crate::ts::MARKER_PID`]: a whole
+    /// marker (an open or close one is refused as a bad flag).
     ///
     /// # Errors
     /// [`MarkerError`] when the payload has the wrong size, is not a marker, comes from
     /// an unknown version, fails its CRC, or holds values this version never writes.
     pub fn parse(payload: &[u8]) -> Result<Self, MarkerError> {
+        match Self::parse_phase(payload)? {
+            (MarkerPhase::Whole, marker) => Ok(marker),
+            _ => Err(MarkerError::Field("flags")),
+        }
+    }
+
+    /// [`TimelineMarker::parse`] of a marker in any phase.
+    ///
+    /// # Errors
+    /// As [`TimelineMarker::parse`]; also when both phase flags are set.
+    pub fn parse_phase(payload: &[u8]) -> Result<(MarkerPhase, Self), MarkerError> {
         let b: &[u8; MARKER_PAYLOAD_SIZE] = payload
             .try_into()
             .map_err(|_| MarkerError::Length(payload.len()))?;
@@ -226,9 +294,15 @@ impl TimelineMarker {
             return Err(MarkerError::Crc);
         }
         let flags = b[7];
-        if flags & !(FLAG_DISCONTINUOUS | FLAG_KEYFRAME_START) != 0 {
+        if flags & !(FLAG_DISCONTINUOUS | FLAG_KEYFRAME_START | FLAG_OPEN | FLAG_CLOSE) != 0 {
             return Err(MarkerError::Field("flags"));
         }
+        let phase = match (flags & FLAG_OPEN != 0, flags & FLAG_CLOSE != 0) {
+            (false, false) => MarkerPhase::Whole,
+            (true, false) => MarkerPhase::Open,
+            (false, true) => MarkerPhase::Close,
+            (true, true) => return Err(MarkerError::Field("flags")),
+        };
         let u64_at = |i: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&b[i..i + 8]);
@@ -276,17 +350,20 @@ impl TimelineMarker {
             },
             tracks: Tracks { video, audio },
         };
-        Ok(Self {
-            state,
-            discontinuous: flags & FLAG_DISCONTINUOUS != 0,
-            keyframe_start: flags & FLAG_KEYFRAME_START != 0,
-            start_ts,
-            duration_ticks: u64_at(56),
-            program_date_time_ms: u64_at(64) as i64,
-            target_duration_ms: u32_at(72),
-            video_frames: u32_at(76),
-            audio_frames: u32_at(80),
-        })
+        Ok((
+            phase,
+            Self {
+                state,
+                discontinuous: flags & FLAG_DISCONTINUOUS != 0,
+                keyframe_start: flags & FLAG_KEYFRAME_START != 0,
+                start_ts,
+                duration_ticks: u64_at(56),
+                program_date_time_ms: u64_at(64) as i64,
+                target_duration_ms: u32_at(72),
+                video_frames: u32_at(76),
+                audio_frames: u32_at(80),
+            },
+        ))
     }
 }
 
@@ -336,6 +413,42 @@ mod tests {
         let mut other = bytes;
         other[0] = b'X';
         assert_eq!(TimelineMarker::parse(&other), Err(MarkerError::Magic));
+    }
+
+    #[test]
+    fn open_and_close_markers_round_trip_and_only_whole_ones_parse_plainly() {
+        let m = TimelineMarker {
+            start_ts: 90_000,
+            duration_ticks: 180_000,
+            video_frames: 50,
+            audio_frames: 94,
+            keyframe_start: true,
+            ..TimelineMarker::default()
+        };
+        let open = m.opening();
+        assert_eq!(
+            (open.duration_ticks, open.video_frames, open.audio_frames),
+            (0, 1, 0)
+        );
+        let audio_only = TimelineMarker {
+            video_frames: 0,
+            ..m
+        }
+        .opening();
+        assert_eq!((audio_only.video_frames, audio_only.audio_frames), (0, 1));
+        for (phase, marker) in [
+            (MarkerPhase::Whole, m),
+            (MarkerPhase::Open, open),
+            (MarkerPhase::Close, m),
+        ] {
+            let bytes = marker.encode_phase(phase);
+            assert_eq!(TimelineMarker::parse_phase(&bytes), Ok((phase, marker)));
+            assert_eq!(starts_segment(&bytes), phase != MarkerPhase::Close);
+            assert_eq!(
+                TimelineMarker::parse(&bytes).is_ok(),
+                phase == MarkerPhase::Whole
+            );
+        }
     }
 
     #[test]

@@ -736,3 +736,133 @@ fn a_follower_whose_upstream_dies_mid_segment_cuts_that_segment_again_whole() {
     );
     assert_same(&upstream[k..], &carried);
 }
+
+/// The live relay (issue 21 item 5): a segmenter's placements sent as it places them
+/// (an open marker, the frames, the close marker once the segment is written), what an
+/// MC sends a node so its LL-HLS parts are cut as the MC cuts them. Returns the
+/// segments and the relay bytes; `placements_of` keeps the given segmenter's placements.
+fn live_relay(seg: &mut Segmenter, events: &[Frame], clock_base: u64) -> (Vec<Segment>, Vec<u8>) {
+    seg.keep_placements(true);
+    let mut mux = media::ts::mux::RelayMuxer::new();
+    let mut bytes = Vec::new();
+    let mut out = Vec::new();
+    let mut step = |seg: &mut Segmenter, done: Vec<Segment>, bytes: &mut Vec<u8>| {
+        for p in seg.take_placed() {
+            match p {
+                media::segmenter::Placed::Opened(m) => bytes.extend_from_slice(&mux.open(&m)),
+                media::segmenter::Placed::Frame(_, f) => bytes.extend_from_slice(&mux.frame(&f)),
+            }
+        }
+        for s in done {
+            let marker = media::TimelineMarker::parse(&s.data[4..188]).expect("whole marker");
+            bytes.extend_from_slice(&mux.close(&marker, &[]));
+            out.push(s);
+        }
+    };
+    for f in events {
+        let elapsed = (f.dts.wrapping_sub(clock_base) & media::PTS_MASK) / 90;
+        let mut done: Vec<Segment> = seg
+            .push(f.clone(), EPOCH_MS + elapsed as i64)
+            .into_iter()
+            .collect();
+        while let Some(s) = seg.pop_ready() {
+            done.push(s);
+        }
+        step(seg, done, &mut bytes);
+    }
+    let mut done = Vec::new();
+    while let Some(s) = seg.flush() {
+        done.push(s);
+    }
+    step(seg, done, &mut bytes);
+    (out, bytes)
+}
+
+/// Where the `k`-th open marker starts in live relay bytes (a node joining there).
+fn open_marker_offset(bytes: &[u8], k: usize) -> usize {
+    bytes
+        .chunks(PACKET_SIZE)
+        .enumerate()
+        .filter(|(_, p)| {
+            let pid = u16::from(p[1] & 0x1f) << 8 | u16::from(p[2]);
+            pid == media::ts::MARKER_PID
+                && matches!(
+                    media::TimelineMarker::parse_phase(&p[4..]),
+                    Ok((media::timeline::MarkerPhase::Open, _))
+                )
+        })
+        .nth(k)
+        .map(|(i, _)| i * PACKET_SIZE)
+        .expect("enough open markers")
+}
+
+#[test]
+fn a_node_on_the_live_relay_writes_the_upstream_segments_byte_for_byte() {
+    let frames = hard_source();
+    let (segments, bytes) = live_relay(
+        &mut fresh(SegmenterConfig::default()),
+        &frames,
+        WRAP - 4 * FRAME,
+    );
+    assert!(segments.len() > 30, "only {} segments", segments.len());
+    for chunk in [188 * 7, 1000, 188] {
+        let (followed, b) = relay(&bytes, chunk);
+        assert_same(&segments, &followed);
+        assert_eq!(b.stats().incomplete, 0);
+        assert_eq!(b.stats().dropped_unmatched, 0);
+    }
+    // A node that joins mid-stream, at a segment's open marker, follows from there.
+    for k in [3usize, 17] {
+        let at = open_marker_offset(&bytes, k);
+        let (followed, b) = relay(&bytes[at..], 1000);
+        let first = followed.first().expect("segments").msn;
+        let from = segments
+            .iter()
+            .position(|s| s.msn == first)
+            .expect("a known msn");
+        assert_same(&segments[from..], &followed);
+        assert_eq!(b.stats().incomplete, 0);
+    }
+}
+
+#[test]
+fn a_live_relay_of_a_live_relay_is_still_identical() {
+    let frames = hard_source();
+    let (segments, bytes) = live_relay(&mut fresh(SegmenterConfig::default()), &frames, 0);
+    // The first hop follows the live relay and relays on what it places.
+    let mut demux = Demuxer::new();
+    let mut events = Vec::new();
+    demux.push(&bytes, &mut events);
+    demux.flush(&mut events);
+    let mut hop = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
+    hop.keep_placements(true);
+    let mut mux = media::ts::mux::RelayMuxer::new();
+    let mut second = Vec::new();
+    let mut first_hop = Vec::new();
+    for e in events {
+        let done = match e {
+            DemuxEvent::Frame(f) => hop.push(f, 0),
+            DemuxEvent::Marker(m) => hop.push_marker(&m).expect("valid marker"),
+            other => panic!("unexpected {other:?}"),
+        };
+        let mut done: Vec<Segment> = done.into_iter().collect();
+        while let Some(s) = hop.pop_ready() {
+            done.push(s);
+        }
+        for p in hop.take_placed() {
+            match p {
+                media::segmenter::Placed::Opened(m) => second.extend_from_slice(&mux.open(&m)),
+                media::segmenter::Placed::Frame(_, f) => second.extend_from_slice(&mux.frame(&f)),
+            }
+        }
+        for s in done {
+            let marker = media::TimelineMarker::parse(&s.data[4..188]).expect("whole marker");
+            second.extend_from_slice(&mux.close(&marker, &[]));
+            first_hop.push(s);
+        }
+    }
+    assert_same(&segments, &first_hop);
+    let (second_hop, b) = relay(&second, 4096);
+    assert_same(&segments, &second_hop);
+    assert_eq!(b.stats().incomplete, 0);
+}

@@ -7,22 +7,31 @@
 //! their PTS. A segment is written once all its frames are in, with the marker's state,
 //! so its bytes are the upstream's bytes — regardless of how the demuxer orders the
 //! frames of the two tracks.
+//!
+//! The live relay sends an *open* marker instead, before the upstream knows the
+//! segment's length, and its frames as they are placed ([`crate::timeline`]): an open
+//! segment takes every video frame until the next segment starts and the audio from
+//! its start up to the next start, and is written when its *close* marker (the whole
+//! marker, after its frames) arrives.
 
 use std::collections::VecDeque;
 
 use super::segment::{
-    emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES,
+    emit, unwrap_ts, Placements, Segment, SegmenterConfig, SegmenterStats, Timed,
+    MAX_SEGMENT_FRAMES,
 };
 
 /// The most adopted markers waiting for their frames; older ones are written as they are.
 const MAX_PENDING_MARKERS: usize = 8;
-use crate::timeline::{TimelineMarker, TimelineState};
+use crate::timeline::{MarkerPhase, TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind};
 
 /// One adopted marker and the frames collected for it.
 #[derive(Debug)]
 struct Followed {
     marker: TimelineMarker,
+    /// Announced by an open marker whose close has not come: length and counts unknown.
+    open: bool,
     started: bool,
     video: u32,
     audio: u32,
@@ -40,16 +49,38 @@ impl Followed {
 
     fn complete(&self) -> bool {
         self.started
+            && !self.open
             && self.video >= self.marker.video_frames
             && self.audio >= self.marker.audio_frames
     }
 
-    fn in_range(&self, ext_pts: u64) -> bool {
-        let start = self.marker.start_ts;
-        ext_pts >= start && ext_pts < start.saturating_add(self.marker.duration_ticks)
+    /// The same segment as `marker` announces (whatever its phase).
+    fn is(&self, marker: &TimelineMarker) -> bool {
+        let (a, b) = (&self.marker, marker);
+        a.state.msn == b.state.msn
+            && a.state.discontinuity_seq == b.state.discontinuity_seq
+            && a.start_ts == b.start_ts
     }
 
-    fn take(&mut self, t: Timed, stats: &mut SegmenterStats) {
+    /// Whether a frame of `kind` presented at `ext_pts` may still join (an open
+    /// segment's end is where the next one starts, which the caller checks).
+    fn wants(&self, kind: TrackKind, ext_pts: u64) -> bool {
+        let m = &self.marker;
+        if self.open {
+            return ext_pts >= m.start_ts;
+        }
+        match kind {
+            TrackKind::Video => self.video < m.video_frames,
+            TrackKind::Audio => {
+                ext_pts >= m.start_ts
+                    && ext_pts < m.start_ts.saturating_add(m.duration_ticks)
+                    && self.audio < m.audio_frames
+            }
+        }
+    }
+
+    /// Adds a frame; false when the segment is full.
+    fn take(&mut self, t: Timed, placed: &mut Placements, stats: &mut SegmenterStats) {
         if self.frames.len() >= MAX_SEGMENT_FRAMES {
             stats.dropped_overflow += 1;
             return;
@@ -58,7 +89,32 @@ impl Followed {
             TrackKind::Video => self.video += 1,
             TrackKind::Audio => self.audio += 1,
         }
+        placed.frame(self.marker.state.msn, &t.frame);
         self.frames.push(t);
+    }
+
+    /// Starts collecting afresh for `marker` in `phase`.
+    fn restart(&mut self, marker: TimelineMarker, phase: MarkerPhase) {
+        self.marker = marker;
+        self.open = phase == MarkerPhase::Open;
+        self.started = false;
+        self.video = 0;
+        self.audio = 0;
+        self.frames.clear();
+    }
+
+    /// The end of an open segment written without its close marker (the upstream went
+    /// away mid-segment): `next_start` when a segment follows, else the latest frame
+    /// end. Its bytes can no longer be the upstream's.
+    fn close_estimated(&mut self, next_start: Option<u64>) {
+        let newest = self.frames.iter().map(|t| t.ext_pts).max();
+        let end = next_start
+            .or(newest.map(|p| p.saturating_add(1)))
+            .unwrap_or(self.marker.start_ts);
+        self.marker.duration_ticks = end.saturating_sub(self.marker.start_ts);
+        self.marker.video_frames = self.video;
+        self.marker.audio_frames = self.audio;
+        self.open = false;
     }
 }
 
@@ -85,6 +141,8 @@ pub(super) struct Follow {
     /// The last marker was of a segment already written or complete (a replay): its
     /// frames are dropped until the next marker.
     skipping: bool,
+    /// What was placed, for the live relay (when kept).
+    pub(super) placed: Placements,
 }
 
 impl Follow {
@@ -97,6 +155,7 @@ impl Follow {
             input_changed: false,
             replaying: false,
             skipping: false,
+            placed: Placements::default(),
         }
     }
 
@@ -124,10 +183,20 @@ impl Follow {
 
     pub(super) fn push_marker(
         &mut self,
+        phase: MarkerPhase,
         marker: TimelineMarker,
         ready: &mut VecDeque<Segment>,
         stats: &mut SegmenterStats,
     ) {
+        if phase == MarkerPhase::Close {
+            // The open segment's length and counts: it is written once its frames are in.
+            if let Some(s) = self.segs.iter_mut().find(|s| s.open && s.is(&marker)) {
+                s.marker = marker;
+                s.open = false;
+            }
+            self.emit_complete(ready, stats);
+            return;
+        }
         self.input_changed = false;
         self.replaying = false;
         // Re-anchor the clock on the marker: its start is authoritative.
@@ -136,14 +205,12 @@ impl Follow {
         // in flight) replaces nothing — except a segment cut short, whose frames come
         // again from its start: it is collected afresh.
         self.skipping = false;
-        if let Some(seen) = self.segs.iter_mut().find(|s| s.marker == marker) {
-            if seen.started && !seen.complete() {
-                seen.started = false;
-                seen.video = 0;
-                seen.audio = 0;
-                seen.frames.clear();
+        if let Some(seen) = self.segs.iter_mut().find(|s| s.is(&marker)) {
+            if seen.complete() {
+                self.skipping = true;
             } else {
-                self.skipping = seen.started;
+                seen.restart(marker, phase);
+                self.placed.opened(marker);
             }
             return;
         }
@@ -152,8 +219,10 @@ impl Follow {
             self.skipping = true;
             return;
         }
+        self.placed.opened(marker);
         self.segs.push_back(Followed {
             marker,
+            open: phase == MarkerPhase::Open,
             started: false,
             video: 0,
             audio: 0,
@@ -212,39 +281,39 @@ impl Follow {
             .iter()
             .position(|s| !s.started && s.lead() == kind && s.marker.start_ts == ext_pts);
         if let Some(i) = starts {
-            // Earlier segments can get no more frames of the leading track: write them.
-            for _ in 0..i {
-                if let Some(s) = self.segs.front_mut() {
-                    s.started = true;
-                }
-                self.emit_front(ready, stats);
-            }
-            if let Some(s) = self.segs.front_mut() {
+            // Earlier segments can get no more frames of the leading track: whole ones
+            // are written now; open ones when their close marker comes.
+            for s in self.segs.iter_mut().take(i + 1) {
                 s.started = true;
-                s.take(t, stats);
+            }
+            if let Some(s) = self.segs.get_mut(i) {
+                s.take(t, &mut self.placed, stats);
             }
         } else {
-            let target = match kind {
-                TrackKind::Video => self
-                    .segs
-                    .iter_mut()
-                    .find(|s| s.started && s.video < s.marker.video_frames),
-                TrackKind::Audio => self
-                    .segs
-                    .iter_mut()
-                    .find(|s| s.in_range(ext_pts) && s.audio < s.marker.audio_frames),
-            };
+            // A frame joins the latest segment started at or before it (video: the
+            // latest started; audio: by its presentation time) while that one wants it.
+            let target = self.segs.iter_mut().rev().find(|s| match kind {
+                TrackKind::Video => s.started,
+                TrackKind::Audio => s.marker.start_ts <= ext_pts,
+            });
             match target {
-                Some(s) => s.take(t, stats),
-                None => stats.dropped_unmatched += 1,
+                Some(s) if s.wants(kind, ext_pts) => s.take(t, &mut self.placed, stats),
+                _ => stats.dropped_unmatched += 1,
             }
         }
         self.emit_complete(ready, stats);
         None
     }
 
+    /// Writes the segments at the front that are done: complete, or whole and passed by
+    /// a later segment's start (they can get no more frames of the leading track; an
+    /// open one waits for its close marker).
     fn emit_complete(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
-        while self.segs.front().is_some_and(Followed::complete) {
+        while let Some(front) = self.segs.front() {
+            let passed = !front.open && self.segs.iter().skip(1).any(|s| s.started);
+            if !(front.complete() || passed) {
+                break;
+            }
             self.emit_front(ready, stats);
         }
     }
@@ -258,7 +327,12 @@ impl Follow {
             stats.dropped_unmatched += s.frames.len() as u64;
             return;
         }
-        if !s.complete() {
+        let mut s = s;
+        if s.open {
+            let next_start = self.segs.front().map(|n| n.marker.start_ts);
+            s.close_estimated(next_start);
+            stats.incomplete += 1;
+        } else if !s.complete() {
             stats.incomplete += 1;
         }
         let marker = s.marker;

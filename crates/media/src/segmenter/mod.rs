@@ -52,13 +52,13 @@ mod source;
 
 use std::collections::VecDeque;
 
-use crate::timeline::{MarkerError, TimelineMarker, TimelineState};
+use crate::timeline::{MarkerError, MarkerPhase, TimelineMarker, TimelineState};
 use crate::Frame;
 
 pub use rung::{RungCutter, RungSegment, RungStats};
 pub use segment::unwrap_ts;
 pub use segment::{
-    Segment, SegmenterConfig, SegmenterStats, MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
+    Placed, Segment, SegmenterConfig, SegmenterStats, MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
 };
 
 use follow::Follow;
@@ -98,6 +98,8 @@ pub struct Segmenter {
     mode: Mode,
     ready: VecDeque<Segment>,
     stats: SegmenterStats,
+    /// Placements of a mode that was left, not yet taken.
+    carried: Vec<Placed>,
 }
 
 impl Segmenter {
@@ -119,6 +121,7 @@ impl Segmenter {
             mode,
             ready: VecDeque::new(),
             stats: SegmenterStats::default(),
+            carried: Vec::new(),
         }
     }
 
@@ -131,6 +134,8 @@ impl Segmenter {
                 if let Some(fallback) = f.push(frame, &mut self.ready, &mut self.stats) {
                     let (frame, state, last_ext, end, replay) = fallback;
                     let mut source = Source::continuing(self.config, state, last_ext, end, replay);
+                    self.carried.extend(f.placed.take());
+                    source.placed.keep(f.placed.is_kept());
                     source.push(frame, now_unix_ms, &mut self.ready, &mut self.stats);
                     self.mode = Mode::Source(Box::new(source));
                 }
@@ -146,7 +151,7 @@ impl Segmenter {
     /// # Errors
     /// [`MarkerError`] when the payload is not a valid marker; the segmenter is unchanged.
     pub fn push_marker(&mut self, payload: &[u8]) -> Result<Option<Segment>, MarkerError> {
-        let marker = match TimelineMarker::parse(payload) {
+        let (phase, marker) = match TimelineMarker::parse_phase(payload) {
             Ok(m) => m,
             Err(e) => {
                 self.stats.bad_markers += 1;
@@ -154,12 +159,17 @@ impl Segmenter {
             }
         };
         match &mut self.mode {
-            Mode::Follow(f) => f.push_marker(marker, &mut self.ready, &mut self.stats),
+            Mode::Follow(f) => f.push_marker(phase, marker, &mut self.ready, &mut self.stats),
+            // A close marker ends a segment a follower collected: in source mode there
+            // is none.
+            Mode::Source(_) if phase == MarkerPhase::Close => {}
             Mode::Source(s) => {
                 let last_ext = s.flush(&mut self.ready, &mut self.stats);
                 let mut follow = Follow::new(self.config);
                 follow.set_reference(last_ext);
-                follow.push_marker(marker, &mut self.ready, &mut self.stats);
+                self.carried.extend(s.placed.take());
+                follow.placed.keep(s.placed.is_kept());
+                follow.push_marker(phase, marker, &mut self.ready, &mut self.stats);
                 self.mode = Mode::Follow(Box::new(follow));
             }
         }
@@ -209,6 +219,31 @@ impl Segmenter {
     /// The next finished segment not yet returned.
     pub fn pop_ready(&mut self) -> Option<Segment> {
         self.ready.pop_front()
+    }
+
+    /// Keeps (or stops keeping) what the segmenter places, for
+    /// [`Segmenter::take_placed`]: what a live relay sends as it happens.
+    pub fn keep_placements(&mut self, on: bool) {
+        match &mut self.mode {
+            Mode::Source(s) => s.placed.keep(on),
+            Mode::Follow(f) => f.placed.keep(on),
+        }
+        if !on {
+            self.carried.clear();
+        }
+    }
+
+    /// The segments opened and the frames placed in them since the last call, in order
+    /// (empty unless [`Segmenter::keep_placements`]). Every frame placed is in its
+    /// segment when that is written; a segment opened again (the same MSN: a replay, a
+    /// takeover) replaces what was placed in it before.
+    pub fn take_placed(&mut self) -> Vec<Placed> {
+        let mut placed = std::mem::take(&mut self.carried);
+        placed.extend(match &mut self.mode {
+            Mode::Source(s) => s.placed.take(),
+            Mode::Follow(f) => f.placed.take(),
+        });
+        placed
     }
 
     /// The state at the start of the segment being built (or of the next one); `None`

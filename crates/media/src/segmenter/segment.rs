@@ -117,6 +117,47 @@ pub struct SegmenterStats {
     pub untimed: u64,
 }
 
+/// What a segmenter placed, in the order it placed it: what the live relay sends
+/// downstream as it happens ([`crate::ts::mux::RelayMuxer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placed {
+    /// A segment starts (its open marker, [`TimelineMarker::opening`]).
+    Opened(TimelineMarker),
+    /// A frame joins the segment of this MSN.
+    Frame(u64, Frame),
+}
+
+/// The placements a segmenter keeps for [`crate::Segmenter::take_placed`], when asked to.
+#[derive(Debug, Default)]
+pub(crate) struct Placements(Option<Vec<Placed>>);
+
+impl Placements {
+    /// Starts (or stops) keeping placements.
+    pub(crate) fn keep(&mut self, on: bool) {
+        self.0 = on.then(|| self.0.take().unwrap_or_default());
+    }
+
+    pub(crate) fn is_kept(&self) -> bool {
+        self.0.is_some()
+    }
+
+    pub(crate) fn opened(&mut self, marker: TimelineMarker) {
+        if let Some(v) = &mut self.0 {
+            v.push(Placed::Opened(marker.opening()));
+        }
+    }
+
+    pub(crate) fn frame(&mut self, msn: u64, frame: &Frame) {
+        if let Some(v) = &mut self.0 {
+            v.push(Placed::Frame(msn, frame.clone()));
+        }
+    }
+
+    pub(crate) fn take(&mut self) -> Vec<Placed> {
+        self.0.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+}
+
 /// How far a segment's EXT-X-PROGRAM-DATE-TIME may run ahead of the wall clock of the
 /// node that cuts it (a source faster than real time, or forward jumps below the jump
 /// threshold, one after another) before the timeline is anchored again: 30 s, more than

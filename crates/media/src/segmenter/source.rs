@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 
 use super::segment::{
-    emit, unwrap_ts, Segment, SegmenterConfig, SegmenterStats, Timed, MAX_DATE_AHEAD_MS,
-    MAX_SEGMENT_FRAMES,
+    emit, unwrap_ts, Placements, Segment, SegmenterConfig, SegmenterStats, Timed,
+    MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
 };
 use crate::timeline::{TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind, CLOCK_HZ};
@@ -82,11 +82,20 @@ pub(super) struct Source {
     audio_queue: VecDeque<Timed>,
     /// Audio held while no segment is open, with its arrival wall clock.
     wait_audio: VecDeque<(Timed, i64)>,
+    /// What was placed, for the live relay (when kept).
+    pub(super) placed: Placements,
 }
 
-/// Appends a frame unless the segment is full.
-fn push_bounded(frames: &mut Vec<Timed>, t: Timed, stats: &mut SegmenterStats) {
+/// Appends a frame to the segment of `msn` unless it is full.
+fn push_bounded(
+    frames: &mut Vec<Timed>,
+    t: Timed,
+    msn: u64,
+    placed: &mut Placements,
+    stats: &mut SegmenterStats,
+) {
     if frames.len() < MAX_SEGMENT_FRAMES {
+        placed.frame(msn, &t.frame);
         frames.push(t);
     } else {
         stats.dropped_overflow += 1;
@@ -156,6 +165,7 @@ impl Source {
             closing: None,
             audio_queue: VecDeque::new(),
             wait_audio: VecDeque::new(),
+            placed: Placements::default(),
         }
     }
 
@@ -294,7 +304,7 @@ impl Source {
             }
             self.cut(t, now, ready, stats);
         } else if let Some(cur) = &mut self.cur {
-            push_bounded(&mut cur.frames, t, stats);
+            push_bounded(&mut cur.frames, t, cur.state.msn, &mut self.placed, stats);
         }
         self.decide(stats);
         self.maybe_seal_closing(false, ready, stats);
@@ -342,7 +352,7 @@ impl Source {
         } else if t.ext_pts < cur.start_ts {
             stats.dropped_late += 1;
         } else if let Some(cur) = &mut self.cur {
-            push_bounded(&mut cur.frames, t, stats);
+            push_bounded(&mut cur.frames, t, cur.state.msn, &mut self.placed, stats);
         }
     }
 
@@ -431,6 +441,19 @@ impl Source {
         state.wraps = t.ext_pts >> 33;
         self.next = state;
         self.next.msn = state.msn.saturating_add(1);
+        let video = t.frame.kind() == TrackKind::Video;
+        self.placed.opened(TimelineMarker {
+            state,
+            discontinuous,
+            keyframe_start: t.frame.keyframe,
+            start_ts: t.ext_pts,
+            duration_ticks: 0,
+            program_date_time_ms: state.unix_ms_at(t.ext_pts),
+            target_duration_ms: self.cfg.target_duration_ms,
+            video_frames: u32::from(video),
+            audio_frames: u32::from(!video),
+        });
+        self.placed.frame(state.msn, &t.frame);
         self.cur = Some(Open {
             state,
             discontinuous,
@@ -497,9 +520,9 @@ impl Source {
                 break;
             };
             if p >= cur.start_ts {
-                push_bounded(&mut cur.frames, a, stats);
+                push_bounded(&mut cur.frames, a, cur.state.msn, &mut self.placed, stats);
             } else if let Some(c) = self.closing.as_mut().filter(|c| p >= c.start_ts) {
-                push_bounded(&mut c.frames, a, stats);
+                push_bounded(&mut c.frames, a, c.state.msn, &mut self.placed, stats);
             } else if cur.after_wait && self.closing.is_none() {
                 stats.dropped_before_keyframe += 1;
             } else {

@@ -427,12 +427,16 @@ impl State {
                 *slot = Some((s.pid, codec));
             }
         }
-        let changed = self.pmt_seen.is_some();
         let same = |old: &Option<Stream>, new: Option<(u16, Codec)>| {
             old.as_ref().map(|s| (s.pid, s.codec)) == new
         };
         let keep_video = same(&self.video, video);
         let keep_audio = same(&self.audio, audio);
+        // A stream added where the program had none of its kind loses nothing (a live
+        // relay lists audio once its first frame comes): only a stream removed or
+        // replaced is a change of program.
+        let changed = self.pmt_seen.is_some()
+            && ((self.video.is_some() && !keep_video) || (self.audio.is_some() && !keep_audio));
         if !keep_video {
             flush_stream(&mut self.stats, self.video.take(), out);
             self.video = video.map(|(pid, codec)| new_stream(pid, codec));

@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use super::psi::crc32_mpeg2;
 use super::{AUDIO_PID, MARKER_PID, PACKET_SIZE, PMT_PID, SYNC_BYTE, VIDEO_PID};
-use crate::timeline::{ContinuityCounters, TimelineMarker, Tracks};
+use crate::timeline::{ContinuityCounters, MarkerPhase, TimelineMarker, Tracks};
 use crate::{Frame, TrackKind, PTS_MASK};
 
 /// How far the PCR lags the DTS it accompanies (100 ms at 90 kHz): the decoder
@@ -101,6 +101,92 @@ impl FrameMuxer {
         let pcr = (pid == pcr_pid(self.tracks))
             .then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
         w.pes(pid, frame, pcr);
+        self.cc = w.cc;
+        Bytes::from(w.out)
+    }
+}
+
+/// The live relay's transport stream: segments sent as they are cut, not once written
+/// (the whole-segment relay concatenates [`write_segment`]s). An open marker, PAT and
+/// PMT where a segment starts, one PES per frame as the segmenter places it, and the
+/// close marker (with the segment's caption block) once it is written; see
+/// [`crate::timeline`]. The counters run on across segments, so the stream is
+/// continuous; a downstream segmenter writes each segment again from its close marker
+/// and frames, byte for byte the upstream's.
+#[derive(Debug, Clone, Default)]
+pub struct RelayMuxer {
+    cc: ContinuityCounters,
+    tracks: Tracks,
+}
+
+impl RelayMuxer {
+    /// A muxer at the start of a relay response.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A segment starts: its open marker ([`TimelineMarker::opening`] of what is known
+    /// at its start), PAT and PMT.
+    pub fn open(&mut self, marker: &TimelineMarker) -> Bytes {
+        let tracks = self.tracks;
+        self.tracks = Tracks {
+            video: tracks.video.or(marker.state.tracks.video),
+            audio: tracks.audio.or(marker.state.tracks.audio),
+        };
+        let mut w = Writer {
+            out: Vec::with_capacity(3 * PACKET_SIZE),
+            cc: self.cc,
+        };
+        w.packet(
+            MARKER_PID,
+            false,
+            None,
+            &marker.encode_phase(MarkerPhase::Open),
+        );
+        w.section(PAT_PID, &pat_section());
+        w.section(PMT_PID, &pmt_section(self.tracks));
+        self.cc = w.cc;
+        Bytes::from(w.out)
+    }
+
+    /// One frame placed in a segment being cut; PAT and PMT come first when it brings a
+    /// track the PMT does not list yet (a demuxer ignores PIDs it was not told of).
+    pub fn frame(&mut self, frame: &Frame) -> Bytes {
+        let mut w = Writer {
+            out: Vec::with_capacity((frame.data.len() / PAYLOAD_SIZE + 4) * PACKET_SIZE),
+            cc: self.cc,
+        };
+        let tracks = self.tracks.with_frames([frame]);
+        if tracks != self.tracks {
+            self.tracks = tracks;
+            w.section(PAT_PID, &pat_section());
+            w.section(PMT_PID, &pmt_section(tracks));
+        }
+        let pid = match frame.kind() {
+            TrackKind::Video => VIDEO_PID,
+            TrackKind::Audio => AUDIO_PID,
+        };
+        let pcr = (pid == pcr_pid(self.tracks))
+            .then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
+        w.pes(pid, frame, pcr);
+        self.cc = w.cc;
+        Bytes::from(w.out)
+    }
+
+    /// A segment was written: its whole marker flagged close, then `packets` as they
+    /// are (its caption block: whole TS packets that check themselves).
+    pub fn close(&mut self, marker: &TimelineMarker, packets: &[u8]) -> Bytes {
+        let mut w = Writer {
+            out: Vec::with_capacity(PACKET_SIZE + packets.len()),
+            cc: self.cc,
+        };
+        w.packet(
+            MARKER_PID,
+            false,
+            None,
+            &marker.encode_phase(MarkerPhase::Close),
+        );
+        w.out.extend_from_slice(packets);
         self.cc = w.cc;
         Bytes::from(w.out)
     }
