@@ -60,7 +60,8 @@ impl McLinkConfig {
 
     /// [`McLinkConfig::meeting_stream`] of a meeting whose MC encodes the ladder
     /// `ladder` (rung names in master-playlist order; empty: no ladder): every rung but
-    /// the source is pulled from the MC's relay of it, `/{id}/{rung}/mpegts`.
+    /// the source is pulled from the MC's relay of it, `/{id}/{rung}/mpegts` (the source
+    /// from the live relay, `/{id}/mpegts?live=1`).
     ///
     /// # Errors
     /// As [`McLinkConfig::meeting_stream`].
@@ -74,7 +75,10 @@ impl McLinkConfig {
                 .map(|base| format!("{}/{id}/{path}", base.trim_end_matches('/')))
                 .collect()
         };
-        let mut stream = stream_from(id, relays("mpegts"), &self.stream).context("mc.stream")?;
+        // The stream's relay is live: frames as the MC places them, so LL-HLS parts are
+        // cut here when the MC cuts them (server::live_relay).
+        let mut stream =
+            stream_from(id, relays("mpegts?live=1"), &self.stream).context("mc.stream")?;
         stream.relay_token.clone_from(&self.token);
         if !ladder.is_empty() {
             let inputs = ladder

@@ -200,7 +200,10 @@ mod tests {
         assert_eq!(stream.name, "m1");
         assert_eq!(
             stream.inputs,
-            ["http://mc:9000/m1/mpegts", "http://standby:9000/m1/mpegts"]
+            [
+                "http://mc:9000/m1/mpegts?live=1",
+                "http://standby:9000/m1/mpegts?live=1"
+            ]
         );
         assert_eq!(stream.window, Some(30.0));
         let bad: McLinkConfig =
@@ -218,7 +221,10 @@ mod tests {
         assert_eq!(link.sync_urls(), ["http://mc1:9000", "http://mc2:9000/"]);
         assert_eq!(
             link.meeting_stream("m").unwrap().inputs,
-            ["http://mc1:9000/m/mpegts", "http://mc2:9000/m/mpegts"]
+            [
+                "http://mc1:9000/m/mpegts?live=1",
+                "http://mc2:9000/m/mpegts?live=1"
+            ]
         );
         // A lone MC with inert standbys syncs with the primary only.
         let old: McLinkConfig =

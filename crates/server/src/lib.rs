@@ -25,6 +25,7 @@ pub mod http_util;
 pub mod ingest_view;
 pub mod ladder;
 pub mod lane;
+pub mod live_relay;
 pub mod llhls;
 pub mod logins;
 pub mod mc;

@@ -97,6 +97,8 @@ pub async fn run_rendition(
         ..SegmenterConfig::default()
     };
     let mut segmenter = Segmenter::new(config, start);
+    // The live relay sends what the segmenter places as it places it.
+    segmenter.keep_placements(true);
     let mut tracks = TrackProbe::default();
     let mut was_paused = false;
     let mut faults_logged: Option<std::time::Instant> = None;
@@ -175,6 +177,8 @@ pub async fn run_rendition(
                 None
             }
         };
+        // What this step placed goes out before the close of any segment it finished.
+        rendition.live_log().placed(segmenter.take_placed());
         // One event can finish several segments (a marker that cuts while a segment was
         // being cut locally, a discontinuity): publish every one that is ready.
         let mut next = segment;
@@ -199,6 +203,7 @@ pub async fn run_rendition(
         }
     }
     while let Some(mut segment) = segmenter.flush() {
+        rendition.live_log().placed(segmenter.take_placed());
         if let Some(captioner) = captioner.as_mut() {
             caption(&mut segment, captioner, segmenter.is_following());
         }
@@ -269,6 +274,7 @@ async fn publish(
         msn: segment.msn,
         discontinuity_seq: segment.discontinuity_seq,
     };
+    rendition.live_log().written(&segment);
     let live = LiveSegment::from(segment);
     // Persist before publishing: a number a viewer has seen is never handed out again.
     if let Some(path) = state_file {

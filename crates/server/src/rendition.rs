@@ -30,6 +30,7 @@ pub struct Rendition {
     llhls: OnceLock<Arc<crate::llhls::LlChannel>>,
     frames: OnceLock<tokio::sync::broadcast::Sender<media::Frame>>,
     archive: OnceLock<Arc<crate::recorder::Recorder>>,
+    live: crate::live_relay::LiveLog,
 }
 
 /// How many frames a rendition's frame tap holds for a slow reader (about 25 s of
@@ -49,7 +50,14 @@ impl Rendition {
             llhls: OnceLock::new(),
             frames: OnceLock::new(),
             archive: OnceLock::new(),
+            live: crate::live_relay::LiveLog::default(),
         }
+    }
+
+    /// The live relay log: what the rendition's segmenter places, as it places it
+    /// (what a `live=1` relay sends).
+    pub fn live_log(&self) -> &crate::live_relay::LiveLog {
+        &self.live
     }
 
     /// Attaches the rendition's DVR recorder (once): each rendition of a package is

@@ -174,7 +174,7 @@ impl Switcher {
         if self.active != Some(input) {
             // A source's GOPs start at video keyframes; a relay's segments at markers.
             let start = if slot.has_markers {
-                matches!(event, IngestEvent::Marker(_))
+                matches!(&event, IngestEvent::Marker(m) if media::timeline::starts_segment(m))
             } else {
                 frame.is_some_and(|f| f.kind() == TrackKind::Video && f.keyframe)
             };
@@ -322,9 +322,11 @@ impl Switcher {
             }
             // Audio-only inputs start at once; with video, audio waits for the keyframe.
             IngestEvent::Frame(_) => self.video_open || !has_video,
-            // A relay's segment starts at its marker, its first frame a keyframe.
-            IngestEvent::Marker(_) => {
-                self.video_open |= self.slots.get(input).is_some_and(|slot| slot.has_markers);
+            // A relay's segment starts at its marker (not a live relay's close marker),
+            // its first frame a keyframe.
+            IngestEvent::Marker(m) => {
+                self.video_open |= media::timeline::starts_segment(m)
+                    && self.slots.get(input).is_some_and(|slot| slot.has_markers);
                 true
             }
             IngestEvent::Captions(_) => true,

@@ -5,6 +5,7 @@ pub mod mux;
 pub mod packet;
 pub mod pes;
 pub mod psi;
+pub mod restamp;
 
 pub use demux::{demux_frames, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason, ProgramView};
 pub use mux::FrameMuxer;

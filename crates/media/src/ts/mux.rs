@@ -109,7 +109,7 @@ impl FrameMuxer {
 /// The live relay's transport stream: segments sent as they are cut, not once written
 /// (the whole-segment relay concatenates [`write_segment`]s). An open marker, PAT and
 /// PMT where a segment starts, one PES per frame as the segmenter places it, and the
-/// close marker (with the segment's caption block) once it is written; see
+/// segment's caption block and close marker once it is written; see
 /// [`crate::timeline`]. The counters run on across segments, so the stream is
 /// continuous; a downstream segmenter writes each segment again from its close marker
 /// and frames, byte for byte the upstream's.
@@ -173,20 +173,21 @@ impl RelayMuxer {
         Bytes::from(w.out)
     }
 
-    /// A segment was written: its whole marker flagged close, then `packets` as they
-    /// are (its caption block: whole TS packets that check themselves).
+    /// A segment was written: `packets` as they are (its caption block: whole TS
+    /// packets that check themselves, which a follower needs before it writes the
+    /// segment), then its whole marker flagged close.
     pub fn close(&mut self, marker: &TimelineMarker, packets: &[u8]) -> Bytes {
         let mut w = Writer {
             out: Vec::with_capacity(PACKET_SIZE + packets.len()),
             cc: self.cc,
         };
+        w.out.extend_from_slice(packets);
         w.packet(
             MARKER_PID,
             false,
             None,
             &marker.encode_phase(MarkerPhase::Close),
         );
-        w.out.extend_from_slice(packets);
         self.cc = w.cc;
         Bytes::from(w.out)
     }

@@ -12,7 +12,7 @@ use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::rendition::MAIN;
 use crate::routes::relay;
 use crate::state::AppState;
-use crate::url::{relay_start, StreamFile, Target};
+use crate::url::{relay_query, StreamFile, Target};
 
 /// Serves every per-stream file: of the stream's muxed rendition (`/{stream}/{file}`)
 /// or, with `rung`, of one rung of its ladder (`/{stream}/{rung}/{file}`: the live
@@ -88,8 +88,8 @@ pub async fn serve(
             }
             None => ApiError::SegmentGone.into_response(),
         },
-        StreamFile::MpegTs => match relay_start(request.uri().query()) {
-            Ok(start) => relay::serve(rendition, start),
+        StreamFile::MpegTs => match relay_query(request.uri().query()) {
+            Ok(q) => relay::serve(rendition, q.start, q.live),
             Err(_) => ApiError::BadRequest.into_response(),
         },
         StreamFile::Archive(archive) => {

@@ -21,5 +21,5 @@ pub use archive::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 pub use fmp4::Fmp4File;
 pub use llhls::{BadQuery, Directives, LlFile};
 pub use route::{Route, Target};
-pub use stream_file::{relay_start, segment_uri, FileRole, StreamFile};
+pub use stream_file::{relay_query, segment_uri, FileRole, RelayQuery, StreamFile};
 pub use subtitles::SubtitleFile;

@@ -158,19 +158,34 @@ pub fn segment_uri(msn: u64) -> String {
     format!("seg-{msn}.ts")
 }
 
-/// The relay's `msn=N` query parameter: where to start (clamped into the window);
-/// without it, the oldest segment, so a pulling node gets the whole window at once.
+/// What a relay request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RelayQuery {
+    /// `msn=N`: where to start (clamped into the window); without it, the oldest
+    /// segment, so a pulling node gets the whole window at once.
+    pub start: Option<u64>,
+    /// `live=1`: after the window, frames as they are placed ([`crate::live_relay`]).
+    pub live: bool,
+}
+
+/// The relay's query: `msn=N` and `live=1`.
 ///
 /// # Errors
-/// [`BadQuery`] when `msn` is not a plain number.
-pub fn relay_start(query: Option<&str>) -> Result<Option<u64>, BadQuery> {
-    let Some(query) = query else { return Ok(None) };
-    for pair in query.split('&') {
+/// [`BadQuery`] when `msn` is not a plain number or `live` is not `0` or `1`.
+pub fn relay_query(query: Option<&str>) -> Result<RelayQuery, BadQuery> {
+    let mut out = RelayQuery::default();
+    for pair in query.unwrap_or("").split('&') {
         if let Some(value) = pair.strip_prefix("msn=") {
-            return sequence(value).map(Some).ok_or(BadQuery);
+            out.start = Some(sequence(value).ok_or(BadQuery)?);
+        } else if let Some(value) = pair.strip_prefix("live=") {
+            out.live = match value {
+                "1" => true,
+                "0" => false,
+                _ => return Err(BadQuery),
+            };
         }
     }
-    Ok(None)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -178,13 +193,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn relay_query() {
-        assert_eq!(relay_start(None), Ok(None));
-        assert_eq!(relay_start(Some("a=1&msn=42")), Ok(Some(42)));
-        assert_eq!(relay_start(Some("x=1")), Ok(None));
-        assert!(relay_start(Some("msn=-1")).is_err());
-        assert!(relay_start(Some("msn=+1")).is_err());
-        assert!(relay_start(Some("msn=99999999999999999999999")).is_err());
+    fn relay_queries() {
+        let start = |q| relay_query(q).map(|r| r.start);
+        assert_eq!(start(None), Ok(None));
+        assert_eq!(start(Some("a=1&msn=42")), Ok(Some(42)));
+        assert_eq!(start(Some("x=1")), Ok(None));
+        assert!(start(Some("msn=-1")).is_err());
+        assert!(start(Some("msn=+1")).is_err());
+        assert!(start(Some("msn=99999999999999999999999")).is_err());
+        assert_eq!(
+            relay_query(Some("origin=peer&live=1&msn=7")),
+            Ok(RelayQuery {
+                start: Some(7),
+                live: true
+            })
+        );
+        assert_eq!(relay_query(Some("live=0")).map(|r| r.live), Ok(false));
+        assert!(relay_query(Some("live=yes")).is_err());
     }
 
     #[test]

@@ -1,0 +1,176 @@
+//! The live relay between processes (issue 21 item 5, OTT-GRP-4): a node pulling its
+//! origin's `mpegts?live=1` gets each frame as the origin places it, so it lists every
+//! LL-HLS part when the origin does (measured here: the gap between the two listing
+//! the same part), with the same bytes, and its TS segments stay the origin's.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::{http_get, parse_media_playlist, wait_for, NodeProcess};
+
+/// 0.5-s parts of 2-s segments, the low-latency setting the issue measures.
+const STREAM: &str = "segment_duration = 2.0\npart_duration = 0.5\n";
+
+fn origin_config(data: &std::path::Path) -> String {
+    format!(
+        "[node]\nname = \"origin\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"builtin://meeting\"]\n{STREAM}",
+        data.display()
+    )
+}
+
+fn edge_config(data: &std::path::Path, origin: std::net::SocketAddr) -> String {
+    format!(
+        "[node]\nname = \"edge\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"http://{origin}/m/mpegts?live=1\"]\n{STREAM}",
+        data.display()
+    )
+}
+
+/// The parts an LL-HLS playlist lists, as (MSN, index, URI), in order.
+fn parts(playlist: &str) -> Vec<(u64, usize, String)> {
+    let mut msn = playlist
+        .lines()
+        .find_map(|l| l.strip_prefix("#EXT-X-MEDIA-SEQUENCE:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    let mut index = 0;
+    let mut out = Vec::new();
+    for line in playlist.lines() {
+        if let Some(rest) = line.strip_prefix("#EXT-X-PART:") {
+            if let Some(uri) = rest
+                .split("URI=\"")
+                .nth(1)
+                .and_then(|u| u.split('"').next())
+            {
+                out.push((msn, index, uri.to_owned()));
+            }
+            index += 1;
+        } else if line.starts_with("#EXTINF") {
+            // The segment line follows; its parts were listed before it.
+        } else if !line.starts_with('#') && !line.trim().is_empty() {
+            msn += 1;
+            index = 0;
+        }
+    }
+    out
+}
+
+/// Follows a node's LL-HLS playlist with blocking reloads for `span`: when each part
+/// was first listed.
+fn follow_parts(node: std::net::SocketAddr, span: Duration) -> HashMap<(u64, usize), Instant> {
+    let mut seen = HashMap::new();
+    let end = Instant::now() + span;
+    let mut next: Option<(u64, usize)> = None;
+    while Instant::now() < end {
+        let path = match next {
+            Some((msn, part)) => format!("/m/ll.m3u8?_HLS_msn={msn}&_HLS_part={part}"),
+            None => "/m/ll.m3u8".to_owned(),
+        };
+        let (status, _, body) = http_get(node, &path);
+        let at = Instant::now();
+        assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+        let listed = parts(&String::from_utf8_lossy(&body));
+        for (msn, i, _) in &listed {
+            seen.entry((*msn, *i)).or_insert(at);
+        }
+        if let Some((msn, i, _)) = listed.last() {
+            next = Some((*msn, i + 1));
+        }
+    }
+    seen
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+#[test]
+fn a_node_on_the_live_relay_lists_the_origins_parts_as_they_are_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = NodeProcess::start(
+        dir.path(),
+        "origin",
+        &origin_config(&dir.path().join("origin")),
+    );
+    let ll_ready = |node: &NodeProcess| {
+        let (status, _, body) = http_get(node.http, "/m/ll.m3u8");
+        (status == 200 && parts(&String::from_utf8_lossy(&body)).len() >= 4).then_some(())
+    };
+    wait_for("origin LL-HLS", Duration::from_secs(30), || {
+        ll_ready(&origin)
+    });
+    let edge = NodeProcess::start(
+        dir.path(),
+        "edge",
+        &edge_config(&dir.path().join("edge"), origin.http),
+    );
+    wait_for("edge LL-HLS", Duration::from_secs(30), || ll_ready(&edge));
+    // Let the edge cut a few segments live before measuring.
+    std::thread::sleep(Duration::from_secs(3));
+
+    let span = Duration::from_secs(12);
+    let (o, e) = (origin.http, edge.http);
+    let origin_thread = std::thread::spawn(move || follow_parts(o, span));
+    let edge_seen = follow_parts(e, span);
+    let origin_seen = origin_thread.join().expect("origin follower");
+    // Parts both saw appear after they started following (not the first answer's list).
+    let first_msn = origin_seen.keys().map(|k| k.0).min().unwrap_or(0) + 1;
+    let mut gaps: Vec<i64> = origin_seen
+        .iter()
+        .filter(|(k, _)| k.0 > first_msn)
+        .filter_map(|(k, at_origin)| {
+            let at_edge = edge_seen.get(k)?;
+            Some(if at_edge >= at_origin {
+                i64::try_from(at_edge.duration_since(*at_origin).as_millis()).unwrap_or(i64::MAX)
+            } else {
+                -i64::try_from(at_origin.duration_since(*at_edge).as_millis()).unwrap_or(i64::MAX)
+            })
+        })
+        .collect();
+    gaps.sort_unstable();
+    assert!(gaps.len() >= 12, "parts seen on both: {}", gaps.len());
+    let (p50, p99) = (percentile(&gaps, 0.5), percentile(&gaps, 0.99));
+    println!(
+        "live relay: {} parts, edge lists a part {p50} ms (p50) / {p99} ms (p99) / {} ms (max) after the origin",
+        gaps.len(),
+        gaps[gaps.len() - 1]
+    );
+    // Whole-segment relays list a segment's parts up to a segment (2 s) late; the live
+    // relay is in step with the origin (the goal is 50 ms; a loaded 2-core CI machine
+    // gets 150 ms of slack).
+    assert!(
+        p50 <= 200 && p99 <= 200,
+        "part listing gaps p50 {p50} ms, p99 {p99} ms: {gaps:?}"
+    );
+
+    // The parts are the origin's, byte for byte, and so are the TS segments.
+    let (_, _, body) = http_get(e, "/m/ll.m3u8");
+    let listed = parts(&String::from_utf8_lossy(&body));
+    let mut compared = 0;
+    for (msn, i, uri) in listed.iter().rev().take(8) {
+        let (s1, _, a) = http_get(o, &format!("/m/{uri}"));
+        let (s2, _, b) = http_get(e, &format!("/m/{uri}"));
+        if s1 == 200 && s2 == 200 {
+            assert!(a == b, "part {msn}.{i} differs between origin and edge");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 4, "parts compared: {compared}");
+    let (_, _, edge_media) = http_get(e, "/m/mono.m3u8");
+    let segments = parse_media_playlist(&String::from_utf8_lossy(&edge_media));
+    let mut same = 0;
+    for s in segments.iter().rev().take(4) {
+        let path = format!("/m/seg-{}.ts", s.msn);
+        let (s1, _, a) = http_get(o, &path);
+        let (s2, _, b) = http_get(e, &path);
+        if s1 == 200 && s2 == 200 {
+            assert!(a == b, "segment {} differs between origin and edge", s.msn);
+            same += 1;
+        }
+    }
+    assert!(same >= 3, "segments compared: {same}");
+}
