@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use server::url::{relay_start, Directives, Route, StreamFile, Target};
+use server::url::{relay_query, Directives, Route, StreamFile, Target};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let target = Target::of_path(path);
     let _ = (target.shed_kind(true), target.shed_kind(false), target.metrics_kind());
     let _ = Directives::parse(Some(query));
-    let _ = relay_start(Some(query));
+    let _ = relay_query(Some(query));
     if let Some(file) = StreamFile::parse(path) {
         let _ = (file.role(), file.is_viewer_playlist(), file.is_archive());
         // The same name under a stream is found by the stream route with the same file.
