@@ -737,45 +737,59 @@ fn a_follower_whose_upstream_dies_mid_segment_cuts_that_segment_again_whole() {
     assert_same(&upstream[k..], &carried);
 }
 
-/// The live relay (issue 21 item 5): a segmenter's placements sent as it places them
+/// One live relay (issue 21 item 5): a segmenter's placements sent as it places them
 /// (an open marker, the frames, the close marker once the segment is written), what an
-/// MC sends a node so its LL-HLS parts are cut as the MC cuts them. Returns the
-/// segments and the relay bytes; `placements_of` keeps the given segmenter's placements.
-fn live_relay(seg: &mut Segmenter, events: &[Frame], clock_base: u64) -> (Vec<Segment>, Vec<u8>) {
-    seg.keep_placements(true);
-    let mut mux = media::ts::mux::RelayMuxer::new();
-    let mut bytes = Vec::new();
-    let mut out = Vec::new();
-    let mut step = |seg: &mut Segmenter, done: Vec<Segment>, bytes: &mut Vec<u8>| {
+/// MC sends a node so its LL-HLS parts are cut as the MC cuts them.
+struct LiveRelay {
+    mux: media::ts::mux::RelayMuxer,
+    bytes: Vec<u8>,
+    segments: Vec<Segment>,
+}
+
+impl LiveRelay {
+    fn of(seg: &mut Segmenter) -> Self {
+        seg.keep_placements(true);
+        Self {
+            mux: media::ts::mux::RelayMuxer::new(),
+            bytes: Vec::new(),
+            segments: Vec::new(),
+        }
+    }
+
+    /// After a step of `seg` that returned `first`: what it placed, then the close of
+    /// every segment it finished.
+    fn step(&mut self, seg: &mut Segmenter, first: Option<Segment>) {
         for p in seg.take_placed() {
-            match p {
-                media::segmenter::Placed::Opened(m) => bytes.extend_from_slice(&mux.open(&m)),
-                media::segmenter::Placed::Frame(_, f) => bytes.extend_from_slice(&mux.frame(&f)),
-            }
+            let chunk = match p {
+                media::segmenter::Placed::Opened(m) => self.mux.open(&m),
+                media::segmenter::Placed::Frame(_, f) => self.mux.frame(&f),
+            };
+            self.bytes.extend_from_slice(&chunk);
         }
-        for s in done {
-            let marker = media::TimelineMarker::parse(&s.data[4..188]).expect("whole marker");
-            bytes.extend_from_slice(&mux.close(&marker, &[]));
-            out.push(s);
-        }
-    };
-    for f in events {
-        let elapsed = (f.dts.wrapping_sub(clock_base) & media::PTS_MASK) / 90;
-        let mut done: Vec<Segment> = seg
-            .push(f.clone(), EPOCH_MS + elapsed as i64)
-            .into_iter()
-            .collect();
+        let mut done: Vec<Segment> = first.into_iter().collect();
         while let Some(s) = seg.pop_ready() {
             done.push(s);
         }
-        step(seg, done, &mut bytes);
+        for s in done {
+            let marker = media::TimelineMarker::parse(&s.data[4..188]).expect("whole marker");
+            self.bytes.extend_from_slice(&self.mux.close(&marker, &[]));
+            self.segments.push(s);
+        }
     }
-    let mut done = Vec::new();
+}
+
+/// A source segmenter fed `frames` on the live relay: its segments and the relay bytes.
+fn live_relay(seg: &mut Segmenter, frames: &[Frame], clock_base: u64) -> (Vec<Segment>, Vec<u8>) {
+    let mut relay = LiveRelay::of(seg);
+    for f in frames {
+        let elapsed = (f.dts.wrapping_sub(clock_base) & media::PTS_MASK) / 90;
+        let first = seg.push(f.clone(), EPOCH_MS + elapsed as i64);
+        relay.step(seg, first);
+    }
     while let Some(s) = seg.flush() {
-        done.push(s);
+        relay.step(seg, Some(s));
     }
-    step(seg, done, &mut bytes);
-    (out, bytes)
+    (relay.segments, relay.bytes)
 }
 
 /// Where the `k`-th open marker starts in live relay bytes (a node joining there).
@@ -835,32 +849,16 @@ fn a_live_relay_of_a_live_relay_is_still_identical() {
     demux.push(&bytes, &mut events);
     demux.flush(&mut events);
     let mut hop = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
-    hop.keep_placements(true);
-    let mut mux = media::ts::mux::RelayMuxer::new();
-    let mut second = Vec::new();
-    let mut first_hop = Vec::new();
+    let mut on = LiveRelay::of(&mut hop);
     for e in events {
-        let done = match e {
+        let first = match e {
             DemuxEvent::Frame(f) => hop.push(f, 0),
             DemuxEvent::Marker(m) => hop.push_marker(&m).expect("valid marker"),
             other => panic!("unexpected {other:?}"),
         };
-        let mut done: Vec<Segment> = done.into_iter().collect();
-        while let Some(s) = hop.pop_ready() {
-            done.push(s);
-        }
-        for p in hop.take_placed() {
-            match p {
-                media::segmenter::Placed::Opened(m) => second.extend_from_slice(&mux.open(&m)),
-                media::segmenter::Placed::Frame(_, f) => second.extend_from_slice(&mux.frame(&f)),
-            }
-        }
-        for s in done {
-            let marker = media::TimelineMarker::parse(&s.data[4..188]).expect("whole marker");
-            second.extend_from_slice(&mux.close(&marker, &[]));
-            first_hop.push(s);
-        }
+        on.step(&mut hop, first);
     }
+    let (first_hop, second) = (on.segments, on.bytes);
     assert_same(&segments, &first_hop);
     let (second_hop, b) = relay(&second, 4096);
     assert_same(&segments, &second_hop);

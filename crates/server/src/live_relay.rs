@@ -8,9 +8,12 @@
 //!
 //! The log keeps the chunks of the segments not yet written and of the newest written
 //! one (a relay joins at the segment after the window's newest), bounded by
-//! [`MAX_CHUNKS`]; a reader that falls further behind goes back to whole segments.
+//! [`MAX_CHUNKS`]; a reader that falls further behind goes back to whole segments. It
+//! is kept only once a live relay was asked for ([`LiveLog::wanted`]): a delivery node
+//! nobody pulls from spends nothing on it.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -33,8 +36,17 @@ pub struct Chunk {
     pub msn: u64,
     /// It is the segment's open marker (where a reader may join).
     pub opens: bool,
+    /// It is the segment's close (its caption block and close marker).
+    pub closes: bool,
     /// The TS packets.
     pub bytes: Bytes,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkKind {
+    Open,
+    Frame,
+    Close,
 }
 
 #[derive(Debug, Default)]
@@ -45,13 +57,14 @@ struct Log {
 }
 
 impl Log {
-    fn append(&mut self, msn: u64, opens: bool, bytes: Bytes) {
+    fn append(&mut self, msn: u64, kind: ChunkKind, bytes: Bytes) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.chunks.push_back(Chunk {
             seq,
             msn,
-            opens,
+            opens: kind == ChunkKind::Open,
+            closes: kind == ChunkKind::Close,
             bytes,
         });
         while self.chunks.len() > MAX_CHUNKS {
@@ -75,6 +88,8 @@ pub struct LiveLog {
     log: Mutex<Log>,
     /// The next sequence number (changes with every chunk).
     appended: watch::Sender<u64>,
+    /// A live relay was asked for: the pipeline keeps the log from then on.
+    wanted: AtomicBool,
 }
 
 impl Default for LiveLog {
@@ -82,6 +97,7 @@ impl Default for LiveLog {
         Self {
             log: Mutex::new(Log::default()),
             appended: watch::channel(0).0,
+            wanted: AtomicBool::new(false),
         }
     }
 }
@@ -113,11 +129,11 @@ impl LiveLog {
                 match p {
                     Placed::Opened(marker) => {
                         let bytes = log.mux.open(&marker);
-                        log.append(marker.state.msn, true, bytes);
+                        log.append(marker.state.msn, ChunkKind::Open, bytes);
                     }
                     Placed::Frame(msn, frame) => {
                         let bytes = log.mux.frame(&frame);
-                        log.append(msn, false, bytes);
+                        log.append(msn, ChunkKind::Frame, bytes);
                     }
                 }
             }
@@ -143,7 +159,7 @@ impl LiveLog {
             .collect();
         self.with_log(|log| {
             let bytes = log.mux.close(&marker, &captions);
-            log.append(segment.msn, false, bytes);
+            log.append(segment.msn, ChunkKind::Close, bytes);
             while log.chunks.front().is_some_and(|c| c.msn < segment.msn) {
                 log.chunks.pop_front();
             }
@@ -173,9 +189,17 @@ impl LiveLog {
         })
     }
 
-    /// Watches the log's end (what a live relay waits on).
+    /// Watches the log's end (what a live relay waits on); from the first call on, the
+    /// log is [`LiveLog::wanted`].
     pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.wanted.store(true, Ordering::Relaxed);
         self.appended.subscribe()
+    }
+
+    /// Whether a live relay was ever asked for (the pipeline keeps the log only then;
+    /// the first reader joins at the next segment that opens).
+    pub fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
     }
 }
 

@@ -97,8 +97,9 @@ pub async fn run_rendition(
         ..SegmenterConfig::default()
     };
     let mut segmenter = Segmenter::new(config, start);
-    // The live relay sends what the segmenter places as it places it.
-    segmenter.keep_placements(true);
+    // The live relay sends what the segmenter places as it places it: kept once one
+    // was asked for.
+    let mut placing = false;
     let mut tracks = TrackProbe::default();
     let mut was_paused = false;
     let mut faults_logged: Option<std::time::Instant> = None;
@@ -124,6 +125,10 @@ pub async fn run_rendition(
             }
         }
         let received = std::time::Instant::now();
+        if !placing && rendition.live_log().wanted() {
+            placing = true;
+            segmenter.keep_placements(true);
+        }
         let segment = match event {
             IngestEvent::Frame(frame) => {
                 tracks.observe(&frame);

@@ -27,6 +27,19 @@ use crate::rendition::Rendition;
 /// How long the relay waits for a new segment (or frame) before it ends the response.
 const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
+/// A null packet (PID 0x1FFF, ignored by every demuxer). A demuxer hands a packet on
+/// only once the byte after it shows the next sync byte (so a packet cut short is never
+/// delivered spliced); the relay follows a segment's end with one, so the node gets the
+/// segment's last packet at once, not with the next segment.
+const NULL_PACKET: [u8; media::ts::PACKET_SIZE] = {
+    let mut p = [0xff_u8; media::ts::PACKET_SIZE];
+    p[0] = media::ts::SYNC_BYTE;
+    p[1] = 0x1f;
+    p[2] = 0xff;
+    p[3] = 0x10;
+    p
+};
+
 /// Where a relay response stands.
 enum Phase {
     /// Sending whole segments; `next` is the next MSN to send.
@@ -50,7 +63,12 @@ struct Cursor {
 /// window); with `live`, it goes on with frames as they are placed.
 pub fn serve(rendition: Arc<Rendition>, start: Option<u64>, live: bool) -> Response {
     let segments = rendition.subscribe();
-    let log = rendition.live_log().subscribe();
+    // Only a live relay keeps the log (a whole-segment one never waits on it).
+    let log = if live {
+        rendition.live_log().subscribe()
+    } else {
+        watch::channel(0).1
+    };
     let cursor = Cursor {
         rendition,
         restamp: CcRestamp::new(),
@@ -94,12 +112,17 @@ impl Cursor {
                     Since::Chunks(chunks) if !chunks.is_empty() => {
                         let mut out = BytesMut::new();
                         let mut last = seq;
+                        let mut closed = false;
                         for c in chunks {
                             last = c.seq;
                             // What belongs to a segment that went whole is in it already.
                             if c.msn > sent {
                                 out.extend_from_slice(&c.bytes);
+                                closed = c.closes;
                             }
+                        }
+                        if closed {
+                            out.extend_from_slice(&NULL_PACKET);
                         }
                         self.phase = Phase::Live {
                             seq: last + 1,
@@ -160,7 +183,10 @@ impl Cursor {
             self.phase = Phase::Whole {
                 next: Some(wanted + 1),
             };
-            return Some(segment.data.clone());
+            let mut out = BytesMut::with_capacity(segment.data.len() + NULL_PACKET.len());
+            out.extend_from_slice(&segment.data);
+            out.extend_from_slice(&NULL_PACKET);
+            return Some(out.freeze());
         }
         self.phase = Phase::Whole { next: Some(wanted) };
         if self.live {
