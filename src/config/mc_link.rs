@@ -35,6 +35,12 @@ pub struct McLinkConfig {
     /// Standby MCs (base URLs): their relay of the meeting becomes a backup input.
     #[serde(default)]
     pub backup_urls: Vec<String>,
+    /// Pull the MC's live relay (`mpegts?live=1`: frames as the MC places them, so
+    /// LL-HLS parts are cut here when the MC cuts them) instead of whole segments.
+    /// Default false: hls.js in low-latency mode was measured to stall ~5 s when a
+    /// node hung under it with every node on the live relay (docs/timeline.md).
+    #[serde(default)]
+    pub live_relay: bool,
     /// The template of every meeting stream: any key of a `[[stream]]` except `name`
     /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
     #[serde(default)]
@@ -61,7 +67,7 @@ impl McLinkConfig {
     /// [`McLinkConfig::meeting_stream`] of a meeting whose MC encodes the ladder
     /// `ladder` (rung names in master-playlist order; empty: no ladder): every rung but
     /// the source is pulled from the MC's relay of it, `/{id}/{rung}/mpegts` (the source
-    /// from the live relay, `/{id}/mpegts?live=1`).
+    /// from `/{id}/mpegts`, or the live relay `?live=1` with `live_relay`).
     ///
     /// # Errors
     /// As [`McLinkConfig::meeting_stream`].
@@ -75,10 +81,14 @@ impl McLinkConfig {
                 .map(|base| format!("{}/{id}/{path}", base.trim_end_matches('/')))
                 .collect()
         };
-        // The stream's relay is live: frames as the MC places them, so LL-HLS parts are
-        // cut here when the MC cuts them (server::live_relay).
-        let mut stream =
-            stream_from(id, relays("mpegts?live=1"), &self.stream).context("mc.stream")?;
+        // The live relay: frames as the MC places them, so LL-HLS parts are cut here
+        // when the MC cuts them (server::live_relay).
+        let source = if self.live_relay {
+            "mpegts?live=1"
+        } else {
+            "mpegts"
+        };
+        let mut stream = stream_from(id, relays(source), &self.stream).context("mc.stream")?;
         stream.relay_token.clone_from(&self.token);
         if !ladder.is_empty() {
             let inputs = ladder

@@ -112,12 +112,23 @@ pub fn personalised(
     Some(body)
 }
 
-/// A stable hash of a master playlist's bytes (the cache key tells renders apart).
+/// A hash of a master playlist's bytes (the cache key tells renders apart): eight bytes
+/// at a time, multiply and rotate, an order of magnitude cheaper than SipHash on the
+/// request path. The bytes are our own renders, so no adversary picks collisions.
 fn plain_hash(plain: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    plain.hash(&mut hasher);
-    hasher.finish()
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let mut words = plain.chunks_exact(8);
+    let mut h = plain.len() as u64;
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        h = step(h, u64::from_le_bytes(b));
+    }
+    for &b in words.remainder() {
+        h = step(h, u64::from(b));
+    }
+    h
 }
 
 /// Counts one personalised answer (master playlist or MPD) with `passes` backups.
@@ -294,7 +305,22 @@ fn split_variants(master: &str) -> Option<(Vec<&str>, Vec<VariantLines<'_>>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_backup_media, split_variants, variant_group, VARIANT_SUBTITLES};
+    use super::{plain_hash, push_backup_media, split_variants, variant_group, VARIANT_SUBTITLES};
+
+    #[test]
+    fn the_cache_key_hash_tells_masters_apart() {
+        let a = b"#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=667024\nmono.m3u8\n".to_vec();
+        assert_eq!(plain_hash(&a), plain_hash(&a.clone()));
+        let mut seen = std::collections::HashSet::new();
+        // Every one-byte change, at every position (words and the tail), changes it.
+        for i in 0..a.len() {
+            let mut b = a.clone();
+            b[i] ^= 1;
+            assert!(seen.insert(plain_hash(&b)), "collision at byte {i}");
+        }
+        assert!(!seen.contains(&plain_hash(&a)));
+        assert_ne!(plain_hash(&a[..a.len() - 1]), plain_hash(&a));
+    }
 
     #[test]
     fn a_backups_subtitles_are_its_own_group_at_its_address() {

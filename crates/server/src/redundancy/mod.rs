@@ -61,7 +61,7 @@ pub struct MeshView {
     /// The personalised master playlists written under this snapshot, by everything
     /// they depend on (see [`MeshView::rendered`]): viewers that share a pair of
     /// backups share the bytes, so a master request is a lookup, not a rewrite.
-    rendered: Mutex<HashMap<String, bytes::Bytes>>,
+    rendered: RwLock<HashMap<String, bytes::Bytes>>,
 }
 
 /// Most personalised master playlists kept per snapshot (a snapshot lives ~250 ms).
@@ -108,14 +108,14 @@ impl MeshView {
             keys,
             candidates,
             master_passes,
-            rendered: Mutex::new(HashMap::new()),
+            rendered: RwLock::new(HashMap::new()),
         }
     }
 
     /// A personalised master playlist written before under this snapshot, by its key.
     pub fn rendered(&self, key: &str) -> Option<bytes::Bytes> {
         self.rendered
-            .lock()
+            .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(key)
             .cloned()
@@ -123,7 +123,10 @@ impl MeshView {
 
     /// Keeps a personalised master playlist for the next viewer with the same key.
     pub fn remember(&self, key: String, body: bytes::Bytes) {
-        let mut rendered = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rendered = self
+            .rendered
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if rendered.len() >= MAX_RENDERED {
             rendered.clear();
         }

@@ -29,8 +29,10 @@ const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// A null packet (PID 0x1FFF, ignored by every demuxer). A demuxer hands a packet on
 /// only once the byte after it shows the next sync byte (so a packet cut short is never
-/// delivered spliced); the relay follows a segment's end with one, so the node gets the
-/// segment's last packet at once, not with the next segment.
+/// delivered spliced); the live relay follows a segment's end with one, so the node gets
+/// the segment's last packet at once, not with the next segment. (The whole-segment
+/// relay leaves it out: its nodes, main stream and rungs alike, write each segment when
+/// the next one arrives, in step with each other.)
 const NULL_PACKET: [u8; media::ts::PACKET_SIZE] = {
     let mut p = [0xff_u8; media::ts::PACKET_SIZE];
     p[0] = media::ts::SYNC_BYTE;
@@ -183,6 +185,9 @@ impl Cursor {
             self.phase = Phase::Whole {
                 next: Some(wanted + 1),
             };
+            if !self.live {
+                return Some(segment.data.clone());
+            }
             let mut out = BytesMut::with_capacity(segment.data.len() + NULL_PACKET.len());
             out.extend_from_slice(&segment.data);
             out.extend_from_slice(&NULL_PACKET);
