@@ -200,10 +200,7 @@ mod tests {
         assert_eq!(stream.name, "m1");
         assert_eq!(
             stream.inputs,
-            [
-                "http://mc:9000/m1/mpegts?live=1",
-                "http://standby:9000/m1/mpegts?live=1"
-            ]
+            ["http://mc:9000/m1/mpegts", "http://standby:9000/m1/mpegts"]
         );
         assert_eq!(stream.window, Some(30.0));
         let bad: McLinkConfig =
@@ -221,10 +218,14 @@ mod tests {
         assert_eq!(link.sync_urls(), ["http://mc1:9000", "http://mc2:9000/"]);
         assert_eq!(
             link.meeting_stream("m").unwrap().inputs,
-            [
-                "http://mc1:9000/m/mpegts?live=1",
-                "http://mc2:9000/m/mpegts?live=1"
-            ]
+            ["http://mc1:9000/m/mpegts", "http://mc2:9000/m/mpegts"]
+        );
+        // With live_relay, the live relay (frames as the MC places them).
+        let live: McLinkConfig =
+            toml::from_str("urls = [\"http://mc1:9000\"]\nlive_relay = true\n").unwrap();
+        assert_eq!(
+            live.meeting_stream("m").unwrap().inputs,
+            ["http://mc1:9000/m/mpegts?live=1"]
         );
         // A lone MC with inert standbys syncs with the primary only.
         let old: McLinkConfig =
