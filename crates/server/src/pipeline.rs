@@ -281,7 +281,8 @@ async fn publish(
     };
     // The live relay closes the segment when whole-segment relays get it (an MC
     // following its peer's whole relay is then no later than a node on the live one).
-    let closing = segment.clone();
+    // (Only once a live relay was asked for: nobody reads the log before.)
+    let closing = rendition.live_log().wanted().then(|| segment.clone());
     let live = LiveSegment::from(segment);
     // Persist before publishing: a number a viewer has seen is never handed out again.
     if let Some(path) = state_file {
@@ -293,7 +294,9 @@ async fn publish(
         recorder.record(&live);
     }
     channel.push_to(rendition, live, tracks.summary(), ll_view);
-    rendition.live_log().written(&closing);
+    if let Some(closing) = closing {
+        rendition.live_log().written(&closing);
+    }
     if let Some(feed) = ll {
         feed.publish(rendition.snapshot());
     }
