@@ -6,6 +6,7 @@ Usage (from the repository root, after `cargo build --release` and `cd e2e && np
     python3 bench/steering.py            # about an hour
     python3 bench/steering.py --runs 3   # fewer runs
     python3 bench/steering.py --players dash   # dash.js and Shaka only
+    python3 bench/steering.py --players ll     # hls.js in low-latency mode only
 
 Runs the end-to-end suite's steering tests (`e2e/tests/steering.test.mjs`: an MC, nodes
 a, b, c, hls.js with no tuned setting in Chromium playing node a's master playlist)
@@ -28,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ROW = re.compile(
     r"steering (?P<label>[^:#\\]+?)(?: \\?#\d+)?: longest stall (?P<stall>\d+) ms, video clock frozen at most "
-    r"(?P<frozen>\d+) ms.*?steered off a after (?P<steered>[\d-]+) ms, buffer (?P<buffer>[\d.]+) s at the "
+    r"(?P<frozen>\d+) ms.*?(?:buffer (?P<at>at|not at) a segment's end at the failure, .*?)?steered off a after (?P<steered>[\d-]+) ms, buffer (?P<buffer>[\d.]+) s at the "
     r"failure, fatal errors (?P<fatal>\d+)"
 )
 
@@ -43,25 +44,32 @@ def summarise(text: str) -> dict[str, list[dict]]:
                 "stall_ms": int(m["stall"]), "frozen_ms": int(m["frozen"]),
                 "steered_ms": None if m["steered"] == "-" else int(m["steered"]),
                 "buffer_s": float(m["buffer"]), "fatal_errors": int(m["fatal"]),
+                **({"buffer_at_segment_end": m["at"] == "at"} if m["at"] else {}),
             })
     return rows
 
 
 def print_table(rows: dict[str, list[dict]]) -> None:
     """The table of docs/measured.md: per failure, worst and median stall."""
-    print(f"{'failure':<18} {'runs':>4} {'worst stall ms':>15} {'median ms':>10} {'steered ms (median)':>20} {'fatal':>6}")
+    print(f"{'failure':<18} {'runs':>4} {'worst stall ms':>15} {'median ms':>10} {'steered ms (median)':>20} {'fatal':>6}"
+          f" {'at a segment end (worst stall ms)':>34}")
     for label, runs in rows.items():
         stalls = [r["stall_ms"] for r in runs]
         steered = [r["steered_ms"] for r in runs if r["steered_ms"] is not None]
+        # Low-latency runs: how many failures found the buffer at a segment's end, and
+        # their worst stall (the hls.js pathway-switch loop, docs/timeline.md).
+        at_end = [r["stall_ms"] for r in runs if r.get("buffer_at_segment_end")]
+        ends = f"{len(at_end)} ({max(at_end)})" if at_end else "-"
         print(f"{label:<18} {len(runs):>4} {max(stalls):>15} {statistics.median(stalls):>10.0f} "
-              f"{(statistics.median(steered) if steered else float('nan')):>20.0f} {sum(r['fatal_errors'] for r in runs):>6}")
+              f"{(statistics.median(steered) if steered else float('nan')):>20.0f} {sum(r['fatal_errors'] for r in runs):>6}"
+              f" {ends:>34}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--players", choices=("all", "hls", "dash"), default="all",
-                        help="hls: hls.js only; dash: dash.js and Shaka only")
+    parser.add_argument("--players", choices=("all", "hls", "dash", "ll"), default="all",
+                        help="hls: hls.js only; dash: dash.js and Shaka only; ll: hls.js low-latency only")
     parser.add_argument("--from-output", metavar="FILE",
                         help="summarise the output of an earlier run instead of running")
     args = parser.parse_args()
@@ -72,7 +80,8 @@ def main() -> int:
     env = dict(os.environ, STEERING_RUNS=str(args.runs))
     hls = "(hls.js defaults: (a hung node|kill -9|a node drained))"
     dash = "((dash.js|Shaka) defaults: a hung)"
-    pattern = {"all": f"{hls}|{dash}", "hls": hls, "dash": dash}[args.players]
+    ll = "hls.js defaults, low latency"
+    pattern = {"all": f"{hls}|{dash}|{ll}", "hls": hls, "dash": dash, "ll": ll}[args.players]
     command = ["node", "--test", "--test-name-pattern", pattern, "tests/steering.test.mjs"]
     done = subprocess.run(command, cwd=os.path.join(ROOT, "e2e"), env=env,
                           capture_output=True, text=True, timeout=5400, check=False)

@@ -93,6 +93,7 @@ async function survives(label, fail, {
     assert.ok(before.steering.every((s) => portOf(s.url) !== String(a.http)),
       `steering is asked of a backup, never of the node the viewer plays from: ${before.steering.map((s) => s.url)}`);
     await resetViewerStalls(page);
+    const edge = ll ? await page.evaluate(atSegmentEnd) : null;
     const failedAt = Date.now();
     await fail();
     await page.waitForTimeout(watchMs);
@@ -114,7 +115,13 @@ async function survives(label, fail, {
     const frozen = Math.round(end.maxFrozenMs);
     const moved = end.fragments.find((f) => f.at > failedAt && portOf(f.url) !== String(a.http));
     const steered = end.steering.find((s) => s.at > failedAt && s.priority[0] !== 'node-a');
+    // hls.js in low-latency mode, its buffer ending where a complete segment ends, may
+    // find that segment already loaded on the new pathway and load nothing until the
+    // segment's parts leave the playlist (see HLS_LOOP_NOTE): the stall is bounded by
+    // three target durations then.
+    const goalMs = edge?.atEnd ? Math.max(stallGoalMs, 3 * edge.targetDuration * 1000) : stallGoalMs;
     const row = `${label}: longest stall ${stall} ms, video clock frozen at most ${frozen} ms, ${end.stalls} stall(s), `
+      + (edge ? `buffer ${edge.atEnd ? 'at' : 'not at'} a segment's end at the failure, ` : '')
       + `first fragment from a backup ${moved ? moved.at - failedAt : '-'} ms after the failure, `
       + `steered off a after ${steered ? steered.at - failedAt : '-'} ms, buffer ${before.bufferAhead.toFixed(1)} s at the failure, `
       + `fatal errors ${end.fatalErrors.length}, errors after it ${summarise(end.errors.filter((e) => e.at > failedAt))}`;
@@ -124,12 +131,33 @@ async function survives(label, fail, {
     assert.deepEqual(pageErrors, []);
     assert.ok(onBackup(end), `the last fragment came from b or c, not ${end.fragments.at(-1)?.url}`);
     assert.ok(played >= (watchedMs - stall) / 1000 - 5, `played only ${played.toFixed(1)} s in ${watchedMs / 1000} s`);
-    assert.ok(stall <= stallGoalMs + STALL_SLACK_MS, `longest stall ${stall} ms, goal ${stallGoalMs} ms (+${STALL_SLACK_MS} ms slack)`);
-    assert.ok(frozen <= stallGoalMs + STALL_SLACK_MS, `video clock frozen ${frozen} ms, goal ${stallGoalMs} ms (+${STALL_SLACK_MS} ms slack)`);
+    assert.ok(stall <= goalMs + STALL_SLACK_MS, `longest stall ${stall} ms, goal ${goalMs} ms (+${STALL_SLACK_MS} ms slack)`);
+    assert.ok(frozen <= goalMs + STALL_SLACK_MS, `video clock frozen ${frozen} ms, goal ${goalMs} ms (+${STALL_SLACK_MS} ms slack)`);
     return end;
   } finally {
     await page.close();
   }
+}
+
+/**
+ * In the page, just before a failure: whether hls.js's buffer ends where the newest
+ * complete segment of its playlist ends (within 5 ms), and the target duration.
+ *
+ * HLS_LOOP_NOTE: hls.js 1.7.4 keys what it has loaded by level index and MSN, and a
+ * pathway's copy of a level has the index of the one it replaces. In low-latency mode,
+ * with the buffer ending exactly where a complete segment ends, the new pathway's
+ * playlist (aligned by its dates, in floating point) may put that segment's end a
+ * hair past the buffer's: hls.js then picks that segment, finds it loaded, and its
+ * loop guard loads nothing until the segment's parts leave the playlist (three
+ * target durations). Buffers ending mid-segment pick the segment in progress and go on.
+ */
+function atSegmentEnd() {
+  const hls = window.__hls;
+  const video = document.getElementById('video');
+  const details = hls.levels[hls.currentLevel]?.details;
+  const last = details?.fragments.at(-1);
+  const end = video.buffered.length ? video.buffered.end(video.buffered.length - 1) : 0;
+  return { atEnd: !!last && Math.abs(end - last.end) < 0.005, targetDuration: details?.targetduration ?? 0 };
 }
 
 test('hls.js defaults: a hung node (SIGSTOP) is steered away from before the buffer runs out', { timeout: 150_000 * RUNS }, async () => {
@@ -144,18 +172,21 @@ test('hls.js defaults: a hung node (SIGSTOP) is steered away from before the buf
   }
 });
 
-test('hls.js defaults, low latency: a hung or killed node is steered away from, parts and all', { timeout: 200_000 }, async () => {
+test('hls.js defaults, low latency: a hung or killed node is steered away from, parts and all', { timeout: 200_000 * RUNS }, async () => {
   const { a, b, c } = cluster.nodes;
-  try {
-    await survives('LL-HLS SIGSTOP', () => a.hang(), { ll: true });
-  } finally {
-    a.resume();
-  }
-  try {
-    await survives('LL-HLS kill -9', () => a.kill9(), { ll: true });
-  } finally {
-    if (!a.pid) await a.start();
-    await waitProtected([a, b, c]);
+  for (let run = 1; run <= RUNS; run++) {
+    const n = RUNS > 1 ? ` #${run}` : '';
+    try {
+      await survives(`LL-HLS SIGSTOP${n}`, () => a.hang(), { ll: true });
+    } finally {
+      a.resume();
+    }
+    try {
+      await survives(`LL-HLS kill -9${n}`, () => a.kill9(), { ll: true });
+    } finally {
+      if (!a.pid) await a.start();
+      await waitProtected([a, b, c]);
+    }
   }
 });
 

@@ -36,10 +36,9 @@ pub struct McLinkConfig {
     #[serde(default)]
     pub backup_urls: Vec<String>,
     /// Pull the MC's live relay (`mpegts?live=1`: frames as the MC places them, so
-    /// LL-HLS parts are cut here when the MC cuts them) instead of whole segments.
-    /// Default false: hls.js in low-latency mode was measured to stall ~5 s when a
-    /// node hung under it with every node on the live relay (docs/timeline.md).
-    #[serde(default)]
+    /// LL-HLS parts are cut here when the MC cuts them) for the source and every rung.
+    /// Default true; false pulls whole segments, each one segment late (docs/timeline.md).
+    #[serde(default = "default_live_relay")]
     pub live_relay: bool,
     /// The template of every meeting stream: any key of a `[[stream]]` except `name`
     /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
@@ -52,6 +51,9 @@ fn default_poll() -> f64 {
 }
 fn default_timeout() -> f64 {
     3.0
+}
+fn default_live_relay() -> bool {
+    true
 }
 
 impl McLinkConfig {
@@ -67,7 +69,7 @@ impl McLinkConfig {
     /// [`McLinkConfig::meeting_stream`] of a meeting whose MC encodes the ladder
     /// `ladder` (rung names in master-playlist order; empty: no ladder): every rung but
     /// the source is pulled from the MC's relay of it, `/{id}/{rung}/mpegts` (the source
-    /// from `/{id}/mpegts`, or the live relay `?live=1` with `live_relay`).
+    /// from `/{id}/mpegts`; each with `?live=1`, the live relay, with `live_relay`).
     ///
     /// # Errors
     /// As [`McLinkConfig::meeting_stream`].
@@ -75,20 +77,17 @@ impl McLinkConfig {
         if self.stream.contains_key("name") || self.stream.contains_key("inputs") {
             bail!("mc.stream must not set name or inputs: they come from the meeting");
         }
+        // The live relay: frames as the MC places them, so LL-HLS parts are cut here
+        // when the MC cuts them (server::live_relay); the rungs alike, so they stay in
+        // step with the source.
+        let query = if self.live_relay { "?live=1" } else { "" };
         let relays = |path: &str| -> Vec<String> {
             self.relay_bases()
                 .into_iter()
-                .map(|base| format!("{}/{id}/{path}", base.trim_end_matches('/')))
+                .map(|base| format!("{}/{id}/{path}{query}", base.trim_end_matches('/')))
                 .collect()
         };
-        // The live relay: frames as the MC places them, so LL-HLS parts are cut here
-        // when the MC cuts them (server::live_relay).
-        let source = if self.live_relay {
-            "mpegts?live=1"
-        } else {
-            "mpegts"
-        };
-        let mut stream = stream_from(id, relays(source), &self.stream).context("mc.stream")?;
+        let mut stream = stream_from(id, relays("mpegts"), &self.stream).context("mc.stream")?;
         stream.relay_token.clone_from(&self.token);
         if !ladder.is_empty() {
             let inputs = ladder

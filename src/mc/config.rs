@@ -188,6 +188,7 @@ impl McConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::LadderPlan;
 
     #[test]
     fn a_meeting_stream_comes_from_the_template() {
@@ -200,7 +201,10 @@ mod tests {
         assert_eq!(stream.name, "m1");
         assert_eq!(
             stream.inputs,
-            ["http://mc:9000/m1/mpegts", "http://standby:9000/m1/mpegts"]
+            [
+                "http://mc:9000/m1/mpegts?live=1",
+                "http://standby:9000/m1/mpegts?live=1"
+            ]
         );
         assert_eq!(stream.window, Some(30.0));
         let bad: McLinkConfig =
@@ -218,15 +222,34 @@ mod tests {
         assert_eq!(link.sync_urls(), ["http://mc1:9000", "http://mc2:9000/"]);
         assert_eq!(
             link.meeting_stream("m").unwrap().inputs,
-            ["http://mc1:9000/m/mpegts", "http://mc2:9000/m/mpegts"]
+            [
+                "http://mc1:9000/m/mpegts?live=1",
+                "http://mc2:9000/m/mpegts?live=1"
+            ]
         );
-        // With live_relay, the live relay (frames as the MC places them).
-        let live: McLinkConfig =
-            toml::from_str("urls = [\"http://mc1:9000\"]\nlive_relay = true\n").unwrap();
+        // live_relay = false: the whole-segment relays, the source and every rung.
+        let whole: McLinkConfig =
+            toml::from_str("urls = [\"http://mc1:9000\"]\nlive_relay = false\n").unwrap();
+        let ladder = ["720p".to_string(), server::ladder::SOURCE.to_string()];
+        let stream = whole.meeting_stream_with("m", &ladder).unwrap();
+        assert_eq!(stream.inputs, ["http://mc1:9000/m/mpegts"]);
+        let Some(LadderPlan::Pull { inputs, .. }) = &stream.ladder else {
+            panic!("a pulled ladder: {:?}", stream.ladder)
+        };
         assert_eq!(
-            live.meeting_stream("m").unwrap().inputs,
-            ["http://mc1:9000/m/mpegts?live=1"]
+            inputs,
+            &[(
+                "720p".to_string(),
+                vec!["http://mc1:9000/m/720p/mpegts".to_string()]
+            )]
         );
+        // By default the live relay, rungs alike (frames as the MC places them).
+        let Some(LadderPlan::Pull { inputs, .. }) =
+            link.meeting_stream_with("m", &ladder).unwrap().ladder
+        else {
+            panic!("a pulled ladder")
+        };
+        assert_eq!(inputs[0].1[0], "http://mc1:9000/m/720p/mpegts?live=1");
         // A lone MC with inert standbys syncs with the primary only.
         let old: McLinkConfig =
             toml::from_str("url = \"http://a\"\nbackup_urls = [\"http://b\"]").unwrap();
