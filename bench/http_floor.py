@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The HTTP stack's floor under the master playlist benchmark (issue 20 item 8).
+
+Usage (from the repository root):
+
+    cargo build --release && cargo build -p server --release --example hyper_floor
+    python3 bench/http_floor.py            # about a minute
+    python3 bench/http_floor.py --seconds 10
+
+Serves one master playlist three ways, measured in the same run with the same wrk
+command (`wrk -t2 -c16|-c128`, a browser User-Agent): brdyun node a making it per viewer
+(two backups with passes, as `bench/ott.py`), `hyper_floor` (hyper's HTTP/1.1 on tokio
+answering every request with the same bytes: no routing, shedding or per-viewer work)
+and nginx serving a static copy. Prints req/s and CPU µs per request split into user
+and system time (from /proc, the server and its children), so the cost of the stack
+brdyun is built on is told from the cost of what brdyun does on it.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402
+import ott  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+
+
+def cpu_split(root_pid):
+    """(user, system) CPU seconds of a process and its direct children."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children = subprocess.run(["pgrep", "-P", str(root_pid)], capture_output=True, text=True,
+                              check=False).stdout.split()
+    user = system = 0
+    for pid in [root_pid, *map(int, children)]:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        user += int(fields[11])
+        system += int(fields[12])
+    return user / tick, system / tick
+
+
+def answers(port):
+    """Whether a server answers `GET /` on 127.0.0.1:port with 200."""
+    try:
+        return harness.http_get(port, "/")[0] == 200
+    except OSError:
+        return False
+
+
+def measure(pid, port, path, connections, seconds):
+    """One wrk run: req/s and user/system CPU µs per request of `pid`."""
+    before = cpu_split(pid)
+    _, result = ott.wrk(port, path, connections, seconds)
+    after = cpu_split(pid)
+    n = max(result.requests, 1)
+    return {"requests_per_s": result.requests_per_s, "errors": result.errors,
+            "user_us": (after[0] - before[0]) * 1e6 / n, "system_us": (after[1] - before[1]) * 1e6 / n}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--binary", default=os.path.join(REPO, "target", "release", "brdyun"))
+    parser.add_argument("--floor", default=os.path.join(REPO, "target", "release", "examples", "hyper_floor"))
+    args = parser.parse_args()
+    harness.ensure_tools(need_apt=False)
+    procs = harness.Processes()
+    try:
+        with tempfile.TemporaryDirectory(prefix="brdyun-http-floor-") as workdir:
+            _, members = ott.start_group(procs, args.binary, workdir, 3)
+            ott.wait_offering(members, 2)
+            _, node, node_port = members[0]
+            _, text = ott.master(node_port)
+            body = os.path.join(workdir, "index.m3u8")
+            with open(body, "w", encoding="utf-8") as f:
+                f.write(text)
+            floor_port = harness.free_port()
+            floor = procs.start([args.floor, f"127.0.0.1:{floor_port}", body],
+                                os.path.join(workdir, "floor.log"))
+            harness.wait_until("hyper_floor to listen", lambda: answers(floor_port), 10)
+            nginx = harness.Nginx(procs, os.path.join(workdir, "nginx"))
+            nginx_path = nginx.put("index.m3u8", text.encode())
+            servers = (("brdyun (per viewer)", node.pid, node_port, "/meeting/index.m3u8"),
+                       ("hyper floor", floor.pid, floor_port, "/"),
+                       ("nginx (static)", nginx.proc.pid, nginx.port, nginx_path))
+            print(f"master playlist, {len(text)} bytes; wrk -t2, {args.seconds} s per run")
+            print(f"{'conns':>5} {'server':<20} {'req/s':>9} {'user us':>8} {'sys us':>7} {'vs nginx':>9}")
+            for connections in (16, 128):
+                rows = [(who, measure(pid, port, path, connections, args.seconds))
+                        for who, pid, port, path in servers]
+                peer = rows[-1][1]["requests_per_s"] or 1
+                for who, r in rows:
+                    print(f"{connections:>5} {who:<20} {r['requests_per_s']:>9.0f} {r['user_us']:>8.1f} "
+                          f"{r['system_us']:>7.1f} {r['requests_per_s'] / peer:>8.2f}x")
+    finally:
+        procs.stop_all()
+
+
+if __name__ == "__main__":
+    main()
