@@ -7,10 +7,11 @@ Usage (from the repository root):
     python3 bench/http_floor.py            # about a minute
     python3 bench/http_floor.py --seconds 10
 
-Serves one master playlist three ways, measured in the same run with the same wrk
+Serves one master playlist four ways, measured in the same run with the same wrk
 command (`wrk -t2 -c16|-c128`, a browser User-Agent): brdyun node a making it per viewer
 (two backups with passes, as `bench/ott.py`), `hyper_floor` (hyper's HTTP/1.1 on tokio
-answering every request with the same bytes: no routing, shedding or per-viewer work)
+answering every request with the same bytes: no routing, shedding or per-viewer work),
+`hyper_floor` on the node's serving threads with an axum router (`FLOOR_SERVER=1`)
 and nginx serving a static copy. Prints req/s and CPU µs per request split into user
 and system time (from /proc, the server and its children), so the cost of the stack
 brdyun is built on is told from the cost of what brdyun does on it.
@@ -83,14 +84,18 @@ def main():
             body = os.path.join(workdir, "index.m3u8")
             with open(body, "w", encoding="utf-8") as f:
                 f.write(text)
-            floor_port = harness.free_port()
-            floor = procs.start([args.floor, f"127.0.0.1:{floor_port}", body],
-                                os.path.join(workdir, "floor.log"))
-            harness.wait_until("hyper_floor to listen", lambda: answers(floor_port), 10)
+            floors = []
+            for env in ({}, {"FLOOR_SERVER": "1"}):
+                port = harness.free_port()
+                proc = procs.start([args.floor, f"127.0.0.1:{port}", body],
+                                   os.path.join(workdir, "floor.log"), env=dict(os.environ, **env))
+                harness.wait_until("hyper_floor to listen", lambda port=port: answers(port), 10)
+                floors.append((proc, port))
             nginx = harness.Nginx(procs, os.path.join(workdir, "nginx"))
             nginx_path = nginx.put("index.m3u8", text.encode())
             servers = (("brdyun (per viewer)", node.pid, node_port, "/meeting/index.m3u8"),
-                       ("hyper floor", floor.pid, floor_port, "/"),
+                       ("hyper floor", floors[0][0].pid, floors[0][1], "/"),
+                       ("node threads + axum", floors[1][0].pid, floors[1][1], "/"),
                        ("nginx (static)", nginx.proc.pid, nginx.port, nginx_path))
             print(f"master playlist, {len(text)} bytes; wrk -t2, {args.seconds} s per run")
             print(f"{'conns':>5} {'server':<20} {'req/s':>9} {'user us':>8} {'sys us':>7} {'vs nginx':>9}")

@@ -1,6 +1,9 @@
 //! The floor of the HTTP stack the server is built on: hyper's HTTP/1.1 on the tokio
 //! runtime answering every request with the same bytes, with no routing, shedding or
-//! per-viewer work. `bench/http_floor.py` runs wrk against it, brdyun and nginx serving
+//! per-viewer work. With `FLOOR_SERVER=1` in the environment the same answer comes from
+//! an axum router on the node's own serving threads ([`server::serve::serve_on_threads`]:
+//! a current-thread runtime per core on `SO_REUSEPORT` listeners, the connection path
+//! of every node). `bench/http_floor.py` runs wrk against both, brdyun and nginx serving
 //! the same master playlist, to tell the stack's own cost from the server's.
 //!
 //! `cargo run -p server --release --example hyper_floor -- 127.0.0.1:8098 BODY_FILE`
@@ -20,6 +23,25 @@ async fn main() -> std::io::Result<()> {
         Some(path) => Bytes::from(std::fs::read(path)?),
         None => Bytes::from_static(b"#EXTM3U\n"),
     };
+    if std::env::var_os("FLOOR_SERVER").is_some() {
+        let listeners = server::serve::bind_reuseport(addr.parse().expect("an address"), 2)?;
+        println!("listening on {}", listeners.local_addr());
+        let app = axum::Router::new().fallback(move || {
+            let body = body.clone();
+            async move {
+                (
+                    [
+                        ("content-type", "application/vnd.apple.mpegurl"),
+                        ("cache-control", "no-store"),
+                    ],
+                    body,
+                )
+            }
+        });
+        let (_stop, stopped) = tokio::sync::watch::channel(false);
+        server::serve::serve_on_threads(listeners, app, None, stopped, None, None, None)?.await;
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("listening on {}", listener.local_addr()?);
     loop {
