@@ -3,7 +3,7 @@
 //! every LL-HLS part when the upstream does (measured here: the gap between the two
 //! listing the same part), with the same bytes, and its TS segments stay the upstream's.
 //! Upstreams: a node pulling the live relay by URL, and an MC whose node follows it
-//! with the default `[mc]` link.
+//! with `[mc] live_relay = true`.
 
 mod common;
 
@@ -41,11 +41,11 @@ fn mc_config(data: &std::path::Path) -> String {
     )
 }
 
-/// A node that learns its meetings from `mc`, with the `[mc]` link's defaults.
+/// A node that learns its meetings from `mc` and pulls its live relay.
 fn mc_node_config(data: &std::path::Path, mc: SocketAddr) -> String {
     format!(
         "[node]\nname = \"node\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-         [mc]\nurl = \"http://{mc}\"\npoll_interval = 0.5\n[mc.stream]\n{STREAM}",
+         [mc]\nurl = \"http://{mc}\"\npoll_interval = 0.5\nlive_relay = true\n[mc.stream]\n{STREAM}",
         data.display()
     )
 }

@@ -125,8 +125,8 @@ inputs = ["builtin://meeting"]
  * A node's config: it learns the meetings from the MC, delivers each with
  * `ott_backup = true` (one OTT group per meeting) and joins the domain `secret` with
  * the other nodes' gossip addresses as seeds. `announce` (optional) replaces the
- * derived address (`http://127.0.0.1:PORT`, a private one). Nodes pull the MC's live
- * relay; `E2E_LIVE_RELAY=0` in the environment has them pull whole segments.
+ * derived address (`http://127.0.0.1:PORT`, a private one). Nodes pull the MC's
+ * whole-segment relay; `E2E_LIVE_RELAY=1` in the environment has them pull its live relay.
  */
 export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce, host = '127.0.0.1' }) {
   return `[node]
@@ -138,7 +138,7 @@ data_dir = ${tomlString(dataDir)}
 url = ${tomlString(`http://127.0.0.1:${mcPort}`)}
 poll_interval = 0.5
 timeout = 2
-${process.env.E2E_LIVE_RELAY === '0' ? 'live_relay = false\n' : ''}
+${process.env.E2E_LIVE_RELAY === '1' ? 'live_relay = true\n' : ''}
 [mc.stream]
 ott_backup = true
 

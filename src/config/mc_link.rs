@@ -36,9 +36,11 @@ pub struct McLinkConfig {
     #[serde(default)]
     pub backup_urls: Vec<String>,
     /// Pull the MC's live relay (`mpegts?live=1`: frames as the MC places them, so
-    /// LL-HLS parts are cut here when the MC cuts them) for the source and every rung.
-    /// Default true; false pulls whole segments, each one segment late (docs/timeline.md).
-    #[serde(default = "default_live_relay")]
+    /// LL-HLS parts are cut here when the MC cuts them) for the source and every rung,
+    /// instead of whole segments (each a segment late). Default false: with it, hls.js
+    /// in low-latency mode failing over from a dead or hung node was measured to stall
+    /// 5–17 s in some runs (docs/timeline.md).
+    #[serde(default)]
     pub live_relay: bool,
     /// The template of every meeting stream: any key of a `[[stream]]` except `name`
     /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
@@ -51,9 +53,6 @@ fn default_poll() -> f64 {
 }
 fn default_timeout() -> f64 {
     3.0
-}
-fn default_live_relay() -> bool {
-    true
 }
 
 impl McLinkConfig {

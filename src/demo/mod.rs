@@ -147,7 +147,7 @@ pub async fn start_cluster(
                 poll_interval: 0.5,
                 timeout: 2.0,
                 backup_urls: Vec::new(),
-                live_relay: true,
+                live_relay: false,
                 stream: template.clone(),
             }),
             streams: Vec::new(),

@@ -201,10 +201,7 @@ mod tests {
         assert_eq!(stream.name, "m1");
         assert_eq!(
             stream.inputs,
-            [
-                "http://mc:9000/m1/mpegts?live=1",
-                "http://standby:9000/m1/mpegts?live=1"
-            ]
+            ["http://mc:9000/m1/mpegts", "http://standby:9000/m1/mpegts"]
         );
         assert_eq!(stream.window, Some(30.0));
         let bad: McLinkConfig =
@@ -222,17 +219,21 @@ mod tests {
         assert_eq!(link.sync_urls(), ["http://mc1:9000", "http://mc2:9000/"]);
         assert_eq!(
             link.meeting_stream("m").unwrap().inputs,
-            [
-                "http://mc1:9000/m/mpegts?live=1",
-                "http://mc2:9000/m/mpegts?live=1"
-            ]
+            ["http://mc1:9000/m/mpegts", "http://mc2:9000/m/mpegts"]
         );
-        // live_relay = false: the whole-segment relays, the source and every rung.
-        let whole: McLinkConfig =
-            toml::from_str("urls = [\"http://mc1:9000\"]\nlive_relay = false\n").unwrap();
+        // By default the whole-segment relays, the source and every rung.
         let ladder = ["720p".to_string(), server::ladder::SOURCE.to_string()];
-        let stream = whole.meeting_stream_with("m", &ladder).unwrap();
-        assert_eq!(stream.inputs, ["http://mc1:9000/m/mpegts"]);
+        let Some(LadderPlan::Pull { inputs, .. }) =
+            link.meeting_stream_with("m", &ladder).unwrap().ladder
+        else {
+            panic!("a pulled ladder")
+        };
+        assert_eq!(inputs[0].1[0], "http://mc1:9000/m/720p/mpegts");
+        // live_relay = true: the live relay (frames as the MC places them), rungs alike.
+        let live: McLinkConfig =
+            toml::from_str("urls = [\"http://mc1:9000\"]\nlive_relay = true\n").unwrap();
+        let stream = live.meeting_stream_with("m", &ladder).unwrap();
+        assert_eq!(stream.inputs, ["http://mc1:9000/m/mpegts?live=1"]);
         let Some(LadderPlan::Pull { inputs, .. }) = &stream.ladder else {
             panic!("a pulled ladder: {:?}", stream.ladder)
         };
@@ -240,16 +241,9 @@ mod tests {
             inputs,
             &[(
                 "720p".to_string(),
-                vec!["http://mc1:9000/m/720p/mpegts".to_string()]
+                vec!["http://mc1:9000/m/720p/mpegts?live=1".to_string()]
             )]
         );
-        // By default the live relay, rungs alike (frames as the MC places them).
-        let Some(LadderPlan::Pull { inputs, .. }) =
-            link.meeting_stream_with("m", &ladder).unwrap().ladder
-        else {
-            panic!("a pulled ladder")
-        };
-        assert_eq!(inputs[0].1[0], "http://mc1:9000/m/720p/mpegts?live=1");
         // A lone MC with inert standbys syncs with the primary only.
         let old: McLinkConfig =
             toml::from_str("url = \"http://a\"\nbackup_urls = [\"http://b\"]").unwrap();
