@@ -109,43 +109,39 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// Whether `node` lists at least four LL-HLS parts of `m`.
-fn ll_ready(node: &NodeProcess) -> Option<()> {
-    let (status, _, body) = http_get(node.http, "/m/ll.m3u8");
-    (status == 200 && parts(&String::from_utf8_lossy(&body)).len() >= 4).then_some(())
+/// Starts `brdyun ROLE` named `name` in `dir/name` and waits until it lists at least
+/// four LL-HLS parts of `m`. `config` gets that data directory.
+fn start_listing_parts(
+    dir: &std::path::Path,
+    name: &str,
+    role: &str,
+    config: impl FnOnce(&std::path::Path) -> String,
+) -> NodeProcess {
+    let process = start_role(dir, name, role, &config(&dir.join(name)));
+    wait_for(&format!("{name} LL-HLS"), Duration::from_secs(30), || {
+        let (status, _, body) = http_get(process.http, "/m/ll.m3u8");
+        (status == 200 && parts(&String::from_utf8_lossy(&body)).len() >= 4).then_some(())
+    });
+    process
 }
 
 #[test]
 fn a_node_on_the_live_relay_lists_the_origins_parts_as_they_are_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let origin = NodeProcess::start(
-        dir.path(),
-        "origin",
-        &origin_config(&dir.path().join("origin")),
-    );
-    wait_for("origin LL-HLS", Duration::from_secs(30), || {
-        ll_ready(&origin)
+    let origin = start_listing_parts(dir.path(), "origin", "node", origin_config);
+    let edge = start_listing_parts(dir.path(), "edge", "node", |data| {
+        edge_config(data, origin.http)
     });
-    let edge = NodeProcess::start(
-        dir.path(),
-        "edge",
-        &edge_config(&dir.path().join("edge"), origin.http),
-    );
-    wait_for("edge LL-HLS", Duration::from_secs(30), || ll_ready(&edge));
     in_step("origin", origin.http, edge.http);
 }
 
 #[test]
 fn a_node_of_an_mc_lists_the_mcs_parts_as_they_are_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(dir.path(), "mc", "mc", &mc_config(&dir.path().join("mc")));
-    wait_for("MC LL-HLS", Duration::from_secs(30), || ll_ready(&mc));
-    let node = NodeProcess::start(
-        dir.path(),
-        "node",
-        &mc_node_config(&dir.path().join("node"), mc.http),
-    );
-    wait_for("node LL-HLS", Duration::from_secs(30), || ll_ready(&node));
+    let mc = start_listing_parts(dir.path(), "mc", "mc", mc_config);
+    let node = start_listing_parts(dir.path(), "node", "node", |data| {
+        mc_node_config(data, mc.http)
+    });
     in_step("MC", mc.http, node.http);
 }
 
