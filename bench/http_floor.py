@@ -6,6 +6,7 @@ Usage (from the repository root):
     cargo build --release && cargo build -p server --release --example hyper_floor
     python3 bench/http_floor.py            # about a minute
     python3 bench/http_floor.py --seconds 10
+    python3 bench/http_floor.py --spin 3000,5000   # and the axum floor spinning 3 and 5 µs
 
 Serves one master playlist four ways, measured in the same run with the same wrk
 command (`wrk -t2 -c16|-c128`, a browser User-Agent): brdyun node a making it per viewer
@@ -13,8 +14,11 @@ command (`wrk -t2 -c16|-c128`, a browser User-Agent): brdyun node a making it pe
 answering every request with the same bytes: no routing, shedding or per-viewer work),
 `hyper_floor` on the node's serving threads with an axum router (`FLOOR_SERVER=1`)
 and nginx serving a static copy. Prints req/s and CPU µs per request split into user
-and system time (from /proc, the server and its children), so the cost of the stack
-brdyun is built on is told from the cost of what brdyun does on it.
+and system time (from /proc, the server and its children) and involuntary context
+switches per request (preemptions), so the cost of the stack brdyun is built on is told
+from the cost of what brdyun does on it. `--spin` adds the axum floor spending that many
+more ns of CPU on every answer: how system time follows user time when the server shares
+the cores with wrk.
 """
 
 import argparse
@@ -49,6 +53,26 @@ def cpu_split(root_pid):
     return user / tick, system / tick
 
 
+def preemptions(root_pid):
+    """Involuntary context switches of a process's threads and its direct children's."""
+    children = subprocess.run(["pgrep", "-P", str(root_pid)], capture_output=True, text=True,
+                              check=False).stdout.split()
+    total = 0
+    for pid in [root_pid, *map(int, children)]:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/status", encoding="utf-8") as f:
+                    total += sum(int(line.split()[1]) for line in f
+                                 if line.startswith("nonvoluntary_ctxt_switches"))
+            except OSError:
+                continue
+    return total
+
+
 def answers(port):
     """Whether a server answers `GET /` on 127.0.0.1:port with 200."""
     try:
@@ -59,12 +83,13 @@ def answers(port):
 
 def measure(pid, port, path, connections, seconds):
     """One wrk run: req/s and user/system CPU µs per request of `pid`."""
-    before = cpu_split(pid)
+    before, switched = cpu_split(pid), preemptions(pid)
     _, result = ott.wrk(port, path, connections, seconds)
-    after = cpu_split(pid)
+    after, switched = cpu_split(pid), preemptions(pid) - switched
     n = max(result.requests, 1)
     return {"requests_per_s": result.requests_per_s, "errors": result.errors,
-            "user_us": (after[0] - before[0]) * 1e6 / n, "system_us": (after[1] - before[1]) * 1e6 / n}
+            "user_us": (after[0] - before[0]) * 1e6 / n, "system_us": (after[1] - before[1]) * 1e6 / n,
+            "preemptions": switched / n}
 
 
 def main():
@@ -72,6 +97,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--binary", default=os.path.join(REPO, "target", "release", "brdyun"))
     parser.add_argument("--floor", default=os.path.join(REPO, "target", "release", "examples", "hyper_floor"))
+    parser.add_argument("--spin", default="", help="comma-separated ns of extra CPU per answer for more axum floors")
     args = parser.parse_args()
     harness.ensure_tools(need_apt=False)
     procs = harness.Processes()
@@ -84,8 +110,9 @@ def main():
             body = os.path.join(workdir, "index.m3u8")
             with open(body, "w", encoding="utf-8") as f:
                 f.write(text)
+            spins = [int(ns) for ns in args.spin.split(",") if ns.strip()]
             floors = []
-            for env in ({}, {"FLOOR_SERVER": "1"}):
+            for env in ({}, {"FLOOR_SERVER": "1"}, *({"FLOOR_SERVER": "1", "FLOOR_SPIN_NS": str(ns)} for ns in spins)):
                 port = harness.free_port()
                 proc = procs.start([args.floor, f"127.0.0.1:{port}", body],
                                    os.path.join(workdir, "floor.log"), env=dict(os.environ, **env))
@@ -96,16 +123,18 @@ def main():
             servers = (("brdyun (per viewer)", node.pid, node_port, "/meeting/index.m3u8"),
                        ("hyper floor", floors[0][0].pid, floors[0][1], "/"),
                        ("node threads + axum", floors[1][0].pid, floors[1][1], "/"),
+                       *((f"axum + {ns / 1000:g} us spin", floor[0].pid, floor[1], "/")
+                         for ns, floor in zip(spins, floors[2:])),
                        ("nginx (static)", nginx.proc.pid, nginx.port, nginx_path))
             print(f"master playlist, {len(text)} bytes; wrk -t2, {args.seconds} s per run")
-            print(f"{'conns':>5} {'server':<20} {'req/s':>9} {'user us':>8} {'sys us':>7} {'vs nginx':>9}")
+            print(f"{'conns':>5} {'server':<22} {'req/s':>9} {'user us':>8} {'sys us':>7} {'preempt':>8} {'vs nginx':>9}")
             for connections in (16, 128):
                 rows = [(who, measure(pid, port, path, connections, args.seconds))
                         for who, pid, port, path in servers]
                 peer = rows[-1][1]["requests_per_s"] or 1
                 for who, r in rows:
-                    print(f"{connections:>5} {who:<20} {r['requests_per_s']:>9.0f} {r['user_us']:>8.1f} "
-                          f"{r['system_us']:>7.1f} {r['requests_per_s'] / peer:>8.2f}x")
+                    print(f"{connections:>5} {who:<22} {r['requests_per_s']:>9.0f} {r['user_us']:>8.1f} "
+                          f"{r['system_us']:>7.1f} {r['preemptions']:>8.3f} {r['requests_per_s'] / peer:>8.2f}x")
     finally:
         procs.stop_all()
 

@@ -36,7 +36,8 @@ const PAGE = `<!doctype html><html><body>
     fragments: [], steering: [], errors: [], fatalErrors: [], pathways: [],
   };
   const video = document.getElementById('video');
-  const hls = window.__hls = new Hls();
+  // E2E_HLS_DEBUG=1 in the test's environment: hls.js logs its decisions to the console.
+  const hls = window.__hls = new Hls(${process.env.E2E_HLS_DEBUG === '1' ? '{ debug: true }' : ''});
 ${SAMPLER}  setInterval(() => {
     const edge = hls.liveSyncPosition;
     s.latency = edge ? edge - video.currentTime : null;

@@ -8,6 +8,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { launchBrowser } from '../lib/cluster.mjs';
 import { startCluster, waitProtected, pollUntil, masterOf } from '../lib/processes.mjs';
 import { openDefaultsPlayer, openDashDefaults, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
@@ -81,6 +84,7 @@ async function survives(label, fail, {
     return (text.match(/#EXTINF/g) || []).length >= 4;
   }, { limitMs: 30_000 });
   const page = await browser.newPage();
+  const trace = process.env.E2E_HLS_DEBUG === '1' ? recordTrace(page) : null;
   try {
     const { pageErrors } = dash
       ? await openDashDefaults(page, `${a.base}/meeting/index.mpd`, 8, dash === true ? 'dash' : dash)
@@ -127,6 +131,7 @@ async function survives(label, fail, {
       + `fatal errors ${end.fatalErrors.length}, errors after it ${summarise(end.errors.filter((e) => e.at > failedAt))}`;
     rows.push(row);
     console.log(`steering ${row}`);
+    if (trace && Math.max(stall, frozen) > STALL_GOAL_MS) console.log(`steering trace of "${label}": ${trace.save(failedAt)}`);
     assert.deepEqual(end.fatalErrors, [], 'no fatal player error');
     assert.deepEqual(pageErrors, []);
     assert.ok(onBackup(end), `the last fragment came from b or c, not ${end.fragments.at(-1)?.url}`);
@@ -137,6 +142,28 @@ async function survives(label, fail, {
   } finally {
     await page.close();
   }
+}
+
+/**
+ * With `E2E_HLS_DEBUG=1` (hls.js logging its decisions): the page's console and its
+ * requests, kept so that a run stalling over 2 s can save them, 3 s before the
+ * failure to 15 s after, times relative to it, in a file under the OS's temp dir.
+ */
+function recordTrace(page) {
+  const log = [];
+  page.on('console', (m) => log.push([Date.now(), 'console', m.text().slice(0, 400)]));
+  page.on('request', (r) => log.push([Date.now(), 'request', r.url()]));
+  page.on('requestfinished', (r) => log.push([Date.now(), 'finished', r.url()]));
+  page.on('requestfailed', (r) => log.push([Date.now(), 'failed', r.failure()?.errorText, r.url()]));
+  return {
+    save(failedAt) {
+      const lines = log.filter(([t]) => t > failedAt - 3_000 && t < failedAt + 15_000)
+        .map(([t, ...rest]) => [((t - failedAt) / 1000).toFixed(3), ...rest].join(' '));
+      const file = path.join(os.tmpdir(), `brdyun-steering-trace-${failedAt}.log`);
+      fs.writeFileSync(file, `${lines.join('\n')}\n`);
+      return file;
+    },
+  };
 }
 
 /**

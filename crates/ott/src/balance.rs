@@ -34,22 +34,34 @@ pub fn choose_backups(
     eligible: &[NodeId],
     self_id: &NodeId,
 ) -> [Option<NodeId>; 2] {
-    let mut best: [Option<(u64, &NodeId)>; 2] = [None, None];
-    let better = |w: u64, id: &NodeId, than: Option<(u64, &NodeId)>| match than {
+    choose_backup_indices(viewer_session, eligible.iter(), self_id)
+        .map(|i| i.map(|i| eligible[i].clone()))
+}
+
+/// [`choose_backups`] over any list of node ids, answering their positions in it (the
+/// first position of a node listed twice): a node picks among its candidates without
+/// copying their ids.
+pub fn choose_backup_indices<'a>(
+    viewer_session: &[u8],
+    eligible: impl Iterator<Item = &'a NodeId>,
+    self_id: &NodeId,
+) -> [Option<usize>; 2] {
+    let mut best: [Option<(u64, &NodeId, usize)>; 2] = [None, None];
+    let better = |w: u64, id: &NodeId, than: Option<(u64, &NodeId, usize)>| match than {
         None => true,
-        Some((tw, tid)) => w > tw || (w == tw && id < tid),
+        Some((tw, tid, _)) => w > tw || (w == tw && id < tid),
     };
-    for id in eligible {
-        if id == self_id || best.iter().flatten().any(|(_, b)| *b == id) {
+    for (index, id) in eligible.enumerate() {
+        if id == self_id || best.iter().flatten().any(|(_, b, _)| *b == id) {
             continue;
         }
         let w = rendezvous_weight(viewer_session, id);
         if better(w, id, best[0]) {
             best[1] = best[0];
-            best[0] = Some((w, id));
+            best[0] = Some((w, id, index));
         } else if better(w, id, best[1]) {
-            best[1] = Some((w, id));
+            best[1] = Some((w, id, index));
         }
     }
-    best.map(|b| b.map(|(_, id)| id.clone()))
+    best.map(|b| b.map(|(_, _, index)| index))
 }

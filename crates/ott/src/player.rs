@@ -35,14 +35,30 @@ const SWITCHING: &[&str] = &[
     "safari/",
 ];
 
+/// Whether `haystack` contains one of `tokens` (lowercase ASCII), ignoring ASCII case:
+/// one pass, a token tried only where its first byte is, no allocation (a master
+/// playlist request classifies its User-Agent on the hot path).
+fn contains_any(haystack: &[u8], tokens: &[&str]) -> bool {
+    (0..haystack.len()).any(|at| {
+        let first = haystack[at].to_ascii_lowercase();
+        tokens.iter().any(|token| {
+            let token = token.as_bytes();
+            token.first() == Some(&first)
+                && haystack
+                    .get(at..at + token.len())
+                    .is_some_and(|window| window.eq_ignore_ascii_case(token))
+        })
+    })
+}
+
 impl PlayerKind {
     /// Classifies a `User-Agent` header value; a missing header is `""`.
     pub fn from_user_agent(user_agent: &str) -> Self {
-        let ua = user_agent.trim().to_ascii_lowercase();
-        if ua.is_empty() || NON_SWITCHING.iter().any(|t| ua.contains(t)) || ua == "mpv" {
+        let ua = user_agent.trim().as_bytes();
+        if ua.is_empty() || contains_any(ua, NON_SWITCHING) || ua.eq_ignore_ascii_case(b"mpv") {
             return PlayerKind::NonSwitching;
         }
-        if SWITCHING.iter().any(|t| ua.contains(t)) {
+        if contains_any(ua, SWITCHING) {
             PlayerKind::Switching
         } else {
             PlayerKind::NonSwitching

@@ -3,7 +3,7 @@
 //! OTT-ARCH-1/2).
 
 use crate::address::{backup_address, ViewerContext};
-use crate::balance::choose_backups;
+use crate::balance::choose_backup_indices;
 use crate::eligibility::{eligibility_problems, same_package, servable_problems};
 use crate::problem::Problem;
 use crate::variants::{backup_uri, BackupLink};
@@ -96,11 +96,10 @@ fn filter_candidates(
 /// The balanced choice among `candidates` for one viewer session (OTT-CAP-1): up to
 /// two, first backup first. `this` is never chosen.
 pub fn pick_backups(candidates: &[Target], session: &[u8], this: &NodeId) -> Vec<Target> {
-    let ids: Vec<NodeId> = candidates.iter().map(|t| t.node.clone()).collect();
-    choose_backups(session, &ids, this)
+    choose_backup_indices(session, candidates.iter().map(|t| &t.node), this)
         .into_iter()
         .flatten()
-        .filter_map(|id| candidates.iter().find(|t| t.node == id).cloned())
+        .map(|index| candidates[index].clone())
         .collect()
 }
 

@@ -57,4 +57,80 @@ proptest::proptest! {
         let ua = format!("{prefix} VLC/3.0.20 {suffix}");
         proptest::prop_assert_eq!(PlayerKind::from_user_agent(&ua), PlayerKind::NonSwitching);
     }
+
+    /// The allocation-free scan agrees with one lowercase search per token, on headers
+    /// made of token fragments in any case, noise and multi-byte characters.
+    #[test]
+    fn scan_agrees_with_one_search_per_token(parts in proptest::collection::vec(
+        (0usize..TOKENS.len(), 0usize..16, proptest::bool::ANY, "[ a-zA-Z0-9;/().é]{0,6}"),
+        0..10,
+    )) {
+        let mut ua = String::new();
+        for (k, cut, upper, noise) in parts {
+            let token = &TOKENS[k][..cut.min(TOKENS[k].len())];
+            if upper { ua.push_str(&token.to_ascii_uppercase()) } else { ua.push_str(token) }
+            ua.push_str(&noise);
+        }
+        proptest::prop_assert_eq!(PlayerKind::from_user_agent(&ua), reference(&ua), "ua: {:?}", ua);
+    }
+}
+
+/// Every token either list of `ott::player` looks for, and a few near misses.
+const TOKENS: &[&str] = &[
+    "vlc",
+    "libvlc",
+    "lavf",
+    "ffmpeg",
+    "ffplay",
+    "ffprobe",
+    "libmpv",
+    "mpv/",
+    "mpv ",
+    "mpv",
+    "kodi",
+    "xbmc",
+    "applecoremedia",
+    "avplayer",
+    "iphone",
+    "ipad",
+    "ipod",
+    "appletv",
+    "tvos",
+    "exoplayer",
+    "media3",
+    "hls.js",
+    "mozilla/",
+    "safari/",
+    "mozilla",
+    "hls.",
+];
+
+/// The classification spelled out: lowercase the header, then one search per token.
+fn reference(user_agent: &str) -> PlayerKind {
+    const NON_SWITCHING: &[&str] = &[
+        "vlc", "libvlc", "lavf", "ffmpeg", "ffplay", "ffprobe", "libmpv", "mpv/", "mpv ", "kodi",
+        "xbmc",
+    ];
+    const SWITCHING: &[&str] = &[
+        "applecoremedia",
+        "avplayer",
+        "iphone",
+        "ipad",
+        "ipod",
+        "appletv",
+        "tvos",
+        "exoplayer",
+        "media3",
+        "hls.js",
+        "mozilla/",
+        "safari/",
+    ];
+    let ua = user_agent.trim().to_ascii_lowercase();
+    if ua.is_empty() || NON_SWITCHING.iter().any(|t| ua.contains(t)) || ua == "mpv" {
+        PlayerKind::NonSwitching
+    } else if SWITCHING.iter().any(|t| ua.contains(t)) {
+        PlayerKind::Switching
+    } else {
+        PlayerKind::NonSwitching
+    }
 }

@@ -5,6 +5,8 @@
 //! a current-thread runtime per core on `SO_REUSEPORT` listeners, the connection path
 //! of every node). `bench/http_floor.py` runs wrk against both, brdyun and nginx serving
 //! the same master playlist, to tell the stack's own cost from the server's.
+//! `FLOOR_SPIN_NS=N` (with `FLOOR_SERVER=1`) spins N ns of CPU in every answer: how the
+//! system time per request grows with the user time spent on it (`docs/measured.md`).
 //!
 //! `cargo run -p server --release --example hyper_floor -- 127.0.0.1:8098 BODY_FILE`
 
@@ -26,9 +28,17 @@ async fn main() -> std::io::Result<()> {
     if std::env::var_os("FLOOR_SERVER").is_some() {
         let listeners = server::serve::bind_reuseport(addr.parse().expect("an address"), 2)?;
         println!("listening on {}", listeners.local_addr());
+        let spin = std::env::var("FLOOR_SPIN_NS")
+            .ok()
+            .and_then(|v| v.parse::<u128>().ok())
+            .unwrap_or(0);
         let app = axum::Router::new().fallback(move || {
             let body = body.clone();
             async move {
+                let start = std::time::Instant::now();
+                while start.elapsed().as_nanos() < spin {
+                    std::hint::spin_loop();
+                }
                 (
                     [
                         ("content-type", "application/vnd.apple.mpegurl"),

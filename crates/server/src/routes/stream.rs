@@ -161,7 +161,6 @@ async fn checked(
     request: Request,
     private_viewer: Option<[u8; 8]>,
 ) -> Response {
-    let stream = stream.to_owned();
     let viewer_playlist =
         Target::stream_file(request.extensions(), file).is_some_and(|f| f.is_viewer_playlist());
     if let Some(logins) = state.logins() {
@@ -180,16 +179,16 @@ async fn checked(
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::serve(state, &stream, rung, file, request).await;
+        return hls::serve(state, stream, rung, file, request).await;
     };
-    let entry = state.stream(&stream);
-    if entry.is_some() && !gate.is_managed(&stream) {
+    let entry = state.stream(stream);
+    if entry.is_some() && !gate.is_managed(stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::serve(state, &stream, rung, file, request).await;
+        return hls::serve(state, stream, rung, file, request).await;
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
-        let code = gate.not_here(&stream);
+        let code = gate.not_here(stream);
         gate.count_refusal(code);
         return ApiError::Meeting(code).into_response();
     }
@@ -206,13 +205,13 @@ async fn checked(
         let version = headers
             .get(CLIENT_VERSION_HEADER)
             .and_then(|v| v.to_str().ok());
-        if let Err(code) = gate.check_viewer(&stream, &viewer, version, true) {
+        if let Err(code) = gate.check_viewer(stream, &viewer, version, true) {
             tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
             gate.count_refusal(code);
             return ApiError::Meeting(code).into_response();
         }
     }
-    hls::serve(state, &stream, rung, file, request).await
+    hls::serve(state, stream, rung, file, request).await
 }
 
 /// A private meeting's answer: a playlist or MPD gets the session in every URI (and is

@@ -81,7 +81,7 @@ pub async fn entry(
         protocol,
         here,
         viewer.context,
-        &viewer.session,
+        viewer.session(),
         now,
     ) {
         Ok(ott::Entry::Here(stream)) => redirect(&here_location(&stream)),
