@@ -35,7 +35,7 @@ mod eligibility;
 mod entry;
 mod overload;
 mod pass;
-mod player;
+pub mod player;
 mod problem;
 mod report;
 mod route;

@@ -13,14 +13,14 @@ pub enum PlayerKind {
 }
 
 /// Tokens of players that do not switch; checked first, because some of them embed
-/// browser-like tokens.
-const NON_SWITCHING: &[&str] = &[
+/// browser-like tokens. Public so tests can check the classifier against them.
+pub const NON_SWITCHING: &[&str] = &[
     "vlc", "libvlc", "lavf", "ffmpeg", "ffplay", "ffprobe", "libmpv", "mpv/", "mpv ", "kodi",
     "xbmc",
 ];
 
-/// Tokens of players that switch.
-const SWITCHING: &[&str] = &[
+/// Tokens of players that switch (public like [`NON_SWITCHING`]).
+pub const SWITCHING: &[&str] = &[
     "applecoremedia",
     "avplayer",
     "iphone",

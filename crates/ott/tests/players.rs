@@ -1,5 +1,6 @@
 //! OTT-PLAY-1: backup variants only for players that switch.
 
+use ott::player::{NON_SWITCHING, SWITCHING};
 use ott::PlayerKind;
 
 #[test]
@@ -62,12 +63,13 @@ proptest::proptest! {
     /// made of token fragments in any case, noise and multi-byte characters.
     #[test]
     fn scan_agrees_with_one_search_per_token(parts in proptest::collection::vec(
-        (0usize..TOKENS.len(), 0usize..16, proptest::bool::ANY, "[ a-zA-Z0-9;/().é]{0,6}"),
+        (0usize..tokens().len(), 0usize..16, proptest::bool::ANY, "[ a-zA-Z0-9;/().é]{0,6}"),
         0..10,
     )) {
         let mut ua = String::new();
         for (k, cut, upper, noise) in parts {
-            let token = &TOKENS[k][..cut.min(TOKENS[k].len())];
+            let token = tokens()[k];
+            let token = &token[..cut.min(token.len())];
             if upper { ua.push_str(&token.to_ascii_uppercase()) } else { ua.push_str(token) }
             ua.push_str(&noise);
         }
@@ -76,55 +78,14 @@ proptest::proptest! {
 }
 
 /// Every token either list of `ott::player` looks for, and a few near misses.
-const TOKENS: &[&str] = &[
-    "vlc",
-    "libvlc",
-    "lavf",
-    "ffmpeg",
-    "ffplay",
-    "ffprobe",
-    "libmpv",
-    "mpv/",
-    "mpv ",
-    "mpv",
-    "kodi",
-    "xbmc",
-    "applecoremedia",
-    "avplayer",
-    "iphone",
-    "ipad",
-    "ipod",
-    "appletv",
-    "tvos",
-    "exoplayer",
-    "media3",
-    "hls.js",
-    "mozilla/",
-    "safari/",
-    "mozilla",
-    "hls.",
-];
+fn tokens() -> Vec<&'static str> {
+    let mut all: Vec<&str> = NON_SWITCHING.iter().chain(SWITCHING).copied().collect();
+    all.extend(["mpv", "mozilla", "hls."]);
+    all
+}
 
 /// The classification spelled out: lowercase the header, then one search per token.
 fn reference(user_agent: &str) -> PlayerKind {
-    const NON_SWITCHING: &[&str] = &[
-        "vlc", "libvlc", "lavf", "ffmpeg", "ffplay", "ffprobe", "libmpv", "mpv/", "mpv ", "kodi",
-        "xbmc",
-    ];
-    const SWITCHING: &[&str] = &[
-        "applecoremedia",
-        "avplayer",
-        "iphone",
-        "ipad",
-        "ipod",
-        "appletv",
-        "tvos",
-        "exoplayer",
-        "media3",
-        "hls.js",
-        "mozilla/",
-        "safari/",
-    ];
     let ua = user_agent.trim().to_ascii_lowercase();
     if ua.is_empty() || NON_SWITCHING.iter().any(|t| ua.contains(t)) || ua == "mpv" {
         PlayerKind::NonSwitching
