@@ -487,12 +487,8 @@ class KeyframeClock:
         self.sock.close()
 
 
-def process_cpu_s(root_pid):
-    """User + system CPU seconds of a process and its direct children (nginx's workers).
-
-    CPU per request is the fair efficiency figure on a shared machine: it does not
-    depend on how much of the cores the server got while wrk and others ran."""
-    tick = os.sysconf("SC_CLK_TCK")
+def process_family(root_pid):
+    """A process and its direct children (nginx's workers), as pids."""
     pids = [root_pid]
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -503,12 +499,27 @@ def process_cpu_s(root_pid):
                     pids.append(int(entry))
             except (OSError, IndexError, ValueError):
                 continue
-    total = 0
-    for pid in pids:
+    return pids
+
+
+def process_cpu_split(root_pid):
+    """(user, system) CPU seconds of a process and its direct children."""
+    tick = os.sysconf("SC_CLK_TCK")
+    user = system = 0
+    for pid in process_family(root_pid):
         try:
             with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+            user += int(fields[11])  # utime (field 14)
+            system += int(fields[12])  # stime (field 15)
         except (OSError, IndexError, ValueError):
             continue
-    return total / tick
+    return user / tick, system / tick
+
+
+def process_cpu_s(root_pid):
+    """User + system CPU seconds of a process and its direct children (nginx's workers).
+
+    CPU per request is the fair efficiency figure on a shared machine: it does not
+    depend on how much of the cores the server got while wrk and others ran."""
+    return sum(process_cpu_split(root_pid))

@@ -23,7 +23,6 @@ the cores with wrk.
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -36,29 +35,10 @@ import ott  # noqa: E402
 REPO = os.path.dirname(HERE)
 
 
-def cpu_split(root_pid):
-    """(user, system) CPU seconds of a process and its direct children."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children = subprocess.run(["pgrep", "-P", str(root_pid)], capture_output=True, text=True,
-                              check=False).stdout.split()
-    user = system = 0
-    for pid in [root_pid, *map(int, children)]:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        user += int(fields[11])
-        system += int(fields[12])
-    return user / tick, system / tick
-
-
 def preemptions(root_pid):
     """Involuntary context switches of a process's threads and its direct children's."""
-    children = subprocess.run(["pgrep", "-P", str(root_pid)], capture_output=True, text=True,
-                              check=False).stdout.split()
     total = 0
-    for pid in [root_pid, *map(int, children)]:
+    for pid in harness.process_family(root_pid):
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -83,9 +63,9 @@ def answers(port):
 
 def measure(pid, port, path, connections, seconds):
     """One wrk run: req/s and user/system CPU µs per request of `pid`."""
-    before, switched = cpu_split(pid), preemptions(pid)
+    before, switched = harness.process_cpu_split(pid), preemptions(pid)
     _, result = ott.wrk(port, path, connections, seconds)
-    after, switched = cpu_split(pid), preemptions(pid) - switched
+    after, switched = harness.process_cpu_split(pid), preemptions(pid) - switched
     n = max(result.requests, 1)
     return {"requests_per_s": result.requests_per_s, "errors": result.errors,
             "user_us": (after[0] - before[0]) * 1e6 / n, "system_us": (after[1] - before[1]) * 1e6 / n,
