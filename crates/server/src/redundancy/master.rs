@@ -85,29 +85,7 @@ pub fn personalised(
     // The same stream, master, protocol, backups (at the same addresses) and login make
     // the same bytes under one snapshot.
     let cached = backups.as_ref().map(|(redundancy, (view, _, targets))| {
-        let mut key = String::with_capacity(
-            stream.len()
-                + 32
-                + targets
-                    .iter()
-                    .map(|t| t.url_base.len() + t.stream.len() + 2)
-                    .sum::<usize>()
-                + query.map_or(0, str::len),
-        );
-        // Written piece by piece (no `format!`): this runs for every master playlist.
-        key.push_str(stream);
-        key.push('\n');
-        let hash = plain_hash(plain);
-        for shift in (0..64).step_by(4).rev() {
-            key.push(char::from(
-                b"0123456789abcdef"[((hash >> shift) & 0xf) as usize],
-            ));
-        }
-        key.push_str(match protocol {
-            ott::Protocol::Hls => "\nHls\n",
-            ott::Protocol::LlHls => "\nLlHls\n",
-            ott::Protocol::Dash => "\nDash\n",
-        });
+        let mut key = format!("{stream}\n{:016x}\n{protocol:?}\n", plain_hash(plain));
         for t in targets {
             key.push_str(&t.url_base);
             key.push('/');
