@@ -151,21 +151,20 @@ fn in_step(label: &str, upstream: SocketAddr, node: SocketAddr) {
     // Let the node cut a few segments live before measuring.
     std::thread::sleep(Duration::from_secs(3));
     let span = Duration::from_secs(12);
-    let (o, e) = (upstream, node);
-    let origin_thread = std::thread::spawn(move || follow_parts(o, span));
-    let edge_seen = follow_parts(e, span);
-    let origin_seen = origin_thread.join().expect("upstream follower");
+    let upstream_thread = std::thread::spawn(move || follow_parts(upstream, span));
+    let node_seen = follow_parts(node, span);
+    let upstream_seen = upstream_thread.join().expect("upstream follower");
     // Parts both saw appear after they started following (not the first answer's list).
-    let first_msn = origin_seen.keys().map(|k| k.0).min().unwrap_or(0) + 1;
-    let mut gaps: Vec<i64> = origin_seen
+    let first_msn = upstream_seen.keys().map(|k| k.0).min().unwrap_or(0) + 1;
+    let mut gaps: Vec<i64> = upstream_seen
         .iter()
         .filter(|(k, _)| k.0 > first_msn)
-        .filter_map(|(k, at_origin)| {
-            let at_edge = edge_seen.get(k)?;
-            Some(if at_edge >= at_origin {
-                i64::try_from(at_edge.duration_since(*at_origin).as_millis()).unwrap_or(i64::MAX)
+        .filter_map(|(k, at_upstream)| {
+            let at_node = node_seen.get(k)?;
+            Some(if at_node >= at_upstream {
+                i64::try_from(at_node.duration_since(*at_upstream).as_millis()).unwrap_or(i64::MAX)
             } else {
-                -i64::try_from(at_origin.duration_since(*at_edge).as_millis()).unwrap_or(i64::MAX)
+                -i64::try_from(at_upstream.duration_since(*at_node).as_millis()).unwrap_or(i64::MAX)
             })
         })
         .collect();
@@ -186,12 +185,12 @@ fn in_step(label: &str, upstream: SocketAddr, node: SocketAddr) {
     );
 
     // The parts are the upstream's, byte for byte, and so are the TS segments.
-    let (_, _, body) = http_get(e, "/m/ll.m3u8");
+    let (_, _, body) = http_get(node, "/m/ll.m3u8");
     let listed = parts(&String::from_utf8_lossy(&body));
     let mut compared = 0;
     for (msn, i, uri) in listed.iter().rev().take(8) {
-        let (s1, _, a) = http_get(o, &format!("/m/{uri}"));
-        let (s2, _, b) = http_get(e, &format!("/m/{uri}"));
+        let (s1, _, a) = http_get(upstream, &format!("/m/{uri}"));
+        let (s2, _, b) = http_get(node, &format!("/m/{uri}"));
         if s1 == 200 && s2 == 200 {
             assert!(
                 a == b,
@@ -201,13 +200,13 @@ fn in_step(label: &str, upstream: SocketAddr, node: SocketAddr) {
         }
     }
     assert!(compared >= 4, "parts compared: {compared}");
-    let (_, _, edge_media) = http_get(e, "/m/mono.m3u8");
-    let segments = parse_media_playlist(&String::from_utf8_lossy(&edge_media));
+    let (_, _, node_media) = http_get(node, "/m/mono.m3u8");
+    let segments = parse_media_playlist(&String::from_utf8_lossy(&node_media));
     let mut same = 0;
     for s in segments.iter().rev().take(4) {
         let path = format!("/m/seg-{}.ts", s.msn);
-        let (s1, _, a) = http_get(o, &path);
-        let (s2, _, b) = http_get(e, &path);
+        let (s1, _, a) = http_get(upstream, &path);
+        let (s2, _, b) = http_get(node, &path);
         if s1 == 200 && s2 == 200 {
             assert!(
                 a == b,
