@@ -1,5 +1,7 @@
 //! Which players get backup variants in the master playlist (OTT-PLAY-1).
 
+use ua_scan::{bits, TokenTable};
+
 /// Whether a player switches to backup variants of a master playlist on failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PlayerKind {
@@ -35,30 +37,39 @@ pub const SWITCHING: &[&str] = &[
     "safari/",
 ];
 
-/// Whether `haystack` contains one of `tokens` (lowercase ASCII), ignoring ASCII case:
-/// one pass, a token tried only where its first byte is, no allocation (a master
-/// playlist request classifies its User-Agent on the hot path).
-fn contains_any(haystack: &[u8], tokens: &[&str]) -> bool {
-    (0..haystack.len()).any(|at| {
-        let first = haystack[at].to_ascii_lowercase();
-        tokens.iter().any(|token| {
-            let token = token.as_bytes();
-            token.first() == Some(&first)
-                && haystack
-                    .get(at..at + token.len())
-                    .is_some_and(|window| window.eq_ignore_ascii_case(token))
-        })
-    })
-}
+/// Both lists in one table: [`NON_SWITCHING`]'s tokens first, then [`SWITCHING`]'s.
+static TOKENS: TokenTable<{ NON_SWITCHING.len() + SWITCHING.len() }> = TokenTable::new(
+    {
+        let mut all: [&[u8]; NON_SWITCHING.len() + SWITCHING.len()] =
+            [b"" as &[u8]; NON_SWITCHING.len() + SWITCHING.len()];
+        let mut k = 0;
+        while k < all.len() {
+            all[k] = if k < NON_SWITCHING.len() {
+                NON_SWITCHING[k].as_bytes()
+            } else {
+                SWITCHING[k - NON_SWITCHING.len()].as_bytes()
+            };
+            k += 1;
+        }
+        all
+    },
+    0,
+);
+
+/// The bits of [`NON_SWITCHING`]'s tokens in a scan of [`TOKENS`].
+const NON_SWITCHING_BITS: u64 = bits(0, NON_SWITCHING.len() as u32);
 
 impl PlayerKind {
-    /// Classifies a `User-Agent` header value; a missing header is `""`.
+    /// Classifies a `User-Agent` header value; a missing header is `""`. Only the
+    /// first [`ua_scan::SCAN_LIMIT`] bytes are read (a master playlist request
+    /// classifies its User-Agent on the hot path: one pass, no allocation).
     pub fn from_user_agent(user_agent: &str) -> Self {
         let ua = user_agent.trim().as_bytes();
-        if ua.is_empty() || contains_any(ua, NON_SWITCHING) || ua.eq_ignore_ascii_case(b"mpv") {
+        if ua.is_empty() || ua.eq_ignore_ascii_case(b"mpv") {
             return PlayerKind::NonSwitching;
         }
-        if contains_any(ua, SWITCHING) {
+        let found = TOKENS.scan(ua);
+        if found & NON_SWITCHING_BITS == 0 && found != 0 {
             PlayerKind::Switching
         } else {
             PlayerKind::NonSwitching

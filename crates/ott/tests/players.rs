@@ -95,3 +95,17 @@ fn reference(user_agent: &str) -> PlayerKind {
         PlayerKind::NonSwitching
     }
 }
+
+#[test]
+fn only_the_head_of_a_huge_header_counts() {
+    let padded = |token: &str| format!("{}{token}", "x".repeat(ua_scan::SCAN_LIMIT));
+    assert_eq!(
+        PlayerKind::from_user_agent(&padded("Mozilla/5.0")),
+        PlayerKind::NonSwitching
+    );
+    let late_tool = format!("Mozilla/5.0 {}", padded("Lavf/60"));
+    assert_eq!(
+        PlayerKind::from_user_agent(&late_tool),
+        PlayerKind::Switching
+    );
+}

@@ -5,6 +5,7 @@
 //! priority per family, and fault-injection rules can target one family.
 
 use serde::Deserialize;
+use ua_scan::{bits, TokenTable};
 
 /// The family of player behind a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -25,11 +26,12 @@ pub enum DeviceType {
 }
 
 /// How many leading bytes of a User-Agent are examined; real ones are under 400.
-pub const UA_SCAN_LIMIT: usize = 512;
+pub const UA_SCAN_LIMIT: usize = ua_scan::SCAN_LIMIT;
 
-/// Every token the recognition looks for, lowercase, grouped in decision order (the
-/// `*_TOKENS` masks below select the groups). At most 64, one bit each.
-const TOKENS: [&[u8]; 43] = [
+/// Every token the recognition looks for, lowercase but for [`AFT`], grouped in
+/// decision order (the `*_TOKENS` masks below select the groups). At most 64, one bit
+/// each.
+const TOKEN_LIST: [&[u8]; 43] = [
     // 0..18: TV platforms.
     b"smart-tv",
     b"smarttv",
@@ -49,7 +51,7 @@ const TOKENS: [&[u8]; 43] = [
     b"playstation",
     b"xbox",
     // Fire TV models ("; AFTMM"): matched case-sensitively, see `AFT`.
-    b"; aft",
+    b"; AFT",
     // 18..27: media tools.
     b"lavf/",
     b"libvlc",
@@ -81,66 +83,19 @@ const TOKENS: [&[u8]; 43] = [
     b"mozilla/",
 ];
 
-const fn bits(from: u32, to: u32) -> u64 {
-    ((1u64 << to) - 1) & !((1u64 << from) - 1)
-}
+/// Index of `; AFT`, which must match exactly: ignoring case it would collide with
+/// ordinary words ("; after").
+const AFT: usize = 17;
+
+static TOKENS: TokenTable<43> = TokenTable::new(TOKEN_LIST, 1 << AFT);
 
 const TV_TOKENS: u64 = bits(0, 18);
-/// Index of `; aft`, which must match as `; AFT` exactly: ignoring case it would
-/// collide with ordinary words ("; after").
-const AFT: usize = 17;
 const TOOL_TOKENS: u64 = bits(18, 27);
 const ANDROID_TOKENS: u64 = bits(27, 29);
 const APPLE_TOKENS: u64 = bits(29, 35);
 const SAFARI_TOKEN: u64 = bits(35, 36);
 const NOT_SAFARI_TOKENS: u64 = bits(36, 42);
 const MOZILLA_TOKEN: u64 = bits(42, 43);
-
-/// Buckets of the first-two-bytes index (a power of two).
-const PAIR_BUCKETS: usize = 1024;
-
-const fn pair_bucket(a: u8, b: u8) -> usize {
-    (a as usize * 37 + b as usize) & (PAIR_BUCKETS - 1)
-}
-
-/// For each bucket of (first byte, second byte), the tokens that start that way (plus
-/// the few that share the bucket): the scan tries a token only where it can start.
-static BY_PAIR: [u64; PAIR_BUCKETS] = {
-    let mut table = [0u64; PAIR_BUCKETS];
-    let mut k = 0;
-    while k < TOKENS.len() {
-        let t = TOKENS[k];
-        table[pair_bucket(t[0], t[1])] |= 1 << k;
-        k += 1;
-    }
-    table
-};
-
-/// The set of tokens found in `ua` (at most [`UA_SCAN_LIMIT`] bytes): one pass over
-/// the lowercased header on the stack, looking up the tokens that can start at each
-/// byte pair. No allocation; about 100 ns for a 130-byte header.
-fn scan(ua: &[u8]) -> u64 {
-    let mut lower = [0u8; UA_SCAN_LIMIT];
-    let n = ua.len().min(UA_SCAN_LIMIT);
-    for (dst, src) in lower.iter_mut().zip(ua) {
-        *dst = src.to_ascii_lowercase();
-    }
-    let text = &lower[..n];
-    let mut found = 0u64;
-    for (i, pair) in text.windows(2).enumerate() {
-        let mut candidates = BY_PAIR[pair_bucket(pair[0], pair[1])] & !found;
-        while candidates != 0 {
-            let k = candidates.trailing_zeros() as usize;
-            candidates &= candidates - 1;
-            let rest = &text[i..];
-            let exact = k != AFT || ua.get(i..).is_some_and(|o| o.starts_with(b"; AFT"));
-            if rest.starts_with(TOKENS[k]) && exact {
-                found |= 1 << k;
-            }
-        }
-    }
-    found
-}
 
 impl DeviceType {
     /// Number of device types; sizes per-device tables.
@@ -191,7 +146,7 @@ impl DeviceType {
         if ua.iter().all(u8::is_ascii_whitespace) {
             return DeviceType::Unknown;
         }
-        let found = scan(ua);
+        let found = TOKENS.scan(ua);
         if found & TV_TOKENS != 0 {
             DeviceType::SmartTv
         } else if found & TOOL_TOKENS != 0 {
@@ -279,12 +234,12 @@ mod tests {
                 .any(|w| w.eq_ignore_ascii_case(needle))
         }
         let any = |ua: &[u8], mask: u64| {
-            (0..TOKENS.len()).any(|k| {
+            (0..TOKEN_LIST.len()).any(|k| {
                 mask & (1 << k) != 0
                     && if k == AFT {
                         ua.windows(5).any(|w| w == b"; AFT")
                     } else {
-                        contains_ci(ua, TOKENS[k])
+                        contains_ci(ua, TOKEN_LIST[k])
                     }
             })
         };
@@ -320,10 +275,11 @@ mod tests {
         ];
         assert_eq!(groups.iter().fold(0, |a, g| a | g), bits(0, 43));
         assert_eq!(groups.iter().map(|g| g.count_ones()).sum::<u32>(), 43);
-        assert!(TOKENS
+        assert!(TOKEN_LIST
             .iter()
-            .all(|t| t.len() >= 2 && t.to_ascii_lowercase() == *t));
-        assert_eq!(TOKENS[AFT], b"; aft");
+            .enumerate()
+            .all(|(k, t)| t.len() >= 2 && (k == AFT || t.to_ascii_lowercase() == *t)));
+        assert_eq!(TOKEN_LIST[AFT], b"; AFT");
         assert_eq!(
             DeviceType::from_user_agent("Mozilla/5.0 (X11; after hours) Firefox/125.0"),
             DeviceType::Browser
@@ -340,12 +296,12 @@ mod tests {
         /// token fragments in any case, noise and multi-byte characters.
         #[test]
         fn scan_agrees_with_the_reference(parts in proptest::collection::vec(
-            (0usize..TOKENS.len(), 0usize..12, proptest::bool::ANY, "[ a-zA-Z0-9;/().é]{0,6}"),
+            (0usize..TOKEN_LIST.len(), 0usize..12, proptest::bool::ANY, "[ a-zA-Z0-9;/().é]{0,6}"),
             0..12,
         )) {
             let mut ua = String::new();
             for (k, cut, upper, noise) in parts {
-                let token = std::str::from_utf8(TOKENS[k]).expect("ascii");
+                let token = std::str::from_utf8(TOKEN_LIST[k]).expect("ascii");
                 let token = &token[..cut.min(token.len())];
                 if upper { ua.push_str(&token.to_ascii_uppercase()) } else { ua.push_str(token) }
                 ua.push_str(&noise);

@@ -1,0 +1,169 @@
+//! Which of a fixed set of tokens a `User-Agent` header contains, ignoring ASCII case:
+//! one pass over the header's first [`SCAN_LIMIT`] bytes, no allocation.
+//!
+//! Two classifiers read the same header on a node's hot path — the shedding layer's
+//! device family and the master playlist's player kind — so the search is written once
+//! here. A [`TokenTable`] is built at compile time: for every pair of leading bytes, the
+//! tokens that start that way. The scan lowercases the header on the stack and, at each
+//! byte, tries only the tokens its pair allows, so the cost grows with the header's
+//! length, not with the number of tokens (about 100 ns for a 130-byte header).
+
+/// How many leading bytes of a header are examined: real ones are under 400, and a
+/// hostile, huge header costs no more than a real one.
+pub const SCAN_LIMIT: usize = 512;
+
+/// Buckets of the leading-pair index (a power of two).
+const PAIR_BUCKETS: usize = 1024;
+
+const fn pair_bucket(a: u8, b: u8) -> usize {
+    (a.to_ascii_lowercase() as usize * 37 + b.to_ascii_lowercase() as usize) & (PAIR_BUCKETS - 1)
+}
+
+/// Up to 64 tokens (one bit each in a scan's answer) and their leading-pair index.
+#[derive(Debug)]
+pub struct TokenTable<const N: usize> {
+    tokens: [&'static [u8]; N],
+    /// Tokens matched byte for byte instead of ignoring case (bit `k` for token `k`).
+    exact: u64,
+    by_pair: [u64; PAIR_BUCKETS],
+}
+
+impl<const N: usize> TokenTable<N> {
+    /// A table of `tokens`: lowercase ASCII, at least two bytes each, matched ignoring
+    /// case; except the tokens whose bit is set in `exact`, written as they must appear.
+    /// Checked at compile time when used in a `const` or `static`.
+    pub const fn new(tokens: [&'static [u8]; N], exact: u64) -> Self {
+        assert!(N <= 64, "at most 64 tokens");
+        let mut by_pair = [0u64; PAIR_BUCKETS];
+        let mut k = 0;
+        while k < N {
+            let t = tokens[k];
+            assert!(t.len() >= 2, "a token has at least two bytes");
+            if exact & (1 << k) == 0 {
+                let mut i = 0;
+                while i < t.len() {
+                    assert!(!t[i].is_ascii_uppercase(), "tokens are lowercase");
+                    i += 1;
+                }
+            }
+            by_pair[pair_bucket(t[0], t[1])] |= 1 << k;
+            k += 1;
+        }
+        Self {
+            tokens,
+            exact,
+            by_pair,
+        }
+    }
+
+    /// The tokens found in `header` (its first [`SCAN_LIMIT`] bytes), bit `k` for
+    /// token `k`.
+    pub fn scan(&self, header: &[u8]) -> u64 {
+        let original = header.get(..SCAN_LIMIT).unwrap_or(header);
+        let mut lower = [0u8; SCAN_LIMIT];
+        let text = &mut lower[..original.len()];
+        for (dst, src) in text.iter_mut().zip(original) {
+            *dst = src.to_ascii_lowercase();
+        }
+        let text = &*text;
+        let mut found = 0u64;
+        for (i, pair) in text.windows(2).enumerate() {
+            let mut candidates = self.by_pair[pair_bucket(pair[0], pair[1])] & !found;
+            while candidates != 0 {
+                let k = candidates.trailing_zeros() as usize;
+                candidates &= candidates - 1;
+                let within = if self.exact & (1 << k) != 0 {
+                    &original[i..]
+                } else {
+                    &text[i..]
+                };
+                if within.starts_with(self.tokens[k]) {
+                    found |= 1 << k;
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The bits `from..to`: a group of consecutive tokens of a table.
+pub const fn bits(from: u32, to: u32) -> u64 {
+    let below_to = if to >= 64 { u64::MAX } else { (1u64 << to) - 1 };
+    below_to & !((1u64 << from) - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TABLE: TokenTable<4> =
+        TokenTable::new([b"mozilla/", b"vlc", b"; AFT", b"hls.js"], 0b100);
+
+    /// The same answer by searching for each token on its own.
+    fn reference(header: &[u8]) -> u64 {
+        let header = header.get(..SCAN_LIMIT).unwrap_or(header);
+        let lower = header.to_ascii_lowercase();
+        TABLE
+            .tokens
+            .iter()
+            .enumerate()
+            .filter(|(k, t)| {
+                let hay = if TABLE.exact & (1 << k) != 0 {
+                    header
+                } else {
+                    &lower
+                };
+                hay.windows(t.len()).any(|w| w == **t)
+            })
+            .fold(0, |found, (k, _)| found | 1 << k)
+    }
+
+    #[test]
+    fn tokens_are_found_ignoring_case_but_exact_ones_are_not() {
+        assert_eq!(TABLE.scan(b"Mozilla/5.0 (X11)"), 0b0001);
+        assert_eq!(TABLE.scan(b"VLC/3.0.20 LibVLC/3.0.20"), 0b0010);
+        assert_eq!(TABLE.scan(b"Linux; AFTMM Build"), 0b0100);
+        assert_eq!(TABLE.scan(b"said; after that"), 0);
+        assert_eq!(TABLE.scan(b"HLS.js mozilla/"), 0b1001);
+        assert_eq!(TABLE.scan(b""), 0);
+        assert_eq!(TABLE.scan(b"v"), 0);
+    }
+
+    #[test]
+    fn only_the_first_scan_limit_bytes_count() {
+        let mut header = vec![b'x'; SCAN_LIMIT - 3];
+        header.extend_from_slice(b"vlc");
+        assert_eq!(TABLE.scan(&header), 0b0010);
+        header.insert(0, b'x');
+        assert_eq!(TABLE.scan(&header), 0);
+    }
+
+    #[test]
+    fn bits_select_a_range() {
+        assert_eq!(bits(0, 3), 0b111);
+        assert_eq!(bits(2, 4), 0b1100);
+        assert_eq!(bits(63, 64), 1 << 63);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_scan_agrees_with_a_search_per_token(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[ -~]{0,12}").unwrap(),
+                    proptest::prop_oneof![
+                        proptest::strategy::Just("MOZILLA/".to_owned()),
+                        proptest::strategy::Just("vlc".to_owned()),
+                        proptest::strategy::Just("; AFT".to_owned()),
+                        proptest::strategy::Just("; aft".to_owned()),
+                        proptest::strategy::Just("Hls.Js".to_owned()),
+                    ],
+                ],
+                0..12,
+            )
+        ) {
+            let header = parts.concat();
+            proptest::prop_assert_eq!(TABLE.scan(header.as_bytes()), reference(header.as_bytes()));
+        }
+    }
+}
