@@ -8,12 +8,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
+use crate::app::HttpApp;
 use crate::shed::{ConnectionGate, GatedStream};
 
 /// How long a client may take to send a request's whole head, from the moment the
@@ -43,10 +43,10 @@ pub(crate) async fn close_gracefully(
 
 /// Serves one accepted connection (TLS handshake first when `tls` is given) until it
 /// ends or `closing` turns true.
-pub(crate) async fn serve_accepted(
+pub(crate) async fn serve_accepted<A: HttpApp>(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
-    app: Router,
+    app: A,
     tls: Option<TlsAcceptor>,
     mut closing: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -55,16 +55,16 @@ pub(crate) async fn serve_accepted(
     // reaches the gate through the request, the socket is read through it.
     let gate = Arc::new(ConnectionGate::new());
     let stream = GatedStream::new(stream, Arc::clone(&gate));
-    let service =
-        TowerToHyperService::new(app.into_service::<hyper::body::Incoming>().map_request(
-            move |mut request: hyper::Request<hyper::body::Incoming>| {
-                let extensions = request.extensions_mut();
-                extensions.insert(axum::extract::ConnectInfo(peer));
-                extensions.insert(Secure(secure));
-                extensions.insert(Arc::clone(&gate));
-                request
-            },
-        ));
+    let service = TowerToHyperService::new(app.map_request(
+        move |request: hyper::Request<hyper::body::Incoming>| {
+            let mut request = request.map(axum::body::Body::new);
+            let extensions = request.extensions_mut();
+            extensions.insert(axum::extract::ConnectInfo(peer));
+            extensions.insert(Secure(secure));
+            extensions.insert(Arc::clone(&gate));
+            request
+        },
+    ));
     match tls {
         Some(acceptor) => {
             match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {

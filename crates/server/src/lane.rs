@@ -22,11 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
-use axum::Router;
 use shed::Bucket;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
+use crate::app::HttpApp;
 use crate::connection::{close_gracefully, serve_accepted};
 use crate::shed::layer::facts_of;
 use crate::shed::{LanePriority, Shedder};
@@ -61,8 +61,8 @@ impl PriorityLane {
     ///
     /// # Errors
     /// A thread or its runtime could not be created.
-    pub fn start(
-        app: Router,
+    pub fn start<A: HttpApp>(
+        app: A,
         shedder: Arc<Shedder>,
         shutdown: watch::Receiver<bool>,
     ) -> std::io::Result<Option<Arc<PriorityLane>>> {
@@ -172,8 +172,8 @@ impl PriorityLane {
 
 /// The lane's loop: serves each connection handed over until shutdown, then lets
 /// them finish for a short grace period.
-async fn serve_lane(
-    app: Router,
+async fn serve_lane<A: HttpApp>(
+    app: A,
     mut receiver: mpsc::UnboundedReceiver<Handed>,
     mut shutdown: watch::Receiver<bool>,
 ) {

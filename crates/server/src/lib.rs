@@ -9,6 +9,7 @@
 //! serves it on a listener over HTTP or HTTPS. Every error a client sees is a row of
 //! the `codes` table ([`error`]).
 
+pub mod app;
 pub mod archive_master;
 pub mod auth;
 pub mod captions;

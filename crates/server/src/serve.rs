@@ -11,10 +11,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::app::HttpApp;
 use crate::conn_limits::ConnectionLimits;
 pub use crate::connection::Secure;
 use crate::connection::{close_gracefully, serve_accepted};
@@ -81,9 +81,9 @@ fn reuseport_socket(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
 /// # Errors
 /// A runtime or a thread could not be created (threads already started are told to
 /// stop through `shutdown` by the caller).
-pub fn serve_on_threads(
+pub fn serve_on_threads<A: HttpApp>(
     listeners: ReusePortListeners,
-    app: Router,
+    app: A,
     tls: Option<TlsAcceptor>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     lane: Option<Arc<PriorityLane>>,
@@ -139,9 +139,9 @@ async fn stopped(mut shutdown: tokio::sync::watch::Receiver<bool>) {
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and
 /// lets open connections finish for a short grace period.
-pub async fn run(
+pub async fn run<A: HttpApp>(
     listener: TcpListener,
-    app: Router,
+    app: A,
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
@@ -151,9 +151,9 @@ pub async fn run(
 /// [`run`], handing every plain-HTTP connection whose first request is CRITICAL to the
 /// node's [`PriorityLane`] when one is given, and admitting connections within
 /// `limits` when given (one over a cap is answered with the cap's code and closed).
-pub async fn run_with_lane(
+pub async fn run_with_lane<A: HttpApp>(
     listener: TcpListener,
-    app: Router,
+    app: A,
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
     lane: Option<Arc<PriorityLane>>,
@@ -240,7 +240,7 @@ mod tests {
     use crate::metrics::Metrics;
     use crate::{AppState, NodeIdentity};
 
-    fn app() -> axum::Router {
+    fn app() -> crate::app::NodeApp {
         crate::router(AppState::new(
             NodeIdentity {
                 name: "threads".into(),

@@ -35,7 +35,7 @@ use crate::url::Route;
 /// The MC's HTTP application: the meeting API (the MC rows of the route table), then the
 /// node's routes (the meeting streams and their relays), all behind the node's shedding
 /// layer and edge, so the meeting API is classified and shed like every other route.
-pub fn router(mc: McState, node: AppState) -> Router {
+pub fn router(mc: McState, node: AppState) -> crate::app::NodeApp {
     node.set_mc(mc.clone());
     let api = Route::MC
         .into_iter()
@@ -44,7 +44,7 @@ pub fn router(mc: McState, node: AppState) -> Router {
         })
         .method_not_allowed_fallback(|| async { crate::error::ApiError::MethodNotAllowed })
         .with_state(mc);
-    crate::routes::with_layers(api.merge(crate::routes::routes(node.clone())), &node)
+    crate::app::node_app(api.merge(crate::routes::routes(node.clone())), &node)
 }
 
 /// The handler of an MC route; a node route has none here (see [`crate::routes`]).

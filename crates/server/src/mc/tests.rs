@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::app::NodeApp;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use axum::Router;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -43,12 +43,12 @@ fn node_state() -> AppState {
     AppState::new(identity, Metrics::new(), None)
 }
 
-fn app(mc: &McState) -> Router {
+fn app(mc: &McState) -> NodeApp {
     router(mc.clone(), node_state())
 }
 
 async fn call(
-    app: &Router,
+    app: &NodeApp,
     method: Method,
     uri: &str,
     token: Option<&str>,
@@ -73,7 +73,7 @@ async fn call(
     (status, value)
 }
 
-async fn create(app: &Router, id: &str) -> (StatusCode, Value) {
+async fn create(app: &NodeApp, id: &str) -> (StatusCode, Value) {
     call(
         app,
         Method::POST,

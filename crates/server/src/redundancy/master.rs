@@ -14,21 +14,35 @@ use axum::http::header;
 use bytes::Bytes;
 
 use crate::redundancy::door::Viewer;
-use crate::redundancy::Redundancy;
+use crate::redundancy::{MeshView, Redundancy};
+
+/// A viewer's backups under one mesh view: up to two of its group's candidates, first
+/// backup first, held by position in the view's shared list (nothing copied per request).
+pub(crate) struct ViewerBackups {
+    /// The mesh view they were chosen in (passes, this node's id).
+    pub view: Arc<MeshView>,
+    /// The stream's group.
+    pub group: Arc<str>,
+    candidates: Arc<[ott::Target]>,
+    picked: [Option<usize>; 2],
+}
+
+impl ViewerBackups {
+    /// The chosen backups, first backup first.
+    pub fn targets(&self) -> impl Iterator<Item = &ott::Target> {
+        self.picked.iter().flatten().map(|&i| &self.candidates[i])
+    }
+}
 
 /// The backups of this viewer: the stream is in a group, the player switches (by its
-/// User-Agent), and the mesh has eligible candidates with an address for this viewer.
+/// User-Agent), and the mesh has eligible candidates with an address for this viewer
+/// (LL-HLS and DASH need the backup's fMP4 packaging: its ladder announces it).
 pub(crate) fn backups_for(
     redundancy: &Redundancy,
     stream: &str,
     request: &Request,
     protocol: ott::Protocol,
-) -> Option<(
-    std::sync::Arc<crate::redundancy::MeshView>,
-    String,
-    Vec<ott::Target>,
-)> {
-    let membership = redundancy.membership(stream)?;
+) -> Option<ViewerBackups> {
     let user_agent = request
         .headers()
         .get(header::USER_AGENT)
@@ -39,28 +53,25 @@ pub(crate) fn backups_for(
     }
     let view = redundancy.view()?;
     let viewer = Viewer::of(request);
-    let candidates = view.candidates(&membership.group, viewer.context);
-    // LL-HLS and DASH need the backup's fMP4 packaging (its ladder announces it).
-    let transport = protocol.transport();
-    let packaged: Vec<ott::Target>;
-    let candidates = if transport == ott::Transport::Ts {
-        candidates
-    } else {
-        packaged = candidates
-            .iter()
-            .filter(|t| {
-                view.snapshot.members.iter().any(|m| {
-                    m.node == t.node
-                        && m.group == membership.group
-                        && m.ladder.iter().any(|r| r.transport == transport)
-                })
-            })
-            .cloned()
-            .collect();
-        &packaged
-    };
-    let targets = ott::pick_backups(candidates, viewer.session(), &view.snapshot.this.id);
-    (!targets.is_empty()).then_some((view, membership.group, targets))
+    let group = redundancy
+        .with_membership(stream, |m| view.candidates(&m.group))
+        .flatten()?;
+    let candidates = group.for_viewer(viewer.context, protocol.transport());
+    let picked = ott::choose_backup_indices(
+        viewer.session(),
+        candidates.iter().map(|t| &t.node),
+        &view.snapshot.this.id,
+    );
+    if picked.iter().all(Option::is_none) {
+        return None;
+    }
+    let (group, candidates) = (Arc::clone(&group.group), Arc::clone(candidates));
+    Some(ViewerBackups {
+        view,
+        group,
+        candidates,
+        picked,
+    })
 }
 
 /// The master playlist made for this viewer, or `None` for the plain, shared one: with
@@ -84,17 +95,18 @@ pub fn personalised(
     }
     // The same stream, master, protocol, backups (at the same addresses) and login make
     // the same bytes under one snapshot.
-    let cached = backups.as_ref().map(|(redundancy, (view, _, targets))| {
+    let cached = backups.as_ref().map(|(redundancy, backups)| {
+        let view = &backups.view;
         let mut key = format!("{stream}\n{:016x}\n{protocol:?}\n", plain_hash(plain));
-        for t in targets {
+        for t in backups.targets() {
             key.push_str(&t.url_base);
             key.push('/');
             key.push_str(&t.stream);
             key.push('\n');
         }
         key.push_str(query.unwrap_or(""));
-        let signed = targets
-            .iter()
+        let signed = backups
+            .targets()
             .filter(|t| view.master_pass(&t.stream).is_some())
             .count();
         (*redundancy, Arc::clone(view), key, signed)
@@ -144,14 +156,7 @@ pub(crate) fn count_backups(redundancy: &Redundancy, passes: usize) {
         .fetch_add(1, Relaxed);
 }
 
-type Backups<'a> = Option<(
-    &'a Redundancy,
-    (
-        std::sync::Arc<crate::redundancy::MeshView>,
-        String,
-        Vec<ott::Target>,
-    ),
-)>;
+type Backups<'a> = Option<(&'a Redundancy, ViewerBackups)>;
 
 /// Writes the personalised master playlist.
 fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Bytes> {
@@ -177,16 +182,16 @@ fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Byt
     // The backups that get a pass, with their pathways; the own node's pathway first.
     let signed: Vec<(&ott::Target, String)> = backups
         .as_ref()
-        .map(|(_, (view, _, targets))| {
-            targets
-                .iter()
-                .filter_map(|t| Some((t, view.master_pass(&t.stream)?.to_owned())))
+        .map(|(_, backups)| {
+            backups
+                .targets()
+                .filter_map(|t| Some((t, backups.view.master_pass(&t.stream)?.to_owned())))
                 .collect()
         })
         .unwrap_or_default();
     let pathways: Vec<String> = match &backups {
-        Some((_, (view, _, _))) if !signed.is_empty() => {
-            std::iter::once(ott::pathway_id(&view.snapshot.this.id))
+        Some((_, backups)) if !signed.is_empty() => {
+            std::iter::once(ott::pathway_id(&backups.view.snapshot.this.id))
                 .chain(signed.iter().map(|(t, _)| ott::pathway_id(&t.node)))
                 .collect()
         }
@@ -196,8 +201,8 @@ fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Byt
         text.push_str(line);
         text.push('\n');
     }
-    if let (Some((_, (_, group, _))), Some((first, _))) = (&backups, signed.first()) {
-        let uri = ott::steering_uri(&first.url_base, group, &pathways);
+    if let (Some((_, backups)), Some((first, _))) = (&backups, signed.first()) {
+        let uri = ott::steering_uri(&first.url_base, &backups.group, &pathways);
         text.push_str(&format!(
             "#EXT-X-CONTENT-STEERING:SERVER-URI=\"{uri}\",PATHWAY-ID=\"{}\"\n",
             pathways[0]

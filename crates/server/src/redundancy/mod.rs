@@ -51,9 +51,9 @@ pub struct MeshView {
     pub snapshot: ott::Snapshot,
     /// The domain's view keys (sign with the current one, verify with any held).
     pub keys: Arc<ott::KeyRing>,
-    /// Per own group, the backup candidates for each kind of viewer (public × HTTPS),
+    /// Per own group, the backup candidates for each kind of viewer and transport,
     /// computed once per snapshot: a master playlist request only picks among them.
-    candidates: HashMap<String, [Vec<ott::Target>; 4]>,
+    candidates: HashMap<String, GroupCandidates>,
     /// A master-playlist pass per candidate stream, signed once per snapshot: passes
     /// are not bound to a viewer, so every viewer of this snapshot gets the same one
     /// (valid 4 h from now, within a quarter second).
@@ -71,22 +71,89 @@ fn viewer_kind(viewer: ott::ViewerContext) -> usize {
     usize::from(viewer.public) * 2 + usize::from(viewer.https)
 }
 
+/// The kinds of viewer, in [`viewer_kind`] order.
+const VIEWER_KINDS: [ott::ViewerContext; 4] = [
+    ott::ViewerContext {
+        public: false,
+        https: false,
+    },
+    ott::ViewerContext {
+        public: false,
+        https: true,
+    },
+    ott::ViewerContext {
+        public: true,
+        https: false,
+    },
+    ott::ViewerContext {
+        public: true,
+        https: true,
+    },
+];
+
+/// One own group's backup candidates under a snapshot, per kind of viewer (public ×
+/// HTTPS) and per transport: LL-HLS and DASH viewers get only the candidates whose
+/// ladder announces fMP4 packaging. Shared, so a viewer's choice holds them without a
+/// copy.
+#[derive(Debug)]
+pub struct GroupCandidates {
+    /// The group's name.
+    pub group: Arc<str>,
+    /// `[viewer kind][0 = TS, 1 = fMP4]`.
+    lists: [[Arc<[ott::Target]>; 2]; 4],
+}
+
+impl GroupCandidates {
+    fn new(snapshot: &ott::Snapshot, group: &str, now_ms: i64) -> Self {
+        let lists = VIEWER_KINDS.map(|viewer| {
+            let ts = ott::backup_candidates(snapshot, group, viewer, now_ms);
+            let fmp4: Vec<ott::Target> = ts
+                .iter()
+                .filter(|t| {
+                    snapshot.members.iter().any(|m| {
+                        m.node == t.node
+                            && m.group == group
+                            && m.ladder.iter().any(|r| r.transport == ott::Transport::Fmp4)
+                    })
+                })
+                .cloned()
+                .collect();
+            [Arc::from(ts), Arc::from(fmp4)]
+        });
+        Self {
+            group: Arc::from(group),
+            lists,
+        }
+    }
+
+    /// The candidates for this kind of viewer over `transport`.
+    pub fn for_viewer(
+        &self,
+        viewer: ott::ViewerContext,
+        transport: ott::Transport,
+    ) -> &Arc<[ott::Target]> {
+        &self.lists[viewer_kind(viewer)][usize::from(transport == ott::Transport::Fmp4)]
+    }
+
+    /// Every candidate of every kind of viewer (the fMP4 lists are subsets of these).
+    fn all(&self) -> impl Iterator<Item = &ott::Target> {
+        self.lists.iter().flat_map(|[ts, _]| ts.iter())
+    }
+}
+
 impl MeshView {
     /// A view of `snapshot` at `now_ms`, with the backup candidates of every group this
     /// node is in.
     pub fn new(snapshot: ott::Snapshot, keys: Arc<ott::KeyRing>, now_ms: i64) -> Self {
         let mut candidates = HashMap::new();
         for group in snapshot.own_groups() {
-            let per_kind = [(false, false), (false, true), (true, false), (true, true)].map(
-                |(public, https)| {
-                    let viewer = ott::ViewerContext { public, https };
-                    ott::backup_candidates(&snapshot, group, viewer, now_ms)
-                },
+            candidates.insert(
+                group.to_owned(),
+                GroupCandidates::new(&snapshot, group, now_ms),
             );
-            candidates.insert(group.to_owned(), per_kind);
         }
         let mut master_passes = HashMap::new();
-        for target in candidates.values().flatten().flatten() {
+        for target in candidates.values().flat_map(GroupCandidates::all) {
             if master_passes.contains_key(&target.stream) {
                 continue;
             }
@@ -138,11 +205,9 @@ impl MeshView {
         self.master_passes.get(stream).map(String::as_str)
     }
 
-    /// The backup candidates of `group` for this kind of viewer.
-    pub fn candidates(&self, group: &str, viewer: ott::ViewerContext) -> &[ott::Target] {
-        self.candidates
-            .get(group)
-            .map_or(&[], |per_kind| &per_kind[viewer_kind(viewer)])
+    /// The backup candidates of `group`, if this node is in it.
+    pub fn candidates(&self, group: &str) -> Option<&GroupCandidates> {
+        self.candidates.get(group)
     }
 }
 
@@ -267,6 +332,20 @@ impl Redundancy {
             .unwrap_or_else(PoisonError::into_inner)
             .get(stream)
             .cloned()
+    }
+
+    /// `read` of the stream's membership, if it is in a group, without copying it (the
+    /// master playlist asks on every request).
+    pub fn with_membership<R>(
+        &self,
+        stream: &str,
+        read: impl FnOnce(&Membership) -> R,
+    ) -> Option<R> {
+        self.memberships
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(stream)
+            .map(read)
     }
 
     /// Every stream of this node in a group, sorted by stream name.

@@ -33,7 +33,8 @@ pub fn personalised(
     query: Option<&str>,
 ) -> Option<Bytes> {
     let redundancy = redundancy?;
-    let (view, group, targets) = backups_for(redundancy, stream, request, ott::Protocol::Dash)?;
+    let backups = backups_for(redundancy, stream, request, ott::Protocol::Dash)?;
+    let view = &backups.view;
     let host = request.headers().get(header::HOST)?.to_str().ok()?;
     let viewer = crate::redundancy::door::Viewer::of(request);
     let scheme = if viewer.context.https {
@@ -48,7 +49,7 @@ pub fn personalised(
         pass: None,
     }];
     let mut steering_base: Option<&str> = None;
-    for target in &targets {
+    for target in backups.targets() {
         let Some(pass) = view.master_pass(&target.stream) else {
             continue;
         };
@@ -64,7 +65,7 @@ pub fn personalised(
         });
     }
     let pathways: Vec<String> = nodes.iter().map(|n| n.pathway.clone()).collect();
-    let steering = ott::steering_uri(steering_base?, &group, &pathways);
+    let steering = ott::steering_uri(steering_base?, &backups.group, &pathways);
     let out = with_service_locations(std::str::from_utf8(plain).ok()?, &nodes, &steering, query)?;
     count_backups(redundancy, nodes.len() - 1);
     Some(Bytes::from(out))

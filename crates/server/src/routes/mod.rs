@@ -22,19 +22,20 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
 
+use crate::app::{node_app, NodeApp};
 use crate::error::ApiError;
 use crate::experiments::api as experiments_api;
-use crate::shed::{fault_api, telemetry, ShedLayer};
+use crate::shed::{fault_api, telemetry};
 use crate::state::AppState;
 use crate::url::Route;
 
 /// Builds the node's HTTP application: its routes behind the shedding layer and the edge.
-pub fn router(state: AppState) -> Router {
-    with_layers(routes(state.clone()), &state)
+pub fn router(state: AppState) -> NodeApp {
+    node_app(routes(state.clone()), &state)
 }
 
 /// The node's routes with its state and fallback, without the layers (an MC adds its
-/// own routes before [`with_layers`]).
+/// own routes before [`node_app`]).
 pub fn routes(state: AppState) -> Router {
     Route::NODE
         .into_iter()
@@ -44,16 +45,6 @@ pub fn routes(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
-}
-
-/// Puts an application behind the node's shedding layer and edge. The shedding layer is
-/// inside the edge, so a shed answer is counted as a 5xx, and a CORS preflight is
-/// answered before shedding (it costs nothing).
-pub fn with_layers(app: Router, state: &AppState) -> Router {
-    app.layer(ShedLayer::new(std::sync::Arc::clone(state.shedder())))
-        .layer(crate::edge::EdgeLayer::new(std::sync::Arc::clone(
-            state.metrics(),
-        )))
 }
 
 /// The handler of a node route; an MC route has none here (see [`crate::mc::router`]).

@@ -61,6 +61,41 @@ pub async fn rendition_file(
     entry(state, stream, Some(rung), file, request).await
 }
 
+/// [`stream_file`] and [`rendition_file`] for a request whose route the edge found
+/// ([`crate::app::Dispatch`]): the path's two or three segments, percent-decoded as the
+/// router's path parameters are (one that is not UTF-8 once decoded is refused with
+/// 108003, as [`CodedPath`] refuses it).
+pub async fn direct(state: AppState, request: Request) -> Response {
+    let decoded: Option<Vec<String>> = request
+        .uri()
+        .path()
+        .trim_start_matches('/')
+        .split('/')
+        .map(|segment| {
+            percent_encoding::percent_decode_str(segment)
+                .decode_utf8()
+                .ok()
+                .map(std::borrow::Cow::into_owned)
+        })
+        .collect();
+    let mut segments = decoded.unwrap_or_default().into_iter();
+    match (
+        segments.next(),
+        segments.next(),
+        segments.next(),
+        segments.next(),
+    ) {
+        (Some(stream), Some(file), None, None) => entry(state, stream, None, file, request).await,
+        (Some(stream), Some(rung), Some(file), None) => {
+            entry(state, stream, Some(rung), file, request).await
+        }
+        _ => {
+            tracing::debug!(path = request.uri().path(), "path refused");
+            ApiError::BadRequest.into_response()
+        }
+    }
+}
+
 async fn entry(
     state: AppState,
     stream: String,

@@ -1,0 +1,102 @@
+//! The node's HTTP application as one tower service: the edge ([`crate::edge`]), then
+//! the shedding layer ([`crate::shed::layer`]), then [`Dispatch`], which calls the
+//! stream-file entry ([`crate::routes::stream`]) directly for a `GET` of
+//! `/{stream}/{file}` or `/{stream}/{rung}/{file}` — the playlists and segments that
+//! make nearly all of a node's requests — and hands everything else to the axum router.
+//!
+//! The edge has already found the request's route in the route table ([`Target`]), so a
+//! stream file does not pay for a second routing, the router's path parameters, its
+//! extractors and its per-route service clones; the layers wrap the whole application
+//! once instead of every route. The answer is the router's for the same request: the
+//! same entry, the same checks, the same coded refusals.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::extract::Request;
+use axum::http::Method;
+use axum::response::Response;
+use axum::Router;
+use futures_util::future::Either;
+use tower::{Layer as _, Service};
+
+use crate::edge::{Edge, EdgeLayer};
+use crate::shed::{ShedLayer, ShedService};
+use crate::state::AppState;
+use crate::url::{Route, Target};
+
+/// What the serving loops ([`crate::serve`], [`crate::lane`]) can serve: any cloneable
+/// tower service answering axum requests without error — a node's [`NodeApp`], or a
+/// bare [`Router`] (the HTTP floor benchmark).
+pub trait HttpApp:
+    Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> HttpApp for T where
+    T: Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// A node's (or an MC's) whole HTTP application: routes behind the shedding layer and
+/// the edge. Built by [`crate::routes::router`] and [`crate::mc::router`].
+pub type NodeApp = Edge<ShedService<Dispatch>>;
+
+/// Puts `router` (with the node's `state`) behind the shedding layer and the edge. The
+/// shedding layer is inside the edge, so a shed answer is counted as a 5xx, and a CORS
+/// preflight is answered before shedding (it costs nothing).
+pub fn node_app(router: Router, state: &AppState) -> NodeApp {
+    let dispatch = Dispatch {
+        router,
+        state: state.clone(),
+    };
+    EdgeLayer::new(Arc::clone(state.metrics()))
+        .layer(ShedLayer::new(Arc::clone(state.shedder())).layer(dispatch))
+}
+
+/// The innermost service: a stream file's `GET` straight to its entry, anything else
+/// to the router.
+#[derive(Clone)]
+pub struct Dispatch {
+    router: Router,
+    state: AppState,
+}
+
+/// A stream file's answer in the making.
+type EntryFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+impl Service<Request> for Dispatch {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<axum::routing::future::RouteFuture<Infallible>, EntryFuture>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let route = request
+            .extensions()
+            .get::<Target>()
+            .and_then(|target| target.route);
+        let stream_file = matches!(route, Some(Route::StreamFile | Route::RenditionFile));
+        if stream_file && request.method() == Method::GET {
+            let state = self.state.clone();
+            return Either::Right(Box::pin(async move {
+                Ok(crate::routes::stream::direct(state, request).await)
+            }));
+        }
+        Either::Left(self.router.call(request))
+    }
+}
