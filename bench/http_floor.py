@@ -7,6 +7,7 @@ Usage (from the repository root):
     python3 bench/http_floor.py            # about a minute
     python3 bench/http_floor.py --seconds 10
     python3 bench/http_floor.py --spin 3000,5000   # and the axum floor spinning 3 and 5 µs
+    python3 bench/http_floor.py --against /tmp/brdyun-before   # and another build, A/B
 
 Serves one master playlist four ways, measured in the same run with the same wrk
 command (`wrk -t2 -c16|-c128`, a browser User-Agent): brdyun node a making it per viewer
@@ -18,7 +19,9 @@ and system time (from /proc, the server and its children) and involuntary contex
 switches per request (preemptions), so the cost of the stack brdyun is built on is told
 from the cost of what brdyun does on it. `--spin` adds the axum floor spending that many
 more ns of CPU on every answer: how system time follows user time when the server shares
-the cores with wrk.
+the cores with wrk. `--against` adds a second group of the same three nodes run by
+another brdyun binary (an earlier build), measured in the same rounds: an A/B of a
+change to the request path.
 """
 
 import argparse
@@ -78,6 +81,7 @@ def main():
     parser.add_argument("--binary", default=os.path.join(REPO, "target", "release", "brdyun"))
     parser.add_argument("--floor", default=os.path.join(REPO, "target", "release", "examples", "hyper_floor"))
     parser.add_argument("--spin", default="", help="comma-separated ns of extra CPU per answer for more axum floors")
+    parser.add_argument("--against", default=None, help="another brdyun binary, measured as a second group")
     args = parser.parse_args()
     harness.ensure_tools(need_apt=False)
     procs = harness.Processes()
@@ -87,6 +91,14 @@ def main():
             ott.wait_offering(members, 2)
             _, node, node_port = members[0]
             _, text = ott.master(node_port)
+            others = []
+            if args.against:
+                other_dir = os.path.join(workdir, "against")
+                os.makedirs(other_dir)
+                _, other_members = ott.start_group(procs, args.against, other_dir, 3)
+                ott.wait_offering(other_members, 2)
+                _, other, other_port = other_members[0]
+                others.append(("brdyun (--against)", other.pid, other_port, "/meeting/index.m3u8"))
             body = os.path.join(workdir, "index.m3u8")
             with open(body, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -101,6 +113,7 @@ def main():
             nginx = harness.Nginx(procs, os.path.join(workdir, "nginx"))
             nginx_path = nginx.put("index.m3u8", text.encode())
             servers = (("brdyun (per viewer)", node.pid, node_port, "/meeting/index.m3u8"),
+                       *others,
                        ("hyper floor", floors[0][0].pid, floors[0][1], "/"),
                        ("node threads + axum", floors[1][0].pid, floors[1][1], "/"),
                        *((f"axum + {ns / 1000:g} us spin", floor[0].pid, floor[1], "/")

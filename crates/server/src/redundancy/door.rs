@@ -240,9 +240,10 @@ pub fn check(
     if !at_the_door && pass.is_none() {
         return Door::Continue;
     }
-    let Some(membership) = redundancy.membership(stream) else {
+    // Asked without copying the membership: most requests end before its group is read.
+    if redundancy.with_membership(stream, |_| ()).is_none() {
         return Door::Continue;
-    };
+    }
     let Some(view) = redundancy.view() else {
         return Door::Continue;
     };
@@ -290,6 +291,9 @@ pub fn check(
     if with_pass {
         redundancy.sessions.touch(&viewer.key);
     }
+    let Some(membership) = redundancy.membership(stream) else {
+        return Door::Continue;
+    };
     let group = membership.group.as_str();
     let snapshot = &view.snapshot;
     let rest = query_without_pass(query);
