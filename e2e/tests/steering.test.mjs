@@ -21,6 +21,12 @@ const STALL_GOAL_MS = 2_000;
 const STALL_SLACK_MS = 1_000;
 /** Runs of each failure (`bench/steering.py` sets 10; the e2e suite runs one). */
 const RUNS = Math.max(1, Number(process.env.STEERING_RUNS || 1));
+/**
+ * `STEERING_JITTER=1`: each failure comes at a moment drawn uniformly over one 2-s
+ * segment after the usual wait, instead of a fixed time after playback starts (which
+ * ties it to a phase of the segment cycle): what a real failure, at any moment, meets.
+ */
+const JITTER = process.env.STEERING_JITTER === '1';
 /** How long playback is watched after the failure. */
 const WATCH_MS = 20_000;
 
@@ -97,6 +103,7 @@ async function survives(label, fail, {
     assert.ok(before.steering.every((s) => portOf(s.url) !== String(a.http)),
       `steering is asked of a backup, never of the node the viewer plays from: ${before.steering.map((s) => s.url)}`);
     await resetViewerStalls(page);
+    if (JITTER) await page.waitForTimeout(Math.random() * 2_000);
     const edge = ll ? await page.evaluate(atSegmentEnd) : null;
     const failedAt = Date.now();
     await fail();

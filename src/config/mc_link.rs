@@ -37,9 +37,9 @@ pub struct McLinkConfig {
     pub backup_urls: Vec<String>,
     /// Pull the MC's live relay (`mpegts?live=1`: frames as the MC places them, so
     /// LL-HLS parts are cut here when the MC cuts them) for the source and every rung,
-    /// instead of whole segments (each a segment late). Default false: with it, hls.js
-    /// in low-latency mode failing over from a dead or hung node was measured to stall
-    /// 5–17 s in some runs, and dash.js 51 s after a hang in 4 of 11 (docs/timeline.md).
+    /// instead of whole segments (each a segment late). Default false, failover first:
+    /// with it, hls.js in low-latency mode failing over from a dead or hung node while
+    /// its buffer ends at a segment's end stalls about 6 s (docs/timeline.md).
     #[serde(default)]
     pub live_relay: bool,
     /// The template of every meeting stream: any key of a `[[stream]]` except `name`
