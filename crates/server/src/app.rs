@@ -28,27 +28,6 @@ use crate::shed::{ShedLayer, ShedService};
 use crate::state::AppState;
 use crate::url::{Route, Target};
 
-/// What the serving loops ([`crate::serve`], [`crate::lane`]) can serve: any cloneable
-/// tower service answering axum requests without error — a node's [`NodeApp`], or a
-/// bare [`Router`] (the HTTP floor benchmark).
-pub trait HttpApp:
-    Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
-    + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<T> HttpApp for T where
-    T: Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
-        + Clone
-        + Send
-        + Sync
-        + 'static
-{
-}
-
 /// A node's (or an MC's) whole HTTP application: routes behind the shedding layer and
 /// the edge. Built by [`crate::routes::router`] and [`crate::mc::router`].
 pub type NodeApp = Edge<ShedService<Dispatch>>;

@@ -13,7 +13,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
-use crate::app::HttpApp;
+use crate::http_app::HttpApp;
 use crate::shed::{ConnectionGate, GatedStream};
 
 /// How long a client may take to send a request's whole head, from the moment the

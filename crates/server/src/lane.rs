@@ -26,8 +26,8 @@ use shed::Bucket;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use crate::app::HttpApp;
 use crate::connection::{close_gracefully, serve_accepted};
+use crate::http_app::HttpApp;
 use crate::shed::layer::facts_of;
 use crate::shed::{LanePriority, Shedder};
 use crate::url::Target;

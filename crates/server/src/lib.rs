@@ -22,6 +22,7 @@ pub mod error;
 pub mod experiments;
 pub mod extract;
 pub mod fmp4;
+pub mod http_app;
 pub mod http_util;
 pub mod ingest_view;
 pub mod ladder;

@@ -14,10 +14,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::app::HttpApp;
 use crate::conn_limits::ConnectionLimits;
 pub use crate::connection::Secure;
 use crate::connection::{close_gracefully, serve_accepted};
+use crate::http_app::HttpApp;
 use crate::lane::PriorityLane;
 use crate::shed::Shedder;
 pub use crate::tls::{tls_acceptor, TlsError};
