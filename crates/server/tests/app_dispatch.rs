@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
-use http_body_util::BodyExt;
 use server::edge::EdgeLayer;
 use server::shed::ShedLayer;
 use tower::ServiceExt;
@@ -18,21 +17,15 @@ use tower::ServiceExt;
 /// left out: the router writes it into the answer, hyper writes the same one on the
 /// wire from the body's exact size when the answer has none.
 async fn read(response: axum::response::Response) -> (u16, Vec<(String, String)>, bytes::Bytes) {
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let mut headers: Vec<(String, String)> = headers
+    let answer = harness::read_answer(response).await;
+    let mut headers: Vec<(String, String)> = answer
+        .headers
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("?").to_owned()))
-        .filter(|(k, v)| k != "content-length" || *v != body.len().to_string())
+        .filter(|(k, v)| k != "content-length" || *v != answer.body.len().to_string())
         .collect();
     headers.sort();
-    (status, headers, body)
+    (answer.status.as_u16(), headers, answer.body)
 }
 
 #[tokio::test]

@@ -165,6 +165,11 @@ pub async fn answer(state: &AppState, request: Request<Body>) -> Answer {
         .oneshot(request)
         .await
         .expect("the router is infallible");
+    read_answer(response).await
+}
+
+/// Reads a response whole.
+pub async fn read_answer(response: axum::response::Response) -> Answer {
     let status = response.status();
     let headers = response.headers().clone();
     let body = response
