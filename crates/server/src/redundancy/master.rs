@@ -43,6 +43,12 @@ pub(crate) fn backups_for(
     request: &Request,
     protocol: ott::Protocol,
 ) -> Option<ViewerBackups> {
+    // Cheapest first: a stream in no group, then a player that does not switch, make
+    // nothing per viewer.
+    let view = redundancy.view()?;
+    let group = redundancy
+        .with_membership(stream, |m| view.candidates(&m.group))
+        .flatten()?;
     let user_agent = request
         .headers()
         .get(header::USER_AGENT)
@@ -51,11 +57,7 @@ pub(crate) fn backups_for(
     if !ott::PlayerKind::from_user_agent(user_agent).offers_backups() {
         return None;
     }
-    let view = redundancy.view()?;
     let viewer = Viewer::of(request);
-    let group = redundancy
-        .with_membership(stream, |m| view.candidates(&m.group))
-        .flatten()?;
     let candidates = group.for_viewer(viewer.context, protocol.transport());
     let picked = ott::choose_backup_indices(
         viewer.session(),
