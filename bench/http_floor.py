@@ -8,6 +8,7 @@ Usage (from the repository root):
     python3 bench/http_floor.py --seconds 10
     python3 bench/http_floor.py --spin 3000,5000   # and the axum floor spinning 3 and 5 µs
     python3 bench/http_floor.py --against /tmp/brdyun-before   # and another build, A/B
+    python3 bench/http_floor.py --against-config '[shedding]\npriority_lane = "off"'
 
 Serves one master playlist four ways, measured in the same run with the same wrk
 command (`wrk -t2 -c16|-c128`, a browser User-Agent): brdyun node a making it per viewer
@@ -21,7 +22,8 @@ from the cost of what brdyun does on it. `--spin` adds the axum floor spending t
 more ns of CPU on every answer: how system time follows user time when the server shares
 the cores with wrk. `--against` adds a second group of the same three nodes run by
 another brdyun binary (an earlier build), measured in the same rounds: an A/B of a
-change to the request path.
+change to the request path. `--against-config` adds TOML to that group's node configs
+(with the same binary unless `--against` names another): an A/B of a setting.
 """
 
 import argparse
@@ -82,6 +84,8 @@ def main():
     parser.add_argument("--floor", default=os.path.join(REPO, "target", "release", "examples", "hyper_floor"))
     parser.add_argument("--spin", default="", help="comma-separated ns of extra CPU per answer for more axum floors")
     parser.add_argument("--against", default=None, help="another brdyun binary, measured as a second group")
+    parser.add_argument("--against-config", default=None,
+                        help="TOML added to the second group's node configs (\\n for newlines)")
     args = parser.parse_args()
     harness.ensure_tools(need_apt=False)
     procs = harness.Processes()
@@ -92,10 +96,11 @@ def main():
             _, node, node_port = members[0]
             _, text = ott.master(node_port)
             others = []
-            if args.against:
+            if args.against or args.against_config:
                 other_dir = os.path.join(workdir, "against")
                 os.makedirs(other_dir)
-                _, other_members = ott.start_group(procs, args.against, other_dir, 3)
+                extra = (args.against_config or "").replace("\\n", "\n") + "\n"
+                _, other_members = ott.start_group(procs, args.against or args.binary, other_dir, 3, extra)
                 ott.wait_offering(other_members, 2)
                 _, other, other_port = other_members[0]
                 others.append(("brdyun (--against)", other.pid, other_port, "/meeting/index.m3u8"))

@@ -50,8 +50,9 @@ def start_node(procs, binary, workdir, name, text):
     return harness.start_role(procs, binary, workdir, name, text)
 
 
-def start_group(procs, binary, workdir, count):
-    """An origin and `count` OTT member nodes; returns (origin port, [(name, proc, port)])."""
+def start_group(procs, binary, workdir, count, extra=""):
+    """An origin and `count` OTT member nodes (`extra`: more TOML for each member's
+    config); returns (origin port, [(name, proc, port)])."""
     _, origin = start_node(procs, binary, workdir, "origin", (
         f'[node]\nname = "origin"\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/origin"\n'
         '[[stream]]\nname = "meeting"\ninputs = ["builtin://meeting"]\n'))
@@ -64,7 +65,7 @@ def start_group(procs, binary, workdir, count):
             f'[node]\nname = "{name}"\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/{name}"\n'
             f'[[stream]]\nname = "meeting"\ninputs = ["http://127.0.0.1:{origin}/meeting/mpegts"]\n'
             'ott_backup = true\n'
-            f'[ott]\ndomain_secret = "{SECRET}"\ngossip = "127.0.0.1:{gossip[i]}"\nseeds = [{seeds}]\n'))
+            f'[ott]\ndomain_secret = "{SECRET}"\ngossip = "127.0.0.1:{gossip[i]}"\nseeds = [{seeds}]\n{extra}'))
         members.append((name, proc, port))
     return origin, members
 
