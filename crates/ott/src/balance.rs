@@ -6,24 +6,69 @@
 //! the first backup is the maximum of N−1 independent uniform weights, so each other
 //! node is first for 1/(N−1) of F's viewers: when F fails (and the player moves to its
 //! first backup) its viewers spread evenly. Removing any node changes only the
-//! choices that named it. The weight is SHA-256, so every node computes the same
-//! choice for the same session.
-
-use ring::digest;
+//! choices that named it.
+//!
+//! The weight is a fixed, portable function ([`stable_hash`] of the session and of the
+//! node id, mixed), so every node computes the same choice for the same session. It is
+//! not a cryptographic hash: a viewer who picks its session (the `X-Brdyun-Member`
+//! header) picks its backups anyway, and the session is reduced once per request
+//! ([`SessionDigest`]) instead of once per candidate, on the path of every master
+//! playlist and steering manifest.
 
 use crate::view::NodeId;
 
-/// The rendezvous weight of `node` for `session`: the first 8 bytes of
-/// SHA-256(len(session) ‖ session ‖ node id).
+/// A 64-bit hash of `bytes` that is the same on every machine, build and version of
+/// this code: eight bytes at a time (little-endian), multiply and rotate, then a full
+/// avalanche. For choosing and telling apart, not for secrets.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let step = |h: u64, word: u64| (h ^ word).wrapping_mul(K).rotate_left(29);
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        h = step(h, u64::from_le_bytes(w));
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = step(h, u64::from_le_bytes(w));
+    }
+    avalanche(h)
+}
+
+/// MurmurHash3's 64-bit finaliser: every input bit flips each output bit with
+/// probability about ½, and it is a bijection.
+const fn avalanche(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    h
+}
+
+/// A viewer session reduced once, weighed against any number of nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionDigest(u64);
+
+impl SessionDigest {
+    /// The digest of a viewer session's bytes.
+    pub fn of(session: &[u8]) -> Self {
+        Self(stable_hash(session))
+    }
+
+    /// The rendezvous weight of `node` for this session.
+    pub fn weight(self, node: &NodeId) -> u64 {
+        avalanche(self.0 ^ stable_hash(node.as_str().as_bytes()))
+    }
+}
+
+/// The rendezvous weight of `node` for `session` ([`SessionDigest::weight`]).
 pub fn rendezvous_weight(session: &[u8], node: &NodeId) -> u64 {
-    let mut ctx = digest::Context::new(&digest::SHA256);
-    ctx.update(&(session.len() as u64).to_be_bytes());
-    ctx.update(session);
-    ctx.update(node.as_str().as_bytes());
-    let d = ctx.finish();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&d.as_ref()[..8]);
-    u64::from_be_bytes(first)
+    SessionDigest::of(session).weight(node)
 }
 
 /// Up to two backups for a viewer session among `eligible`, never `self_id`, never
@@ -46,6 +91,7 @@ pub fn choose_backup_indices<'a>(
     eligible: impl Iterator<Item = &'a NodeId>,
     self_id: &NodeId,
 ) -> [Option<usize>; 2] {
+    let session = SessionDigest::of(viewer_session);
     let mut best: [Option<(u64, &NodeId, usize)>; 2] = [None, None];
     let better = |w: u64, id: &NodeId, than: Option<(u64, &NodeId, usize)>| match than {
         None => true,
@@ -55,7 +101,7 @@ pub fn choose_backup_indices<'a>(
         if id == self_id || best.iter().flatten().any(|(_, b, _)| *b == id) {
             continue;
         }
-        let w = rendezvous_weight(viewer_session, id);
+        let w = session.weight(id);
         if better(w, id, best[0]) {
             best[1] = best[0];
             best[0] = Some((w, id, index));
@@ -64,4 +110,37 @@ pub fn choose_backup_indices<'a>(
         }
     }
     best.map(|b| b.map(|(_, _, index)| index))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_is_fixed_across_builds_and_machines() {
+        // Golden values: a change here moves every viewer's backups (rolling upgrades
+        // would disagree between old and new nodes until the last one is upgraded).
+        assert_eq!(stable_hash(b""), 0);
+        assert_eq!(stable_hash(b"a"), 0xb5d1_741f_d28a_78db);
+        assert_eq!(stable_hash(b"node-1@1764500000"), 0x4a1e_6093_c5a2_6bc2);
+    }
+
+    #[test]
+    fn every_byte_and_the_length_count() {
+        let base = b"ip:203.0.113.7\nMozilla/5.0 (X11; Linux x86_64)".to_vec();
+        let mut seen = std::collections::HashSet::new();
+        assert!(seen.insert(stable_hash(&base)));
+        for i in 0..base.len() {
+            let mut changed = base.clone();
+            changed[i] ^= 1;
+            assert!(seen.insert(stable_hash(&changed)), "byte {i}");
+        }
+        assert!(seen.insert(stable_hash(&base[..base.len() - 1])));
+        let mut padded = base.clone();
+        padded.push(0);
+        assert!(
+            seen.insert(stable_hash(&padded)),
+            "a trailing zero byte counts"
+        );
+    }
 }

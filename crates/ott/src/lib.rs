@@ -49,7 +49,9 @@ pub use address::{backup_address, is_public_ip, mark_shared_names, ViewerContext
 pub use alert::{
     AlertChange, AlertCode, AlertKey, AlertKind, AlertState, Observations, REFUSAL_GAP_MS,
 };
-pub use balance::{choose_backup_indices, choose_backups, rendezvous_weight};
+pub use balance::{
+    choose_backup_indices, choose_backups, rendezvous_weight, stable_hash, SessionDigest,
+};
 pub use eligibility::{
     eligibility_problems, eligible, live_window_age_ms, servable_problems, LIVE_WINDOW_MAX_AGE_MS,
     MAX_BITRATE_RATIO_PERMILLE, MAX_CLOCK_SKEW_MS, SILENT_AFTER_MS,

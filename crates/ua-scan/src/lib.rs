@@ -6,7 +6,10 @@
 //! here. A [`TokenTable`] is built at compile time: for every pair of leading bytes, the
 //! tokens that start that way. At each byte the scan tries only the tokens its pair
 //! (ignoring case) allows, so the cost grows with the header's length, not with the
-//! number of tokens.
+//! number of tokens. A thread remembers its recent scans ([`memo`]): the same header
+//! scanned again is answered by one comparison.
+
+mod memo;
 
 /// How many leading bytes of a header are examined: real ones are under 400, and a
 /// hostile, huge header costs no more than a real one.
@@ -26,6 +29,9 @@ pub struct TokenTable<const N: usize> {
     /// Tokens matched byte for byte instead of ignoring case (bit `k` for token `k`).
     exact: u64,
     by_pair: [u64; PAIR_BUCKETS],
+    /// The tokens and `exact`, reduced (never 0): what the memo knows a table by, so
+    /// two tables share remembered answers only when they would give the same ones.
+    fingerprint: u64,
 }
 
 impl<const N: usize> TokenTable<N> {
@@ -35,6 +41,7 @@ impl<const N: usize> TokenTable<N> {
     pub const fn new(tokens: [&'static [u8]; N], exact: u64) -> Self {
         assert!(N <= 64, "at most 64 tokens");
         let mut by_pair = [0u64; PAIR_BUCKETS];
+        let mut fingerprint = 0xcbf2_9ce4_8422_2325 ^ exact;
         let mut k = 0;
         while k < N {
             let t = tokens[k];
@@ -47,12 +54,20 @@ impl<const N: usize> TokenTable<N> {
                 }
             }
             by_pair[pair_bucket(t[0], t[1])] |= 1 << k;
+            let mut i = 0;
+            while i < t.len() {
+                fingerprint = (fingerprint ^ t[i] as u64).wrapping_mul(0x0100_0000_01b3);
+                i += 1;
+            }
+            // A separator, so ["ab", "c"] and ["a", "bc"] differ.
+            fingerprint = (fingerprint ^ 0xff).wrapping_mul(0x0100_0000_01b3);
             k += 1;
         }
         Self {
             tokens,
             exact,
             by_pair,
+            fingerprint: if fingerprint == 0 { 1 } else { fingerprint },
         }
     }
 
@@ -60,6 +75,11 @@ impl<const N: usize> TokenTable<N> {
     /// token `k`.
     pub fn scan(&self, header: &[u8]) -> u64 {
         let text = header.get(..SCAN_LIMIT).unwrap_or(header);
+        memo::remembered(self.fingerprint, text, || self.scan_once(text))
+    }
+
+    /// The scan itself, of at most [`SCAN_LIMIT`] bytes.
+    fn scan_once(&self, text: &[u8]) -> u64 {
         let mut found = 0u64;
         for (i, pair) in text.windows(2).enumerate() {
             let mut candidates = self.by_pair[pair_bucket(pair[0], pair[1])] & !found;
@@ -96,6 +116,9 @@ mod tests {
 
     static TABLE: TokenTable<4> =
         TokenTable::new([b"mozilla/", b"vlc", b"; AFT", b"hls.js"], 0b100);
+
+    /// A second table (other tokens, one shared) using the same memo.
+    static OTHER: TokenTable<2> = TokenTable::new([b"vlc", b"; aft"], 0);
 
     /// The same answer by searching for each token on its own.
     fn reference(header: &[u8]) -> u64 {
@@ -162,6 +185,21 @@ mod tests {
         ) {
             let header = parts.concat();
             proptest::prop_assert_eq!(TABLE.scan(header.as_bytes()), reference(header.as_bytes()));
+        }
+
+        /// Answers remembered by a thread are the answers: many headers, each scanned
+        /// again in any order (and more headers than the memo has slots), by two
+        /// tables that share the memo.
+        #[test]
+        fn remembered_answers_are_the_scans_answers(
+            headers in proptest::collection::vec("[ -~]{0,40}(vlc|; AFT|MOZILLA/|hls.js)?[ -~]{0,8}([ -~]{240,250})?", 1..150),
+            order in proptest::collection::vec(0usize..1000, 0..400),
+        ) {
+            for i in order.iter().copied().chain(0..headers.len()).map(|i| i % headers.len()) {
+                let header = headers[i].as_bytes();
+                proptest::prop_assert_eq!(TABLE.scan(header), reference(header));
+                proptest::prop_assert_eq!(OTHER.scan(header), OTHER.scan_once(header));
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ use axum::http::header;
 use bytes::Bytes;
 
 use crate::redundancy::door::Viewer;
+use crate::redundancy::render_cache::RenderKey;
 use crate::redundancy::{MeshView, Redundancy};
 
 /// A viewer's backups under one mesh view: up to two of its group's candidates, first
@@ -28,6 +29,25 @@ pub(crate) struct ViewerBackups {
 }
 
 impl ViewerBackups {
+    /// What a render for these backups depends on under their view (with the stream,
+    /// the plain playlist's digest, the protocol and a login's query).
+    fn render_key<'a>(
+        &self,
+        stream: &'a str,
+        plain: &[u8],
+        protocol: ott::Protocol,
+        query: Option<&'a str>,
+    ) -> RenderKey<'a> {
+        RenderKey {
+            stream,
+            plain: ott::stable_hash(plain),
+            protocol,
+            list: self.candidates.as_ptr() as usize,
+            picked: self.picked,
+            query,
+        }
+    }
+
     /// The chosen backups, first backup first.
     pub fn targets(&self) -> impl Iterator<Item = &ott::Target> {
         self.picked.iter().flatten().map(|&i| &self.candidates[i])
@@ -95,54 +115,27 @@ pub fn personalised(
     if backups.is_none() && query.is_none() {
         return None;
     }
-    // The same stream, master, protocol, backups (at the same addresses) and login make
-    // the same bytes under one snapshot.
+    // The same stream, master, protocol, backups and login make the same bytes under
+    // one snapshot.
     let cached = backups.as_ref().map(|(redundancy, backups)| {
-        let view = &backups.view;
-        let mut key = format!("{stream}\n{:016x}\n{protocol:?}\n", plain_hash(plain));
-        for t in backups.targets() {
-            key.push_str(&t.url_base);
-            key.push('/');
-            key.push_str(&t.stream);
-            key.push('\n');
-        }
-        key.push_str(query.unwrap_or(""));
         let signed = backups
             .targets()
-            .filter(|t| view.master_pass(&t.stream).is_some())
+            .filter(|t| backups.view.master_pass(&t.stream).is_some())
             .count();
-        (*redundancy, Arc::clone(view), key, signed)
+        let key = backups.render_key(stream, plain, protocol, query);
+        (*redundancy, Arc::clone(&backups.view), key, signed)
     });
     if let Some((redundancy, view, key, signed)) = &cached {
-        if let Some(body) = view.rendered(key) {
+        if let Some(body) = view.rendered.get(key) {
             count_backups(redundancy, *signed);
             return Some(body);
         }
     }
     let body = render(backups, plain, query)?;
     if let Some((_, view, key, _)) = cached {
-        view.remember(key, body.clone());
+        view.rendered.put(&key, body.clone());
     }
     Some(body)
-}
-
-/// A hash of a master playlist's bytes (the cache key tells renders apart): eight bytes
-/// at a time, multiply and rotate, an order of magnitude cheaper than SipHash on the
-/// request path. The bytes are our own renders, so no adversary picks collisions.
-fn plain_hash(plain: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
-    let mut words = plain.chunks_exact(8);
-    let mut h = plain.len() as u64;
-    for w in &mut words {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(w);
-        h = step(h, u64::from_le_bytes(b));
-    }
-    for &b in words.remainder() {
-        h = step(h, u64::from(b));
-    }
-    h
 }
 
 /// Counts one personalised answer (master playlist or MPD) with `passes` backups.
@@ -312,22 +305,7 @@ fn split_variants(master: &str) -> Option<(Vec<&str>, Vec<VariantLines<'_>>)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_hash, push_backup_media, split_variants, variant_group, VARIANT_SUBTITLES};
-
-    #[test]
-    fn the_cache_key_hash_tells_masters_apart() {
-        let a = b"#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=667024\nmono.m3u8\n".to_vec();
-        assert_eq!(plain_hash(&a), plain_hash(&a.clone()));
-        let mut seen = std::collections::HashSet::new();
-        // Every one-byte change, at every position (words and the tail), changes it.
-        for i in 0..a.len() {
-            let mut b = a.clone();
-            b[i] ^= 1;
-            assert!(seen.insert(plain_hash(&b)), "collision at byte {i}");
-        }
-        assert!(!seen.contains(&plain_hash(&a)));
-        assert_ne!(plain_hash(&a[..a.len() - 1]), plain_hash(&a));
-    }
+    use super::{push_backup_media, split_variants, variant_group, VARIANT_SUBTITLES};
 
     #[test]
     fn a_backups_subtitles_are_its_own_group_at_its_address() {

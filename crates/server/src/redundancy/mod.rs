@@ -24,6 +24,7 @@ pub mod load;
 pub mod master;
 pub mod members;
 pub mod mpd;
+pub mod render_cache;
 pub mod report;
 mod sessions;
 
@@ -58,14 +59,9 @@ pub struct MeshView {
     /// are not bound to a viewer, so every viewer of this snapshot gets the same one
     /// (valid 4 h from now, within a quarter second).
     master_passes: HashMap<String, String>,
-    /// The personalised master playlists written under this snapshot, by everything
-    /// they depend on (see [`MeshView::rendered`]): viewers that share a pair of
-    /// backups share the bytes, so a master request is a lookup, not a rewrite.
-    rendered: RwLock<HashMap<String, bytes::Bytes>>,
+    /// The personalised master playlists written under this snapshot.
+    pub rendered: render_cache::RenderCache,
 }
-
-/// Most personalised master playlists kept per snapshot (a snapshot lives ~250 ms).
-const MAX_RENDERED: usize = 512;
 
 fn viewer_kind(viewer: ott::ViewerContext) -> usize {
     usize::from(viewer.public) * 2 + usize::from(viewer.https)
@@ -175,29 +171,8 @@ impl MeshView {
             keys,
             candidates,
             master_passes,
-            rendered: RwLock::new(HashMap::new()),
+            rendered: render_cache::RenderCache::default(),
         }
-    }
-
-    /// A personalised master playlist written before under this snapshot, by its key.
-    pub fn rendered(&self, key: &str) -> Option<bytes::Bytes> {
-        self.rendered
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-            .cloned()
-    }
-
-    /// Keeps a personalised master playlist for the next viewer with the same key.
-    pub fn remember(&self, key: String, body: bytes::Bytes) {
-        let mut rendered = self
-            .rendered
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        if rendered.len() >= MAX_RENDERED {
-            rendered.clear();
-        }
-        rendered.insert(key, body);
     }
 
     /// The master-playlist pass for a candidate's stream.

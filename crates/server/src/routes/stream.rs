@@ -49,7 +49,7 @@ pub async fn stream_file(
     CodedPath((stream, file)): CodedPath<(String, String)>,
     request: Request,
 ) -> Response {
-    entry(state, stream, None, file, request).await
+    entry(state, &stream, None, &file, request).await
 }
 
 /// [`stream_file`] for a file of one rung of the stream's ladder.
@@ -58,7 +58,7 @@ pub async fn rendition_file(
     CodedPath((stream, rung, file)): CodedPath<(String, String, String)>,
     request: Request,
 ) -> Response {
-    entry(state, stream, Some(rung), file, request).await
+    entry(state, &stream, Some(&rung), &file, request).await
 }
 
 /// [`stream_file`] and [`rendition_file`] for a request whose route the edge found
@@ -66,8 +66,10 @@ pub async fn rendition_file(
 /// router's path parameters are (one that is not UTF-8 once decoded is refused with
 /// 108003, as [`CodedPath`] refuses it).
 pub async fn direct(state: AppState, request: Request) -> Response {
-    let decoded: Option<Vec<String>> = request
-        .uri()
+    // The path is read from a copy of the URI (a reference count), so its segments are
+    // borrowed, not copied, unless they need decoding.
+    let uri = request.uri().clone();
+    let mut segments = uri
         .path()
         .trim_start_matches('/')
         .split('/')
@@ -75,19 +77,17 @@ pub async fn direct(state: AppState, request: Request) -> Response {
             percent_encoding::percent_decode_str(segment)
                 .decode_utf8()
                 .ok()
-                .map(std::borrow::Cow::into_owned)
-        })
-        .collect();
-    let mut segments = decoded.unwrap_or_default().into_iter();
-    match (
+        });
+    let parts = (
+        segments.next().flatten(),
+        segments.next().flatten(),
         segments.next(),
         segments.next(),
-        segments.next(),
-        segments.next(),
-    ) {
-        (Some(stream), Some(file), None, None) => entry(state, stream, None, file, request).await,
-        (Some(stream), Some(rung), Some(file), None) => {
-            entry(state, stream, Some(rung), file, request).await
+    );
+    match parts {
+        (Some(stream), Some(file), None, None) => entry(state, &stream, None, &file, request).await,
+        (Some(stream), Some(rung), Some(Some(file)), None) => {
+            entry(state, &stream, Some(&rung), &file, request).await
         }
         _ => {
             tracing::debug!(path = request.uri().path(), "path refused");
@@ -98,15 +98,14 @@ pub async fn direct(state: AppState, request: Request) -> Response {
 
 async fn entry(
     state: AppState,
-    stream: String,
-    rung: Option<String>,
-    file: String,
+    stream: &str,
+    rung: Option<&str>,
+    file: &str,
     request: Request,
 ) -> Response {
-    let rung = rung.as_deref();
     // On an MC, a private meeting's files (the relays its nodes pull) need a node token.
     if let Some(mc) = state.mc() {
-        if !crate::mc::api::may_read_stream(mc, &stream, request.headers()) {
+        if !crate::mc::api::may_read_stream(mc, stream, request.headers()) {
             return ApiError::Access(codes::AccessRefusal::TokenMissing).into_response();
         }
         // A relay off the group's timeline is served to nobody (crate::mc::timeline),
@@ -116,28 +115,28 @@ async fn entry(
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == crate::mc::timeline::PEER_QUERY));
-            if !mc.relay_open(&stream, peer) {
+            if !mc.relay_open(stream, peer) {
                 return ApiError::Meeting(meeting::ErrorCode::McUnavailable).into_response();
             }
             let mc = mc.clone();
-            let name = stream.clone();
-            let response = checked(state, &stream, None, &file, request, None).await;
+            let name = stream.to_owned();
+            let response = checked(state, stream, None, file, request, None).await;
             return while_open(response, move || mc.relay_open(&name, peer));
         }
     }
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
-            crate::redundancy::door::check(&state, redundancy, &stream, rung, &file, &request, now)
+            crate::redundancy::door::check(&state, redundancy, stream, rung, file, &request, now)
         {
             return response;
         }
     }
     // A private meeting: its viewer's token or session, before anything is served.
     let grant = match state.meeting_gate() {
-        Some(gate) if gate.is_private(&stream) => {
+        Some(gate) if gate.is_private(stream) => {
             let now_s = state.clock().unix_ms() / 1000;
-            match gate.authorize(&stream, request.uri().query(), now_s) {
+            match gate.authorize(stream, request.uri().query(), now_s) {
                 Ok(grant) => Some(grant),
                 Err(refusal) => {
                     tracing::debug!(stream = %stream, code = refusal.code(), "private meeting refused");
@@ -149,11 +148,11 @@ async fn entry(
         _ => None,
     };
     let Some(grant) = grant else {
-        return checked(state, &stream, rung, &file, request, None).await;
+        return checked(state, stream, rung, file, request, None).await;
     };
     // Only a playlist or MPD is rewritten with the session: segments, parts and inits
     // (most of a private meeting's requests) go through without a copy of it.
-    let rewritten = Target::stream_file(request.extensions(), &file).is_some_and(|f| {
+    let rewritten = Target::stream_file(request.extensions(), file).is_some_and(|f| {
         !matches!(
             f.role(),
             FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
@@ -167,7 +166,7 @@ async fn entry(
         }
         None => None,
     };
-    let response = checked(state, &stream, rung, &file, request, Some(grant.viewer)).await;
+    let response = checked(state, stream, rung, file, request, Some(grant.viewer)).await;
     match session {
         Some(session) => with_session(response, &session).await,
         None => response,
