@@ -1,7 +1,7 @@
 //! One accepted connection, served start to finish: the TLS handshake when the
 //! listener is HTTPS, the per-connection gate of the device contract, the request
-//! extensions every route may read (peer address, [`Secure`], the gate), and a graceful
-//! close. The listener loops ([`crate::serve`]) and the priority lane
+//! extension every route may read ([`Connection`]: peer address, TLS, the gate), and a
+//! graceful close. The listener loops ([`crate::serve`]) and the priority lane
 //! ([`crate::lane`]) both hand their connections here.
 
 use std::net::SocketAddr;
@@ -22,10 +22,26 @@ use crate::shed::{ConnectionGate, GatedStream};
 /// after this, so slow clients cannot hold sockets for ever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether a request arrived over TLS: a request extension set on every connection,
-/// read by the OTT address rules (an HTTPS viewer gets only HTTPS backups, OTT-ADDR-3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Secure(pub bool);
+/// What a request knows of its connection: a request extension set on every request
+/// (one, so a request pays for one insertion, not one per fact).
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// The peer's address (`X-Forwarded-For` is never read, OTT-ADDR-4).
+    pub peer: SocketAddr,
+    /// Whether the request arrived over TLS, for the OTT address rules (an HTTPS
+    /// viewer gets only HTTPS backups, OTT-ADDR-3).
+    pub secure: bool,
+    /// The connection's hold under the device contract (SHED-3), which the shedding
+    /// layer arms when it refuses a request; `None` for a request made in-process.
+    pub gate: Option<Arc<ConnectionGate>>,
+}
+
+impl Connection {
+    /// The connection of `request`, if it came over one.
+    pub fn of<B>(request: &axum::http::Request<B>) -> Option<&Connection> {
+        request.extensions().get::<Connection>()
+    }
+}
 
 /// Tells the open connections to finish (`closing` turns true), waits for them for a
 /// grace period of 5 s, then aborts the rest.
@@ -55,13 +71,15 @@ pub(crate) async fn serve_accepted<A: HttpApp>(
     // reaches the gate through the request, the socket is read through it.
     let gate = Arc::new(ConnectionGate::new());
     let stream = GatedStream::new(stream, Arc::clone(&gate));
+    let connection = Connection {
+        peer,
+        secure,
+        gate: Some(gate),
+    };
     let service = TowerToHyperService::new(app.map_request(
         move |request: hyper::Request<hyper::body::Incoming>| {
             let mut request = request.map(axum::body::Body::new);
-            let extensions = request.extensions_mut();
-            extensions.insert(axum::extract::ConnectInfo(peer));
-            extensions.insert(Secure(secure));
-            extensions.insert(Arc::clone(&gate));
+            request.extensions_mut().insert(connection.clone());
             request
         },
     ));

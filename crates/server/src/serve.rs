@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::conn_limits::ConnectionLimits;
-pub use crate::connection::Secure;
+pub use crate::connection::Connection;
 use crate::connection::{close_gracefully, serve_accepted};
 use crate::http_app::HttpApp;
 use crate::lane::PriorityLane;

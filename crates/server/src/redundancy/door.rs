@@ -10,14 +10,12 @@
 //! two broken nodes cannot bounce a player between them — unless this node drains
 //! (it is not broken, and no draining node is ever a redirect target).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::connection::Secure;
 use crate::error::{ApiError, OttRefusal};
+pub use crate::redundancy::viewer::Viewer;
 use crate::redundancy::{MeshView, Redundancy};
 use crate::state::AppState;
 use crate::url::{period_ms, ArchiveRequest, LlFile, StreamFile, Target};
@@ -29,96 +27,6 @@ pub enum Door {
     Continue,
     /// Answer with this instead (a refusal or a redirect).
     Answer(Response),
-}
-
-/// Who is asking, as the OTT rules see it.
-#[derive(Debug, Clone)]
-pub struct Viewer {
-    /// The connection's peer address (`X-Forwarded-For` is never read, OTT-ADDR-4).
-    pub ip: IpAddr,
-    /// Public/HTTPS, for the address rules.
-    pub context: ott::ViewerContext,
-    /// The key of the session in the backup-session set; its bytes are what backups
-    /// are balanced by (OTT-CAP-1): the member header when the player sends one, else
-    /// the address and User-Agent.
-    pub key: String,
-}
-
-impl Viewer {
-    /// The viewer of a request.
-    pub fn of(request: &Request) -> Self {
-        let ip = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
-        let secure = request.extensions().get::<Secure>().is_some_and(|s| s.0);
-        let headers = request.headers();
-        let forwarded_proto = headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok());
-        let scheme = if secure {
-            ott::Scheme::Https
-        } else {
-            ott::Scheme::Http
-        };
-        let member = headers
-            .get(crate::mc::gate::VIEWER_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| !v.is_empty() && v.len() <= 128);
-        let user_agent = headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        // Written piece by piece: this runs for every master playlist, and `format!`
-        // (the address's `Display` above all) costs more than the rest of the key.
-        let mut key = String::with_capacity(48 + member.map_or(user_agent.len(), str::len));
-        match member {
-            Some(member) => {
-                key.push_str("m:");
-                key.push_str(member);
-            }
-            None => {
-                key.push_str("ip:");
-                push_ip(&mut key, ip);
-                key.push('\n');
-                key.push_str(user_agent);
-            }
-        }
-        Self {
-            ip,
-            context: ott::ViewerContext::from_connection(ip, scheme, forwarded_proto),
-            key,
-        }
-    }
-
-    /// The bytes backups are balanced by (OTT-CAP-1): those of [`Viewer::key`].
-    pub fn session(&self) -> &[u8] {
-        self.key.as_bytes()
-    }
-}
-
-/// Appends `ip` as its `Display` writes it; an IPv4 address without the formatter.
-fn push_ip(out: &mut String, ip: IpAddr) {
-    match ip {
-        IpAddr::V4(v4) => {
-            for (i, octet) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    out.push('.');
-                }
-                if octet >= 100 {
-                    out.push(char::from(b'0' + octet / 100));
-                }
-                if octet >= 10 {
-                    out.push(char::from(b'0' + octet / 10 % 10));
-                }
-                out.push(char::from(b'0' + octet % 10));
-            }
-        }
-        IpAddr::V6(_) => {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{ip}");
-        }
-    }
 }
 
 /// The value of `pass=` in a query, if any.
@@ -388,50 +296,6 @@ mod tests {
             query_without_pass(Some("passport=1")).as_deref(),
             Some("passport=1")
         );
-    }
-
-    /// The key is what `format!` wrote before (balancing must not move a viewer):
-    /// every IPv4 address's octets, an IPv6 address, and the member header first.
-    #[test]
-    fn viewer_keys_are_the_formatted_ones() {
-        for ip in [
-            "0.0.0.0",
-            "127.0.0.1",
-            "10.9.99.100",
-            "255.255.255.255",
-            "192.168.1.10",
-            "::1",
-            "2001:db8::8a2e:370:7334",
-            "::ffff:10.0.0.1",
-        ] {
-            let ip: IpAddr = ip.parse().expect("an address");
-            let mut key = String::new();
-            push_ip(&mut key, ip);
-            assert_eq!(key, ip.to_string());
-        }
-        for octet in 0..=255u8 {
-            let ip = IpAddr::V4(Ipv4Addr::new(octet, 0, octet, 9));
-            let mut key = String::new();
-            push_ip(&mut key, ip);
-            assert_eq!(key, ip.to_string());
-        }
-        let request = |member: Option<&str>| {
-            let mut builder = axum::http::Request::builder()
-                .uri("/meeting/index.m3u8")
-                .header(header::USER_AGENT, "hls.js test");
-            if let Some(member) = member {
-                builder = builder.header(crate::mc::gate::VIEWER_HEADER, member);
-            }
-            let mut request = builder.body(axum::body::Body::empty()).expect("a request");
-            request
-                .extensions_mut()
-                .insert(ConnectInfo(SocketAddr::from(([203, 0, 113, 7], 4000))));
-            request
-        };
-        let anonymous = Viewer::of(&request(None));
-        assert_eq!(anonymous.key, "ip:203.0.113.7\nhls.js test");
-        assert_eq!(anonymous.session(), anonymous.key.as_bytes());
-        assert_eq!(Viewer::of(&request(Some("alice"))).key, "m:alice");
     }
 
     #[test]

@@ -77,10 +77,10 @@ pub(crate) fn backups_for(
     if !ott::PlayerKind::from_user_agent(user_agent).offers_backups() {
         return None;
     }
-    let viewer = Viewer::of(request);
-    let candidates = group.for_viewer(viewer.context, protocol.transport());
-    let picked = ott::choose_backup_indices(
-        viewer.session(),
+    let (context, session) = Viewer::context_and_session(request);
+    let candidates = group.for_viewer(context, protocol.transport());
+    let picked = ott::choose_backup_indices_by(
+        session,
         candidates.iter().map(|t| &t.node),
         &view.snapshot.this.id,
     );

@@ -27,6 +27,7 @@ pub mod mpd;
 pub mod render_cache;
 pub mod report;
 mod sessions;
+pub mod viewer;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

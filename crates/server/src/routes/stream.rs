@@ -6,11 +6,12 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use meeting::CLIENT_VERSION_HEADER;
 
+use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::extract::CodedPath;
 use crate::mc::gate::VIEWER_HEADER;
@@ -227,10 +228,7 @@ async fn checked(
         return ApiError::Meeting(code).into_response();
     }
     if viewer_playlist {
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0);
+        let peer = Connection::of(&request).map(|c| c.peer);
         let headers = request.headers();
         let viewer = match &private_viewer {
             Some(viewer) => private_viewer_key(viewer),

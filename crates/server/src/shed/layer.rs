@@ -18,7 +18,6 @@ use shed::{Advice, Bucket, DeviceType, RequestFacts, RouteKind};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::gate::ConnectionGate;
 use super::shedder::{Decision, Shedder};
 use crate::experiments::Observed;
 use crate::url::{Route, Target};
@@ -280,7 +279,8 @@ where
                 // injected one (fault rule, experiment) must not change what it tests.
                 let mut held_until = None;
                 if injected_by.is_none() && !experiment {
-                    if let Some(gate) = request.extensions().get::<Arc<ConnectionGate>>() {
+                    let connection = crate::connection::Connection::of(&request);
+                    if let Some(gate) = connection.and_then(|c| c.gate.as_ref()) {
                         let max_pause = self.shedder.pause_for(partial);
                         if gate.refused(facts.route, classified.bucket, advice, max_pause) {
                             self.shedder.count_pause();

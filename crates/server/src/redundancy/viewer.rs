@@ -1,0 +1,215 @@
+//! Who is asking, as the OTT rules see it: the connection's address and scheme, and
+//! the session backups are balanced by (OTT-CAP-1).
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use axum::extract::Request;
+use axum::http::header;
+
+use crate::connection::Connection;
+
+/// Who is asking, as the OTT rules see it.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    /// The connection's peer address (`X-Forwarded-For` is never read, OTT-ADDR-4).
+    pub ip: IpAddr,
+    /// Public/HTTPS, for the address rules.
+    pub context: ott::ViewerContext,
+    /// The key of the session in the backup-session set; its bytes are what backups
+    /// are balanced by (OTT-CAP-1): the member header when the player sends one, else
+    /// the address and User-Agent.
+    pub key: String,
+}
+
+/// What a viewer's key is made of, read from a request.
+struct Parts<'a> {
+    ip: IpAddr,
+    context: ott::ViewerContext,
+    member: Option<&'a str>,
+    user_agent: &'a str,
+}
+
+impl<'a> Parts<'a> {
+    fn of(request: &'a Request) -> Self {
+        let connection = Connection::of(request);
+        let ip = connection.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.peer.ip());
+        let scheme = if connection.is_some_and(|c| c.secure) {
+            ott::Scheme::Https
+        } else {
+            ott::Scheme::Http
+        };
+        let headers = request.headers();
+        let forwarded_proto = headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok());
+        let member = headers
+            .get(crate::mc::gate::VIEWER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty() && v.len() <= 128);
+        let user_agent = headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        Self {
+            ip,
+            context: ott::ViewerContext::from_connection(ip, scheme, forwarded_proto),
+            member,
+            user_agent,
+        }
+    }
+
+    /// Hands the key's bytes to `write`, piece by piece: `m:` and the member header, or
+    /// `ip:`, the address, a newline and the User-Agent.
+    fn write_key(&self, mut write: impl FnMut(&[u8])) {
+        match self.member {
+            Some(member) => {
+                write(b"m:");
+                write(member.as_bytes());
+            }
+            None => {
+                write(b"ip:");
+                let ip = IpText::of(self.ip);
+                write(ip.as_bytes());
+                write(b"\n");
+                write(self.user_agent.as_bytes());
+            }
+        }
+    }
+}
+
+impl Viewer {
+    /// The viewer of a request.
+    pub fn of(request: &Request) -> Self {
+        let parts = Parts::of(request);
+        let mut key =
+            Vec::with_capacity(48 + parts.member.map_or(parts.user_agent.len(), str::len));
+        parts.write_key(|piece| key.extend_from_slice(piece));
+        Self {
+            ip: parts.ip,
+            context: parts.context,
+            // Every piece is UTF-8: header values read as `str`, the address's text.
+            key: String::from_utf8(key).unwrap_or_default(),
+        }
+    }
+
+    /// The viewer's address kind and its session reduced for balancing, without
+    /// writing the key out: what a master playlist needs of a [`Viewer`], on the path
+    /// of every one.
+    pub fn context_and_session(request: &Request) -> (ott::ViewerContext, ott::SessionDigest) {
+        let parts = Parts::of(request);
+        let mut hasher = ott::StableHasher::default();
+        parts.write_key(|piece| hasher.write(piece));
+        (parts.context, ott::SessionDigest::from_hasher(hasher))
+    }
+
+    /// The bytes backups are balanced by (OTT-CAP-1): those of [`Viewer::key`].
+    pub fn session(&self) -> &[u8] {
+        self.key.as_bytes()
+    }
+}
+
+/// An address as its `Display` writes it, on the stack; an IPv4 address without the
+/// formatter (this runs for every master playlist, and the formatter costs more than
+/// the rest of the key).
+struct IpText {
+    bytes: [u8; 48],
+    len: usize,
+}
+
+impl IpText {
+    fn of(ip: IpAddr) -> Self {
+        let mut text = Self {
+            bytes: [0; 48],
+            len: 0,
+        };
+        match ip {
+            IpAddr::V4(v4) => {
+                for (i, octet) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        text.push(b'.');
+                    }
+                    if octet >= 100 {
+                        text.push(b'0' + octet / 100);
+                    }
+                    if octet >= 10 {
+                        text.push(b'0' + octet / 10 % 10);
+                    }
+                    text.push(b'0' + octet % 10);
+                }
+            }
+            IpAddr::V6(_) => {
+                use std::io::Write as _;
+                let mut cursor = std::io::Cursor::new(&mut text.bytes[..]);
+                // The longest IPv6 text is 45 bytes: it fits.
+                let _ = write!(cursor, "{ip}");
+                text.len = usize::try_from(cursor.position()).unwrap_or(0);
+            }
+        }
+        text
+    }
+
+    fn push(&mut self, byte: u8) {
+        self.bytes[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The key is what `format!` wrote before (balancing must not move a viewer):
+    /// every IPv4 address's octets, IPv6 addresses, and the member header first; the
+    /// digest is the key's.
+    #[test]
+    fn viewer_keys_are_the_formatted_ones() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.9.99.100",
+            "255.255.255.255",
+            "192.168.1.10",
+            "::1",
+            "2001:db8::8a2e:370:7334",
+            "::ffff:10.0.0.1",
+            "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+        ] {
+            let ip: IpAddr = ip.parse().expect("an address");
+            assert_eq!(IpText::of(ip).as_bytes(), ip.to_string().as_bytes());
+        }
+        for octet in 0..=255u8 {
+            let ip = IpAddr::V4(Ipv4Addr::new(octet, 0, octet, 9));
+            assert_eq!(IpText::of(ip).as_bytes(), ip.to_string().as_bytes());
+        }
+        let request = |member: Option<&str>| {
+            let mut builder = axum::http::Request::builder()
+                .uri("/meeting/index.m3u8")
+                .header(header::USER_AGENT, "hls.js test");
+            if let Some(member) = member {
+                builder = builder.header(crate::mc::gate::VIEWER_HEADER, member);
+            }
+            let mut request = builder.body(axum::body::Body::empty()).expect("a request");
+            request.extensions_mut().insert(Connection {
+                peer: std::net::SocketAddr::from(([203, 0, 113, 7], 4000)),
+                secure: false,
+                gate: None,
+            });
+            request
+        };
+        for member in [None, Some("alice")] {
+            let request = request(member);
+            let viewer = Viewer::of(&request);
+            let (context, session) = Viewer::context_and_session(&request);
+            assert_eq!(context, viewer.context);
+            assert_eq!(session, ott::SessionDigest::of(viewer.session()));
+        }
+        let anonymous = Viewer::of(&request(None));
+        assert_eq!(anonymous.key, "ip:203.0.113.7\nhls.js test");
+        assert_eq!(anonymous.session(), anonymous.key.as_bytes());
+        assert_eq!(Viewer::of(&request(Some("alice"))).key, "m:alice");
+    }
+}
