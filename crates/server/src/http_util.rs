@@ -26,12 +26,29 @@ pub enum Cache {
 
 impl Cache {
     fn header(self) -> HeaderValue {
-        HeaderValue::from_static(match self {
-            Cache::LivePlaylist => "public, max-age=1",
-            Cache::Immutable => "public, max-age=86400, immutable",
-            Cache::None => "no-cache",
-            Cache::NoStore => "private, no-store",
-        })
+        // Constants: checked once, when the node is built, not on every answer.
+        const LIVE_PLAYLIST: HeaderValue = HeaderValue::from_static("public, max-age=1");
+        const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=86400, immutable");
+        const NONE: HeaderValue = HeaderValue::from_static("no-cache");
+        const NO_STORE: HeaderValue = HeaderValue::from_static("private, no-store");
+        match self {
+            Cache::LivePlaylist => LIVE_PLAYLIST,
+            Cache::Immutable => IMMUTABLE,
+            Cache::None => NONE,
+            Cache::NoStore => NO_STORE,
+        }
+    }
+}
+
+/// The `Content-Type` value of `content_type`: the playlists' and segments' from
+/// constants, checked when the node is built; any other checked now.
+fn content_type_value(content_type: &'static str) -> HeaderValue {
+    const M3U8_VALUE: HeaderValue = HeaderValue::from_static(M3U8);
+    const MPEG_TS_VALUE: HeaderValue = HeaderValue::from_static(MPEG_TS);
+    match content_type {
+        M3U8 => M3U8_VALUE,
+        MPEG_TS => MPEG_TS_VALUE,
+        other => HeaderValue::from_static(other),
     }
 }
 
@@ -95,7 +112,7 @@ pub fn ranged(
 }
 
 fn set_common(headers: &mut HeaderMap, content_type: &'static str, cache: Cache) {
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CONTENT_TYPE, content_type_value(content_type));
     headers.insert(header::CACHE_CONTROL, cache.header());
 }
 

@@ -47,6 +47,11 @@ pub struct Membership {
     pub can_substitute: bool,
 }
 
+/// A map read on the path of every request by a key from its URL: foldhash instead of
+/// SipHash (its keys, stream and group names, come from the node's own config, so no
+/// client chooses what collides).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// The mesh as this node last saw it.
 pub struct MeshView {
     /// Nodes, members and the minimum version, from this node's point of view.
@@ -55,11 +60,11 @@ pub struct MeshView {
     pub keys: Arc<ott::KeyRing>,
     /// Per own group, the backup candidates for each kind of viewer and transport,
     /// computed once per snapshot: a master playlist request only picks among them.
-    candidates: HashMap<String, GroupCandidates>,
+    candidates: FastMap<String, GroupCandidates>,
     /// A master-playlist pass per candidate stream, signed once per snapshot: passes
     /// are not bound to a viewer, so every viewer of this snapshot gets the same one
     /// (valid 4 h from now, within a quarter second).
-    master_passes: HashMap<String, String>,
+    master_passes: FastMap<String, String>,
     /// The personalised master playlists written under this snapshot.
     pub rendered: render_cache::RenderCache,
 }
@@ -142,14 +147,14 @@ impl MeshView {
     /// A view of `snapshot` at `now_ms`, with the backup candidates of every group this
     /// node is in.
     pub fn new(snapshot: ott::Snapshot, keys: Arc<ott::KeyRing>, now_ms: i64) -> Self {
-        let mut candidates = HashMap::new();
+        let mut candidates = FastMap::default();
         for group in snapshot.own_groups() {
             candidates.insert(
                 group.to_owned(),
                 GroupCandidates::new(&snapshot, group, now_ms),
             );
         }
-        let mut master_passes = HashMap::new();
+        let mut master_passes = FastMap::default();
         for target in candidates.values().flat_map(GroupCandidates::all) {
             if master_passes.contains_key(&target.stream) {
                 continue;
@@ -257,7 +262,7 @@ impl RedundancyCounters {
 /// counters and alerts.
 pub struct Redundancy {
     settings: RedundancySettings,
-    memberships: RwLock<HashMap<String, Membership>>,
+    memberships: RwLock<FastMap<String, Membership>>,
     view: RwLock<Option<Arc<MeshView>>>,
     /// Viewers that arrived from another node with a pass (OTT-OVL-1).
     pub sessions: BackupSessions,
@@ -275,7 +280,7 @@ impl Redundancy {
     pub fn new(settings: RedundancySettings) -> Self {
         Self {
             settings,
-            memberships: RwLock::new(HashMap::new()),
+            memberships: RwLock::new(FastMap::default()),
             view: RwLock::new(None),
             sessions: BackupSessions::new(settings.session_idle_ms),
             drain: drain::Drain::default(),

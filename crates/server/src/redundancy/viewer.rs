@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use axum::extract::Request;
-use axum::http::header;
+use axum::http::{header, HeaderName};
 
 use crate::connection::Connection;
 
@@ -20,6 +20,11 @@ pub struct Viewer {
     /// the address and User-Agent.
     pub key: String,
 }
+
+/// The headers a viewer is read from, as names ready for lookup (a name given as text
+/// is parsed and checked at every lookup).
+const FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const MEMBER: HeaderName = HeaderName::from_static(crate::mc::gate::VIEWER_HEADER);
 
 /// What a viewer's key is made of, read from a request.
 struct Parts<'a> {
@@ -39,11 +44,9 @@ impl<'a> Parts<'a> {
             ott::Scheme::Http
         };
         let headers = request.headers();
-        let forwarded_proto = headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok());
+        let forwarded_proto = headers.get(&FORWARDED_PROTO).and_then(|v| v.to_str().ok());
         let member = headers
-            .get(crate::mc::gate::VIEWER_HEADER)
+            .get(&MEMBER)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty() && v.len() <= 128);
         let user_agent = headers

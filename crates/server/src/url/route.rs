@@ -289,18 +289,7 @@ impl Target {
         // stream's name, so a stream file skips the walk over the table.
         let first = path.strip_prefix('/').and_then(|p| p.split('/').next());
         if first.is_some_and(|f| !LITERAL_FIRST_SEGMENTS.contains(&f)) {
-            for route in [Route::StreamFile, Route::RenditionFile] {
-                if let Some(file) = route.matches(path) {
-                    return Self {
-                        route: Some(route),
-                        file: file.and_then(StreamFile::parse),
-                    };
-                }
-            }
-            return Self {
-                route: None,
-                file: None,
-            };
+            return Self::of_stream_path(path);
         }
         let routes = Route::NODE[..Route::NODE.len() - 2]
             .iter()
@@ -317,6 +306,40 @@ impl Target {
         Self {
             route: None,
             file: None,
+        }
+    }
+
+    /// The stream routes' match in one pass over the bytes: `/{stream}/{file}` or
+    /// `/{stream}/{rendition}/{file}`, every segment non-empty.
+    fn of_stream_path(path: &str) -> Self {
+        let none = Self {
+            route: None,
+            file: None,
+        };
+        let Some(rest) = path.strip_prefix('/') else {
+            return none;
+        };
+        let (mut slashes, mut file_at, mut after_slash) = (0, 0, true);
+        for (i, &b) in rest.as_bytes().iter().enumerate() {
+            if b == b'/' {
+                if after_slash || slashes == 2 {
+                    return none;
+                }
+                slashes += 1;
+                file_at = i + 1;
+                after_slash = true;
+            } else {
+                after_slash = false;
+            }
+        }
+        let route = match (slashes, after_slash) {
+            (1, false) => Route::StreamFile,
+            (2, false) => Route::RenditionFile,
+            _ => return none,
+        };
+        Self {
+            route: Some(route),
+            file: StreamFile::parse(&rest[file_at..]),
         }
     }
 
@@ -437,6 +460,30 @@ mod tests {
         for path in &paths {
             assert_eq!(Target::of_path(path).route, walk(path), "{path}");
         }
+        // And any path made of segments like theirs, the file parsed alike.
+        let file_of_walk = |path: &str| {
+            walk(path)
+                .and_then(|r| r.matches(path))
+                .flatten()
+                .and_then(StreamFile::parse)
+        };
+        proptest::proptest!(|(segments in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                proptest::strategy::Just("api".to_owned()),
+                proptest::strategy::Just("index.m3u8".to_owned()),
+                proptest::strategy::Just("seg-1.ts".to_owned()),
+                "[a-z0-9.%-]{1,6}",
+            ],
+            0..5,
+        ), rooted in proptest::bool::ANY)| {
+            let path = format!("{}{}", if rooted { "/" } else { "" }, segments.join("/"));
+            let target = Target::of_path(&path);
+            proptest::prop_assert_eq!(target.route, walk(&path), "{}", path);
+            if matches!(target.route, Some(Route::StreamFile | Route::RenditionFile)) {
+                proptest::prop_assert_eq!(target.file, file_of_walk(&path), "{}", path);
+            }
+        });
     }
 
     #[test]
