@@ -75,6 +75,10 @@ pub async fn direct(state: AppState, request: Request) -> Response {
         .trim_start_matches('/')
         .split('/')
         .map(|segment| {
+            if !segment.contains('%') {
+                // Nothing to decode: the path is UTF-8 already.
+                return Some(std::borrow::Cow::Borrowed(segment));
+            }
             percent_encoding::percent_decode_str(segment)
                 .decode_utf8()
                 .ok()
