@@ -34,13 +34,13 @@ impl ViewerBackups {
     fn render_key<'a>(
         &self,
         stream: &'a str,
-        plain: &[u8],
+        plain: &'a Bytes,
         protocol: ott::Protocol,
         query: Option<&'a str>,
     ) -> RenderKey<'a> {
         RenderKey {
             stream,
-            plain: ott::stable_hash(plain),
+            plain,
             protocol,
             list: self.candidates.as_ptr() as usize,
             picked: self.picked,
@@ -105,7 +105,7 @@ pub(crate) fn backups_for(
 pub fn personalised(
     redundancy: Option<&Redundancy>,
     stream: &str,
-    plain: &[u8],
+    plain: &Bytes,
     request: &Request,
     query: Option<&str>,
     protocol: ott::Protocol,

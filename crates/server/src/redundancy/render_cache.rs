@@ -5,6 +5,10 @@
 //! A lookup builds nothing: the key is a handful of borrowed fields, reduced to 64 bits
 //! with [`ott::stable_hash`] to find its slot and then compared field by field with the
 //! key stored there, so two keys that share a digest are told apart, never confused.
+//! The plain playlist a render was made from is compared by content, but found by its
+//! length and ends only (hashing all of it per request cost more than the rest of the
+//! key), and recognised at once when it is the very bytes the render was made from
+//! (the cache holds them, so no other playlist can be at their address).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -20,9 +24,8 @@ const MAX_RENDERED: usize = 512;
 pub struct RenderKey<'a> {
     /// The stream.
     pub stream: &'a str,
-    /// The digest of the stream's plain master playlist (its bytes change per segment
-    /// at most).
-    pub plain: u64,
+    /// The stream's plain master playlist (written again per segment at most).
+    pub plain: &'a Bytes,
     /// HLS, LL-HLS or DASH.
     pub protocol: ott::Protocol,
     /// Which of the snapshot's candidate lists the backups were picked from (its
@@ -38,7 +41,7 @@ impl RenderKey<'_> {
     fn digest(&self) -> u64 {
         let mut words = [0u64; 6];
         words[0] = ott::stable_hash(self.stream.as_bytes());
-        words[1] = self.plain;
+        words[1] = plain_sample(self.plain);
         words[2] = self.protocol as u64;
         words[3] = self.list as u64;
         words[4] = self.picked[0].map_or(u64::MAX, |i| i as u64) << 32
@@ -54,7 +57,7 @@ impl RenderKey<'_> {
     fn stored(self) -> OwnedKey {
         OwnedKey {
             stream: self.stream.into(),
-            plain: self.plain,
+            plain: self.plain.clone(),
             protocol: self.protocol,
             list: self.list,
             picked: self.picked,
@@ -63,11 +66,22 @@ impl RenderKey<'_> {
     }
 }
 
+/// A playlist's length and its first and last 32 bytes, hashed: enough to spread the
+/// few plain playlists a snapshot sees over the slots.
+fn plain_sample(plain: &[u8]) -> u64 {
+    let head = &plain[..plain.len().min(32)];
+    let tail = &plain[plain.len().saturating_sub(32)..];
+    let mut hasher = ott::StableHasher::default();
+    hasher.write(head);
+    hasher.write(tail);
+    hasher.finish()
+}
+
 /// A stored [`RenderKey`].
 #[derive(Debug)]
 struct OwnedKey {
     stream: Box<str>,
-    plain: u64,
+    plain: Bytes,
     protocol: ott::Protocol,
     list: usize,
     picked: [Option<usize>; 2],
@@ -77,7 +91,8 @@ struct OwnedKey {
 impl OwnedKey {
     fn is(&self, key: &RenderKey<'_>) -> bool {
         *self.stream == *key.stream
-            && self.plain == key.plain
+            && self.plain.len() == key.plain.len()
+            && (self.plain.as_ptr() == key.plain.as_ptr() || self.plain == *key.plain)
             && self.protocol == key.protocol
             && self.list == key.list
             && self.picked == key.picked
@@ -135,10 +150,13 @@ impl RenderCache {
 mod tests {
     use super::*;
 
+    static PLAIN: Bytes = Bytes::from_static(b"#EXTM3U\n");
+    static OTHER_PLAIN: Bytes = Bytes::from_static(b"#EXTM3U\n\n");
+
     fn key(stream: &str) -> RenderKey<'_> {
         RenderKey {
             stream,
-            plain: 7,
+            plain: &PLAIN,
             protocol: ott::Protocol::Hls,
             list: 0x1000,
             picked: [Some(0), Some(2)],
@@ -154,7 +172,7 @@ mod tests {
         let others = [
             key("meetinh"),
             RenderKey {
-                plain: 8,
+                plain: &OTHER_PLAIN,
                 ..key("meeting")
             },
             RenderKey {
@@ -181,6 +199,39 @@ mod tests {
         for other in others {
             assert_eq!(cache.get(&other), None, "{other:?}");
         }
+        // The plain playlist by content: a clone of it (the same bytes, shared) hits, and
+        // so does a copy of its bytes elsewhere (a playlist written anew per request).
+        let clone = PLAIN.clone();
+        let hit = RenderKey {
+            plain: &clone,
+            ..key("meeting")
+        };
+        assert_eq!(cache.get(&hit), Some(Bytes::from_static(b"A")));
+        let copy = Bytes::copy_from_slice(&PLAIN);
+        let also = RenderKey {
+            plain: &copy,
+            ..key("meeting")
+        };
+        assert_eq!(cache.get(&also), Some(Bytes::from_static(b"A")));
+        // A playlist that differs only in its middle shares the slot, not the render.
+        let long = |middle: u8| {
+            let mut text = vec![b'#'; 100];
+            text[50] = middle;
+            Bytes::from(text)
+        };
+        let (first, second) = (long(b'1'), long(b'2'));
+        cache.put(
+            &RenderKey {
+                plain: &first,
+                ..key("meeting")
+            },
+            Bytes::from_static(b"B"),
+        );
+        let differs = RenderKey {
+            plain: &second,
+            ..key("meeting")
+        };
+        assert_eq!(cache.get(&differs), None);
     }
 
     #[test]
