@@ -30,7 +30,7 @@ pub(crate) struct ViewerBackups {
 
 impl ViewerBackups {
     /// What a render for these backups depends on under their view (with the stream,
-    /// the plain playlist's digest, the protocol and a login's query).
+    /// its plain master playlist, the protocol and a login's query).
     fn render_key<'a>(
         &self,
         stream: &'a str,

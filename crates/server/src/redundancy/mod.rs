@@ -66,7 +66,7 @@ pub struct MeshView {
     /// (valid 4 h from now, within a quarter second).
     master_passes: FastMap<String, String>,
     /// The personalised master playlists written under this snapshot.
-    pub rendered: render_cache::RenderCache,
+    pub(crate) rendered: render_cache::RenderCache,
 }
 
 fn viewer_kind(viewer: ott::ViewerContext) -> usize {
