@@ -45,6 +45,8 @@ def summarise(text: str) -> dict[str, list[dict]]:
                 "steered_ms": None if m["steered"] == "-" else int(m["steered"]),
                 "buffer_s": float(m["buffer"]), "fatal_errors": int(m["fatal"]),
                 **({"buffer_at_segment_end": m["at"] == "at"} if m["at"] else {}),
+                # A fragment or part request the hang held: hls.js's timeout, not the mesh.
+                "held_by_hang": "held by the hang" in line,
             })
     return rows
 

@@ -33,7 +33,7 @@ const PAGE = `<!doctype html><html><body>
 <script>
   const s = window.__viewer = {
     currentTime: 0, played: 0, stalls: 0, longestStallMs: 0, maxFrozenMs: 0, frozenMs: 0,
-    fragments: [], steering: [], errors: [], fatalErrors: [], pathways: [],
+    fragments: [], loads: [], steering: [], errors: [], fatalErrors: [], pathways: [],
   };
   const video = document.getElementById('video');
   // E2E_HLS_DEBUG=1 in the test's environment: hls.js logs its decisions to the console.
@@ -46,6 +46,12 @@ ${SAMPLER}  setInterval(() => {
     const url = d.part ? d.part.url : d.frag.url;
     if (d.frag.type === 'main' && url) s.fragments.push({ url, at: Date.now() });
     if (s.fragments.length > 400) s.fragments.splice(0, 100);
+  });
+  // Each fragment or part load as it starts: a hang holds the one in flight.
+  hls.on(Hls.Events.FRAG_LOADING, (_, d) => {
+    const url = d.part ? d.part.url : d.frag.url;
+    if (d.frag.type === 'main' && url) s.loads.push({ url, at: Date.now() });
+    if (s.loads.length > 400) s.loads.splice(0, 100);
   });
   hls.on(Hls.Events.STEERING_MANIFEST_LOADED, (_, d) => {
     s.steering.push({ url: d.url, at: Date.now(), priority: d.steeringManifest['PATHWAY-PRIORITY'] });

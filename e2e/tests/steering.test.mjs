@@ -50,6 +50,33 @@ after(async () => {
   await cluster?.stopAll();
 });
 
+/**
+ * hls.js's default time to the first byte of a fragment or part
+ * (`fragLoadPolicy.default.maxTimeToFirstByteMs`): how long a request held by a hung
+ * node keeps it waiting.
+ */
+const HLS_FRAGMENT_TIMEOUT_MS = 10_000;
+
+/**
+ * When hls.js was held by the hang (HELD_NOTE): the start of the last fragment or part
+ * load it sent to node `port` before the steering moved it, if a load there timed out
+ * after the failure; null otherwise.
+ *
+ * HELD_NOTE: hls.js 1.7.4 does not abort a fragment or part in flight when the steering
+ * changes the pathway (`stream-controller` keeps `fragCurrent`). A hang that catches one
+ * in flight, or comes between a playlist naming it and its request, holds the player
+ * until that request's timeout; the retry then goes to the steered pathway. The server
+ * cannot answer for a stopped process. With 1-s parts a low-latency player sends a
+ * request every second, so this window comes round more often than with 2-s segments.
+ */
+function heldByHang(state, port, failedAt, steered) {
+  const timedOut = state.errors.some((e) => e.at > failedAt && e.details === 'fragLoadTimeOut' && portOf(e.url) === port);
+  if (!timedOut) return null;
+  const until = steered ? steered.at : Infinity;
+  const sent = (state.loads || []).filter((l) => portOf(l.url) === port && l.at <= until && l.at > failedAt - HLS_FRAGMENT_TIMEOUT_MS);
+  return sent.length ? sent.at(-1).at : null;
+}
+
 /** Errors as `code×count` (or their details when they carry no code). */
 function summarise(errors) {
   const counts = new Map();
@@ -68,7 +95,7 @@ const portOf = (url) => (url ? new URL(url).port : null);
  * went on from b or c within the stall goal.
  */
 async function survives(label, fail, {
-  dash = false, ll = false, stallGoalMs = STALL_GOAL_MS, watchMs = WATCH_MS, recoverWithinMs = 0,
+  dash = false, ll = false, stallGoalMs = STALL_GOAL_MS, watchMs = WATCH_MS, recoverWithinMs = 0, expectHeld = false,
 } = {}) {
   const { a, b, c } = cluster.nodes;
   await waitProtected([a, b, c]);
@@ -105,8 +132,10 @@ async function survives(label, fail, {
     await resetViewerStalls(page);
     if (JITTER) await page.waitForTimeout(Math.random() * 2_000);
     const edge = ll ? await page.evaluate(atSegmentEnd) : null;
-    const failedAt = Date.now();
-    await fail();
+    let failedAt = Date.now();
+    // A failure that waits for its moment says when it struck.
+    const struck = await fail(page);
+    if (typeof struck === 'number') failedAt = struck;
     await page.waitForTimeout(watchMs);
     // A player still on a (a download it keeps retrying there) is watched on, up to
     // `recoverWithinMs` after the failure, until it fetches from a backup and plays again.
@@ -130,9 +159,13 @@ async function survives(label, fail, {
     // find that segment already loaded on the new pathway and load nothing until the
     // segment's parts leave the playlist (see HLS_LOOP_NOTE): the stall is bounded by
     // three target durations then.
-    const goalMs = edge?.atEnd ? Math.max(stallGoalMs, 3 * edge.targetDuration * 1000) : stallGoalMs;
+    let goalMs = edge?.atEnd ? Math.max(stallGoalMs, 3 * edge.targetDuration * 1000) : stallGoalMs;
+    // A request the hang held is bounded by hls.js's timeout from when it was sent.
+    const heldSince = dash ? null : heldByHang(end, String(a.http), failedAt, steered);
+    if (heldSince !== null) goalMs = Math.max(goalMs, heldSince + HLS_FRAGMENT_TIMEOUT_MS - failedAt);
     const row = `${label}: longest stall ${stall} ms, video clock frozen at most ${frozen} ms, ${end.stalls} stall(s), `
       + (edge ? `buffer ${edge.atEnd ? 'at' : 'not at'} a segment's end at the failure, ` : '')
+      + (heldSince !== null ? `a load from a held by the hang (begun ${heldSince - failedAt} ms from the failure, hls.js's timeout ${HLS_FRAGMENT_TIMEOUT_MS} ms), ` : '')
       + `first fragment from a backup ${moved ? moved.at - failedAt : '-'} ms after the failure, `
       + `steered off a after ${steered ? steered.at - failedAt : '-'} ms, buffer ${before.bufferAhead.toFixed(1)} s at the failure, `
       + `fatal errors ${end.fatalErrors.length}, errors after it ${summarise(end.errors.filter((e) => e.at > failedAt))}`;
@@ -143,6 +176,7 @@ async function survives(label, fail, {
     assert.deepEqual(pageErrors, []);
     assert.ok(onBackup(end), `the last fragment came from b or c, not ${end.fragments.at(-1)?.url}`);
     assert.ok(played >= (watchedMs - stall) / 1000 - 5, `played only ${played.toFixed(1)} s in ${watchedMs / 1000} s`);
+    if (expectHeld) assert.notEqual(heldSince, null, 'the hang held a request of the player');
     assert.ok(stall <= goalMs + STALL_SLACK_MS, `longest stall ${stall} ms, goal ${goalMs} ms (+${STALL_SLACK_MS} ms slack)`);
     assert.ok(frozen <= goalMs + STALL_SLACK_MS, `video clock frozen ${frozen} ms, goal ${goalMs} ms (+${STALL_SLACK_MS} ms slack)`);
     return end;
@@ -221,6 +255,89 @@ test('hls.js defaults, low latency: a hung or killed node is steered away from, 
       if (!a.pid) await a.start();
       await waitProtected([a, b, c]);
     }
+  }
+});
+
+/**
+ * Hangs `node` the moment the player on `page` sends it its next fragment or part
+ * request, which then goes to the hung node (HELD_NOTE); resolves with that moment.
+ */
+function hangAsMediaLeaves(page, node) {
+  const port = String(node.http);
+  const media = (u) => u.port === port && !u.pathname.endsWith('.m3u8') && !u.pathname.startsWith('/steering/');
+  return new Promise((resolve) => {
+    page.route(media, async (route) => {
+      node.hang();
+      resolve(Date.now());
+      await route.continue().catch(() => {});
+    }, { times: 1 });
+  });
+}
+
+test('hls.js defaults, low latency: a part the hang holds costs at most hls.js\'s timeout, then plays on from a backup', { timeout: 120_000 }, async () => {
+  const { a, b, c } = cluster.nodes;
+  try {
+    await survives('LL-HLS SIGSTOP holding a part', (page) => hangAsMediaLeaves(page, a), { ll: true, expectHeld: true });
+  } finally {
+    a.resume();
+  }
+  await waitProtected([a, b, c]);
+});
+
+/**
+ * `STEERING_EXPOSURE=1`: how often a hang at a random moment would hold a request of
+ * hls.js (HELD_NOTE): the share of 30 s of playback, twice in each mode, between the
+ * arrival of a media playlist and the end of the fragment or part request it leads to.
+ */
+test('hls.js defaults: the share of time a hang would hold a fragment or part request', {
+  timeout: 300_000, skip: process.env.STEERING_EXPOSURE !== '1' && 'set STEERING_EXPOSURE=1 to measure',
+}, async () => {
+  const { a } = cluster.nodes;
+  const port = String(a.http);
+  for (const ll of [true, false, true, false]) {
+    const page = await browser.newPage();
+    const events = [];
+    page.on('request', (r) => events.push([performance.now(), 'sent', r.url()]));
+    page.on('requestfinished', (r) => events.push([performance.now(), 'done', r.url()]));
+    try {
+      await openDefaultsPlayer(page, a, `${a.base}/meeting/${ll ? 'll-index.m3u8' : 'index.m3u8'}`);
+      events.length = 0;
+      const from = performance.now();
+      await page.waitForTimeout(30_000);
+      const span = performance.now() - from;
+      // The video's playlists and media (captions do not stall the video).
+      const kind = (u) => {
+        const url = new URL(u);
+        if (url.port !== port || url.pathname.startsWith('/steering/') || /\/sub-[^/]*$/.test(url.pathname)) return null;
+        return url.pathname.endsWith('.m3u8') ? 'playlist' : 'media';
+      };
+      const playlistsDone = events.filter(([, k, u]) => k === 'done' && kind(u) === 'playlist').map(([t]) => t);
+      const sentAt = new Map();
+      let exposedMs = 0;
+      let requests = 0;
+      for (const [t, k, url] of events) {
+        if (kind(url) !== 'media') continue;
+        if (k === 'sent') sentAt.set(url, t);
+        if (k === 'done' && sentAt.has(url)) {
+          exposedMs += t - opens(sentAt.get(url), playlistsDone);
+          requests += 1;
+        }
+      }
+      console.log(`exposure ${ll ? 'low latency' : '2-s segments'}: ${requests} media requests, exposed ${exposedMs.toFixed(0)} ms `
+        + `of ${span.toFixed(0)} ms (${(100 * exposedMs / span).toFixed(2)} %)`);
+      assert.ok(requests > 0, 'the player fetched media from a');
+    } finally {
+      await page.close();
+    }
+  }
+  /**
+   * A request's window opens with the playlist that named it: the last one to arrive
+   * before it was sent (within 20 ms after: the browser reports a response's end after
+   * the request it led to) and at most 2 s before; else when it was sent.
+   */
+  function opens(sent, playlistsDone) {
+    const named = playlistsDone.filter((t) => t <= sent + 20).at(-1);
+    return named !== undefined && sent - named < 2_000 ? Math.min(named, sent) : sent;
   }
 });
 
