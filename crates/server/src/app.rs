@@ -4,7 +4,7 @@
 //! `/{stream}/{file}` or `/{stream}/{rung}/{file}` — the playlists and segments that
 //! make nearly all of a node's requests — and hands everything else to the axum router.
 //!
-//! The edge has already found the request's route in the route table ([`Target`]), so a
+//! The edge has already found the request's route in the route table ([`crate::url::Target`]), so a
 //! stream file does not pay for a second routing, the router's path parameters, its
 //! extractors and its per-route service clones; the layers wrap the whole application
 //! once instead of every route. The answer is the router's for the same request: the
@@ -18,15 +18,16 @@ use std::task::{Context, Poll};
 
 use axum::extract::Request;
 use axum::http::Method;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
-use futures_util::future::Either;
 use tower::{Layer as _, Service};
 
 use crate::edge::{Edge, EdgeLayer};
+use crate::request_context::RequestContext;
+use crate::routes::answer::{Answer, Waiting};
 use crate::shed::{ShedLayer, ShedService};
 use crate::state::AppState;
-use crate::url::{Route, Target};
+use crate::url::Route;
 
 /// A node's (or an MC's) whole HTTP application: routes behind the shedding layer and
 /// the edge. Built by [`crate::routes::router`] and [`crate::mc::router`].
@@ -52,30 +53,50 @@ pub struct Dispatch {
     state: AppState,
 }
 
-/// A stream file's answer in the making.
-type EntryFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
 impl Service<Request> for Dispatch {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<axum::routing::future::RouteFuture<Infallible>, EntryFuture>;
+    type Future = DispatchFuture;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let route = request
-            .extensions()
-            .get::<Target>()
-            .and_then(|target| target.route);
+        let route = RequestContext::target(request.extensions()).and_then(|target| target.route);
         let stream_file = matches!(route, Some(Route::StreamFile | Route::RenditionFile));
         if stream_file && request.method() == Method::GET {
-            let state = self.state.clone();
-            return Either::Right(Box::pin(async move {
-                Ok(crate::routes::stream::direct(state, request).await)
-            }));
+            return match crate::routes::stream::direct(&self.state, request) {
+                Answer::Now(response) => DispatchFuture::Made(Some(response)),
+                Answer::Later(waiting) => DispatchFuture::Waiting(waiting),
+            };
         }
-        Either::Left(self.router.call(request))
+        DispatchFuture::Routed(self.router.call(request))
+    }
+}
+
+/// What [`Dispatch`] returns: a stream file's answer made at once (taken on the first
+/// poll), one that waits, or the router's.
+pub enum DispatchFuture {
+    /// A stream file's answer, made.
+    Made(Option<Response>),
+    /// A stream file's answer that waits.
+    Waiting(Waiting),
+    /// The router's answer.
+    Routed(axum::routing::future::RouteFuture<Infallible>),
+}
+
+impl Future for DispatchFuture {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            // Polled again after its answer (no server does): an error, not a panic.
+            DispatchFuture::Made(response) => Poll::Ready(Ok(response
+                .take()
+                .unwrap_or_else(|| axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response()))),
+            DispatchFuture::Waiting(waiting) => waiting.as_mut().poll(cx).map(Ok),
+            DispatchFuture::Routed(routed) => Pin::new(routed).poll(cx),
+        }
     }
 }

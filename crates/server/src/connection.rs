@@ -1,6 +1,6 @@
 //! One accepted connection, served start to finish: the TLS handshake when the
-//! listener is HTTPS, the per-connection gate of the device contract, the request
-//! extension every route may read ([`Connection`]: peer address, TLS, the gate), and a
+//! listener is HTTPS, the per-connection gate of the device contract, what every
+//! route may read of it ([`Connection`]: peer address, TLS, the gate), and a
 //! graceful close. The listener loops ([`crate::serve`]) and the priority lane
 //! ([`crate::lane`]) both hand their connections here.
 
@@ -14,6 +14,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt as _;
 
 use crate::http_app::HttpApp;
+use crate::request_context::RequestContext;
 use crate::shed::{ConnectionGate, GatedStream};
 
 /// How long a client may take to send a request's whole head, from the moment the
@@ -22,8 +23,9 @@ use crate::shed::{ConnectionGate, GatedStream};
 /// after this, so slow clients cannot hold sockets for ever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What a request knows of its connection: a request extension set on every request
-/// (one, so a request pays for one insertion, not one per fact).
+/// What a request knows of its connection, carried in its
+/// [`RequestContext`] (one extension, so a request pays for one insertion, not one per
+/// fact).
 #[derive(Debug, Clone)]
 pub struct Connection {
     /// The peer's address (`X-Forwarded-For` is never read, OTT-ADDR-4).
@@ -39,7 +41,8 @@ pub struct Connection {
 impl Connection {
     /// The connection of `request`, if it came over one.
     pub fn of<B>(request: &axum::http::Request<B>) -> Option<&Connection> {
-        request.extensions().get::<Connection>()
+        crate::request_context::RequestContext::of(request.extensions())
+            .and_then(|context| context.connection.as_ref())
     }
 }
 
@@ -79,7 +82,10 @@ pub(crate) async fn serve_accepted<A: HttpApp>(
     let service = TowerToHyperService::new(app.map_request(
         move |request: hyper::Request<hyper::body::Incoming>| {
             let mut request = request.map(axum::body::Body::new);
-            request.extensions_mut().insert(connection.clone());
+            request.extensions_mut().insert(RequestContext {
+                connection: Some(connection.clone()),
+                target: None,
+            });
             request
         },
     ));

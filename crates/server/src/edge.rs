@@ -1,5 +1,5 @@
 //! The outermost layer of every node's HTTP stack: finds the request's route in the
-//! route table once ([`Target`], put in the request's extensions for the layers and
+//! route table once ([`Target`], put in the request's [`crate::request_context::RequestContext`] for the layers and
 //! handlers below), answers CORS preflights, adds the CORS headers browser players need
 //! to every answer, and counts every answer by route kind and status class. A plain tower layer with an unboxed future, so the hot path
 //! (playlists, segments) pays a few header inserts and one atomic add.
@@ -69,7 +69,7 @@ where
         // The path is parsed here, once: the layers and handlers below read the target.
         let target = Target::of_path(request.uri().path());
         let kind = target.metrics_kind();
-        request.extensions_mut().insert(target);
+        crate::request_context::RequestContext::of_mut(&mut request).target = Some(target);
         if request.method() == Method::OPTIONS {
             return EdgeFuture::Preflight(Some(self.finish(kind, preflight())));
         }

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::header;
 use bytes::Bytes;
 
 use crate::redundancy::door::Viewer;
@@ -69,15 +68,7 @@ pub(crate) fn backups_for(
     let group = redundancy
         .with_membership(stream, |m| view.candidates(&m.group))
         .flatten()?;
-    let user_agent = request
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if !ott::PlayerKind::from_user_agent(user_agent).offers_backups() {
-        return None;
-    }
-    let (context, session) = Viewer::context_and_session(request);
+    let (context, session) = Viewer::switching_context_and_session(request)?;
     let candidates = group.for_viewer(context, protocol.transport());
     let picked = ott::choose_backup_indices_by(
         session,

@@ -7,6 +7,7 @@ use axum::extract::Request;
 use axum::http::{header, HeaderName};
 
 use crate::connection::Connection;
+use crate::header_walk::first_values;
 
 /// Who is asking, as the OTT rules see it.
 #[derive(Debug, Clone)]
@@ -43,16 +44,15 @@ impl<'a> Parts<'a> {
         } else {
             ott::Scheme::Http
         };
-        let headers = request.headers();
-        let forwarded_proto = headers.get(&FORWARDED_PROTO).and_then(|v| v.to_str().ok());
-        let member = headers
-            .get(&MEMBER)
+        let [forwarded_proto, member, user_agent] = first_values(
+            request.headers(),
+            [&FORWARDED_PROTO, &MEMBER, &header::USER_AGENT],
+        );
+        let forwarded_proto = forwarded_proto.and_then(|v| v.to_str().ok());
+        let member = member
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty() && v.len() <= 128);
-        let user_agent = headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
+        let user_agent = user_agent.and_then(|v| v.to_str().ok()).unwrap_or("");
         Self {
             ip,
             context: ott::ViewerContext::from_connection(ip, scheme, forwarded_proto),
@@ -63,6 +63,13 @@ impl<'a> Parts<'a> {
 
     /// Hands the key's bytes to `write`, piece by piece: `m:` and the member header, or
     /// `ip:`, the address, a newline and the User-Agent.
+    /// The viewer's address kind and its session reduced for balancing.
+    fn context_and_session(&self) -> (ott::ViewerContext, ott::SessionDigest) {
+        let mut hasher = ott::StableHasher::default();
+        self.write_key(|piece| hasher.write(piece));
+        (self.context, ott::SessionDigest::from_hasher(hasher))
+    }
+
     fn write_key(&self, mut write: impl FnMut(&[u8])) {
         match self.member {
             Some(member) => {
@@ -99,10 +106,19 @@ impl Viewer {
     /// writing the key out: what a master playlist needs of a [`Viewer`], on the path
     /// of every one.
     pub fn context_and_session(request: &Request) -> (ott::ViewerContext, ott::SessionDigest) {
+        Parts::of(request).context_and_session()
+    }
+
+    /// [`Viewer::context_and_session`] of a viewer whose player switches to backup
+    /// variants (by its User-Agent, OTT-PLAY-1); `None` for one that does not. The
+    /// request's headers are read once for both.
+    pub fn switching_context_and_session(
+        request: &Request,
+    ) -> Option<(ott::ViewerContext, ott::SessionDigest)> {
         let parts = Parts::of(request);
-        let mut hasher = ott::StableHasher::default();
-        parts.write_key(|piece| hasher.write(piece));
-        (parts.context, ott::SessionDigest::from_hasher(hasher))
+        ott::PlayerKind::from_user_agent(parts.user_agent)
+            .offers_backups()
+            .then(|| parts.context_and_session())
     }
 
     /// The bytes backups are balanced by (OTT-CAP-1): those of [`Viewer::key`].
@@ -196,11 +212,12 @@ mod tests {
                 builder = builder.header(crate::mc::gate::VIEWER_HEADER, member);
             }
             let mut request = builder.body(axum::body::Body::empty()).expect("a request");
-            request.extensions_mut().insert(Connection {
-                peer: std::net::SocketAddr::from(([203, 0, 113, 7], 4000)),
-                secure: false,
-                gate: None,
-            });
+            crate::request_context::RequestContext::of_mut(&mut request).connection =
+                Some(Connection {
+                    peer: std::net::SocketAddr::from(([203, 0, 113, 7], 4000)),
+                    secure: false,
+                    gate: None,
+                });
             request
         };
         for member in [None, Some("alice")] {

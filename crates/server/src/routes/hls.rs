@@ -5,11 +5,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::rendition::MAIN;
+use crate::routes::answer::Answer;
 use crate::routes::relay;
 use crate::state::AppState;
 use crate::url::{relay_query, StreamFile, Target};
@@ -17,40 +18,41 @@ use crate::url::{relay_query, StreamFile, Target};
 /// Serves every per-stream file: of the stream's muxed rendition (`/{stream}/{file}`)
 /// or, with `rung`, of one rung of its ladder (`/{stream}/{rung}/{file}`: the live
 /// playlists, segments, parts and relay, and the rung's archive; the master playlists
-/// and MPDs are the stream's). The request is taken whole (not as extracted headers and query) so the
-/// hot path copies nothing from it.
-pub async fn serve(
-    state: AppState,
+/// and MPDs are the stream's). The request is taken whole (not as extracted headers and
+/// query) so the hot path copies nothing from it. Playlists, segments and MPDs are
+/// answered at once; parts, fMP4 files, archives and captions wait ([`Answer`]).
+pub fn serve(
+    state: &AppState,
     stream: &str,
     rung: Option<&str>,
     file: &str,
     request: Request,
-) -> Response {
+) -> Answer {
     let Some(channel) = state.channel(stream) else {
-        return ApiError::StreamNotFound.into_response();
+        return ApiError::StreamNotFound.into_response().into();
     };
     let Some(kind) = Target::stream_file(request.extensions(), file) else {
-        return ApiError::NotFound.into_response();
+        return ApiError::NotFound.into_response().into();
     };
     let rendition = match rung {
         None => Arc::clone(channel.main()),
         Some(name) => match channel.rendition(name) {
             Some(r) if name != MAIN && kind.is_rendition_file() => Arc::clone(r),
-            _ => return ApiError::NotFound.into_response(),
+            _ => return ApiError::NotFound.into_response().into(),
         },
     };
     let snapshot = rendition.snapshot();
     if snapshot.segments.is_empty() && !kind.is_archive() {
-        return channel.no_media_error().into_response();
+        return channel.no_media_error().into_response().into();
     }
-    match kind {
+    let response = match kind {
         StreamFile::Master => {
             channel
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
             // A login (admitted by the gate before this) travels on to every variant.
-            let login = login_query(&state, &request);
+            let login = login_query(state, &request);
             let plain = channel.master_playlist();
             let with_backups = crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
@@ -93,19 +95,22 @@ pub async fn serve(
             Err(_) => ApiError::BadRequest.into_response(),
         },
         StreamFile::Archive(archive) => {
-            crate::routes::archive::serve(
-                &channel,
-                &rendition,
-                archive,
-                request.headers(),
-                state.clock(),
-            )
-            .await
+            let clock = state.clock().clone();
+            return Answer::later(async move {
+                crate::routes::archive::serve(
+                    &channel,
+                    &rendition,
+                    archive,
+                    request.headers(),
+                    &clock,
+                )
+                .await
+            });
         }
         StreamFile::LowLatency(crate::url::LlFile::Master)
             if rung.is_none() && rendition.llhls().is_some() =>
         {
-            let login = login_query(&state, &request);
+            let login = login_query(state, &request);
             let plain = crate::routes::llhls::master_body(&channel);
             match crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
@@ -120,24 +125,26 @@ pub async fn serve(
             }
         }
         StreamFile::LowLatency(file) => {
-            crate::routes::llhls::serve(
-                &channel,
-                &rendition,
-                file,
-                request.uri().query(),
-                request.headers(),
-            )
-            .await
+            return Answer::later(async move {
+                crate::routes::llhls::serve(
+                    &channel,
+                    &rendition,
+                    file,
+                    request.uri().query(),
+                    request.headers(),
+                )
+                .await
+            });
         }
         StreamFile::Fmp4(crate::url::Fmp4File::Mpd) if rung.is_none() => {
             channel
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
-            let login = login_query(&state, &request);
+            let login = login_query(state, &request);
             let plain = channel.mpd();
             if plain.is_empty() {
-                return channel.no_media_error().into_response();
+                return channel.no_media_error().into_response().into();
             }
             match crate::redundancy::mpd::personalised(
                 state.redundancy().map(|r| &**r),
@@ -151,10 +158,17 @@ pub async fn serve(
             }
         }
         StreamFile::Fmp4(file) => {
-            crate::routes::fmp4::serve(&channel, &rendition, file, request.headers()).await
+            return Answer::later(async move {
+                crate::routes::fmp4::serve(&channel, &rendition, file, request.headers()).await
+            });
         }
-        StreamFile::Subtitles(file) => crate::routes::subtitles::serve(&channel, file).await,
-    }
+        StreamFile::Subtitles(file) => {
+            return Answer::later(
+                async move { crate::routes::subtitles::serve(&channel, file).await },
+            );
+        }
+    };
+    Answer::Now(response)
 }
 
 /// The login a viewer came with (admitted by the gate before this), as the query every

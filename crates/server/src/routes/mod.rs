@@ -3,6 +3,7 @@
 //! same row. Every route is documented in `docs/routes.md`.
 
 pub mod admin;
+pub mod answer;
 pub mod archive;
 pub mod backups;
 pub mod dash;

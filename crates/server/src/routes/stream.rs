@@ -15,6 +15,7 @@ use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::extract::CodedPath;
 use crate::mc::gate::VIEWER_HEADER;
+use crate::routes::answer::Answer;
 use crate::routes::hls;
 use crate::state::AppState;
 use crate::url::stream_file::FileRole;
@@ -50,7 +51,7 @@ pub async fn stream_file(
     CodedPath((stream, file)): CodedPath<(String, String)>,
     request: Request,
 ) -> Response {
-    entry(state, &stream, None, &file, request).await
+    entry(&state, &stream, None, &file, request).resolve().await
 }
 
 /// [`stream_file`] for a file of one rung of the stream's ladder.
@@ -59,14 +60,16 @@ pub async fn rendition_file(
     CodedPath((stream, rung, file)): CodedPath<(String, String, String)>,
     request: Request,
 ) -> Response {
-    entry(state, &stream, Some(&rung), &file, request).await
+    entry(&state, &stream, Some(&rung), &file, request)
+        .resolve()
+        .await
 }
 
 /// [`stream_file`] and [`rendition_file`] for a request whose route the edge found
 /// ([`crate::app::Dispatch`]): the path's two or three segments, percent-decoded as the
 /// router's path parameters are (one that is not UTF-8 once decoded is refused with
 /// 108003, as [`CodedPath`] refuses it).
-pub async fn direct(state: AppState, request: Request) -> Response {
+pub fn direct(state: &AppState, request: Request) -> Answer {
     // The path is read from a copy of the URI (a reference count), so its segments are
     // borrowed, not copied, unless they need decoding.
     let uri = request.uri().clone();
@@ -90,28 +93,30 @@ pub async fn direct(state: AppState, request: Request) -> Response {
         segments.next(),
     );
     match parts {
-        (Some(stream), Some(file), None, None) => entry(state, &stream, None, &file, request).await,
+        (Some(stream), Some(file), None, None) => entry(state, &stream, None, &file, request),
         (Some(stream), Some(rung), Some(Some(file)), None) => {
-            entry(state, &stream, Some(&rung), &file, request).await
+            entry(state, &stream, Some(&rung), &file, request)
         }
         _ => {
             tracing::debug!(path = request.uri().path(), "path refused");
-            ApiError::BadRequest.into_response()
+            ApiError::BadRequest.into_response().into()
         }
     }
 }
 
-async fn entry(
-    state: AppState,
+fn entry(
+    state: &AppState,
     stream: &str,
     rung: Option<&str>,
     file: &str,
     request: Request,
-) -> Response {
+) -> Answer {
     // On an MC, a private meeting's files (the relays its nodes pull) need a node token.
     if let Some(mc) = state.mc() {
         if !crate::mc::api::may_read_stream(mc, stream, request.headers()) {
-            return ApiError::Access(codes::AccessRefusal::TokenMissing).into_response();
+            return ApiError::Access(codes::AccessRefusal::TokenMissing)
+                .into_response()
+                .into();
         }
         // A relay off the group's timeline is served to nobody (crate::mc::timeline),
         // and one that leaves it ends.
@@ -121,20 +126,22 @@ async fn entry(
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == crate::mc::timeline::PEER_QUERY));
             if !mc.relay_open(stream, peer) {
-                return ApiError::Meeting(meeting::ErrorCode::McUnavailable).into_response();
+                return ApiError::Meeting(meeting::ErrorCode::McUnavailable)
+                    .into_response()
+                    .into();
             }
             let mc = mc.clone();
             let name = stream.to_owned();
-            let response = checked(state, stream, None, file, request, None).await;
-            return while_open(response, move || mc.relay_open(&name, peer));
+            return checked(state, stream, None, file, request, None)
+                .map(move |response| while_open(response, move || mc.relay_open(&name, peer)));
         }
     }
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
-            crate::redundancy::door::check(&state, redundancy, stream, rung, file, &request, now)
+            crate::redundancy::door::check(state, redundancy, stream, rung, file, &request, now)
         {
-            return response;
+            return response.into();
         }
     }
     // A private meeting: its viewer's token or session, before anything is served.
@@ -146,14 +153,14 @@ async fn entry(
                 Err(refusal) => {
                     tracing::debug!(stream = %stream, code = refusal.code(), "private meeting refused");
                     gate.count_access_refusal(refusal);
-                    return ApiError::Access(refusal).into_response();
+                    return ApiError::Access(refusal).into_response().into();
                 }
             }
         }
         _ => None,
     };
     let Some(grant) = grant else {
-        return checked(state, stream, rung, file, request, None).await;
+        return checked(state, stream, rung, file, request, None);
     };
     // Only a playlist or MPD is rewritten with the session: segments, parts and inits
     // (most of a private meeting's requests) go through without a copy of it.
@@ -171,10 +178,12 @@ async fn entry(
         }
         None => None,
     };
-    let response = checked(state, stream, rung, file, request, Some(grant.viewer)).await;
+    let answer = checked(state, stream, rung, file, request, Some(grant.viewer));
     match session {
-        Some(session) => with_session(response, &session).await,
-        None => response,
+        Some(session) => {
+            answer.then(move |response| async move { with_session(response, &session).await })
+        }
+        None => answer,
     }
 }
 
@@ -192,14 +201,14 @@ fn private_viewer_key(viewer: &[u8; 8]) -> String {
 
 /// The logins, the meeting gate, then the file (`private_viewer`: a private meeting's
 /// authorized viewer, counted as such).
-async fn checked(
-    state: AppState,
+fn checked(
+    state: &AppState,
     stream: &str,
     rung: Option<&str>,
     file: &str,
     request: Request,
     private_viewer: Option<[u8; 8]>,
-) -> Response {
+) -> Answer {
     let viewer_playlist =
         Target::stream_file(request.extensions(), file).is_some_and(|f| f.is_viewer_playlist());
     if let Some(logins) = state.logins() {
@@ -213,23 +222,23 @@ async fn checked(
             };
             if let Err(refusal) = logins.admit(login, token, &session) {
                 tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
-                return ApiError::Ott(refusal).into_response();
+                return ApiError::Ott(refusal).into_response().into();
             }
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::serve(state, stream, rung, file, request).await;
+        return hls::serve(state, stream, rung, file, request);
     };
     let entry = state.stream(stream);
     if entry.is_some() && !gate.is_managed(stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::serve(state, stream, rung, file, request).await;
+        return hls::serve(state, stream, rung, file, request);
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
         let code = gate.not_here(stream);
         gate.count_refusal(code);
-        return ApiError::Meeting(code).into_response();
+        return ApiError::Meeting(code).into_response().into();
     }
     if viewer_playlist {
         let peer = Connection::of(&request).map(|c| c.peer);
@@ -244,10 +253,10 @@ async fn checked(
         if let Err(code) = gate.check_viewer(stream, &viewer, version, true) {
             tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
             gate.count_refusal(code);
-            return ApiError::Meeting(code).into_response();
+            return ApiError::Meeting(code).into_response().into();
         }
     }
-    hls::serve(state, stream, rung, file, request).await
+    hls::serve(state, stream, rung, file, request)
 }
 
 /// A private meeting's answer: a playlist or MPD gets the session in every URI (and is

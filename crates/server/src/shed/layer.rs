@@ -20,6 +20,7 @@ use tower::{Layer, Service};
 
 use super::shedder::{Decision, Shedder};
 use crate::experiments::Observed;
+use crate::header_walk::first_values;
 use crate::url::{Route, Target};
 use shed::member_id;
 
@@ -40,24 +41,27 @@ pub fn request_facts(path: &str, headers: &HeaderMap) -> RequestFacts {
 /// The facts of a request whose route the edge has found; `read_only` for GET and HEAD.
 pub fn facts_of(target: &Target, read_only: bool, headers: &HeaderMap) -> RequestFacts {
     let route = target.shed_kind(read_only);
-    let device = headers
-        .get(&DEVICE_HEADER)
+    let [device, user_agent, member, playback] = first_values(
+        headers,
+        [
+            &DEVICE_HEADER,
+            &header::USER_AGENT,
+            &MEMBER_HEADER,
+            &PLAYBACK_HEADER,
+        ],
+    );
+    let device = device
         .and_then(|v| v.to_str().ok())
         .and_then(DeviceType::from_name)
         .unwrap_or_else(|| {
-            headers
-                .get(header::USER_AGENT)
+            user_agent
                 .and_then(|v| v.to_str().ok())
                 .map_or(DeviceType::Unknown, DeviceType::from_user_agent)
         });
-    let member = headers
-        .get(&MEMBER_HEADER)
-        .and_then(|v| member_id(v.as_bytes()));
+    let member = member.and_then(|v| member_id(v.as_bytes()));
     // A viewer fetching segments or refreshing a media playlist is watching.
     let in_playback = matches!(route, RouteKind::LiveSegment | RouteKind::LivePlaylist)
-        || headers
-            .get(&PLAYBACK_HEADER)
-            .is_some_and(|v| v.as_bytes() == b"1");
+        || playback.is_some_and(|v| v.as_bytes() == b"1");
     RequestFacts {
         route,
         device,
@@ -68,9 +72,7 @@ pub fn facts_of(target: &Target, read_only: bool, headers: &HeaderMap) -> Reques
 
 /// The request's target: the one the edge found, else found from its path.
 fn target_of(request: &Request) -> Target {
-    request
-        .extensions()
-        .get::<Target>()
+    crate::request_context::RequestContext::target(request.extensions())
         .copied()
         .unwrap_or_else(|| Target::of_path(request.uri().path()))
 }

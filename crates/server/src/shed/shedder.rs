@@ -546,7 +546,9 @@ impl Shedder {
     pub(crate) fn complete(&self, bucket: Bucket, rtt: Duration, in_flight_at_start: u32) {
         self.stats[bucket_index(bucket)].latency.observe(rtt);
         let resumed = self.resumed_at_nanos.load(Ordering::Relaxed);
-        let started = self.now().saturating_sub(rtt);
+        // One clock read for both uses (this runs once per admitted request).
+        let now = self.now();
+        let started = now.saturating_sub(rtt);
         if resumed != 0 && started.as_nanos() < u128::from(resumed) {
             return;
         }
@@ -557,7 +559,7 @@ impl Shedder {
             Err(std::sync::TryLockError::WouldBlock) => return,
             Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
         };
-        let value = limit.on_sample(rtt, in_flight_at_start, self.now());
+        let value = limit.on_sample(rtt, in_flight_at_start, now);
         self.limit_value.store(value, Ordering::Relaxed);
     }
 

@@ -346,7 +346,7 @@ impl Target {
     /// The stream file a handler serves: the one found at the edge, else `file` parsed
     /// (a handler called without the edge, as in unit tests).
     pub fn stream_file(extensions: &axum::http::Extensions, file: &str) -> Option<StreamFile> {
-        match extensions.get::<Target>() {
+        match crate::request_context::RequestContext::target(extensions) {
             Some(target)
                 if matches!(target.route, Some(Route::StreamFile | Route::RenditionFile)) =>
             {

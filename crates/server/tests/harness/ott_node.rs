@@ -137,7 +137,7 @@ pub async fn call(
     }
     let mut request = request.body(Body::empty()).expect("a valid request");
     let peer: SocketAddr = VIEWER.parse().expect("an address");
-    request.extensions_mut().insert(Connection {
+    server::request_context::RequestContext::of_mut(&mut request).connection = Some(Connection {
         peer,
         secure: false,
         gate: None,
