@@ -9,12 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt as _;
 
+use crate::connection_service::ConnectionService;
 use crate::http_app::HttpApp;
-use crate::request_context::RequestContext;
 use crate::shed::{ConnectionGate, GatedStream};
 
 /// How long a client may take to send a request's whole head, from the moment the
@@ -79,16 +77,7 @@ pub(crate) async fn serve_accepted<A: HttpApp>(
         secure,
         gate: Some(gate),
     };
-    let service = TowerToHyperService::new(app.map_request(
-        move |request: hyper::Request<hyper::body::Incoming>| {
-            let mut request = request.map(axum::body::Body::new);
-            request.extensions_mut().insert(RequestContext {
-                connection: Some(connection.clone()),
-                target: None,
-            });
-            request
-        },
-    ));
+    let service = ConnectionService::new(app, connection);
     match tls {
         Some(acceptor) => {
             match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
@@ -126,8 +115,7 @@ async fn serve_connection<I, S>(
     S: hyper::service::Service<
             hyper::Request<hyper::body::Incoming>,
             Response = hyper::Response<axum::body::Body>,
-        > + Clone
-        + Send
+        > + Send
         + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,

@@ -17,6 +17,7 @@ pub mod channel;
 pub mod clock;
 pub mod conn_limits;
 pub mod connection;
+mod connection_service;
 pub mod edge;
 pub mod error;
 pub mod experiments;

@@ -245,11 +245,10 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        // The ready service answers this call; a fresh clone waits for the next one.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        // The inner service polled ready for this call answers it (its future owns
+        // what it needs: no clone of the service per request).
         if !self.shedder.enabled() {
-            return Either::Left(inner.call(request));
+            return Either::Left(self.inner.call(request));
         }
         let target = target_of(&request);
         let read_only = matches!(*request.method(), Method::GET | Method::HEAD);
@@ -323,7 +322,7 @@ where
         };
         Either::Right(ShedFuture {
             state: FutureState::Admitted {
-                inner: inner.call(request),
+                inner: self.inner.call(request),
                 guard,
                 bucket,
                 started: Instant::now(),

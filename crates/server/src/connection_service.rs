@@ -1,0 +1,191 @@
+//! The application as hyper's service on one connection. Each request gets the
+//! connection's [`RequestContext`] and goes to the connection's own copy of the app, not
+//! to a fresh clone of it: hyper's service is called through a shared reference, and
+//! the usual adapter (`hyper_util`'s `TowerToHyperService`) clones the whole application
+//! for every request — a reference count taken and dropped on every shared part of it,
+//! from both cores. The app is asked whether it is ready first; one that is not ready at
+//! once (no app here, but the bound does not promise it) is served from a clone that
+//! waits for its readiness, as that adapter does.
+
+use std::cell::RefCell;
+use std::convert::Infallible;
+use std::task::{Context, Poll, Waker};
+
+use axum::body::Body;
+use futures_util::future::Either;
+use tower::util::Oneshot;
+use tower::ServiceExt as _;
+
+use crate::connection::Connection;
+use crate::http_app::HttpApp;
+use crate::request_context::RequestContext;
+
+/// One connection's service: its app and what each of its requests is told of it.
+pub(crate) struct ConnectionService<A> {
+    /// Borrowed only inside [`hyper::service::Service::call`], which hyper never
+    /// enters twice at once.
+    app: RefCell<A>,
+    connection: Connection,
+}
+
+impl<A: HttpApp> ConnectionService<A> {
+    /// Serves `app` on the connection `connection` describes.
+    pub(crate) fn new(app: A, connection: Connection) -> Self {
+        Self {
+            app: RefCell::new(app),
+            connection,
+        }
+    }
+}
+
+impl<A: HttpApp> hyper::service::Service<hyper::Request<hyper::body::Incoming>>
+    for ConnectionService<A>
+{
+    type Response = axum::response::Response;
+    type Error = Infallible;
+    type Future = Either<A::Future, Oneshot<A, axum::extract::Request>>;
+
+    fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(RequestContext {
+            connection: Some(self.connection.clone()),
+            target: None,
+        });
+        if let Ok(mut app) = self.app.try_borrow_mut() {
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Poll::Ready(ready) = app.poll_ready(&mut cx) {
+                return match ready {
+                    Ok(()) => Either::Left(app.call(request)),
+                    Err(never) => match never {},
+                };
+            }
+        }
+        Either::Right(self.app.borrow().clone().oneshot(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use axum::extract::Request;
+    use axum::response::Response;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// An app that counts its clones and its calls, ready at once or only after
+    /// `pending` polls, and answers each request with the peer it was told of.
+    struct Probe {
+        clones: Arc<AtomicUsize>,
+        calls: Arc<AtomicUsize>,
+        pending: Arc<AtomicUsize>,
+    }
+
+    impl Clone for Probe {
+        fn clone(&self) -> Self {
+            self.clones.fetch_add(1, Ordering::SeqCst);
+            Self {
+                clones: Arc::clone(&self.clones),
+                calls: Arc::clone(&self.calls),
+                pending: Arc::clone(&self.pending),
+            }
+        }
+    }
+
+    /// The probe and its clone and call counters.
+    fn probe(pending: usize) -> (Probe, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let (clones, calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let probe = Probe {
+            clones: Arc::clone(&clones),
+            calls: Arc::clone(&calls),
+            pending: Arc::new(AtomicUsize::new(pending)),
+        };
+        (probe, clones, calls)
+    }
+
+    impl tower::Service<Request> for Probe {
+        type Response = Response;
+        type Error = Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            if self.pending.load(Ordering::SeqCst) == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+
+        fn call(&mut self, request: Request) -> Self::Future {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let peer = Connection::of(&request).map(|c| c.peer.to_string());
+            Box::pin(async move { Ok(Response::new(Body::from(peer.unwrap_or_default()))) })
+        }
+    }
+
+    fn connection() -> Connection {
+        Connection {
+            peer: std::net::SocketAddr::from(([192, 0, 2, 1], 5000)),
+            secure: false,
+            gate: None,
+        }
+    }
+
+    /// Serves three requests over a real HTTP/1.1 connection on loopback and returns
+    /// the answers' bodies.
+    async fn three_requests(app: Probe) -> Vec<String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.expect("accept");
+            let service = ConnectionService::new(app, connection());
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+        let mut client = tokio::net::TcpStream::connect(address)
+            .await
+            .expect("connect");
+        let mut bodies = Vec::new();
+        for _ in 0..3 {
+            client
+                .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .expect("write");
+            let mut buffer = vec![0u8; 1024];
+            let n = client.read(&mut buffer).await.expect("read");
+            let text = String::from_utf8_lossy(&buffer[..n]).into_owned();
+            bodies.push(text.rsplit("\r\n\r\n").next().unwrap_or("").to_owned());
+        }
+        drop(client);
+        let _ = server.await;
+        bodies
+    }
+
+    #[tokio::test]
+    async fn a_ready_app_is_called_itself_with_the_connection_context() {
+        let (app, clones, calls) = probe(0);
+        let bodies = three_requests(app).await;
+        assert_eq!(bodies, vec!["192.0.2.1:5000"; 3]);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(clones.load(Ordering::SeqCst), 0, "no clone per request");
+    }
+
+    #[tokio::test]
+    async fn an_app_not_ready_at_once_is_served_from_a_clone_that_waits() {
+        let (app, clones, calls) = probe(2);
+        let bodies = three_requests(app).await;
+        assert_eq!(bodies, vec!["192.0.2.1:5000"; 3]);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert!(
+            clones.load(Ordering::SeqCst) >= 1,
+            "the request that waited had a clone"
+        );
+    }
+}
