@@ -11,6 +11,8 @@ use std::time::Duration;
 use hyper_util::rt::TokioIo;
 use tokio_rustls::TlsAcceptor;
 
+pub use crate::request_context::Connection;
+
 use crate::connection_service::ConnectionService;
 use crate::http_app::HttpApp;
 use crate::shed::{ConnectionGate, GatedStream};
@@ -20,29 +22,6 @@ use crate::shed::{ConnectionGate, GatedStream};
 /// trickles header bytes (slowloris) or holds a keep-alive connection idle is closed
 /// after this, so slow clients cannot hold sockets for ever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What a request knows of its connection, carried in its
-/// [`RequestContext`] (one extension, so a request pays for one insertion, not one per
-/// fact).
-#[derive(Debug, Clone)]
-pub struct Connection {
-    /// The peer's address (`X-Forwarded-For` is never read, OTT-ADDR-4).
-    pub peer: SocketAddr,
-    /// Whether the request arrived over TLS, for the OTT address rules (an HTTPS
-    /// viewer gets only HTTPS backups, OTT-ADDR-3).
-    pub secure: bool,
-    /// The connection's hold under the device contract (SHED-3), which the shedding
-    /// layer arms when it refuses a request; `None` for a request made in-process.
-    pub gate: Option<Arc<ConnectionGate>>,
-}
-
-impl Connection {
-    /// The connection of `request`, if it came over one.
-    pub fn of<B>(request: &axum::http::Request<B>) -> Option<&Connection> {
-        crate::request_context::RequestContext::of(request.extensions())
-            .and_then(|context| context.connection.as_ref())
-    }
-}
 
 /// Tells the open connections to finish (`closing` turns true), waits for them for a
 /// grace period of 5 s, then aborts the rest.

@@ -16,9 +16,8 @@ use futures_util::future::Either;
 use tower::util::Oneshot;
 use tower::ServiceExt as _;
 
-use crate::connection::Connection;
 use crate::http_app::HttpApp;
-use crate::request_context::RequestContext;
+use crate::request_context::{Connection, RequestContext};
 
 /// One connection's service: its app and what each of its requests is told of it.
 pub(crate) struct ConnectionService<A> {

@@ -5,8 +5,32 @@
 
 use axum::http::{Extensions, Request};
 
-use crate::connection::Connection;
-use crate::url::Target;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::shed::ConnectionGate;
+use crate::url::{StreamFile, Target};
+
+/// What a request knows of its connection, carried in its [`RequestContext`] (one
+/// extension, so a request pays for one insertion, not one per fact).
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// The peer's address (`X-Forwarded-For` is never read, OTT-ADDR-4).
+    pub peer: SocketAddr,
+    /// Whether the request arrived over TLS, for the OTT address rules (an HTTPS
+    /// viewer gets only HTTPS backups, OTT-ADDR-3).
+    pub secure: bool,
+    /// The connection's hold under the device contract (SHED-3), which the shedding
+    /// layer arms when it refuses a request; `None` for a request made in-process.
+    pub gate: Option<Arc<ConnectionGate>>,
+}
+
+impl Connection {
+    /// The connection of `request`, if it came over one.
+    pub fn of<B>(request: &Request<B>) -> Option<&Connection> {
+        RequestContext::of(request.extensions()).and_then(|context| context.connection.as_ref())
+    }
+}
 
 /// The request's connection and target, each when known.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +50,12 @@ impl RequestContext {
     /// The target the edge found for this request, if any.
     pub fn target(extensions: &Extensions) -> Option<&Target> {
         Self::of(extensions).and_then(|context| context.target.as_ref())
+    }
+
+    /// The stream file a handler serves: the one the edge found, else `file` parsed (a
+    /// handler called without the edge, as in unit tests).
+    pub fn stream_file(extensions: &Extensions, file: &str) -> Option<StreamFile> {
+        Target::stream_file(Self::target(extensions), file)
     }
 
     /// The context of `request`, made empty if it had none, to be filled in.

@@ -18,7 +18,7 @@ use crate::error::{ApiError, OttRefusal};
 pub use crate::redundancy::viewer::Viewer;
 use crate::redundancy::{MeshView, Redundancy};
 use crate::state::AppState;
-use crate::url::{period_ms, ArchiveRequest, LlFile, StreamFile, Target};
+use crate::url::{period_ms, ArchiveRequest, LlFile, StreamFile};
 
 /// The door's decision.
 #[derive(Debug)]
@@ -127,7 +127,9 @@ pub fn check(
     now_ms: i64,
 ) -> Door {
     use std::sync::atomic::Ordering::Relaxed;
-    let Some(kind) = Target::stream_file(request.extensions(), file) else {
+    let Some(kind) =
+        crate::request_context::RequestContext::stream_file(request.extensions(), file)
+    else {
         return Door::Continue;
     };
     let query = request.uri().query();

@@ -13,7 +13,7 @@ use crate::rendition::MAIN;
 use crate::routes::answer::Answer;
 use crate::routes::relay;
 use crate::state::AppState;
-use crate::url::{relay_query, StreamFile, Target};
+use crate::url::{relay_query, StreamFile};
 
 /// Serves every per-stream file: of the stream's muxed rendition (`/{stream}/{file}`)
 /// or, with `rung`, of one rung of its ladder (`/{stream}/{rung}/{file}`: the live
@@ -31,7 +31,9 @@ pub fn serve(
     let Some(channel) = state.channel(stream) else {
         return ApiError::StreamNotFound.into_response().into();
     };
-    let Some(kind) = Target::stream_file(request.extensions(), file) else {
+    let Some(kind) =
+        crate::request_context::RequestContext::stream_file(request.extensions(), file)
+    else {
         return ApiError::NotFound.into_response().into();
     };
     let rendition = match rung {

@@ -19,7 +19,6 @@ use crate::routes::answer::Answer;
 use crate::routes::hls;
 use crate::state::AppState;
 use crate::url::stream_file::FileRole;
-use crate::url::Target;
 
 /// `response` (a relay) ending before the first segment sent after `open` turns false:
 /// an MC whose timeline changes must not hand the change to whoever follows it.
@@ -164,12 +163,13 @@ fn entry(
     };
     // Only a playlist or MPD is rewritten with the session: segments, parts and inits
     // (most of a private meeting's requests) go through without a copy of it.
-    let rewritten = Target::stream_file(request.extensions(), file).is_some_and(|f| {
-        !matches!(
-            f.role(),
-            FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
-        )
-    });
+    let rewritten = crate::request_context::RequestContext::stream_file(request.extensions(), file)
+        .is_some_and(|f| {
+            !matches!(
+                f.role(),
+                FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
+            )
+        });
     let session = match grant.issued {
         Some(issued) => Some(issued),
         None if rewritten => {
@@ -210,7 +210,8 @@ fn checked(
     private_viewer: Option<[u8; 8]>,
 ) -> Answer {
     let viewer_playlist =
-        Target::stream_file(request.extensions(), file).is_some_and(|f| f.is_viewer_playlist());
+        crate::request_context::RequestContext::stream_file(request.extensions(), file)
+            .is_some_and(|f| f.is_viewer_playlist());
     if let Some(logins) = state.logins() {
         let playlist = viewer_playlist;
         if let (true, Some((login, token))) =

@@ -343,10 +343,10 @@ impl Target {
         }
     }
 
-    /// The stream file a handler serves: the one found at the edge, else `file` parsed
-    /// (a handler called without the edge, as in unit tests).
-    pub fn stream_file(extensions: &axum::http::Extensions, file: &str) -> Option<StreamFile> {
-        match crate::request_context::RequestContext::target(extensions) {
+    /// The stream file a handler serves: the one found at the edge (`found`), else
+    /// `file` parsed (a handler called without the edge, as in unit tests).
+    pub fn stream_file(found: Option<&Target>, file: &str) -> Option<StreamFile> {
+        match found {
             Some(target)
                 if matches!(target.route, Some(Route::StreamFile | Route::RenditionFile)) =>
             {
