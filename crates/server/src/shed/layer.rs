@@ -320,12 +320,15 @@ where
         let guard = InFlight {
             shedder: Arc::clone(&self.shedder),
         };
+        // Before the call: an answer made in the call (a playlist from memory) is
+        // timed with the work that made it.
+        let started = Instant::now();
         Either::Right(ShedFuture {
             state: FutureState::Admitted {
                 inner: self.inner.call(request),
                 guard,
                 bucket,
-                started: Instant::now(),
+                started,
                 in_flight_at_start,
                 critical: observed.filter(|_| bucket == Bucket::Critical),
             },
