@@ -1,5 +1,6 @@
 //! The connection side of the device contract (SHED-3): every HTTP connection carries
-//! a [`ConnectionGate`] (a request extension), and its socket is read through a
+//! a [`ConnectionGate`] (each request reaches it through its connection's
+//! [`crate::connection::Connection`]), and its socket is read through a
 //! [`GatedStream`]. When the shedding layer refuses a request that breaks the
 //! contract (see [`shed::ContractTracker`]), the gate is paused: the refusal is
 //! answered, and the stream reads again, only when the pause ends, so the device's
@@ -21,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 /// One connection's record of what it was told and whether it is paused. Shared by
-/// the connection's stream and its requests (`Arc`, as a request extension).
+/// the connection's stream and its requests (`Arc`, in each request's context).
 #[derive(Debug)]
 pub struct ConnectionGate {
     origin: Instant,
