@@ -14,6 +14,7 @@ use tokio_rustls::TlsAcceptor;
 pub use crate::request_context::Connection;
 
 use crate::connection_service::ConnectionService;
+use crate::head_deadline::{HeadDeadline, HeadWatchdog};
 use crate::http_app::HttpApp;
 use crate::shed::{ConnectionGate, GatedStream};
 
@@ -84,20 +85,14 @@ const H2_MAX_STREAMS: u32 = 100;
 /// requests gracefully: HTTP/2 when TLS chose `h2` by ALPN (each stream a task on this
 /// thread's runtime), else HTTP/1.1 (plain HTTP, or TLS that chose http/1.1; no
 /// protocol sniffing on every connection).
-async fn serve_connection<I, S>(
+async fn serve_connection<I, A>(
     io: I,
-    service: S,
+    mut service: ConnectionService<A>,
     closing: &mut tokio::sync::watch::Receiver<bool>,
     h2: bool,
 ) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            hyper::Request<hyper::body::Incoming>,
-            Response = hyper::Response<axum::body::Body>,
-        > + Send
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    A: HttpApp,
 {
     if h2 {
         let connection =
@@ -108,32 +103,105 @@ async fn serve_connection<I, S>(
                 .keep_alive_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(io, service);
         tokio::pin!(connection);
-        until_closed(connection, closing, |c| c.graceful_shutdown()).await;
+        until_closed(connection, closing, |c| c.graceful_shutdown(), None).await;
     } else {
+        // The head deadline is kept beside hyper, not by hyper's own timer
+        // (`crate::head_deadline` says why).
+        let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT);
+        service.watch_heads(Arc::clone(&deadline));
         let connection = hyper::server::conn::http1::Builder::new()
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .header_read_timeout(None)
             .serve_connection(io, service);
         tokio::pin!(connection);
-        until_closed(connection, closing, |c| c.graceful_shutdown()).await;
+        until_closed(
+            connection,
+            closing,
+            |c| c.graceful_shutdown(),
+            Some(deadline.watchdog()),
+        )
+        .await;
     }
 }
 
 /// Drives `connection` to its end, or, once `closing` turns true, tells it to finish
-/// (`finish`: its graceful shutdown) and waits for its in-flight requests.
+/// (`finish`: its graceful shutdown) and waits for its in-flight requests. The
+/// connection's head watchdog (HTTP/1.1) is polled beside it all along: when it ends,
+/// a head is overdue and the connection is dropped (closed), during a graceful close
+/// too.
 async fn until_closed<C: std::future::Future>(
     mut connection: std::pin::Pin<&mut C>,
     closing: &mut tokio::sync::watch::Receiver<bool>,
     finish: impl FnOnce(std::pin::Pin<&mut C>),
+    watchdog: Option<HeadWatchdog>,
 ) {
     let closed = async {
         let _ = closing.wait_for(|c| *c).await;
     };
+    let watching = async {
+        match watchdog {
+            Some(watchdog) => watchdog.run().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(watching);
     tokio::select! {
         _ = connection.as_mut() => {}
         () = closed => {
             finish(connection.as_mut());
-            let _ = connection.await;
+            tokio::select! {
+                _ = connection => {}
+                () = &mut watching => {}
+            }
         }
+        () = &mut watching => tracing::debug!("request head overdue: connection closed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// An answer that takes three head timeouts to make (a long wait) is not cut by
+    /// the head deadline, and the connection is closed one timeout after it, with no
+    /// further head.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_answer_is_not_cut_and_the_idle_connection_after_it_is() {
+        let app = tower::service_fn(|_request: axum::extract::Request| async {
+            tokio::time::sleep(HEADER_READ_TIMEOUT * 3).await;
+            Ok::<_, Infallible>(axum::response::Response::new(axum::body::Body::from(
+                "late",
+            )))
+        });
+        let connection = Connection {
+            peer: SocketAddr::from(([192, 0, 2, 1], 5000)),
+            secure: false,
+            gate: None,
+        };
+        let (mut client, server) = tokio::io::duplex(4096);
+        let (_closing, mut closed) = tokio::sync::watch::channel(false);
+        let serving = tokio::spawn(async move {
+            let service = ConnectionService::new(app, connection);
+            serve_connection(TokioIo::new(server), service, &mut closed, false).await;
+            tokio::time::Instant::now()
+        });
+        let asked = tokio::time::Instant::now();
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let mut answer = vec![0u8; 1024];
+        let n = client.read(&mut answer).await.expect("read");
+        let answered = tokio::time::Instant::now();
+        let text = String::from_utf8_lossy(&answer[..n]);
+        assert!(
+            text.starts_with("HTTP/1.1 200") && text.ends_with("late"),
+            "{text}"
+        );
+        assert_eq!(answered - asked, HEADER_READ_TIMEOUT * 3);
+        let ended = serving.await.expect("served");
+        assert_eq!(ended - answered, HEADER_READ_TIMEOUT);
+        assert_eq!(client.read(&mut answer).await.expect("read"), 0, "closed");
     }
 }

@@ -5,10 +5,13 @@
 //! for every request — a reference count taken and dropped on every shared part of it,
 //! from both cores. The app is asked whether it is ready first; one that is not ready at
 //! once (no app here, but the bound does not promise it) is served from a clone that
-//! waits for its readiness, as that adapter does.
+//! waits for its readiness, as that adapter does. On HTTP/1.1 each request is also
+//! counted in flight for the connection's head deadline ([`HeadDeadline`]) until hyper is
+//! done with its answer.
 
 use std::cell::RefCell;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use axum::body::Body;
@@ -16,6 +19,7 @@ use futures_util::future::Either;
 use tower::util::Oneshot;
 use tower::ServiceExt as _;
 
+use crate::head_deadline::{Answering, HeadDeadline, InFlight, WatchedBody};
 use crate::http_app::HttpApp;
 use crate::request_context::{Connection, RequestContext};
 
@@ -25,6 +29,8 @@ pub(crate) struct ConnectionService<A> {
     /// enters twice at once.
     app: RefCell<A>,
     connection: Connection,
+    /// The connection's head deadline, told of each request (HTTP/1.1).
+    deadline: Option<Arc<HeadDeadline>>,
 }
 
 impl<A: HttpApp> ConnectionService<A> {
@@ -33,18 +39,34 @@ impl<A: HttpApp> ConnectionService<A> {
         Self {
             app: RefCell::new(app),
             connection,
+            deadline: None,
         }
+    }
+
+    /// Counts each request in flight for `deadline` until its answer is done.
+    pub(crate) fn watch_heads(&mut self, deadline: Arc<HeadDeadline>) {
+        self.deadline = Some(deadline);
     }
 }
 
 impl<A: HttpApp> hyper::service::Service<hyper::Request<hyper::body::Incoming>>
     for ConnectionService<A>
 {
-    type Response = axum::response::Response;
+    type Response = hyper::Response<WatchedBody<Body>>;
     type Error = Infallible;
-    type Future = Either<A::Future, Oneshot<A, axum::extract::Request>>;
+    type Future = Answering<Either<A::Future, Oneshot<A, axum::extract::Request>>>;
 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        let in_flight = InFlight::start(self.deadline.as_ref());
+        Answering::new(self.answer(request), in_flight)
+    }
+}
+
+impl<A: HttpApp> ConnectionService<A> {
+    fn answer(
+        &self,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> Either<A::Future, Oneshot<A, axum::extract::Request>> {
         let mut request = request.map(Body::new);
         request.extensions_mut().insert(RequestContext {
             connection: Some(self.connection.clone()),

@@ -23,6 +23,7 @@ pub mod error;
 pub mod experiments;
 pub mod extract;
 pub mod fmp4;
+mod head_deadline;
 pub mod header_walk;
 pub mod http_app;
 pub mod http_util;
