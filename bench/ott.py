@@ -3,8 +3,8 @@
 
 Usage (from the repository root, after `cargo build --release`):
 
-    python3 bench/ott.py            # about 2 minutes
-    python3 bench/ott.py --quick    # 3 s wrk runs, fewer sessions
+    python3 bench/ott.py            # about 3 minutes
+    python3 bench/ott.py --quick    # 3 s wrk runs, one round, fewer sessions
 
 What is measured:
 
@@ -15,7 +15,8 @@ What is measured:
    rendezvous hashing over the mesh snapshot. nginx serves a static copy of that
    playlist (same size). `wrk -t2 -c16|-c128 -d10s -H 'User-Agent: Mozilla/5.0 …'` on
    both; req/s, p99, and CPU µs per request (the server's process and its children,
-   from /proc), ratio brdyun/nginx.
+   from /proc), ratio brdyun/nginx; three rounds per connection count, the two
+   servers alternating who goes first, and the median ratio of the rounds.
 2. Spread (OTT-CAP-1): 5 member nodes (N = 5); for 20,000 distinct viewer sessions
    (`X-Brdyun-Member`) of node a's master playlist, the first backup listed is where
    that viewer goes when a fails. The share each of the 4 survivors receives, against
@@ -116,28 +117,43 @@ def bench_master(procs, binary, workdir, args):
     status, text = master(port)
     nginx = harness.Nginx(procs, os.path.join(workdir, "nginx"))
     path = nginx.put("index.m3u8", text.encode())
+    servers = (("brdyun", proc.pid, port, "/meeting/index.m3u8"),
+               ("nginx", nginx.proc.pid, nginx.port, path))
     runs = []
     for connections in (16, 128):
-        record = {"connections": connections}
-        for who, pid, p, url in (("brdyun", proc.pid, port, "/meeting/index.m3u8"),
-                                 ("nginx", nginx.proc.pid, nginx.port, path)):
-            before = harness.process_cpu_s(pid)
-            argv, result = wrk(p, url, connections, args.seconds)
-            cpu = harness.process_cpu_s(pid) - before
-            record[who] = {"command": " ".join(argv), **result.__dict__, "errors": result.errors,
-                           "cpu_us_per_request": cpu * 1e6 / result.requests if result.requests else None}
+        record = {"connections": connections, "rounds": []}
+        for round_number in range(args.rounds):
+            # Alternate who goes first, so a drift of the machine over the round
+            # (frequency, a neighbour) falls on both servers alike.
+            order = servers if round_number % 2 == 0 else servers[::-1]
+            measured = {}
+            for who, pid, p, url in order:
+                before = harness.process_cpu_s(pid)
+                argv, result = wrk(p, url, connections, args.seconds)
+                cpu = harness.process_cpu_s(pid) - before
+                measured[who] = {"command": " ".join(argv), **result.__dict__, "errors": result.errors,
+                                 "cpu_us_per_request": cpu * 1e6 / result.requests if result.requests else None}
+            measured["ratio"] = measured["brdyun"]["requests_per_s"] / measured["nginx"]["requests_per_s"]
+            record["rounds"].append(measured)
+        ratios = sorted(r["ratio"] for r in record["rounds"])
+        record["ratio_median"] = ratios[len(ratios) // 2]
+        record["ratio_range"] = [ratios[0], ratios[-1]]
         runs.append(record)
     after = backups_of(master(port)[1])
-    print(f"\n1. master playlist with 2 backups and passes: {len(text)} bytes (nginx: static copy)")
-    print(f"   {'conns':>5} {'server':>7} {'req/s':>9} {'p99 ms':>8} {'CPU us/req':>10} {'errors':>6}")
+    print(f"\n1. master playlist with 2 backups and passes: {len(text)} bytes (nginx: static copy), "
+          f"{args.rounds} alternating rounds of {args.seconds} s per server")
+    print(f"   {'conns':>5} {'round':>5} {'server':>7} {'req/s':>9} {'p99 ms':>8} {'CPU us/req':>10} {'errors':>6}")
     for r in runs:
-        for who in ("brdyun", "nginx"):
-            x = r[who]
-            print(f"   {r['connections']:>5} {who:>7} {x['requests_per_s']:>9.0f} {x['latency_p99_s']*1e3:>8.2f} "
-                  f"{x['cpu_us_per_request'] or 0:>10.1f} {x['errors']:>6}")
-        b, n = r["brdyun"], r["nginx"]
-        print(f"   {r['connections']:>5}   ratio {b['requests_per_s']/n['requests_per_s']:>8.2f}x req/s, "
-              f"{(b['cpu_us_per_request'] or 0)/(n['cpu_us_per_request'] or 1):.2f}x CPU/req")
+        for number, measured in enumerate(r["rounds"], 1):
+            for who in ("brdyun", "nginx"):
+                x = measured[who]
+                print(f"   {r['connections']:>5} {number:>5} {who:>7} {x['requests_per_s']:>9.0f} "
+                      f"{x['latency_p99_s']*1e3:>8.2f} {x['cpu_us_per_request'] or 0:>10.1f} {x['errors']:>6}")
+            b, n = measured["brdyun"], measured["nginx"]
+            print(f"   {r['connections']:>5} {number:>5}   ratio {measured['ratio']:>8.2f}x req/s, "
+                  f"{(b['cpu_us_per_request'] or 0)/(n['cpu_us_per_request'] or 1):.2f}x CPU/req")
+        low, high = r["ratio_range"]
+        print(f"   {r['connections']:>5}  median ratio {r['ratio_median']:.2f}x req/s (rounds {low:.2f}-{high:.2f}x)")
     print(f"   still two backups after the runs: {len(after) == 2}")
     for _, p, _ in members:
         procs.stop(p)
@@ -185,8 +201,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--binary", default=os.path.join(REPO, "target", "release", "brdyun"))
     parser.add_argument("--out", default=os.path.join(HERE, "ott_results.json"))
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="alternating brdyun/nginx rounds per connection count (default 3, 1 with --quick)")
     args = parser.parse_args(argv)
     args.seconds = 3 if args.quick else 10
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
     args.sessions = 4000 if args.quick else 20000
     harness.ensure_tools(need_apt=False)
     procs = harness.Processes()
