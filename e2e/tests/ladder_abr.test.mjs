@@ -99,11 +99,14 @@ test('hls.js steps down the ladder on a throttled network and back up, without a
   await throttle(middleNeeds + 0.7 * (keeps(highest) - middleNeeds));
   await waitForLevel(page, middle, 'throttled below the top rung', 90_000);
   // The network holds a while (the player refills its buffer at the middle rung), then
-  // drops between what the lowest rung and the middle rung need: down to the lowest.
-  // (Dropping at once, with a middle-rung fragment in flight, to just above the lowest
-  // rung's peak made that fragment outlast the buffer in 1 run of 3.)
+  // drops between what the lowest rung and the middle rung need, nearer the middle
+  // rung's: down to the lowest. (Dropping at once, with a middle-rung fragment in
+  // flight, to just above the lowest rung's peak made that fragment outlast the buffer
+  // in 1 run of 3; halfway between the two needs, the live buffer of 4-5 s ran dry
+  // before hls.js's estimate stepped down in 1 run of 4, within 0.4 s in another.)
   await page.waitForTimeout(8_000);
-  await throttle((kbps(s.levels[lowest].bitrate) / 0.95 + keeps(middle)) / 2);
+  const lowestNeeds = kbps(s.levels[lowest].bitrate) / 0.95;
+  await throttle(lowestNeeds + 0.65 * (keeps(middle) - lowestNeeds));
   await waitForLevel(page, lowest, 'throttled below the middle rung', 90_000);
   await cdp.send('Network.emulateNetworkConditions', {
     offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1,

@@ -14,7 +14,7 @@ use tokio_rustls::TlsAcceptor;
 pub use crate::request_context::Connection;
 
 use crate::connection_service::ConnectionService;
-use crate::head_deadline::{HeadDeadline, HeadWatchdog};
+use crate::head_deadline::{HeadDeadline, HeadWatchdog, WriteWatched};
 use crate::http_app::HttpApp;
 use crate::shed::{ConnectionGate, GatedStream};
 
@@ -23,6 +23,11 @@ use crate::shed::{ConnectionGate, GatedStream};
 /// trickles header bytes (slowloris) or holds a keep-alive connection idle is closed
 /// after this, so slow clients cannot hold sockets for ever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an answer's writing may stay blocked (the client reads nothing) before
+/// the connection is closed, as nginx's `send_timeout`: a client that stops reading
+/// cannot hold a socket for ever, and a slow one that keeps reading is never cut.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Tells the open connections to finish (`closing` turns true), waits for them for a
 /// grace period of 5 s, then aborts the rest.
@@ -51,7 +56,13 @@ pub(crate) async fn serve_accepted<A: HttpApp>(
     // The device contract is held per connection (SHED-3): the shedding layer
     // reaches the gate through the request, the socket is read through it.
     let gate = Arc::new(ConnectionGate::new());
-    let stream = GatedStream::new(stream, Arc::clone(&gate));
+    // The head and send deadlines watch the socket's writes (HTTP/1.1; see
+    // `crate::head_deadline`).
+    let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT, SEND_TIMEOUT);
+    let stream = WriteWatched::new(
+        GatedStream::new(stream, Arc::clone(&gate)),
+        Arc::clone(&deadline),
+    );
     let connection = Connection {
         peer,
         secure,
@@ -63,13 +74,16 @@ pub(crate) async fn serve_accepted<A: HttpApp>(
             match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
                 Ok(Ok(stream)) => {
                     let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
-                    serve_connection(TokioIo::new(stream), service, &mut closing, h2).await;
+                    serve_connection(TokioIo::new(stream), service, deadline, &mut closing, h2)
+                        .await;
                 }
                 Ok(Err(error)) => tracing::debug!(%peer, %error, "tls handshake failed"),
                 Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
             }
         }
-        None => serve_connection(TokioIo::new(stream), service, &mut closing, false).await,
+        None => {
+            serve_connection(TokioIo::new(stream), service, deadline, &mut closing, false).await;
+        }
     }
 }
 
@@ -88,6 +102,7 @@ const H2_MAX_STREAMS: u32 = 100;
 async fn serve_connection<I, A>(
     io: I,
     mut service: ConnectionService<A>,
+    deadline: Arc<HeadDeadline>,
     closing: &mut tokio::sync::watch::Receiver<bool>,
     h2: bool,
 ) where
@@ -106,8 +121,8 @@ async fn serve_connection<I, A>(
         until_closed(connection, closing, |c| c.graceful_shutdown(), None).await;
     } else {
         // The head deadline is kept beside hyper, not by hyper's own timer
-        // (`crate::head_deadline` says why).
-        let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT);
+        // (`crate::head_deadline` says why); it runs from now (after a TLS handshake).
+        deadline.restart();
         service.watch_heads(Arc::clone(&deadline));
         let connection = hyper::server::conn::http1::Builder::new()
             .header_read_timeout(None)
@@ -183,7 +198,8 @@ mod tests {
         let (_closing, mut closed) = tokio::sync::watch::channel(false);
         let serving = tokio::spawn(async move {
             let service = ConnectionService::new(app, connection);
-            serve_connection(TokioIo::new(server), service, &mut closed, false).await;
+            let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT, SEND_TIMEOUT);
+            serve_connection(TokioIo::new(server), service, deadline, &mut closed, false).await;
             tokio::time::Instant::now()
         });
         let asked = tokio::time::Instant::now();
@@ -203,5 +219,93 @@ mod tests {
         let ended = serving.await.expect("served");
         assert_eq!(ended - answered, HEADER_READ_TIMEOUT);
         assert_eq!(client.read(&mut answer).await.expect("read"), 0, "closed");
+    }
+
+    /// Serves `app` over an in-memory connection with a small buffer (so the
+    /// answer's writes block until the client reads); returns the client's end and
+    /// the task, which ends (with the time) when the server closes the connection.
+    fn serve_in_memory<A: HttpApp>(
+        app: A,
+    ) -> (
+        tokio::io::DuplexStream,
+        tokio::task::JoinHandle<tokio::time::Instant>,
+    ) {
+        let connection = Connection {
+            peer: SocketAddr::from(([192, 0, 2, 1], 5000)),
+            secure: false,
+            gate: None,
+        };
+        let (client, server) = tokio::io::duplex(4096);
+        let serving = tokio::spawn(async move {
+            let (_closing, mut closed) = tokio::sync::watch::channel(false);
+            let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT, SEND_TIMEOUT);
+            let server = WriteWatched::new(server, Arc::clone(&deadline));
+            let service = ConnectionService::new(app, connection);
+            serve_connection(TokioIo::new(server), service, deadline, &mut closed, false).await;
+            tokio::time::Instant::now()
+        });
+        (client, serving)
+    }
+
+    /// An app answering every request with 1 MB at once.
+    fn large_answer() -> impl HttpApp {
+        tower::service_fn(|_request: axum::extract::Request| async {
+            Ok::<_, Infallible>(axum::response::Response::new(axum::body::Body::from(
+                vec![b'x'; 1 << 20],
+            )))
+        })
+    }
+
+    /// A slow client that keeps reading gets the whole answer however long it
+    /// takes, and the idle connection is closed one head timeout after the last byte.
+    #[tokio::test(start_paused = true)]
+    async fn a_large_answer_read_slowly_is_delivered_whole() {
+        let (mut client, serving) = serve_in_memory(large_answer());
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let asked = tokio::time::Instant::now();
+        let mut received = Vec::new();
+        let mut chunk = vec![0u8; 16 * 1024];
+        let head_end = |bytes: &[u8]| bytes.windows(4).position(|w| w == b"\r\n\r\n");
+        loop {
+            let n = client.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "closed after {} bytes", received.len());
+            received.extend_from_slice(&chunk[..n]);
+            if head_end(&received).is_some_and(|head| received.len() - head - 4 >= 1 << 20) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let read_all = tokio::time::Instant::now();
+        assert!(
+            read_all - asked > HEADER_READ_TIMEOUT * 2,
+            "{:?}",
+            read_all - asked
+        );
+        let head = head_end(&received).expect("a head") + 4;
+        assert_eq!(received.len() - head, 1 << 20);
+        let ended = serving.await.expect("served");
+        assert!(
+            ended - read_all <= HEADER_READ_TIMEOUT,
+            "{:?}",
+            ended - read_all
+        );
+        assert!(ended - read_all >= HEADER_READ_TIMEOUT - Duration::from_secs(1));
+    }
+
+    /// A client that asks and then reads nothing is closed a send timeout after the
+    /// writing blocked.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_reads_nothing_is_closed_after_the_send_timeout() {
+        let (mut client, serving) = serve_in_memory(large_answer());
+        let asked = tokio::time::Instant::now();
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let ended = serving.await.expect("served");
+        assert_eq!(ended - asked, SEND_TIMEOUT);
     }
 }

@@ -1,29 +1,38 @@
-//! The request-head deadline of an HTTP/1.1 connection, the slowloris and idle
-//! keep-alive guard: a connection must deliver a whole request head within
-//! [`crate::connection::HEADER_READ_TIMEOUT`] of being ready for one (accepted, or its
-//! last answer handed to hyper with nothing else in flight), else it is closed. While a
-//! request is in flight (its answer being made or its body sent) no deadline runs.
+//! The deadlines of an HTTP/1.1 connection, kept by the connection itself:
 //!
-//! hyper has this guard built in (`header_read_timeout`), but it costs every request a
-//! tokio sleep registered in the runtime's timer wheel and taken out again, and a read
-//! of the socket more (hyper reads again at once after every answer to start the next
-//! head's timer): about 1,400 of the 20,000 instructions a per-viewer playlist answer
-//! costs (`docs/measured.md`). Here a request costs two counter updates and a clock
-//! read: the deadline is written into memory the connection shares with one
+//! - the **head deadline**, the slowloris and idle keep-alive guard: a connection must
+//!   deliver a whole request head within [`crate::connection::HEADER_READ_TIMEOUT`] of
+//!   being ready for one (accepted, or its last answer written with nothing else in
+//!   flight), else it is closed. No head deadline runs while a request is in flight
+//!   (its answer being made, or its body being sent) or its answer is being written;
+//! - the **send deadline**, the slow-reader guard: an answer whose writing is blocked
+//!   (the client reads nothing) for [`crate::connection::SEND_TIMEOUT`] closes the
+//!   connection, as nginx's `send_timeout` does.
+//!
+//! hyper has a head guard built in (`header_read_timeout`), but it costs every request
+//! a tokio sleep registered in the runtime's timer wheel and taken out again, and a
+//! read of the socket more (hyper reads again at once after every answer to start the
+//! next head's timer): about 1,400 of the 20,000 instructions a per-viewer playlist
+//! answer costs (`docs/measured.md`). Here a request costs two counter updates and a
+//! clock read: the deadlines are written into memory the connection shares with one
 //! [`HeadWatchdog`], a single tokio sleep per connection polled beside it, which wakes
-//! no later than the armed deadline and ends the connection when it has passed.
+//! no later than the deadline in force and ends the connection when it has passed. The
+//! socket's writes are watched by [`WriteWatched`]: a clock read only when a write
+//! blocks or resumes (a slow client).
 
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::http::Response;
 use hyper::body::{Body, Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// No deadline armed (a request is in flight).
+/// No deadline armed.
 const UNARMED: u64 = u64::MAX;
 
 /// The runtime's clock (tokio's, so paused time in tests moves it too).
@@ -31,53 +40,95 @@ fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// One connection's head deadline, shared by its service (which starts and ends
-/// requests) and its [`HeadWatchdog`].
+/// One connection's deadlines, shared by its service (which starts and ends
+/// requests), its socket ([`WriteWatched`]) and its [`HeadWatchdog`]. All three are
+/// polled by the connection's one task: the atomics are for `Send`, not for races.
 #[derive(Debug)]
 pub(crate) struct HeadDeadline {
     origin: Instant,
     timeout: Duration,
-    /// The deadline, in nanoseconds from `origin`, or [`UNARMED`].
-    armed: AtomicU64,
+    send_timeout: Duration,
+    /// When the next head is due, in nanoseconds from `origin`, or [`UNARMED`].
+    head_due: AtomicU64,
+    /// When a blocked write closes the connection, in nanoseconds from `origin`.
+    send_due: AtomicU64,
     in_flight: AtomicU32,
+    /// The socket's last write or flush did not complete (the client is not reading).
+    writing: AtomicBool,
 }
 
 impl HeadDeadline {
-    /// A connection accepted now: its first head is due within `timeout`.
-    pub(crate) fn new(timeout: Duration) -> Arc<Self> {
-        let origin = now();
+    /// A connection accepted now: its first head is due within `timeout`; a write
+    /// blocked for `send_timeout` (not shorter than `timeout`) ends it.
+    pub(crate) fn new(timeout: Duration, send_timeout: Duration) -> Arc<Self> {
+        debug_assert!(
+            send_timeout >= timeout,
+            "the watchdog wakes at least every timeout"
+        );
         Arc::new(Self {
-            origin,
+            origin: now(),
             timeout,
-            armed: AtomicU64::new(nanos(timeout)),
+            send_timeout,
+            head_due: AtomicU64::new(nanos(timeout)),
+            send_due: AtomicU64::new(UNARMED),
             in_flight: AtomicU32::new(0),
+            writing: AtomicBool::new(false),
         })
     }
 
-    /// A request head is in: no deadline until its answer is handed over.
+    /// The connection is ready for its first head now (after a TLS handshake).
+    pub(crate) fn restart(&self) {
+        self.head_due
+            .store(self.due_in(self.timeout), Ordering::Relaxed);
+    }
+
+    /// A request head is in: no head deadline until its answer is written.
     pub(crate) fn request_started(&self) {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        self.armed.store(UNARMED, Ordering::Relaxed);
+        self.head_due.store(UNARMED, Ordering::Relaxed);
     }
 
     /// A request's answer is handed to hyper whole (or dropped): with nothing else in
-    /// flight, the next head is due within the timeout from now.
+    /// flight, the next head is due within the timeout from now (from the end of the
+    /// writing, if the socket is still being written).
     pub(crate) fn answer_done(&self) {
         if self.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
-            let due = now().saturating_duration_since(self.origin) + self.timeout;
-            self.armed.store(nanos(due), Ordering::Relaxed);
+            self.head_due
+                .store(self.due_in(self.timeout), Ordering::Relaxed);
         }
     }
 
-    /// When the connection is closed unless a head comes first.
+    /// A write or flush on the socket returned; `blocked` when it could not complete.
+    fn write_polled(&self, blocked: bool) {
+        let was_blocked = self.writing.load(Ordering::Relaxed);
+        if blocked == was_blocked {
+            return;
+        }
+        self.writing.store(blocked, Ordering::Relaxed);
+        if blocked {
+            self.send_due
+                .store(self.due_in(self.send_timeout), Ordering::Relaxed);
+        } else if self.in_flight.load(Ordering::Relaxed) == 0 {
+            // The last answer is out now: the next head is due from here.
+            self.head_due
+                .store(self.due_in(self.timeout), Ordering::Relaxed);
+        }
+    }
+
+    fn due_in(&self, timeout: Duration) -> u64 {
+        nanos(now().saturating_duration_since(self.origin) + timeout)
+    }
+
+    /// When the connection is closed unless it makes progress first.
     fn deadline(&self) -> Option<Instant> {
-        if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return None;
-        }
-        match self.armed.load(Ordering::Relaxed) {
-            UNARMED => None,
-            at => Some(self.origin + Duration::from_nanos(at)),
-        }
+        let due = if self.writing.load(Ordering::Relaxed) {
+            self.send_due.load(Ordering::Relaxed)
+        } else if self.in_flight.load(Ordering::Relaxed) > 0 {
+            UNARMED
+        } else {
+            self.head_due.load(Ordering::Relaxed)
+        };
+        (due != UNARMED).then(|| self.origin + Duration::from_nanos(due))
     }
 
     /// The watchdog to poll beside the connection.
@@ -92,6 +143,69 @@ fn nanos(since_origin: Duration) -> u64 {
     u64::try_from(since_origin.as_nanos()).unwrap_or(UNARMED - 1)
 }
 
+/// A connection's socket whose writes tell its [`HeadDeadline`] when they block and
+/// when they resume.
+#[derive(Debug)]
+pub(crate) struct WriteWatched<S> {
+    inner: S,
+    deadline: Arc<HeadDeadline>,
+}
+
+impl<S> WriteWatched<S> {
+    /// Watches the writes on `inner` for `deadline`.
+    pub(crate) fn new(inner: S, deadline: Arc<HeadDeadline>) -> Self {
+        Self { inner, deadline }
+    }
+
+    fn watched<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        self.deadline.write_polled(polled.is_pending());
+        polled
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteWatched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteWatched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watched(polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watched(polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watched(polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 /// One tokio sleep per connection, in place of one per request.
 #[derive(Debug)]
 pub(crate) struct HeadWatchdog {
@@ -99,10 +213,10 @@ pub(crate) struct HeadWatchdog {
 }
 
 impl HeadWatchdog {
-    /// Ends when the connection's head deadline has passed (the caller then closes
-    /// the connection); never while a request is in flight. It wakes at the armed
-    /// deadline, or a timeout from now when none is armed: a deadline armed while it
-    /// sleeps is never earlier than its wake-up, so it is never missed.
+    /// Ends when the connection's deadline in force has passed (the caller then
+    /// closes the connection). It wakes at that deadline or a timeout from now,
+    /// whichever is first: a deadline armed while it sleeps is at least a timeout
+    /// from when it is set, so never earlier than the wake-up, and none is missed.
     pub(crate) async fn run(self) {
         let timeout = self.deadline.timeout;
         let sleep = tokio::time::sleep(timeout);
@@ -110,9 +224,12 @@ impl HeadWatchdog {
         loop {
             sleep.as_mut().await;
             let woke = now();
+            // Never longer than a timeout at once: a head deadline armed while it
+            // sleeps (at least a timeout from then) is then never missed, even when
+            // it replaces a later send deadline.
             let next = match self.deadline.deadline() {
                 Some(deadline) if deadline <= woke => return,
-                Some(deadline) => deadline,
+                Some(deadline) => deadline.min(woke + timeout),
                 None => woke + timeout,
             };
             sleep.as_mut().reset(next.into());
@@ -215,6 +332,7 @@ mod tests {
     use super::*;
 
     const TIMEOUT: Duration = Duration::from_secs(10);
+    const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 
     /// Runs the watchdog of `deadline` as a task; its handle ends when it fires.
     fn watch(deadline: &Arc<HeadDeadline>) -> tokio::task::JoinHandle<tokio::time::Instant> {
@@ -228,7 +346,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_connection_that_sends_no_head_is_due_a_timeout_after_accept() {
         let start = tokio::time::Instant::now();
-        let deadline = HeadDeadline::new(TIMEOUT);
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
         let fired = watch(&deadline).await.expect("watchdog");
         assert_eq!(fired - start, TIMEOUT);
     }
@@ -236,7 +354,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn no_deadline_runs_while_a_request_is_in_flight_and_one_starts_at_its_answer() {
         let start = tokio::time::Instant::now();
-        let deadline = HeadDeadline::new(TIMEOUT);
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
         let watching = watch(&deadline);
         tokio::time::sleep(Duration::from_secs(4)).await;
         let in_flight = InFlight::start(Some(&deadline));
@@ -252,7 +370,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_keep_alive_client_asking_within_the_timeout_stays_and_is_closed_when_it_stops() {
-        let deadline = HeadDeadline::new(TIMEOUT);
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
         let watching = watch(&deadline);
         let mut answered = tokio::time::Instant::now();
         for _ in 0..10 {
@@ -267,7 +385,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn pipelined_requests_keep_the_deadline_off_until_the_last_answer() {
-        let deadline = HeadDeadline::new(TIMEOUT);
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
         let first = InFlight::start(Some(&deadline));
         let second = InFlight::start(Some(&deadline));
         drop(first);
@@ -279,7 +397,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_answer_keeps_its_request_in_flight_until_its_body_is_dropped() {
-        let deadline = HeadDeadline::new(TIMEOUT);
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
         let answer =
             async { Ok::<_, std::convert::Infallible>(Response::new(axum::body::Body::from("x"))) };
         let response = Answering::new(answer, InFlight::start(Some(&deadline)))
@@ -296,6 +414,54 @@ mod tests {
         assert_eq!(deadline.deadline(), None);
         drop(answering);
         assert!(deadline.deadline().is_some());
+    }
+
+    /// An answer handed to hyper whole but written slowly (the client reads, its
+    /// socket full again and again) is not cut; the next head is due a timeout after
+    /// the last write completed.
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_written_slowly_is_not_cut_and_the_head_is_due_after_the_writing() {
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
+        let watching = watch(&deadline);
+        drop(InFlight::start(Some(&deadline)));
+        for _ in 0..40 {
+            deadline.write_polled(true);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            deadline.write_polled(false);
+        }
+        assert!(
+            !watching.is_finished(),
+            "cut while the answer was being written"
+        );
+        let written = tokio::time::Instant::now();
+        let fired = watching.await.expect("watchdog");
+        assert_eq!(fired - written, TIMEOUT);
+    }
+
+    /// A client that stops reading (every write blocked) is closed a send timeout
+    /// after its writing blocked, in flight or not.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_stops_reading_is_closed_after_the_send_timeout() {
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
+        let watching = watch(&deadline);
+        let in_flight = InFlight::start(Some(&deadline));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let blocked = tokio::time::Instant::now();
+        deadline.write_polled(true);
+        let fired = watching.await.expect("watchdog");
+        assert_eq!(fired - blocked, SEND_TIMEOUT);
+        drop(in_flight);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_restart_gives_the_first_head_a_whole_timeout() {
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
+        let watching = watch(&deadline);
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let ready = tokio::time::Instant::now();
+        deadline.restart();
+        let fired = watching.await.expect("watchdog");
+        assert_eq!(fired - ready, TIMEOUT);
     }
 
     #[test]
