@@ -141,8 +141,8 @@ async fn serve_connection<I, A>(
 /// Drives `connection` to its end, or, once `closing` turns true, tells it to finish
 /// (`finish`: its graceful shutdown) and waits for its in-flight requests. The
 /// connection's head watchdog (HTTP/1.1) is polled beside it all along: when it ends,
-/// a head is overdue and the connection is dropped (closed), during a graceful close
-/// too.
+/// a head is overdue or the writing blocked too long, and the connection is dropped
+/// (closed), during a graceful close too.
 async fn until_closed<C: std::future::Future>(
     mut connection: std::pin::Pin<&mut C>,
     closing: &mut tokio::sync::watch::Receiver<bool>,
@@ -168,7 +168,9 @@ async fn until_closed<C: std::future::Future>(
                 () = &mut watching => {}
             }
         }
-        () = &mut watching => tracing::debug!("request head overdue: connection closed"),
+        () = &mut watching => {
+            tracing::debug!("request head overdue or writing blocked: connection closed");
+        }
     }
 }
 
@@ -189,19 +191,7 @@ mod tests {
                 "late",
             )))
         });
-        let connection = Connection {
-            peer: SocketAddr::from(([192, 0, 2, 1], 5000)),
-            secure: false,
-            gate: None,
-        };
-        let (mut client, server) = tokio::io::duplex(4096);
-        let (_closing, mut closed) = tokio::sync::watch::channel(false);
-        let serving = tokio::spawn(async move {
-            let service = ConnectionService::new(app, connection);
-            let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT, SEND_TIMEOUT);
-            serve_connection(TokioIo::new(server), service, deadline, &mut closed, false).await;
-            tokio::time::Instant::now()
-        });
+        let (mut client, serving) = serve_in_memory(app);
         let asked = tokio::time::Instant::now();
         client
             .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
