@@ -3,6 +3,9 @@
 //! stream-file entry ([`crate::routes::stream`]) directly for a `GET` of
 //! `/{stream}/{file}` or `/{stream}/{rung}/{file}` — the playlists and segments that
 //! make nearly all of a node's requests — and hands everything else to the axum router.
+//! A request from a connection comes with its context beside it
+//! ([`crate::request_context::ContextService`]), and a stream file's entry gets it so
+//! ([`Arrival`]); the router's handlers find it in the request's extensions.
 //!
 //! The edge has already found the request's route in the route table ([`crate::url::Target`]), so a
 //! stream file does not pay for a second routing, the router's path parameters, its
@@ -23,7 +26,7 @@ use axum::Router;
 use tower::{Layer as _, Service};
 
 use crate::edge::{Edge, EdgeLayer};
-use crate::request_context::RequestContext;
+use crate::request_context::{Arrival, ContextService, RequestContext};
 use crate::routes::answer::{Answer, Waiting};
 use crate::shed::{ShedLayer, ShedService};
 use crate::state::AppState;
@@ -62,16 +65,25 @@ impl Service<Request> for Dispatch {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        let route = RequestContext::target(request.extensions()).and_then(|target| target.route);
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let context = RequestContext::take(&mut request);
+        self.call_with(request, context)
+    }
+}
+
+impl ContextService for Dispatch {
+    fn call_with(&mut self, request: Request, context: RequestContext) -> Self::Future {
+        let route = context.target.and_then(|target| target.route);
         let stream_file = matches!(route, Some(Route::StreamFile | Route::RenditionFile));
         if stream_file && request.method() == Method::GET {
-            return match crate::routes::stream::direct(&self.state, request) {
+            let arrival = Arrival { request, context };
+            return match crate::routes::stream::direct(&self.state, arrival) {
                 Answer::Now(response) => DispatchFuture::Made(Some(response)),
                 Answer::Later(waiting) => DispatchFuture::Waiting(waiting),
             };
         }
-        DispatchFuture::Routed(self.router.call(request))
+        // The router's handlers read the context from the request's extensions.
+        DispatchFuture::Routed(self.router.call(context.into_extensions(request)))
     }
 }
 

@@ -1,5 +1,5 @@
 //! The application as hyper's service on one connection. Each request gets the
-//! connection's [`RequestContext`] and goes to the connection's own copy of the app, not
+//! connection's [`RequestContext`] beside it ([`crate::request_context::ContextService`]) and goes to the connection's own copy of the app, not
 //! to a fresh clone of it: hyper's service is called through a shared reference, and
 //! the usual adapter (`hyper_util`'s `TowerToHyperService`) clones the whole application
 //! for every request — a reference count taken and dropped on every shared part of it,
@@ -67,20 +67,21 @@ impl<A: HttpApp> ConnectionService<A> {
         &self,
         request: hyper::Request<hyper::body::Incoming>,
     ) -> Either<A::Future, Oneshot<A, axum::extract::Request>> {
-        let mut request = request.map(Body::new);
-        request.extensions_mut().insert(RequestContext {
+        let request = request.map(Body::new);
+        let context = RequestContext {
             connection: Some(self.connection.clone()),
             target: None,
-        });
+        };
         if let Ok(mut app) = self.app.try_borrow_mut() {
             let mut cx = Context::from_waker(Waker::noop());
             if let Poll::Ready(ready) = app.poll_ready(&mut cx) {
                 return match ready {
-                    Ok(()) => Either::Left(app.call(request)),
+                    Ok(()) => Either::Left(app.call_with(request, context)),
                     Err(never) => match never {},
                 };
             }
         }
+        let request = context.into_extensions(request);
         Either::Right(self.app.borrow().clone().oneshot(request))
     }
 }
@@ -125,6 +126,12 @@ mod tests {
             pending: Arc::new(AtomicUsize::new(pending)),
         };
         (probe, clones, calls)
+    }
+
+    impl crate::request_context::ContextService for Probe {
+        fn call_with(&mut self, request: Request, context: RequestContext) -> Self::Future {
+            tower::Service::call(self, context.into_extensions(request))
+        }
     }
 
     impl tower::Service<Request> for Probe {

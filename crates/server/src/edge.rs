@@ -1,6 +1,6 @@
 //! The outermost layer of every node's HTTP stack: finds the request's route in the
-//! route table once ([`Target`], put in the request's [`crate::request_context::RequestContext`] for the layers and
-//! handlers below), answers CORS preflights, adds the CORS headers browser players need
+//! route table once ([`Target`], put in the request's [`RequestContext`] for the layers
+//! and handlers below), answers CORS preflights, adds the CORS headers browser players need
 //! to every answer, and counts every answer by route kind and status class. A plain tower layer with an unboxed future, so the hot path
 //! (playlists, segments) pays a few header inserts and one atomic add.
 
@@ -15,6 +15,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, Stat
 use tower::{Layer, Service};
 
 use crate::metrics::{Metrics, RouteKind};
+use crate::request_context::{ContextService, RequestContext};
 use crate::url::Target;
 
 /// Request headers a browser player may send cross-origin; the `X-Brdyun-*` ones state
@@ -68,22 +69,43 @@ where
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         // The path is parsed here, once: the layers and handlers below read the target.
         let target = Target::of_path(request.uri().path());
-        let kind = target.metrics_kind();
-        crate::request_context::RequestContext::of_mut(&mut request).target = Some(target);
-        if request.method() == Method::OPTIONS {
-            return EdgeFuture::Preflight(Some(self.finish(kind, preflight())));
-        }
-        EdgeFuture::Inner {
-            future: self.inner.call(request),
-            kind,
-            metrics: Arc::clone(&self.metrics),
-        }
+        RequestContext::of_mut(&mut request).target = Some(target);
+        self.answer(request, target, |inner, request| inner.call(request))
+    }
+}
+
+impl<S, B> ContextService<B> for Edge<S>
+where
+    S: ContextService<B, Response = Response<Body>, Error = Infallible>,
+    S::Future: Unpin,
+{
+    fn call_with(&mut self, request: Request<B>, mut context: RequestContext) -> Self::Future {
+        let target = Target::of_path(request.uri().path());
+        context.target = Some(target);
+        self.answer(request, target, |inner, request| {
+            inner.call_with(request, context)
+        })
     }
 }
 
 impl<S> Edge<S> {
-    fn finish(&self, kind: RouteKind, response: Response<Body>) -> Response<Body> {
-        finish(&self.metrics, kind, response)
+    /// A preflight's answer, or `call`'s on the inner service, finished and counted
+    /// under `target`'s kind.
+    fn answer<B, F>(
+        &mut self,
+        request: Request<B>,
+        target: Target,
+        call: impl FnOnce(&mut S, Request<B>) -> F,
+    ) -> EdgeFuture<F> {
+        let kind = target.metrics_kind();
+        if request.method() == Method::OPTIONS {
+            return EdgeFuture::Preflight(Some(finish(&self.metrics, kind, preflight())));
+        }
+        EdgeFuture::Inner {
+            future: call(&mut self.inner, request),
+            kind,
+            metrics: Arc::clone(&self.metrics),
+        }
     }
 }
 

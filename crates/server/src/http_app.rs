@@ -9,11 +9,15 @@ use axum::extract::Request;
 use axum::response::Response;
 use tower::Service;
 
+use crate::request_context::ContextService;
+
 /// What the serving loops ([`crate::serve`], [`crate::lane`]) can serve: any cloneable
-/// tower service answering axum requests without error — a node's [`crate::app::NodeApp`], or a
-/// bare [`axum::Router`] (the HTTP floor benchmark).
+/// tower service answering axum requests without error that takes a request's context
+/// beside it ([`ContextService`]) — a node's [`crate::app::NodeApp`], or a bare
+/// [`axum::Router`] (the HTTP floor benchmark).
 pub trait HttpApp:
     Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+    + ContextService
     + Clone
     + Send
     + Sync
@@ -23,6 +27,7 @@ pub trait HttpApp:
 
 impl<T> HttpApp for T where
     T: Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+        + ContextService
         + Clone
         + Send
         + Sync

@@ -10,7 +10,7 @@
 //! two broken nodes cannot bounce a player between them — unless this node drains
 //! (it is not broken, and no draining node is ever a redirect target).
 
-use axum::extract::Request;
+use crate::request_context::Arrival;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -123,16 +123,14 @@ pub fn check(
     stream: &str,
     rung: Option<&str>,
     file: &str,
-    request: &Request,
+    arrival: &Arrival,
     now_ms: i64,
 ) -> Door {
     use std::sync::atomic::Ordering::Relaxed;
-    let Some(kind) =
-        crate::request_context::RequestContext::stream_file(request.extensions(), file)
-    else {
+    let Some(kind) = arrival.stream_file(file) else {
         return Door::Continue;
     };
-    let query = request.uri().query();
+    let query = arrival.request.uri().query();
     let pass = pass_param(query);
     let at_the_door = match kind {
         StreamFile::Master | StreamFile::Media | StreamFile::Archive(_) => true,
@@ -173,7 +171,7 @@ pub fn check(
     if working && pass.is_none() {
         return Door::Continue;
     }
-    let viewer = Viewer::of(request);
+    let viewer = Viewer::of(arrival);
     let with_pass = match pass {
         Some(text) => match view.keys.verify(text, stream, Some(viewer.ip), now_ms) {
             Ok(_) => true,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::Request;
+use crate::request_context::Arrival;
 use bytes::Bytes;
 
 use crate::redundancy::door::Viewer;
@@ -59,7 +59,7 @@ impl ViewerBackups {
 pub(crate) fn backups_for(
     redundancy: &Redundancy,
     stream: &str,
-    request: &Request,
+    arrival: &Arrival,
     protocol: ott::Protocol,
 ) -> Option<ViewerBackups> {
     // Cheapest first: a stream in no group, then a player that does not switch, make
@@ -68,7 +68,7 @@ pub(crate) fn backups_for(
     let group = redundancy
         .with_membership(stream, |m| view.candidates(&m.group))
         .flatten()?;
-    let (context, session) = Viewer::switching_context_and_session(request)?;
+    let (context, session) = Viewer::switching_context_and_session(arrival)?;
     let candidates = group.for_viewer(context, protocol.transport());
     let picked = ott::choose_backup_indices_by(
         session,
@@ -97,12 +97,12 @@ pub fn personalised(
     redundancy: Option<&Redundancy>,
     stream: &str,
     plain: &Bytes,
-    request: &Request,
+    arrival: &Arrival,
     query: Option<&str>,
     protocol: ott::Protocol,
 ) -> Option<Bytes> {
     let backups =
-        redundancy.and_then(|r| backups_for(r, stream, request, protocol).map(|b| (r, b)));
+        redundancy.and_then(|r| backups_for(r, stream, arrival, protocol).map(|b| (r, b)));
     if backups.is_none() && query.is_none() {
         return None;
     }

@@ -10,7 +10,7 @@
 //!   backup (the same manifests as HLS), so dash.js moves off a hung or draining node
 //!   before its requests time out.
 
-use axum::extract::Request;
+use crate::request_context::Arrival;
 use axum::http::header;
 use bytes::Bytes;
 
@@ -29,14 +29,14 @@ pub fn personalised(
     redundancy: Option<&Redundancy>,
     stream: &str,
     plain: &[u8],
-    request: &Request,
+    arrival: &Arrival,
     query: Option<&str>,
 ) -> Option<Bytes> {
     let redundancy = redundancy?;
-    let backups = backups_for(redundancy, stream, request, ott::Protocol::Dash)?;
+    let backups = backups_for(redundancy, stream, arrival, ott::Protocol::Dash)?;
     let view = &backups.view;
-    let host = request.headers().get(header::HOST)?.to_str().ok()?;
-    let viewer = crate::redundancy::door::Viewer::of(request);
+    let host = arrival.request.headers().get(header::HOST)?.to_str().ok()?;
+    let viewer = crate::redundancy::door::Viewer::of(arrival);
     let scheme = if viewer.context.https {
         "https"
     } else {

@@ -4,10 +4,11 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use axum::extract::Request;
-use axum::http::{header, HeaderName};
+use axum::http::{header, HeaderMap, HeaderName};
 
 use crate::connection::Connection;
 use crate::header_walk::first_values;
+use crate::request_context::Arrival;
 
 /// Who is asking, as the OTT rules see it.
 #[derive(Debug, Clone)]
@@ -36,18 +37,19 @@ struct Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
-    fn of(request: &'a Request) -> Self {
-        let connection = Connection::of(request);
+    fn of(arrival: &'a Arrival) -> Self {
+        Self::read(arrival.request.headers(), arrival.connection())
+    }
+
+    fn read(headers: &'a HeaderMap, connection: Option<&Connection>) -> Self {
         let ip = connection.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.peer.ip());
         let scheme = if connection.is_some_and(|c| c.secure) {
             ott::Scheme::Https
         } else {
             ott::Scheme::Http
         };
-        let [forwarded_proto, member, user_agent] = first_values(
-            request.headers(),
-            [&FORWARDED_PROTO, &MEMBER, &header::USER_AGENT],
-        );
+        let [forwarded_proto, member, user_agent] =
+            first_values(headers, [&FORWARDED_PROTO, &MEMBER, &header::USER_AGENT]);
         let forwarded_proto = forwarded_proto.and_then(|v| v.to_str().ok());
         let member = member
             .and_then(|v| v.to_str().ok())
@@ -88,9 +90,18 @@ impl<'a> Parts<'a> {
 }
 
 impl Viewer {
-    /// The viewer of a request.
-    pub fn of(request: &Request) -> Self {
-        let parts = Parts::of(request);
+    /// The viewer of a request that reached a stream file's entry.
+    pub fn of(arrival: &Arrival) -> Self {
+        Self::of_parts(&Parts::of(arrival))
+    }
+
+    /// The viewer of a request a router's handler got (its connection in its
+    /// extensions).
+    pub fn of_request(request: &Request) -> Self {
+        Self::of_parts(&Parts::read(request.headers(), Connection::of(request)))
+    }
+
+    fn of_parts(parts: &Parts<'_>) -> Self {
         let mut key =
             Vec::with_capacity(48 + parts.member.map_or(parts.user_agent.len(), str::len));
         parts.write_key(|piece| key.extend_from_slice(piece));
@@ -105,17 +116,17 @@ impl Viewer {
     /// The viewer's address kind and its session reduced for balancing, without
     /// writing the key out: what a master playlist needs of a [`Viewer`], on the path
     /// of every one.
-    pub fn context_and_session(request: &Request) -> (ott::ViewerContext, ott::SessionDigest) {
-        Parts::of(request).context_and_session()
+    pub fn context_and_session(arrival: &Arrival) -> (ott::ViewerContext, ott::SessionDigest) {
+        Parts::of(arrival).context_and_session()
     }
 
     /// [`Viewer::context_and_session`] of a viewer whose player switches to backup
     /// variants (by its User-Agent, OTT-PLAY-1); `None` for one that does not. The
     /// request's headers are read once for both.
     pub fn switching_context_and_session(
-        request: &Request,
+        arrival: &Arrival,
     ) -> Option<(ott::ViewerContext, ott::SessionDigest)> {
-        let parts = Parts::of(request);
+        let parts = Parts::of(arrival);
         ott::PlayerKind::from_user_agent(parts.user_agent)
             .offers_backups()
             .then(|| parts.context_and_session())
@@ -221,15 +232,19 @@ mod tests {
             request
         };
         for member in [None, Some("alice")] {
-            let request = request(member);
-            let viewer = Viewer::of(&request);
-            let (context, session) = Viewer::context_and_session(&request);
+            let arrival = Arrival::from_request(request(member));
+            let viewer = Viewer::of(&arrival);
+            assert_eq!(viewer.key, Viewer::of_request(&request(member)).key);
+            let (context, session) = Viewer::context_and_session(&arrival);
             assert_eq!(context, viewer.context);
             assert_eq!(session, ott::SessionDigest::of(viewer.session()));
         }
-        let anonymous = Viewer::of(&request(None));
+        let anonymous = Viewer::of(&Arrival::from_request(request(None)));
         assert_eq!(anonymous.key, "ip:203.0.113.7\nhls.js test");
         assert_eq!(anonymous.session(), anonymous.key.as_bytes());
-        assert_eq!(Viewer::of(&request(Some("alice"))).key, "m:alice");
+        assert_eq!(
+            Viewer::of(&Arrival::from_request(request(Some("alice")))).key,
+            "m:alice"
+        );
     }
 }

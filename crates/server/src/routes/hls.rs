@@ -10,6 +10,7 @@ use axum::response::IntoResponse;
 use crate::error::ApiError;
 use crate::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::rendition::MAIN;
+use crate::request_context::Arrival;
 use crate::routes::answer::Answer;
 use crate::routes::relay;
 use crate::state::AppState;
@@ -26,14 +27,12 @@ pub fn serve(
     stream: &str,
     rung: Option<&str>,
     file: &str,
-    request: Request,
+    arrival: Arrival,
 ) -> Answer {
     let Some(channel) = state.channel(stream) else {
         return ApiError::StreamNotFound.into_response().into();
     };
-    let Some(kind) =
-        crate::request_context::RequestContext::stream_file(request.extensions(), file)
-    else {
+    let Some(kind) = arrival.stream_file(file) else {
         return ApiError::NotFound.into_response().into();
     };
     let rendition = match rung {
@@ -54,13 +53,13 @@ pub fn serve(
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
             // A login (admitted by the gate before this) travels on to every variant.
-            let login = login_query(state, &request);
+            let login = login_query(state, &arrival.request);
             let plain = channel.master_playlist();
             let with_backups = crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
                 stream,
                 &plain,
-                &request,
+                &arrival,
                 login.as_deref(),
                 ott::Protocol::Hls,
             );
@@ -84,7 +83,7 @@ pub fn serve(
                     .segments_served
                     .fetch_add(1, Ordering::Relaxed);
                 http_util::ranged(
-                    request.headers(),
+                    arrival.request.headers(),
                     MPEG_TS,
                     Cache::Immutable,
                     segment.data.clone(),
@@ -92,7 +91,7 @@ pub fn serve(
             }
             None => ApiError::SegmentGone.into_response(),
         },
-        StreamFile::MpegTs => match relay_query(request.uri().query()) {
+        StreamFile::MpegTs => match relay_query(arrival.request.uri().query()) {
             Ok(q) => relay::serve(rendition, q.start, q.live),
             Err(_) => ApiError::BadRequest.into_response(),
         },
@@ -103,7 +102,7 @@ pub fn serve(
                     &channel,
                     &rendition,
                     archive,
-                    request.headers(),
+                    arrival.request.headers(),
                     &clock,
                 )
                 .await
@@ -112,13 +111,13 @@ pub fn serve(
         StreamFile::LowLatency(crate::url::LlFile::Master)
             if rung.is_none() && rendition.llhls().is_some() =>
         {
-            let login = login_query(state, &request);
+            let login = login_query(state, &arrival.request);
             let plain = crate::routes::llhls::master_body(&channel);
             match crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
                 stream,
                 &plain,
-                &request,
+                &arrival,
                 login.as_deref(),
                 ott::Protocol::LlHls,
             ) {
@@ -132,8 +131,8 @@ pub fn serve(
                     &channel,
                     &rendition,
                     file,
-                    request.uri().query(),
-                    request.headers(),
+                    arrival.request.uri().query(),
+                    arrival.request.headers(),
                 )
                 .await
             });
@@ -143,7 +142,7 @@ pub fn serve(
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
-            let login = login_query(state, &request);
+            let login = login_query(state, &arrival.request);
             let plain = channel.mpd();
             if plain.is_empty() {
                 return channel.no_media_error().into_response().into();
@@ -152,7 +151,7 @@ pub fn serve(
                 state.redundancy().map(|r| &**r),
                 stream,
                 &plain,
-                &request,
+                &arrival,
                 login.as_deref(),
             ) {
                 Some(body) => crate::routes::dash::mpd_response(Cache::NoStore, body),
@@ -161,7 +160,8 @@ pub fn serve(
         }
         StreamFile::Fmp4(file) => {
             return Answer::later(async move {
-                crate::routes::fmp4::serve(&channel, &rendition, file, request.headers()).await
+                crate::routes::fmp4::serve(&channel, &rendition, file, arrival.request.headers())
+                    .await
             });
         }
         StreamFile::Subtitles(file) => {

@@ -39,7 +39,7 @@ pub async fn manifest(
     if !view.snapshot.members.iter().any(|m| m.group == group) {
         return refuse(OttRefusal::SteeringUnknownGroup);
     }
-    let viewer = Viewer::of(&request);
+    let viewer = Viewer::of_request(&request);
     let now = state.clock().unix_ms();
     let steering = ott::steer(&view.snapshot, &group, &pathways, viewer.context, now);
     let reload = steering

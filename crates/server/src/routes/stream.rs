@@ -11,10 +11,10 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use meeting::CLIENT_VERSION_HEADER;
 
-use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::extract::CodedPath;
 use crate::mc::gate::VIEWER_HEADER;
+use crate::request_context::Arrival;
 use crate::routes::answer::Answer;
 use crate::routes::hls;
 use crate::state::AppState;
@@ -50,7 +50,9 @@ pub async fn stream_file(
     CodedPath((stream, file)): CodedPath<(String, String)>,
     request: Request,
 ) -> Response {
-    entry(&state, &stream, None, &file, request).resolve().await
+    entry(&state, &stream, None, &file, Arrival::from_request(request))
+        .resolve()
+        .await
 }
 
 /// [`stream_file`] for a file of one rung of the stream's ladder.
@@ -59,19 +61,25 @@ pub async fn rendition_file(
     CodedPath((stream, rung, file)): CodedPath<(String, String, String)>,
     request: Request,
 ) -> Response {
-    entry(&state, &stream, Some(&rung), &file, request)
-        .resolve()
-        .await
+    entry(
+        &state,
+        &stream,
+        Some(&rung),
+        &file,
+        Arrival::from_request(request),
+    )
+    .resolve()
+    .await
 }
 
 /// [`stream_file`] and [`rendition_file`] for a request whose route the edge found
 /// ([`crate::app::Dispatch`]): the path's two or three segments, percent-decoded as the
 /// router's path parameters are (one that is not UTF-8 once decoded is refused with
 /// 108003, as [`CodedPath`] refuses it).
-pub fn direct(state: &AppState, request: Request) -> Answer {
+pub fn direct(state: &AppState, arrival: Arrival) -> Answer {
     // The path is read from a copy of the URI (a reference count), so its segments are
     // borrowed, not copied, unless they need decoding.
-    let uri = request.uri().clone();
+    let uri = arrival.request.uri().clone();
     let mut segments = uri
         .path()
         .trim_start_matches('/')
@@ -92,12 +100,12 @@ pub fn direct(state: &AppState, request: Request) -> Answer {
         segments.next(),
     );
     match parts {
-        (Some(stream), Some(file), None, None) => entry(state, &stream, None, &file, request),
+        (Some(stream), Some(file), None, None) => entry(state, &stream, None, &file, arrival),
         (Some(stream), Some(rung), Some(Some(file)), None) => {
-            entry(state, &stream, Some(&rung), &file, request)
+            entry(state, &stream, Some(&rung), &file, arrival)
         }
         _ => {
-            tracing::debug!(path = request.uri().path(), "path refused");
+            tracing::debug!(path = arrival.request.uri().path(), "path refused");
             ApiError::BadRequest.into_response().into()
         }
     }
@@ -108,11 +116,11 @@ fn entry(
     stream: &str,
     rung: Option<&str>,
     file: &str,
-    request: Request,
+    arrival: Arrival,
 ) -> Answer {
     // On an MC, a private meeting's files (the relays its nodes pull) need a node token.
     if let Some(mc) = state.mc() {
-        if !crate::mc::api::may_read_stream(mc, stream, request.headers()) {
+        if !crate::mc::api::may_read_stream(mc, stream, arrival.request.headers()) {
             return ApiError::Access(codes::AccessRefusal::TokenMissing)
                 .into_response()
                 .into();
@@ -120,7 +128,8 @@ fn entry(
         // A relay off the group's timeline is served to nobody (crate::mc::timeline),
         // and one that leaves it ends.
         if rung.is_none() && file == "mpegts" {
-            let peer = request
+            let peer = arrival
+                .request
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == crate::mc::timeline::PEER_QUERY));
@@ -131,14 +140,14 @@ fn entry(
             }
             let mc = mc.clone();
             let name = stream.to_owned();
-            return checked(state, stream, None, file, request, None)
+            return checked(state, stream, None, file, arrival, None)
                 .map(move |response| while_open(response, move || mc.relay_open(&name, peer)));
         }
     }
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
         if let crate::redundancy::door::Door::Answer(response) =
-            crate::redundancy::door::check(state, redundancy, stream, rung, file, &request, now)
+            crate::redundancy::door::check(state, redundancy, stream, rung, file, &arrival, now)
         {
             return response.into();
         }
@@ -147,7 +156,7 @@ fn entry(
     let grant = match state.meeting_gate() {
         Some(gate) if gate.is_private(stream) => {
             let now_s = state.clock().unix_ms() / 1000;
-            match gate.authorize(stream, request.uri().query(), now_s) {
+            match gate.authorize(stream, arrival.request.uri().query(), now_s) {
                 Ok(grant) => Some(grant),
                 Err(refusal) => {
                     tracing::debug!(stream = %stream, code = refusal.code(), "private meeting refused");
@@ -159,26 +168,25 @@ fn entry(
         _ => None,
     };
     let Some(grant) = grant else {
-        return checked(state, stream, rung, file, request, None);
+        return checked(state, stream, rung, file, arrival, None);
     };
     // Only a playlist or MPD is rewritten with the session: segments, parts and inits
     // (most of a private meeting's requests) go through without a copy of it.
-    let rewritten = crate::request_context::RequestContext::stream_file(request.extensions(), file)
-        .is_some_and(|f| {
-            !matches!(
-                f.role(),
-                FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
-            )
-        });
+    let rewritten = arrival.stream_file(file).is_some_and(|f| {
+        !matches!(
+            f.role(),
+            FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
+        )
+    });
     let session = match grant.issued {
         Some(issued) => Some(issued),
         None if rewritten => {
-            crate::mc::access::query_param(request.uri().query(), ott::SESSION_QUERY_PARAM)
+            crate::mc::access::query_param(arrival.request.uri().query(), ott::SESSION_QUERY_PARAM)
                 .map(str::to_owned)
         }
         None => None,
     };
-    let answer = checked(state, stream, rung, file, request, Some(grant.viewer));
+    let answer = checked(state, stream, rung, file, arrival, Some(grant.viewer));
     match session {
         Some(session) => {
             answer.then(move |response| async move { with_session(response, &session).await })
@@ -206,20 +214,21 @@ fn checked(
     stream: &str,
     rung: Option<&str>,
     file: &str,
-    request: Request,
+    arrival: Arrival,
     private_viewer: Option<[u8; 8]>,
 ) -> Answer {
-    let viewer_playlist =
-        crate::request_context::RequestContext::stream_file(request.extensions(), file)
-            .is_some_and(|f| f.is_viewer_playlist());
+    let viewer_playlist = arrival
+        .stream_file(file)
+        .is_some_and(|f| f.is_viewer_playlist());
     if let Some(logins) = state.logins() {
         let playlist = viewer_playlist;
-        if let (true, Some((login, token))) =
-            (playlist, crate::logins::credentials(request.uri().query()))
-        {
+        if let (true, Some((login, token))) = (
+            playlist,
+            crate::logins::credentials(arrival.request.uri().query()),
+        ) {
             let session = match &private_viewer {
                 Some(viewer) => private_viewer_key(viewer),
-                None => crate::redundancy::door::Viewer::of(&request).key,
+                None => crate::redundancy::door::Viewer::of(&arrival).key,
             };
             if let Err(refusal) = logins.admit(login, token, &session) {
                 tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
@@ -228,12 +237,12 @@ fn checked(
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::serve(state, stream, rung, file, request);
+        return hls::serve(state, stream, rung, file, arrival);
     };
     let entry = state.stream(stream);
     if entry.is_some() && !gate.is_managed(stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::serve(state, stream, rung, file, request);
+        return hls::serve(state, stream, rung, file, arrival);
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
@@ -242,8 +251,8 @@ fn checked(
         return ApiError::Meeting(code).into_response().into();
     }
     if viewer_playlist {
-        let peer = Connection::of(&request).map(|c| c.peer);
-        let headers = request.headers();
+        let peer = arrival.connection().map(|c| c.peer);
+        let headers = arrival.request.headers();
         let viewer = match &private_viewer {
             Some(viewer) => private_viewer_key(viewer),
             None => viewer_key(headers, peer),
@@ -257,7 +266,7 @@ fn checked(
             return ApiError::Meeting(code).into_response().into();
         }
     }
-    hls::serve(state, stream, rung, file, request)
+    hls::serve(state, stream, rung, file, arrival)
 }
 
 /// A private meeting's answer: a playlist or MPD gets the session in every URI (and is

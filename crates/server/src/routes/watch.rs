@@ -74,7 +74,7 @@ pub async fn entry(
     if here.is_none() && !view.snapshot.members.iter().any(|m| m.group == group) {
         return ApiError::StreamNotFound.into_response();
     }
-    let viewer = Viewer::of(&request);
+    let viewer = Viewer::of_request(&request);
     match ott::entry_target(
         &view.snapshot,
         group,

@@ -21,6 +21,7 @@ use tower::{Layer, Service};
 use super::shedder::{Decision, Shedder};
 use crate::experiments::Observed;
 use crate::header_walk::first_values;
+use crate::request_context::{Connection, ContextService, RequestContext};
 use crate::url::{Route, Target};
 use shed::member_id;
 
@@ -251,8 +252,79 @@ where
             return Either::Left(self.inner.call(request));
         }
         let target = target_of(&request);
+        match self.admit(&request, &target, Connection::of(&request)) {
+            Verdict::Admit(admission) => Either::Right(admission.answer(self.inner.call(request))),
+            // The request is dropped here, its body unread.
+            Verdict::Shed(shed) => Either::Right(shed),
+        }
+    }
+}
+
+impl<S> ContextService for ShedService<S>
+where
+    S: ContextService<Response = Response, Error = Infallible> + Clone,
+    S::Future: Unpin,
+{
+    fn call_with(&mut self, request: Request, context: RequestContext) -> Self::Future {
+        if !self.shedder.enabled() {
+            return Either::Left(self.inner.call_with(request, context));
+        }
+        let target = context
+            .target
+            .unwrap_or_else(|| Target::of_path(request.uri().path()));
+        match self.admit(&request, &target, context.connection.as_ref()) {
+            Verdict::Admit(admission) => {
+                Either::Right(admission.answer(self.inner.call_with(request, context)))
+            }
+            Verdict::Shed(shed) => Either::Right(shed),
+        }
+    }
+}
+
+/// What [`ShedService`] decides for a request.
+enum Verdict<F> {
+    /// Admitted: the inner service answers it.
+    Admit(Admission),
+    /// Shed: this is its answer.
+    Shed(ShedFuture<F>),
+}
+
+/// What an admitted request is timed and counted by until its answer is ready.
+struct Admission {
+    guard: InFlight,
+    bucket: Bucket,
+    started: Instant,
+    in_flight_at_start: u32,
+    critical: Option<Observed>,
+}
+
+impl Admission {
+    /// The future of the answer `inner` makes, counted under this admission.
+    fn answer<F>(self, inner: F) -> ShedFuture<F> {
+        ShedFuture {
+            state: FutureState::Admitted {
+                inner,
+                guard: self.guard,
+                bucket: self.bucket,
+                started: self.started,
+                in_flight_at_start: self.in_flight_at_start,
+                critical: self.critical,
+            },
+        }
+    }
+}
+
+impl<S> ShedService<S> {
+    /// Admits `request` (its route `target`, over `connection`) or sheds it: a shed
+    /// request's answer is the returned future, and the request is dropped unread.
+    fn admit<F>(
+        &self,
+        request: &Request,
+        target: &Target,
+        connection: Option<&Connection>,
+    ) -> Verdict<F> {
         let read_only = matches!(*request.method(), Method::GET | Method::HEAD);
-        let facts = facts_of(&target, read_only, request.headers());
+        let facts = facts_of(target, read_only, request.headers());
         // Lock-free, and `None` at once while no experiment runs.
         let observed = self
             .shedder
@@ -280,7 +352,6 @@ where
                 // injected one (fault rule, experiment) must not change what it tests.
                 let mut held_until = None;
                 if injected_by.is_none() && !experiment {
-                    let connection = crate::connection::Connection::of(&request);
                     if let Some(gate) = connection.and_then(|c| c.gate.as_ref()) {
                         let max_pause = self.shedder.pause_for(partial);
                         if gate.refused(facts.route, classified.bucket, advice, max_pause) {
@@ -296,7 +367,6 @@ where
                         self.shedder.clock().unix_ms_u64(),
                     );
                 }
-                // Dropping the request here drops its body unread.
                 let response = Some(shed_response(&advice));
                 let state = match held_until {
                     Some(until) => FutureState::Held {
@@ -305,7 +375,7 @@ where
                     },
                     None => FutureState::Shed(response),
                 };
-                return Either::Right(ShedFuture { state });
+                return Verdict::Shed(ShedFuture { state });
             }
         };
         if let Some(o) = observed {
@@ -317,21 +387,16 @@ where
             );
         }
         let in_flight_at_start = self.shedder.enter();
-        let guard = InFlight {
-            shedder: Arc::clone(&self.shedder),
-        };
-        // Before the call: an answer made in the call (a playlist from memory) is
-        // timed with the work that made it.
-        let started = Instant::now();
-        Either::Right(ShedFuture {
-            state: FutureState::Admitted {
-                inner: self.inner.call(request),
-                guard,
-                bucket,
-                started,
-                in_flight_at_start,
-                critical: observed.filter(|_| bucket == Bucket::Critical),
+        Verdict::Admit(Admission {
+            guard: InFlight {
+                shedder: Arc::clone(&self.shedder),
             },
+            bucket,
+            // Before the call: an answer made in the call (a playlist from memory) is
+            // timed with the work that made it.
+            started: Instant::now(),
+            in_flight_at_start,
+            critical: observed.filter(|_| bucket == Bucket::Critical),
         })
     }
 }
