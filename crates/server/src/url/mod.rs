@@ -4,7 +4,7 @@
 //! the one number grammar they share ([`number`]).
 //!
 //! A request's path is parsed once, at the edge, into a [`Target`] that travels in the
-//! request's extensions: the edge counts it, the shedding layer classifies it, and the
+//! request's context: the edge counts it, the shedding layer classifies it, and the
 //! stream handlers read its parsed file instead of parsing the name again. Nothing here
 //! does I/O or allocates; the module depends on no other module of the crate but
 //! `metrics` (for the label type).

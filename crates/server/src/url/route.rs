@@ -271,7 +271,8 @@ const LITERAL_FIRST_SEGMENTS: [&str; 9] = [
 ];
 
 /// A request's place in the route table, found once at the edge and carried in the
-/// request's extensions: the route, and for the stream route its parsed file.
+/// request's context ([`crate::request_context::RequestContext`]): the route, and for
+/// the stream route its parsed file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
     /// The route that answers the path; `None` for the router's fallback (404).
