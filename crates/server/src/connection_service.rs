@@ -1,6 +1,7 @@
 //! The application as hyper's service on one connection. Each request gets the
-//! connection's [`RequestContext`] beside it ([`crate::request_context::ContextService`]) and goes to the connection's own copy of the app, not
-//! to a fresh clone of it: hyper's service is called through a shared reference, and
+//! connection's [`RequestContext`] beside it
+//! ([`crate::request_context::ContextService`]) and goes to the connection's own copy
+//! of the app, not to a fresh clone of it: hyper's service is called through a shared reference, and
 //! the usual adapter (`hyper_util`'s `TowerToHyperService`) clones the whole application
 //! for every request — a reference count taken and dropped on every shared part of it,
 //! from both cores. The app is asked whether it is ready first; one that is not ready at

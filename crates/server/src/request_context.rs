@@ -68,6 +68,12 @@ impl RequestContext {
             .remove::<Self>()
             .unwrap_or_default()
     }
+
+    /// `request` with this context as its extension: for a service that reads it there.
+    pub fn into_extensions<B>(self, mut request: Request<B>) -> Request<B> {
+        request.extensions_mut().insert(self);
+        request
+    }
 }
 
 /// A request as it reaches a stream file's entry ([`crate::routes::stream`]), with its
@@ -106,14 +112,6 @@ impl Arrival {
 pub trait ContextService<B = axum::body::Body>: tower::Service<Request<B>> {
     /// Answers `request`, whose context is `context`.
     fn call_with(&mut self, request: Request<B>, context: RequestContext) -> Self::Future;
-}
-
-impl RequestContext {
-    /// `request` with this context as its extension: for a service that reads it there.
-    pub fn into_extensions<B>(self, mut request: Request<B>) -> Request<B> {
-        request.extensions_mut().insert(self);
-        request
-    }
 }
 
 impl ContextService for axum::Router {

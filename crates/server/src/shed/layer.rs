@@ -172,13 +172,7 @@ enum FutureState<F> {
     },
     Admitted {
         inner: F,
-        guard: InFlight,
-        bucket: Bucket,
-        started: Instant,
-        in_flight_at_start: u32,
-        /// A CRITICAL request of a member observed by a running experiment: its
-        /// outcome is a KPI event.
-        critical: Option<Observed>,
+        admission: Admission,
     },
 }
 
@@ -203,15 +197,15 @@ where
                     None => Poll::Pending,
                 }
             }
-            FutureState::Admitted {
-                inner,
-                guard,
-                bucket,
-                started,
-                in_flight_at_start,
-                critical,
-            } => {
+            FutureState::Admitted { inner, admission } => {
                 let response = ready!(Pin::new(inner).poll(cx));
+                let Admission {
+                    guard,
+                    bucket,
+                    started,
+                    in_flight_at_start,
+                    critical,
+                } = admission;
                 guard
                     .shedder
                     .complete(*bucket, started.elapsed(), *in_flight_at_start);
@@ -295,6 +289,8 @@ struct Admission {
     bucket: Bucket,
     started: Instant,
     in_flight_at_start: u32,
+    /// A CRITICAL request of a member observed by a running experiment: its outcome
+    /// is a KPI event.
     critical: Option<Observed>,
 }
 
@@ -304,11 +300,7 @@ impl Admission {
         ShedFuture {
             state: FutureState::Admitted {
                 inner,
-                guard: self.guard,
-                bucket: self.bucket,
-                started: self.started,
-                in_flight_at_start: self.in_flight_at_start,
-                critical: self.critical,
+                admission: self,
             },
         }
     }
