@@ -137,17 +137,24 @@ where
 mod tests {
     use super::*;
 
+    /// Puts a master playlist's target and a loopback connection in `request`'s
+    /// extensions; answers the target.
+    fn fill<B>(request: &mut Request<B>, secure: bool) -> Target {
+        let target = Target::of_path("/meeting/index.m3u8");
+        RequestContext::of_mut(request).target = Some(target);
+        RequestContext::of_mut(request).connection = Some(Connection {
+            peer: std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
+            secure,
+            gate: None,
+        });
+        target
+    }
+
     #[test]
     fn one_extension_holds_the_connection_and_the_target() {
         let mut request = Request::new(());
         assert!(RequestContext::target(request.extensions()).is_none());
-        let target = Target::of_path("/meeting/index.m3u8");
-        RequestContext::of_mut(&mut request).target = Some(target);
-        RequestContext::of_mut(&mut request).connection = Some(Connection {
-            peer: std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
-            secure: true,
-            gate: None,
-        });
+        let target = fill(&mut request, true);
         assert_eq!(RequestContext::target(request.extensions()), Some(&target));
         assert!(Connection::of(&request).is_some_and(|c| c.secure));
         assert_eq!(request.extensions().len(), 1);
@@ -165,13 +172,7 @@ mod tests {
             Some(StreamFile::Segment(7))
         );
         let mut request = arrival.request;
-        let target = Target::of_path("/meeting/index.m3u8");
-        RequestContext::of_mut(&mut request).target = Some(target);
-        RequestContext::of_mut(&mut request).connection = Some(Connection {
-            peer: std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
-            secure: false,
-            gate: None,
-        });
+        let target = fill(&mut request, false);
         let arrival = Arrival::from_request(request);
         assert!(arrival.request.extensions().is_empty());
         assert_eq!(arrival.context.target, Some(target));

@@ -71,13 +71,6 @@ pub fn facts_of(target: &Target, read_only: bool, headers: &HeaderMap) -> Reques
     }
 }
 
-/// The request's target: the one the edge found, else found from its path.
-fn target_of(request: &Request) -> Target {
-    crate::request_context::RequestContext::target(request.extensions())
-        .copied()
-        .unwrap_or_else(|| Target::of_path(request.uri().path()))
-}
-
 /// The headers every back-pressure answer shares, built once: a refusal clones them
 /// instead of parsing and inserting each.
 fn shed_headers() -> &'static HeaderMap {
@@ -245,8 +238,8 @@ where
         if !self.shedder.enabled() {
             return Either::Left(self.inner.call(request));
         }
-        let target = target_of(&request);
-        match self.admit(&request, &target, Connection::of(&request)) {
+        let target = RequestContext::target(request.extensions()).copied();
+        match self.admit(&request, target, Connection::of(&request)) {
             Verdict::Admit(admission) => Either::Right(admission.answer(self.inner.call(request))),
             // The request is dropped here, its body unread.
             Verdict::Shed(shed) => Either::Right(shed),
@@ -263,10 +256,7 @@ where
         if !self.shedder.enabled() {
             return Either::Left(self.inner.call_with(request, context));
         }
-        let target = context
-            .target
-            .unwrap_or_else(|| Target::of_path(request.uri().path()));
-        match self.admit(&request, &target, context.connection.as_ref()) {
+        match self.admit(&request, context.target, context.connection.as_ref()) {
             Verdict::Admit(admission) => {
                 Either::Right(admission.answer(self.inner.call_with(request, context)))
             }
@@ -307,16 +297,18 @@ impl Admission {
 }
 
 impl<S> ShedService<S> {
-    /// Admits `request` (its route `target`, over `connection`) or sheds it: a shed
-    /// request's answer is the returned future, and the request is dropped unread.
+    /// Admits `request` (over `connection`; its route `target` as the edge found it,
+    /// else found from its path) or sheds it: a shed request's answer is the returned
+    /// future, and the request is dropped unread.
     fn admit<F>(
         &self,
         request: &Request,
-        target: &Target,
+        target: Option<Target>,
         connection: Option<&Connection>,
     ) -> Verdict<F> {
+        let target = target.unwrap_or_else(|| Target::of_path(request.uri().path()));
         let read_only = matches!(*request.method(), Method::GET | Method::HEAD);
-        let facts = facts_of(target, read_only, request.headers());
+        let facts = facts_of(&target, read_only, request.headers());
         // Lock-free, and `None` at once while no experiment runs.
         let observed = self
             .shedder
