@@ -7,7 +7,7 @@ pub mod etcd;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,12 +18,29 @@ pub struct NodeProcess {
     pub rtmp: Option<SocketAddr>,
     /// The HTTPS address from the `listening` line, when the node serves HTTPS.
     pub https: Option<SocketAddr>,
+    /// Where the process's log goes: a file beside its config, so a failing test's
+    /// panic message comes first in its output and the logs' tails follow it.
+    pub log: PathBuf,
 }
+
+/// How many of a process's last log lines a failing test prints.
+const LOG_TAIL_LINES: usize = 40;
 
 impl Drop for NodeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+            eprintln!(
+                "--- last {} lines of {} ---\n{}",
+                tail.len(),
+                self.log.display(),
+                tail.join("\n")
+            );
+        }
     }
 }
 
@@ -161,8 +178,19 @@ pub struct ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
+        // Whether the child had ended by itself before the kill (a failing test says so).
+        let ended = self.child.try_wait().ok().flatten();
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let stderr = self
+                .stderr
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_default();
+            let state = ended.map_or_else(|| "running".to_owned(), |s| format!("ended: {s}"));
+            eprintln!("--- {} ({state}), stderr ---\n{}", self.what, stderr.trim_end());
+        }
     }
 }
 
@@ -324,12 +352,19 @@ fn start_command(
 ) -> NodeProcess {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).expect("write config");
+    // Appended to: a restarted process's log follows its previous run's.
+    let log = dir.join(format!("{name}.log"));
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .expect("open the process log");
     let child = command
         .args([role, "--config"])
         .arg(&path)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(log_file)
         .spawn()
         .expect("spawn brdyun");
     // The guard kills the child on every path, including a failed start.
@@ -338,6 +373,7 @@ fn start_command(
         http: SocketAddr::from(([0, 0, 0, 0], 0)),
         rtmp: None,
         https: None,
+        log,
     };
     let stdout = process.child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
