@@ -189,7 +189,11 @@ impl Drop for ChildGuard {
                 .and_then(|h| h.join().ok())
                 .unwrap_or_default();
             let state = ended.map_or_else(|| "running".to_owned(), |s| format!("ended: {s}"));
-            eprintln!("--- {} ({state}), stderr ---\n{}", self.what, stderr.trim_end());
+            eprintln!(
+                "--- {} ({state}), stderr ---\n{}",
+                self.what,
+                stderr.trim_end()
+            );
         }
     }
 }
