@@ -31,54 +31,57 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
 #[derive(Debug, Clone, Default)]
 pub struct StableHasher {
     h: u64,
-    /// Bytes of a word not yet complete.
-    pending: [u8; 8],
-    pending_len: usize,
+    /// Bytes of a word not yet complete, little-endian from the lowest byte.
+    pending: u64,
+    /// How many bytes `pending` holds (0..8).
+    pending_len: u32,
     len: u64,
 }
 
 impl StableHasher {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
-    fn step(&mut self, word: [u8; 8]) {
-        self.h = (self.h ^ u64::from_le_bytes(word))
-            .wrapping_mul(Self::K)
-            .rotate_left(29);
+    fn step(&mut self, word: u64) {
+        self.h = (self.h ^ word).wrapping_mul(Self::K).rotate_left(29);
     }
 
-    /// Adds `bytes` after those given so far.
+    /// Adds `bytes` after those given so far. The bytes of an incomplete word are
+    /// shifted into place one by one: a short piece costs a few instructions, not a
+    /// copy.
     pub fn write(&mut self, mut bytes: &[u8]) {
         self.len += bytes.len() as u64;
         if self.pending_len > 0 {
-            let take = (8 - self.pending_len).min(bytes.len());
-            self.pending[self.pending_len..self.pending_len + take].copy_from_slice(&bytes[..take]);
-            self.pending_len += take;
-            bytes = &bytes[take..];
-            if self.pending_len < 8 {
-                return;
+            while self.pending_len < 8 {
+                let Some((&byte, rest)) = bytes.split_first() else {
+                    return;
+                };
+                self.pending |= u64::from(byte) << (8 * self.pending_len);
+                self.pending_len += 1;
+                bytes = rest;
             }
             self.step(self.pending);
+            self.pending = 0;
             self.pending_len = 0;
         }
         let mut words = bytes.chunks_exact(8);
         for word in &mut words {
             let mut w = [0u8; 8];
             w.copy_from_slice(word);
-            self.step(w);
+            self.step(u64::from_le_bytes(w));
         }
-        let rest = words.remainder();
-        self.pending[..rest.len()].copy_from_slice(rest);
-        self.pending_len = rest.len();
+        for &byte in words.remainder() {
+            self.pending |= u64::from(byte) << (8 * self.pending_len);
+            self.pending_len += 1;
+        }
     }
 
     /// The hash of everything written.
     pub fn finish(mut self) -> u64 {
+        // An incomplete word counts as if padded with zero bytes.
         if self.pending_len > 0 {
-            let mut w = [0u8; 8];
-            w[..self.pending_len].copy_from_slice(&self.pending[..self.pending_len]);
-            self.step(w);
+            self.step(self.pending);
         }
-        self.step(self.len.to_le_bytes());
+        self.step(self.len);
         avalanche(self.h)
     }
 }
@@ -111,7 +114,26 @@ impl SessionDigest {
 
     /// The rendezvous weight of `node` for this session.
     pub fn weight(self, node: &NodeId) -> u64 {
-        avalanche(self.0 ^ stable_hash(node.as_str().as_bytes()))
+        self.weight_of(NodeKey::of(node))
+    }
+
+    /// The rendezvous weight of the node whose key is `node`.
+    pub fn weight_of(self, node: NodeKey) -> u64 {
+        avalanche(self.0 ^ node.0)
+    }
+}
+
+/// A node id reduced once for its rendezvous weights: lists of candidates kept for a
+/// mesh snapshot carry their nodes' keys, so a viewer's pick hashes no node id. Two
+/// ids with different keys differ, so comparing keys first spares most id
+/// comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeKey(u64);
+
+impl NodeKey {
+    /// The key of `node`.
+    pub fn of(node: &NodeId) -> Self {
+        Self(stable_hash(node.as_str().as_bytes()))
     }
 }
 
@@ -149,24 +171,45 @@ pub fn choose_backup_indices_by<'a>(
     eligible: impl Iterator<Item = &'a NodeId>,
     self_id: &NodeId,
 ) -> [Option<usize>; 2] {
-    let mut best: [Option<(u64, &NodeId, usize)>; 2] = [None, None];
-    let better = |w: u64, id: &NodeId, than: Option<(u64, &NodeId, usize)>| match than {
+    choose_backup_indices_keyed(
+        session,
+        eligible.map(|id| (id, NodeKey::of(id))),
+        (self_id, NodeKey::of(self_id)),
+    )
+}
+
+/// [`choose_backup_indices_by`] over nodes whose keys are known ([`NodeKey`]), this
+/// node's too: the same choice, with no node id hashed.
+pub fn choose_backup_indices_keyed<'a>(
+    session: SessionDigest,
+    eligible: impl Iterator<Item = (&'a NodeId, NodeKey)>,
+    self_id: (&NodeId, NodeKey),
+) -> [Option<usize>; 2] {
+    let same =
+        |(a, a_key): (&NodeId, NodeKey), (b, b_key): (&NodeId, NodeKey)| a_key == b_key && a == b;
+    let mut best: [Option<(u64, &NodeId, NodeKey, usize)>; 2] = [None, None];
+    let better = |w: u64, id: &NodeId, than: Option<(u64, &NodeId, NodeKey, usize)>| match than {
         None => true,
-        Some((tw, tid, _)) => w > tw || (w == tw && id < tid),
+        Some((tw, tid, _, _)) => w > tw || (w == tw && id < tid),
     };
-    for (index, id) in eligible.enumerate() {
-        if id == self_id || best.iter().flatten().any(|(_, b, _)| *b == id) {
+    for (index, (id, key)) in eligible.enumerate() {
+        if same((id, key), self_id)
+            || best
+                .iter()
+                .flatten()
+                .any(|&(_, b, b_key, _)| same((id, key), (b, b_key)))
+        {
             continue;
         }
-        let w = session.weight(id);
+        let w = session.weight_of(key);
         if better(w, id, best[0]) {
             best[1] = best[0];
-            best[0] = Some((w, id, index));
+            best[0] = Some((w, id, key, index));
         } else if better(w, id, best[1]) {
-            best[1] = Some((w, id, index));
+            best[1] = Some((w, id, key, index));
         }
     }
-    best.map(|b| b.map(|(_, _, index)| index))
+    best.map(|b| b.map(|(_, _, _, index)| index))
 }
 
 #[cfg(test)]

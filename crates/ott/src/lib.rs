@@ -50,8 +50,8 @@ pub use alert::{
     AlertChange, AlertCode, AlertKey, AlertKind, AlertState, Observations, REFUSAL_GAP_MS,
 };
 pub use balance::{
-    choose_backup_indices, choose_backup_indices_by, choose_backups, rendezvous_weight,
-    stable_hash, SessionDigest, StableHasher,
+    choose_backup_indices, choose_backup_indices_by, choose_backup_indices_keyed, choose_backups,
+    rendezvous_weight, stable_hash, NodeKey, SessionDigest, StableHasher,
 };
 pub use eligibility::{
     eligibility_problems, eligible, live_window_age_ms, servable_problems, LIVE_WINDOW_MAX_AGE_MS,

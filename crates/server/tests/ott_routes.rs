@@ -510,3 +510,49 @@ async fn the_way_in_sends_each_viewer_to_a_node_that_serves_it_balanced() {
     let (status, _, body) = call(&cluster.state, "/watch/nobody.m3u8", &[]).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 }
+
+#[test]
+fn the_snapshots_node_keys_give_every_viewer_the_rendezvous_choice() {
+    // OTT-CAP-1: the keys kept per snapshot are each candidate's own, in its list's
+    // order, so the pick made with them is the pick made from the node ids.
+    let cluster = cluster(this_node(), Vec::new());
+    let view = cluster.redundancy.view().expect("a view");
+    let group = view.candidates("g").expect("group g");
+    let this = &view.snapshot.this.id;
+    assert_eq!(view.this_key, ott::NodeKey::of(this));
+    let mut lists = 0;
+    for public in [false, true] {
+        for https in [false, true] {
+            let viewer = ott::ViewerContext { public, https };
+            for transport in [ott::Transport::Ts, ott::Transport::Fmp4] {
+                let candidates = group.for_viewer(viewer, transport);
+                let keys: Vec<ott::NodeKey> = candidates
+                    .targets
+                    .iter()
+                    .map(|t| ott::NodeKey::of(&t.node))
+                    .collect();
+                assert_eq!(candidates.keys, keys.as_slice());
+                lists += usize::from(!keys.is_empty());
+                for session in 0..200u32 {
+                    let digest = ott::SessionDigest::of(&session.to_be_bytes());
+                    let from_ids = ott::choose_backup_indices_by(
+                        digest,
+                        candidates.targets.iter().map(|t| &t.node),
+                        this,
+                    );
+                    let from_keys = ott::choose_backup_indices_keyed(
+                        digest,
+                        candidates
+                            .targets
+                            .iter()
+                            .map(|t| &t.node)
+                            .zip(candidates.keys.iter().copied()),
+                        (this, view.this_key),
+                    );
+                    assert_eq!(from_keys, from_ids, "session {session}");
+                }
+            }
+        }
+    }
+    assert!(lists >= 4, "the test saw candidates ({lists} lists)");
+}

@@ -70,15 +70,19 @@ pub(crate) fn backups_for(
         .flatten()?;
     let (context, session) = Viewer::switching_context_and_session(arrival)?;
     let candidates = group.for_viewer(context, protocol.transport());
-    let picked = ott::choose_backup_indices_by(
+    let picked = ott::choose_backup_indices_keyed(
         session,
-        candidates.iter().map(|t| &t.node),
-        &view.snapshot.this.id,
+        candidates
+            .targets
+            .iter()
+            .map(|t| &t.node)
+            .zip(candidates.keys.iter().copied()),
+        (&view.snapshot.this.id, view.this_key),
     );
     if picked.iter().all(Option::is_none) {
         return None;
     }
-    let (group, candidates) = (Arc::clone(&group.group), Arc::clone(candidates));
+    let (group, candidates) = (Arc::clone(&group.group), Arc::clone(candidates.targets));
     Some(ViewerBackups {
         view,
         group,

@@ -67,6 +67,8 @@ pub struct MeshView {
     master_passes: FastMap<String, String>,
     /// The personalised master playlists written under this snapshot.
     pub(crate) rendered: render_cache::RenderCache,
+    /// This node's rendezvous key.
+    pub this_key: ott::NodeKey,
 }
 
 fn viewer_kind(viewer: ott::ViewerContext) -> usize {
@@ -103,11 +105,22 @@ pub struct GroupCandidates {
     pub group: Arc<str>,
     /// `[viewer kind][0 = TS, 1 = fMP4]`.
     lists: [[Arc<[ott::Target]>; 2]; 4],
+    /// The rendezvous keys of each list's nodes, in its order.
+    keys: [[Arc<[ott::NodeKey]>; 2]; 4],
+}
+
+/// One list of backup candidates with its nodes' rendezvous keys, in the same order.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidates<'a> {
+    /// The candidates.
+    pub targets: &'a Arc<[ott::Target]>,
+    /// `keys[i]` is the key of `targets[i]`'s node.
+    pub keys: &'a [ott::NodeKey],
 }
 
 impl GroupCandidates {
     fn new(snapshot: &ott::Snapshot, group: &str, now_ms: i64) -> Self {
-        let lists = VIEWER_KINDS.map(|viewer| {
+        let lists: [[Arc<[ott::Target]>; 2]; 4] = VIEWER_KINDS.map(|viewer| {
             let ts = ott::backup_candidates(snapshot, group, viewer, now_ms);
             let fmp4: Vec<ott::Target> = ts
                 .iter()
@@ -122,9 +135,14 @@ impl GroupCandidates {
                 .collect();
             [Arc::from(ts), Arc::from(fmp4)]
         });
+        let keys = lists.each_ref().map(|pair| {
+            pair.each_ref()
+                .map(|list| list.iter().map(|t| ott::NodeKey::of(&t.node)).collect())
+        });
         Self {
             group: Arc::from(group),
             lists,
+            keys,
         }
     }
 
@@ -133,8 +151,15 @@ impl GroupCandidates {
         &self,
         viewer: ott::ViewerContext,
         transport: ott::Transport,
-    ) -> &Arc<[ott::Target]> {
-        &self.lists[viewer_kind(viewer)][usize::from(transport == ott::Transport::Fmp4)]
+    ) -> Candidates<'_> {
+        let (kind, fmp4) = (
+            viewer_kind(viewer),
+            usize::from(transport == ott::Transport::Fmp4),
+        );
+        Candidates {
+            targets: &self.lists[kind][fmp4],
+            keys: &self.keys[kind][fmp4],
+        }
     }
 
     /// Every candidate of every kind of viewer (the fMP4 lists are subsets of these).
@@ -173,6 +198,7 @@ impl MeshView {
             }
         }
         Self {
+            this_key: ott::NodeKey::of(&snapshot.this.id),
             snapshot,
             keys,
             candidates,
