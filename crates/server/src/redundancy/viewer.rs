@@ -63,8 +63,6 @@ impl<'a> Parts<'a> {
         }
     }
 
-    /// Hands the key's bytes to `write`, piece by piece: `m:` and the member header, or
-    /// `ip:`, the address, a newline and the User-Agent.
     /// The viewer's address kind and its session reduced for balancing.
     fn context_and_session(&self) -> (ott::ViewerContext, ott::SessionDigest) {
         let mut hasher = ott::StableHasher::default();
@@ -72,6 +70,8 @@ impl<'a> Parts<'a> {
         (self.context, ott::SessionDigest::from_hasher(hasher))
     }
 
+    /// Hands the key's bytes to `write`, piece by piece: `m:` and the member header, or
+    /// `ip:`, the address, a newline and the User-Agent.
     fn write_key(&self, mut write: impl FnMut(&[u8])) {
         match self.member {
             Some(member) => {
