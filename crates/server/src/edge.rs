@@ -168,20 +168,34 @@ fn preflight() -> Response<Body> {
 
 /// Adds the CORS headers and counts the answer.
 fn finish(metrics: &Metrics, kind: RouteKind, mut response: Response<Body>) -> Response<Body> {
-    add_cors(response.headers_mut());
-    metrics.count_request(kind, response.status().as_u16());
+    let status = response.status();
+    add_cors(response.headers_mut(), status);
+    metrics.count_request(kind, status.as_u16());
     response
 }
 
-fn add_cors(headers: &mut HeaderMap) {
+/// Any origin may read every answer. A page's script reads an answer's safelisted
+/// headers (`Content-Length`, `Content-Type`, `Cache-Control` …) without being told;
+/// the two others it needs are named for it where they come: `Content-Range` (206,
+/// 416) and `Retry-After` (the device contract's 429 and 503, SHED-3). A playlist or
+/// segment answered whole carries neither, and goes without the list.
+fn add_cors(headers: &mut HeaderMap, status: StatusCode) {
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
     );
-    headers.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("Content-Length, Content-Range, Retry-After"),
-    );
+    if exposes_headers(status) {
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("Content-Length, Content-Range, Retry-After"),
+        );
+    }
+}
+
+/// Whether an answer of `status` may carry `Content-Range` or `Retry-After`: a partial
+/// answer, or any refusal or failure.
+fn exposes_headers(status: StatusCode) -> bool {
+    status == StatusCode::PARTIAL_CONTENT || status.is_client_error() || status.is_server_error()
 }
 
 /// An empty response with a status, without going through `IntoResponse`'s boxing.

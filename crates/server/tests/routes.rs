@@ -37,6 +37,8 @@ async fn live_playlists_parse_back_and_list_the_window() {
     );
     assert_eq!(headers[header::CACHE_CONTROL], "public, max-age=1");
     assert_eq!(headers[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+    // A whole answer carries no header a script could not read without the list.
+    assert!(!headers.contains_key(header::ACCESS_CONTROL_EXPOSE_HEADERS));
     let text = std::str::from_utf8(&body).unwrap();
     assert!(text.contains("#EXT-X-MEDIA-SEQUENCE:12\n"), "{text}");
     assert!(
@@ -113,6 +115,10 @@ async fn segments_support_head_and_ranges() {
     assert_eq!(status, StatusCode::PARTIAL_CONTENT);
     assert_eq!(headers[header::CONTENT_RANGE], "bytes 188-375/1880");
     assert_eq!(body.len(), 188);
+    // A page's script on another origin may read the range.
+    assert!(headers[header::ACCESS_CONTROL_EXPOSE_HEADERS]
+        .to_str()
+        .is_ok_and(|exposed| exposed.contains("Content-Range")));
 
     let Answer {
         status, headers, ..
@@ -125,6 +131,9 @@ async fn segments_support_head_and_ranges() {
     .await;
     assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
     assert_eq!(headers[header::CONTENT_RANGE], "bytes */1880");
+    assert!(headers[header::ACCESS_CONTROL_EXPOSE_HEADERS]
+        .to_str()
+        .is_ok_and(|exposed| exposed.contains("Content-Range")));
 }
 
 #[tokio::test]
