@@ -106,7 +106,7 @@ pub struct GroupCandidates {
     /// `[viewer kind][0 = TS, 1 = fMP4]`.
     lists: [[Arc<[ott::Target]>; 2]; 4],
     /// The rendezvous keys of each list's nodes, in its order.
-    keys: [[Arc<[ott::NodeKey]>; 2]; 4],
+    keys: [[Box<[ott::NodeKey]>; 2]; 4],
 }
 
 /// One list of backup candidates with its nodes' rendezvous keys, in the same order.
