@@ -346,6 +346,12 @@ pub fn start_node_on_cpu(dir: &Path, name: &str, config: &str, cpu: usize) -> No
     start_command(taskset, dir, name, "node", config)
 }
 
+/// The log filter of the processes a test starts: `warn`, or `BRDYUN_TEST_LOG` when set
+/// (e.g. `info` to see why a failing run did what it did).
+fn test_log_filter() -> String {
+    std::env::var("BRDYUN_TEST_LOG").unwrap_or_else(|_| "warn".to_owned())
+}
+
 /// Runs `command role --config dir/name.toml` and waits for its `listening` line.
 fn start_command(
     mut command: Command,
@@ -366,7 +372,7 @@ fn start_command(
     let child = command
         .args([role, "--config"])
         .arg(&path)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", test_log_filter())
         .stdout(Stdio::piped())
         .stderr(log_file)
         .spawn()
