@@ -211,16 +211,22 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     )
     .context("starting the priority lane")?;
     // HTTP(S) is served nginx-style: one thread per core, each with its own runtime and
-    // its own SO_REUSEPORT listener; ingest and pipelines stay on this runtime.
+    // its own SO_REUSEPORT listener; ingest and pipelines stay on this runtime. Plain
+    // HTTP's threads are pinned beside the lane's, one per CPU, each connection accepted
+    // on the CPU its SYN came in on (`[shedding] lane_pinned`).
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let placement = server::lane::PriorityLane::placement(state.shedder());
     // One set of connection caps for HTTP and HTTPS together.
     let limits = std::sync::Arc::new(server::conn_limits::ConnectionLimits::new(
         node_config.max_connections,
         node_config.max_connections_per_client,
     ));
     limits.register_metrics(&metrics);
-    let http_listeners = server::serve::bind_reuseport(node_config.http, threads)
-        .with_context(|| format!("binding node.http {}", node_config.http))?;
+    let http_listeners = match placement {
+        Some(placement) => server::serve::bind_reuseport_placed(node_config.http, placement),
+        None => server::serve::bind_reuseport(node_config.http, threads),
+    }
+    .with_context(|| format!("binding node.http {}", node_config.http))?;
     let http = http_listeners.local_addr();
     tasks.spawn(
         server::serve::serve_on_threads(

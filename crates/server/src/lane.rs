@@ -9,15 +9,18 @@
 //! connection as soon as its first request head has arrived (peeked, not read), ranks
 //! it with the node's classifier, and serves CRITICAL ones on the lane's threads (one
 //! per core by default, connections dealt in turn), each with its own current-thread
-//! runtime, at nice −10 or under `SCHED_FIFO` ([`LanePriority`]). Everything else stays
-//! where it was accepted. The shedding layer
+//! runtime, at nice −10 or under `SCHED_FIFO` ([`LanePriority`]). With one lane thread
+//! per CPU (the default) each is pinned to its CPU and a connection goes to the lane
+//! thread of the CPU its packets arrive on, within a fair share
+//! ([`crate::cpu_placement`]). Everything else stays where it was accepted. The
+//! shedding layer
 //! still decides every request on the lane, so a connection that opens with a CRITICAL
 //! request gains a place in the queue, not a pass.
 //!
 //! TLS connections are not laned (the request is unreadable before the handshake).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +30,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::connection::{close_gracefully, serve_accepted};
+use crate::cpu_placement::{current_cpu, pin_current_thread, CpuPlacement};
 use crate::http_app::HttpApp;
 use crate::shed::layer::facts_of;
 use crate::shed::{LanePriority, Shedder};
@@ -35,6 +39,14 @@ use crate::url::Target;
 /// Longest wait for a connection's first request head before it is served where it
 /// was accepted.
 const FIRST_REQUEST_WAIT: Duration = Duration::from_millis(500);
+
+/// Connections a placed lane thread may hold beyond half as many again as the
+/// least-loaded one before the lane counts as out of balance.
+const UNBALANCED_SLACK: usize = 8;
+
+/// How long a placed lane may stay out of balance before new connections go to the
+/// least-loaded thread instead of their own CPU's.
+const UNBALANCED_GRACE: Duration = Duration::from_secs(1);
 
 /// A connection on its way to the lane: the socket, the client's address, and its place
 /// under the node's connection caps (held while the lane serves it).
@@ -49,15 +61,23 @@ type Handed = (
 #[derive(Debug)]
 pub struct PriorityLane {
     shedder: Arc<Shedder>,
-    /// One sender per lane thread; connections are dealt to them in turn.
+    /// One sender per lane thread; connections are dealt to them in turn, or by CPU.
     senders: Vec<mpsc::UnboundedSender<Handed>>,
     next: AtomicUsize,
+    /// Connections each lane thread holds now.
+    live: Arc<[AtomicUsize]>,
+    /// Since when (ms after `started`, 0: not) a placed lane has been out of balance.
+    unbalanced_since: AtomicU64,
+    started: std::time::Instant,
+    /// Lane thread `i` runs on `placement.cpu(i)` (`[shedding] lane_pinned`).
+    placement: Option<CpuPlacement>,
 }
 
 impl PriorityLane {
     /// Starts the lane's threads (`[shedding] lane_threads`) when `[shedding]
     /// priority_lane` asks for a lane; they serve `app` until `shutdown` turns true.
-    /// `None` when the lane is off.
+    /// `None` when the lane is off. The lane's threads are pinned as
+    /// [`PriorityLane::placement`] says.
     ///
     /// # Errors
     /// A thread or its runtime could not be created.
@@ -71,8 +91,12 @@ impl PriorityLane {
             return Ok(None);
         }
         let threads = shedder.lane_threads();
+        let placement = Self::placement(&shedder);
+        let live: Arc<[AtomicUsize]> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
         let mut senders = Vec::with_capacity(threads);
         for index in 0..threads {
+            let cpu = placement.as_ref().map(|p| p.cpu(index));
+            let live = Arc::clone(&live);
             let (sender, receiver) = mpsc::unbounded_channel();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -81,13 +105,19 @@ impl PriorityLane {
             std::thread::Builder::new()
                 .name(format!("http-lane-{index}"))
                 .spawn(move || {
+                    if let Some(Err(error)) = cpu.map(pin_current_thread) {
+                        // Only the first thread says so: they all fail alike.
+                        if index == 0 {
+                            tracing::warn!(%error, "priority lane threads are not pinned");
+                        }
+                    }
                     if let Err(error) = raise_current_thread(priority) {
                         // Only the first thread says so: they all fail alike.
                         if index == 0 {
                             tracing::warn!(?priority, %error, "priority lane runs at normal priority (needs CAP_SYS_NICE)");
                         }
                     }
-                    runtime.block_on(serve_lane(app, receiver, shutdown));
+                    runtime.block_on(serve_lane(app, receiver, shutdown, (live, index)));
                     runtime.shutdown_timeout(Duration::from_secs(1));
                 })?;
             senders.push(sender);
@@ -96,6 +126,10 @@ impl PriorityLane {
             shedder,
             senders,
             next: AtomicUsize::new(0),
+            live,
+            unbalanced_since: AtomicU64::new(0),
+            started: std::time::Instant::now(),
+            placement,
         })))
     }
 
@@ -144,24 +178,105 @@ impl PriorityLane {
         self.shedder.classify(&facts).bucket == Bucket::Critical
     }
 
-    /// Moves an accepted connection (nothing read yet) to the next lane thread. It is
-    /// counted before it is sent, so the count never lags an answer the lane gave.
+    /// Moves an accepted connection (nothing read yet) to a lane thread: the one on
+    /// the caller's CPU (a placed serving thread's: where the connection's packets
+    /// arrive) when the lane is pinned and that thread holds no more than its share,
+    /// else the next in turn. It is counted before it is sent, so
+    /// the count never lags an answer the lane gave.
     pub fn hand_over(
         &self,
         stream: TcpStream,
         peer: SocketAddr,
         permit: Option<crate::conn_limits::ConnectionPermit>,
     ) {
-        let turn = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        // The accepting thread is pinned to the CPU the connection's SYN came in on.
+        let home = self
+            .placement
+            .as_ref()
+            .and_then(|placement| placement.index_of(current_cpu()?));
+        let turn = match home {
+            Some(home) => self.within_share(home),
+            None => self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len(),
+        };
         match stream.into_std() {
             Ok(stream) => {
                 self.shedder.count_laned();
+                self.live[turn].fetch_add(1, Ordering::Relaxed);
                 if self.senders[turn].send((stream, peer, permit)).is_err() {
+                    self.live[turn].fetch_sub(1, Ordering::Relaxed);
                     tracing::debug!(%peer, "the lane has stopped; connection dropped");
                 }
             }
             Err(error) => tracing::debug!(%peer, %error, "connection lost on its way to the lane"),
         }
+    }
+
+    /// The CPUs of the lane's threads, one each, when `[shedding] lane_pinned` holds, the
+    /// lane is on, and there is one lane thread per CPU the process may use (the
+    /// default); otherwise `None` and they float. A node binds its plain-HTTP serving
+    /// threads on the same placement, so a connection is accepted and served on the CPU
+    /// its packets arrive on.
+    pub fn placement(shedder: &Shedder) -> Option<CpuPlacement> {
+        let threads = shedder.lane_threads();
+        let parallelism =
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        if !shedder.lane_pinned()
+            || shedder.priority_lane() == LanePriority::Off
+            || threads != parallelism
+        {
+            return None;
+        }
+        match CpuPlacement::allowed() {
+            Ok(allowed) if allowed.len() >= threads => Some(allowed.first(threads)),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, "priority lane threads are not pinned: no CPU affinity mask");
+                None
+            }
+        }
+    }
+
+    /// `home` unless it has held more than its share — half as many again as the
+    /// least-loaded thread, plus eight — for a second or longer; then the least-loaded
+    /// thread. A client whose threads open their connections in bursts from one CPU
+    /// each keeps its locality; connections that all keep arriving on one CPU (a
+    /// single-queue NIC) still spread over every lane thread.
+    fn within_share(&self, home: usize) -> usize {
+        let Some(least) = over_share(&self.held(), home) else {
+            self.unbalanced_since.store(0, Ordering::Relaxed);
+            return home;
+        };
+        // Never 0 once started, so 0 keeps meaning "in balance".
+        let now = u64::try_from(self.started.elapsed().as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let since = match self.unbalanced_since.compare_exchange(
+            0,
+            now,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => now,
+            Err(since) => since,
+        };
+        if now.saturating_sub(since) >= UNBALANCED_GRACE.as_millis() as u64 {
+            least
+        } else {
+            home
+        }
+    }
+
+    /// Connections each lane thread holds now, in thread order.
+    pub fn held(&self) -> Vec<usize> {
+        self.live
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Whether the lane's threads are pinned one per CPU.
+    pub fn pinned(&self) -> bool {
+        self.placement.is_some()
     }
 
     /// Connections handed to the lane so far (`brdyun_shed_lane_connections_total`).
@@ -170,12 +285,30 @@ impl PriorityLane {
     }
 }
 
+/// The least-loaded lane thread when `home` holds more than half as many connections
+/// again as it, plus [`UNBALANCED_SLACK`]; `None` while `home` is within its share.
+fn over_share(held: &[usize], home: usize) -> Option<usize> {
+    let (least, fewest) = held.iter().copied().enumerate().min_by_key(|&(_, n)| n)?;
+    (held[home] > fewest + fewest / 2 + UNBALANCED_SLACK).then_some(least)
+}
+
+/// Counts one connection off its lane thread's share when dropped.
+struct Held(Arc<[AtomicUsize]>, usize);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0[self.1].fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The lane's loop: serves each connection handed over until shutdown, then lets
-/// them finish for a short grace period.
+/// them finish for a short grace period; `(live, index)` is the count of connections
+/// this thread holds.
 async fn serve_lane<A: HttpApp>(
     app: A,
     mut receiver: mpsc::UnboundedReceiver<Handed>,
     mut shutdown: watch::Receiver<bool>,
+    (live, index): (Arc<[AtomicUsize]>, usize),
 ) {
     let (closing_tx, closing_rx) = watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -187,6 +320,7 @@ async fn serve_lane<A: HttpApp>(
         let Some((stream, peer, permit)) = handed else {
             break;
         };
+        let held = Held(Arc::clone(&live), index);
         let Ok(stream) = TcpStream::from_std(stream) else {
             continue;
         };
@@ -194,6 +328,7 @@ async fn serve_lane<A: HttpApp>(
         connections.spawn(async move {
             // Held while the connection is served here.
             let _permit = permit;
+            let _held = held;
             serve_accepted(stream, peer, app, None, closing).await;
         });
         while connections.try_join_next().is_some() {}
@@ -220,5 +355,23 @@ fn raise_current_thread(priority: LanePriority) -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::over_share;
+
+    #[test]
+    fn a_lane_thread_is_over_its_share_only_well_past_the_least_loaded() {
+        // A burst of one client thread's connections stays home.
+        assert_eq!(over_share(&[8, 0], 0), None);
+        assert_eq!(over_share(&[9, 0], 0), Some(1));
+        assert_eq!(over_share(&[64, 40], 0), None);
+        assert_eq!(over_share(&[69, 40], 0), Some(1));
+        // Home is the least loaded, or all are equal.
+        assert_eq!(over_share(&[0, 50, 3], 0), None);
+        assert_eq!(over_share(&[7, 7, 7], 2), None);
+        assert_eq!(over_share(&[30, 20, 5], 1), Some(2));
     }
 }

@@ -18,6 +18,7 @@ pub mod clock;
 pub mod conn_limits;
 pub mod connection;
 mod connection_service;
+pub mod cpu_placement;
 pub mod edge;
 pub mod error;
 pub mod experiments;

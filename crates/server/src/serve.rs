@@ -3,7 +3,9 @@
 //! [`bind_reuseport`] + [`serve_on_threads`] for a node: one `SO_REUSEPORT` listener
 //! per serving thread, each thread with its own current-thread runtime, so a connection
 //! is served start to finish on one thread (no cross-thread wake-ups, no work stealing),
-//! as nginx's workers do.
+//! as nginx's workers do. [`bind_reuseport_placed`] also pins each thread to a CPU and
+//! gives each connection to the thread of the CPU its SYN arrived on
+//! ([`crate::cpu_placement`]).
 
 use std::future::Future;
 use std::io;
@@ -17,17 +19,21 @@ use tokio_rustls::TlsAcceptor;
 use crate::conn_limits::ConnectionLimits;
 pub use crate::connection::Connection;
 use crate::connection::{close_gracefully, serve_accepted};
+use crate::cpu_placement::{pin_current_thread, CpuPlacement};
 use crate::http_app::HttpApp;
 use crate::lane::PriorityLane;
 use crate::shed::Shedder;
 pub use crate::tls::{tls_acceptor, TlsError};
 
 /// Listening sockets bound to one address with `SO_REUSEPORT`, one per serving thread:
-/// the kernel spreads incoming connections over them.
+/// the kernel spreads incoming connections over them (by the CPU their SYN came in on
+/// when they are placed, by hash otherwise).
 #[derive(Debug)]
 pub struct ReusePortListeners {
     listeners: Vec<std::net::TcpListener>,
     local: SocketAddr,
+    /// Listener `i`'s thread runs on `placement.cpu(i)`.
+    placement: Option<CpuPlacement>,
 }
 
 impl ReusePortListeners {
@@ -46,32 +52,62 @@ impl ReusePortListeners {
 /// # Errors
 /// The address is taken or cannot be bound, or a socket option is refused.
 pub fn bind_reuseport(addr: SocketAddr, count: usize) -> io::Result<ReusePortListeners> {
+    bind_group(addr, count, None)
+}
+
+/// [`bind_reuseport`] with one listener per CPU of `placement`, each marked with its
+/// CPU (`SO_INCOMING_CPU`), so the kernel gives a connection to the listener of the CPU
+/// its SYN was processed on; [`serve_on_threads`] pins each listener's thread there.
+///
+/// # Errors
+/// As [`bind_reuseport`].
+pub fn bind_reuseport_placed(
+    addr: SocketAddr,
+    placement: CpuPlacement,
+) -> io::Result<ReusePortListeners> {
+    bind_group(addr, placement.len(), Some(placement))
+}
+
+fn bind_group(
+    addr: SocketAddr,
+    count: usize,
+    placement: Option<CpuPlacement>,
+) -> io::Result<ReusePortListeners> {
     if addr.port() != 0 {
         drop(std::net::TcpListener::bind(addr)?);
     }
-    let first = reuseport_socket(addr)?;
+    let cpu = |index: usize| placement.as_ref().map(|p| p.cpu(index));
+    let first = reuseport_socket(addr, cpu(0))?;
     let local = first.local_addr()?;
     let mut listeners = Vec::with_capacity(count.max(1));
     listeners.push(first);
-    for _ in 1..count {
-        listeners.push(reuseport_socket(local)?);
+    for index in 1..count {
+        listeners.push(reuseport_socket(local, cpu(index))?);
     }
-    Ok(ReusePortListeners { listeners, local })
+    Ok(ReusePortListeners {
+        listeners,
+        local,
+        placement,
+    })
 }
 
-fn reuseport_socket(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+fn reuseport_socket(addr: SocketAddr, cpu: Option<usize>) -> io::Result<std::net::TcpListener> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
+    if let Some(cpu) = cpu {
+        // Before listen: the listener joins its reuse-port group's CPU map then.
+        socket.set_cpu_affinity(cpu)?;
+    }
     socket.listen(1024)?;
     Ok(socket.into())
 }
 
 /// Serves `app` on each listener from its own OS thread running a current-thread tokio
-/// runtime, until `shutdown` turns true; the returned future resolves when every
+/// runtime (pinned to the listener's CPU when bound by [`bind_reuseport_placed`]), until `shutdown` turns true; the returned future resolves when every
 /// serving thread has finished (open connections get the same grace period as [`run`]).
 /// The rest of the node (ingest, pipelines, the shedding monitor) stays on the
 /// caller's runtime; the router's state is shared by all threads. With a `shedder`,
@@ -91,7 +127,9 @@ pub fn serve_on_threads<A: HttpApp>(
     limits: Option<Arc<ConnectionLimits>>,
 ) -> io::Result<impl Future<Output = ()> + Send + 'static> {
     let mut done = Vec::with_capacity(listeners.listeners.len());
+    let placement = listeners.placement;
     for (index, listener) in listeners.listeners.into_iter().enumerate() {
+        let cpu = placement.as_ref().map(|p| p.cpu(index));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -107,6 +145,12 @@ pub fn serve_on_threads<A: HttpApp>(
         std::thread::Builder::new()
             .name(format!("http-{index}"))
             .spawn(move || {
+                if let Some(Err(error)) = cpu.map(pin_current_thread) {
+                    // Every thread fails alike; the first says so.
+                    if index == 0 {
+                        tracing::warn!(%error, "serving threads are not pinned");
+                    }
+                }
                 if let Some(shedder) = shedder {
                     runtime.spawn(shedder.run_serving_probe(stopped(shutdown.clone())));
                 }
@@ -236,7 +280,37 @@ mod tests {
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    use super::{bind_reuseport, serve_on_threads};
+    use super::{bind_reuseport, bind_reuseport_placed, serve_on_threads};
+    use crate::cpu_placement::{pin_current_thread, CpuPlacement};
+
+    /// A client pinned to a CPU connects on loopback (whose receive path runs on the
+    /// sender's CPU): the listener placed on that CPU gets the connection, every time.
+    #[test]
+    fn a_placed_listener_group_gives_each_connection_to_its_syn_cpu() {
+        let placement = CpuPlacement::allowed().expect("an affinity mask");
+        let group = bind_reuseport_placed("127.0.0.1:0".parse().expect("addr"), placement.clone())
+            .expect("bind");
+        for round in 0..4 * placement.len() {
+            let index = round % placement.len();
+            let cpu = placement.cpu(index);
+            let addr = group.local_addr();
+            let client = std::thread::spawn(move || {
+                pin_current_thread(cpu).expect("pin");
+                std::net::TcpStream::connect(addr).expect("connect")
+            })
+            .join()
+            .expect("client");
+            std::thread::sleep(Duration::from_millis(20));
+            let accepted: Vec<bool> = group
+                .listeners
+                .iter()
+                .map(|listener| listener.accept().is_ok())
+                .collect();
+            let expected: Vec<bool> = (0..placement.len()).map(|i| i == index).collect();
+            assert_eq!(accepted, expected, "round {round}, client on CPU {cpu}");
+            drop(client);
+        }
+    }
     use crate::metrics::Metrics;
     use crate::{AppState, NodeIdentity};
 

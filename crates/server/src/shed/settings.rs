@@ -27,6 +27,8 @@ use shed::{
 ///                           # first request is CRITICAL on threads above the
 ///                           # others; "off": where they were accepted
 /// lane_threads = 0          # lane threads (0: one per core the node may use)
+/// lane_pinned = true        # with one lane thread per CPU: each pinned to its CPU,
+///                           # a connection served on the CPU its packets arrive on
 /// level_source = "cut"      # "cut" (default): shed::CutController, moves the cut
 ///                           # through the requested priorities while the admitted
 ///                           # work does not fit; "feedback": shed::LevelController,
@@ -88,6 +90,10 @@ pub struct ShedSettings {
     /// How many lane threads share the CRITICAL connections (0: one per core the
     /// process may use), so the lane never caps a node's viewers at one core.
     pub lane_threads: usize,
+    /// With one lane thread per CPU the process may use: each pinned to its CPU, and a
+    /// connection handed to the lane thread of the CPU its packets arrive on (within a
+    /// fair share), so no request crosses CPUs ([`crate::cpu_placement`]).
+    pub lane_pinned: bool,
 }
 
 impl Default for ShedSettings {
@@ -110,6 +116,7 @@ impl Default for ShedSettings {
             marginal_pause_ms: 100,
             priority_lane: LanePriority::Nice,
             lane_threads: 0,
+            lane_pinned: true,
         }
     }
 }

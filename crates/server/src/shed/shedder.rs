@@ -122,6 +122,7 @@ pub struct Shedder {
     connection_pauses: AtomicU64,
     priority_lane: LanePriority,
     lane_threads: usize,
+    lane_pinned: bool,
     laned_connections: AtomicU64,
 }
 
@@ -254,6 +255,7 @@ impl Shedder {
             connection_pauses: AtomicU64::new(0),
             priority_lane: settings.priority_lane,
             lane_threads: settings.lane_threads,
+            lane_pinned: settings.lane_pinned,
             laned_connections: AtomicU64::new(0),
         })
     }
@@ -297,6 +299,12 @@ impl Shedder {
             0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             n => n,
         }
+    }
+
+    /// Whether lane threads, one per CPU, are pinned to their CPUs
+    /// (`[shedding] lane_pinned`).
+    pub fn lane_pinned(&self) -> bool {
+        self.lane_pinned
     }
 
     /// Counts a connection handed to the priority lane.
