@@ -13,9 +13,8 @@
 //! per CPU (the default) each is pinned to its CPU and a connection goes to the lane
 //! thread of the CPU its packets arrive on, within a fair share
 //! ([`crate::cpu_placement`]). Everything else stays where it was accepted. The
-//! shedding layer
-//! still decides every request on the lane, so a connection that opens with a CRITICAL
-//! request gains a place in the queue, not a pass.
+//! shedding layer still decides every request on the lane, so a connection that opens
+//! with a CRITICAL request gains a place in the queue, not a pass.
 //!
 //! TLS connections are not laned (the request is unreadable before the handshake).
 
@@ -181,8 +180,8 @@ impl PriorityLane {
     /// Moves an accepted connection (nothing read yet) to a lane thread: the one on
     /// the caller's CPU (a placed serving thread's: where the connection's packets
     /// arrive) when the lane is pinned and that thread holds no more than its share,
-    /// else the next in turn. It is counted before it is sent, so
-    /// the count never lags an answer the lane gave.
+    /// else the next in turn. It is counted before it is sent, so the count never lags
+    /// an answer the lane gave.
     pub fn hand_over(
         &self,
         stream: TcpStream,
@@ -267,16 +266,11 @@ impl PriorityLane {
     }
 
     /// Connections each lane thread holds now, in thread order.
-    pub fn held(&self) -> Vec<usize> {
+    fn held(&self) -> Vec<usize> {
         self.live
             .iter()
             .map(|n| n.load(Ordering::Relaxed))
             .collect()
-    }
-
-    /// Whether the lane's threads are pinned one per CPU.
-    pub fn pinned(&self) -> bool {
-        self.placement.is_some()
     }
 
     /// Connections handed to the lane so far (`brdyun_shed_lane_connections_total`).
