@@ -12,8 +12,10 @@
 //! figures; `[shedding] lane_pinned = false` lets the threads float and spreads
 //! connections by hash.
 //!
-//! Only those threads are pinned: the rest of the node (ingest, pipelines, HTTPS) floats,
-//! and the scheduler moves it off a busy serving CPU.
+//! Only those threads are pinned: the rest of the node (ingest, pipelines, HTTPS, and
+//! the blocking threads a pinned thread's runtime starts for file reads, which
+//! [`CpuPlacement::release_current_thread`] sets free) floats, and the scheduler moves
+//! it off a busy serving CPU.
 
 use std::io;
 use std::sync::Arc;
@@ -25,11 +27,12 @@ pub struct CpuPlacement {
 }
 
 impl CpuPlacement {
-    /// The CPUs this process may run on (its affinity mask, so a `taskset` or a
-    /// cgroup's cpuset is honoured), one serving thread each.
+    /// The CPUs the calling thread may run on (its affinity mask, so a `taskset` or a
+    /// cgroup's cpuset is honoured; called before any thread is pinned, the process's),
+    /// one serving thread each.
     ///
     /// # Errors
-    /// The kernel refused to tell, or the mask is empty.
+    /// The kernel refused to tell (a mask wider than 1,024 CPUs, say), or it is empty.
     pub fn allowed() -> io::Result<Self> {
         Self::of(allowed_cpus()?).ok_or_else(|| io::Error::other("no CPU in the affinity mask"))
     }
@@ -37,14 +40,6 @@ impl CpuPlacement {
     /// A placement on these CPUs (thread `i` on `cpus[i]`); `None` when empty.
     pub fn of(cpus: Vec<usize>) -> Option<Self> {
         (!cpus.is_empty()).then(|| Self { cpus: cpus.into() })
-    }
-
-    /// The first `count` of these CPUs (at least one): a node whose CPU time is capped
-    /// below its mask (a cgroup quota) runs fewer threads than it has CPUs.
-    pub fn first(&self, count: usize) -> Self {
-        Self {
-            cpus: self.cpus[..count.clamp(1, self.cpus.len())].into(),
-        }
     }
 
     /// How many threads it places (one per CPU).
@@ -66,26 +61,64 @@ impl CpuPlacement {
     pub fn index_of(&self, cpu: usize) -> Option<usize> {
         self.cpus.iter().position(|&placed| placed == cpu)
     }
+
+    /// Lets the calling thread run on every CPU of the placement again: for the
+    /// blocking threads a pinned thread's runtime starts (they inherit its pin), so a
+    /// burst of file reads does not queue on one CPU.
+    ///
+    /// # Errors
+    /// As [`pin_current_thread`].
+    pub fn release_current_thread(&self) -> io::Result<()> {
+        set_current_thread_cpus(&self.cpus)
+    }
+}
+
+/// A current-thread tokio runtime for a serving thread; with a placement, the blocking
+/// threads it starts (file reads) run on every placed CPU instead of inheriting the
+/// serving thread's pin.
+///
+/// # Errors
+/// The runtime could not be built.
+pub fn serving_runtime(placement: Option<&CpuPlacement>) -> io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
+    if let Some(placement) = placement.cloned() {
+        // On a current-thread runtime this runs on the blocking pool's threads only.
+        builder.on_thread_start(move || {
+            if let Err(error) = placement.release_current_thread() {
+                tracing::debug!(%error, "a blocking thread keeps its serving thread's CPU");
+            }
+        });
+    }
+    builder.build()
 }
 
 /// Pins the calling thread to `cpu`.
 ///
 /// # Errors
 /// The CPU is out of range or not allowed to this process, or the kernel refused.
-#[allow(unsafe_code)]
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+    set_current_thread_cpus(&[cpu])
+}
+
+/// Lets the calling thread run on `cpus` only.
+#[allow(unsafe_code)]
+fn set_current_thread_cpus(cpus: &[usize]) -> io::Result<()> {
+    let size = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    if cpus.iter().any(|&cpu| cpu >= size) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "CPU number out of range",
         ));
     }
     // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes one bit inside it
-    // (the index is checked against the set's size above); sched_setaffinity reads
+    // (every index is checked against the set's size above); sched_setaffinity reads
     // the set for the calling thread (pid 0) and keeps no pointer to it.
     let status = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if status == 0 {
@@ -133,8 +166,6 @@ mod tests {
             placement.len() >= parallelism,
             "{placement:?} for {parallelism}"
         );
-        assert_eq!(placement.first(parallelism).len(), parallelism);
-        assert_eq!(placement.first(0).len(), 1);
     }
 
     #[test]
@@ -153,14 +184,17 @@ mod tests {
     fn a_pinned_thread_runs_on_its_cpu_and_a_bad_cpu_is_refused() {
         let placement = CpuPlacement::allowed().expect("an affinity mask");
         let last = placement.cpu(placement.len() - 1);
-        let ran_on = std::thread::spawn(move || {
+        let (ran_on, released) = std::thread::spawn(move || {
             pin_current_thread(last).expect("pin");
             std::thread::yield_now();
-            current_cpu()
+            let ran_on = current_cpu();
+            placement.release_current_thread().expect("release");
+            (ran_on, CpuPlacement::allowed().expect("mask"))
         })
         .join()
         .expect("thread");
         assert_eq!(ran_on, Some(last));
+        assert_eq!(released, CpuPlacement::allowed().expect("mask"));
         assert!(pin_current_thread(1 << 20).is_err());
     }
 }

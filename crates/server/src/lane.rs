@@ -29,7 +29,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::connection::{close_gracefully, serve_accepted};
-use crate::cpu_placement::{current_cpu, pin_current_thread, CpuPlacement};
+use crate::cpu_placement::{current_cpu, pin_current_thread, serving_runtime, CpuPlacement};
 use crate::http_app::HttpApp;
 use crate::shed::layer::facts_of;
 use crate::shed::{LanePriority, Shedder};
@@ -65,8 +65,9 @@ pub struct PriorityLane {
     next: AtomicUsize,
     /// Connections each lane thread holds now.
     live: Arc<[AtomicUsize]>,
-    /// Since when (ms after `started`, 0: not) a placed lane has been out of balance.
-    unbalanced_since: AtomicU64,
+    /// Per lane thread: since when (ms after `started`, 0: not) it has held more than
+    /// its share.
+    unbalanced_since: Vec<AtomicU64>,
     started: std::time::Instant,
     /// Lane thread `i` runs on `placement.cpu(i)` (`[shedding] lane_pinned`).
     placement: Option<CpuPlacement>,
@@ -89,17 +90,17 @@ impl PriorityLane {
         if priority == LanePriority::Off {
             return Ok(None);
         }
-        let threads = shedder.lane_threads();
         let placement = Self::placement(&shedder);
+        let threads = placement
+            .as_ref()
+            .map_or_else(|| shedder.lane_threads(), CpuPlacement::len);
         let live: Arc<[AtomicUsize]> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
         let mut senders = Vec::with_capacity(threads);
         for index in 0..threads {
             let cpu = placement.as_ref().map(|p| p.cpu(index));
             let live = Arc::clone(&live);
             let (sender, receiver) = mpsc::unbounded_channel();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
+            let runtime = serving_runtime(placement.as_ref())?;
             let (app, shutdown) = (app.clone(), shutdown.clone());
             std::thread::Builder::new()
                 .name(format!("http-lane-{index}"))
@@ -126,7 +127,7 @@ impl PriorityLane {
             senders,
             next: AtomicUsize::new(0),
             live,
-            unbalanced_since: AtomicU64::new(0),
+            unbalanced_since: (0..threads).map(|_| AtomicU64::new(0)).collect(),
             started: std::time::Instant::now(),
             placement,
         })))
@@ -210,26 +211,30 @@ impl PriorityLane {
         }
     }
 
-    /// The CPUs of the lane's threads, one each, when `[shedding] lane_pinned` holds, the
-    /// lane is on, and there is one lane thread per CPU the process may use (the
-    /// default); otherwise `None` and they float. A node binds its plain-HTTP serving
-    /// threads on the same placement, so a connection is accepted and served on the CPU
-    /// its packets arrive on.
+    /// The CPUs of the lane's threads, one each, when `[shedding] lane_pinned` holds,
+    /// the lane runs at nice −10 (`"nice"`: a real-time lane pinned beside a serving
+    /// thread could hold that CPU's new connections back), and there is one lane thread
+    /// per CPU of the process's affinity mask with no CPU quota below it (the default
+    /// on a whole machine or cpuset); otherwise `None` and they float. A node binds
+    /// its plain-HTTP serving threads on the same placement, so a connection is
+    /// accepted and served on the CPU its packets arrive on.
     pub fn placement(shedder: &Shedder) -> Option<CpuPlacement> {
         let threads = shedder.lane_threads();
         let parallelism =
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         if !shedder.lane_pinned()
-            || shedder.priority_lane() == LanePriority::Off
+            || shedder.priority_lane() != LanePriority::Nice
             || threads != parallelism
         {
             return None;
         }
         match CpuPlacement::allowed() {
-            Ok(allowed) if allowed.len() >= threads => Some(allowed.first(threads)),
+            // A quota below the mask leaves fewer threads than CPUs: pinning them to
+            // the first CPUs would crowd every such node onto the same ones.
+            Ok(allowed) if allowed.len() == threads => Some(allowed),
             Ok(_) => None,
             Err(error) => {
-                tracing::warn!(%error, "priority lane threads are not pinned: no CPU affinity mask");
+                tracing::warn!(%error, "priority lane threads are not pinned: the CPU affinity mask could not be read");
                 None
             }
         }
@@ -242,14 +247,14 @@ impl PriorityLane {
     /// single-queue NIC) still spread over every lane thread.
     fn within_share(&self, home: usize) -> usize {
         let Some(least) = over_share(&self.held(), home) else {
-            self.unbalanced_since.store(0, Ordering::Relaxed);
+            self.unbalanced_since[home].store(0, Ordering::Relaxed);
             return home;
         };
         // Never 0 once started, so 0 keeps meaning "in balance".
         let now = u64::try_from(self.started.elapsed().as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
-        let since = match self.unbalanced_since.compare_exchange(
+        let since = match self.unbalanced_since[home].compare_exchange(
             0,
             now,
             Ordering::Relaxed,

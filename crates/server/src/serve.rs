@@ -19,7 +19,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::conn_limits::ConnectionLimits;
 pub use crate::connection::Connection;
 use crate::connection::{close_gracefully, serve_accepted};
-use crate::cpu_placement::{pin_current_thread, CpuPlacement};
+use crate::cpu_placement::{pin_current_thread, serving_runtime, CpuPlacement};
 use crate::http_app::HttpApp;
 use crate::lane::PriorityLane;
 use crate::shed::Shedder;
@@ -99,8 +99,11 @@ fn reuseport_socket(addr: SocketAddr, cpu: Option<usize>) -> io::Result<std::net
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     if let Some(cpu) = cpu {
-        // Before listen: the listener joins its reuse-port group's CPU map then.
-        socket.set_cpu_affinity(cpu)?;
+        // Before listen: the listener joins its reuse-port group's CPU map then. Without
+        // it the kernel picks a listener by hash, as for an unplaced group.
+        if let Err(error) = socket.set_cpu_affinity(cpu) {
+            tracing::warn!(cpu, %error, "SO_INCOMING_CPU refused: connections spread by hash");
+        }
     }
     socket.listen(1024)?;
     Ok(socket.into())
@@ -130,9 +133,7 @@ pub fn serve_on_threads<A: HttpApp>(
     let placement = listeners.placement;
     for (index, listener) in listeners.listeners.into_iter().enumerate() {
         let cpu = placement.as_ref().map(|p| p.cpu(index));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let runtime = serving_runtime(placement.as_ref())?;
         let listener = {
             let _entered = runtime.enter();
             TcpListener::from_std(listener)?
@@ -283,34 +284,6 @@ mod tests {
     use super::{bind_reuseport, bind_reuseport_placed, serve_on_threads};
     use crate::cpu_placement::{pin_current_thread, CpuPlacement};
 
-    /// A client pinned to a CPU connects on loopback (whose receive path runs on the
-    /// sender's CPU): the listener placed on that CPU gets the connection, every time.
-    #[test]
-    fn a_placed_listener_group_gives_each_connection_to_its_syn_cpu() {
-        let placement = CpuPlacement::allowed().expect("an affinity mask");
-        let group = bind_reuseport_placed("127.0.0.1:0".parse().expect("addr"), placement.clone())
-            .expect("bind");
-        for round in 0..4 * placement.len() {
-            let index = round % placement.len();
-            let cpu = placement.cpu(index);
-            let addr = group.local_addr();
-            let client = std::thread::spawn(move || {
-                pin_current_thread(cpu).expect("pin");
-                std::net::TcpStream::connect(addr).expect("connect")
-            })
-            .join()
-            .expect("client");
-            std::thread::sleep(Duration::from_millis(20));
-            let accepted: Vec<bool> = group
-                .listeners
-                .iter()
-                .map(|listener| listener.accept().is_ok())
-                .collect();
-            let expected: Vec<bool> = (0..placement.len()).map(|i| i == index).collect();
-            assert_eq!(accepted, expected, "round {round}, client on CPU {cpu}");
-            drop(client);
-        }
-    }
     use crate::metrics::Metrics;
     use crate::{AppState, NodeIdentity};
 
@@ -369,5 +342,55 @@ mod tests {
         let group = bind_reuseport("127.0.0.1:0".parse().expect("addr"), 2).expect("bind");
         let error = bind_reuseport(group.local_addr(), 2).expect_err("port in use");
         assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
+    }
+
+    /// The kernel's release, as (major, minor).
+    fn kernel_release() -> Option<(u32, u32)> {
+        let text = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+        let mut parts = text.trim().split(['.', '-']);
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    }
+
+    /// A client pinned to a CPU connects on loopback (whose receive path runs on the
+    /// sender's CPU): the listener placed on that CPU gets the connection, every time.
+    /// Linux steers by `SO_INCOMING_CPU` inside a reuse-port group from 6.1 on.
+    #[test]
+    fn a_placed_listener_group_gives_each_connection_to_its_syn_cpu() {
+        match kernel_release() {
+            Some(release) if release >= (6, 1) => {}
+            other => {
+                eprintln!("skipped: kernel {other:?} picks a reuse-port listener by hash");
+                return;
+            }
+        }
+        let placement = CpuPlacement::allowed().expect("an affinity mask");
+        let group = bind_reuseport_placed("127.0.0.1:0".parse().expect("addr"), placement.clone())
+            .expect("bind");
+        for round in 0..4 * placement.len() {
+            let index = round % placement.len();
+            let cpu = placement.cpu(index);
+            let addr = group.local_addr();
+            let client = std::thread::spawn(move || {
+                pin_current_thread(cpu).expect("pin");
+                std::net::TcpStream::connect(addr).expect("connect")
+            })
+            .join()
+            .expect("client");
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            let accepted = loop {
+                let accepted: Vec<bool> = group
+                    .listeners
+                    .iter()
+                    .map(|listener| listener.accept().is_ok())
+                    .collect();
+                if accepted.contains(&true) || std::time::Instant::now() > deadline {
+                    break accepted;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            let expected: Vec<bool> = (0..placement.len()).map(|i| i == index).collect();
+            assert_eq!(accepted, expected, "round {round}, client on CPU {cpu}");
+            drop(client);
+        }
     }
 }

@@ -90,9 +90,10 @@ pub struct ShedSettings {
     /// How many lane threads share the CRITICAL connections (0: one per core the
     /// process may use), so the lane never caps a node's viewers at one core.
     pub lane_threads: usize,
-    /// With one lane thread per CPU the process may use: each pinned to its CPU, and a
-    /// connection handed to the lane thread of the CPU its packets arrive on (within a
-    /// fair share), so no request crosses CPUs ([`crate::cpu_placement`]).
+    /// With a `"nice"` lane and one lane thread per CPU of the affinity mask (no CPU
+    /// quota below it): each pinned to its CPU, and a connection handed to the lane
+    /// thread of the CPU its packets arrive on (within a fair share), so no request
+    /// crosses CPUs ([`crate::lane::PriorityLane::placement`]).
     pub lane_pinned: bool,
 }
 
