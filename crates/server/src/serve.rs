@@ -110,8 +110,9 @@ fn reuseport_socket(addr: SocketAddr, cpu: Option<usize>) -> io::Result<std::net
 }
 
 /// Serves `app` on each listener from its own OS thread running a current-thread tokio
-/// runtime (pinned to the listener's CPU when bound by [`bind_reuseport_placed`]), until `shutdown` turns true; the returned future resolves when every
-/// serving thread has finished (open connections get the same grace period as [`run`]).
+/// runtime (pinned to the listener's CPU when bound by [`bind_reuseport_placed`]),
+/// until `shutdown` turns true; the returned future resolves when every serving thread
+/// has finished (open connections get the same grace period as [`run`]).
 /// The rest of the node (ingest, pipelines, the shedding monitor) stays on the
 /// caller's runtime; the router's state is shared by all threads. With a `shedder`,
 /// each thread also runs its queueing-delay probe ([`Shedder::run_serving_probe`]), so
