@@ -215,7 +215,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     // HTTP's threads are pinned beside the lane's, one per CPU, each connection accepted
     // on the CPU its SYN came in on (`[shedding] lane_pinned`).
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    let placement = server::lane::PriorityLane::placement(state.shedder());
+    let placement = lane.as_ref().and_then(|lane| lane.cpu_placement().cloned());
     // One set of connection caps for HTTP and HTTPS together.
     let limits = std::sync::Arc::new(server::conn_limits::ConnectionLimits::new(
         node_config.max_connections,

@@ -76,8 +76,8 @@ pub struct PriorityLane {
 impl PriorityLane {
     /// Starts the lane's threads (`[shedding] lane_threads`) when `[shedding]
     /// priority_lane` asks for a lane; they serve `app` until `shutdown` turns true.
-    /// `None` when the lane is off. The lane's threads are pinned as
-    /// [`PriorityLane::placement`] says.
+    /// `None` when the lane is off. Where its threads are pinned, if anywhere, is its
+    /// [`PriorityLane::cpu_placement`].
     ///
     /// # Errors
     /// A thread or its runtime could not be created.
@@ -215,10 +215,8 @@ impl PriorityLane {
     /// the lane runs at nice −10 (`"nice"`: a real-time lane pinned beside a serving
     /// thread could hold that CPU's new connections back), and there is one lane thread
     /// per CPU of the process's affinity mask with no CPU quota below it (the default
-    /// on a whole machine or cpuset); otherwise `None` and they float. A node binds
-    /// its plain-HTTP serving threads on the same placement, so a connection is
-    /// accepted and served on the CPU its packets arrive on.
-    pub fn placement(shedder: &Shedder) -> Option<CpuPlacement> {
+    /// on a whole machine or cpuset); otherwise `None` and they float.
+    fn placement(shedder: &Shedder) -> Option<CpuPlacement> {
         let threads = shedder.lane_threads();
         let parallelism =
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
@@ -268,6 +266,13 @@ impl PriorityLane {
         } else {
             home
         }
+    }
+
+    /// The CPUs the lane's threads are pinned to, one each (`None`: they float). A node
+    /// binds its plain-HTTP serving threads on the same placement, so a connection is
+    /// accepted and served on the CPU its packets arrive on.
+    pub fn cpu_placement(&self) -> Option<&CpuPlacement> {
+        self.placement.as_ref()
     }
 
     /// Connections each lane thread holds now, in thread order.

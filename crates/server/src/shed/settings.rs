@@ -93,7 +93,7 @@ pub struct ShedSettings {
     /// With a `"nice"` lane and one lane thread per CPU of the affinity mask (no CPU
     /// quota below it): each pinned to its CPU, and a connection handed to the lane
     /// thread of the CPU its packets arrive on (within a fair share), so no request
-    /// crosses CPUs ([`crate::lane::PriorityLane::placement`]).
+    /// crosses CPUs ([`crate::lane::PriorityLane::cpu_placement`]).
     pub lane_pinned: bool,
 }
 
