@@ -2,7 +2,7 @@
 
 use crate::families::{
     AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault,
-    OttRefusal, RequestError, Shed,
+    McAnswerFault, OttRefusal, RequestError, Shed,
 };
 use crate::meeting::ErrorCode;
 use crate::row::CodeInfo;
@@ -30,6 +30,8 @@ pub enum Code {
     Caption(CaptionError),
     /// A private meeting's refusal.
     Access(AccessRefusal),
+    /// An entry of an MC's answer a node refused (logs).
+    McAnswer(McAnswerFault),
 }
 
 impl Code {
@@ -46,6 +48,7 @@ impl Code {
             Code::Input(c) => c.info(),
             Code::Caption(c) => c.info(),
             Code::Access(c) => c.info(),
+            Code::McAnswer(c) => c.info(),
         }
     }
 
@@ -76,6 +79,7 @@ impl Code {
             .chain(InputFault::ALL.iter().copied().map(Code::Input))
             .chain(CaptionError::ALL.iter().copied().map(Code::Caption))
             .chain(AccessRefusal::ALL.iter().copied().map(Code::Access))
+            .chain(McAnswerFault::ALL.iter().copied().map(Code::McAnswer))
     }
 
     /// The code with this number, if it is in the table.
@@ -123,5 +127,11 @@ impl From<AccessRefusal> for Code {
 impl From<RequestError> for Code {
     fn from(code: RequestError) -> Self {
         Code::Request(code)
+    }
+}
+
+impl From<McAnswerFault> for Code {
+    fn from(code: McAnswerFault) -> Self {
+        Code::McAnswer(code)
     }
 }

@@ -1,8 +1,9 @@
 //! The code families beyond the meetings of seed 000: OTT refusals (105xxx), the
 //! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
-//! may answer (108xxx), the back-pressure answer (109001), the faults of a meeting's
-//! ABR ladder (110xxx), of a stream's inputs (111xxx), the caption API (112xxx) and
-//! the viewer authorization of private meetings (113xxx).
+//! may answer (108xxx), the back-pressure answers (109xxx), the faults of a meeting's
+//! ABR ladder (110xxx), of a stream's inputs (111xxx), the caption API and transcripts
+//! (112xxx), the viewer authorization of private meetings (113xxx) and the entries of
+//! an MC's answer a node refuses (114xxx).
 
 use crate::row::{CodeInfo, LogLevel};
 
@@ -158,6 +159,9 @@ family! {
     Shed {
         /// The request was shed (by overload, a fault rule or an experiment).
         BackPressure => (109_001, 503, "shed: retry as the answer says", "shed", true),
+        /// A transcript or catch-up master over the node's cap on archive scans: the
+        /// same answer shape, with this code.
+        ArchiveBusy => (109_002, 503, "the node reads its archive for as many requests as it may: retry as the answer says", "archive_busy", true),
     }
 }
 
@@ -226,6 +230,8 @@ family! {
         NotLive => (112_008, 409, "the meeting is not live on this MC", "caption_not_live", true),
         /// The request holds no cue or more than a request may.
         BadBatch => (112_009, 400, "a request holds 1 to 20 cues", "caption_bad_batch", false),
+        /// A transcript (`captions-…vtt`) of a period longer than a transcript covers.
+        TranscriptTooLong => (112_010, 400, "a transcript covers at most 4 hours: ask for a shorter period", "transcript_too_long", false),
     }
 }
 
@@ -263,5 +269,24 @@ family! {
         TooManySessions => (113_014, 429, "the viewer watches in as many sessions as its token allows", "too_many_sessions", false),
         /// The MC's token or removal request is invalid (`field` says which part).
         BadRequest => (113_020, 400, "the viewer request is invalid", "viewer_bad_request", false),
+    }
+}
+
+family! {
+    /// Entries of an MC's sync answer a node refuses (114xxx): not answers to a
+    /// request, but the codes of the node's log lines. The node keeps the rest of the
+    /// answer; a refused meeting is treated as absent from it.
+    McAnswerFault {
+        /// A meeting id outside the stream-name grammar, or listed twice.
+        BadMeetingId => (114_001, 502, "the MC's answer names a meeting with an invalid id", "mc_bad_meeting_id", false),
+        /// A ladder rung name outside the rung grammar (a path, `..`, a leading dot).
+        BadRung => (114_002, 502, "the MC's answer names an invalid ladder rung", "mc_bad_rung", false),
+        /// More meetings, rungs, viewer keys or removed viewers than a node takes.
+        TooMany => (114_003, 502, "the MC's answer lists more entries than a node takes", "mc_too_many", false),
+        /// A viewer key or removed-viewer id that is not of its format.
+        BadKey => (114_004, 502, "the MC's answer carries an invalid viewer key or viewer id", "mc_bad_key", false),
+        /// A private meeting or viewer keys over a plain-HTTP link that is not allowed
+        /// to carry them (`[mc] allow_insecure`).
+        Insecure => (114_005, 502, "the MC link is not HTTPS: private meetings and viewer keys are refused", "mc_insecure", false),
     }
 }

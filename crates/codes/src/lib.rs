@@ -11,7 +11,8 @@
 //! | 106xxx | [`ExperimentsError`]: the experiments API and KPI beacons |
 //! | 107xxx | [`FaultRuleError`]: the fault-injection API |
 //! | 108xxx | [`RequestError`]: the request itself (not found, malformed, token, size, method) |
-//! | 109001 | [`Shed`]: the back-pressure answer |
+//! | 109xxx | [`Shed`]: the back-pressure answers |
+//! | 114xxx | [`McAnswerFault`]: entries of an MC's answer a node refuses (logs) |
 //!
 //! Pure: no I/O, no dependency.
 
@@ -24,7 +25,7 @@ mod row;
 pub use code::Code;
 pub use families::{
     AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault,
-    OttRefusal, RequestError, Shed,
+    McAnswerFault, OttRefusal, RequestError, Shed,
 };
 pub use meeting::{ConnectCause, ErrorCode};
 pub use row::{CodeInfo, LogLevel};
@@ -54,7 +55,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 10 + 1 + 4 + 6 + 9 + 14);
+        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 10 + 2 + 4 + 6 + 10 + 14 + 5);
     }
 
     #[test]
@@ -81,6 +82,8 @@ mod tests {
         expected.extend(104_101..=104_118);
         // A connection over a cap may come back once others have ended.
         expected.extend([108_006, 108_009, 108_010, 109_001]);
+        // An archive scan over the node's cap passes once one ends.
+        expected.push(109_002);
         // Ladder faults are temporary: the encoder restarts, a rung realigns.
         expected.extend(110_001..=110_004);
         // Input faults clear when the source heals.
