@@ -150,6 +150,9 @@ family! {
         TooManyConnections => (108_009, 429, "too many connections from this address", "too_many_connections", true),
         /// The node already holds as many connections as it takes.
         ConnectionsFull => (108_010, 503, "the node takes no more connections", "connections_full", true),
+        /// The request body did not arrive whole within the body deadline (a client that
+        /// stops sending, or trickles): answered and the connection closed.
+        BodyTimedOut => (108_011, 408, "the request body did not arrive in time", "body_timed_out", true),
     }
 }
 
