@@ -153,6 +153,12 @@ family! {
         /// The request body did not arrive whole within the body deadline (a client that
         /// stops sending, or trickles): answered and the connection closed.
         BodyTimedOut => (108_011, 408, "the request body did not arrive in time", "body_timed_out", true),
+        /// A call of an operator API with a body that is not JSON (`Content-Type` must
+        /// be `application/json`, which makes a browser ask first: CORS preflight).
+        NotJson => (108_012, 415, "the request body must be application/json", "not_json", false),
+        /// A call of an operator API from a web page of another origin (its `Origin` is
+        /// not this server's host): refused, so a page cannot act for the operator.
+        CrossOrigin => (108_013, 403, "cross-origin calls of this API are refused", "cross_origin", false),
     }
 }
 

@@ -55,7 +55,7 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 11 + 2 + 4 + 6 + 10 + 14 + 5);
+        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 13 + 2 + 4 + 6 + 10 + 14 + 5);
     }
 
     #[test]
