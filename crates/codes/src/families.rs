@@ -194,7 +194,8 @@ family! {
 family! {
     /// Faults of a stream's inputs (111xxx): the codes of an input's log lines and of
     /// its `fault` in `/api/streams/{name}`, and one answer to viewers, 111010, for a
-    /// stream whose inputs deliver nothing it can use. Each is temporary: a source
+    /// stream whose inputs deliver nothing it can use; 111020–111024 are the ingest
+    /// listeners' refusals and cuts (logs and `/metrics`). Each is temporary: a source
     /// that heals clears it.
     InputFault {
         /// The demuxer finds damage in the input's MPEG-TS: lost or flagged packets,
@@ -212,6 +213,18 @@ family! {
         /// A viewer's answer: the stream has no media because every input that
         /// delivers bytes delivers nothing usable.
         StreamDown => (111_010, 503, "the stream is down: its input delivers nothing usable", "stream_down", true),
+        /// An ingest listener (RTMP) closed a connection at accept: its address already
+        /// holds as many connections that have not published as one address may.
+        ListenerAddressFull => (111_020, 429, "too many unpublished ingest connections from this address", "ingest_address_full", true),
+        /// An ingest listener closed a connection at accept: it holds as many as it takes.
+        ListenerFull => (111_021, 503, "the ingest listener takes no more connections", "ingest_listener_full", true),
+        /// An ingest connection was cut: no publish was accepted within the publish
+        /// deadline after the accept, however many bytes it sent.
+        PublishDeadline => (111_022, 408, "the connection did not start publishing in time", "ingest_publish_deadline", true),
+        /// A publisher was cut: it delivered fewer bytes in a window than the floor.
+        PublisherTooSlow => (111_023, 408, "the publisher delivered too few bytes in a window", "ingest_too_slow", true),
+        /// An ingest connection was cut: it did not read the server's replies in time.
+        PublisherNotReading => (111_024, 408, "the publisher did not read the server's replies in time", "ingest_not_reading", true),
     }
 }
 

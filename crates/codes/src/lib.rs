@@ -55,7 +55,10 @@ mod tests {
             }
             assert_eq!(Code::from_number(info.code), Some(code));
         }
-        assert_eq!(numbers.len(), 27 + 14 + 5 + 3 + 13 + 2 + 4 + 6 + 10 + 14 + 5);
+        assert_eq!(
+            numbers.len(),
+            27 + 14 + 5 + 3 + 13 + 2 + 4 + 11 + 10 + 14 + 5
+        );
     }
 
     #[test]
@@ -88,7 +91,11 @@ mod tests {
         // Ladder faults are temporary: the encoder restarts, a rung realigns.
         expected.extend(110_001..=110_004);
         // Input faults clear when the source heals.
-        expected.extend((111_001..=111_005).chain([111_010]));
+        expected.extend(
+            (111_001..=111_005)
+                .chain([111_010])
+                .chain(111_020..=111_024),
+        );
         // A caption flood passes; a meeting goes live.
         expected.extend([112_007, 112_008]);
         assert_eq!(retryable, expected);

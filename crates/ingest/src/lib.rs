@@ -6,6 +6,7 @@
 
 pub mod http_pull;
 pub mod input_errors;
+pub mod listener_limits;
 pub mod mc_client;
 pub mod publish;
 pub mod rtmp;

@@ -1,206 +1,304 @@
-//! The RTMP server's limits over real loopback sockets: a client stuck mid-handshake
-//! or silent after it is dropped, the server keeps serving others, connections beyond
-//! the limit are refused, and shutdown closes everything.
+//! The RTMP listener's limits over real loopback sockets, each client bound to its own
+//! `127.0.0.N` to play a host: the per-address and total caps, the publish deadline
+//! that bytes do not move, the byte windows of a publisher, and shutdown.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use ingest::publish::{PublishAuthorizer, PublishRejection, PublishRequest};
-use ingest::rtmp::amf0::{self, Amf0Value};
-use ingest::rtmp::chunk::{msg_type, ChunkDecoder, ChunkEncoder};
-use ingest::rtmp::commands::command;
+use common::{host, keyframe_bytes, tcp_from, time_to_close, Client, Server, KEY};
+use ingest::listener_limits::ListenerLimits;
+use ingest::rtmp::chunk::ChunkEncoder;
+use ingest::rtmp::commands::acknowledgement;
 use ingest::rtmp::handshake::HANDSHAKE_SIZE;
-use ingest::rtmp::{serve_with_stats, RtmpLimits, RtmpStats};
-use ingest::IngestSender;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use ingest::rtmp::RtmpLimits;
+use ingest::IngestEvent;
+use tokio::io::AsyncWriteExt;
 use tokio::time::{timeout, Instant};
 
-struct RefuseAll;
-
-impl PublishAuthorizer for RefuseAll {
-    fn authorize(&self, _: &PublishRequest) -> Result<IngestSender, PublishRejection> {
-        Err(PublishRejection::UnknownStream)
-    }
+fn limits(listener: ListenerLimits) -> RtmpLimits {
+    RtmpLimits::with_listener(listener)
 }
 
-struct Server {
-    addr: SocketAddr,
-    stats: Arc<RtmpStats>,
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-async fn start(limits: RtmpLimits) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let stats = Arc::new(RtmpStats::default());
-    let (stop, stop_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve_with_stats(
-        listener,
-        Arc::new(RefuseAll),
-        limits,
-        stats.clone(),
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
-    Server {
-        addr,
-        stats,
-        stop,
-        task,
-    }
-}
-
-/// Reads until EOF or error; returns how long that took.
-async fn time_to_close(socket: &mut TcpStream, bound: Duration) -> Duration {
-    let started = Instant::now();
-    let mut buf = [0u8; 8192];
-    timeout(bound, async {
-        while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
-    })
-    .await
-    .expect("server did not close the connection in time");
-    started.elapsed()
-}
-
-/// A full client handshake, then `connect`; returns the socket and the status code.
-async fn connect_client(addr: SocketAddr) -> (TcpStream, String) {
-    let mut socket = TcpStream::connect(addr).await.expect("connect");
-    let mut c0c1 = vec![3u8];
-    c0c1.resize(1 + HANDSHAKE_SIZE, 7);
-    socket.write_all(&c0c1).await.expect("write c0c1");
-    let mut s0s1s2 = vec![0u8; 1 + 2 * HANDSHAKE_SIZE];
-    socket.read_exact(&mut s0s1s2).await.expect("read s0s1s2");
-    assert_eq!(s0s1s2[0], 3);
-    assert_eq!(&s0s1s2[1 + HANDSHAKE_SIZE..], &c0c1[1..], "s2 echoes c1");
-    socket
-        .write_all(&s0s1s2[1..=HANDSHAKE_SIZE])
+/// Waits for one frame from a publisher on the server's channel.
+async fn frame_arrives(server: &mut Server) {
+    let event = timeout(Duration::from_secs(5), server.frames.recv())
         .await
-        .expect("write c2");
-    let mut bytes = Vec::new();
-    ChunkEncoder::default().write(
-        &command(
-            3,
-            0,
-            &[
-                Amf0Value::string("connect"),
-                Amf0Value::Number(1.0),
-                Amf0Value::object([("app", Amf0Value::string("live"))]),
-            ],
-        ),
-        &mut bytes,
+        .expect("a frame in time")
+        .expect("channel open");
+    assert!(matches!(event, IngestEvent::Frame(_)), "got {event:?}");
+}
+
+#[tokio::test]
+async fn one_host_past_its_cap_is_refused_while_another_host_publishes() {
+    let mut server = Server::start(limits(ListenerLimits {
+        max_pending_per_address: 3,
+        ..ListenerLimits::default()
+    }))
+    .await;
+    // The hog holds three handshaken connections that never publish.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(Client::handshaken(server.addr, host(2)).await);
+    }
+    // Its fourth and fifth are closed at accept.
+    for _ in 0..2 {
+        let mut refused = tcp_from(server.addr, host(2)).await;
+        time_to_close(&mut refused, Duration::from_secs(5)).await;
+    }
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().refused_connections == 2
+        })
+        .await;
+    assert_eq!(server.limit_count(111_020), 2);
+    assert_eq!(server.limit_count(111_021), 0);
+
+    // Another host publishes and its frames flow.
+    let (mut publisher, code) =
+        Client::published(server.addr, host(7), &format!("cam?key={KEY}")).await;
+    assert_eq!(code, "NetStream.Publish.Start");
+    publisher.send_keyframe(0, 100).await;
+    frame_arrives(&mut server).await;
+
+    // A publisher leaves its address's count: the hog's address may publish too once
+    // one of its pending connections is gone, and then open a fresh one beside it.
+    drop(held.pop());
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().active_connections == 3
+        })
+        .await;
+    let (_second, code) = Client::published(server.addr, host(2), &format!("cam?key={KEY}")).await;
+    assert_eq!(code, "NetStream.Publish.Start");
+    let _fresh = Client::handshaken(server.addr, host(2)).await;
+    assert_eq!(
+        server.limit_count(111_020),
+        2,
+        "no refusal past the publish"
     );
-    socket.write_all(&bytes).await.expect("write connect");
-    let mut decoder = ChunkDecoder::new(1 << 20);
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = timeout(Duration::from_secs(5), socket.read(&mut buf))
-            .await
-            .expect("connect reply in time")
-            .expect("read");
-        assert!(n > 0, "server closed before answering connect");
-        decoder.feed(&buf[..n]);
-        while let Some(m) = decoder.poll().expect("valid server chunks") {
-            if m.type_id == msg_type::COMMAND_AMF0 {
-                let values = amf0::decode_all(&m.payload).expect("amf0");
-                let code = values
-                    .get(3)
-                    .and_then(|info| info.get("code"))
-                    .and_then(Amf0Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                return (socket, code);
-            }
-        }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_total_cap_holds_across_hosts() {
+    let mut server = Server::start(limits(ListenerLimits {
+        max_connections: 3,
+        ..ListenerLimits::default()
+    }))
+    .await;
+    let mut held = Vec::new();
+    for n in 2..5 {
+        held.push(Client::handshaken(server.addr, host(n)).await);
     }
+    for n in 5..8 {
+        let mut refused = tcp_from(server.addr, host(n)).await;
+        time_to_close(&mut refused, Duration::from_secs(5)).await;
+    }
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().refused_connections == 3
+        })
+        .await;
+    assert_eq!(server.limit_count(111_021), 3);
+    assert_eq!(server.stats.snapshot().active_connections, 3);
+
+    // A place freed is a place taken.
+    drop(held.pop());
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().active_connections == 2
+        })
+        .await;
+    let (_ok, code) = Client::connected(server.addr, host(9)).await;
+    assert_eq!(code, "NetConnection.Connect.Success");
+    server.stop().await;
 }
 
 #[tokio::test]
-async fn half_handshake_is_dropped_and_others_are_served() {
-    let server = start(RtmpLimits {
-        handshake_timeout: Duration::from_millis(300),
-        ..RtmpLimits::default()
-    })
+async fn a_trickling_handshake_is_cut_at_the_publish_deadline() {
+    let deadline = Duration::from_millis(1500);
+    let mut server = Server::start(limits(ListenerLimits {
+        publish_deadline: deadline,
+        ..ListenerLimits::default()
+    }))
     .await;
-    let mut stuck = TcpStream::connect(server.addr).await.expect("connect");
-    stuck.write_all(&[3; 700]).await.expect("half of c0c1");
-
-    // While the stuck client holds its connection, another one is served fully.
-    let (_ok, code) = connect_client(server.addr).await;
-    assert_eq!(code, "NetConnection.Connect.Success");
-
-    let took = time_to_close(&mut stuck, Duration::from_secs(5)).await;
-    assert!(took < Duration::from_secs(2), "dropped after {took:?}");
-    // And after the drop, a new client is still served.
-    let (_ok2, code) = connect_client(server.addr).await;
-    assert_eq!(code, "NetConnection.Connect.Success");
-    let stats = server.stats.snapshot();
-    assert_eq!(stats.connections, 3);
-    assert_eq!(stats.protocol_errors, 1, "the handshake timeout is counted");
-
-    let _ = server.stop.send(());
-    timeout(Duration::from_secs(5), server.task)
-        .await
-        .expect("shutdown in time")
-        .expect("server task");
+    let started = Instant::now();
+    let (mut reader, mut writer) = tcp_from(server.addr, host(2)).await.into_split();
+    // One byte every 100 ms: far more often than any idle timer, far less than c0c1.
+    let trickler = tokio::spawn(async move {
+        for _ in 0..(1 + HANDSHAKE_SIZE) {
+            if writer.write_all(&[3]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    // Meanwhile another host publishes.
+    let (_publisher, code) =
+        Client::published(server.addr, host(3), &format!("cam?key={KEY}")).await;
+    assert_eq!(code, "NetStream.Publish.Start");
+    time_to_close(&mut reader, Duration::from_secs(10)).await;
+    let took = started.elapsed();
+    trickler.abort();
+    assert!(took >= deadline, "cut after {took:?}, before the deadline");
+    assert!(
+        took < deadline + Duration::from_secs(2),
+        "cut after {took:?}"
+    );
+    assert_eq!(server.limit_count(111_022), 1);
+    assert_eq!(server.stats.snapshot().protocol_errors, 0);
+    server.stop().await;
 }
 
 #[tokio::test]
-async fn silent_client_is_dropped_after_idle_timeout() {
-    let server = start(RtmpLimits {
-        idle_timeout: Duration::from_millis(300),
-        ..RtmpLimits::default()
-    })
+async fn a_connected_client_sending_without_publishing_is_cut_at_the_deadline() {
+    let deadline = Duration::from_millis(1000);
+    let mut server = Server::start(limits(ListenerLimits {
+        publish_deadline: deadline,
+        ..ListenerLimits::default()
+    }))
     .await;
-    let (mut socket, code) = connect_client(server.addr).await;
+    let started = Instant::now();
+    let (client, code) = Client::connected(server.addr, host(2)).await;
     assert_eq!(code, "NetConnection.Connect.Success");
-    let took = time_to_close(&mut socket, Duration::from_secs(5)).await;
-    assert!(took < Duration::from_secs(2), "dropped after {took:?}");
-    let _ = server.stop.send(());
-    let _ = timeout(Duration::from_secs(5), server.task).await;
+    // A valid message every 50 ms (acknowledgements need no answer).
+    let (mut reader, mut writer) = client.socket.into_split();
+    let chatter = tokio::spawn(async move {
+        for i in 0..200 {
+            let mut bytes = Vec::new();
+            ChunkEncoder::default().write(&acknowledgement(i), &mut bytes);
+            if writer.write_all(&bytes).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    time_to_close(&mut reader, Duration::from_secs(10)).await;
+    let took = started.elapsed();
+    chatter.abort();
+    assert!(took >= deadline, "cut after {took:?}, before the deadline");
+    assert!(
+        took < deadline + Duration::from_secs(2),
+        "cut after {took:?}"
+    );
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().active_connections == 0
+        })
+        .await;
+    assert_eq!(server.limit_count(111_022), 1);
+    server.stop().await;
 }
 
 #[tokio::test]
-async fn connections_beyond_the_limit_are_refused_and_shutdown_closes_the_rest() {
-    let server = start(RtmpLimits {
-        max_connections: 1,
-        ..RtmpLimits::default()
-    })
+async fn a_publisher_is_held_to_the_byte_window() {
+    let window = Duration::from_secs(1);
+    let mut server = Server::start(limits(ListenerLimits {
+        publish_deadline: Duration::from_secs(1),
+        byte_window: window,
+        min_bytes_per_window: 2_000,
+        ..ListenerLimits::default()
+    }))
     .await;
-    let (mut first, code) = connect_client(server.addr).await;
-    assert_eq!(code, "NetConnection.Connect.Success");
-    let mut second = TcpStream::connect(server.addr).await.expect("tcp connect");
-    time_to_close(&mut second, Duration::from_secs(5)).await;
-    assert_eq!(server.stats.snapshot().refused_connections, 1);
+    let (mut publisher, code) =
+        Client::published(server.addr, host(2), &format!("cam?key={KEY}")).await;
+    assert_eq!(code, "NetStream.Publish.Start");
+    // 1 KB every 100 ms is 10 KB per window, five times the floor: kept through three
+    // windows, past the publish deadline.
+    let feeding = Instant::now();
+    let mut t = 0;
+    while feeding.elapsed() < window * 3 {
+        publisher.send_keyframe(t, 1_000).await;
+        t += 100;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut frames = 0;
+    while let Ok(Some(_)) = timeout(Duration::from_millis(1), server.frames.recv()).await {
+        frames += 1;
+    }
+    assert!(frames >= 10, "frames flowed: {frames}");
+    assert_eq!(server.limit_count(111_023), 0);
 
-    // Shutdown closes the open connection and the server returns.
-    let _ = server.stop.send(());
-    time_to_close(&mut first, Duration::from_secs(5)).await;
-    timeout(Duration::from_secs(5), server.task)
-        .await
-        .expect("shutdown in time")
-        .expect("server task");
+    // Then it stops sending: cut at the end of the next window.
+    let took = time_to_close(&mut publisher.socket, Duration::from_secs(5)).await;
+    assert!(
+        took < window * 2 + Duration::from_secs(1),
+        "cut after {took:?}"
+    );
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().active_connections == 0
+        })
+        .await;
+    assert_eq!(server.limit_count(111_023), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_publisher_below_the_floor_is_cut_though_it_never_goes_quiet() {
+    let window = Duration::from_millis(400);
+    let mut server = Server::start(limits(ListenerLimits {
+        byte_window: window,
+        min_bytes_per_window: 10_000,
+        ..ListenerLimits::default()
+    }))
+    .await;
+    let (publisher, code) =
+        Client::published(server.addr, host(2), &format!("cam?key={KEY}")).await;
+    assert_eq!(code, "NetStream.Publish.Start");
+    // About 330 bytes every 50 ms: bytes keep coming, but under 3 KB per window.
+    let started = Instant::now();
+    let (mut reader, mut writer) = publisher.socket.into_split();
+    let feeder = tokio::spawn(async move {
+        for t in 1..200 {
+            if writer
+                .write_all(&keyframe_bytes(t * 50, 300))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    time_to_close(&mut reader, Duration::from_secs(10)).await;
+    let took = started.elapsed();
+    feeder.abort();
+    assert!(took >= window, "cut after {took:?}, before a window ended");
+    assert!(took < window + Duration::from_secs(2), "cut after {took:?}");
+    server
+        .wait_for(Duration::from_secs(5), |s| {
+            s.snapshot().active_connections == 0
+        })
+        .await;
+    assert_eq!(server.limit_count(111_023), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_the_open_connections() {
+    let mut server = Server::start(RtmpLimits::default()).await;
+    let (mut client, code) = Client::connected(server.addr, host(2)).await;
+    assert_eq!(code, "NetConnection.Connect.Success");
+    server.stop().await;
+    time_to_close(&mut client.socket, Duration::from_secs(5)).await;
     assert_eq!(server.stats.snapshot().active_connections, 0);
 }
 
 #[tokio::test]
 async fn wrong_rtmp_version_is_a_protocol_error() {
-    let server = start(RtmpLimits::default()).await;
-    let mut socket = TcpStream::connect(server.addr).await.expect("connect");
+    let mut server = Server::start(RtmpLimits::default()).await;
+    let mut socket = tcp_from(server.addr, host(2)).await;
     let mut c0c1 = vec![6u8];
     c0c1.resize(1 + HANDSHAKE_SIZE, 0);
     socket.write_all(&c0c1).await.expect("write");
     time_to_close(&mut socket, Duration::from_secs(5)).await;
-    // The counter is bumped after the socket closes; poll briefly.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while server.stats.snapshot().protocol_errors == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(server.stats.snapshot().protocol_errors, 1);
-    let _ = server.stop.send(());
-    let _ = timeout(Duration::from_secs(5), server.task).await;
+    // The counter is bumped after the socket closes.
+    server
+        .wait_for(Duration::from_secs(2), |s| {
+            s.snapshot().protocol_errors == 1
+        })
+        .await;
+    server.stop().await;
 }

@@ -21,35 +21,40 @@ mod server;
 pub mod session;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
 pub use server::{serve, serve_with_stats};
 pub use session::{Session, SessionError, SessionEvent};
+
+use crate::listener_limits::{ListenerCounters, ListenerLimits};
 
 /// Bounds that keep one hostile or broken peer from costing more than its share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RtmpLimits {
     /// Largest RTMP message accepted (a video keyframe at a high bitrate fits easily);
-    /// a longer one closes the connection.
+    /// a longer one closes the connection. Default 8 MiB.
     pub max_message_size: u32,
-    /// A client that has not completed the handshake by then is dropped.
-    pub handshake_timeout: Duration,
-    /// A connection with no data (and no writable socket) for this long is closed.
-    pub idle_timeout: Duration,
-    /// Connections beyond this many are closed right after accept.
-    pub max_connections: usize,
+    /// The caps, the publish deadline and the byte windows every ingest listener has.
+    pub listener: ListenerLimits,
 }
 
 impl Default for RtmpLimits {
     fn default() -> Self {
+        Self::with_listener(ListenerLimits::default())
+    }
+}
+
+impl RtmpLimits {
+    /// The default message size with the given listener bounds.
+    pub fn with_listener(listener: ListenerLimits) -> Self {
         Self {
-            max_message_size: 8 * 1024 * 1024,
-            handshake_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(20),
-            max_connections: 256,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            listener,
         }
     }
 }
+
+/// See [`RtmpLimits::max_message_size`].
+pub const DEFAULT_MAX_MESSAGE_SIZE: u32 = 8 * 1024 * 1024;
 
 /// Counters for metrics, shared between the server and whoever exports them.
 #[derive(Debug, Default)]
@@ -58,7 +63,8 @@ pub struct RtmpStats {
     pub connections: AtomicU64,
     /// Connections open right now.
     pub active_connections: AtomicU64,
-    /// Connections closed at once because of [`RtmpLimits::max_connections`].
+    /// Connections closed at once by a cap of [`RtmpLimits::listener`] (either one;
+    /// [`RtmpStats::limits`] tells them apart).
     pub refused_connections: AtomicU64,
     /// Publishes the authorizer accepted.
     pub publishes: AtomicU64,
@@ -71,6 +77,8 @@ pub struct RtmpStats {
     /// Protocol violations: bad handshakes, malformed chunks or commands, undecodable
     /// media tags.
     pub protocol_errors: AtomicU64,
+    /// Refusals and cuts by the listener's limits, by code.
+    pub limits: ListenerCounters,
 }
 
 /// A point-in-time copy of [`RtmpStats`].

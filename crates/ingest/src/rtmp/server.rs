@@ -1,5 +1,6 @@
-//! The I/O edge of the RTMP server: accepts connections, runs the handshake and the
-//! [`Session`] state machine over a socket, asks the authorizer, forwards frames.
+//! The I/O edge of the RTMP server: accepts connections within the listener's caps,
+//! runs the handshake and the [`Session`] state machine over a socket under the
+//! connection's [`PhaseClock`], asks the authorizer, forwards frames.
 
 use std::collections::hash_map::RandomState;
 use std::future::Future;
@@ -12,14 +13,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio::time::timeout;
+use tokio::time::{sleep_until, timeout, timeout_at, Instant};
 use tracing::{debug, info, warn};
 
 use super::handshake::{server_response, HandshakeError, HANDSHAKE_SIZE};
 use super::session::{Session, SessionError, SessionEvent};
 use super::{RtmpLimits, RtmpStats};
+use crate::listener_limits::{Admission, Cut, PhaseClock, Slot};
 use crate::publish::PublishAuthorizer;
 use crate::{IngestEvent, IngestSender};
 
@@ -32,10 +34,8 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Why a connection ended early.
 #[derive(Debug, Error)]
 enum ConnectionError {
-    #[error("handshake timed out")]
-    HandshakeTimeout,
-    #[error("no data for {0:?}")]
-    Idle(Duration),
+    #[error(transparent)]
+    Limit(#[from] Cut),
     #[error("handshake: {0}")]
     Handshake(#[from] HandshakeError),
     #[error("protocol: {0}")]
@@ -64,6 +64,10 @@ pub async fn serve(
 }
 
 /// [`serve`], counting into `stats` (shared with whoever exports metrics).
+///
+/// Each connection is admitted by the caps of [`RtmpLimits::listener`] (one over a cap
+/// is closed at once, logged and counted with its code) and then held to the publish
+/// deadline and, once publishing, to the byte windows.
 pub async fn serve_with_stats(
     listener: TcpListener,
     authorizer: Arc<dyn PublishAuthorizer>,
@@ -72,7 +76,10 @@ pub async fn serve_with_stats(
     shutdown: impl Future<Output = ()>,
 ) {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let admission = Admission::new(
+        limits.listener.max_connections,
+        limits.listener.max_pending_per_address,
+    );
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -88,10 +95,21 @@ pub async fn serve_with_stats(
                         continue;
                     }
                 };
-                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-                    stats.refused_connections.fetch_add(1, Relaxed);
-                    warn!(%peer, limit = limits.max_connections, "rtmp connection refused: too many connections");
-                    continue;
+                let accepted_at = Instant::now();
+                let slot = match admission.admit(peer.ip()) {
+                    Ok(slot) => slot,
+                    Err(refusal) => {
+                        stats.refused_connections.fetch_add(1, Relaxed);
+                        let count = stats.limits.refused(refusal);
+                        // The first refusal and then every power of two: a flood of
+                        // connections does not become a flood of log lines.
+                        if count.is_power_of_two() {
+                            let code = refusal.code();
+                            warn!(%peer, code = code.code(), reason = code.label(), count, "rtmp connection refused");
+                        }
+                        drop(socket);
+                        continue;
+                    }
                 };
                 stats.connections.fetch_add(1, Relaxed);
                 let conn = Connection {
@@ -102,13 +120,14 @@ pub async fn serve_with_stats(
                 };
                 let mut stop = stop_rx.clone();
                 tasks.spawn(async move {
-                    let _permit = permit;
+                    let mut slot = slot;
                     conn.stats.active_connections.fetch_add(1, Relaxed);
                     tokio::select! {
-                        () = conn.run(socket) => {}
+                        () = conn.run(socket, &mut slot, accepted_at) => {}
                         _ = stop.wait_for(|stop| *stop) => debug!(peer = %conn.peer, "rtmp connection closed by shutdown"),
                     }
                     conn.stats.active_connections.fetch_sub(1, Relaxed);
+                    drop(slot);
                 });
             }
         }
@@ -127,11 +146,19 @@ struct Connection {
 }
 
 impl Connection {
-    async fn run(&self, mut socket: TcpStream) {
+    async fn run(&self, mut socket: TcpStream, slot: &mut Slot, accepted_at: Instant) {
         let peer = self.peer;
-        match self.serve_socket(&mut socket).await {
+        let mut clock = PhaseClock::new(accepted_at.into_std(), &self.limits.listener);
+        match self.serve_socket(&mut socket, slot, &mut clock).await {
             Ok(()) => debug!(%peer, "rtmp connection closed"),
-            Err(e @ (ConnectionError::Io(_) | ConnectionError::Idle(_))) => {
+            Err(ConnectionError::Limit(cut)) => {
+                let count = self.stats.limits.cut(cut);
+                let code = cut.code();
+                if count.is_power_of_two() || clock.is_publishing() {
+                    warn!(%peer, code = code.code(), reason = code.label(), error = %cut, count, "rtmp connection cut");
+                }
+            }
+            Err(e @ ConnectionError::Io(_)) => {
                 info!(%peer, error = %e, "rtmp connection dropped");
             }
             Err(e) => {
@@ -161,11 +188,25 @@ impl Connection {
         Ok(())
     }
 
-    async fn serve_socket(&self, socket: &mut TcpStream) -> Result<(), ConnectionError> {
-        timeout(self.limits.handshake_timeout, self.handshake(socket))
-            .await
-            .map_err(|_| ConnectionError::HandshakeTimeout)??;
-        let idle = self.limits.idle_timeout;
+    async fn serve_socket(
+        &self,
+        socket: &mut TcpStream,
+        slot: &mut Slot,
+        clock: &mut PhaseClock,
+    ) -> Result<(), ConnectionError> {
+        // The handshake is the first part of the time to publish.
+        match timeout_at(
+            Instant::from_std(clock.next_check()),
+            self.handshake(socket),
+        )
+        .await
+        {
+            Ok(done) => done?,
+            Err(_) => {
+                return Err(Cut::PublishDeadline(self.limits.listener.publish_deadline).into())
+            }
+        }
+        let send_timeout = self.limits.listener.send_timeout;
         let mut session = Session::new(self.peer, self.limits.max_message_size);
         let mut sender: Option<IngestSender> = None;
         // The stream published on this connection, for the log lines ("-" before).
@@ -173,13 +214,22 @@ impl Connection {
         let mut media_errors = 0u64;
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            let n = timeout(idle, socket.read(&mut buf))
-                .await
-                .map_err(|_| ConnectionError::Idle(idle))??;
+            // Bytes first: a check only judges what was read. The clock is also applied
+            // after every read, so a peer that never stops sending meets it too.
+            let n = tokio::select! {
+                biased;
+                read = socket.read(&mut buf) => read?,
+                () = sleep_until(Instant::from_std(clock.next_check())) => {
+                    clock.check(std::time::Instant::now())?;
+                    continue;
+                }
+            };
             if n == 0 {
                 return Ok(());
             }
             self.stats.bytes.fetch_add(n as u64, Relaxed);
+            clock.received(n);
+            clock.check(std::time::Instant::now())?;
             session.feed(&buf[..n]);
             while let Some(event) = session.poll_event()? {
                 match event {
@@ -189,6 +239,8 @@ impl Connection {
                                 self.stats.publishes.fetch_add(1, Relaxed);
                                 info!(peer = %self.peer, app = %request.app, stream = %request.stream, "rtmp publish started");
                                 session.accept_publish();
+                                slot.published();
+                                clock.published(std::time::Instant::now());
                                 sender = Some(tx);
                                 stream = request.stream.clone();
                             }
@@ -198,7 +250,7 @@ impl Connection {
                                 session.reject_publish(&rejection);
                             }
                         }
-                        write_output(socket, &mut session, idle).await?;
+                        write_output(socket, &mut session, send_timeout).await?;
                     }
                     SessionEvent::Frame(frame) => {
                         let Some(tx) = &sender else { continue };
@@ -211,6 +263,7 @@ impl Connection {
                     SessionEvent::Unpublish => {
                         info!(peer = %self.peer, %stream, "rtmp publish stopped");
                         sender = None;
+                        clock.unpublished(std::time::Instant::now());
                     }
                     SessionEvent::Unsupported(codec) => {
                         warn!(peer = %self.peer, %stream, codec = ?codec, "rtmp codec unsupported, its tags are dropped");
@@ -224,7 +277,7 @@ impl Connection {
                     }
                 }
             }
-            write_output(socket, &mut session, idle).await?;
+            write_output(socket, &mut session, send_timeout).await?;
             if session.is_closed() {
                 linger(socket).await;
                 return Ok(());
@@ -242,7 +295,7 @@ async fn write_output(
     if !out.is_empty() {
         timeout(limit, socket.write_all(&out))
             .await
-            .map_err(|_| ConnectionError::Idle(limit))??;
+            .map_err(|_| Cut::SendTimeout(limit))??;
     }
     Ok(())
 }
