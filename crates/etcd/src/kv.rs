@@ -56,6 +56,20 @@ pub struct TxnOutcome {
     pub gets: Vec<Vec<KeyValue>>,
 }
 
+/// Keys per range request of [`Client::get_prefix`]: an MC's meetings (a few KiB each)
+/// and viewer reports come in answers of a few MiB at most, however many there are.
+pub const PAGE_KEYS: usize = 256;
+
+/// A refusal of a pinned-revision page because etcd compacted that revision.
+fn compacted_at(error: EtcdError, revision: i64) -> EtcdError {
+    match error {
+        EtcdError::Refused { ref message, .. } if revision > 0 && message.contains("compacted") => {
+            EtcdError::Compacted(revision)
+        }
+        other => other,
+    }
+}
+
 /// An int64 of etcd's JSON (a string, or absent for 0).
 pub(crate) fn int(value: Option<&Value>) -> i64 {
     match value {
@@ -143,21 +157,63 @@ impl Client {
         Ok((kvs(&answer)?.into_iter().next(), revision(&answer)))
     }
 
-    /// Every key under `prefix`, in key order, and the store's revision.
+    /// Every key under `prefix`, in key order, and the store's revision, read in pages
+    /// of [`PAGE_KEYS`] keys (see [`Client::get_prefix_paged`]).
     ///
     /// # Errors
     /// As [`Client::get`].
     pub async fn get_prefix(&self, prefix: &[u8]) -> Result<(Vec<KeyValue>, i64), EtcdError> {
-        let answer = self
-            .call(
-                "/v3/kv/range",
-                &json!({
-                    "key": base64::encode(prefix),
-                    "range_end": base64::encode(&prefix_end(prefix)),
-                }),
-            )
-            .await?;
-        Ok((kvs(&answer)?, revision(&answer)))
+        self.get_prefix_paged(prefix, PAGE_KEYS).await
+    }
+
+    /// Every key under `prefix`, in key order, read `page` keys per range request: each
+    /// request continues after the last key of the one before, at the revision of the
+    /// first, so the whole read is one consistent view however many pages it takes and
+    /// no answer grows with the number of keys.
+    ///
+    /// # Errors
+    /// As [`Client::get`]; [`EtcdError::Compacted`] when the first page's revision was
+    /// compacted away before the last page was read (read again).
+    pub async fn get_prefix_paged(
+        &self,
+        prefix: &[u8],
+        page: usize,
+    ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
+        let page = page.max(1);
+        let end = base64::encode(&prefix_end(prefix));
+        let mut from = prefix.to_vec();
+        let mut all = Vec::new();
+        let mut at_revision = 0;
+        loop {
+            let mut request = json!({
+                "key": base64::encode(&from),
+                "range_end": end,
+                "limit": page.to_string(),
+            });
+            if at_revision > 0 {
+                request["revision"] = json!(at_revision.to_string());
+            }
+            let answer = self
+                .call("/v3/kv/range", &request)
+                .await
+                .map_err(|e| compacted_at(e, at_revision))?;
+            if at_revision == 0 {
+                at_revision = revision(&answer);
+            }
+            let found = kvs(&answer)?;
+            let more = answer.get("more").and_then(Value::as_bool).unwrap_or(false);
+            let Some(last) = found.last() else {
+                break;
+            };
+            // The next page starts at the smallest key after the last one read.
+            from.clone_from(&last.key);
+            from.push(0);
+            all.extend(found);
+            if !more {
+                break;
+            }
+        }
+        Ok((all, at_revision))
     }
 
     /// Sets a key; returns the store's revision after it.

@@ -6,13 +6,17 @@
 //! double the workspace's cold build. The gateway is on by default in etcd 3.4+.
 //!
 //! - [`Client`]: the cluster's endpoints, failover between them, the call timeout.
-//! - [`kv`]: [`Client::get`], [`Client::get_prefix`], [`Client::put`] and
-//!   [`Client::txn`] with [`Compare`]s — create-if-absent and compare-and-swap.
+//! - [`kv`]: [`Client::get`], [`Client::get_prefix`] (read in pages, one consistent
+//!   revision), [`Client::put`] and [`Client::txn`] with [`Compare`]s —
+//!   create-if-absent and compare-and-swap.
+//! - [`lease`]: [`Client::grant_lease`] and [`Client::put_with_lease`], for keys that
+//!   must vanish when their writer stops writing them.
 //! - [`watch`]: [`Client::watch_prefix`], a stream of [`WatchBatch`]es.
 
 mod base64;
 mod client;
 pub mod kv;
+pub mod lease;
 pub mod watch;
 
 use thiserror::Error;

@@ -176,3 +176,65 @@ async fn a_dead_endpoint_is_skipped_and_a_dead_cluster_is_unavailable() {
         Err(EtcdError::Unavailable(_))
     ));
 }
+
+#[tokio::test]
+async fn a_prefix_is_read_in_pages_at_one_revision() {
+    let etcd = etcd();
+    let client = client(&etcd);
+    for i in 0..25 {
+        client
+            .put(format!("/p/k{i:02}").as_bytes(), b"v")
+            .await
+            .unwrap();
+    }
+    client.put(b"/q/outside", b"v").await.unwrap();
+    let (all, revision) = client.get_prefix_paged(b"/p/", 10).await.unwrap();
+    let keys: Vec<String> = all
+        .iter()
+        .map(|kv| String::from_utf8_lossy(&kv.key).into_owned())
+        .collect();
+    let expected: Vec<String> = (0..25).map(|i| format!("/p/k{i:02}")).collect();
+    assert_eq!(keys, expected, "three pages, every key once, in order");
+    // A page that ends exactly at the last key, and a page of one.
+    assert_eq!(client.get_prefix_paged(b"/p/", 5).await.unwrap().0, all);
+    assert_eq!(client.get_prefix_paged(b"/p/", 1).await.unwrap().0, all);
+    assert_eq!(client.get_prefix(b"/p/").await.unwrap(), (all, revision));
+    assert!(client
+        .get_prefix_paged(b"/none/", 10)
+        .await
+        .unwrap()
+        .0
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_key_under_a_lease_vanishes_when_the_lease_expires() {
+    let etcd = etcd();
+    let client = client(&etcd);
+    let lease = client.grant_lease(2).await.unwrap();
+    client
+        .put_with_lease(b"/l/node", b"report", lease)
+        .await
+        .unwrap();
+    client.put(b"/l/kept", b"plain").await.unwrap();
+    assert!(client.get(b"/l/node").await.unwrap().0.is_some());
+    let started = Instant::now();
+    loop {
+        if client.get(b"/l/node").await.unwrap().0.is_none() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the leased key outlived its lease"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(client.get(b"/l/kept").await.unwrap().0.is_some());
+    assert!(
+        client
+            .put_with_lease(b"/l/late", b"x", lease)
+            .await
+            .is_err(),
+        "an expired lease takes no key"
+    );
+}
