@@ -11,12 +11,106 @@
 //! keyframe at the source's cut (its timeline marker says so) is left out, as the live
 //! master leaves out a rung that is not switchable. A period's master also lists the
 //! stream's subtitle tracks, read from the caption block of its last archived segment.
+//!
+//! Probing a rendition means reading and demuxing a whole segment, so it is done once
+//! per archive and discontinuity sequence ([`probe`]): HLS lets an encoding change
+//! only at a discontinuity, so every segment between two discontinuities has the
+//! codecs, picture size and frame rate of the first one probed. A catch-up master for
+//! any other `from` in the same run reads at most the first TS packet of each rung
+//! (whether it may be switched into there), never a whole segment.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use dvr::index::Entry;
 use dvr::ArchiveReader;
 use media::hls::{MasterPlaylist, SubtitleRendition, Variant};
 
 use crate::tracks::TrackProbe;
+use crate::window::TrackSummary;
+
+/// Probes kept (archives × discontinuity runs); past it the cache starts again empty,
+/// so a node with thousands of archived runs still holds a bounded amount.
+const MAX_PROBES: usize = 4096;
+
+/// How often a catch-up master found its renditions' probes cached, and how often it
+/// had to read and demux a segment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbeCounts {
+    /// Probes found in the cache.
+    pub hits: u64,
+    /// Segments read and demuxed.
+    pub misses: u64,
+}
+
+/// The probes of the process's archives: (archive directory, discontinuity sequence)
+/// to what the run's first probed segment carries.
+#[derive(Default)]
+struct ProbeCache {
+    probes: Mutex<HashMap<(PathBuf, u64), TrackSummary>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+fn cache() -> &'static ProbeCache {
+    static CACHE: OnceLock<ProbeCache> = OnceLock::new();
+    CACHE.get_or_init(ProbeCache::default)
+}
+
+fn key(reader: &ArchiveReader, entry: &Entry) -> (PathBuf, u64) {
+    (reader.dir().to_owned(), entry.discontinuity_seq)
+}
+
+fn cached(key: &(PathBuf, u64)) -> Option<TrackSummary> {
+    let probes = cache().probes.lock().unwrap_or_else(|p| p.into_inner());
+    probes.get(key).cloned()
+}
+
+/// The probe counters since the process started (tests and diagnostics).
+pub fn probe_counts() -> ProbeCounts {
+    ProbeCounts {
+        hits: cache().hits.load(Ordering::Relaxed),
+        misses: cache().misses.load(Ordering::Relaxed),
+    }
+}
+
+/// Whether rendering a master of `renditions` would read and demux a segment (some
+/// rendition's run is not probed yet): such a master is an archive scan.
+pub fn needs_probe(renditions: &[RecordedRendition]) -> bool {
+    renditions.iter().any(|r| {
+        r.entries
+            .first()
+            .is_some_and(|first| cached(&key(&r.reader, first)).is_none())
+    })
+}
+
+/// What the run of `entry` carries (codecs, picture size, frame rate): from the cache,
+/// or read and demuxed from `entry` once. Blocking on a miss.
+///
+/// # Errors
+/// The segment cannot be read (retention removed it meanwhile, a disk error).
+pub fn probe(reader: &ArchiveReader, entry: &Entry) -> std::io::Result<TrackSummary> {
+    let key = key(reader, entry);
+    if let Some(summary) = cached(&key) {
+        cache().hits.fetch_add(1, Ordering::Relaxed);
+        return Ok(summary);
+    }
+    let data = reader.read(entry)?;
+    cache().misses.fetch_add(1, Ordering::Relaxed);
+    let mut tracks = TrackProbe::default();
+    for frame in media::ts::demux_frames(&data) {
+        tracks.observe(&frame);
+    }
+    let summary = tracks.summary();
+    let mut probes = cache().probes.lock().unwrap_or_else(|p| p.into_inner());
+    if probes.len() >= MAX_PROBES {
+        probes.clear();
+    }
+    probes.insert(key, summary.clone());
+    Ok(summary)
+}
 
 /// One rendition's part of a catch-up master: where its media playlist is (relative to
 /// the master) and its archived segments of the period.
@@ -72,9 +166,10 @@ pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
 }
 
 /// The master playlist of the recorded renditions that have segments in the period;
-/// `None` when none has. Blocking: reads one archived segment per rendition. A
-/// rendition whose first segment cannot be read is left out (and logged); the master
-/// is still rendered from the others.
+/// `None` when none has. Blocking: reads the first TS packet of each rung's first
+/// segment, and a whole segment of a rendition whose run is not probed yet
+/// ([`probe`]). A rendition whose first segment cannot be read is left out (and
+/// logged); the master is still rendered from the others.
 pub fn render(
     stream: &str,
     renditions: &[RecordedRendition],
@@ -85,20 +180,26 @@ pub fn render(
         let Some(first) = rendition.entries.first() else {
             continue;
         };
-        let tracks = match rendition.reader.read(first) {
-            Ok(data) if rendition.rung && !switchable(&data) => {
-                tracing::debug!(stream, uri = %rendition.uri, msn = first.msn, "archived rung not switchable, variant left out");
-                continue;
-            }
-            Ok(data) => {
-                let mut probe = TrackProbe::default();
-                for frame in media::ts::demux_frames(&data) {
-                    probe.observe(&frame);
+        let unreadable = |error: std::io::Error| {
+            tracing::warn!(stream, uri = %rendition.uri, msn = first.msn, %error, "archived segment unreadable, variant left out");
+        };
+        if rendition.rung {
+            match rendition.reader.read_head(first, media::ts::PACKET_SIZE) {
+                Ok(head) if !switchable(&head) => {
+                    tracing::debug!(stream, uri = %rendition.uri, msn = first.msn, "archived rung not switchable, variant left out");
+                    continue;
                 }
-                probe.summary()
+                Ok(_) => {}
+                Err(error) => {
+                    unreadable(error);
+                    continue;
+                }
             }
+        }
+        let tracks = match probe(&rendition.reader, first) {
+            Ok(tracks) => tracks,
             Err(error) => {
-                tracing::warn!(stream, uri = %rendition.uri, msn = first.msn, %error, "archived segment unreadable, variant left out");
+                unreadable(error);
                 continue;
             }
         };

@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod archive_master;
+pub mod archive_scans;
 pub mod auth;
 pub mod captions;
 pub mod channel;

@@ -46,6 +46,7 @@ struct Shared {
     mc: std::sync::OnceLock<crate::mc::McState>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
     logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
+    archive_scans: crate::archive_scans::ArchiveScans,
 }
 
 impl AppState {
@@ -69,6 +70,9 @@ impl AppState {
         metrics.register(Box::new(move |out: &mut String| {
             for_metrics.render_metrics(out);
         }));
+        let archive_scans = crate::archive_scans::ArchiveScans::default();
+        let scans = archive_scans.clone();
+        metrics.register(Box::new(move |out: &mut String| scans.render_metrics(out)));
         Self {
             inner: Arc::new(Shared {
                 node,
@@ -81,6 +85,7 @@ impl AppState {
                 mc: std::sync::OnceLock::new(),
                 redundancy: std::sync::OnceLock::new(),
                 logins: std::sync::OnceLock::new(),
+                archive_scans,
             }),
         }
     }
@@ -94,6 +99,12 @@ impl AppState {
     /// every route that dates an answer reads it.
     pub fn clock(&self) -> &crate::clock::Clock {
         self.inner.shedder.clock()
+    }
+
+    /// The node's cap on archive scans (transcripts, catch-up probes): the expensive
+    /// reads anyone may ask for.
+    pub fn archive_scans(&self) -> &crate::archive_scans::ArchiveScans {
+        &self.inner.archive_scans
     }
 
     /// This node's identity.

@@ -28,6 +28,7 @@ use dvr::index::{Entry, Index};
 use media::hls::PlaylistType;
 
 use crate::archive_master::RecordedRendition;
+use crate::archive_scans::ArchiveScans;
 use crate::channel::Channel;
 use crate::clock::Clock;
 use crate::error::ApiError;
@@ -45,20 +46,22 @@ pub fn archive_segment_uri(entry: &Entry) -> String {
 }
 
 /// Answers an archive request for one rendition of `channel`'s stream (its muxed
-/// rendition, or a rung).
+/// rendition, or a rung). A catch-up master that must probe a segment is an archive
+/// scan: over the node's cap (`scans`) it is answered with the back-pressure 503.
 pub async fn serve(
     channel: &Channel,
     rendition: &Rendition,
     request: ArchiveRequest,
     headers: &HeaderMap,
     clock: &Clock,
+    scans: &ArchiveScans,
 ) -> Response {
     let Some(recorder) = rendition.archive() else {
         // This rendition is not recorded on this node.
         return ApiError::NotFound.into_response();
     };
     if let Some(span) = master_span(channel, rendition, request, clock) {
-        return master(channel, span, request).await;
+        return master(channel, span, request, scans).await;
     }
     let reader = recorder.reader();
     match request {
@@ -217,8 +220,15 @@ fn mono_name(request: ArchiveRequest) -> String {
     }
 }
 
-/// The catch-up master of a package: every listed rendition recorded in the span.
-async fn master(channel: &Channel, span: MasterSpan, request: ArchiveRequest) -> Response {
+/// The catch-up master of a package: every listed rendition recorded in the span. Its
+/// renditions' probes come from the cache; one that must read a segment takes an
+/// archive-scan permit for its job, or is refused when none is free.
+async fn master(
+    channel: &Channel,
+    span: MasterSpan,
+    request: ArchiveRequest,
+    scans: &ArchiveScans,
+) -> Response {
     let mono = mono_name(request);
     let mut recorded = Vec::new();
     for rendition in channel.listed() {
@@ -255,7 +265,16 @@ async fn master(channel: &Channel, span: MasterSpan, request: ArchiveRequest) ->
         } => Some(format!("{from_secs}-{duration_secs}")),
         _ => None,
     };
+    let permit = if crate::archive_master::needs_probe(&recorded) {
+        match scans.try_start() {
+            Some(permit) => Some(permit),
+            None => return crate::archive_scans::busy_response(),
+        }
+    } else {
+        None
+    };
     let job = move || {
+        let _permit = permit;
         let subtitles = match (&period, recorded.iter().find(|r| !r.rung)) {
             (Some(period), Some(source)) => crate::archive_master::subtitles(source, period),
             _ => Vec::new(),

@@ -97,6 +97,7 @@ pub fn serve(
         },
         StreamFile::Archive(archive) => {
             let clock = state.clock().clone();
+            let scans = state.archive_scans().clone();
             return Answer::later(async move {
                 crate::routes::archive::serve(
                     &channel,
@@ -104,6 +105,7 @@ pub fn serve(
                     archive,
                     arrival.request.headers(),
                     &clock,
+                    &scans,
                 )
                 .await
             });
@@ -165,9 +167,10 @@ pub fn serve(
             });
         }
         StreamFile::Subtitles(file) => {
-            return Answer::later(
-                async move { crate::routes::subtitles::serve(&channel, file).await },
-            );
+            let scans = state.archive_scans().clone();
+            return Answer::later(async move {
+                crate::routes::subtitles::serve(&channel, file, &scans).await
+            });
         }
     };
     Answer::Now(response)

@@ -9,6 +9,10 @@
 //! | `sub-{track}-{from}-{duration}.m3u8` | the track's catch-up playlist of a period |
 //! | `dvr-sub-{track}-{msn}.vtt` | the track's WebVTT for archived segment `msn` |
 //! | `captions-[{track}-]{from}-{duration}.vtt` | a period's transcript as one WebVTT file (the first track by default) |
+//!
+//! A transcript reads the caption block of every archived segment of its period, so it
+//! covers at most [`MAX_TRANSCRIPT_SECS`] (a longer one is 400 112010) and is an archive
+//! scan: over the node's cap it is answered with the back-pressure 503 (109002).
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +23,7 @@ use media::captions::webvtt::{segment_vtt, transcript_cues, transcript_vtt, CONT
 use media::captions::CaptionBlock;
 use media::hls::PlaylistType;
 
+use crate::archive_scans::ArchiveScans;
 use crate::captions::serve::segment_file;
 use crate::channel::Channel;
 use crate::error::ApiError;
@@ -33,8 +38,15 @@ const HEAD_BYTES: usize = 188 * 24;
 /// The content type of the fMP4 text files.
 const MP4: &str = "application/mp4";
 
-/// Answers a subtitle file of `channel`'s stream.
-pub async fn serve(channel: &Channel, file: SubtitleFile) -> Response {
+/// The longest period a transcript covers, seconds: 4 hours, longer than nearly every
+/// meeting, 7,200 segments of 2 s (one small read each) where 24 hours were 43,200. A
+/// longer recording is fetched in 4-hour pieces; catch-up playlists, which read only
+/// the index, still cover a day.
+pub const MAX_TRANSCRIPT_SECS: u32 = 4 * 3600;
+
+/// Answers a subtitle file of `channel`'s stream; a transcript takes one of the node's
+/// archive-scan permits (`scans`).
+pub async fn serve(channel: &Channel, file: SubtitleFile, scans: &ArchiveScans) -> Response {
     let snapshot = channel.snapshot();
     match file {
         SubtitleFile::Malformed => ApiError::BadRequest.into_response(),
@@ -111,7 +123,15 @@ pub async fn serve(channel: &Channel, file: SubtitleFile) -> Response {
             track,
             from_secs,
             duration_secs,
-        } => transcript(channel, track, from_secs, duration_secs).await,
+        } => {
+            if duration_secs > MAX_TRANSCRIPT_SECS {
+                return crate::error::respond(
+                    codes::CaptionError::TranscriptTooLong.into(),
+                    Some("duration"),
+                );
+            }
+            transcript(channel, track, (from_secs, duration_secs), scans).await
+        }
     }
 }
 
@@ -165,11 +185,13 @@ fn on_dates(mut block: CaptionBlock, segment_start_ts: u64, start_ms: i64) -> Ca
 
 /// A period's transcript: every cue of the track in the archived segments of the
 /// period, joined where segments cut them, clipped to the period, times from its start.
+/// The reading job holds an archive-scan permit; without a free one the answer is the
+/// back-pressure 503.
 async fn transcript(
     channel: &Channel,
     track: Option<TrackName>,
-    from_secs: i64,
-    duration_secs: u32,
+    (from_secs, duration_secs): (i64, u32),
+    scans: &ArchiveScans,
 ) -> Response {
     let Some(reader) = archive(channel) else {
         return ApiError::NotFound.into_response();
@@ -179,7 +201,11 @@ async fn transcript(
     if entries.is_empty() {
         return ApiError::NotFound.into_response();
     }
+    let Some(permit) = scans.try_start() else {
+        return crate::archive_scans::busy_response();
+    };
     let job = move || {
+        let _permit = permit;
         let blocks: Vec<CaptionBlock> = entries
             .iter()
             .filter_map(|entry| {
