@@ -9,7 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{
-    ffmpeg_source, http_request, open_meeting, start_role, wait_for, ChildGuard, NodeProcess,
+    ffmpeg_source, http_request, http_request_as, open_meeting, start_role, wait_for, ChildGuard,
+    NodeProcess,
 };
 use serde_json::{json, Value};
 
@@ -189,26 +190,20 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
     wait_code(node.http, "m1", "v2", 103_011);
     assert_eq!(open_meeting(node.http, "m1", "v1").0, 200);
     // An old client: 102011 to join, 16 in its session.
-    let (status, body) = http_request(
+    let (status, body) = http_request_as(
+        "v1",
         node.http,
         "GET",
         "/m1/mono.m3u8",
-        &[
-            ("X-Brdyun-Member", "v1"),
-            ("X-Brdyun-Client-Version", "1.9"),
-        ],
-        "",
+        &[("X-Brdyun-Client-Version", "1.9")],
     );
     assert_eq!((status, body["code"].as_u64()), (426, Some(16)));
-    let (status, body) = http_request(
+    let (status, body) = http_request_as(
+        "v3",
         node.http,
         "GET",
         "/m1/index.m3u8",
-        &[
-            ("X-Brdyun-Member", "v3"),
-            ("X-Brdyun-Client-Version", "1.9"),
-        ],
-        "",
+        &[("X-Brdyun-Client-Version", "1.9")],
     );
     assert_eq!((status, body["code"].as_u64()), (426, Some(102_011)));
     assert_eq!(

@@ -22,7 +22,22 @@ const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) Chrome/120 Safari/537.36"
 
 /// GET with headers: (status, head, body as text).
 fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    get_on(stream, addr, path, headers)
+}
+
+/// [`get`] as the viewer `who`, from its own loopback address (a node counts viewers,
+/// and binds passes, by the address it sees).
+fn get_as(who: &str, addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    get_on(common::connect_from(addr, common::viewer_ip(who)), addr, path, headers)
+}
+
+fn get_on(
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
@@ -452,39 +467,40 @@ fn full_backups_refuse_the_player_which_tries_the_next_and_alerts_79_and_78_reac
     wait_for("a to offer b and c", Duration::from_secs(40), || {
         (offers(a.http, b.http) && offers(a.http, c.http)).then_some(())
     });
-    // The player's master: b and c with their passes, in its order.
-    let (_, _, master) = get(
-        a.http,
-        "/meeting/index.m3u8",
-        &[("User-Agent", BROWSER), ("X-Brdyun-Member", "player")],
-    );
-    let backups: Vec<String> = master
-        .lines()
-        .filter(|l| l.starts_with("http://"))
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(backups.len(), 2, "{master}");
+    // Each viewer's master on a: b and c with passes bound to that viewer's address.
     let path_of = |url: &str| {
         let rest = url.strip_prefix("http://").unwrap();
         let (host, path) = rest.split_once('/').unwrap();
         (host.parse::<SocketAddr>().unwrap(), format!("/{path}"))
     };
-    let (first, first_path) = path_of(&backups[0]);
-    let (second, second_path) = path_of(&backups[1]);
-    let knock = |node: SocketAddr, path: &str, who: &str| {
-        get(
-            node,
-            path,
-            &[("User-Agent", BROWSER), ("X-Brdyun-Member", who)],
-        )
+    let backups_of = |who: &str| -> Vec<(SocketAddr, String)> {
+        let (_, _, master) = get_as(who, a.http, "/meeting/index.m3u8", &[("User-Agent", BROWSER)]);
+        let backups: Vec<(SocketAddr, String)> = master
+            .lines()
+            .filter(|l| l.starts_with("http://"))
+            .map(path_of)
+            .collect();
+        assert_eq!(backups.len(), 2, "{master}");
+        backups
+    };
+    let player = backups_of("player");
+    let (first, second) = (player[0].0, player[1].0);
+    let urls: std::collections::HashMap<&str, Vec<(SocketAddr, String)>> =
+        ["player", "filler-1", "player-2"]
+            .into_iter()
+            .map(|who| (who, backups_of(who)))
+            .collect();
+    let knock = |node: SocketAddr, who: &str| {
+        let path = &urls[who].iter().find(|(n, _)| *n == node).expect("a backup").1;
+        get_as(who, node, path, &[("User-Agent", BROWSER)])
     };
     // Another viewer fills the first backup's one place.
-    assert_eq!(knock(first, &first_path, "filler-1").0, 200);
-    let (status, _, body) = knock(first, &first_path, "player");
+    assert_eq!(knock(first, "filler-1").0, 200);
+    let (status, _, body) = knock(first, "player");
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("105013"), "{body}");
     // The player goes to the second, which takes it.
-    assert_eq!(knock(second, &second_path, "player").0, 200);
+    assert_eq!(knock(second, "player").0, 200);
 
     // Now the second is full too (the player's own place, kept while it reloads), and a
     // second player knocks at both, as a player whose node died would, every 2 s.
@@ -492,10 +508,10 @@ fn full_backups_refuse_the_player_which_tries_the_next_and_alerts_79_and_78_reac
     let mut seen_79: std::collections::BTreeSet<String> = Default::default();
     let mut seen_78 = false;
     while (seen_79.len() < 2 || !seen_78) && started.elapsed() < Duration::from_secs(100) {
-        let _ = knock(first, &first_path, "filler-1");
-        let _ = knock(second, &second_path, "player");
-        for node in [(first, &first_path), (second, &second_path)] {
-            let (status, _, body) = knock(node.0, node.1, "player-2");
+        let _ = knock(first, "filler-1");
+        let _ = knock(second, "player");
+        for node in [first, second] {
+            let (status, _, body) = knock(node, "player-2");
             assert_eq!(status, 503, "{body}");
         }
         if started.elapsed() > Duration::from_secs(2) && started.elapsed() < Duration::from_secs(4)

@@ -177,6 +177,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             }
         };
         gate.set_session_key(ott::SessionKey::derive(session_secret.as_bytes()));
+        if let Some(token) = &mc.token {
+            gate.set_node_token(token.clone());
+        }
         state.set_meeting_gate(Arc::clone(&gate));
         metrics.describe(
             "brdyun_meeting_refusals_total",

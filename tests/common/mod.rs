@@ -429,7 +429,60 @@ pub fn http_request_bytes(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, serde_json::Value) {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    exchange(stream, addr, method, path, headers, body)
+}
+
+/// The loopback address the test viewer `name` connects from: a node counts viewers
+/// by the address it sees, so two named viewers are two addresses (127.0.x.y, never
+/// 127.0.0.1).
+pub fn viewer_ip(name: &str) -> std::net::IpAddr {
+    let hash = name
+        .bytes()
+        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let [_, _, x, y] = hash.to_be_bytes();
+    std::net::IpAddr::from([127, 0, x.max(1), y.clamp(2, 254)])
+}
+
+/// A connection to `addr` from the local address `from` (any port).
+pub fn connect_from(addr: SocketAddr, from: std::net::IpAddr) -> TcpStream {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )
+    .expect("socket");
+    socket
+        .bind(&SocketAddr::new(from, 0).into())
+        .expect("bind the client address");
+    socket
+        .connect_timeout(&addr.into(), Duration::from_secs(5))
+        .expect("connect");
+    socket.into()
+}
+
+/// [`http_request`] as the viewer `viewer` ([`viewer_ip`]).
+pub fn http_request_as(
+    viewer: &str,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, serde_json::Value) {
+    let stream = connect_from(addr, viewer_ip(viewer));
+    exchange(stream, addr, method, path, headers, b"")
+}
+
+/// Writes one HTTP/1.0 request on `stream` and reads the whole answer: (status, JSON
+/// body or null).
+fn exchange(
+    mut stream: TcpStream,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, serde_json::Value) {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
@@ -458,15 +511,11 @@ pub fn http_request_bytes(
     (status, json)
 }
 
-/// Opens a meeting's master playlist on a node as `viewer`: (status, code or 0).
+/// Opens a meeting's master playlist on a node as `viewer` (from its own address,
+/// [`viewer_ip`]): (status, code or 0).
 pub fn open_meeting(node: SocketAddr, meeting: &str, viewer: &str) -> (u16, u64) {
-    let (status, body) = http_request(
-        node,
-        "GET",
-        &format!("/{meeting}/index.m3u8"),
-        &[("X-Brdyun-Member", viewer)],
-        "",
-    );
+    let (status, body) =
+        http_request_as(viewer, node, "GET", &format!("/{meeting}/index.m3u8"), &[]);
     (status, body["code"].as_u64().unwrap_or(0))
 }
 

@@ -161,6 +161,12 @@ fn normalize(ip: IpAddr) -> IpAddr {
 }
 
 impl Pass {
+    /// Whether a pass for `stream` can be signed (its name fits the format's one-byte
+    /// length).
+    pub fn can_sign(stream: &str) -> bool {
+        stream.len() <= usize::from(u8::MAX)
+    }
+
     /// The signed, URL-safe text of this pass under `key` (its `key_id` is replaced
     /// by the key's id).
     ///

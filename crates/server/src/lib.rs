@@ -50,6 +50,7 @@ pub mod state;
 pub mod tls;
 pub mod tracks;
 pub mod url;
+pub mod viewer_id;
 pub mod window;
 
 pub use routes::router;

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::auth::constant_time_eq;
 use crate::error::OttRefusal;
+use crate::viewer_id::ViewerId;
 
 /// How long a session stays counted after its last playlist request.
 pub const SESSION_IDLE: Duration = Duration::from_secs(20);
@@ -32,7 +34,7 @@ pub struct Login {
 #[derive(Debug, Default)]
 pub struct Logins {
     logins: HashMap<String, Login>,
-    sessions: Mutex<HashMap<String, HashMap<String, Instant>>>,
+    sessions: Mutex<HashMap<String, HashMap<ViewerId, Instant>>>,
 }
 
 /// The `login` and `token` parameters of a query.
@@ -50,10 +52,6 @@ pub fn credentials(query: Option<&str>) -> Option<(&str, &str)> {
     login.map(|l| (l, token))
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 impl Logins {
     /// The node's logins.
     pub fn new(logins: impl IntoIterator<Item = Login>) -> Self {
@@ -63,12 +61,13 @@ impl Logins {
         }
     }
 
-    /// Admits a playlist request of `session` under `login`/`token`.
+    /// Admits a playlist request of `session` (who the node observed asking, see
+    /// [`ViewerId`]) under `login`/`token`.
     ///
     /// # Errors
     /// [`OttRefusal::LoginRefused`] for an unknown login or a wrong token;
     /// [`OttRefusal::LoginLimit`] for a new session beyond the login's limit here.
-    pub fn admit(&self, login: &str, token: &str, session: &str) -> Result<(), OttRefusal> {
+    pub fn admit(&self, login: &str, token: &str, session: ViewerId) -> Result<(), OttRefusal> {
         let Some(known) = self.logins.get(login) else {
             return Err(OttRefusal::LoginRefused);
         };
@@ -79,14 +78,14 @@ impl Logins {
         let now = Instant::now();
         let mine = sessions.entry(known.name.clone()).or_default();
         mine.retain(|_, seen| now.duration_since(*seen) < SESSION_IDLE);
-        if let Some(seen) = mine.get_mut(session) {
+        if let Some(seen) = mine.get_mut(&session) {
             *seen = now;
             return Ok(());
         }
         if mine.len() >= known.max_connections as usize {
             return Err(OttRefusal::LoginLimit);
         }
-        mine.insert(session.to_owned(), now);
+        mine.insert(session, now);
         Ok(())
     }
 
@@ -104,6 +103,10 @@ impl Logins {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn session(n: u8) -> ViewerId {
+        ViewerId::of_address([192, 0, 2, n].into())
+    }
 
     fn logins() -> Logins {
         Logins::new([Login {
@@ -127,27 +130,27 @@ mod tests {
     #[test]
     fn the_limit_counts_distinct_sessions() {
         let logins = logins();
-        assert_eq!(logins.admit("alice", "t0k", "s1"), Ok(()));
-        assert_eq!(logins.admit("alice", "t0k", "s1"), Ok(()));
-        assert_eq!(logins.admit("alice", "t0k", "s2"), Ok(()));
+        assert_eq!(logins.admit("alice", "t0k", session(1)), Ok(()));
+        assert_eq!(logins.admit("alice", "t0k", session(1)), Ok(()));
+        assert_eq!(logins.admit("alice", "t0k", session(2)), Ok(()));
         assert_eq!(
-            logins.admit("alice", "t0k", "s3"),
+            logins.admit("alice", "t0k", session(3)),
             Err(OttRefusal::LoginLimit)
         );
         assert_eq!(logins.sessions("alice"), 2);
         // A known session keeps being admitted at the limit.
-        assert_eq!(logins.admit("alice", "t0k", "s2"), Ok(()));
+        assert_eq!(logins.admit("alice", "t0k", session(2)), Ok(()));
     }
 
     #[test]
     fn unknown_logins_and_wrong_tokens_are_refused() {
         let logins = logins();
         assert_eq!(
-            logins.admit("bob", "t0k", "s1"),
+            logins.admit("bob", "t0k", session(1)),
             Err(OttRefusal::LoginRefused)
         );
         assert_eq!(
-            logins.admit("alice", "nope", "s1"),
+            logins.admit("alice", "nope", session(1)),
             Err(OttRefusal::LoginRefused)
         );
         assert_eq!(logins.sessions("alice"), 0);

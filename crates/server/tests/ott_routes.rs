@@ -7,7 +7,9 @@ mod harness;
 use std::sync::Arc;
 
 use axum::http::{header, StatusCode};
-use harness::ott_node::{call, member, node, node_view, now_ms, rung, segment, tracks, SECRET};
+use harness::ott_node::{
+    call, call_from, member, node, node_view, now_ms, rung, segment, tracks, SECRET,
+};
 use server::redundancy::MeshView;
 use server::AppState;
 
@@ -131,14 +133,21 @@ async fn a_switching_player_gets_two_backups_with_identical_attributes() {
             list.join(",")
         )
     );
-    // The pass in a backup URI is valid on the backup for its stream.
+    // The pass in a backup URI is valid on the backup for its stream, for this viewer
+    // only (bound to its address): copied to another viewer it admits nobody.
     let pass = backups[0].split("pass=").nth(1).unwrap();
     let stream = ["s-b", "s-c", "s-d"]
         .into_iter()
         .find(|s| backups[0].contains(&format!("/{s}/")))
         .unwrap();
     let ring = ott::KeyRing::new(ott::ViewKey::new(7, SECRET));
-    ring.verify(pass, stream, None, now_ms()).unwrap();
+    let viewer: std::net::SocketAddr = harness::ott_node::VIEWER.parse().unwrap();
+    ring.verify(pass, stream, Some(viewer.ip()), now_ms())
+        .unwrap();
+    assert_eq!(
+        ring.verify(pass, stream, Some([203, 0, 113, 10].into()), now_ms()),
+        Err(ott::PassError::WrongViewer)
+    );
 }
 
 #[tokio::test]
@@ -226,12 +235,19 @@ async fn a_backup_session_limit_counts_distinct_viewers_with_passes() {
     let cluster = cluster(this, Vec::new());
     let pass = sign("s", now_ms() + 60_000, SECRET);
     let uri = format!("/s/mono.m3u8?pass={pass}");
-    let first = call(&cluster.state, &uri, &[("x-brdyun-member", "m1")]).await;
+    let first = call_from(&cluster.state, &uri, "203.0.113.1:4000", &[]).await;
     assert_eq!(first.0, StatusCode::OK);
-    // The same viewer again is a known session, not a new one.
-    let again = call(&cluster.state, &uri, &[("x-brdyun-member", "m1")]).await;
+    // The same viewer again is a known session, not a new one, whatever member name
+    // it gives (a name is a claim; the address is what the node saw).
+    let again = call_from(
+        &cluster.state,
+        &uri,
+        "203.0.113.1:4001",
+        &[("x-brdyun-member", "made-up")],
+    )
+    .await;
     assert_eq!(again.0, StatusCode::OK);
-    let second = call(&cluster.state, &uri, &[("x-brdyun-member", "m2")]).await;
+    let second = call_from(&cluster.state, &uri, "203.0.113.2:4000", &[]).await;
     assert_eq!(second.0, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(code_of(&second.2), 105_013);
     assert_eq!(cluster.redundancy.sessions.count(), 1);
@@ -297,7 +313,7 @@ async fn a_logins_limit_applies_here_and_travels_to_the_backups() {
             },
         ])));
     let uri = "/s/index.m3u8?login=alice&token=alice-token";
-    let first = [("user-agent", HLS_JS_UA), ("x-brdyun-member", "m1")];
+    let first = [("user-agent", HLS_JS_UA)];
     let (status, _, body) = call(&cluster.state, uri, &first).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let uris: Vec<&str> = body.lines().filter(|l| !l.starts_with('#')).collect();
@@ -313,8 +329,10 @@ async fn a_logins_limit_applies_here_and_travels_to_the_backups() {
     let media = "/s/mono.m3u8?login=alice&token=alice-token";
     assert_eq!(call(&cluster.state, media, &first).await.0, StatusCode::OK);
     // A second viewer of the login is over the limit on this node.
+    // Another address is another viewer (an invented member name is not).
     let second = [("user-agent", HLS_JS_UA), ("x-brdyun-member", "m2")];
-    let (status, _, body) = call(&cluster.state, uri, &second).await;
+    let other = "203.0.113.10:4000";
+    let (status, _, body) = call_from(&cluster.state, uri, other, &second).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(code_of(&body), 105_030);
     let (status, _, body) = call(

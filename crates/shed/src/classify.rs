@@ -10,6 +10,7 @@
 //! | `live_playlist`    | Critical     | 90   |
 //! | `playback_start`   | Critical     | 80   |
 //! | `admin`            | Critical     | 75   |
+//! | `anonymous_relay`  | Degraded     | 62   |
 //! | `archive_segment`  | Degraded     | 60   |
 //! | `archive_playlist` | Degraded     | 55   |
 //! | `meeting_metadata` | Degraded     | 50   |
@@ -19,7 +20,9 @@
 //! | `prefetch`         | NonCritical  | 10   |
 //! | `other`            | NonCritical  | 5    |
 //!
-//! Relay ranks first because one relay connection feeds every viewer of another node.
+//! Relay ranks first because one relay connection feeds every viewer of another node;
+//! a relay asked without a credential is nobody's node, and ranks below every viewer's
+//! live request.
 //! Admin (operator control) is CRITICAL (low in it) so an operator can still reach an
 //! overloaded node, and fault rules and experiments never shed it, so the API that
 //! removes a rule is never shed by that rule. Status reads and metrics scrapes are
@@ -51,6 +54,7 @@ impl RouteRule {
     pub const fn default_for(route: RouteKind) -> RouteRule {
         let (bucket, score) = match route {
             RouteKind::Relay => (Bucket::Critical, 96),
+            RouteKind::AnonymousRelay => (Bucket::Degraded, 62),
             RouteKind::LiveSegment => (Bucket::Critical, 92),
             RouteKind::LivePlaylist => (Bucket::Critical, 90),
             RouteKind::PlaybackStart => (Bucket::Critical, 80),

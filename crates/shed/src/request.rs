@@ -15,8 +15,12 @@ pub enum RouteKind {
     LiveSegment,
     /// The master playlist: the start of a playback.
     PlaybackStart,
-    /// MPEG-TS relay to another node, which feeds that node's viewers.
+    /// MPEG-TS relay to another node, which feeds that node's viewers (asked with a
+    /// credential: `Authorization`).
     Relay,
+    /// The MPEG-TS relay asked without a credential: a stranger's bulk download, which
+    /// ranks below viewers' segments.
+    AnonymousRelay,
     /// An archive (DVR) playlist: browsing or starting an archive view.
     ArchivePlaylist,
     /// An archive (DVR) segment.
@@ -40,7 +44,7 @@ pub enum RouteKind {
 
 impl RouteKind {
     /// Number of route kinds; sizes the classifier's lookup table.
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = 14;
 
     /// All route kinds in declaration order (index = `self as usize`).
     pub const ALL: [RouteKind; RouteKind::COUNT] = [
@@ -48,6 +52,7 @@ impl RouteKind {
         RouteKind::LiveSegment,
         RouteKind::PlaybackStart,
         RouteKind::Relay,
+        RouteKind::AnonymousRelay,
         RouteKind::ArchivePlaylist,
         RouteKind::ArchiveSegment,
         RouteKind::Thumbnail,
@@ -72,6 +77,7 @@ impl RouteKind {
             RouteKind::LiveSegment => "live_segment",
             RouteKind::PlaybackStart => "playback_start",
             RouteKind::Relay => "relay",
+            RouteKind::AnonymousRelay => "anonymous_relay",
             RouteKind::ArchivePlaylist => "archive_playlist",
             RouteKind::ArchiveSegment => "archive_segment",
             RouteKind::Thumbnail => "thumbnail",

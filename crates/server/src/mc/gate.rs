@@ -5,6 +5,10 @@
 //!
 //! The MC watcher feeds the gate ([`MeetingGate::connected`], [`MeetingGate::failed`])
 //! and reads the counts back ([`MeetingGate::viewer_counts`]) for its next report.
+//!
+//! A viewer is who the node observed or issued ([`ViewerId`]: the connection's address,
+//! a private meeting's session), never a name the client sent: inventing names cannot
+//! fill a meeting.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,15 +18,22 @@ use meeting::{
     admit_new_viewer, check_client, ClientVersion, ConnectCause, ErrorCode, McLink, MeetingView,
 };
 
+use super::viewer_table::ViewerTable;
+use crate::viewer_id::ViewerId;
+
 /// A viewer stays counted this long after their last playlist request.
 pub const VIEWER_IDLE: Duration = Duration::from_secs(20);
 /// Most distinct viewers tracked per meeting (beyond it, new viewers are refused as full).
 pub const MAX_VIEWERS_TRACKED: usize = 200_000;
-/// The header a player may use to name its viewer (else the peer address is used).
+/// Most sessions tracked per private viewer on this node (beyond it a new session of
+/// that viewer is refused as one too many, whatever its token allows).
+const MAX_SESSIONS_PER_VIEWER: usize = 64;
+/// The header a player may use to name itself as a member: read for shedding and
+/// balancing only, never to count viewers.
 pub const VIEWER_HEADER: &str = "x-brdyun-member";
 
-/// When each session of a private meeting, by viewer hash and nonce, was last seen.
-type SessionsSeen = HashMap<([u8; 8], [u8; 4]), Instant>;
+/// When each session of a private meeting was last seen: by viewer hash, then nonce.
+type SessionsSeen = HashMap<[u8; 8], HashMap<[u8; 4], Instant>>;
 
 #[derive(Debug)]
 struct GateState {
@@ -30,7 +41,6 @@ struct GateState {
     views: HashMap<String, MeetingView>,
     reported: HashMap<String, u64>,
     min_version: Option<ClientVersion>,
-    viewers: HashMap<String, HashMap<String, Instant>>,
     managed: std::collections::HashSet<String>,
     /// Private meetings and the viewers their hosts removed (by viewer hash).
     private: HashMap<String, std::collections::HashSet<[u8; 8]>>,
@@ -45,11 +55,16 @@ struct GateState {
 #[derive(Debug)]
 pub struct MeetingGate {
     state: Mutex<GateState>,
+    /// The viewers of each meeting seen here lately.
+    viewers: ViewerTable,
     refusals: Mutex<std::collections::BTreeMap<u32, (&'static str, u64)>>,
     /// Exchanges with the MC that answered (`brdyun_mc_syncs_total`).
     syncs: std::sync::atomic::AtomicU64,
     /// The key private meetings' sessions are signed with (see [`crate::mc::access`]).
     session_key: std::sync::OnceLock<ott::SessionKey>,
+    /// The credential of this node's MC link, which a node pulling a meeting's relay
+    /// from this node must present (none: the relay is open, as the MC's is).
+    node_token: std::sync::OnceLock<String>,
 }
 
 impl Default for MeetingGate {
@@ -67,15 +82,16 @@ impl MeetingGate {
                 views: HashMap::new(),
                 reported: HashMap::new(),
                 min_version: None,
-                viewers: HashMap::new(),
                 managed: std::collections::HashSet::new(),
                 private: HashMap::new(),
                 keys: Arc::new(ott::ViewerKeySet::default()),
                 sessions: HashMap::new(),
             }),
+            viewers: ViewerTable::new(VIEWER_IDLE),
             refusals: Mutex::new(std::collections::BTreeMap::new()),
             syncs: std::sync::atomic::AtomicU64::new(0),
             session_key: std::sync::OnceLock::new(),
+            node_token: std::sync::OnceLock::new(),
         }
     }
 
@@ -133,6 +149,21 @@ impl MeetingGate {
         let _ = self.session_key.set(key);
     }
 
+    /// Sets the node credential a meeting's relay asks of its caller: the token of
+    /// this node's MC link, which every node of that MC holds. The first call wins.
+    pub fn set_node_token(&self, token: String) {
+        let _ = self.node_token.set(token);
+    }
+
+    /// Whether a request's `Authorization: Bearer` is the node credential (always, when
+    /// the node has none: its MC lets anyone pull).
+    pub fn is_node(&self, headers: &axum::http::HeaderMap) -> bool {
+        crate::auth::token_matches(
+            self.node_token.get().map(String::as_str),
+            crate::auth::bearer(headers),
+        )
+    }
+
     /// The session key (a per-process one if none was set: sessions then last as long
     /// as the process).
     pub(crate) fn session_key(&self) -> &ott::SessionKey {
@@ -163,28 +194,37 @@ impl MeetingGate {
     pub(crate) fn saw_session(&self, meeting: &str, viewer: [u8; 8], nonce: [u8; 4]) {
         let mut state = self.lock();
         let now = Instant::now();
-        if let Some(sessions) = state.sessions.get_mut(meeting) {
-            if let Some(seen) = sessions.get_mut(&(viewer, nonce)) {
-                *seen = now;
-            } else if sessions.len() < MAX_VIEWERS_TRACKED {
-                sessions.insert((viewer, nonce), now);
-            }
+        let sessions = match state.sessions.get_mut(meeting) {
+            Some(sessions) => sessions,
+            None => state.sessions.entry(meeting.to_owned()).or_default(),
+        };
+        if sessions.len() >= MAX_VIEWERS_TRACKED && !sessions.contains_key(&viewer) {
             return;
         }
-        state
-            .sessions
-            .insert(meeting.to_owned(), HashMap::from([((viewer, nonce), now)]));
+        let mine = sessions.entry(viewer).or_default();
+        if let Some(seen) = mine.get_mut(&nonce) {
+            *seen = now;
+        } else {
+            mine.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
+            if mine.len() < MAX_SESSIONS_PER_VIEWER {
+                mine.insert(nonce, now);
+            }
+        }
     }
 
-    /// How many sessions of `viewer` in `meeting` made a request here lately.
+    /// How many sessions of `viewer` in `meeting` made a request here lately (bounded:
+    /// one viewer's sessions only, never the meeting's).
     pub(crate) fn live_sessions(&self, meeting: &str, viewer: [u8; 8]) -> usize {
         let now = Instant::now();
-        self.lock().sessions.get(meeting).map_or(0, |sessions| {
-            sessions
-                .iter()
-                .filter(|((v, _), seen)| *v == viewer && now.duration_since(**seen) < VIEWER_IDLE)
-                .count()
-        })
+        self.lock()
+            .sessions
+            .get(meeting)
+            .and_then(|sessions| sessions.get(&viewer))
+            .map_or(0, |mine| {
+                mine.values()
+                    .filter(|seen| now.duration_since(**seen) < VIEWER_IDLE)
+                    .count()
+            })
     }
 
     /// The last exchange with the MC failed with `cause`. What the node knew stays.
@@ -201,7 +241,8 @@ impl MeetingGate {
             state.managed.insert(stream.to_owned());
         } else {
             state.managed.remove(stream);
-            state.viewers.remove(stream);
+            drop(state);
+            self.viewers.forget(stream);
         }
     }
 
@@ -250,54 +291,42 @@ impl MeetingGate {
 
     /// Distinct viewers per meeting right now (idle ones are forgotten).
     pub fn viewer_counts(&self) -> HashMap<String, u64> {
-        let mut state = self.lock();
         let now = Instant::now();
-        state.viewers.retain(|_, viewers| {
-            viewers.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
-            !viewers.is_empty()
-        });
+        let counts = self.viewers.counts(now);
+        let mut state = self.lock();
         state.sessions.retain(|_, sessions| {
-            sessions.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
+            sessions.retain(|_, mine| {
+                mine.retain(|_, seen| now.duration_since(*seen) < VIEWER_IDLE);
+                !mine.is_empty()
+            });
             !sessions.is_empty()
         });
-        state
-            .viewers
-            .iter()
-            .map(|(meeting, viewers)| (meeting.clone(), viewers.len() as u64))
-            .collect()
+        counts
     }
 
-    /// Decides one request for a meeting's playlist: a viewer seen recently continues
-    /// (only the version rule, in-session form, applies); a new viewer must be
-    /// admitted, and is counted from then on.
+    /// Decides one request for a meeting's media (playlists, segments, parts, catch-up):
+    /// a viewer seen recently continues (only the version rule, in-session form,
+    /// applies); a new viewer must be admitted — the lock, the viewer limit, the MC's
+    /// state — and is counted from then on.
     ///
     /// # Errors
     /// The code the viewer gets.
     pub fn check_viewer(
         &self,
         meeting: &str,
-        viewer: &str,
+        viewer: ViewerId,
         version: Option<&str>,
         delivering: bool,
     ) -> Result<(), ErrorCode> {
-        let mut state = self.lock();
         let now = Instant::now();
-        let known = state
-            .viewers
-            .get(meeting)
-            .and_then(|v| v.get(viewer))
-            .is_some_and(|seen| now.duration_since(*seen) < VIEWER_IDLE);
-        let min_version = state.min_version;
-        if known {
-            check_client(version, min_version, true)?;
-        } else {
-            check_client(version, min_version, false)?;
-            let here_now = state.viewers.get(meeting).map_or(0, |viewers| {
-                viewers
-                    .values()
-                    .filter(|seen| now.duration_since(**seen) < VIEWER_IDLE)
-                    .count() as u64
-            });
+        if self.viewers.touch_known(meeting, viewer, now) {
+            let min_version = self.lock().min_version;
+            return check_client(version, min_version, true);
+        }
+        let here_now = self.viewers.count(meeting, now) as u64;
+        {
+            let state = self.lock();
+            check_client(version, state.min_version, false)?;
             if here_now >= MAX_VIEWERS_TRACKED as u64 {
                 return Err(ErrorCode::Full);
             }
@@ -310,11 +339,7 @@ impl MeetingGate {
                 delivering,
             )?;
         }
-        state
-            .viewers
-            .entry(meeting.to_owned())
-            .or_default()
-            .insert(viewer.to_owned(), now);
+        self.viewers.insert(meeting, viewer, now);
         Ok(())
     }
 

@@ -16,6 +16,7 @@ pub mod session_uris;
 mod state;
 pub mod store;
 pub mod timeline;
+mod viewer_table;
 pub mod viewers;
 
 use axum::body::Body;

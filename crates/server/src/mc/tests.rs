@@ -73,6 +73,38 @@ async fn call(
     (status, value)
 }
 
+/// [`call`] as a viewer connected from `peer` (what the node counts viewers by).
+async fn call_from(
+    app: &NodeApp,
+    uri: &str,
+    peer: std::net::IpAddr,
+    headers: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let mut request = Request::builder().uri(uri);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let mut request = request.body(Body::empty()).unwrap();
+    crate::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(crate::request_context::Connection {
+            peer: std::net::SocketAddr::new(peer, 40_000),
+            secure: false,
+            gate: None,
+        });
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// A viewer's address by a short name (`a` → 192.0.2.97).
+fn peer(name: &str) -> std::net::IpAddr {
+    std::net::IpAddr::from([192, 0, 2, name.as_bytes()[0]])
+}
+
 async fn create(app: &NodeApp, id: &str) -> (StatusCode, Value) {
     call(
         app,
@@ -557,19 +589,9 @@ async fn the_node_gate_answers_with_meeting_codes() {
     live_channel(&state, "live");
     gate.set_managed("live", true);
     let app = crate::router(state.clone());
-    let get = |path: &'static str, member: &'static str| {
+    let get = |path: &'static str, viewer: &'static str| {
         let app = app.clone();
-        async move {
-            call(
-                &app,
-                Method::GET,
-                path,
-                None,
-                &[("x-brdyun-member", member)],
-                Body::empty(),
-            )
-            .await
-        }
+        async move { call_from(&app, path, peer(viewer), &[]).await }
     };
     // Before the first answer from the MC: 102005; a configured stream passes.
     assert_eq!(get("/live/index.m3u8", "a").await.1["code"], 102_005);
@@ -610,19 +632,14 @@ async fn the_node_gate_answers_with_meeting_codes() {
     assert_eq!(get("/live/mono.m3u8", "a").await.0, StatusCode::OK);
     assert_eq!(gate.viewer_counts().get("live"), Some(&1));
     // An old client: 102011 to join, 16 inside its session.
-    let old = |path: &'static str, member: &'static str| {
+    let old = |path: &'static str, viewer: &'static str| {
         let app = app.clone();
         async move {
-            call(
+            call_from(
                 &app,
-                Method::GET,
                 path,
-                None,
-                &[
-                    ("x-brdyun-member", member),
-                    ("x-brdyun-client-version", "1.9"),
-                ],
-                Body::empty(),
+                peer(viewer),
+                &[("x-brdyun-client-version", "1.9")],
             )
             .await
         }
@@ -643,4 +660,105 @@ async fn the_node_gate_answers_with_meeting_codes() {
         metrics.contains("code=\"102005\",reason=\"mc_unavailable\"} 2"),
         "{metrics}"
     );
+}
+
+/// Made-up member names count as nobody: a viewer is the address the node saw. Every
+/// door of a meeting's media checks the lock and the limit, and a meeting's relay takes
+/// the node credential.
+#[tokio::test]
+async fn the_node_gate_counts_what_it_observed_at_every_door() {
+    use meeting::MeetingState::Live;
+    let state = node_state();
+    let gate = Arc::new(MeetingGate::new());
+    gate.set_node_token("node-secret".into());
+    assert!(state.set_meeting_gate(Arc::clone(&gate)));
+    for id in ["live", "shut"] {
+        live_channel(&state, id);
+        gate.set_managed(id, true);
+    }
+    gate.connected(
+        vec![
+            view("live", Live, false, Some(2), 0),
+            view("shut", Live, true, None, 0),
+        ],
+        None,
+        std::collections::HashMap::new(),
+        &[],
+    );
+    let app = crate::router(state.clone());
+    // One client, twenty invented member ids: one viewer, and the limit of 2 still
+    // admits a second real viewer.
+    for n in 0..20 {
+        let member = format!("fake-{n}");
+        let (status, _) = call_from(
+            &app,
+            "/live/index.m3u8",
+            peer("m"),
+            &[("x-brdyun-member", member.as_str())],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "fake member {n}");
+    }
+    assert_eq!(gate.viewer_counts().get("live"), Some(&1));
+    assert_eq!(
+        call_from(&app, "/live/index.m3u8", peer("r"), &[]).await.0,
+        StatusCode::OK
+    );
+    // The meeting is full now: a third address is refused at every door, the playlist
+    // as a segment or a catch-up playlist.
+    for path in [
+        "/live/index.m3u8",
+        "/live/seg-0.ts",
+        "/live/timeshift_rel-0.m3u8",
+        "/live/index-0-now.m3u8",
+    ] {
+        let (status, body) = call_from(&app, path, peer("x"), &[]).await;
+        assert_eq!(
+            (status, body["code"].as_u64()),
+            (StatusCode::SERVICE_UNAVAILABLE, Some(103_006)),
+            "{path}"
+        );
+    }
+    // The admitted viewers keep their segments.
+    assert_eq!(
+        call_from(&app, "/live/seg-0.ts", peer("r"), &[]).await.0,
+        StatusCode::OK
+    );
+    // A locked meeting: its segments and catch-up are as closed as its playlist.
+    for path in [
+        "/shut/index.m3u8",
+        "/shut/seg-0.ts",
+        "/shut/timeshift_rel-0.m3u8",
+    ] {
+        let (_, body) = call_from(&app, path, peer("y"), &[]).await;
+        assert_eq!(body["code"].as_u64(), Some(103_011), "{path}");
+    }
+    // The relay is for nodes: without the node token (or with another) it is refused,
+    // locked meeting or not; with it, served.
+    for headers in [vec![], vec![("authorization", "Bearer guess")]] {
+        let (status, body) = call_from(&app, "/live/mpegts", peer("z"), &headers).await;
+        assert_eq!(
+            (status, body["code"].as_u64()),
+            (StatusCode::FORBIDDEN, Some(113_001)),
+            "{headers:?}"
+        );
+    }
+    let app_relay = app.clone();
+    let response = tokio::time::timeout(std::time::Duration::from_secs(5), async move {
+        let mut request = Request::builder()
+            .uri("/live/mpegts")
+            .header("authorization", "Bearer node-secret")
+            .body(Body::empty())
+            .unwrap();
+        crate::request_context::RequestContext::of_mut(&mut request).connection =
+            Some(crate::request_context::Connection {
+                peer: std::net::SocketAddr::new(peer("n"), 40_000),
+                secure: false,
+                gate: None,
+            });
+        app_relay.oneshot(request).await.unwrap()
+    })
+    .await
+    .expect("the relay answers");
+    assert_eq!(response.status(), StatusCode::OK);
 }

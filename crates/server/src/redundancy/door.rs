@@ -61,19 +61,21 @@ pub fn redirect(location: &str) -> Response {
     response
 }
 
-/// Signs a pass for `target`'s stream valid `lifetime_ms`; `None` when it cannot be
-/// signed (a stream name over 255 bytes).
+/// Signs a pass for `target`'s stream valid `lifetime_ms`, bound to the viewer at
+/// `viewer` (none: an in-process call); `None` when it cannot be signed (a stream name
+/// over 255 bytes).
 pub fn sign_for(
     redundancy: &Redundancy,
     view: &MeshView,
     stream: &str,
+    viewer: Option<std::net::IpAddr>,
     now_ms: i64,
     lifetime_ms: i64,
 ) -> Option<String> {
     let pass = ott::Pass {
         stream: stream.to_owned(),
         expires_at_ms: now_ms.saturating_add(lifetime_ms),
-        viewer: None,
+        viewer,
         key_id: 0,
     };
     match view.keys.sign(&pass) {
@@ -185,7 +187,10 @@ pub fn check(
     if !at_the_door {
         return Door::Continue;
     }
-    if with_pass && !redundancy.sessions.is_known(&viewer.key) {
+    let observed = crate::viewer_id::ViewerId::of_address(viewer.ip);
+    // The address a redirect's pass is bound to: the connection's (none in-process).
+    let bound = arrival.connection().map(|c| c.peer.ip());
+    if with_pass && !redundancy.sessions.is_known(observed) {
         let mut this = view.snapshot.this.clone();
         this.load.backup_sessions = redundancy.sessions.count();
         if let ott::Admit::Refuse(cause) = ott::admit_backup_viewer(&this, true) {
@@ -197,7 +202,7 @@ pub fn check(
             .fetch_add(1, Relaxed);
     }
     if with_pass {
-        redundancy.sessions.touch(&viewer.key);
+        redundancy.sessions.touch(observed);
     }
     let Some(membership) = redundancy.membership(stream) else {
         return Door::Continue;
@@ -227,6 +232,7 @@ pub fn check(
                 redundancy,
                 &view,
                 &target.stream,
+                bound,
                 now_ms,
                 ott::REDIRECT_PASS_LIFETIME_MS,
             ) {
@@ -257,6 +263,7 @@ pub fn check(
                 redundancy,
                 &view,
                 &target.stream,
+                bound,
                 now_ms,
                 ott::REDIRECT_PASS_LIFETIME_MS,
             ) {

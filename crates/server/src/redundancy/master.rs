@@ -25,6 +25,8 @@ pub(crate) struct ViewerBackups {
     pub group: Arc<str>,
     candidates: Arc<[ott::Target]>,
     picked: [Option<usize>; 2],
+    /// The viewer's address, which its passes are bound to (none: an in-process call).
+    pub viewer: Option<std::net::IpAddr>,
 }
 
 impl ViewerBackups {
@@ -44,6 +46,9 @@ impl ViewerBackups {
             list: self.candidates.as_ptr() as usize,
             picked: self.picked,
             query,
+            viewer: self
+                .viewer
+                .map_or([0; 16], crate::viewer_id::address_prefix),
         }
     }
 
@@ -88,6 +93,7 @@ pub(crate) fn backups_for(
         group,
         candidates,
         picked,
+        viewer: arrival.connection().map(|c| c.peer.ip()),
     })
 }
 
@@ -115,7 +121,7 @@ pub fn personalised(
     let cached = backups.as_ref().map(|(redundancy, backups)| {
         let signed = backups
             .targets()
-            .filter(|t| backups.view.master_pass(&t.stream).is_some())
+            .filter(|t| ott::Pass::can_sign(&t.stream))
             .count();
         let key = backups.render_key(stream, plain, protocol, query);
         (*redundancy, Arc::clone(&backups.view), key, signed)
@@ -175,7 +181,7 @@ fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Byt
         .map(|(_, backups)| {
             backups
                 .targets()
-                .filter_map(|t| Some((t, backups.view.master_pass(&t.stream)?.to_owned())))
+                .filter_map(|t| Some((t, backups.view.master_pass(&t.stream, backups.viewer)?)))
                 .collect()
         })
         .unwrap_or_default();

@@ -61,10 +61,10 @@ pub struct MeshView {
     /// Per own group, the backup candidates for each kind of viewer and transport,
     /// computed once per snapshot: a master playlist request only picks among them.
     candidates: FastMap<String, GroupCandidates>,
-    /// A master-playlist pass per candidate stream, signed once per snapshot: passes
-    /// are not bound to a viewer, so every viewer of this snapshot gets the same one
-    /// (valid 4 h from now, within a quarter second).
-    master_passes: FastMap<String, String>,
+    /// When the master-playlist passes signed under this snapshot expire (4 h from
+    /// its making): a viewer's pass for a stream is then the same bytes on every
+    /// render of this snapshot, so the viewer's render can be cached.
+    master_expires_ms: i64,
     /// The personalised master playlists written under this snapshot.
     pub(crate) rendered: render_cache::RenderCache,
     /// This node's rendezvous key.
@@ -161,11 +161,6 @@ impl GroupCandidates {
             keys: &self.keys[kind][fmp4],
         }
     }
-
-    /// Every candidate of every kind of viewer (the fMP4 lists are subsets of these).
-    fn all(&self) -> impl Iterator<Item = &ott::Target> {
-        self.lists.iter().flat_map(|[ts, _]| ts.iter())
-    }
 }
 
 impl MeshView {
@@ -179,37 +174,34 @@ impl MeshView {
                 GroupCandidates::new(&snapshot, group, now_ms),
             );
         }
-        let mut master_passes = FastMap::default();
-        for target in candidates.values().flat_map(GroupCandidates::all) {
-            if master_passes.contains_key(&target.stream) {
-                continue;
-            }
-            let pass = ott::Pass {
-                stream: target.stream.clone(),
-                expires_at_ms: now_ms.saturating_add(ott::MASTER_PASS_LIFETIME_MS),
-                viewer: None,
-                key_id: 0,
-            };
-            match keys.sign(&pass) {
-                Ok(text) => {
-                    master_passes.insert(target.stream.clone(), text);
-                }
-                Err(error) => tracing::warn!(stream = %target.stream, %error, "cannot sign a pass"),
-            }
-        }
         Self {
             this_key: ott::NodeKey::of(&snapshot.this.id),
             snapshot,
             keys,
             candidates,
-            master_passes,
+            master_expires_ms: now_ms.saturating_add(ott::MASTER_PASS_LIFETIME_MS),
             rendered: render_cache::RenderCache::default(),
         }
     }
 
-    /// The master-playlist pass for a candidate's stream.
-    pub fn master_pass(&self, stream: &str) -> Option<&str> {
-        self.master_passes.get(stream).map(String::as_str)
+    /// The master-playlist pass for a candidate's stream, bound to the viewer at
+    /// `viewer` (an IPv6 one by its /64), so a pass copied out of one viewer's master
+    /// admits nobody else; `None` when it cannot be signed (a stream name over 255
+    /// bytes).
+    pub fn master_pass(&self, stream: &str, viewer: Option<std::net::IpAddr>) -> Option<String> {
+        let pass = ott::Pass {
+            stream: stream.to_owned(),
+            expires_at_ms: self.master_expires_ms,
+            viewer,
+            key_id: 0,
+        };
+        match self.keys.sign(&pass) {
+            Ok(text) => Some(text),
+            Err(error) => {
+                tracing::warn!(stream, %error, "cannot sign a pass");
+                None
+            }
+        }
     }
 
     /// The backup candidates of `group`, if this node is in it.

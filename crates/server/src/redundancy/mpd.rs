@@ -50,7 +50,7 @@ pub fn personalised(
     }];
     let mut steering_base: Option<&str> = None;
     for target in backups.targets() {
-        let Some(pass) = view.master_pass(&target.stream) else {
+        let Some(pass) = view.master_pass(&target.stream, backups.viewer) else {
             continue;
         };
         steering_base.get_or_insert(&target.url_base);
@@ -61,7 +61,7 @@ pub fn personalised(
                 target.url_base.trim_end_matches('/'),
                 ott::encode_segment(&target.stream)
             ),
-            pass: Some(pass.to_owned()),
+            pass: Some(pass),
         });
     }
     let pathways: Vec<String> = nodes.iter().map(|n| n.pathway.clone()).collect();

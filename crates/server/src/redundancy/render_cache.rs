@@ -35,11 +35,14 @@ pub struct RenderKey<'a> {
     pub picked: [Option<usize>; 2],
     /// A login's query, written on every variant URI.
     pub query: Option<&'a str>,
+    /// The viewer's address as passes bind it ([`crate::viewer_id::address_prefix`]):
+    /// each viewer's backups carry passes only it can use.
+    pub viewer: [u8; 16],
 }
 
 impl RenderKey<'_> {
     fn digest(&self) -> u64 {
-        let mut words = [0u64; 6];
+        let mut words = [0u64; 7];
         words[0] = ott::stable_hash(self.stream.as_bytes());
         words[1] = plain_sample(self.plain);
         words[2] = self.protocol as u64;
@@ -47,7 +50,8 @@ impl RenderKey<'_> {
         words[4] = self.picked[0].map_or(u64::MAX, |i| i as u64) << 32
             ^ self.picked[1].map_or(u64::MAX >> 32, |i| i as u64);
         words[5] = self.query.map_or(0, |q| ott::stable_hash(q.as_bytes()));
-        let mut bytes = [0u8; 48];
+        words[6] = ott::stable_hash(&self.viewer);
+        let mut bytes = [0u8; 56];
         for (chunk, word) in bytes.chunks_exact_mut(8).zip(words) {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
@@ -62,6 +66,7 @@ impl RenderKey<'_> {
             list: self.list,
             picked: self.picked,
             query: self.query.map(Into::into),
+            viewer: self.viewer,
         }
     }
 }
@@ -86,6 +91,7 @@ struct OwnedKey {
     list: usize,
     picked: [Option<usize>; 2],
     query: Option<Box<str>>,
+    viewer: [u8; 16],
 }
 
 impl OwnedKey {
@@ -97,6 +103,7 @@ impl OwnedKey {
             && self.list == key.list
             && self.picked == key.picked
             && self.query.as_deref() == key.query
+            && self.viewer == key.viewer
     }
 }
 
@@ -161,6 +168,7 @@ mod tests {
             list: 0x1000,
             picked: [Some(0), Some(2)],
             query: None,
+            viewer: [7; 16],
         }
     }
 
@@ -189,6 +197,10 @@ mod tests {
             },
             RenderKey {
                 picked: [Some(0), None],
+                ..key("meeting")
+            },
+            RenderKey {
+                viewer: [8; 16],
                 ..key("meeting")
             },
             RenderKey {

@@ -1,10 +1,14 @@
 //! Backup sessions: viewers this node serves that arrived from another node with a
 //! pass. Their number is announced to the mesh (OTT-ELIG-5) and checked against the
-//! backup-session limit (OTT-OVL-1).
+//! backup-session limit (OTT-OVL-1). A session is who the node observed asking
+//! ([`ViewerId`]: the address, an IPv6 one by its /64), so one client cannot fill the
+//! limit by naming itself many times.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use crate::viewer_id::ViewerId;
 
 /// Most sessions tracked at once; a viewer beyond it is still served, not counted.
 const MAX_TRACKED: usize = 500_000;
@@ -19,7 +23,7 @@ pub struct BackupSessions {
 }
 
 struct Seen {
-    sessions: HashMap<String, Instant>,
+    sessions: HashMap<ViewerId, Instant>,
     swept: Instant,
 }
 
@@ -42,17 +46,17 @@ impl BackupSessions {
     }
 
     /// Whether `key` is a session seen within the idle period.
-    pub fn is_known(&self, key: &str) -> bool {
+    pub fn is_known(&self, key: ViewerId) -> bool {
         self.lock()
             .sessions
-            .get(key)
+            .get(&key)
             .is_some_and(|at| at.elapsed() < self.idle)
     }
 
     /// Marks `key` as active now.
-    pub fn touch(&self, key: &str) {
+    pub fn touch(&self, key: ViewerId) {
         let mut seen = self.lock();
-        if let Some(at) = seen.sessions.get_mut(key) {
+        if let Some(at) = seen.sessions.get_mut(&key) {
             *at = Instant::now();
             return;
         }
@@ -62,7 +66,7 @@ impl BackupSessions {
                 return;
             }
         }
-        seen.sessions.insert(key.to_owned(), Instant::now());
+        seen.sessions.insert(key, Instant::now());
     }
 
     fn sweep(&self, seen: &mut Seen) {
@@ -85,17 +89,20 @@ impl BackupSessions {
 #[cfg(test)]
 mod tests {
     use super::BackupSessions;
+    use crate::viewer_id::ViewerId;
 
     #[test]
     fn sessions_are_counted_once_and_forgotten_when_idle() {
         let sessions = BackupSessions::new(50);
-        sessions.touch("a");
-        sessions.touch("a");
-        sessions.touch("b");
+        let a = ViewerId::of_address([192, 0, 2, 1].into());
+        let b = ViewerId::of_address([192, 0, 2, 2].into());
+        sessions.touch(a);
+        sessions.touch(a);
+        sessions.touch(b);
         assert_eq!(sessions.count(), 2);
-        assert!(sessions.is_known("a"));
+        assert!(sessions.is_known(a));
         std::thread::sleep(std::time::Duration::from_millis(80));
-        assert!(!sessions.is_known("a"));
+        assert!(!sessions.is_known(a));
         assert_eq!(sessions.count(), 0);
     }
 }

@@ -17,9 +17,9 @@ pub struct Viewer {
     pub ip: IpAddr,
     /// Public/HTTPS, for the address rules.
     pub context: ott::ViewerContext,
-    /// The key of the session in the backup-session set; its bytes are what backups
-    /// are balanced by (OTT-CAP-1): the member header when the player sends one, else
-    /// the address and User-Agent.
+    /// The bytes backups are balanced by (OTT-CAP-1): the member header when the
+    /// player sends one, else the address and User-Agent. A claim, fit to pick a
+    /// viewer's backups and never to count viewers (see [`crate::viewer_id`]).
     pub key: String,
 }
 

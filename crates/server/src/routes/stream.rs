@@ -4,21 +4,18 @@
 //! redirects), the login limits, the meeting gate when the node has an MC — and then
 //! serves the file ([`crate::routes::hls::serve`]).
 
-use std::net::SocketAddr;
-
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use meeting::CLIENT_VERSION_HEADER;
 
 use crate::error::ApiError;
 use crate::extract::CodedPath;
-use crate::mc::gate::VIEWER_HEADER;
 use crate::request_context::Arrival;
 use crate::routes::answer::Answer;
 use crate::routes::hls;
 use crate::state::AppState;
 use crate::url::stream_file::FileRole;
+use crate::viewer_id::ViewerId;
 
 /// `response` (a relay) ending before the first segment sent after `open` turns false:
 /// an MC whose timeline changes must not hand the change to whoever follows it.
@@ -29,18 +26,6 @@ fn while_open(response: Response, open: impl Fn() -> bool + Send + 'static) -> R
         .into_data_stream()
         .take_while(move |_| std::future::ready(open()));
     Response::from_parts(parts, axum::body::Body::from_stream(gated))
-}
-
-fn viewer_key(headers: &HeaderMap, peer: Option<SocketAddr>) -> String {
-    let named = headers
-        .get(VIEWER_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128);
-    match (named, peer) {
-        (Some(name), _) => format!("m:{name}"),
-        (None, Some(peer)) => format!("ip:{}", peer.ip()),
-        (None, None) => "anonymous".to_owned(),
-    }
 }
 
 /// Serves `file` of `stream` after the checks (see the module docs); without a mesh
@@ -195,18 +180,6 @@ fn entry(
     }
 }
 
-/// How a private meeting's viewer is counted (logins, viewer limits): by the viewer
-/// its token names, wherever it connects from.
-fn private_viewer_key(viewer: &[u8; 8]) -> String {
-    use std::fmt::Write as _;
-    let mut key = String::with_capacity(2 + 16);
-    key.push_str("v:");
-    for b in viewer {
-        let _ = write!(key, "{b:02x}");
-    }
-    key
-}
-
 /// The logins, the meeting gate, then the file (`private_viewer`: a private meeting's
 /// authorized viewer, counted as such).
 fn checked(
@@ -217,20 +190,22 @@ fn checked(
     arrival: Arrival,
     private_viewer: Option<[u8; 8]>,
 ) -> Answer {
+    // Who the request counts as: a private meeting's viewer by its session, anyone else
+    // by the connection's address; never by a header it sent.
+    let viewer = match private_viewer {
+        Some(viewer) => ViewerId::Private(viewer),
+        None => ViewerId::of_connection(arrival.connection()),
+    };
+    let role = arrival.stream_file(file).map(|f| f.role());
     let viewer_playlist = arrival
         .stream_file(file)
         .is_some_and(|f| f.is_viewer_playlist());
     if let Some(logins) = state.logins() {
-        let playlist = viewer_playlist;
         if let (true, Some((login, token))) = (
-            playlist,
+            viewer_playlist,
             crate::logins::credentials(arrival.request.uri().query()),
         ) {
-            let session = match &private_viewer {
-                Some(viewer) => private_viewer_key(viewer),
-                None => crate::redundancy::door::Viewer::of(&arrival).key,
-            };
-            if let Err(refusal) = logins.admit(login, token, &session) {
+            if let Err(refusal) = logins.admit(login, token, viewer) {
                 tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
                 return ApiError::Ott(refusal).into_response().into();
             }
@@ -250,21 +225,28 @@ fn checked(
         gate.count_refusal(code);
         return ApiError::Meeting(code).into_response().into();
     }
-    if viewer_playlist {
-        let peer = arrival.connection().map(|c| c.peer);
-        let headers = arrival.request.headers();
-        let viewer = match &private_viewer {
-            Some(viewer) => private_viewer_key(viewer),
-            None => viewer_key(headers, peer),
-        };
-        let version = headers
-            .get(CLIENT_VERSION_HEADER)
-            .and_then(|v| v.to_str().ok());
-        if let Err(code) = gate.check_viewer(stream, &viewer, version, true) {
-            tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
-            gate.count_refusal(code);
-            return ApiError::Meeting(code).into_response().into();
+    if role == Some(FileRole::Relay) {
+        // A meeting's relay feeds nodes, not viewers: it takes the node credential.
+        if !gate.is_node(arrival.request.headers()) {
+            gate.count_access_refusal(codes::AccessRefusal::TokenMissing);
+            return ApiError::Access(codes::AccessRefusal::TokenMissing)
+                .into_response()
+                .into();
         }
+        return hls::serve(state, stream, rung, file, arrival);
+    }
+    // Every door of the meeting's media checks the same rules: the lock, the viewer
+    // limit and the client version apply to a segment or a catch-up playlist asked for
+    // by someone who never loaded the live playlist, as to the playlist itself.
+    let version = arrival
+        .request
+        .headers()
+        .get(CLIENT_VERSION_HEADER)
+        .and_then(|v| v.to_str().ok());
+    if let Err(code) = gate.check_viewer(stream, viewer, version, true) {
+        tracing::debug!(stream = %stream, code = code.code(), "viewer refused");
+        gate.count_refusal(code);
+        return ApiError::Meeting(code).into_response().into();
     }
     hls::serve(state, stream, rung, file, arrival)
 }

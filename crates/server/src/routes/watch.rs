@@ -86,10 +86,12 @@ pub async fn entry(
     ) {
         Ok(ott::Entry::Here(stream)) => redirect(&here_location(&stream)),
         Ok(ott::Entry::There(target)) => {
+            let bound = crate::connection::Connection::of(&request).map(|c| c.peer.ip());
             let Some(pass) = sign_for(
                 redundancy,
                 &view,
                 &target.stream,
+                bound,
                 now,
                 ott::REDIRECT_PASS_LIFETIME_MS,
             ) else {

@@ -41,16 +41,22 @@ pub fn request_facts(path: &str, headers: &HeaderMap) -> RequestFacts {
 
 /// The facts of a request whose route the edge has found; `read_only` for GET and HEAD.
 pub fn facts_of(target: &Target, read_only: bool, headers: &HeaderMap) -> RequestFacts {
-    let route = target.shed_kind(read_only);
-    let [device, user_agent, member, playback] = first_values(
+    let [device, user_agent, member, playback, authorization] = first_values(
         headers,
         [
             &DEVICE_HEADER,
             &header::USER_AGENT,
             &MEMBER_HEADER,
             &PLAYBACK_HEADER,
+            &header::AUTHORIZATION,
         ],
     );
+    let route = match target.shed_kind(read_only) {
+        // A node pulls with its credential; the route checks it (a meeting's relay
+        // refuses a wrong one), and without one the relay ranks below viewers.
+        RouteKind::Relay if authorization.is_none() => RouteKind::AnonymousRelay,
+        route => route,
+    };
     let device = device
         .and_then(|v| v.to_str().ok())
         .and_then(DeviceType::from_name)

@@ -131,12 +131,23 @@ pub async fn call(
     uri: &str,
     headers: &[(&str, &str)],
 ) -> (StatusCode, HeaderMap, String) {
+    call_from(state, uri, VIEWER, headers).await
+}
+
+/// [`call`] from the viewer at `peer` (`address:port`): the node counts viewers, and
+/// binds passes, by the address it sees.
+pub async fn call_from(
+    state: &AppState,
+    uri: &str,
+    peer: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, String) {
     let mut request = Request::builder().method(Method::GET).uri(uri);
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
     let mut request = request.body(Body::empty()).expect("a valid request");
-    let peer: SocketAddr = VIEWER.parse().expect("an address");
+    let peer: SocketAddr = peer.parse().expect("an address");
     server::request_context::RequestContext::of_mut(&mut request).connection = Some(Connection {
         peer,
         secure: false,
