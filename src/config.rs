@@ -9,8 +9,10 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 
 mod mc_link;
+mod rtmp_limits;
 
 pub use mc_link::McLinkConfig;
+pub use rtmp_limits::RtmpLimitsConfig;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -76,6 +78,9 @@ pub struct NodeConfig {
     pub tls_key: Option<PathBuf>,
     /// The RTMP publish listen address; without it, RTMP publish is off.
     pub rtmp: Option<SocketAddr>,
+    /// `[node.rtmp_limits]`: the RTMP listener's caps and deadlines.
+    #[serde(default)]
+    pub rtmp_limits: RtmpLimitsConfig,
     /// Where the node keeps its state (timeline counters per stream).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
@@ -109,6 +114,7 @@ impl Default for NodeConfig {
             tls_cert: None,
             tls_key: None,
             rtmp: None,
+            rtmp_limits: RtmpLimitsConfig::default(),
             data_dir: default_data_dir(),
             admin_token: None,
             max_connections: default_max_connections(),
@@ -385,6 +391,7 @@ impl Config {
         if node.https.is_some() && (node.tls_cert.is_none() || node.tls_key.is_none()) {
             bail!("node.https needs node.tls_cert and node.tls_key");
         }
+        node.rtmp_limits.limits("node.rtmp_limits")?;
         if let Some(host) = &node.hostname {
             if host.is_empty()
                 || host.len() > 253

@@ -101,6 +101,73 @@ fn rtmp_publish_with_a_wrong_key_is_refused() {
     );
 }
 
+/// The value of the metric line that starts with `prefix` (0 when absent).
+fn metric(addr: SocketAddr, prefix: &str) -> u64 {
+    let (_, _, body) = http_get(addr, "/metrics");
+    String::from_utf8_lossy(&body)
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn rtmp_slot_hogs_are_capped_and_cut_while_a_real_publisher_is_served() {
+    use std::io::{Read, Write};
+
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProcess::start(
+        dir.path(),
+        "rtmp-hogs",
+        &config(
+            &dir.path().join("data"),
+            "rtmp = \"127.0.0.1:0\"\n[node.rtmp_limits]\nmax_pending_per_address = 2\npublish_deadline = 3",
+            "[[stream]]\nname = \"live\"\ninputs = [\"publish://?key=s3cret\"]\n",
+        ),
+    );
+    let rtmp = node.rtmp.expect("rtmp address");
+    let hog = common::viewer_ip("rtmp hog");
+    // Two trickling connections from the hog's address hold its share…
+    let mut held: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| {
+            let mut c = common::connect_from(rtmp, hog);
+            c.write_all(&[3]).expect("one byte of c0");
+            c
+        })
+        .collect();
+    // …and its third is closed at accept.
+    let mut third = common::connect_from(rtmp, hog);
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    assert!(
+        matches!(third.read(&mut [0u8; 16]), Ok(0) | Err(_)),
+        "the third connection was served"
+    );
+    let address_full = "brdyun_rtmp_limit_total{code=\"111020\",reason=\"ingest_address_full\"} ";
+    wait_for("the refusal counted", Duration::from_secs(5), || {
+        (metric(node.http, address_full) == 1).then_some(())
+    });
+
+    // A real publisher from another address is served meanwhile.
+    let url = format!("rtmp://{rtmp}/live/live?key=s3cret");
+    let publisher = ChildGuard::spawn("ffmpeg rtmp publisher", &mut ffmpeg_source(30, "flv", &url));
+    wait_segments(node.http, "live", 2, Duration::from_secs(20));
+
+    // The hog's connections were cut at the publish deadline, bytes or not.
+    for c in &mut held {
+        c.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        assert!(
+            matches!(c.read(&mut [0u8; 16]), Ok(0) | Err(_)),
+            "a hog outlived the publish deadline"
+        );
+    }
+    let deadline = "brdyun_rtmp_limit_total{code=\"111022\",reason=\"ingest_publish_deadline\"} ";
+    assert_eq!(metric(node.http, deadline), 2);
+    assert_eq!(metric(node.http, "brdyun_rtmp_publishes_total "), 1);
+    drop(publisher);
+}
+
 #[test]
 fn udp_push_is_served_as_hls_with_status_and_metrics() {
     let dir = tempfile::tempdir().unwrap();

@@ -87,6 +87,7 @@ pub async fn start_cluster(
             admin_token: None,
             node_token: None,
             min_client_version: None,
+            rtmp_limits: Default::default(),
             viewer_report_ttl: 10.0,
             ladder: Some(demo_ladder()?),
             viewer_keys: Vec::new(),

@@ -35,6 +35,9 @@ pub struct McSection {
     pub http: SocketAddr,
     /// RTMP publish listen address (`rtmp://mc/live/<meeting>?key=<stream_key>`).
     pub rtmp: Option<SocketAddr>,
+    /// `[mc.rtmp_limits]`: the RTMP listener's caps and deadlines.
+    #[serde(default)]
+    pub rtmp_limits: crate::config::RtmpLimitsConfig,
     /// Where the store (`meetings.json`) and timeline state live.
     pub data_dir: PathBuf,
     /// Admin bearer token; without it the admin API is open.
@@ -142,6 +145,7 @@ impl McConfig {
         if !(1.0..=600.0).contains(&config.mc.viewer_report_ttl) {
             bail!("mc.viewer_report_ttl must be between 1 and 600 seconds");
         }
+        config.mc.rtmp_limits.limits("mc.rtmp_limits")?;
         if let Some(ladder) = &config.mc.ladder {
             ladder
                 .validate()

@@ -194,6 +194,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             app_state.clone(),
             section.name.clone(),
             section.peers.len(),
+                &section.rtmp_limits,
             shutdown_rx.clone(),
         ));
     }

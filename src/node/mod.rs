@@ -305,6 +305,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                 Arc::new(registry.clone()),
                 &metrics,
                 &shutdown_rx,
+                &node_config.rtmp_limits,
                 &mut tasks,
             )
             .await?,
@@ -329,28 +330,32 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
 }
 
 /// Binds `addr` and accepts RTMP publishers there, each authorized by `authorizer`,
-/// with the server's counters in `metrics`; returns the bound address.
+/// within the caps and deadlines of `settings`, with the server's counters in
+/// `metrics`; returns the bound address.
 ///
 /// # Errors
-/// The address cannot be bound (`key` names the config key in the message).
+/// A setting out of range, or the address cannot be bound (`key` names the config
+/// key in the message).
 pub(crate) async fn start_rtmp(
     addr: SocketAddr,
     key: &str,
     authorizer: Arc<dyn ingest::publish::PublishAuthorizer>,
     metrics: &Metrics,
     shutdown: &watch::Receiver<bool>,
+    settings: &crate::config::RtmpLimitsConfig,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {key} {addr}"))?;
+    let limits = settings.limits(&format!("{key}_limits"))?;
     let bound = listener.local_addr()?;
     let stats = Arc::new(ingest::rtmp::RtmpStats::default());
     server::ingest_view::register_rtmp(metrics, Arc::clone(&stats));
     tasks.spawn(ingest::rtmp::serve_with_stats(
         listener,
         authorizer,
-        ingest::rtmp::RtmpLimits::default(),
+        limits,
         stats,
         until(shutdown.clone()),
     ));

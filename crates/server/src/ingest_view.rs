@@ -139,5 +139,14 @@ pub fn register_rtmp(metrics: &Metrics, stats: Arc<RtmpStats>) {
         ] {
             let _ = writeln!(out, "brdyun_rtmp_{name} {value}");
         }
+        // What the listener's caps and deadlines refused or cut, by code.
+        for (code, count) in stats.limits.by_code() {
+            let _ = writeln!(
+                out,
+                "brdyun_rtmp_limit_total{{code=\"{}\",reason=\"{}\"}} {count}",
+                code.code(),
+                code.label()
+            );
+        }
     }));
 }

@@ -48,14 +48,16 @@ pub struct ListenerLimits {
 }
 
 impl Default for ListenerLimits {
-    /// 256 connections, 4 pending per address, 10 s to publish, 4 KiB per 10 s (an AAC
-    /// stream of silence sends more than twice that), 10 s per write.
+    /// 256 connections, 4 pending per address, 10 s to publish, 1 KiB per 10 s (far
+    /// below any live stream: AAC silence alone, 43 frames a second with their FLV and
+    /// chunk headers, is about 5 KB per 10 s; a stalled publisher sends nothing), 10 s
+    /// per write.
     fn default() -> Self {
         Self {
             max_connections: 256,
             max_pending_per_address: 4,
             publish_deadline: Duration::from_secs(10),
-            min_bytes_per_window: 4096,
+            min_bytes_per_window: 1024,
             byte_window: Duration::from_secs(10),
             send_timeout: Duration::from_secs(10),
         }
