@@ -188,6 +188,32 @@ impl Connection {
         Ok(())
     }
 
+    /// Writes the session's replies within the send timeout and, before a publish, within
+    /// the publish deadline too (a peer that does not read cannot outstay it).
+    async fn write_output(
+        &self,
+        socket: &mut TcpStream,
+        session: &mut Session,
+        clock: &PhaseClock,
+    ) -> Result<(), ConnectionError> {
+        let out = session.take_output();
+        if out.is_empty() {
+            return Ok(());
+        }
+        let limits = &self.limits.listener;
+        let send_by = Instant::now() + limits.send_timeout;
+        let until = if clock.is_publishing() {
+            send_by
+        } else {
+            send_by.min(Instant::from_std(clock.next_check()))
+        };
+        match timeout_at(until, socket.write_all(&out)).await {
+            Ok(written) => Ok(written?),
+            Err(_) if until < send_by => Err(Cut::PublishDeadline(limits.publish_deadline).into()),
+            Err(_) => Err(Cut::SendTimeout(limits.send_timeout).into()),
+        }
+    }
+
     async fn serve_socket(
         &self,
         socket: &mut TcpStream,
@@ -206,7 +232,6 @@ impl Connection {
                 return Err(Cut::PublishDeadline(self.limits.listener.publish_deadline).into())
             }
         }
-        let send_timeout = self.limits.listener.send_timeout;
         let mut session = Session::new(self.peer, self.limits.max_message_size);
         let mut sender: Option<IngestSender> = None;
         // The stream published on this connection, for the log lines ("-" before).
@@ -250,7 +275,7 @@ impl Connection {
                                 session.reject_publish(&rejection);
                             }
                         }
-                        write_output(socket, &mut session, send_timeout).await?;
+                        self.write_output(socket, &mut session, clock).await?;
                     }
                     SessionEvent::Frame(frame) => {
                         let Some(tx) = &sender else { continue };
@@ -277,27 +302,13 @@ impl Connection {
                     }
                 }
             }
-            write_output(socket, &mut session, send_timeout).await?;
+            self.write_output(socket, &mut session, clock).await?;
             if session.is_closed() {
                 linger(socket).await;
                 return Ok(());
             }
         }
     }
-}
-
-async fn write_output(
-    socket: &mut TcpStream,
-    session: &mut Session,
-    limit: Duration,
-) -> Result<(), ConnectionError> {
-    let out = session.take_output();
-    if !out.is_empty() {
-        timeout(limit, socket.write_all(&out))
-            .await
-            .map_err(|_| Cut::SendTimeout(limit))??;
-    }
-    Ok(())
 }
 
 /// Half-closes and drains briefly, so the peer reads our last replies instead of a reset.
