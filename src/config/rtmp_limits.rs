@@ -96,6 +96,28 @@ mod tests {
     }
 
     #[test]
+    fn node_and_mc_files_take_the_table_and_name_their_section() {
+        let node = crate::config::Config::parse(
+            "[node]\nrtmp = \"127.0.0.1:0\"\n[node.rtmp_limits]\nmax_pending_per_address = 2\n",
+        )
+        .expect("node config");
+        assert_eq!(node.node.rtmp_limits.max_pending_per_address, 2);
+        let err = crate::config::Config::parse("[node.rtmp_limits]\npublish_deadline = 0\n")
+            .expect_err("a zero deadline");
+        assert!(format!("{err:#}").contains("node.rtmp_limits.publish_deadline"));
+
+        let mc = |limits: &str| {
+            crate::mc::config::McConfig::parse(&format!(
+                "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"/tmp/mc\"\n[mc.rtmp_limits]\n{limits}"
+            ))
+        };
+        let config = mc("byte_window = 20\n").expect("mc config");
+        assert_eq!(config.mc.rtmp_limits.byte_window, 20.0);
+        let err = mc("max_connections = 0\n").expect_err("a zero cap");
+        assert!(format!("{err:#}").contains("mc.rtmp_limits.max_connections"));
+    }
+
+    #[test]
     fn a_bad_value_names_its_key() {
         let err = |text: &str| format!("{:#}", parse(text).unwrap_err());
         assert!(err("max_connections = 0").contains("node.rtmp_limits.max_connections"));
