@@ -87,21 +87,46 @@ pub struct NodeConfig {
     /// Bearer token for `/api`; without it the API is open (bind to a private address).
     pub admin_token: Option<String>,
     /// The most HTTP(S) connections the node holds open at once; one more is answered
-    /// 503 (108010) and closed.
-    #[serde(default = "default_max_connections")]
-    pub max_connections: usize,
+    /// 503 (108010) and closed. Unset: 80 % of the file descriptors the process may
+    /// hold, at most 20,000.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
     /// The most HTTP(S) connections one client address may hold open (a whole office
     /// behind one NAT address counts as one client); one more is answered 429 (108009).
-    #[serde(default = "default_max_connections_per_client")]
-    pub max_connections_per_client: usize,
+    /// Unset: a tenth of `max_connections` as derived.
+    #[serde(default)]
+    pub max_connections_per_client: Option<usize>,
+    /// How long a request's whole body may take to arrive, seconds (default 10); a
+    /// body still arriving then is answered 408 (108011) and its connection closed.
+    #[serde(default = "default_body_timeout")]
+    pub body_timeout: f64,
 }
 
-fn default_max_connections() -> usize {
-    20_000
+/// The default of `body_timeout` (`[node]` and `[mc]`), seconds.
+pub fn default_body_timeout() -> f64 {
+    server::edge_limits::BODY_TIMEOUT.as_secs_f64()
 }
 
-fn default_max_connections_per_client() -> usize {
-    2_000
+/// Checks the connection settings of `[node]` or `[mc]` (`section`).
+///
+/// # Errors
+/// A cap of 0, or a body timeout outside 1–600 s.
+pub fn check_connections(
+    section: &str,
+    max_connections: Option<usize>,
+    max_connections_per_client: Option<usize>,
+    body_timeout: f64,
+) -> anyhow::Result<()> {
+    if max_connections == Some(0) {
+        bail!("{section}.max_connections must be at least 1");
+    }
+    if max_connections_per_client == Some(0) {
+        bail!("{section}.max_connections_per_client must be at least 1");
+    }
+    if !(1.0..=600.0).contains(&body_timeout) {
+        bail!("{section}.body_timeout must be between 1 and 600 seconds");
+    }
+    Ok(())
 }
 
 impl Default for NodeConfig {
@@ -117,8 +142,9 @@ impl Default for NodeConfig {
             rtmp_limits: RtmpLimitsConfig::default(),
             data_dir: default_data_dir(),
             admin_token: None,
-            max_connections: default_max_connections(),
-            max_connections_per_client: default_max_connections_per_client(),
+            max_connections: None,
+            max_connections_per_client: None,
+            body_timeout: default_body_timeout(),
         }
     }
 }
@@ -391,6 +417,12 @@ impl Config {
         if node.https.is_some() && (node.tls_cert.is_none() || node.tls_key.is_none()) {
             bail!("node.https needs node.tls_cert and node.tls_key");
         }
+        check_connections(
+            "node",
+            node.max_connections,
+            node.max_connections_per_client,
+            node.body_timeout,
+        )?;
         node.rtmp_limits.limits("node.rtmp_limits")?;
         if let Some(host) = &node.hostname {
             if host.is_empty()
@@ -743,5 +775,22 @@ mod tests {
         assert!(err(&good.replace("\"alice\"", "\"a b\"")).contains("login[0].name"));
         assert!(err(&format!("{good}{good}")).contains("login[1].name"));
         assert!(err("[[login]]\nname = \"x\"\ntoken = \"12345678\"").contains("max_connections"));
+    }
+
+    #[test]
+    fn connection_caps_are_derived_unless_set_and_a_bad_one_names_its_key() {
+        let node = Config::parse("").unwrap().node;
+        assert_eq!((node.max_connections, node.max_connections_per_client), (None, None));
+        assert!((node.body_timeout - 10.0).abs() < f64::EPSILON);
+        let set = "[node]\nmax_connections = 300\nmax_connections_per_client = 30\nbody_timeout = 2.5\n";
+        let node = Config::parse(set).unwrap().node;
+        assert_eq!(node.max_connections, Some(300));
+        assert_eq!(node.max_connections_per_client, Some(30));
+        assert!((node.body_timeout - 2.5).abs() < f64::EPSILON);
+        let err = |text: &str| format!("{:#}", Config::parse(text).unwrap_err());
+        assert!(err("[node]\nmax_connections = 0\n").contains("node.max_connections"));
+        assert!(err("[node]\nmax_connections_per_client = 0\n")
+            .contains("node.max_connections_per_client"));
+        assert!(err("[node]\nbody_timeout = 0.1\n").contains("node.body_timeout"));
     }
 }

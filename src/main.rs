@@ -7,6 +7,7 @@
 mod admin_token;
 mod config;
 mod demo;
+mod descriptors;
 mod inputs;
 mod mc;
 mod node;
@@ -55,6 +56,8 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging();
+    // Before any listener: the connection caps are derived from what this leaves.
+    descriptors::raise_and_log();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

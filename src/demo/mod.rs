@@ -94,6 +94,9 @@ pub async fn start_cluster(
             etcd: Vec::new(),
             peers: Vec::new(),
             etcd_prefix: "/brdyun/".into(),
+            max_connections: None,
+            max_connections_per_client: None,
+            body_timeout: crate::config::default_body_timeout(),
         },
         defaults: StreamDefaults::default(),
         meetings: vec![

@@ -66,6 +66,18 @@ pub struct McSection {
     /// The prefix of this MC group's keys in etcd (default `/brdyun/`).
     #[serde(default = "default_etcd_prefix")]
     pub etcd_prefix: String,
+    /// The most HTTP connections the MC holds open at once; one more is answered 503
+    /// (108010) and closed. Unset: 80 % of the file descriptors the process may hold,
+    /// at most 20,000.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+    /// The most HTTP connections one client address may hold open; one more is
+    /// answered 429 (108009). Unset: a tenth of `max_connections` as derived.
+    #[serde(default)]
+    pub max_connections_per_client: Option<usize>,
+    /// How long a request's whole body may take to arrive, seconds (default 10).
+    #[serde(default = "crate::config::default_body_timeout")]
+    pub body_timeout: f64,
 }
 
 fn default_etcd_prefix() -> String {
@@ -145,6 +157,12 @@ impl McConfig {
         if !(1.0..=600.0).contains(&config.mc.viewer_report_ttl) {
             bail!("mc.viewer_report_ttl must be between 1 and 600 seconds");
         }
+        crate::config::check_connections(
+            "mc",
+            config.mc.max_connections,
+            config.mc.max_connections_per_client,
+            config.mc.body_timeout,
+        )?;
         config.mc.rtmp_limits.limits("mc.rtmp_limits")?;
         if let Some(ladder) = &config.mc.ladder {
             ladder

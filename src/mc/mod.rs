@@ -158,11 +158,22 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         .await
         .with_context(|| format!("binding mc.http {}", section.http))?;
     let http = listener.local_addr()?;
-    tasks.spawn(server::run(
+    // The same caps and deadlines as a node's: one host cannot take every descriptor
+    // (syncs, relays, etcd and RTMP need theirs) nor hold a body open.
+    let limits = crate::descriptors::http_limits(
+        "mc",
+        section.max_connections,
+        section.max_connections_per_client,
+        Duration::from_secs_f64(section.body_timeout),
+    );
+    limits.register_metrics(&metrics);
+    tasks.spawn(server::serve::run_with_lane(
         listener,
         app,
         None,
         crate::node::until(shutdown_rx.clone()),
+        None,
+        Some(limits),
     ));
 
     // The registry holds exactly the live meetings, each with its stream key: a publish

@@ -220,10 +220,12 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let threads = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     let placement = lane.as_ref().and_then(|lane| lane.cpu_placement().cloned());
     // One set of connection caps for HTTP and HTTPS together.
-    let limits = std::sync::Arc::new(server::conn_limits::ConnectionLimits::new(
+    let limits = crate::descriptors::http_limits(
+        "node",
         node_config.max_connections,
         node_config.max_connections_per_client,
-    ));
+        std::time::Duration::from_secs_f64(node_config.body_timeout),
+    );
     limits.register_metrics(&metrics);
     let http_listeners = match placement {
         Some(placement) => server::serve::bind_reuseport_placed(node_config.http, placement),

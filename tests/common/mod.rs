@@ -336,6 +336,24 @@ pub fn start_role(dir: &Path, name: &str, role: &str, config: &str) -> NodeProce
     )
 }
 
+/// [`start_role`] under a descriptor limit of `nofile`, soft and hard (`ulimit -n` in
+/// `sh`, which then execs the process): a host whose operator left a low limit.
+pub fn start_role_with_nofile(
+    dir: &Path,
+    name: &str,
+    role: &str,
+    config: &str,
+    nofile: u32,
+) -> NodeProcess {
+    let mut sh = Command::new("sh");
+    sh.args([
+        "-c",
+        &format!("ulimit -n {nofile} && exec \"$0\" \"$@\""),
+        env!("CARGO_BIN_EXE_brdyun"),
+    ]);
+    start_command(sh, dir, name, role, config)
+}
+
 /// Starts `brdyun node` on one CPU (`taskset -c cpu`): a node with a core of its own,
 /// so a test's load generator on the other cores can offer it more than it serves.
 pub fn start_node_on_cpu(dir: &Path, name: &str, config: &str, cpu: usize) -> NodeProcess {

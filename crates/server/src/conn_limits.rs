@@ -1,8 +1,12 @@
-//! Caps on the HTTP connections a node holds open, in total and per client address, so
-//! that a client opening connections without end cannot exhaust the node's file
-//! descriptors or crowd out the other viewers (with the header-read timeout of
-//! [`crate::connection`], which closes the connections that send nothing). A connection
-//! over a cap is answered at once with the code of the cap and closed.
+//! Caps on the HTTP connections a node or an MC holds open, in total and per client
+//! address, so that a client opening connections without end cannot exhaust the
+//! process's file descriptors or crowd out the other viewers (with the deadlines of
+//! [`crate::edge_limits`], which close the connections that send nothing). A connection
+//! over a cap is answered at once with the code of the cap and closed. The caps travel
+//! with the [`EdgeLimits`] every admitted connection is served within.
+//!
+//! Unless configured, the caps are derived from the descriptors the process may hold
+//! ([`DerivedCaps::for_descriptors`]), so that the caps, not `EMFILE`, refuse a flood.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -12,6 +16,8 @@ use std::sync::{Arc, Mutex};
 
 use codes::{Code, RequestError};
 
+use crate::edge_limits::EdgeLimits;
+
 /// What the caps allow and what they refused.
 #[derive(Debug)]
 pub struct ConnectionLimits {
@@ -20,6 +26,7 @@ pub struct ConnectionLimits {
     open: Mutex<Open>,
     refused_full: AtomicU64,
     refused_client: AtomicU64,
+    edge: EdgeLimits,
 }
 
 /// The connections open now: in all, and per client address.
@@ -46,7 +53,30 @@ impl ConnectionLimits {
             open: Mutex::new(Open::default()),
             refused_full: AtomicU64::new(0),
             refused_client: AtomicU64::new(0),
+            edge: EdgeLimits::default(),
         }
+    }
+
+    /// These caps, their connections served within `edge` (deadlines, body cap).
+    #[must_use]
+    pub fn with_edge(mut self, edge: EdgeLimits) -> Self {
+        self.edge = edge;
+        self
+    }
+
+    /// What each admitted connection is served within.
+    pub fn edge(&self) -> EdgeLimits {
+        self.edge
+    }
+
+    /// The cap on all connections.
+    pub fn max_total(&self) -> usize {
+        self.max_total
+    }
+
+    /// The cap on one client address's connections.
+    pub fn max_per_client(&self) -> usize {
+        self.max_per_client
     }
 
     /// Admits a connection from `client`, or says which cap refuses it
@@ -99,6 +129,58 @@ impl ConnectionLimits {
         match self.open.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+impl ConnectionPermit {
+    /// What the admitted connection is served within.
+    pub fn edge(&self) -> EdgeLimits {
+        self.limits.edge
+    }
+}
+
+/// The connection caps a process sets when none is configured, from the descriptors it
+/// may hold: room is left for everything else (archive files, relays, etcd, RTMP,
+/// the MC link), and one address may take a tenth of the whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DerivedCaps {
+    /// All HTTP(S) connections.
+    pub max_total: usize,
+    /// From one client address.
+    pub max_per_client: usize,
+}
+
+/// Share of the descriptor limit the HTTP connections may take, in percent.
+const SHARE_OF_DESCRIPTORS: u64 = 80;
+
+/// The total cap is never derived above this: beyond it, an operator sets it.
+pub const MAX_DERIVED_TOTAL: usize = 20_000;
+
+/// One address may hold this fraction of the total cap (a whole office behind one NAT
+/// address counts as one client).
+const PER_CLIENT_DIVISOR: usize = 10;
+
+impl DerivedCaps {
+    /// The caps for a process that may hold `soft_limit` descriptors
+    /// (`RLIMIT_NOFILE`): the total 80 % of it (at most [`MAX_DERIVED_TOTAL`]), one
+    /// address a tenth of the total; each at least 1.
+    pub fn for_descriptors(soft_limit: u64) -> Self {
+        let share = soft_limit.saturating_mul(SHARE_OF_DESCRIPTORS) / 100;
+        let max_total = usize::try_from(share)
+            .unwrap_or(usize::MAX)
+            .clamp(1, MAX_DERIVED_TOTAL);
+        Self {
+            max_total,
+            max_per_client: (max_total / PER_CLIENT_DIVISOR).max(1),
+        }
+    }
+
+    /// The caps in force: each configured one as given, the others derived.
+    pub fn or_configured(self, total: Option<usize>, per_client: Option<usize>) -> Self {
+        Self {
+            max_total: total.unwrap_or(self.max_total),
+            max_per_client: per_client.unwrap_or(self.max_per_client),
         }
     }
 }
@@ -171,6 +253,46 @@ mod tests {
         drop(first);
         limits.admit(ip(3)).expect("a freed place");
         assert_eq!(limits.refused_full.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn caps_are_derived_below_the_descriptor_limit() {
+        assert_eq!(
+            DerivedCaps::for_descriptors(1024),
+            DerivedCaps {
+                max_total: 819,
+                max_per_client: 81
+            }
+        );
+        assert_eq!(
+            DerivedCaps::for_descriptors(256),
+            DerivedCaps {
+                max_total: 204,
+                max_per_client: 20
+            }
+        );
+        // A large limit keeps the usual ceiling; an absurd one does not overflow.
+        assert_eq!(
+            DerivedCaps::for_descriptors(1 << 20).max_total,
+            MAX_DERIVED_TOTAL
+        );
+        assert_eq!(
+            DerivedCaps::for_descriptors(u64::MAX).max_total,
+            MAX_DERIVED_TOTAL
+        );
+        let tiny = DerivedCaps::for_descriptors(0);
+        assert_eq!((tiny.max_total, tiny.max_per_client), (1, 1));
+        let configured = DerivedCaps::for_descriptors(256).or_configured(Some(50), None);
+        assert_eq!((configured.max_total, configured.max_per_client), (50, 20));
+    }
+
+    #[test]
+    fn a_permit_carries_the_edge_limits_of_its_caps() {
+        let edge = EdgeLimits::with_body_timeout(std::time::Duration::from_secs(3));
+        let limits = Arc::new(ConnectionLimits::new(2, 2).with_edge(edge));
+        let permit = limits.admit(ip(1)).expect("admitted");
+        assert_eq!(permit.edge(), edge);
+        assert_ne!(edge, EdgeLimits::default());
     }
 
     #[test]

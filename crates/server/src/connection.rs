@@ -1,7 +1,8 @@
 //! One accepted connection, served start to finish: the TLS handshake when the
 //! listener is HTTPS, the per-connection gate of the device contract, what every
-//! route may read of it ([`Connection`]: peer address, TLS, the gate), and a
-//! graceful close. The listener loops ([`crate::serve`]) and the priority lane
+//! route may read of it ([`Connection`]: peer address, TLS, the gate), the
+//! deadlines of its phases and the bound on its bodies ([`EdgeLimits`]), over HTTP/1.1
+//! and HTTP/2 alike, and a graceful close. The listener loops ([`crate::serve`]) and the priority lane
 //! ([`crate::lane`]) both hand their connections here.
 
 use std::net::SocketAddr;
@@ -14,20 +15,10 @@ use tokio_rustls::TlsAcceptor;
 pub use crate::request_context::Connection;
 
 use crate::connection_service::ConnectionService;
+pub use crate::edge_limits::{EdgeLimits, HEADER_READ_TIMEOUT, SEND_TIMEOUT};
 use crate::head_deadline::{HeadDeadline, HeadWatchdog, WriteWatched};
 use crate::http_app::HttpApp;
 use crate::shed::{ConnectionGate, GatedStream};
-
-/// How long a client may take to send a request's whole head, from the moment the
-/// connection is ready for it (accepted, or the previous answer written): a client that
-/// trickles header bytes (slowloris) or holds a keep-alive connection idle is closed
-/// after this, so slow clients cannot hold sockets for ever.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long an answer's writing may stay blocked (the client reads nothing) before
-/// the connection is closed, as nginx's `send_timeout`: a client that stops reading
-/// cannot hold a socket for ever, and a slow one that keeps reading is never cut.
-pub const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Tells the open connections to finish (`closing` turns true), waits for them for a
 /// grace period of 5 s, then aborts the rest.
@@ -44,21 +35,21 @@ pub(crate) async fn close_gracefully(
 }
 
 /// Serves one accepted connection (TLS handshake first when `tls` is given) until it
-/// ends or `closing` turns true.
+/// ends or `closing` turns true, within `limits`.
 pub(crate) async fn serve_accepted<A: HttpApp>(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
     app: A,
     tls: Option<TlsAcceptor>,
     mut closing: tokio::sync::watch::Receiver<bool>,
+    limits: EdgeLimits,
 ) {
     let secure = tls.is_some();
     // The device contract is held per connection (SHED-3): the shedding layer
     // reaches the gate through the request, the socket is read through it.
     let gate = Arc::new(ConnectionGate::new());
-    // The head and send deadlines watch the socket's writes (HTTP/1.1; see
-    // `crate::head_deadline`).
-    let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT, SEND_TIMEOUT);
+    // The head and send deadlines watch the socket's writes (see `crate::head_deadline`).
+    let deadline = HeadDeadline::new(limits.head_timeout, limits.send_timeout());
     let stream = WriteWatched::new(
         GatedStream::new(stream, Arc::clone(&gate)),
         Arc::clone(&deadline),
@@ -68,7 +59,7 @@ pub(crate) async fn serve_accepted<A: HttpApp>(
         secure,
         gate: Some(gate),
     };
-    let service = ConnectionService::new(app, connection);
+    let service = ConnectionService::new(app, connection, limits);
     match tls {
         Some(acceptor) => {
             match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
@@ -95,10 +86,29 @@ const H2_IDLE_PING: Duration = Duration::from_secs(20);
 /// playlist reload and a preload hint per rendition: a few each).
 const H2_MAX_STREAMS: u32 = 100;
 
+/// The largest header list (decoded, per request) an HTTP/2 client may send: hyper's
+/// HTTP/1.1 head buffer is of this order, and hyper's HTTP/2 default (16 MiB) would let
+/// one request's headers take that much memory.
+const H2_MAX_HEADER_LIST: u32 = 64 * 1024;
+
+/// Streams an HTTP/2 client may open and reset before the server has answered them
+/// (the "rapid reset" flood) before the connection is closed.
+const H2_MAX_PENDING_RESETS: usize = 20;
+
+/// Streams the server may reset for a client's protocol errors before the connection
+/// is closed.
+const H2_MAX_ERROR_RESETS: usize = 100;
+
+/// How long an HTTP/2 connection past a deadline is given to take its `GOAWAY` before
+/// it is dropped.
+const H2_GOAWAY_GRACE: Duration = Duration::from_secs(1);
+
 /// Serves one connection until it ends or the server closes, then finishes in-flight
 /// requests gracefully: HTTP/2 when TLS chose `h2` by ALPN (each stream a task on this
 /// thread's runtime), else HTTP/1.1 (plain HTTP, or TLS that chose http/1.1; no
-/// protocol sniffing on every connection).
+/// protocol sniffing on every connection). Both keep the head and send deadlines: an
+/// HTTP/2 connection with no request in flight for the head timeout is idle, and is
+/// sent `GOAWAY` and closed.
 async fn serve_connection<I, A>(
     io: I,
     mut service: ConnectionService<A>,
@@ -109,21 +119,31 @@ async fn serve_connection<I, A>(
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     A: HttpApp,
 {
+    // The head deadline is kept beside hyper, not by hyper's own timer
+    // (`crate::head_deadline` says why); it runs from now (after a TLS handshake).
+    deadline.restart();
+    service.watch_heads(Arc::clone(&deadline));
     if h2 {
         let connection =
             hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
                 .timer(hyper_util::rt::TokioTimer::new())
                 .max_concurrent_streams(H2_MAX_STREAMS)
+                .max_header_list_size(H2_MAX_HEADER_LIST)
+                .max_pending_accept_reset_streams(H2_MAX_PENDING_RESETS)
+                .max_local_error_reset_streams(H2_MAX_ERROR_RESETS)
                 .keep_alive_interval(H2_IDLE_PING)
                 .keep_alive_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(io, service);
         tokio::pin!(connection);
-        until_closed(connection, closing, |c| c.graceful_shutdown(), None).await;
+        until_closed(
+            connection,
+            closing,
+            |c| c.graceful_shutdown(),
+            Some(deadline.watchdog()),
+            Some(H2_GOAWAY_GRACE),
+        )
+        .await;
     } else {
-        // The head deadline is kept beside hyper, not by hyper's own timer
-        // (`crate::head_deadline` says why); it runs from now (after a TLS handshake).
-        deadline.restart();
-        service.watch_heads(Arc::clone(&deadline));
         let connection = hyper::server::conn::http1::Builder::new()
             .header_read_timeout(None)
             .serve_connection(io, service);
@@ -133,6 +153,7 @@ async fn serve_connection<I, A>(
             closing,
             |c| c.graceful_shutdown(),
             Some(deadline.watchdog()),
+            None,
         )
         .await;
     }
@@ -140,14 +161,16 @@ async fn serve_connection<I, A>(
 
 /// Drives `connection` to its end, or, once `closing` turns true, tells it to finish
 /// (`finish`: its graceful shutdown) and waits for its in-flight requests. The
-/// connection's head watchdog (HTTP/1.1) is polled beside it all along: when it ends,
-/// a head is overdue or the writing blocked too long, and the connection is dropped
-/// (closed), during a graceful close too.
+/// connection's head watchdog is polled beside it all along: when it ends, a head is
+/// overdue (on HTTP/2: the connection is idle) or the writing blocked too long, and the
+/// connection is dropped (closed), during a graceful close too — after being told to
+/// finish and given `overdue_grace` when one is given (HTTP/2's `GOAWAY`).
 async fn until_closed<C: std::future::Future>(
     mut connection: std::pin::Pin<&mut C>,
     closing: &mut tokio::sync::watch::Receiver<bool>,
     finish: impl FnOnce(std::pin::Pin<&mut C>),
     watchdog: Option<HeadWatchdog>,
+    overdue_grace: Option<Duration>,
 ) {
     let closed = async {
         let _ = closing.wait_for(|c| *c).await;
@@ -169,7 +192,11 @@ async fn until_closed<C: std::future::Future>(
             }
         }
         () = &mut watching => {
-            tracing::debug!("request head overdue or writing blocked: connection closed");
+            tracing::debug!("request head overdue, idle or writing blocked: connection closed");
+            if let Some(grace) = overdue_grace {
+                finish(connection.as_mut());
+                let _ = tokio::time::timeout(grace, connection).await;
+            }
         }
     }
 }
@@ -230,7 +257,7 @@ mod tests {
             let (_closing, mut closed) = tokio::sync::watch::channel(false);
             let deadline = HeadDeadline::new(HEADER_READ_TIMEOUT, SEND_TIMEOUT);
             let server = WriteWatched::new(server, Arc::clone(&deadline));
-            let service = ConnectionService::new(app, connection);
+            let service = ConnectionService::new(app, connection, EdgeLimits::default());
             serve_connection(TokioIo::new(server), service, deadline, &mut closed, false).await;
             tokio::time::Instant::now()
         });

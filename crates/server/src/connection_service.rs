@@ -6,9 +6,9 @@
 //! for every request — a reference count taken and dropped on every shared part of it,
 //! from both cores. The app is asked whether it is ready first; one that is not ready at
 //! once (no app here, but the bound does not promise it) is served from a clone that
-//! waits for its readiness, as that adapter does. On HTTP/1.1 each request is also
-//! counted in flight for the connection's head deadline ([`HeadDeadline`]) until hyper is
-//! done with its answer.
+//! waits for its readiness, as that adapter does. Each request is also counted in flight
+//! for the connection's head deadline ([`HeadDeadline`]) until hyper is done with its
+//! answer (on HTTP/2 a connection with no request in flight is idle), and its body is bounded in time and bytes ([`crate::bounded_body`]).
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -20,6 +20,8 @@ use futures_util::future::Either;
 use tower::util::Oneshot;
 use tower::ServiceExt as _;
 
+use crate::bounded_body::{self, BodyChecked};
+use crate::edge_limits::EdgeLimits;
 use crate::head_deadline::{Answering, HeadDeadline, InFlight, WatchedBody};
 use crate::http_app::HttpApp;
 use crate::request_context::{Connection, RequestContext};
@@ -30,17 +32,21 @@ pub(crate) struct ConnectionService<A> {
     /// enters twice at once.
     app: RefCell<A>,
     connection: Connection,
-    /// The connection's head deadline, told of each request (HTTP/1.1).
+    /// The connection's head deadline, told of each request.
     deadline: Option<Arc<HeadDeadline>>,
+    /// What each request's body may take.
+    limits: EdgeLimits,
 }
 
 impl<A: HttpApp> ConnectionService<A> {
-    /// Serves `app` on the connection `connection` describes.
-    pub(crate) fn new(app: A, connection: Connection) -> Self {
+    /// Serves `app` on the connection `connection` describes, each request's body
+    /// bounded by `limits`.
+    pub(crate) fn new(app: A, connection: Connection, limits: EdgeLimits) -> Self {
         Self {
             app: RefCell::new(app),
             connection,
             deadline: None,
+            limits,
         }
     }
 
@@ -55,28 +61,24 @@ impl<A: HttpApp> hyper::service::Service<hyper::Request<hyper::body::Incoming>>
 {
     type Response = hyper::Response<WatchedBody<Body>>;
     type Error = Infallible;
-    type Future = Answering<Either<A::Future, Oneshot<A, axum::extract::Request>>>;
+    type Future = Answering<BodyChecked<Either<A::Future, Oneshot<A, axum::extract::Request>>>>;
 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
         let in_flight = InFlight::start(self.deadline.as_ref());
-        Answering::new(self.answer(request), in_flight)
+        let version = request.version();
+        let answer = match bounded_body::bound(request, &self.limits) {
+            Ok((request, verdict)) => BodyChecked::new(self.answer(request), verdict, version),
+            Err(cut) => BodyChecked::refused(cut, version),
+        };
+        Answering::new(answer, in_flight)
     }
 }
 
 impl<A: HttpApp> ConnectionService<A> {
     fn answer(
         &self,
-        request: hyper::Request<hyper::body::Incoming>,
+        request: axum::extract::Request,
     ) -> Either<A::Future, Oneshot<A, axum::extract::Request>> {
-        // A request that carries no body (every GET) gets the empty body, which is not
-        // boxed: one allocation and its free less per request.
-        let request = request.map(|body| {
-            if hyper::body::Body::is_end_stream(&body) {
-                Body::empty()
-            } else {
-                Body::new(body)
-            }
-        });
         let context = RequestContext {
             connection: Some(self.connection.clone()),
             target: None,
@@ -181,7 +183,7 @@ mod tests {
         let address = listener.local_addr().expect("address");
         let server = tokio::spawn(async move {
             let (stream, _) = listener.accept().await.expect("accept");
-            let service = ConnectionService::new(app, connection());
+            let service = ConnectionService::new(app, connection(), EdgeLimits::default());
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;

@@ -330,10 +330,11 @@ async fn serve_lane<A: HttpApp>(
         };
         let (app, closing) = (app.clone(), closing_rx.clone());
         connections.spawn(async move {
+            let edge = permit.as_ref().map_or_else(Default::default, |p| p.edge());
             // Held while the connection is served here.
             let _permit = permit;
             let _held = held;
-            serve_accepted(stream, peer, app, None, closing).await;
+            serve_accepted(stream, peer, app, None, closing, edge).await;
         });
         while connections.try_join_next().is_some() {}
     }

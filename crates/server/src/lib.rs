@@ -9,10 +9,12 @@
 //! serves it on a listener over HTTP or HTTPS. Every error a client sees is a row of
 //! the `codes` table ([`error`]).
 
+pub mod admin_door;
 pub mod app;
 pub mod archive_master;
 pub mod archive_scans;
 pub mod auth;
+pub mod bounded_body;
 pub mod captions;
 pub mod channel;
 pub mod clock;
@@ -21,6 +23,7 @@ pub mod connection;
 mod connection_service;
 pub mod cpu_placement;
 pub mod edge;
+pub mod edge_limits;
 pub mod error;
 pub mod experiments;
 pub mod extract;

@@ -20,6 +20,7 @@ use crate::conn_limits::ConnectionLimits;
 pub use crate::connection::Connection;
 use crate::connection::{close_gracefully, serve_accepted};
 use crate::cpu_placement::{pin_current_thread, serving_runtime, CpuPlacement};
+use crate::edge_limits::EdgeLimits;
 use crate::http_app::HttpApp;
 use crate::lane::PriorityLane;
 use crate::shed::Shedder;
@@ -196,7 +197,8 @@ pub async fn run<A: HttpApp>(
 
 /// [`run`], handing every plain-HTTP connection whose first request is CRITICAL to the
 /// node's [`PriorityLane`] when one is given, and admitting connections within
-/// `limits` when given (one over a cap is answered with the cap's code and closed).
+/// `limits` when given (one over a cap is answered with the cap's code and closed);
+/// each connection is served within the limits' [`EdgeLimits`] (the defaults without).
 pub async fn run_with_lane<A: HttpApp>(
     listener: TcpListener,
     app: A,
@@ -205,6 +207,9 @@ pub async fn run_with_lane<A: HttpApp>(
     lane: Option<Arc<PriorityLane>>,
     limits: Option<Arc<ConnectionLimits>>,
 ) {
+    let edge = limits
+        .as_ref()
+        .map_or_else(EdgeLimits::default, |l| l.edge());
     let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
@@ -247,7 +252,7 @@ pub async fn run_with_lane<A: HttpApp>(
             }
             // Held while the connection is served here.
             let _permit = permit;
-            serve_accepted(stream, peer, app, tls, closing).await;
+            serve_accepted(stream, peer, app, tls, closing, edge).await;
         });
         // Reap finished connection tasks so the set does not grow without bound.
         while connections.try_join_next().is_some() {}

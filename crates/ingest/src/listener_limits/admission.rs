@@ -140,6 +140,8 @@ impl Drop for Slot {
 mod tests {
     use std::net::Ipv4Addr;
 
+    use proptest::prelude::*;
+
     use super::*;
 
     fn v4(last: u8) -> IpAddr {
@@ -176,6 +178,66 @@ mod tests {
         drop(first);
         assert_eq!(admission.open(), 2);
         assert!(admission.admit(v4(4)).is_ok());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Admit(u8),
+        Publish(usize),
+        Drop(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (2u8..6).prop_map(Step::Admit),
+            any::<usize>().prop_map(Step::Publish),
+            any::<usize>().prop_map(Step::Drop),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the order of admissions, publishes and drops, the caps hold, a
+        /// refusal happens only at a cap, and every place comes back.
+        #[test]
+        fn the_caps_hold_and_every_place_comes_back(
+            steps in proptest::collection::vec(step(), 0..200),
+        ) {
+            let (total, per_address) = (6, 2);
+            let admission = Admission::new(total, per_address);
+            let mut held: Vec<(Slot, u8, bool)> = Vec::new();
+            for s in steps {
+                match s {
+                    Step::Admit(n) => {
+                        let pending = held.iter().filter(|(_, a, p)| *a == n && !*p).count();
+                        match admission.admit(v4(n)) {
+                            Ok(slot) => {
+                                prop_assert!(pending < per_address && held.len() < total);
+                                held.push((slot, n, false));
+                            }
+                            Err(Refusal::AddressFull) => prop_assert_eq!(pending, per_address),
+                            Err(Refusal::ListenerFull) => prop_assert_eq!(held.len(), total),
+                        }
+                    }
+                    Step::Publish(i) if !held.is_empty() => {
+                        let i = i % held.len();
+                        held[i].0.published();
+                        held[i].2 = true;
+                    }
+                    Step::Drop(i) if !held.is_empty() => {
+                        held.swap_remove(i % held.len());
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(admission.open(), held.len());
+                for n in 2u8..6 {
+                    let pending = held.iter().filter(|(_, a, p)| *a == n && !*p).count();
+                    prop_assert_eq!(admission.pending(v4(n)), pending);
+                }
+            }
+            held.clear();
+            prop_assert_eq!(admission.open(), 0);
+            prop_assert!(admission.lock().pending.is_empty());
+        }
     }
 
     #[test]

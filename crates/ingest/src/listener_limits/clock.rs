@@ -102,6 +102,8 @@ impl PhaseClock {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn limits() -> ListenerLimits {
@@ -126,6 +128,25 @@ mod tests {
             clock.check(t0 + Duration::from_secs(10)),
             Err(Cut::PublishDeadline(Duration::from_secs(10)))
         );
+    }
+
+    proptest! {
+        /// However the bytes of a connection that never publishes arrive, it is cut
+        /// exactly when its deadline passes and not before.
+        #[test]
+        fn only_the_deadline_cuts_a_connection_that_does_not_publish(
+            mut arrivals in proptest::collection::vec((0u64..20_000, 0usize..100_000), 0..50),
+        ) {
+            arrivals.sort_unstable();
+            let t0 = Instant::now();
+            let mut clock = PhaseClock::new(t0, &limits());
+            for (ms, bytes) in arrivals {
+                clock.received(bytes);
+                let now = t0 + Duration::from_millis(ms);
+                prop_assert_eq!(clock.check(now).is_err(), ms >= 10_000);
+                prop_assert_eq!(clock.next_check(), t0 + Duration::from_secs(10));
+            }
+        }
     }
 
     #[test]
