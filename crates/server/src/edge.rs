@@ -1,8 +1,11 @@
 //! The outermost layer of every node's HTTP stack: finds the request's route in the
 //! route table once ([`Target`], put in the request's [`RequestContext`] for the layers
-//! and handlers below), answers CORS preflights, adds the CORS headers browser players need
-//! to every answer, and counts every answer by route kind and status class. A plain tower layer with an unboxed future, so the hot path
-//! (playlists, segments) pays a few header inserts and one atomic add.
+//! and handlers below), answers CORS preflights, adds the CORS headers browser players
+//! need to every answer of a player's route, refuses what the operator routes' door
+//! refuses ([`crate::admin_door`]: no CORS grant there, another origin or a non-JSON
+//! body refused), and counts every answer by route kind and status class. A plain
+//! tower layer with an unboxed future, so the hot path (playlists, segments) pays a
+//! few header inserts and one atomic add.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,6 +17,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use tower::{Layer, Service};
 
+use crate::admin_door;
 use crate::metrics::{Metrics, RouteKind};
 use crate::request_context::{ContextService, RequestContext};
 use crate::url::Target;
@@ -55,6 +59,7 @@ pub struct Edge<S> {
 
 impl<S, B> Service<Request<B>> for Edge<S>
 where
+    B: hyper::body::Body,
     S: Service<Request<B>, Response = Response<Body>, Error = Infallible>,
     S::Future: Unpin,
 {
@@ -76,6 +81,7 @@ where
 
 impl<S, B> ContextService<B> for Edge<S>
 where
+    B: hyper::body::Body,
     S: ContextService<B, Response = Response<Body>, Error = Infallible>,
     S::Future: Unpin,
 {
@@ -89,36 +95,55 @@ where
 }
 
 impl<S> Edge<S> {
-    /// A preflight's answer, or `call`'s on the inner service, finished and counted
-    /// under `target`'s kind.
-    fn answer<B, F>(
+    /// A preflight's answer, the operator door's refusal, or `call`'s on the inner
+    /// service, finished and counted under `target`'s kind.
+    fn answer<B: hyper::body::Body, F>(
         &mut self,
         request: Request<B>,
         target: Target,
         call: impl FnOnce(&mut S, Request<B>) -> F,
     ) -> EdgeFuture<F> {
         let kind = target.metrics_kind();
+        let operator = admin_door::is_operator(target.route);
         if request.method() == Method::OPTIONS {
-            return EdgeFuture::Preflight(Some(finish(&self.metrics, kind, preflight())));
+            return EdgeFuture::Ready(Some(finish(&self.metrics, kind, operator, preflight())));
+        }
+        if operator {
+            let has_body = !request.body().is_end_stream()
+                || request
+                    .headers()
+                    .get(header::CONTENT_LENGTH)
+                    .is_some_and(|v| v.as_bytes() != b"0");
+            let refused =
+                admin_door::refusal(request.method(), request.uri(), request.headers(), has_body);
+            if let Some(code) = refused {
+                tracing::info!(code = code.code(), path = %request.uri().path(), "operator api call refused at the door");
+                let response = crate::error::respond(code, None);
+                return EdgeFuture::Ready(Some(finish(&self.metrics, kind, true, response)));
+            }
         }
         EdgeFuture::Inner {
             future: call(&mut self.inner, request),
             kind,
+            operator,
             metrics: Arc::clone(&self.metrics),
         }
     }
 }
 
-/// What [`Edge`] returns: a ready preflight answer, or the inner answer to be finished.
+/// What [`Edge`] returns: a ready answer (a preflight, a refusal at the operator door),
+/// or the inner answer to be finished.
 pub enum EdgeFuture<F> {
-    /// The preflight answer, taken on the first poll.
-    Preflight(Option<Response<Body>>),
+    /// The ready answer, taken on the first poll.
+    Ready(Option<Response<Body>>),
     /// The inner service's answer, finished when ready.
     Inner {
         /// The inner future.
         future: F,
         /// The route kind, for counting.
         kind: RouteKind,
+        /// An operator route: answered without a CORS grant.
+        operator: bool,
         /// Where to count.
         metrics: Arc<Metrics>,
     },
@@ -132,16 +157,17 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            EdgeFuture::Preflight(response) => Poll::Ready(Ok(response
+            EdgeFuture::Ready(response) => Poll::Ready(Ok(response
                 .take()
                 .unwrap_or_else(|| StatusCode::NO_CONTENT.into_response_body()))),
             EdgeFuture::Inner {
                 future,
                 kind,
+                operator,
                 metrics,
             } => {
                 let response = ready!(Pin::new(future).poll(cx))?;
-                Poll::Ready(Ok(finish(metrics, *kind, response)))
+                Poll::Ready(Ok(finish(metrics, *kind, *operator, response)))
             }
         }
     }
@@ -166,15 +192,32 @@ fn preflight() -> Response<Body> {
     response
 }
 
-/// Adds the CORS headers and counts the answer.
-fn finish(metrics: &Metrics, kind: RouteKind, mut response: Response<Body>) -> Response<Body> {
+/// Adds the CORS headers (a player's route only: an operator route grants no other
+/// origin anything, its preflight included) and counts the answer.
+fn finish(
+    metrics: &Metrics,
+    kind: RouteKind,
+    operator: bool,
+    mut response: Response<Body>,
+) -> Response<Body> {
     let status = response.status();
-    add_cors(response.headers_mut(), status);
+    if operator {
+        let headers = response.headers_mut();
+        for name in [
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            header::ACCESS_CONTROL_MAX_AGE,
+        ] {
+            headers.remove(name);
+        }
+    } else {
+        add_cors(response.headers_mut(), status);
+    }
     metrics.count_request(kind, status.as_u16());
     response
 }
 
-/// Any origin may read every answer. A page's script reads an answer's safelisted
+/// Any origin may read a player route's answer. A page's script reads an answer's safelisted
 /// headers (`Content-Length`, `Content-Type`, `Cache-Control` …) without being told;
 /// the two others it needs are named for it where they come: `Content-Range` (206,
 /// 416) and `Retry-After` (the device contract's 429 and 503, SHED-3). A playlist or

@@ -322,8 +322,8 @@ fn is_node(mc: &McState, given: Option<&str>) -> bool {
 }
 
 /// `GET /api/nodes/sync?node=N&viewers=id:count,…` (node token as bearer, never in the
-/// URL):
-/// records the node's viewer counts and answers with every meeting's view (viewers
+/// URL): records the node's viewer counts, bounded by [`super::report`] (a refused
+/// report is 108007 naming `node` or `viewers`), and answers with every meeting's view (viewers
 /// summed across nodes) and the minimum client version.
 pub async fn sync(
     State(mc): State<McState>,
@@ -336,26 +336,14 @@ pub async fn sync(
         return McApiError::Unauthorized.into_response();
     }
     let node = query.get("node").map_or("", String::as_str);
-    if node.is_empty() || node.len() > 128 {
-        return McApiError::invalid("node", "must be 1 to 128 bytes").into_response();
-    }
     let viewers = query.get("viewers").map_or("", String::as_str);
-    let mut counts = Vec::new();
-    for pair in viewers.split(',').filter(|p| !p.is_empty()) {
-        let parsed = pair
-            .split_once(':')
-            .and_then(|(id, n)| Some((MeetingId::parse(id).ok()?, n.parse::<u32>().ok()?)));
-        match parsed {
-            Some(entry) => counts.push(entry),
-            None => {
-                return McApiError::invalid("viewers", format!("bad entry {pair:?}: use id:count"))
-                    .into_response()
-            }
-        }
-    }
+    let report = match super::report::parse(node, viewers, &mc.meetings()) {
+        Ok(report) => report,
+        Err(refused) => return McApiError::invalid(refused.field, refused.reason).into_response(),
+    };
     let now = mc.clock().unix_ms();
-    if !mc.report_viewers(node, counts, now) {
-        tracing::warn!(node = %node, "viewer report ignored: too many nodes or meetings");
+    if !mc.report_viewers(&report.node, report.counts, now) {
+        tracing::warn!(node = %report.node, "viewer report ignored: too many nodes");
     }
     let meetings: Vec<MeetingView> = mc.meetings().iter().map(|m| view(&mc, m, now)).collect();
     Json(json!({

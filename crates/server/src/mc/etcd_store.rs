@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! {prefix}meetings/{id}   the meeting, JSON as the file store keeps it
-//! {prefix}viewers/{node}  a node's latest viewer report {"at_ms", "counts"}
+//! {prefix}viewers/{node}  a node's latest viewer report {"at_ms", "counts"}, under a
+//!                         lease: a node that stops reporting leaves no key behind
 //! {prefix}timeline/{id}   the meeting's timeline owner (super::timeline)
 //! ```
 //!
@@ -18,6 +19,8 @@
 //!   refuses changes with 102005; nothing is acknowledged that etcd has not committed.
 //!   The view is also kept in `meetings.json` beside the MC, so an MC that starts while
 //!   etcd is away still knows the meetings.
+//! - Everything is read in pages ([`etcd::Client::get_prefix`]): no single answer grows
+//!   with the number of keys.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -39,6 +42,15 @@ const WATCH_RETRY: Duration = Duration::from_millis(300);
 /// A watch that has seen nothing for this long is opened again (a member that hangs
 /// without closing the connection would otherwise hide every change).
 const WATCH_IDLE: Duration = Duration::from_secs(15);
+/// The shortest lease viewer reports are written under, seconds.
+const MIN_REPORT_LEASE_S: i64 = 5;
+
+/// The lease viewer reports are written under now, and when it was granted.
+#[derive(Debug, Clone, Copy)]
+struct ReportLease {
+    id: i64,
+    granted: std::time::Instant,
+}
 
 /// Where the MC's shared store is.
 #[derive(Debug, Clone)]
@@ -78,6 +90,11 @@ pub struct EtcdStore {
     written: Mutex<HashMap<String, SharedReport>>,
     /// Each meeting's timeline owner with its key's revision.
     timelines: Mutex<HashMap<MeetingId, (TimelineRecord, i64)>>,
+    /// The lease reports are written under: granted for twice a report's lifetime and
+    /// replaced after half of it, so a live node's key (rewritten at least every third
+    /// of a lifetime) always sits under a lease that has time left, and a dead node's
+    /// key goes with the last lease it was written under.
+    lease: tokio::sync::Mutex<Option<ReportLease>>,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -108,6 +125,7 @@ impl EtcdStore {
             view: Mutex::new(View::default()),
             written: Mutex::new(HashMap::new()),
             timelines: Mutex::new(HashMap::new()),
+            lease: tokio::sync::Mutex::new(None),
         };
         match store.load().await {
             Ok(_) => {}
@@ -364,7 +382,8 @@ impl EtcdStore {
     }
 
     /// Shares a node's viewer report with the other MCs (written when it changed or has
-    /// aged a third of `ttl_ms`; the write runs in the background).
+    /// aged a third of `ttl_ms`; the write runs in the background, under a lease of
+    /// about twice `ttl_ms`, so the key of a node that stops reporting expires).
     pub fn share_report(self: &Arc<Self>, node: &str, report: SharedReport, ttl_ms: i64) {
         {
             let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
@@ -374,6 +393,11 @@ impl EtcdStore {
             if fresh {
                 return;
             }
+            if !written.contains_key(node) {
+                // A new name: forget the nodes that stopped reporting, so the map holds
+                // live nodes only.
+                written.retain(|_, last| report.at_ms - last.at_ms <= ttl_ms);
+            }
             written.insert(node.to_owned(), report.clone());
         }
         let store = Arc::clone(self);
@@ -382,7 +406,7 @@ impl EtcdStore {
             let Ok(value) = serde_json::to_vec(&report) else {
                 return;
             };
-            if let Err(e) = store.client.put(&key, &value).await {
+            if let Err(e) = store.put_report(&key, &value, ttl_ms).await {
                 tracing::debug!(error = %e, "viewer report not shared");
                 // Written again at the next sync.
                 store
@@ -392,6 +416,33 @@ impl EtcdStore {
                     .clear();
             }
         });
+    }
+
+    /// Puts a report under the current report lease (granting a new one when there is
+    /// none or it is half spent).
+    async fn put_report(&self, key: &[u8], value: &[u8], ttl_ms: i64) -> Result<(), EtcdError> {
+        let lease_s = (2 * ttl_ms / 1000).max(MIN_REPORT_LEASE_S);
+        let half = Duration::from_millis(u64::try_from(lease_s * 500).unwrap_or(u64::MAX));
+        let lease = {
+            let mut current = self.lease.lock().await;
+            match *current {
+                Some(lease) if lease.granted.elapsed() < half => lease.id,
+                _ => {
+                    let granted = std::time::Instant::now();
+                    let id = self.client.grant_lease(lease_s).await?;
+                    *current = Some(ReportLease { id, granted });
+                    id
+                }
+            }
+        };
+        match self.client.put_with_lease(key, value, lease).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // The lease may be gone (etcd restored, clock jump): a new one next time.
+                *self.lease.lock().await = None;
+                Err(e)
+            }
+        }
     }
 
     /// Follows etcd for as long as the MC runs: every meeting change goes to

@@ -12,6 +12,7 @@ pub mod etcd_store;
 pub mod gate;
 pub mod minter;
 pub mod openapi;
+pub mod report;
 pub mod session_uris;
 mod state;
 pub mod store;
@@ -77,5 +78,7 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
     }
 }
 
+#[cfg(test)]
+mod door_tests;
 #[cfg(test)]
 mod tests;

@@ -236,18 +236,22 @@ impl McState {
     }
 
     /// Records a node's viewer report (and shares it with the other MCs of a pair).
-    /// Returns false when it was ignored (too many nodes or meetings).
+    /// Returns false when it was ignored (too many nodes): an ignored report is not
+    /// shared either.
     pub fn report_viewers(&self, node: &str, counts: Vec<(MeetingId, u32)>, now_ms: i64) -> bool {
+        let shared = SharedReport {
+            at_ms: now_ms,
+            counts: counts.iter().cloned().collect(),
+        };
+        if !self.viewers().report(node, counts, now_ms) {
+            return false;
+        }
         if let Backend::Etcd(store) = &self.inner.store {
-            let report = SharedReport {
-                at_ms: now_ms,
-                counts: counts.iter().cloned().collect(),
-            };
             let ttl_ms = i64::try_from(self.inner.settings.viewer_report_ttl.as_millis())
                 .unwrap_or(i64::MAX);
-            store.share_report(node, report, ttl_ms);
+            store.share_report(node, shared, ttl_ms);
         }
-        self.viewers().report(node, counts, now_ms)
+        true
     }
 
     pub(crate) fn viewers(&self) -> std::sync::MutexGuard<'_, ViewerCounts> {

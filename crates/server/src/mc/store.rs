@@ -1,5 +1,7 @@
 //! The MC's embedded store: every meeting in one JSON file, replaced atomically
 //! (write a temporary file, fsync it, rename it over the old one, fsync the directory).
+//! The file holds secrets (stream keys, host tokens): it is only ever created with
+//! mode 0600.
 //!
 //! Why a JSON file and not an embedded database: an MC holds at most
 //! [`meeting::meeting::MAX_MEETINGS`] small records that change a few times per
@@ -128,20 +130,40 @@ pub fn read_file(path: &Path) -> Result<Meetings, StoreError> {
     }
 }
 
-/// Writes `meetings` to `path` atomically: a temporary file, fsynced, renamed over
-/// the old one, and the directory fsynced.
+/// Writes `meetings` to `path` atomically: a temporary file created owner-only (mode
+/// 0600: it holds stream keys and host tokens), fsynced, renamed over the old one, and
+/// the directory fsynced.
 ///
 /// # Errors
 /// [`StoreError::Write`] when any step fails; the old file is then untouched.
 pub fn write_file(path: &Path, meetings: &Meetings) -> Result<(), StoreError> {
+    write_secret_json(path, meetings)
+}
+
+/// Writes `value` as JSON to `path` atomically and owner-only (mode 0600): a temporary
+/// file created 0600, fsynced, renamed over the old one, and the directory fsynced.
+/// For every file of the MC that holds secrets (meetings, session keys).
+///
+/// # Errors
+/// [`StoreError::Write`] when any step fails; the old file is then untouched.
+pub fn write_secret_json(path: &Path, value: &impl serde::Serialize) -> Result<(), StoreError> {
     let error = |source| StoreError::Write {
         path: path.to_owned(),
         source,
     };
-    let bytes = serde_json::to_vec_pretty(meetings)
+    let bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| error(std::io::Error::other(e.to_string())))?;
     let tmp = path.with_extension("json.tmp");
-    let mut file = std::fs::File::create(&tmp).map_err(error)?;
+    // Created owner-only, so no moment exists when another user could read it.
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&tmp).map_err(error)?;
     file.write_all(&bytes).map_err(error)?;
     file.sync_all().map_err(error)?;
     drop(file);

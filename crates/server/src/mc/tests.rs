@@ -18,7 +18,7 @@ use crate::channel::{Channel, LiveSegment, TrackSummary};
 use crate::metrics::Metrics;
 use crate::{AppState, NodeIdentity};
 
-fn settings(dir: &std::path::Path) -> McSettings {
+pub(super) fn settings(dir: &std::path::Path) -> McSettings {
     McSettings {
         ladder: Vec::new(),
         without_ladder: std::collections::HashSet::new(),
@@ -35,7 +35,7 @@ fn settings(dir: &std::path::Path) -> McSettings {
     }
 }
 
-fn node_state() -> AppState {
+pub(super) fn node_state() -> AppState {
     let identity = NodeIdentity {
         name: "mc".into(),
         hostname: None,
@@ -43,11 +43,11 @@ fn node_state() -> AppState {
     AppState::new(identity, Metrics::new(), None)
 }
 
-fn app(mc: &McState) -> NodeApp {
+pub(super) fn app(mc: &McState) -> NodeApp {
     router(mc.clone(), node_state())
 }
 
-async fn call(
+pub(super) async fn call(
     app: &NodeApp,
     method: Method,
     uri: &str,
@@ -61,6 +61,13 @@ async fn call(
     }
     for (k, v) in headers {
         request = request.header(*k, *v);
+    }
+    // The API takes JSON bodies only (108012 otherwise), as a platform's client sends.
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        request = request.header("content-type", "application/json");
     }
     let response = app
         .clone()
@@ -105,7 +112,7 @@ fn peer(name: &str) -> std::net::IpAddr {
     std::net::IpAddr::from([192, 0, 2, name.as_bytes()[0]])
 }
 
-async fn create(app: &NodeApp, id: &str) -> (StatusCode, Value) {
+pub(super) async fn create(app: &NodeApp, id: &str) -> (StatusCode, Value) {
     call(
         app,
         Method::POST,
@@ -541,7 +548,7 @@ async fn the_openapi_document_parses_and_names_every_route() {
     }
 }
 
-fn live_channel(state: &AppState, name: &str) {
+pub(super) fn live_channel(state: &AppState, name: &str) {
     let channel = Arc::new(Channel::new(name, 5, crate::render::renderer(2000)));
     let segment = LiveSegment {
         msn: 0,
