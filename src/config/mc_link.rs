@@ -42,6 +42,11 @@ pub struct McLinkConfig {
     /// its buffer ends at a segment's end stalls about 6 s (docs/timeline.md).
     #[serde(default)]
     pub live_relay: bool,
+    /// Let a plain-HTTP link to an MC that is not on a loopback address literal carry
+    /// the node token, private meetings and viewer keys (default false: the node then
+    /// refuses to start with a token, and refuses private meetings and keys, 114005).
+    #[serde(default)]
+    pub allow_insecure: bool,
     /// The template of every meeting stream: any key of a `[[stream]]` except `name`
     /// and `inputs` (e.g. `window`, `segment_duration`, `dvr`).
     #[serde(default)]
@@ -144,6 +149,12 @@ impl McLinkConfig {
         for url in self.relay_bases() {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 bail!("mc.url {url:?} must start with http:// or https://");
+            }
+            if self.token.is_some()
+                && !self.allow_insecure
+                && !ingest::mc_client::link_protected(url)
+            {
+                bail!("mc.token would travel in clear to {url:?}: use https (or set mc.allow_insecure = true on a network you trust)");
             }
         }
         if !(0.1..=60.0).contains(&self.poll_interval) {

@@ -152,6 +152,7 @@ pub async fn start_cluster(
                 timeout: 2.0,
                 backup_urls: Vec::new(),
                 live_relay: false,
+                allow_insecure: false,
                 stream: template.clone(),
             }),
             streams: Vec::new(),

@@ -6,6 +6,7 @@
 //!
 //! The node side lives here too: [`watcher`] is a node's loop over its MC.
 
+pub mod answer;
 pub mod config;
 pub mod origin;
 pub mod streams;

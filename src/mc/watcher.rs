@@ -4,6 +4,10 @@
 //! the meeting closes (or leaves the MC's list). When the MC cannot be reached, the
 //! node keeps every stream it has (viewers keep watching), the gate answers 102005 /
 //! 1041xx for the rest, and the next successful poll brings everything back.
+//!
+//! Every answer is screened first ([`super::answer`]): a meeting with a bad id, rung
+//! or list is left out (logged with its 114xxx code when the refusals change), and
+//! private meetings and viewer keys are taken only over a protected link.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -36,9 +40,15 @@ pub async fn run(
             timeout: std::time::Duration::from_secs_f64(link.timeout),
         })
         .collect();
+    // Whether each MC's link may carry private meetings and viewer keys.
+    let protected: Vec<bool> = clients
+        .iter()
+        .map(|c| link.allow_insecure || mc_client::link_protected(&c.url))
+        .collect();
     let mut preferred = 0;
     let mut streams = MeetingStreams::new(context);
     let mut last_failure = None;
+    let mut last_refusals = Vec::new();
     loop {
         let mut counts: Vec<(String, u64)> = gate.viewer_counts().into_iter().collect();
         counts.sort();
@@ -51,6 +61,14 @@ pub async fn run(
             Ok(answer) => {
                 if last_failure.take().is_some() {
                     tracing::info!(mc = %mc_url, "mc reachable again");
+                }
+                let (answer, refusals) =
+                    super::answer::screen(answer, protected.get(preferred) == Some(&true));
+                if refusals != last_refusals {
+                    for refusal in &refusals {
+                        tracing::warn!(mc = %mc_url, code = refusal.fault.code(), refused = %refusal.what, "mc answer entry refused");
+                    }
+                    last_refusals = refusals;
                 }
                 reconcile(&link, &mut streams, &gate, &answer.meetings);
                 gate.connected(

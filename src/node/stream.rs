@@ -131,7 +131,9 @@ pub fn start_stream(
     };
     let recorder = match settings.dvr {
         Some(retention) => {
-            let dir = context.data_dir.join("archive").join(&stream.name);
+            // The one way an archive path is made from names: plain names only.
+            let dir = dvr::store::archive_dir(&context.data_dir, &["archive", &stream.name])
+                .with_context(|| format!("stream {}: its archive", stream.name))?;
             let recorder = Recorder::start(&stream.name, RecorderSettings::new(dir, retention))
                 .with_context(|| format!("stream {}: opening its archive", stream.name))?;
             channel.set_archive(Arc::clone(&recorder));
@@ -293,12 +295,9 @@ fn start_rung(
     // a catch-up viewer gets the ladder (`archive/{stream}/rungs/{rung}`).
     let recorder = match settings.dvr {
         Some(retention) => {
-            let dir = context
-                .data_dir
-                .join("archive")
-                .join(channel.name())
-                .join("rungs")
-                .join(rung);
+            let names = ["archive", channel.name(), "rungs", rung];
+            let dir = dvr::store::archive_dir(&context.data_dir, &names)
+                .with_context(|| format!("stream {name}: its archive"))?;
             let recorder = Recorder::start(&name, RecorderSettings::new(dir, retention))
                 .with_context(|| format!("stream {name}: opening its archive"))?;
             rendition.set_archive(Arc::clone(&recorder));

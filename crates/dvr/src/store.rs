@@ -51,6 +51,39 @@ pub enum StoreError {
     /// A segment larger than 4 GiB cannot be indexed.
     #[error("segment of {0} bytes is too large")]
     TooLarge(usize),
+    /// A directory name of an archive path that is not a plain name (see
+    /// [`is_plain_name`]): a stream or rung name that came from a peer or a request.
+    #[error("archive directory name {0:?} is not a plain name")]
+    BadName(String),
+}
+
+/// Whether `name` may be one directory level of an archive path: 1 to 255 bytes, no
+/// `/`, `\`, NUL or control character, and no leading dot (so neither `.`, `..` nor a
+/// hidden name). Stream and rung names pass; a path smuggled in a name does not.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control())
+}
+
+/// The archive directory `root/names[0]/names[1]/…`, refusing any name that is not a
+/// plain name: the one way an archive path is made from names, so no name from a peer
+/// (an MC's rung) or a request reaches outside `root`.
+///
+/// # Errors
+/// [`StoreError::BadName`] with the first bad name.
+pub fn archive_dir(root: &Path, names: &[&str]) -> Result<PathBuf, StoreError> {
+    let mut dir = root.to_owned();
+    for name in names {
+        if !is_plain_name(name) {
+            return Err(StoreError::BadName((*name).to_owned()));
+        }
+        dir.push(name);
+    }
+    Ok(dir)
 }
 
 impl StoreError {

@@ -320,3 +320,28 @@ fn a_real_small_filesystem_fills_up_and_recovers() {
     let (store, _) = Store::open(dir.path(), Protocol::Ts, Arc::clone(&files), SPAN).unwrap();
     fill_free_resume(dir.path(), store, 50_000, 1_000_000, files);
 }
+
+#[test]
+fn an_archive_directory_is_made_of_plain_names_only() {
+    let root = Path::new("/data/archive");
+    let dir = dvr::store::archive_dir(root, &["meeting-1", "rungs", "240p"]).expect("plain");
+    assert_eq!(dir, Path::new("/data/archive/meeting-1/rungs/240p"));
+    for bad in [
+        "../../tmp/x",
+        "..",
+        ".",
+        ".hidden",
+        "a/b",
+        "a\\b",
+        "",
+        "nul\0byte",
+        "line\nbreak",
+        "/abs",
+    ] {
+        match dvr::store::archive_dir(root, &["meeting-1", "rungs", bad]) {
+            Err(dvr::StoreError::BadName(name)) => assert_eq!(name, bad),
+            other => panic!("{bad:?} gave {other:?}"),
+        }
+    }
+    assert!(!dvr::store::is_plain_name(&"x".repeat(256)));
+}

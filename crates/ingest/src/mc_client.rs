@@ -105,6 +105,36 @@ struct WireKey {
     public: String,
 }
 
+/// Whether a link to the MC at `url` keeps what it carries (the node token, private
+/// meetings, viewer keys) from a man in the middle: `https`, or plain `http` to a
+/// loopback address literal (`127.0.0.0/8`, `[::1]`), which never leaves the machine.
+/// A host name, even `localhost`, is not taken on trust: resolving it is a claim.
+pub fn link_protected(url: &str) -> bool {
+    if url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    {
+        return true;
+    }
+    let Some(rest) = url
+        .get(..7)
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .and_then(|_| url.get(7..))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Percent-encodes a query value (everything but unreserved characters).
 fn encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -213,6 +243,31 @@ mod tests {
         ];
         let causes: Vec<ConnectCause> = errors.iter().map(cause_of).collect();
         assert_eq!(causes, ConnectCause::ALL.to_vec());
+    }
+
+    #[test]
+    fn only_https_and_loopback_literals_are_protected_links() {
+        for url in [
+            "https://mc.example:9443",
+            "HTTPS://mc.example",
+            "http://127.0.0.1:9000",
+            "http://127.3.4.5/prefix",
+            "http://[::1]:9000/",
+        ] {
+            assert!(link_protected(url), "{url}");
+        }
+        for url in [
+            "http://mc.example:9000",
+            "http://localhost:9000",
+            "http://10.0.0.1:9000",
+            "http://[::2]:9000",
+            "http://127.0.0.1@evil.example/",
+            "http://127.0.0.1.evil.example/",
+            "ftp://127.0.0.1/",
+            "",
+        ] {
+            assert!(!link_protected(url), "{url}");
+        }
     }
 
     #[test]

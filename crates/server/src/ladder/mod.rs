@@ -123,7 +123,12 @@ const PROFILES: [&str; 3] = ["baseline", "main", "high"];
 
 /// A rung name: 1 to 16 of `a-z`, `0-9`, `_`, `-`, starting with a letter or digit,
 /// not `main` (the muxed rendition's internal name) and not a file name of a stream.
-fn check_name(name: &str) -> Result<(), String> {
+/// Public because a node checks the rungs its MC names with the same rule (a rung
+/// becomes a URL segment and an archive directory).
+///
+/// # Errors
+/// The reason, naming the rung.
+pub fn check_name(name: &str) -> Result<(), String> {
     let ok = (1..=16).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && name
