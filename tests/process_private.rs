@@ -118,8 +118,25 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
     assert_eq!(status, 200, "{media}");
     let segment = first_uri(&media);
     assert!(segment.contains("?session="), "{media}");
-    let (status, _, _) = get(node.http, &format!("/board/{segment}"));
+    let (status, head, _) = http_get_with(node.http, &format!("/board/{segment}"), &[]);
     assert_eq!(status, 200, "a segment with the session");
+    // The viewer's alone: no shared cache keeps it, and its own no longer than the
+    // session opens media.
+    let cache = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("cache-control: ").map(str::to_owned))
+        .expect("a Cache-Control");
+    let max_age: i64 = cache
+        .strip_prefix("private, max-age=")
+        .and_then(|age| age.parse().ok())
+        .unwrap_or_else(|| panic!("private with a max-age: {cache}"));
+    assert!(max_age <= ott::SESSION_MEDIA_LIFETIME_S, "{cache}");
+    // A session copied to another address is refused there (113015), on the segment
+    // as on the playlist.
+    for path in [format!("/board/{segment}"), format!("/board/{variant}")] {
+        let (status, body) = common::http_request_as("mallory", node.http, "GET", &path, &[]);
+        assert_eq!((status, body["code"].as_u64()), (403, Some(113_015)), "{path}");
+    }
     let bare = segment.split('?').next().unwrap();
     assert_eq!(
         get(node.http, &format!("/board/{bare}")).2,

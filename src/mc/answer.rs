@@ -96,10 +96,27 @@ pub fn screen(answer: SyncAnswer, protected: bool) -> (SyncAnswer, Vec<Refusal>)
             )
             .collect()
     };
+    // The session keys are secrets: taken only over a protected link, and whole.
+    let session_keys = match answer.session_keys {
+        None => None,
+        Some(_) if !protected => {
+            refuse(McAnswerFault::Insecure, "session keys".to_owned());
+            None
+        }
+        Some(wire) if server::mc::session_keys::node_keys(&wire).is_none() => {
+            refuse(
+                McAnswerFault::BadKey,
+                format!("a session key ring of {} keys", wire.keys.len()),
+            );
+            None
+        }
+        Some(wire) => Some(wire),
+    };
     let screened = SyncAnswer {
         meetings,
         min_client_version: answer.min_client_version,
         viewer_keys,
+        session_keys,
     };
     (screened, refusals)
 }
@@ -178,6 +195,7 @@ mod tests {
             meetings,
             min_client_version: None,
             viewer_keys: Vec::new(),
+            session_keys: None,
         }
     }
 

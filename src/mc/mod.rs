@@ -210,6 +210,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             shutdown_rx.clone(),
         ));
     }
+    tasks.spawn(mc.clone().keep_session_keys(shutdown_rx.clone()));
     tasks.spawn(follow_meetings(
         MeetingStreams::new(context),
         mc.subscribe(),

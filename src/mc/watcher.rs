@@ -71,6 +71,13 @@ pub async fn run(
                     last_refusals = refusals;
                 }
                 reconcile(&link, &mut streams, &gate, &answer.meetings);
+                if let Some(keys) = answer
+                    .session_keys
+                    .as_ref()
+                    .and_then(server::mc::session_keys::node_keys)
+                {
+                    gate.set_session_keys(keys);
+                }
                 gate.connected(
                     answer.meetings,
                     answer.min_client_version,

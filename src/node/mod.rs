@@ -168,15 +168,6 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     if let Some(mc) = &config.mc {
         // Meetings of the MC become streams; viewers of them go through the gate.
         let gate = Arc::new(server::mc::gate::MeetingGate::new());
-        // Private meetings' sessions: every node of a mesh domain verifies every
-        // session (backups, redirects); a node alone keeps a secret of its own.
-        let session_secret = match &config.ott {
-            Some(ott) => ott.domain_secret.clone(),
-            None => {
-                crate::admin_token::secret_file(&node_config.data_dir.join("session_secret"))?.0
-            }
-        };
-        gate.set_session_key(ott::SessionKey::derive(session_secret.as_bytes()));
         if let Some(token) = &mc.token {
             gate.set_node_token(token.clone());
         }

@@ -289,6 +289,9 @@ family! {
         /// The viewer already watches in as many sessions on this node as its token
         /// allows (`max_sessions`).
         TooManySessions => (113_014, 429, "the viewer watches in as many sessions as its token allows", "too_many_sessions", false),
+        /// The session was issued to another address (an IPv6 one: another /64): a
+        /// session is its viewer's alone, never shared or copied.
+        SessionOtherAddress => (113_015, 403, "the session was issued to another address", "session_other_address", false),
         /// The MC's token or removal request is invalid (`field` says which part).
         BadRequest => (113_020, 400, "the viewer request is invalid", "viewer_bad_request", false),
     }

@@ -43,6 +43,9 @@ pub struct SyncAnswer {
     /// The keys private meetings' viewer tokens verify with: (key id, Ed25519 public
     /// key in base64url).
     pub viewer_keys: Vec<(String, String)>,
+    /// The keys private meetings' sessions are signed with (none: an MC that issues
+    /// none, and this node refuses private meetings until it does).
+    pub session_keys: Option<meeting::SessionKeysWire>,
 }
 
 /// Why a sync failed.
@@ -97,6 +100,8 @@ struct Answer {
     min_client_version: Option<String>,
     #[serde(default)]
     viewer_keys: Vec<WireKey>,
+    #[serde(default)]
+    session_keys: Option<meeting::SessionKeysWire>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -209,6 +214,7 @@ pub async fn sync(
             .into_iter()
             .map(|k| (k.kid, k.public))
             .collect(),
+        session_keys: answer.session_keys,
     })
 }
 

@@ -23,6 +23,7 @@ pub mod code {
     pub use codes::{CodeInfo, LogLevel};
 }
 pub mod meeting;
+pub mod session_keys;
 pub mod version;
 pub mod viewers;
 
@@ -32,5 +33,6 @@ pub use meeting::{
     Action, InvalidMeetingId, Meeting, MeetingError, MeetingId, MeetingSecrets, MeetingState,
     Meetings, NewMeeting,
 };
+pub use session_keys::{SessionKeyWire, SessionKeysWire, MAX_SESSION_KEYS};
 pub use version::{check_client, ClientVersion, CLIENT_VERSION_HEADER};
 pub use viewers::ViewerCounts;

@@ -30,7 +30,7 @@
 mod address;
 mod alert;
 mod balance;
-mod base64url;
+pub mod base64url;
 mod eligibility;
 mod entry;
 mod overload;
@@ -71,7 +71,8 @@ pub use route::{
     redirect_target, ArchiveDecision, NoTarget, Target,
 };
 pub use session::{
-    viewer_hash, Session, SessionError, SessionKey, SESSION_QUERY_PARAM, SESSION_TEXT_LEN,
+    address_prefix, viewer_hash, Session, SessionClaims, SessionError, SessionKey, SessionKeys,
+    SESSION_MEDIA_LIFETIME_S, SESSION_QUERY_PARAM, SESSION_RENEW_MAX_S, SESSION_TEXT_LEN,
 };
 pub use steering::{
     is_pathway_id, parse_pathways, pathway_id, steer, steering_uri, PathwayListError,

@@ -2,33 +2,47 @@
 //! verified, carried as `session=` on every URI of the viewer's playlists and MPDs.
 //!
 //! A session binds a meeting, the viewer (by an 8-byte hash of its id, enough to match
-//! a revocation) and an expiry, under an HMAC-SHA256 key every node of the domain
-//! derives from the domain secret: any node of the domain verifies it — a backup
-//! variant or a redirect takes the viewer's session along, and it is the pass's
-//! authorization (useless to anyone but that viewer, for that meeting, until then). A
-//! segment URL copied out of a playlist stops working when the session ends.
+//! a revocation), the address it was issued to (an IPv6 one by its /64) and two
+//! times, under a key the MC issues and rotates ([`SessionKeys`]; one job: signing
+//! sessions, never the mesh's gossip secret). Every node of the MC verifies it — a
+//! backup variant or a redirect takes the viewer's session along — and nobody else
+//! can use it: from another address it is refused ([`SessionError::OtherAddress`]).
+//!
+//! - `expires`: a segment, part or init asked with the session after this is refused,
+//!   so a media URL copied out of a playlist dies within the session lifetime.
+//! - `renew_until` (the token's own expiry, capped): until then the session still opens
+//!   playlists and MPDs, and the node answers them with a renewed session in every URI
+//!   — a viewer keeps watching while its token holds, through plain playlist reloads.
 //!
 //! Each session has a nonce of its own, so the sessions of one viewer (two devices,
 //! one token) are told apart and a token's `max_sessions` can be counted.
 //!
 //! Verification is allocation-free (a stack buffer, one HMAC): it runs on every
-//! request of a private meeting. Wire layout before base64url (49 bytes, 66
-//! characters): `1` (format) ‖ expiry (u32 BE, Unix seconds) ‖ viewer hash (8 bytes)
-//! ‖ nonce (4 bytes) ‖ HMAC-SHA256 (32 bytes) over a label, the meeting and everything
-//! before the tag.
+//! request of a private meeting. Wire layout before base64url (61 bytes, 82
+//! characters): `2` (format) ‖ key id (u32 BE) ‖ expires (u32 BE, Unix s) ‖ renew
+//! until (u32 BE) ‖ viewer hash (8) ‖ nonce (4) ‖ address tag (4) ‖ HMAC-SHA256 (32)
+//! over a label, the meeting and everything before the tag.
+
+use std::net::{IpAddr, Ipv6Addr};
 
 use ring::{digest, hmac};
 
 /// The query parameter that carries a session.
 pub const SESSION_QUERY_PARAM: &str = "session";
+/// How long a session opens media (segments, parts, inits) from its issue or last
+/// renewal: a media URL copied out of a playlist dies within this.
+pub const SESSION_MEDIA_LIFETIME_S: i64 = 10 * 60;
+/// The longest a session renews, from the token it was opened with: the token's own
+/// expiry when sooner. Past it the player opens the meeting again with a token.
+pub const SESSION_RENEW_MAX_S: i64 = 12 * 3600;
 
-const FORMAT: u8 = 1;
-const BODY_LEN: usize = 1 + 4 + 8 + 4;
+const FORMAT: u8 = 2;
+const BODY_LEN: usize = 1 + 4 + 4 + 4 + 8 + 4 + 4;
 const TAG_LEN: usize = 32;
 const WIRE_LEN: usize = BODY_LEN + TAG_LEN;
 /// Characters of a session in base64url without padding.
 pub const SESSION_TEXT_LEN: usize = (WIRE_LEN * 8).div_ceil(6);
-const LABEL: &[u8] = b"brdyun viewer session v1\0";
+const LABEL: &[u8] = b"brdyun viewer session v2\0";
 
 /// The 8-byte hash that stands for a viewer id in sessions and revocation lists.
 pub fn viewer_hash(viewer: &str) -> [u8; 8] {
@@ -38,51 +52,53 @@ pub fn viewer_hash(viewer: &str) -> [u8; 8] {
     out
 }
 
-/// The key sessions are signed and checked with.
+/// The 16 bytes an address is known by: an IPv4 (or IPv4-mapped) address whole, mapped
+/// into IPv6; any other IPv6 address by its /64 (a host's privacy addresses change
+/// inside it). Sessions, passes and viewer counts all bind or count this.
+pub fn address_prefix(ip: IpAddr) -> [u8; 16] {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => {
+            let mut octets = v6.octets();
+            octets[8..].fill(0);
+            Ipv6Addr::from(octets).octets()
+        }
+    }
+}
+
+/// The 4 bytes of a session that name its address (no address: an in-process call).
+fn address_tag(address: Option<IpAddr>) -> [u8; 4] {
+    let prefix = address.map_or([0; 16], address_prefix);
+    let hash = crate::stable_hash(&prefix).to_be_bytes();
+    [hash[0], hash[1], hash[2], hash[3]]
+}
+
+/// One key sessions are signed with: the MC issues it with an id, and rotates it.
 pub struct SessionKey {
+    id: u32,
     key: hmac::Key,
 }
 
 impl std::fmt::Debug for SessionKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionKey(..)")
+        write!(f, "SessionKey({})", self.id)
     }
 }
 
-/// A verified session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Session {
-    /// When it ends, Unix seconds.
-    pub expires_unix_s: u32,
-    /// The viewer, as [`viewer_hash`] of its id.
-    pub viewer: [u8; 8],
-    /// What tells this session apart from the viewer's others.
-    pub nonce: [u8; 4],
-}
-
-/// Why a session was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
-    /// Not a session (length, alphabet, format).
-    #[error("the session is malformed")]
-    Malformed,
-    /// The tag does not match: forged, altered, for another meeting or domain.
-    #[error("the session is not valid for this meeting")]
-    Forged,
-    /// Past its expiry.
-    #[error("the session has ended")]
-    Expired,
-}
-
 impl SessionKey {
-    /// The key every node of a domain derives from the domain secret (or a standalone
-    /// node from a secret of its own).
-    pub fn derive(secret: &[u8]) -> Self {
+    /// The key `id` made from `secret` (the MC's random bytes).
+    pub fn new(id: u32, secret: &[u8]) -> Self {
         let root = hmac::Key::new(hmac::HMAC_SHA256, secret);
         let derived = hmac::sign(&root, LABEL);
         Self {
+            id,
             key: hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref()),
         }
+    }
+
+    /// The key's id, written in every session it signs.
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     fn tag(&self, meeting: &str, body: &[u8; BODY_LEN]) -> hmac::Tag {
@@ -93,34 +109,113 @@ impl SessionKey {
         context.update(body);
         context.sign()
     }
+}
 
-    /// A session of `viewer` for `meeting` until `expires_unix_s`, told apart from its
-    /// others by `nonce`, as its text.
+/// What a new session says: whose it is and until when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionClaims {
+    /// The viewer, as [`viewer_hash`] of its id.
+    pub viewer: [u8; 8],
+    /// What tells this session apart from the viewer's others.
+    pub nonce: [u8; 4],
+    /// Media asked with it after this (Unix s) is refused.
+    pub expires_unix_s: u32,
+    /// Until this (Unix s) it still opens playlists and is renewed there.
+    pub renew_until_unix_s: u32,
+}
+
+/// A verified session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Session {
+    /// What it was issued with.
+    pub claims: SessionClaims,
+    /// The key that signed it.
+    pub key_id: u32,
+}
+
+impl Session {
+    /// Whether media (segments, parts, inits) may still be served with it at `now`.
+    pub fn is_current(&self, now_unix_s: i64) -> bool {
+        now_unix_s <= i64::from(self.claims.expires_unix_s)
+    }
+}
+
+/// Why a session was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// Not a session (length, alphabet, format).
+    #[error("the session is malformed")]
+    Malformed,
+    /// The tag does not match: forged, altered, for another meeting or MC, or signed
+    /// with a key this node no longer holds.
+    #[error("the session is not valid for this meeting")]
+    Forged,
+    /// Past its renewal time (the token's end): the player must open the meeting again
+    /// with a token.
+    #[error("the session has ended")]
+    Expired,
+    /// Valid, but issued to another address: a session is its viewer's alone.
+    #[error("the session was issued to another address")]
+    OtherAddress,
+}
+
+/// The session keys a node holds, as its MC hands them out: the current one (which
+/// signs), the next one (published a rotation ahead, so every node verifies it before
+/// any signs with it) and the older ones still in use (sessions signed with them renew
+/// until their renewal time).
+#[derive(Debug, Default)]
+pub struct SessionKeys {
+    /// The signing key first.
+    keys: Vec<SessionKey>,
+}
+
+impl SessionKeys {
+    /// The ring with `current` signing and `others` verifying.
+    pub fn new(current: SessionKey, others: impl IntoIterator<Item = SessionKey>) -> Self {
+        Self {
+            keys: std::iter::once(current).chain(others).collect(),
+        }
+    }
+
+    /// The ids of the keys held, the signing one first.
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.keys.iter().map(SessionKey::id)
+    }
+
+    /// A session of `claims` for `meeting`, for the viewer at `address`, signed with
+    /// the current key; `None` when no key is held yet.
     pub fn issue(
         &self,
         meeting: &str,
-        viewer: [u8; 8],
-        expires_unix_s: u32,
-        nonce: [u8; 4],
-    ) -> String {
+        claims: SessionClaims,
+        address: Option<IpAddr>,
+    ) -> Option<String> {
+        let key = self.keys.first()?;
         let mut wire = [0u8; WIRE_LEN];
         wire[0] = FORMAT;
-        wire[1..5].copy_from_slice(&expires_unix_s.to_be_bytes());
-        wire[5..13].copy_from_slice(&viewer);
-        wire[13..BODY_LEN].copy_from_slice(&nonce);
+        wire[1..5].copy_from_slice(&key.id.to_be_bytes());
+        wire[5..9].copy_from_slice(&claims.expires_unix_s.to_be_bytes());
+        wire[9..13].copy_from_slice(&claims.renew_until_unix_s.to_be_bytes());
+        wire[13..21].copy_from_slice(&claims.viewer);
+        wire[21..25].copy_from_slice(&claims.nonce);
+        wire[25..BODY_LEN].copy_from_slice(&address_tag(address));
         let body: [u8; BODY_LEN] = wire[..BODY_LEN].try_into().expect("body length");
-        wire[BODY_LEN..].copy_from_slice(self.tag(meeting, &body).as_ref());
-        crate::base64url::encode(&wire)
+        wire[BODY_LEN..].copy_from_slice(key.tag(meeting, &body).as_ref());
+        Some(crate::base64url::encode(&wire))
     }
 
-    /// Verifies a session's text for `meeting` at `now_unix_s`, without allocating.
+    /// Verifies a session's text for `meeting`, presented from `address`, at
+    /// `now_unix_s`, without allocating. A session past `expires` but before its
+    /// renewal time verifies: media routes check [`Session::is_current`].
     ///
     /// # Errors
-    /// [`SessionError`]: malformed, not this meeting's (or forged), or ended.
+    /// [`SessionError`]: malformed, not this meeting's (or forged, or its key is no
+    /// longer held), past its renewal time, or from another address.
     pub fn verify(
         &self,
         text: &str,
         meeting: &str,
+        address: Option<IpAddr>,
         now_unix_s: i64,
     ) -> Result<Session, SessionError> {
         let mut wire = [0u8; WIRE_LEN];
@@ -131,7 +226,14 @@ impl SessionKey {
             return Err(SessionError::Malformed);
         }
         let body: [u8; BODY_LEN] = wire[..BODY_LEN].try_into().expect("body length");
-        let expected = self.tag(meeting, &body);
+        let word = |at: usize| u32::from_be_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+        let key_id = word(1);
+        let key = self
+            .keys
+            .iter()
+            .find(|k| k.id == key_id)
+            .ok_or(SessionError::Forged)?;
+        let expected = key.tag(meeting, &body);
         // Constant time over the whole tag.
         let differs = expected
             .as_ref()
@@ -141,14 +243,18 @@ impl SessionKey {
         if differs != 0 {
             return Err(SessionError::Forged);
         }
-        let expires = u32::from_be_bytes(body[1..5].try_into().expect("4 bytes"));
-        if now_unix_s > i64::from(expires) {
+        let claims = SessionClaims {
+            expires_unix_s: word(5),
+            renew_until_unix_s: word(9),
+            viewer: body[13..21].try_into().expect("8 bytes"),
+            nonce: body[21..25].try_into().expect("4 bytes"),
+        };
+        if now_unix_s > i64::from(claims.renew_until_unix_s.max(claims.expires_unix_s)) {
             return Err(SessionError::Expired);
         }
-        Ok(Session {
-            expires_unix_s: expires,
-            viewer: body[5..13].try_into().expect("8 bytes"),
-            nonce: body[13..].try_into().expect("4 bytes"),
-        })
+        if body[25..BODY_LEN] != address_tag(address) {
+            return Err(SessionError::OtherAddress);
+        }
+        Ok(Session { claims, key_id })
     }
 }

@@ -38,18 +38,7 @@ impl ViewerId {
     }
 }
 
-/// The 16 bytes an address counts by: an IPv4 (or IPv4-mapped) address whole, mapped
-/// into IPv6; any other IPv6 address with its last 64 bits cleared.
-pub fn address_prefix(ip: IpAddr) -> [u8; 16] {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
-        IpAddr::V6(v6) => {
-            let mut octets = v6.octets();
-            octets[8..].fill(0);
-            Ipv6Addr::from(octets).octets()
-        }
-    }
-}
+pub use ott::address_prefix;
 
 impl std::fmt::Display for ViewerId {
     /// The form written in logs and used as a login's session key: `ip:` and the

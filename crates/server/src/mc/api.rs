@@ -351,6 +351,7 @@ pub async fn sync(
         "min_client_version": mc.inner.settings.min_client_version.map(|v| v.to_string()),
         "meetings": meetings,
         "viewer_keys": keys_json(&mc),
+        "session_keys": mc.session_keys(),
     }))
     .into_response()
 }

@@ -185,6 +185,10 @@ impl EtcdStore {
                 }
                 continue;
             }
+            if key.strip_prefix(self.prefix.as_str()) == Some(super::session_key_store::ETCD_KEY) {
+                // The session-key ring: read by its own store, never a report.
+                continue;
+            }
             if !key.starts_with(&meetings_prefix) {
                 reports.push(kv);
                 continue;
@@ -236,6 +240,38 @@ impl EtcdStore {
             .txn(&[compare], &[put], failure)
             .await
             .map_err(|e| unavailable(&e))
+    }
+
+    /// The value of the group's key `name` (after the prefix) with its revision.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`]: etcd cannot be reached.
+    pub(crate) async fn read_key(&self, name: &str) -> Result<Option<(Vec<u8>, i64)>, StoreError> {
+        let key = format!("{}{name}", self.prefix);
+        let (kv, _) = self
+            .client
+            .get(key.as_bytes())
+            .await
+            .map_err(|e| unavailable(&e))?;
+        Ok(kv.map(|kv| (kv.value, kv.mod_revision)))
+    }
+
+    /// Writes `value` at the group's key `name` if it is still at `revision` (0:
+    /// absent); whether it was written.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`]: etcd cannot be reached.
+    pub(crate) async fn write_key_if(
+        &self,
+        name: &str,
+        revision: i64,
+        value: &impl Serialize,
+    ) -> Result<bool, StoreError> {
+        let key = format!("{}{name}", self.prefix);
+        let outcome = self
+            .put_if_unchanged(key.as_bytes(), revision, value, &[])
+            .await?;
+        Ok(outcome.succeeded)
     }
 
     /// The timeline owner of `id` as this MC last saw it.

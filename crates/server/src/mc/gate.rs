@@ -60,8 +60,9 @@ pub struct MeetingGate {
     refusals: Mutex<std::collections::BTreeMap<u32, (&'static str, u64)>>,
     /// Exchanges with the MC that answered (`brdyun_mc_syncs_total`).
     syncs: std::sync::atomic::AtomicU64,
-    /// The key private meetings' sessions are signed with (see [`crate::mc::access`]).
-    session_key: std::sync::OnceLock<ott::SessionKey>,
+    /// The keys private meetings' sessions are signed with, as the MC last handed
+    /// them out (see [`crate::mc::access`]); none before the first sync.
+    session_keys: std::sync::RwLock<Arc<ott::SessionKeys>>,
     /// The credential of this node's MC link, which a node pulling a meeting's relay
     /// from this node must present (none: the relay is open, as the MC's is).
     node_token: std::sync::OnceLock<String>,
@@ -90,7 +91,7 @@ impl MeetingGate {
             viewers: ViewerTable::new(VIEWER_IDLE),
             refusals: Mutex::new(std::collections::BTreeMap::new()),
             syncs: std::sync::atomic::AtomicU64::new(0),
-            session_key: std::sync::OnceLock::new(),
+            session_keys: std::sync::RwLock::new(Arc::new(ott::SessionKeys::default())),
             node_token: std::sync::OnceLock::new(),
         }
     }
@@ -142,11 +143,13 @@ impl MeetingGate {
         state.min_version = min_version;
     }
 
-    /// Sets the key sessions of private meetings are signed with: derived from the
-    /// domain secret in a mesh domain (every node verifies every session), else from a
-    /// secret of this node's own. The first call wins.
-    pub fn set_session_key(&self, key: ott::SessionKey) {
-        let _ = self.session_key.set(key);
+    /// Installs the session keys the MC handed out with its last sync (current, next
+    /// and the older ones still in use).
+    pub fn set_session_keys(&self, keys: ott::SessionKeys) {
+        *self
+            .session_keys
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(keys);
     }
 
     /// Sets the node credential a meeting's relay asks of its caller: the token of
@@ -164,11 +167,14 @@ impl MeetingGate {
         )
     }
 
-    /// The session key (a per-process one if none was set: sessions then last as long
-    /// as the process).
-    pub(crate) fn session_key(&self) -> &ott::SessionKey {
-        self.session_key
-            .get_or_init(|| ott::SessionKey::derive(crate::mc::store::random_secret().as_bytes()))
+    /// The session keys held now.
+    pub(crate) fn session_keys(&self) -> Arc<ott::SessionKeys> {
+        Arc::clone(
+            &self
+                .session_keys
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Whether `meeting` is private (viewers need a token).

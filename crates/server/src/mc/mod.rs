@@ -13,6 +13,8 @@ pub mod gate;
 pub mod minter;
 pub mod openapi;
 pub mod report;
+pub mod session_key_store;
+pub mod session_keys;
 pub mod session_uris;
 mod state;
 pub mod store;

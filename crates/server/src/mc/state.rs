@@ -9,6 +9,7 @@ use meeting::{ClientVersion, MeetingId, Meetings, ViewerCounts};
 use tokio::sync::watch;
 
 use super::etcd_store::{EtcdSettings, EtcdStore, SharedReport};
+use super::session_key_store::SessionKeyStore;
 use super::store::{self, Store, StoreError};
 use super::timeline::{Decision, TimelineRecord};
 use crate::clock::Clock;
@@ -60,6 +61,8 @@ pub(crate) struct McShared {
     /// Who each meeting's relay is served to, as the group timeline decides (a meeting
     /// absent here is served to all: a lone MC).
     pub(crate) relays: Mutex<std::collections::HashMap<String, Decision>>,
+    /// The keys private meetings' sessions are signed with (see [`super::session_keys`]).
+    pub(crate) session_keys: SessionKeyStore,
 }
 
 /// The MC's shared state: meetings, viewer counts, settings.
@@ -75,7 +78,11 @@ impl McState {
     /// The store exists but cannot be read or parsed.
     pub fn open(settings: McSettings) -> Result<Self, StoreError> {
         let store = Store::open(&settings.store_path)?;
-        Ok(Self::with_backend(settings, Backend::File(store)))
+        let keys = SessionKeyStore::open_file(
+            settings.store_path.with_file_name("session_keys.json"),
+            Clock::system().unix_ms() / 1000,
+        )?;
+        Ok(Self::with_backend(settings, Backend::File(store), keys))
     }
 
     /// Opens the store the settings name: etcd when they have it (and follows it until
@@ -92,7 +99,9 @@ impl McState {
             return Self::open(settings);
         };
         let store = Arc::new(EtcdStore::open(&etcd, settings.store_path.clone()).await?);
-        let state = Self::with_backend(settings, Backend::Etcd(Arc::clone(&store)));
+        let keys =
+            SessionKeyStore::open_etcd(Arc::clone(&store), Clock::system().unix_ms() / 1000).await;
+        let state = Self::with_backend(settings, Backend::Etcd(Arc::clone(&store)), keys);
         let reports = state.clone();
         tokio::spawn(store.follow(
             state.inner.changes.clone(),
@@ -104,7 +113,7 @@ impl McState {
         Ok(state)
     }
 
-    fn with_backend(settings: McSettings, store: Backend) -> Self {
+    fn with_backend(settings: McSettings, store: Backend, session_keys: SessionKeyStore) -> Self {
         let ttl_ms = i64::try_from(settings.viewer_report_ttl.as_millis()).unwrap_or(i64::MAX);
         let snapshot = match &store {
             Backend::File(s) => s.snapshot(),
@@ -119,7 +128,37 @@ impl McState {
                 changes,
                 clock: Clock::system(),
                 relays: Mutex::new(std::collections::HashMap::new()),
+                session_keys,
             }),
+        }
+    }
+
+    /// The session keys handed to nodes with every sync.
+    pub fn session_keys(&self) -> meeting::SessionKeysWire {
+        self.inner.session_keys.ring().wire()
+    }
+
+    /// Rotates the session keys when due (with etcd: adopts the pair's ring). Called
+    /// about once a minute by the MC's maintenance loop.
+    ///
+    /// # Errors
+    /// The new ring cannot be stored; the old one stays in use.
+    pub async fn maintain_session_keys(&self) -> Result<(), StoreError> {
+        let now_s = self.inner.clock.unix_ms() / 1000;
+        self.inner.session_keys.maintain(now_s).await
+    }
+
+    /// Keeps the session keys rotated (once a minute, a rotation when due) until
+    /// `shutdown` turns true.
+    pub async fn keep_session_keys(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            if let Err(error) = self.maintain_session_keys().await {
+                tracing::warn!(%error, "session keys: rotation failed, the current ring stays");
+            }
         }
     }
 

@@ -137,16 +137,36 @@ fn entry(
             return response.into();
         }
     }
-    // A private meeting: its viewer's token or session, before anything is served.
+    // A private meeting: its viewer's token or session, before anything is served
+    // (its relay is for nodes, and takes the node credential instead).
+    let role = arrival.stream_file(file).map(|f| f.role());
+    // Only a playlist or MPD is rewritten with the session: segments, parts and inits
+    // (most of a private meeting's requests) go through without a copy of it.
+    let rewritten = !matches!(
+        role,
+        Some(FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay)
+    );
+    let now_s = state.clock().unix_ms() / 1000;
     let grant = match state.meeting_gate() {
-        Some(gate) if gate.is_private(stream) => {
-            let now_s = state.clock().unix_ms() / 1000;
-            match gate.authorize(stream, arrival.request.uri().query(), now_s) {
+        Some(gate) if gate.is_private(stream) && role != Some(FileRole::Relay) => {
+            let asked = if rewritten {
+                crate::mc::access::Asked::Playlist
+            } else {
+                crate::mc::access::Asked::Media
+            };
+            let address = arrival.connection().map(|c| c.peer.ip());
+            match gate.authorize(stream, arrival.request.uri().query(), address, asked, now_s) {
                 Ok(grant) => Some(grant),
-                Err(refusal) => {
+                Err(Some(refusal)) => {
                     tracing::debug!(stream = %stream, code = refusal.code(), "private meeting refused");
                     gate.count_access_refusal(refusal);
                     return ApiError::Access(refusal).into_response().into();
+                }
+                Err(None) => {
+                    // No session key from the MC yet: it has not answered.
+                    let code = meeting::ErrorCode::McUnavailable;
+                    gate.count_refusal(code);
+                    return ApiError::Meeting(code).into_response().into();
                 }
             }
         }
@@ -155,14 +175,6 @@ fn entry(
     let Some(grant) = grant else {
         return checked(state, stream, rung, file, arrival, None);
     };
-    // Only a playlist or MPD is rewritten with the session: segments, parts and inits
-    // (most of a private meeting's requests) go through without a copy of it.
-    let rewritten = arrival.stream_file(file).is_some_and(|f| {
-        !matches!(
-            f.role(),
-            FileRole::LiveSegment | FileRole::ArchiveMedia | FileRole::Relay
-        )
-    });
     let session = match grant.issued {
         Some(issued) => Some(issued),
         None if rewritten => {
@@ -173,11 +185,29 @@ fn entry(
     };
     let answer = checked(state, stream, rung, file, arrival, Some(grant.viewer));
     match session {
-        Some(session) => {
+        Some(session) if rewritten => {
             answer.then(move |response| async move { with_session(response, &session).await })
         }
-        None => answer,
+        _ => {
+            // A private meeting's media is the viewer's alone: no shared cache keeps
+            // it, and the viewer's own keeps it no longer than its session opens media.
+            let max_age = (grant.media_until_unix_s - now_s).clamp(0, 86_400);
+            answer.map(move |response| private_cache(response, max_age))
+        }
     }
+}
+
+/// `response` with `Cache-Control: private, max-age=<max_age>` (a success only).
+fn private_cache(mut response: Response, max_age: i64) -> Response {
+    if response.status().is_success() {
+        if let Ok(value) = axum::http::HeaderValue::from_str(&format!("private, max-age={max_age}"))
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::CACHE_CONTROL, value);
+        }
+    }
+    response
 }
 
 /// The logins, the meeting gate, then the file (`private_viewer`: a private meeting's
