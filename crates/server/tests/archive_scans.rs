@@ -37,9 +37,47 @@ fn clip_segments() -> Vec<LiveSegment> {
     out.into_iter().map(LiveSegment::from).collect()
 }
 
+/// `segments` with a caption block each: track `en`, one cue `said in {msn}` from
+/// 0.1 s to 0.5 s into the segment.
+fn captioned(segments: Vec<LiveSegment>) -> Vec<LiveSegment> {
+    use media::captions::{CaptionBlock, CaptionTrack, Cue};
+    segments
+        .into_iter()
+        .map(|mut segment| {
+            let start = media::fmp4::marker_of(&segment.data)
+                .expect("a marker")
+                .start_ts;
+            let block = CaptionBlock {
+                msn: segment.msn,
+                tracks: vec![CaptionTrack {
+                    id: "en".into(),
+                    language: "en".into(),
+                    name: "English".into(),
+                }],
+                cues: vec![Cue {
+                    track: 0,
+                    start_ts: start + 9_000,
+                    end_ts: start + 45_000,
+                    text: format!("said in {}", segment.msn),
+                }],
+            };
+            segment.data = media::captions::carriage::splice_block(&segment.data, &block);
+            segment
+        })
+        .collect()
+}
+
 /// A node with stream `s`, a package of the source and the rung `240p` (the source's
 /// own segments), both recorded in `dir`.
 fn recorded_package(dir: &std::path::Path) -> (AppState, Arc<Channel>, Vec<Arc<Recorder>>) {
+    recorded_package_of(dir, clip_segments())
+}
+
+/// [`recorded_package`] of `segments`.
+fn recorded_package_of(
+    dir: &std::path::Path,
+    segments: Vec<LiveSegment>,
+) -> (AppState, Arc<Channel>, Vec<Arc<Recorder>>) {
     let state = harness::node(None);
     let channel = Arc::new(Channel::with_rungs(
         "s",
@@ -48,7 +86,6 @@ fn recorded_package(dir: &std::path::Path) -> (AppState, Arc<Channel>, Vec<Arc<R
         &["source".to_owned(), "240p".to_owned()],
     ));
     state.add_stream(Arc::clone(&channel), None);
-    let segments = clip_segments();
     let mut recorders = Vec::new();
     let renditions = [
         (Arc::clone(channel.main()), "main"),
@@ -184,4 +221,33 @@ async fn catch_up_masters_for_many_periods_probe_each_rendition_once() {
     let _held = hold_every_scan(&state);
     let answer = get(&state, &format!("/s/index-{}-60.m3u8", first_second)).await;
     assert_eq!(answer.status, 200, "{}", as_text(&answer.body));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_periods_transcript_is_read_once_and_served_again_without_a_scan() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let (state, _channel, _recorders) = recorded_package_of(dir.path(), captioned(clip_segments()));
+    // Recorded past its end (the clip lasts about 10 s): the period is closed.
+    let from = T0_MS / 1000;
+    let path = format!("/s/captions-en-{from}-5.vtt");
+    let first = get(&state, &path).await;
+    assert_eq!(first.status, 200, "{}", as_text(&first.body));
+    assert!(
+        as_text(&first.body).contains("said in 0"),
+        "{}",
+        as_text(&first.body)
+    );
+
+    let _held = hold_every_scan(&state);
+    let again = get(&state, &path).await;
+    assert_eq!(again.status, 200, "kept: no scan needed");
+    assert_eq!(again.body, first.body);
+    assert_eq!(
+        again.headers["content-disposition"],
+        format!("attachment; filename=\"captions-{from}-5.vtt\"")
+    );
+    // Another period is another transcript: a scan, refused while the cap is full.
+    let other = get(&state, &format!("/s/captions-en-{from}-4.vtt")).await;
+    assert_eq!(other.status, 503);
+    assert_eq!(json(&other.body)["code"], 109_002);
 }

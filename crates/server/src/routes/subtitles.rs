@@ -12,7 +12,9 @@
 //!
 //! A transcript reads the caption block of every archived segment of its period, so it
 //! covers at most [`MAX_TRANSCRIPT_SECS`] (a longer one is 400 112010) and is an archive
-//! scan: over the node's cap it is answered with the back-pressure 503 (109002).
+//! scan: over the node's cap it is answered with the back-pressure 503 (109002). The
+//! transcript of a closed period is kept ([`TranscriptCache`]) and served again without
+//! a scan.
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +26,7 @@ use media::captions::CaptionBlock;
 use media::hls::PlaylistType;
 
 use crate::archive_scans::ArchiveScans;
+use crate::captions::files::{TranscriptCache, TranscriptKey};
 use crate::captions::serve::segment_file;
 use crate::channel::Channel;
 use crate::error::ApiError;
@@ -197,9 +200,22 @@ async fn transcript(
         return ApiError::NotFound.into_response();
     };
     let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-    let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
-    if entries.is_empty() {
+    let (entries, closed) = reader.with_index(|i| {
+        let closed = i.last().is_some_and(|last| last.end_ms() >= to_ms);
+        (i.query(from_ms, to_ms).entries.to_vec(), closed)
+    });
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
         return ApiError::NotFound.into_response();
+    };
+    // A closed period's transcript never changes: kept, and served again without a scan.
+    let key = closed.then(|| TranscriptKey {
+        archive: reader.dir().to_owned(),
+        track: track.map(|t| t.as_str().to_owned()),
+        period: (from_ms, to_ms),
+        msns: (first.msn, last.msn),
+    });
+    if let Some(text) = key.as_ref().and_then(|k| TranscriptCache::shared().get(k)) {
+        return transcript_response(text, from_secs, duration_secs);
     }
     let Some(permit) = scans.try_start() else {
         return crate::archive_scans::busy_response();
@@ -220,21 +236,29 @@ async fn transcript(
         blocks.iter().find(|b| b.track(&id).is_some())?;
         let ticks = |ms: i64| u64::try_from(ms).unwrap_or(0).saturating_mul(90);
         let cues = transcript_cues(&blocks, &id, ticks(from_ms), ticks(to_ms));
-        Some(transcript_vtt(&cues, ticks(from_ms)))
+        Some(Bytes::from(transcript_vtt(&cues, ticks(from_ms))))
     };
     match tokio::task::spawn_blocking(job).await {
         Ok(Some(text)) => {
-            let mut response = vtt(Cache::LivePlaylist, Bytes::from(text));
-            let name = format!("attachment; filename=\"captions-{from_secs}-{duration_secs}.vtt\"");
-            if let Ok(value) = HeaderValue::from_str(&name) {
-                response
-                    .headers_mut()
-                    .insert(header::CONTENT_DISPOSITION, value);
+            if let Some(key) = key {
+                TranscriptCache::shared().put(key, text.clone());
             }
-            response
+            transcript_response(text, from_secs, duration_secs)
         }
         _ => ApiError::NotFound.into_response(),
     }
+}
+
+/// A transcript as a WebVTT download named after its period.
+fn transcript_response(text: Bytes, from_secs: i64, duration_secs: u32) -> Response {
+    let mut response = vtt(Cache::LivePlaylist, text);
+    let name = format!("attachment; filename=\"captions-{from_secs}-{duration_secs}.vtt\"");
+    if let Ok(value) = HeaderValue::from_str(&name) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
 }
 
 fn vtt(cache: Cache, body: Bytes) -> Response {
