@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{host, keyframe_bytes, tcp_from, time_to_close, Client, Server, KEY};
 use ingest::listener_limits::ListenerLimits;
 use ingest::rtmp::chunk::ChunkEncoder;
-use ingest::rtmp::commands::acknowledgement;
+use ingest::rtmp::commands::{acknowledgement, user_control, UC_PING_REQUEST};
 use ingest::rtmp::handshake::HANDSHAKE_SIZE;
 use ingest::rtmp::RtmpLimits;
 use ingest::IngestEvent;
@@ -273,6 +273,44 @@ async fn a_publisher_below_the_floor_is_cut_though_it_never_goes_quiet() {
         })
         .await;
     assert_eq!(server.limit_count(111_023), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_publisher_that_stops_reading_is_cut_at_the_send_timeout() {
+    let mut server = Server::start(limits(ListenerLimits {
+        send_timeout: Duration::from_secs(1),
+        byte_window: Duration::from_secs(60),
+        ..ListenerLimits::default()
+    }))
+    .await;
+    let (publisher, code) =
+        Client::published(server.addr, host(2), &format!("cam?key={KEY}")).await;
+    assert_eq!(code, "NetStream.Publish.Start");
+    // Pings, each answered with a pong it never reads: the server's replies back up
+    // until its write waits.
+    let (_unread, mut writer) = publisher.socket.into_split();
+    let started = Instant::now();
+    let flood = tokio::spawn(async move {
+        let mut pings = Vec::new();
+        for i in 0..1000 {
+            ChunkEncoder::default().write(&user_control(UC_PING_REQUEST, i), &mut pings);
+        }
+        for _ in 0..10_000 {
+            if writer.write_all(&pings).await.is_err() {
+                return;
+            }
+        }
+    });
+    server
+        .wait_for(Duration::from_secs(20), |s| {
+            s.snapshot().active_connections == 0
+        })
+        .await;
+    flood.abort();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "cut after {took:?}");
+    assert_eq!(server.limit_count(111_024), 1);
     server.stop().await;
 }
 
