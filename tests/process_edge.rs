@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    http_get, http_request, media_playlist, start_role, start_role_with_nofile, wait_for,
+    http_get_with, http_request, media_playlist, start_role, start_role_with_nofile, wait_for,
     NodeProcess,
 };
 
@@ -154,7 +154,8 @@ fn slow_bodies_are_cut_on_a_node_and_an_mc_and_the_mc_caps_each_client() {
         let slow = std::thread::spawn(move || slow_body(addr, path));
         // Beside it, the node's viewers and the MC's nodes are served at once.
         let asked = Instant::now();
-        let (status, _, _) = http_get(node.http, "/api/node");
+        let auth = format!("Bearer {ADMIN_TOKEN}");
+        let (status, _, _) = http_get_with(node.http, "/api/node", &[("Authorization", &auth)]);
         assert_eq!(status, 200);
         sync(mc.http);
         assert!(

@@ -282,6 +282,26 @@ mod tests {
     }
 
     #[test]
+    fn the_http_caps_and_body_deadline_are_set_in_mc_or_derived() {
+        let base = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n";
+        let mc = McConfig::parse(base).unwrap().mc;
+        assert_eq!((mc.max_connections, mc.max_connections_per_client), (None, None));
+        assert!((mc.body_timeout - 10.0).abs() < f64::EPSILON);
+        let mc = McConfig::parse(&format!(
+            "{base}max_connections = 500\nmax_connections_per_client = 5\nbody_timeout = 3\n"
+        ))
+        .unwrap()
+        .mc;
+        assert_eq!(mc.max_connections, Some(500));
+        assert_eq!(mc.max_connections_per_client, Some(5));
+        assert!((mc.body_timeout - 3.0).abs() < f64::EPSILON);
+        let err = |t: String| format!("{:#}", McConfig::parse(&t).unwrap_err());
+        assert!(err(format!("{base}max_connections_per_client = 0"))
+            .contains("mc.max_connections_per_client"));
+        assert!(err(format!("{base}body_timeout = 601")).contains("mc.body_timeout"));
+    }
+
+    #[test]
     fn etcd_endpoints_and_prefix_are_checked() {
         let base = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n";
         let ok = McConfig::parse(&format!(
