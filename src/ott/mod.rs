@@ -90,6 +90,12 @@ pub async fn start(
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<SocketAddr> {
     let addresses = config::announced(config, node.hostname.as_deref(), http, https)?;
+    let _ = runtime
+        .redundancy
+        .peer_key
+        .set(server::experiments::peer_auth::PeerKey::derive(
+            config.domain_secret.as_bytes(),
+        ));
     let mut mesh_config = mesh::MeshConfig::new(
         node.name.clone(),
         config.gossip,

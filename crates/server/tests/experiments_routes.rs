@@ -453,8 +453,16 @@ async fn peer_reports_merge_into_the_running_run() {
 }
 
 #[tokio::test]
-async fn a_peer_report_is_pulled_over_http_with_the_token() {
+async fn a_peer_report_is_pulled_over_http_signed_with_the_domains_peer_key() {
+    use server::experiments::peer_auth::PeerKey;
     let b = node();
+    let redundancy = std::sync::Arc::new(server::redundancy::Redundancy::new(
+        server::redundancy::RedundancySettings::default(),
+    ));
+    let _ = redundancy
+        .peer_key
+        .set(PeerKey::derive(b"the domain secret of these tests"));
+    assert!(b.set_redundancy(redundancy));
     define_and_start(&b).await;
     let control = member_in("tv-all", Group::Control);
     let body = format!(
@@ -475,7 +483,9 @@ async fn a_peer_report_is_pulled_over_http_with_the_token() {
     let base = format!("http://{addr}");
     let timeout = std::time::Duration::from_secs(5);
     use server::experiments::peers::{fetch_report, PeerError};
-    let report = fetch_report(&base, Some("tok"), timeout)
+    let now_s = server::clock::unix_ms() / 1000;
+    let domain = PeerKey::derive(b"the domain secret of these tests");
+    let report = fetch_report(&base, &domain, now_s, timeout)
         .await
         .expect("report");
     assert_eq!(report.runs.len(), 1);
@@ -484,12 +494,19 @@ async fn a_peer_report_is_pulled_over_http_with_the_token() {
         kpis.control.get(shed::DeviceType::SmartTv).start_attempts,
         1
     );
+    // Another domain's key, or a signature from long ago, opens nothing: the admin
+    // token is never what a peer sends.
+    let stranger = PeerKey::derive(b"another domain's secret, same size");
     assert_eq!(
-        fetch_report(&base, Some("wrong"), timeout).await,
+        fetch_report(&base, &stranger, now_s, timeout).await,
         Err(PeerError::Status(401))
     );
     assert_eq!(
-        fetch_report("https://example.invalid", None, timeout).await,
+        fetch_report(&base, &domain, now_s - 3_600, timeout).await,
+        Err(PeerError::Status(401))
+    );
+    assert_eq!(
+        fetch_report("https://example.invalid", &domain, now_s, timeout).await,
         Err(PeerError::BadUrl)
     );
     let _ = stop.send(());

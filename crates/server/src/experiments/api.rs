@@ -203,8 +203,20 @@ pub async fn start(
     }
 }
 
-/// `GET /api/experiments/report`: this node's KPIs of the runs in progress.
-pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
+/// `GET /api/experiments/report`: this node's KPIs of the runs in progress, for a
+/// peer of its domain (signed with the domain's peer key, see
+/// [`super::peer_auth`]) or an operator (the admin token).
+pub async fn report(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
+    let now_s = state.clock().unix_ms() / 1000;
+    let peer = state
+        .redundancy()
+        .and_then(|r| r.peer_key.get())
+        .is_some_and(|key| key.verify(&headers, super::peers::REPORT_PATH, now_s));
+    if !peer {
+        if let Err(refused) = crate::auth::authorize(&state, &headers) {
+            return refused.into_response();
+        }
+    }
     no_cache(Json(state.shedder().experiments().local_report()).into_response())
 }
 

@@ -25,6 +25,7 @@
 
 pub mod api;
 pub mod beacon;
+pub mod peer_auth;
 pub mod peers;
 pub mod sessions;
 pub mod snapshot;

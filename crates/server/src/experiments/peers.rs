@@ -55,26 +55,32 @@ pub fn peers_of(snapshot: &ott::Snapshot) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Fetches one peer's report from `{url_base}/api/experiments/report`.
+/// The path a peer's report is pulled from.
+pub const REPORT_PATH: &str = "/api/experiments/report";
+
+/// Fetches one peer's report from `{url_base}/api/experiments/report`, signed with the
+/// domain's peer key (`key`, at `now_unix_s`) — never the admin token.
 ///
 /// # Errors
 /// See [`PeerError`].
 pub async fn fetch_report(
     url_base: &str,
-    token: Option<&str>,
+    key: &super::peer_auth::PeerKey,
+    now_unix_s: i64,
     timeout: Duration,
 ) -> Result<NodeReport, PeerError> {
     use hyper_util::client::legacy::Client;
     use hyper_util::rt::TokioExecutor;
-    let url = format!("{}/api/experiments/report", url_base.trim_end_matches('/'));
+    let url = format!("{}{REPORT_PATH}", url_base.trim_end_matches('/'));
     let uri: axum::http::Uri = url.parse().map_err(|_| PeerError::BadUrl)?;
     if uri.scheme_str() != Some("http") || uri.host().is_none() {
         return Err(PeerError::BadUrl);
     }
     let mut request = axum::http::Request::get(uri);
-    if let Some(token) = token {
-        request = request.header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"));
-    }
+    request = request.header(
+        super::peer_auth::PEER_HEADER,
+        key.sign(REPORT_PATH, now_unix_s),
+    );
     let request = request
         .body(Empty::<bytes::Bytes>::new())
         .map_err(|_| PeerError::BadUrl)?;
@@ -107,8 +113,8 @@ pub const PULL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The node's experiments loop: [`super::NodeExperiments::tick`] every second with the
 /// wall clock, and while a run is in progress in an OTT domain, every [`PULL_EVERY`] a
-/// pull of each alive peer's report (in the background, one round at a time, with the
-/// node's own admin token: the nodes of a domain share it). Ends when `shutdown` does.
+/// pull of each alive peer's report (in the background, one round at a time, signed
+/// with the domain's peer key). Ends when `shutdown` does.
 pub async fn run(state: crate::state::AppState, shutdown: impl std::future::Future<Output = ()>) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -132,11 +138,19 @@ pub async fn run(state: crate::state::AppState, shutdown: impl std::future::Futu
             continue;
         }
         last_pull = tokio::time::Instant::now();
+        if redundancy.peer_key.get().is_none() {
+            continue;
+        }
         let peers = peer_urls(redundancy);
         let state = state.clone();
+        let redundancy = std::sync::Arc::clone(redundancy);
         pulling = Some(tokio::spawn(async move {
+            let Some(key) = redundancy.peer_key.get() else {
+                return;
+            };
             for (node, url) in peers {
-                match fetch_report(&url, state.admin_token(), PULL_TIMEOUT).await {
+                let now_s = state.clock().unix_ms() / 1000;
+                match fetch_report(&url, key, now_s, PULL_TIMEOUT).await {
                     Ok(report) => state.shedder().experiments().apply_report(&node, report),
                     Err(error) => {
                         tracing::debug!(node = %node, %error, "cannot pull a peer's experiment report");

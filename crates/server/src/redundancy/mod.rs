@@ -290,6 +290,9 @@ pub struct Redundancy {
     pub counters: RedundancyCounters,
     /// Alerts 70/78/79 and their delivery.
     pub alerts: Mutex<alerts::AlertBook>,
+    /// The key this node signs its pulls of peers' experiment reports with, and checks
+    /// theirs (derived from the domain secret; set when the node joins the mesh).
+    pub peer_key: std::sync::OnceLock<crate::experiments::peer_auth::PeerKey>,
 }
 
 impl Redundancy {
@@ -304,6 +307,7 @@ impl Redundancy {
             drain: drain::Drain::default(),
             counters: RedundancyCounters::default(),
             alerts: Mutex::new(alerts::AlertBook::default()),
+            peer_key: std::sync::OnceLock::new(),
         }
     }
 
