@@ -158,7 +158,9 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
     wait_code(node.http, "m1", "v1", 0);
     // The node's segments come from the MC's: same numbers and dates.
     let (_, _, node_playlist) = common::http_get(node.http, "/m1/mono.m3u8");
-    let (_, _, mc_playlist) = common::http_get(mc.http, "/m1/mono.m3u8");
+    // The MC's streams are for its nodes (and its admin): not for an anonymous caller.
+    assert_eq!(common::http_get(mc.http, "/m1/mono.m3u8").0, 403);
+    let (_, _, mc_playlist) = common::http_get_with(mc.http, "/m1/mono.m3u8", &[ADMIN]);
     let (node_entries, mc_entries) = (
         common::parse_media_playlist(&String::from_utf8_lossy(&node_playlist)),
         common::parse_media_playlist(&String::from_utf8_lossy(&mc_playlist)),

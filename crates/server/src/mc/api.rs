@@ -298,17 +298,12 @@ pub async fn set_viewer_limit(
     }
 }
 
-/// Whether a request for a file of `meeting` on the MC may be answered: a public
-/// meeting's, by anyone; a private meeting's (its relays above all), only with the
-/// node token or the admin token, as its nodes pull it.
-pub fn may_read_stream(mc: &McState, meeting: &str, headers: &HeaderMap) -> bool {
-    let private = MeetingId::parse(meeting)
-        .ok()
-        .and_then(|id| mc.meetings().get(&id).ok().map(|m| m.private))
-        .unwrap_or(false);
-    if !private {
-        return true;
-    }
+/// Whether a request for a meeting's file on the MC may be answered: the MC's
+/// streams (its relays above all) are for its nodes, public meetings' as private
+/// ones' — only with the node token or the admin token (an MC without either, on
+/// loopback by `trust_loopback`, serves anyone). Viewers watch from nodes, where every
+/// meeting rule applies.
+pub fn may_read_stream(mc: &McState, headers: &HeaderMap) -> bool {
     let token = bearer(headers);
     let node = mc.inner.settings.node_token.as_deref();
     let open_loopback_mc = mc.inner.settings.admin_token.is_none() && node.is_none();

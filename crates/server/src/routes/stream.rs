@@ -103,9 +103,9 @@ fn entry(
     file: &str,
     arrival: Arrival,
 ) -> Answer {
-    // On an MC, a private meeting's files (the relays its nodes pull) need a node token.
+    // On an MC, a meeting's files (the relays its nodes pull) need the node token.
     if let Some(mc) = state.mc() {
-        if !crate::mc::api::may_read_stream(mc, stream, arrival.request.headers()) {
+        if !crate::mc::api::may_read_stream(mc, arrival.request.headers()) {
             return ApiError::Access(codes::AccessRefusal::TokenMissing)
                 .into_response()
                 .into();
