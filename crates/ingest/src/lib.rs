@@ -2,7 +2,9 @@
 //! multicast), RTMP publish, and the supervisor that switches between backup inputs.
 //!
 //! Every input turns what it receives into [`IngestEvent`]s on one channel per stream;
-//! the server's channel pipeline feeds them to the segmenter.
+//! the server's channel pipeline feeds them to the segmenter. A push listener (RTMP)
+//! first bounds what a stranger may hold on it with [`listener_limits`]: connections
+//! per address and in total, a deadline to publish, a byte floor per window.
 
 pub mod http_pull;
 pub mod input_errors;
