@@ -124,6 +124,7 @@ async fn serve_connection<I, A>(
     deadline.restart();
     service.watch_heads(Arc::clone(&deadline));
     if h2 {
+        deadline.watch_answer_progress();
         let connection =
             hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
                 .timer(hyper_util::rt::TokioTimer::new())

@@ -1,13 +1,18 @@
-//! The deadlines of an HTTP/1.1 connection, kept by the connection itself:
+//! The deadlines of an HTTP connection (HTTP/1.1 and HTTP/2), kept by the connection
+//! itself:
 //!
 //! - the **head deadline**, the slowloris and idle keep-alive guard: a connection must
 //!   deliver a whole request head within [`crate::connection::HEADER_READ_TIMEOUT`] of
 //!   being ready for one (accepted, or its last answer written with nothing else in
-//!   flight), else it is closed. No head deadline runs while a request is in flight
+//!   flight), else it is closed; on HTTP/2, a connection with no request in flight for
+//!   that long is idle and closed. No head deadline runs while a request is in flight
 //!   (its answer being made, or its body being sent) or its answer is being written;
 //! - the **send deadline**, the slow-reader guard: an answer whose writing is blocked
 //!   (the client reads nothing) for [`crate::connection::SEND_TIMEOUT`] closes the
-//!   connection, as nginx's `send_timeout` does.
+//!   connection, as nginx's `send_timeout` does. On HTTP/2 a client can also stop
+//!   reading without blocking the socket, by granting no flow-control window: there,
+//!   answers handed to hyper whose bodies hyper takes nothing of for the send timeout
+//!   close the connection too ([`HeadDeadline::watch_answer_progress`]).
 //!
 //! hyper has a head guard built in (`header_read_timeout`), but it costs every request
 //! a tokio sleep registered in the runtime's timer wheel and taken out again, and a
@@ -55,6 +60,12 @@ pub(crate) struct HeadDeadline {
     in_flight: AtomicU32,
     /// The socket's last write or flush did not complete (the client is not reading).
     writing: AtomicBool,
+    /// HTTP/2: the progress of answers' bodies is watched.
+    watch_progress: AtomicBool,
+    /// Answers handed to hyper whose bodies are not done (counted when watched).
+    answers_out: AtomicU32,
+    /// When answers out with no body taken by hyper since close the connection.
+    progress_due: AtomicU64,
 }
 
 impl HeadDeadline {
@@ -73,7 +84,38 @@ impl HeadDeadline {
             send_due: AtomicU64::new(UNARMED),
             in_flight: AtomicU32::new(0),
             writing: AtomicBool::new(false),
+            watch_progress: AtomicBool::new(false),
+            answers_out: AtomicU32::new(0),
+            progress_due: AtomicU64::new(UNARMED),
         })
+    }
+
+    /// Watches answers' bodies (HTTP/2, whose flow control can stall an answer without
+    /// blocking the socket): while answers are out, one of them must have a frame taken
+    /// by hyper within the send timeout of the last, or the connection is closed.
+    pub(crate) fn watch_answer_progress(&self) {
+        self.watch_progress.store(true, Ordering::Relaxed);
+    }
+
+    fn watching_progress(&self) -> bool {
+        self.watch_progress.load(Ordering::Relaxed)
+    }
+
+    /// An answer is handed to hyper (watched connections only).
+    fn answer_out(&self) {
+        self.answers_out.fetch_add(1, Ordering::Relaxed);
+        self.progressed();
+    }
+
+    /// Hyper took a frame of an answer's body (or is handed an answer).
+    fn progressed(&self) {
+        self.progress_due
+            .store(self.due_in(self.send_timeout), Ordering::Relaxed);
+    }
+
+    /// An answer counted by [`HeadDeadline::answer_out`] is done.
+    fn answer_in(&self) {
+        self.answers_out.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The connection is ready for its first head now (after a TLS handshake).
@@ -124,7 +166,11 @@ impl HeadDeadline {
         let due = if self.writing.load(Ordering::Relaxed) {
             self.send_due.load(Ordering::Relaxed)
         } else if self.in_flight.load(Ordering::Relaxed) > 0 {
-            UNARMED
+            if self.answers_out.load(Ordering::Relaxed) > 0 {
+                self.progress_due.load(Ordering::Relaxed)
+            } else {
+                UNARMED
+            }
         } else {
             self.head_due.load(Ordering::Relaxed)
         };
@@ -240,21 +286,49 @@ impl HeadWatchdog {
 /// One request in flight on a connection: dropped when hyper is done with its answer
 /// (the body written whole, or dropped with the connection, or the answer never made).
 #[derive(Debug)]
-pub(crate) struct InFlight(Option<Arc<HeadDeadline>>);
+pub(crate) struct InFlight {
+    deadline: Option<Arc<HeadDeadline>>,
+    /// Its answer is counted out ([`HeadDeadline::answer_out`]).
+    out: bool,
+}
 
 impl InFlight {
-    /// Counts a request whose head is in (none counted without a deadline: HTTP/2).
+    /// Counts a request whose head is in (none counted without a deadline).
     pub(crate) fn start(deadline: Option<&Arc<HeadDeadline>>) -> Self {
-        Self(deadline.map(|deadline| {
-            deadline.request_started();
-            Arc::clone(deadline)
-        }))
+        Self {
+            deadline: deadline.map(|deadline| {
+                deadline.request_started();
+                Arc::clone(deadline)
+            }),
+            out: false,
+        }
+    }
+
+    /// Its answer is handed to hyper: on a watched connection its body's progress
+    /// counts from now.
+    fn handed(&mut self) {
+        if let Some(deadline) = self.deadline.as_ref().filter(|d| d.watching_progress()) {
+            deadline.answer_out();
+            self.out = true;
+        }
+    }
+
+    /// Hyper took a frame of its answer's body.
+    fn progressed(&self) {
+        if self.out {
+            if let Some(deadline) = &self.deadline {
+                deadline.progressed();
+            }
+        }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if let Some(deadline) = &self.0 {
+        if let Some(deadline) = &self.deadline {
+            if self.out {
+                deadline.answer_in();
+            }
             deadline.answer_done();
         }
     }
@@ -276,7 +350,11 @@ impl<B: Body + Unpin> Body for WatchedBody<B> {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if polled.is_ready() {
+            self._in_flight.progressed();
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -317,7 +395,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let answer = std::task::ready!(this.future.poll(cx));
-        let in_flight = this.in_flight.take().unwrap_or(InFlight(None));
+        let mut in_flight = this.in_flight.take().unwrap_or(InFlight {
+            deadline: None,
+            out: false,
+        });
+        in_flight.handed();
         Poll::Ready(answer.map(|response| {
             response.map(|body| WatchedBody {
                 body,
@@ -467,6 +549,52 @@ mod tests {
     #[test]
     fn without_a_deadline_nothing_is_counted() {
         let in_flight = InFlight::start(None);
-        assert!(in_flight.0.is_none());
+        assert!(in_flight.deadline.is_none());
+    }
+
+    /// HTTP/2: an answer handed whose body hyper takes nothing of (no flow-control
+    /// window) closes the connection a send timeout later; one whose frames keep being
+    /// taken does not, nor does an answer still being made (a blocking reload).
+    #[tokio::test(start_paused = true)]
+    async fn a_watched_answer_whose_body_is_never_taken_is_closed_after_the_send_timeout() {
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
+        deadline.watch_answer_progress();
+        let watching = watch(&deadline);
+        // An answer being made for three send timeouts is not judged.
+        let making = InFlight::start(Some(&deadline));
+        tokio::time::sleep(SEND_TIMEOUT * 3).await;
+        assert!(
+            !watching.is_finished(),
+            "cut while an answer was being made"
+        );
+        // Handed, and its frames taken every 10 s: not cut.
+        let mut taken = making;
+        taken.handed();
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            taken.progressed();
+        }
+        assert!(
+            !watching.is_finished(),
+            "cut while its body was being taken"
+        );
+        // Then nothing is taken: closed a send timeout after the last frame.
+        let last = tokio::time::Instant::now();
+        let fired = watching.await.expect("watchdog");
+        assert_eq!(fired - last, SEND_TIMEOUT);
+        drop(taken);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unwatched_answer_is_never_judged_by_its_progress() {
+        let deadline = HeadDeadline::new(TIMEOUT, SEND_TIMEOUT);
+        let watching = watch(&deadline);
+        let mut in_flight = InFlight::start(Some(&deadline));
+        in_flight.handed();
+        tokio::time::sleep(SEND_TIMEOUT * 3).await;
+        assert!(!watching.is_finished(), "HTTP/1.1 judges the socket only");
+        assert_eq!(deadline.answers_out.load(Ordering::Relaxed), 0);
+        drop(in_flight);
+        assert!(deadline.deadline().is_some());
     }
 }

@@ -26,6 +26,9 @@ use tokio::net::TcpStream;
 /// The deadlines of these tests' servers (short, so the tests are).
 const DEADLINE: Duration = Duration::from_secs(2);
 
+/// The send deadline of these tests' servers.
+const SEND_DEADLINE: Duration = Duration::from_secs(3);
+
 /// How long after a deadline a cut may still be on its way (scheduling).
 const SLACK: Duration = Duration::from_secs(3);
 
@@ -33,6 +36,7 @@ fn limits() -> Arc<ConnectionLimits> {
     Arc::new(ConnectionLimits::new(100, 50).with_edge(EdgeLimits {
         head_timeout: DEADLINE,
         body_timeout: DEADLINE,
+        send_timeout: SEND_DEADLINE,
         ..EdgeLimits::default()
     }))
 }
@@ -213,9 +217,14 @@ type H2 = hyper::client::conn::http2::SendRequest<
     http_body_util::combinators::BoxBody<Bytes, Infallible>,
 >;
 
-/// Connects over TLS with ALPN `h2` only; returns the request sender and the
+/// Connects over TLS with ALPN `h2` only, granting each stream `window` bytes of
+/// flow-control window (h2's default without); returns the request sender and the
 /// connection's task, which ends when the server closes the connection.
-async fn h2_connect(addr: SocketAddr, cert: &Path) -> (H2, tokio::task::JoinHandle<()>) {
+async fn h2_connect(
+    addr: SocketAddr,
+    cert: &Path,
+    window: Option<u32>,
+) -> (H2, tokio::task::JoinHandle<()>) {
     use rustls_pki_types::pem::PemObject as _;
     let mut roots = rustls::RootCertStore::empty();
     for der in rustls_pki_types::CertificateDer::pem_file_iter(cert).expect("cert file") {
@@ -235,10 +244,11 @@ async fn h2_connect(addr: SocketAddr, cert: &Path) -> (H2, tokio::task::JoinHand
         .await
         .expect("tls handshake");
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(b"h2".as_slice()));
-    let (send, connection) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-            .await
-            .expect("h2 handshake");
+    let (send, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(window)
+        .handshake(TokioIo::new(tls))
+        .await
+        .expect("h2 handshake");
     let task = tokio::spawn(async move {
         let _ = connection.await;
     });
@@ -262,11 +272,11 @@ async fn idle_h2_connections_are_closed_and_a_slow_h2_body_gets_its_code() {
     let (addr, _stop) = serve(Some(acceptor)).await;
 
     // Connected, then nothing: closed a head deadline later.
-    let (_idle, idle_connection) = h2_connect(addr, &cert).await;
+    let (_idle, idle_connection) = h2_connect(addr, &cert, None).await;
     let idle = tokio::spawn(open_for(idle_connection, DEADLINE + SLACK));
 
     // One request answered, then nothing: closed a head deadline after the answer.
-    let (mut asking, asking_connection) = h2_connect(addr, &cert).await;
+    let (mut asking, asking_connection) = h2_connect(addr, &cert, None).await;
     let request = hyper::Request::get(format!("https://localhost:{}/api/node", addr.port()))
         .body(http_body_util::Empty::new().boxed())
         .expect("request");
@@ -277,7 +287,7 @@ async fn idle_h2_connections_are_closed_and_a_slow_h2_body_gets_its_code() {
     let after_answer = tokio::spawn(open_for(asking_connection, DEADLINE + SLACK));
 
     // A body of 4096 declared bytes, one sent: its stream gets 408 (108011).
-    let (mut slow, _slow_connection) = h2_connect(addr, &cert).await;
+    let (mut slow, _slow_connection) = h2_connect(addr, &cert, None).await;
     let frames =
         futures_util::stream::iter([Ok::<_, Infallible>(Frame::data(Bytes::from_static(b"{")))])
             .chain(futures_util::stream::pending());
@@ -315,4 +325,30 @@ async fn idle_h2_connections_are_closed_and_a_slow_h2_body_gets_its_code() {
             "{what}: closed too early, after {closed:?}"
         );
     }
+}
+
+/// The send deadline on HTTP/2: a client that takes an answer's headers but grants no
+/// flow-control window for its body (it reads nothing, without blocking the socket) is
+/// closed a send deadline later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_client_that_grants_no_window_is_closed_after_the_send_deadline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = self_signed(dir.path());
+    let acceptor = server::serve::tls_acceptor(&cert, &key).expect("acceptor");
+    let (addr, _stop) = serve(Some(acceptor)).await;
+
+    let (mut stalled, connection) = h2_connect(addr, &cert, Some(0)).await;
+    let request = hyper::Request::get(format!("https://localhost:{}/api/node", addr.port()))
+        .body(http_body_util::Empty::new().boxed())
+        .expect("request");
+    let response = stalled.send_request(request).await.expect("headers");
+    assert_eq!(response.status(), 200);
+    let closed = open_for(connection, SEND_DEADLINE + SLACK)
+        .await
+        .unwrap_or_else(|| panic!("still open {SLACK:?} after the {SEND_DEADLINE:?}"));
+    assert!(
+        closed >= SEND_DEADLINE - Duration::from_secs(1),
+        "closed too early, after {closed:?}"
+    );
+    drop(response);
 }
