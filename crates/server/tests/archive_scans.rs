@@ -1,7 +1,7 @@
-//! Expensive reads are bounded: a transcript covers at most 4 hours, transcripts and
-//! unprobed catch-up masters are archive scans under the node's cap (over it: the
-//! back-pressure 503, 109002, while live playlists are served), and a catch-up master
-//! probes each rendition's run once, whatever the `from` of the request.
+//! Expensive reads are bounded: a transcript covers at most 4 hours; transcripts,
+//! unprobed catch-up masters and static catch-up MPDs are archive scans under the
+//! node's cap (over it: the back-pressure 503, 109002, while live playlists are
+//! served); a catch-up master probes each rendition's run once, whatever the `from`.
 
 mod harness;
 
@@ -149,6 +149,7 @@ async fn scans_over_the_cap_get_the_back_pressure_answer_while_live_is_served() 
     for file in [
         format!("captions-{from}-600.vtt"),
         format!("index-{from}-600.m3u8"),
+        format!("index-{from}-600.mpd"),
     ] {
         let answer = get(&state, &format!("/s/{file}")).await;
         assert_eq!(answer.status, 503, "{file}: {}", as_text(&answer.body));
@@ -171,18 +172,23 @@ async fn scans_over_the_cap_get_the_back_pressure_answer_while_live_is_served() 
         let answer = get(&state, &path).await;
         assert_eq!(answer.status, 200, "{path}: {}", as_text(&answer.body));
     }
-    // Refused: the test's own look past the cap, then the two requests.
+    // Refused: the test's own look past the cap, then the three requests.
     let metrics = as_text(&get(&state, "/metrics").await.body).to_owned();
     assert_eq!(
         harness::metric(&metrics, "brdyun_archive_scans_refused_total"),
-        Some(3),
+        Some(4),
         "{metrics}"
     );
 
     // Once the scans end, the same requests are answered.
     drop(held);
-    let master = get(&state, &format!("/s/index-{from}-600.m3u8")).await;
-    assert_eq!(master.status, 200, "{}", as_text(&master.body));
+    for file in [
+        format!("index-{from}-600.m3u8"),
+        format!("index-{from}-600.mpd"),
+    ] {
+        let answer = get(&state, &format!("/s/{file}")).await;
+        assert_eq!(answer.status, 200, "{file}: {}", as_text(&answer.body));
+    }
     assert_eq!(state.archive_scans().running(), 0);
 }
 

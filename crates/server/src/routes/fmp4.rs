@@ -38,16 +38,18 @@ fn media(headers: &HeaderMap, body: Option<Bytes>) -> Response {
 }
 
 /// Answers an fMP4 request for `channel`'s stream: live files from `rendition`'s
-/// window, archive files from `rendition`'s archive.
+/// window, archive files from `rendition`'s archive. The static catch-up MPD reads a
+/// segment per run: an archive scan under the node's cap (`scans`).
 pub async fn serve(
     channel: &Channel,
     rendition: &Rendition,
     file: Fmp4File,
     headers: &HeaderMap,
+    scans: &crate::archive_scans::ArchiveScans,
 ) -> Response {
     let counters = &channel.counters;
     if file.is_archive() {
-        return serve_archive(channel, rendition, file, headers).await;
+        return serve_archive(channel, rendition, file, headers, scans).await;
     }
     let window = rendition.snapshot();
     if window.fmp4_segments().next().is_none() {
@@ -91,6 +93,7 @@ async fn serve_archive(
     rendition: &Rendition,
     file: Fmp4File,
     headers: &HeaderMap,
+    scans: &crate::archive_scans::ArchiveScans,
 ) -> Response {
     let Some(recorder) = rendition.archive() else {
         return ApiError::NotFound.into_response();
@@ -134,6 +137,9 @@ async fn serve_archive(
             if entries.is_empty() {
                 return ApiError::NotFound.into_response();
             }
+            let Some(permit) = scans.try_start() else {
+                return crate::archive_scans::busy_response();
+            };
             let for_job = reader.clone();
             // A package's recorded rungs are Representations of the same periods.
             let rungs: Vec<archive::ArchivedRung> = channel
@@ -147,6 +153,7 @@ async fn serve_archive(
                 })
                 .collect();
             let body = blocking(Box::new(move || {
+                let _permit = permit;
                 archive::static_mpd(&for_job, &entries, &rungs).map(|text| Some(Bytes::from(text)))
             }))
             .await;

@@ -161,9 +161,10 @@ pub fn serve(
             }
         }
         StreamFile::Fmp4(file) => {
+            let scans = state.archive_scans().clone();
             return Answer::later(async move {
-                crate::routes::fmp4::serve(&channel, &rendition, file, arrival.request.headers())
-                    .await
+                let headers = arrival.request.headers();
+                crate::routes::fmp4::serve(&channel, &rendition, file, headers, &scans).await
             });
         }
         StreamFile::Subtitles(file) => {
