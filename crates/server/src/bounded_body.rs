@@ -11,10 +11,12 @@
 //! connection (`Connection: close`; the rest of the body is never read). A body
 //! declared larger than the cap (`Content-Length`) is refused before any route sees
 //! it. A request without a body (every GET) is not touched: no timer, no allocation.
+//! Each cut is counted ([`render_metrics`]: `brdyun_http_bodies_cut_total`).
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -41,6 +43,9 @@ pub enum BodyCut {
 }
 
 impl BodyCut {
+    /// Every cut, in the order of [`CUTS`].
+    const ALL: [BodyCut; 2] = [BodyCut::TimedOut, BodyCut::TooLarge];
+
     /// The code the client is answered with.
     pub fn code(self) -> Code {
         Code::Request(match self {
@@ -48,6 +53,36 @@ impl BodyCut {
             BodyCut::TooLarge => RequestError::TooLarge,
         })
     }
+
+    fn counter(self) -> &'static AtomicU64 {
+        &CUTS[self as usize]
+    }
+}
+
+/// Bodies cut in this process, per [`BodyCut`]: a process has one HTTP edge (a node's,
+/// or an MC's), whose listeners all count here.
+static CUTS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Writes the cut bodies as `brdyun_http_bodies_cut_total{code,reason}` (Prometheus
+/// text), for the metrics of the connection caps
+/// ([`crate::conn_limits::ConnectionLimits::register_metrics`]).
+pub fn render_metrics(out: &mut String) {
+    for cut in BodyCut::ALL {
+        let code = cut.code();
+        let _ = writeln!(
+            out,
+            "brdyun_http_bodies_cut_total{{code=\"{}\",reason=\"{}\"}} {}",
+            code.code(),
+            code.label(),
+            cut.counter().load(Ordering::Relaxed)
+        );
+    }
+}
+
+/// Counts `cut` and logs it (debug: a flood must not flood the log).
+fn count(cut: BodyCut, before_route: bool) {
+    cut.counter().fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(code = cut.code().code(), before_route, "request body cut");
 }
 
 /// Whether a request's body was cut, or read to its end: written by its body, read by
@@ -259,10 +294,7 @@ where
             Some(answer) => std::task::ready!(answer.poll(cx)),
             None => {
                 let cut = this.refused.unwrap_or(BodyCut::TooLarge);
-                tracing::debug!(
-                    code = cut.code().code(),
-                    "request body refused before a route"
-                );
+                count(cut, true);
                 return Poll::Ready(Ok(refusal(cut, *this.version)));
             }
         };
@@ -271,7 +303,7 @@ where
         };
         match verdict.get() {
             Some(cut) => {
-                tracing::debug!(code = cut.code().code(), "request body cut");
+                count(cut, false);
                 Poll::Ready(Ok(refusal(cut, *this.version)))
             }
             None if verdict.ended() => Poll::Ready(answered),

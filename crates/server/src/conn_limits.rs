@@ -107,10 +107,12 @@ impl ConnectionLimits {
         self.lock().total
     }
 
-    /// Registers the open connections and the refusals with the metrics registry.
+    /// Registers the open connections, the refusals and the cut request bodies
+    /// ([`crate::bounded_body`]) with the metrics registry.
     pub fn register_metrics(self: &Arc<Self>, metrics: &crate::metrics::Metrics) {
         let limits = Arc::clone(self);
         metrics.register(Box::new(move |out: &mut String| {
+            crate::bounded_body::render_metrics(out);
             let _ = writeln!(out, "brdyun_http_connections_open {}", limits.open());
             for (reason, counter) in [
                 ("node_full", &limits.refused_full),

@@ -135,6 +135,13 @@ async fn a_body_that_stops_arriving_is_cut_with_its_code_while_others_are_served
         after >= DEADLINE - Duration::from_millis(200),
         "cut too early: {after:?}"
     );
+    let mut metrics = String::new();
+    server::bounded_body::render_metrics(&mut metrics);
+    let cut = metrics
+        .lines()
+        .find(|l| l.contains("code=\"108011\",reason=\"body_timed_out\""))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+    assert!(cut.is_some_and(|n| n >= 1), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
