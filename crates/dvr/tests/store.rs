@@ -345,3 +345,26 @@ fn an_archive_directory_is_made_of_plain_names_only() {
     }
     assert!(!dvr::store::is_plain_name(&"x".repeat(256)));
 }
+
+proptest::proptest! {
+    /// Whatever names are asked for, an archive directory that is made stays under its
+    /// root: no component climbs out, none is hidden, and the root is its prefix.
+    #[test]
+    fn an_archive_directory_never_leaves_its_root(
+        names in proptest::collection::vec("[./\\\\a-z0-9\\x00-\\x1f-]{0,8}", 1..5)
+    ) {
+        let root = Path::new("/data/archive");
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        if let Ok(dir) = dvr::store::archive_dir(root, &names) {
+            proptest::prop_assert!(dir.starts_with(root));
+            let below = dir.strip_prefix(root).expect("under the root");
+            proptest::prop_assert_eq!(below.components().count(), names.len());
+            for part in below.components() {
+                let std::path::Component::Normal(part) = part else {
+                    return Err(proptest::test_runner::TestCaseError::fail(format!("{part:?}")));
+                };
+                proptest::prop_assert!(!part.to_string_lossy().starts_with('.'));
+            }
+        }
+    }
+}
