@@ -780,9 +780,13 @@ mod tests {
     #[test]
     fn connection_caps_are_derived_unless_set_and_a_bad_one_names_its_key() {
         let node = Config::parse("").unwrap().node;
-        assert_eq!((node.max_connections, node.max_connections_per_client), (None, None));
+        assert_eq!(
+            (node.max_connections, node.max_connections_per_client),
+            (None, None)
+        );
         assert!((node.body_timeout - 10.0).abs() < f64::EPSILON);
-        let set = "[node]\nmax_connections = 300\nmax_connections_per_client = 30\nbody_timeout = 2.5\n";
+        let set =
+            "[node]\nmax_connections = 300\nmax_connections_per_client = 30\nbody_timeout = 2.5\n";
         let node = Config::parse(set).unwrap().node;
         assert_eq!(node.max_connections, Some(300));
         assert_eq!(node.max_connections_per_client, Some(30));

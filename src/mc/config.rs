@@ -285,7 +285,10 @@ mod tests {
     fn the_http_caps_and_body_deadline_are_set_in_mc_or_derived() {
         let base = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n";
         let mc = McConfig::parse(base).unwrap().mc;
-        assert_eq!((mc.max_connections, mc.max_connections_per_client), (None, None));
+        assert_eq!(
+            (mc.max_connections, mc.max_connections_per_client),
+            (None, None)
+        );
         assert!((mc.body_timeout - 10.0).abs() < f64::EPSILON);
         let mc = McConfig::parse(&format!(
             "{base}max_connections = 500\nmax_connections_per_client = 5\nbody_timeout = 3\n"
