@@ -67,7 +67,7 @@ def start(procs, binary, workdir):
     mc = harness.free_port()
     path = os.path.join(workdir, "mc.toml")
     with open(path, "w", encoding="utf-8") as out:
-        out.write(f'[mc]\nhttp = "127.0.0.1:{mc}"\ndata_dir = "{workdir}/mc"\n'
+        out.write(f'[mc]\ntrust_loopback = true\nhttp = "127.0.0.1:{mc}"\ndata_dir = "{workdir}/mc"\n'
                   '[defaults]\nsegment_duration = 1\n'
                   '[[meeting]]\nid = "meeting"\nstart = true\nladder = false\n'
                   'inputs = ["builtin://meeting"]\n')
@@ -76,7 +76,7 @@ def start(procs, binary, workdir):
                 env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")})
     harness.wait_until("the mc", lambda: _ok(mc, "/meeting/mono.m3u8"), 30)
     _, node = ott.start_node(procs, binary, workdir, "node", (
-        f'[node]\nname = "node"\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/node"\n'
+        f'[node]\nname = "node"\ntrust_loopback = true\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/node"\n'
         f'[mc]\nurl = "http://127.0.0.1:{mc}"\npoll_interval = 0.2\n'
         '[mc.stream]\nsegment_duration = 1\n'))
     harness.wait_until("the node", lambda: _ok(node, "/meeting/mono.m3u8"), 30)

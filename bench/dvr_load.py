@@ -52,7 +52,7 @@ def run(n, seconds, binary, clip, work):
         os.makedirs(work, exist_ok=True)
         config = os.path.join(work, "node.toml")
         with open(config, "w", encoding="utf-8") as out:
-            out.write(f'[node]\nhttp = "127.0.0.1:0"\ndata_dir = "{work}/data"\n{streams}')
+            out.write(f'[node]\ntrust_loopback = true\nhttp = "127.0.0.1:0"\ndata_dir = "{work}/data"\n{streams}')
         log = os.path.join(work, "node.out")
         node = procs.start([binary, "node", "--config", config], log, env={**os.environ, "RUST_LOG": "warn"})
         port = harness.wait_until("listening", lambda: _listening(log), 30, 0.1)

@@ -155,6 +155,7 @@ def node_config(name, data_dir, streams, window_s, segment_s=None, extra=""):
     lines = [
         "[node]",
         f'name = "{name}"',
+        "trust_loopback = true",
         'http = "127.0.0.1:0"',
         f'data_dir = "{data_dir}"',
         "[defaults]",

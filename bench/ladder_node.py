@@ -42,7 +42,7 @@ def start_mc(procs, binary, workdir, ladder):
     config = os.path.join(workdir, "mc.toml")
     with open(config, "w", encoding="utf-8") as out:
         out.write(
-            f'[mc]\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/data"\n'
+            f'[mc]\ntrust_loopback = true\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/data"\n'
             + (DEMO_LADDER if ladder else "")
             + '[[meeting]]\nid = "m"\nstart = true\ninputs = ["builtin://meeting"]\n'
         )

@@ -31,7 +31,7 @@ import harness  # noqa: E402
 from harness import BenchError  # noqa: E402
 
 REPO = os.path.dirname(HERE)
-TOKEN = "bench-admin"
+TOKEN = "bench-admin-token-0123456789"
 
 
 def start_etcd(procs, workdir, size=3):

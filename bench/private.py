@@ -60,6 +60,7 @@ def main(argv=None):
     try:
         mc_port = harness.free_port()
         mc, _ = harness.start_role(procs, binary, workdir, "mc", f"""[mc]
+trust_loopback = true
 http = "127.0.0.1:{mc_port}"
 data_dir = "{workdir}/mc"
 [defaults]
@@ -76,6 +77,7 @@ inputs = ["builtin://meeting"]
 """, role="mc")
         node, port = harness.start_role(procs, binary, workdir, "node", f"""[node]
 name = "n"
+trust_loopback = true
 http = "127.0.0.1:0"
 data_dir = "{workdir}/node"
 [mc]

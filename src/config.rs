@@ -84,8 +84,13 @@ pub struct NodeConfig {
     /// Where the node keeps its state (timeline counters per stream).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
-    /// Bearer token for `/api`; without it the API is open (bind to a private address).
+    /// Bearer token for `/api` (at least 24 characters); without it one is created in
+    /// `data_dir/admin_token`, unless `trust_loopback` leaves a loopback node open.
     pub admin_token: Option<String>,
+    /// Leave `/api` open when every listener is on loopback and no `admin_token` is set
+    /// (the demo). Default false: trust is a setting, never inferred from an address.
+    #[serde(default)]
+    pub trust_loopback: bool,
     /// The most HTTP(S) connections the node holds open at once; one more is answered
     /// 503 (108010) and closed. Unset: 80 % of the file descriptors the process may
     /// hold, at most 20,000.
@@ -142,6 +147,7 @@ impl Default for NodeConfig {
             rtmp_limits: RtmpLimitsConfig::default(),
             data_dir: default_data_dir(),
             admin_token: None,
+            trust_loopback: false,
             max_connections: None,
             max_connections_per_client: None,
             body_timeout: default_body_timeout(),
@@ -414,16 +420,26 @@ impl Config {
     /// The first broken rule, naming its key.
     pub fn validate(&self) -> anyhow::Result<()> {
         let node = &self.node;
+        if let Some(token) = &node.admin_token {
+            crate::admin_token::check_configured("node.admin_token", token)?;
+        }
+        if !server::mc::report::valid_node_name(&node.name) {
+            bail!(
+                "node.name {:?}: 1 to 64 letters, digits, '-', '_', '.' or ':' (it names the \
+                 node in its MC's viewer reports)",
+                node.name
+            );
+        }
         if node.https.is_some() && (node.tls_cert.is_none() || node.tls_key.is_none()) {
             bail!("node.https needs node.tls_cert and node.tls_key");
         }
+        node.rtmp_limits.limits("node.rtmp_limits")?;
         check_connections(
             "node",
             node.max_connections,
             node.max_connections_per_client,
             node.body_timeout,
         )?;
-        node.rtmp_limits.limits("node.rtmp_limits")?;
         if let Some(host) = &node.hostname {
             if host.is_empty()
                 || host.len() > 253

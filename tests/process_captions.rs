@@ -20,7 +20,7 @@ use media::captions::sei::{cc_pairs, CcCodec};
 use serde_json::{json, Value};
 
 const MEETING: &str = "m";
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
+const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
 const TRACKS: [&str; 3] = ["en", "pt-br", "cc1"];
 const PTS_WRAP: u64 = 1 << 33;
 /// How long each cue of the flood lasts, ms.
@@ -38,7 +38,7 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
         let mc = start_role(d, "mc", "mc", &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret\"\nnode_token = \"node-secret\"\n[defaults]\nsegment_duration = 1\n{presets}",
+            "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\n[defaults]\nsegment_duration = 1\n{presets}",
             d.join("mc-data").display()
         ));
         let dvr = if dvr {
@@ -50,7 +50,7 @@ impl Cluster {
             .map(|i| {
                 let name = format!("node-{i}");
                 start_role(d, &name, "node", &format!(
-                    "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n{dvr}",
+                    "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{}\"\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n{dvr}",
                     d.join(&name).display(), mc.http
                 ))
             })
@@ -445,7 +445,13 @@ fn bad_captions_get_their_codes_and_lose_nothing() {
     assert_eq!(http_request(mc, "POST", &path, &[], &good).0, 401);
     let wrong = ("Authorization", "Bearer wrong");
     assert_eq!(http_request(mc, "POST", &path, &[wrong], &good).0, 401);
-    let raw = http_request_bytes(mc, "POST", &path, &[ADMIN], &[0xff, 0xfe]);
+    let raw = http_request_bytes(
+        mc,
+        "POST",
+        &path,
+        &[ADMIN, ("Content-Type", "application/json")],
+        &[0xff, 0xfe],
+    );
     assert_refused(raw, 400, 112_001, "body");
     let many: Vec<Value> = (0..21).map(|i| json!({"text": format!("c{i}")})).collect();
     #[rustfmt::skip]

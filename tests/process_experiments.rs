@@ -19,7 +19,7 @@ fn config(dir: &std::path::Path, experiment_share_bp: u32) -> String {
 name = "exp"
 http = "127.0.0.1:0"
 data_dir = "{}"
-admin_token = "tok"
+admin_token = "experiments-admin-token-0001"
 [[stream]]
 name = "m"
 inputs = ["builtin://meeting"]
@@ -48,7 +48,7 @@ fn member_in(group: Group) -> String {
 fn a_configured_experiment_runs_from_its_schedule() {
     let dir = tempfile::tempdir().expect("tempdir");
     let node = NodeProcess::start(dir.path(), "exp", &config(dir.path(), 1000));
-    let auth = [("Authorization", "Bearer tok")];
+    let auth = [("Authorization", "Bearer experiments-admin-token-0001")];
     let run = wait_for("the scheduled run", Duration::from_secs(10), || {
         let (status, body) = http_request(node.http, "GET", "/api/experiments", &auth, "");
         assert_eq!(status, 200, "{body}");
@@ -126,7 +126,7 @@ fn kpis_combine_across_the_mesh_domain() {
     };
     let a = NodeProcess::start(dir.path(), "a", &node_config("a", gossip_a, gossip_b));
     let b = NodeProcess::start(dir.path(), "b", &node_config("b", gossip_b, gossip_a));
-    let auth = [("Authorization", "Bearer tok")];
+    let auth = [("Authorization", "Bearer experiments-admin-token-0001")];
     wait_for("b's stream", Duration::from_secs(20), || {
         let (status, _) = http_request(b.http, "GET", "/m/index.m3u8", &[], "");
         (status == 200).then_some(())

@@ -20,7 +20,7 @@ use serde_json::json;
 
 const RUNGS: [&str; 3] = ["source", "144p", "96p"];
 
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
+const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
 
 /// Creates and starts meeting `m` on the MC and publishes 60 s of it by RTMP with
 /// ffmpeg; the publisher stops when the guard drops.
@@ -86,8 +86,8 @@ fn mc_config_with(data: &Path, ladder: &str) -> String {
 http = "127.0.0.1:0"
 rtmp = "127.0.0.1:0"
 data_dir = "{}"
-admin_token = "admin-secret"
-node_token = "node-secret"
+admin_token = "admin-secret-for-these-tests"
+node_token = "node-secret-for-these-tests"
 {ladder}
 [defaults]
 segment_duration = 1
@@ -98,7 +98,7 @@ segment_duration = 1
 
 fn node_config(data: &Path, mc: SocketAddr) -> String {
     format!(
-        "[node]\nname = \"node-a\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\ndvr = {{ enabled = true }}\n",
+        "[node]\nname = \"node-a\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\ndvr = {{ enabled = true }}\n",
         data.display()
     )
 }
@@ -423,7 +423,7 @@ fn check_recorded_ladder(node: &common::NodeProcess, dir: &Path, live_msns: &[u6
 fn ott_node_config(data: &Path, name: &str, mc: SocketAddr, gossip: u16, seeds: &[u16]) -> String {
     format!(
         "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-         [mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n\
+         [mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n\
          [mc.stream]\nsegment_duration = 1\nott_backup = true\n{}",
         data.display(),
         ott_section(gossip, seeds)

@@ -14,11 +14,11 @@ use common::{
 };
 use serde_json::{json, Value};
 
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
+const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
 
 fn mc_config(data: &Path, http: &str, extra: &str) -> String {
     format!(
-        "[mc]\nhttp = \"{http}\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret\"\nnode_token = \"node-secret\"\nmin_client_version = \"2.0\"\n[defaults]\nsegment_duration = 1\n{extra}",
+        "[mc]\nhttp = \"{http}\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\nmin_client_version = \"2.0\"\n[defaults]\nsegment_duration = 1\n{extra}",
         data.display()
     )
 }
@@ -44,7 +44,7 @@ fn start_node(dir: &Path, name: &str, mc: SocketAddr) -> NodeProcess {
         &dir.join(name),
         name,
         &format!("http://{mc}"),
-        "node-secret",
+        "node-secret-for-these-tests",
         "",
     );
     start_role(dir, name, "node", &config)
@@ -111,7 +111,7 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
         mc.http,
         "POST",
         "/api/meetings",
-        Some("admin-secret"),
+        Some("admin-secret-for-these-tests"),
         json!({"id": "m1", "viewer_limit": 10}),
     );
     assert_eq!(status, 201, "{created}");
@@ -237,7 +237,7 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
         mc.http,
         "POST",
         "/api/meetings",
-        Some("admin-secret"),
+        Some("admin-secret-for-these-tests"),
         json!({"id": "m1"}),
     );
     assert_eq!((status, body["code"].as_u64()), (409, Some(102_004)));
@@ -324,7 +324,7 @@ fn when_the_mc_goes_down_viewers_keep_watching_and_new_meetings_get_102005_until
         mc_addr,
         "POST",
         "/api/meetings",
-        Some("admin-secret"),
+        Some("admin-secret-for-these-tests"),
         json!({"id": "later"}),
     );
     assert_eq!(status, 201);

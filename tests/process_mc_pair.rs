@@ -11,11 +11,11 @@ use common::etcd::EtcdCluster;
 use common::{http_request, open_meeting, start_role, wait_for, NodeProcess};
 use serde_json::{json, Value};
 
-const ADMIN: &str = "Bearer admin-secret";
+const ADMIN: &str = "Bearer admin-secret-for-these-tests";
 
 fn start_mc(dir: &Path, name: &str, etcd: &EtcdCluster, extra: &str) -> NodeProcess {
     let config = format!(
-        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret\"\nnode_token = \"node-secret\"\netcd = {}\n[defaults]\nsegment_duration = 1\n{extra}",
+        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\netcd = {}\n[defaults]\nsegment_duration = 1\n{extra}",
         dir.join(name).display(),
         etcd.toml_urls(),
     );
@@ -25,7 +25,7 @@ fn start_mc(dir: &Path, name: &str, etcd: &EtcdCluster, extra: &str) -> NodeProc
 fn start_node(dir: &Path, name: &str, mcs: &[String]) -> NodeProcess {
     let urls: Vec<String> = mcs.iter().map(|u| format!("\"{u}\"")).collect();
     let config = format!(
-        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurls = [{}]\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 0.5\n[mc.stream]\nsegment_duration = 1\n",
+        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurls = [{}]\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 0.5\n[mc.stream]\nsegment_duration = 1\n",
         dir.join(name).display(),
         urls.join(", "),
     );

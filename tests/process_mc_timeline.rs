@@ -27,7 +27,7 @@ fn start_mc(
     inputs: &str,
 ) -> NodeProcess {
     let config = format!(
-        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:{port}\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret\"\nnode_token = \"node-secret\"\netcd = {}\npeers = [\"http://127.0.0.1:{peer}\"]\n[defaults]\nsegment_duration = 1\n[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [{inputs}]\n",
+        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:{port}\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\netcd = {}\npeers = [\"http://127.0.0.1:{peer}\"]\n[defaults]\nsegment_duration = 1\n[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [{inputs}]\n",
         dir.join(name).display(),
         etcd.toml_urls(),
     );
@@ -36,7 +36,7 @@ fn start_mc(
 
 fn start_node(dir: &Path, name: &str, mcs: [u16; 2]) -> NodeProcess {
     let config = format!(
-        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurls = [\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]\ntoken = \"node-secret\"\npoll_interval = 0.2\ntimeout = 0.5\n[mc.stream]\nsegment_duration = 1\n",
+        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurls = [\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 0.5\n[mc.stream]\nsegment_duration = 1\n",
         dir.join(name).display(),
         mcs[0],
         mcs[1],
@@ -237,7 +237,7 @@ fn a_publisher_that_reconnects_to_the_standby_gives_one_discontinuity_and_true_d
         mc1.http,
         "GET",
         &format!("/api/meetings/{MEETING}"),
-        &[("Authorization", "Bearer admin-secret")],
+        &[("Authorization", "Bearer admin-secret-for-these-tests")],
         "",
     );
     let key = meeting["stream_key"]

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use common::{http_get_with, http_request, start_role, wait_for, NodeProcess};
 use ring::signature::Ed25519KeyPair;
 
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret");
-const NODE: (&str, &str) = ("Authorization", "Bearer node-secret");
+const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
+const NODE: (&str, &str) = ("Authorization", "Bearer node-secret-for-these-tests");
 
 fn platform() -> Ed25519KeyPair {
     Ed25519KeyPair::from_seed_unchecked(&[7; 32]).expect("a key pair")
@@ -28,8 +28,8 @@ fn start(dir: &Path) -> (NodeProcess, NodeProcess) {
         "mc",
         "mc",
         &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret\"\n\
-             node_token = \"node-secret\"\n[[mc.viewer_keys]]\nkid = \"platform-1\"\npublic = \"{public}\"\n\
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\n\
+             node_token = \"node-secret-for-these-tests\"\n[[mc.viewer_keys]]\nkid = \"platform-1\"\npublic = \"{public}\"\n\
              [defaults]\nsegment_duration = 1\n\
              [[meeting]]\nid = \"board\"\nstart = true\nprivate = true\ninputs = [\"builtin://meeting\"]\n\
              [[meeting]]\nid = \"other\"\nstart = true\nprivate = true\n",
@@ -42,7 +42,7 @@ fn start(dir: &Path) -> (NodeProcess, NodeProcess) {
         "node",
         &format!(
             "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{}\"\n\
-             token = \"node-secret\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
+             token = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
             dir.join("node-data").display(),
             mc.http
         ),
@@ -124,7 +124,11 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
     // session opens media.
     let cache = head
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("cache-control: ").map(str::to_owned))
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("cache-control: ")
+                .map(str::to_owned)
+        })
         .expect("a Cache-Control");
     let max_age: i64 = cache
         .strip_prefix("private, max-age=")
@@ -135,7 +139,11 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
     // as on the playlist.
     for path in [format!("/board/{segment}"), format!("/board/{variant}")] {
         let (status, body) = common::http_request_as("mallory", node.http, "GET", &path, &[]);
-        assert_eq!((status, body["code"].as_u64()), (403, Some(113_015)), "{path}");
+        assert_eq!(
+            (status, body["code"].as_u64()),
+            (403, Some(113_015)),
+            "{path}"
+        );
     }
     let bare = segment.split('?').next().unwrap();
     assert_eq!(

@@ -65,6 +65,7 @@ export async function startMcPair({ names = ['a'] } = {}) {
       const configPath = join(dir, `${name}.toml`);
       writeFileSync(configPath, `[mc]
 name = ${q(name)}
+trust_loopback = true
 http = ${q(`127.0.0.1:${http}`)}
 data_dir = ${q(join(dir, name))}
 etcd = [${q(etcdUrl)}]
@@ -94,6 +95,7 @@ inputs = [${q(`udp://127.0.0.1:${udp}`)}]
       const configPath = join(dir, `node-${name}.toml`);
       writeFileSync(configPath, `[node]
 name = ${q(`node-${name}`)}
+trust_loopback = true
 http = ${q(`127.0.0.1:${nodePorts[i]}`)}
 data_dir = ${q(join(dir, `node-${name}`))}
 [mc]

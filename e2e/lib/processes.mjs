@@ -100,6 +100,7 @@ rungs = [
 export function mcToml({ http, dataDir, ladder = false, privateMeeting = false }) {
   return `[mc]
 name = "mc"
+trust_loopback = true
 http = ${tomlString(`127.0.0.1:${http}`)}
 data_dir = ${tomlString(dataDir)}
 ${ladder ? DEMO_LADDER : ''}
@@ -131,6 +132,7 @@ inputs = ["builtin://meeting"]
 export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce, host = '127.0.0.1' }) {
   return `[node]
 name = ${tomlString(name)}
+trust_loopback = true
 http = ${tomlString(`${host}:${http}`)}
 data_dir = ${tomlString(dataDir)}
 

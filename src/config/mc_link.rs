@@ -22,7 +22,9 @@ pub struct McLinkConfig {
     /// `url`.
     #[serde(default)]
     pub urls: Vec<String>,
-    /// The MC's node token.
+    /// The MC's node token: its `node_token`, or the one it created in its
+    /// `data_dir/node_token`. An MC that does not trust loopback refuses a sync without
+    /// it (104110 on the node).
     pub token: Option<String>,
     /// PEM CA certificates to trust for an `https` MC.
     pub ca_file: Option<PathBuf>,

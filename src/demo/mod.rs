@@ -67,6 +67,10 @@ pub async fn start_cluster(
         Err(e) => return Err(e).context("removing the previous demo's meetings"),
     }
     let mc_http = SocketAddr::from(([127, 0, 0, 1], port.saturating_add(3)));
+    // The operator's pages (backups, experiments) call the admin API without a token:
+    // the demo trusts loopback, explicitly. Nodes still sync with a node token, made
+    // fresh for each run and handed to every node, as a real deployment does.
+    let node_token = server::mc::store::random_secret();
     let rtmp_port = 1935 + port.saturating_sub(8080);
     let preset = |id: &str, title: &str, inputs: Vec<String>| PresetMeeting {
         id: id.into(),
@@ -83,11 +87,12 @@ pub async fn start_cluster(
             name: "mc".into(),
             http: mc_http,
             rtmp: Some(SocketAddr::from(([127, 0, 0, 1], rtmp_port))),
+            rtmp_limits: Default::default(),
             data_dir: mc_data,
             admin_token: None,
-            node_token: None,
+            node_token: Some(node_token.clone()),
+            trust_loopback: true,
             min_client_version: None,
-            rtmp_limits: Default::default(),
             viewer_report_ttl: 10.0,
             ladder: Some(demo_ladder()?),
             viewer_keys: Vec::new(),
@@ -139,6 +144,7 @@ pub async fn start_cluster(
                 name: format!("node-{name}"),
                 http,
                 data_dir: data.join(format!("node-{name}")),
+                trust_loopback: true,
                 ..NodeConfig::default()
             },
             defaults: StreamDefaults::default(),
@@ -146,7 +152,7 @@ pub async fn start_cluster(
             mc: Some(McLinkConfig {
                 url: format!("http://{}", mc.http),
                 urls: Vec::new(),
-                token: None,
+                token: Some(node_token.clone()),
                 ca_file: None,
                 poll_interval: 0.5,
                 timeout: 2.0,

@@ -40,10 +40,18 @@ pub struct McSection {
     pub rtmp_limits: crate::config::RtmpLimitsConfig,
     /// Where the store (`meetings.json`) and timeline state live.
     pub data_dir: PathBuf,
-    /// Admin bearer token; without it the admin API is open.
+    /// Admin bearer token (at least 24 characters); without it one is created in
+    /// `data_dir/admin_token`, unless `trust_loopback` leaves a loopback MC open.
     pub admin_token: Option<String>,
-    /// Token nodes sync with; without it any caller may sync.
+    /// Token nodes sync with and pull private relays with (at least 24 characters);
+    /// without it one is created in `data_dir/node_token`, unless `trust_loopback`
+    /// leaves a loopback MC open to this machine's callers.
     pub node_token: Option<String>,
+    /// Leave the admin and node APIs open when every listener is on loopback and no
+    /// token is set (the demo). Default false: trust is never inferred from a bind
+    /// address, since a proxy in front of 127.0.0.1 puts the internet on loopback.
+    #[serde(default)]
+    pub trust_loopback: bool,
     /// Clients below this version get 102011 / 16.
     pub min_client_version: Option<String>,
     /// How long a node's viewer report counts, seconds (default 10).
@@ -133,6 +141,39 @@ fn default_true() -> bool {
     true
 }
 
+/// Ed25519 public keys whose private keys are published as examples (base64url) and
+/// where: a document's example copied into a config would let anyone sign tokens.
+const PUBLISHED_KEYS: [(&str, &str); 5] = [
+    (
+        "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+        "RFC 8037 (appendix A) and RFC 8032 (test 1)",
+    ),
+    (
+        "PUAXw-hDiVqStwqnTRt-vJyYLM8uxJaMwM1V8Sr0Zgw",
+        "RFC 8032 (test 2)",
+    ),
+    (
+        "_FHNjmIYoaONpH7QAjDwWAgW7RO6MwOsXeuRFUiQgCU",
+        "RFC 8032 (test 3)",
+    ),
+    (
+        "J4EX_BRMcjQPZ9DyMW6Dhs7_vyskKMnFH-98WX8dQm4",
+        "RFC 8032 (test 1024)",
+    ),
+    (
+        "7Bcrk61eVjv0kyxw4SRQNMNUZ-8u_U1k6_gZaDRn4r8",
+        "RFC 8032 (test SHA(abc))",
+    ),
+];
+
+/// Where `public` (base64url, unpadded) is published with its private key, if it is.
+fn published_key(public: &str) -> Option<&'static str> {
+    PUBLISHED_KEYS
+        .iter()
+        .find(|(key, _)| *key == public)
+        .map(|(_, source)| *source)
+}
+
 impl McConfig {
     /// Reads and checks the MC's config file.
     ///
@@ -157,13 +198,13 @@ impl McConfig {
         if !(1.0..=600.0).contains(&config.mc.viewer_report_ttl) {
             bail!("mc.viewer_report_ttl must be between 1 and 600 seconds");
         }
+        config.mc.rtmp_limits.limits("mc.rtmp_limits")?;
         crate::config::check_connections(
             "mc",
             config.mc.max_connections,
             config.mc.max_connections_per_client,
             config.mc.body_timeout,
         )?;
-        config.mc.rtmp_limits.limits("mc.rtmp_limits")?;
         if let Some(ladder) = &config.mc.ladder {
             ladder
                 .validate()
@@ -187,9 +228,27 @@ impl McConfig {
         if !(prefix.starts_with('/') && prefix.ends_with('/') && prefix.len() <= 128) {
             bail!("mc.etcd_prefix {prefix:?} must start and end with '/'");
         }
+        for (key, token) in [
+            ("mc.admin_token", &config.mc.admin_token),
+            ("mc.node_token", &config.mc.node_token),
+        ] {
+            if let Some(token) = token {
+                crate::admin_token::check_configured(key, token)?;
+            }
+        }
+        if config.mc.admin_token.is_some() && config.mc.admin_token == config.mc.node_token {
+            bail!("mc.node_token must differ from mc.admin_token: one key per job");
+        }
         for (i, key) in config.mc.viewer_keys.iter().enumerate() {
-            ott::ViewerKey::from_base64url(&key.kid, &key.public)
+            let parsed = ott::ViewerKey::from_base64url(&key.kid, &key.public)
                 .map_err(|e| anyhow::anyhow!("mc.viewer_keys[{i}]: {e}"))?;
+            if let Some(source) = published_key(&parsed.public_base64url()) {
+                bail!(
+                    "mc.viewer_keys[{i}] is the example key of {source}: its private key is \
+                     published, so anyone could sign viewer tokens for every private meeting; \
+                     use the public key of your meeting platform's own key pair"
+                );
+            }
         }
         for (i, preset) in config.meetings.iter().enumerate() {
             meeting::MeetingId::parse(&preset.id).with_context(|| format!("meeting[{i}].id"))?;
@@ -279,6 +338,45 @@ mod tests {
             let link: McLinkConfig = toml::from_str(bad).unwrap();
             assert!(link.validate().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn short_tokens_and_published_example_keys_are_refused_at_load() {
+        let base = "[mc]\nhttp = \"0.0.0.0:9000\"\ndata_dir = \"x\"\n";
+        let err = |t: String| format!("{:#}", McConfig::parse(&t).unwrap_err());
+        let short = err(format!("{base}admin_token = \"admin-secret\"\n"));
+        assert!(
+            short.contains("mc.admin_token") && short.contains("at least 24"),
+            "{short}"
+        );
+        assert!(err(format!("{base}node_token = \"x\"\n")).contains("mc.node_token"));
+        let good = "0123456789abcdef01234567";
+        let ok = McConfig::parse(&format!(
+            "{base}admin_token = \"{good}\"\nnode_token = \"{good}-n\"\n"
+        ))
+        .expect("24 characters are enough");
+        assert!(!ok.mc.trust_loopback, "trust is off unless set");
+        let key = |public: &str| {
+            format!("{base}[[mc.viewer_keys]]\nkid = \"k\"\npublic = \"{public}\"\n")
+        };
+        for (public, source) in PUBLISHED_KEYS {
+            let refused = err(key(public));
+            assert!(
+                refused.contains("mc.viewer_keys[0]") && refused.contains(source),
+                "{refused}"
+            );
+            assert!(
+                refused.contains("published"),
+                "the error says why: {refused}"
+            );
+        }
+        // With blanks around it, it is still the RFC's key.
+        assert!(err(key(" 11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo ")).contains("RFC 8037"));
+        let own = ott::ViewerKey::of_pair(
+            "own",
+            &ring::signature::Ed25519KeyPair::from_seed_unchecked(&[7u8; 32]).expect("pair"),
+        );
+        McConfig::parse(&key(&own.public_base64url())).expect("a key of one's own");
     }
 
     #[test]

@@ -92,9 +92,19 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     let (admin_token, token_source) = crate::admin_token::resolve(
         section.admin_token.as_deref(),
         &[section.http],
+        section.trust_loopback,
         &section.data_dir,
     )?;
     crate::admin_token::log_source("mc", &token_source);
+    // Nodes sync and pull private relays with their own key: an MC off loopback never
+    // takes anonymous viewer reports.
+    let (node_token, node_token_source) = crate::admin_token::resolve_node_token(
+        section.node_token.as_deref(),
+        &[section.http],
+        section.trust_loopback,
+        &section.data_dir,
+    )?;
+    crate::admin_token::log_node_token_source(&node_token_source);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let etcd = (!section.etcd.is_empty()).then(|| server::mc::EtcdSettings {
         endpoints: section.etcd.clone(),
@@ -106,7 +116,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             store_path: section.data_dir.join("meetings.json"),
             etcd,
             admin_token: admin_token.clone(),
-            node_token: section.node_token.clone(),
+            node_token: node_token.clone(),
             min_client_version,
             viewer_report_ttl: Duration::from_secs_f64(section.viewer_report_ttl),
             ladder: section
@@ -184,6 +194,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             crate::node::start_rtmp(
                 addr,
                 "mc.rtmp",
+                &section.rtmp_limits,
                 Arc::new(registry),
                 &metrics,
                 &shutdown_rx,
@@ -198,7 +209,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         presets: config.meetings.clone(),
         ladder: section.ladder.clone(),
         peers: section.peers.clone(),
-        node_token: section.node_token.clone(),
+        node_token,
     };
     if !section.peers.is_empty() {
         tasks.spawn(origin::run(
@@ -206,7 +217,6 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             app_state.clone(),
             section.name.clone(),
             section.peers.len(),
-                &section.rtmp_limits,
             shutdown_rx.clone(),
         ));
     }

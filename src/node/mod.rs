@@ -99,6 +99,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let (admin_token, token_source) = crate::admin_token::resolve(
         node_config.admin_token.as_deref(),
         &listeners,
+        node_config.trust_loopback,
         &node_config.data_dir,
     )?;
     crate::admin_token::log_source("node", &token_source);
@@ -295,10 +296,10 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             start_rtmp(
                 addr,
                 "node.rtmp",
+                &node_config.rtmp_limits,
                 Arc::new(registry.clone()),
                 &metrics,
                 &shutdown_rx,
-                &node_config.rtmp_limits,
                 &mut tasks,
             )
             .await?,
@@ -332,16 +333,16 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
 pub(crate) async fn start_rtmp(
     addr: SocketAddr,
     key: &str,
+    settings: &crate::config::RtmpLimitsConfig,
     authorizer: Arc<dyn ingest::publish::PublishAuthorizer>,
     metrics: &Metrics,
     shutdown: &watch::Receiver<bool>,
-    settings: &crate::config::RtmpLimitsConfig,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<SocketAddr> {
+    let limits = settings.limits(&format!("{key}_limits"))?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {key} {addr}"))?;
-    let limits = settings.limits(&format!("{key}_limits"))?;
     let bound = listener.local_addr()?;
     let stats = Arc::new(ingest::rtmp::RtmpStats::default());
     server::ingest_view::register_rtmp(metrics, Arc::clone(&stats));

@@ -370,6 +370,32 @@ fn test_log_filter() -> String {
     std::env::var("BRDYUN_TEST_LOG").unwrap_or_else(|_| "warn".to_owned())
 }
 
+/// `config` with `trust_loopback = true` in the role's own section (`[node]` or `[mc]`),
+/// unless it says otherwise: the test processes listen on loopback and call the
+/// admin API and sync without tokens, as the demo does. A test of the default sets
+/// `trust_loopback = false`.
+fn trusting_loopback(role: &str, config: &str) -> String {
+    if config.contains("trust_loopback") {
+        return config.to_owned();
+    }
+    let section = format!("[{role}]\n");
+    if config.starts_with(&section) {
+        format!(
+            "{section}trust_loopback = true\n{}",
+            &config[section.len()..]
+        )
+    } else if let Some(at) = config.find(&format!("\n{section}")) {
+        let end = at + 1 + section.len();
+        format!(
+            "{}trust_loopback = true\n{}",
+            &config[..end],
+            &config[end..]
+        )
+    } else {
+        format!("{section}trust_loopback = true\n{config}")
+    }
+}
+
 /// Runs `command role --config dir/name.toml` and waits for its `listening` line.
 fn start_command(
     mut command: Command,
@@ -379,7 +405,7 @@ fn start_command(
     config: &str,
 ) -> NodeProcess {
     let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, config).expect("write config");
+    std::fs::write(&path, trusting_loopback(role, config)).expect("write config");
     // Appended to: a restarted process's log follows its previous run's.
     let log = dir.join(format!("{name}.log"));
     let log_file = std::fs::OpenOptions::new()
@@ -436,7 +462,15 @@ pub fn http_request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, serde_json::Value) {
-    http_request_bytes(addr, method, path, headers, body.as_bytes())
+    // A body is JSON unless the test says otherwise: the operator APIs take nothing else.
+    let given = headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+    let mut all = headers.to_vec();
+    if !body.is_empty() && !given {
+        all.push(("Content-Type", "application/json"));
+    }
+    http_request_bytes(addr, method, path, &all, body.as_bytes())
 }
 
 /// [`http_request`] with a body of any bytes (not necessarily UTF-8).
@@ -455,9 +489,9 @@ pub fn http_request_bytes(
 /// by the address it sees, so two named viewers are two addresses (127.0.x.y, never
 /// 127.0.0.1).
 pub fn viewer_ip(name: &str) -> std::net::IpAddr {
-    let hash = name
-        .bytes()
-        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
     let [_, _, x, y] = hash.to_be_bytes();
     std::net::IpAddr::from([127, 0, x.max(1), y.clamp(2, 254)])
 }
@@ -551,4 +585,14 @@ pub fn parse_pdt(text: &str) -> i64 {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     ((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms
+}
+
+/// The node token the process tests' MCs are configured with.
+pub const NODE_TOKEN: &str = "node-secret-for-these-tests";
+
+/// GET `path` with the node token, as a node pulls from its MC (an MC's meeting files
+/// are for its nodes); a node's own files answer the same with or without it.
+pub fn http_get_as_node(addr: SocketAddr, path: &str) -> (u16, String, Vec<u8>) {
+    let bearer = format!("Bearer {NODE_TOKEN}");
+    http_get_with(addr, path, &[("Authorization", &bearer)])
 }

@@ -1,6 +1,8 @@
 //! Who may call an operator API: the bearer token, compared in constant time, checked
 //! by one extractor ([`Admin`]) that every admin handler takes instead of calling a
-//! check by hand.
+//! check by hand. Before any of this, the edge has refused a browser page of another
+//! origin and a non-JSON body ([`crate::admin_door`]): that is what guards a node run
+//! without a token (`trust_loopback`), where [`Admin`] lets every caller through.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

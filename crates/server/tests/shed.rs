@@ -545,7 +545,14 @@ async fn a_rule_over_every_priority_never_sheds_operator_control() {
     for viewer in ["/s/seg-11.ts", "/s/mono.m3u8", "/s/index.m3u8", "/player"] {
         assert_shed_answer(&get_with(&state, viewer, &[]).await);
     }
-    assert_shed_answer(&get_with(&state, "/api/streams", &auth).await);
+    // An operator route's shed answer is the same answer, without a CORS grant.
+    let api = get_with(&state, "/api/streams", &auth).await;
+    assert_eq!(api.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(api.json()["code"], 109_001);
+    assert!(api
+        .headers
+        .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+        .is_none());
     assert_shed_answer(&beacon(&state, &[]).await);
 
     assert_eq!(

@@ -10,7 +10,7 @@ pub const DOCUMENT: &str = r##"{
   "info": {
     "title": "brdyun MC meeting API",
     "version": "1",
-    "description": "Meetings on a brdyun MC. Errors are {\"code\": N, \"message\": \"...\"}; every code is listed in docs/codes.md. Clients may state their version in X-Brdyun-Client-Version."
+    "description": "Meetings on a brdyun MC. Errors are {\"code\": N, \"message\": \"...\"}; every code is listed in docs/codes.md. Clients may state their version in X-Brdyun-Client-Version. Bodies are application/json (else 108012); a browser page of another origin is refused (108013) and no answer carries a CORS grant."
   },
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -71,8 +71,8 @@ pub const DOCUMENT: &str = r##"{
         "responses": {"200": {"description": "the removed viewers", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}, "removed_viewers": {"type": "array", "items": {"type": "string"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/nodes/sync": {
-      "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token as bearer)",
-        "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "example": "m1:3,m2:0"}}],
+      "get": {"summary": "a node reports its viewers per meeting and gets every meeting (node token as bearer); a report outside the bounds is 108007 naming node or viewers, see docs/meetings.md", "security": [{"bearer": []}],
+        "parameters": [{"name": "node", "in": "query", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"}}, {"name": "viewers", "in": "query", "required": false, "schema": {"type": "string", "maxLength": 299008, "example": "m1:3,m2:0"}, "description": "id:count pairs, at most 4096, each id once, each count at most 1000000"}],
         "responses": {"200": {"description": "meetings with viewers summed over nodes, and the keys of viewer tokens", "content": {"application/json": {"schema": {"type": "object", "properties": {"now_ms": {"type": "integer"}, "min_client_version": {"type": "string", "nullable": true}, "meetings": {"type": "array", "items": {"$ref": "#/components/schemas/MeetingView"}}, "viewer_keys": {"type": "array", "items": {"type": "object", "properties": {"kid": {"type": "string"}, "public": {"type": "string"}}}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/{id}/mpegts": {

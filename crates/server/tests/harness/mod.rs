@@ -185,7 +185,8 @@ pub async fn read_answer(response: axum::response::Response) -> Answer {
     }
 }
 
-/// `method uri` with `headers` and `body`.
+/// `method uri` with `headers` and `body` (sent as `application/json` unless `headers`
+/// name a content type: the operator APIs take nothing else).
 pub async fn send(
     state: &AppState,
     method: Method,
@@ -196,6 +197,12 @@ pub async fn send(
     let mut request = Request::builder().method(method).uri(uri);
     for (k, v) in headers {
         request = request.header(*k, *v);
+    }
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        request = request.header("content-type", "application/json");
     }
     answer(state, request.body(body.into()).expect("a valid request")).await
 }
