@@ -302,9 +302,10 @@ pub struct StreamConfig {
     /// link, never in a file).
     #[serde(skip)]
     pub ladder: Option<LadderPlan>,
-    /// The credential its HTTP inputs send as a bearer (a meeting stream pulling its
-    /// MC's relays: the node token), never in a file.
-    #[serde(skip)]
+    /// The credential its HTTP inputs send as `Authorization: Bearer` (`input_token`):
+    /// for a stream that pulls a protected relay, such as an MC's meeting (its node
+    /// token). A meeting stream of the node's `[mc]` link gets that link's token.
+    #[serde(default, rename = "input_token")]
     pub relay_token: Option<String>,
 }
 

@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{
-    http_get, http_request, http_request_bytes, parse_media_playlist, parse_pdt, start_role,
-    wait_for, ChildGuard, NodeProcess,
+    http_get_as_node, http_request, http_request_bytes, parse_media_playlist, parse_pdt,
+    start_role, wait_for, ChildGuard, NodeProcess,
 };
 use media::captions::sei::{cc_pairs, CcCodec};
 use serde_json::{json, Value};
@@ -88,7 +88,7 @@ fn now_ms() -> i64 {
 
 /// A file of the meeting: its bytes when the server answers 200.
 fn file(server: SocketAddr, name: &str) -> Option<Vec<u8>> {
-    let (status, _, body) = http_get(server, &format!("/{MEETING}/{name}"));
+    let (status, _, body) = http_get_as_node(server, &format!("/{MEETING}/{name}"));
     (status == 200).then_some(body)
 }
 

@@ -267,7 +267,8 @@ fn a_hostile_client_is_refused_with_codes_while_a_viewer_and_a_publisher_are_ser
         .iter()
         .filter(|s| {
             let mut s = *s;
-            s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
             let mut byte = [0u8; 1];
             let closed = match s.read(&mut byte) {
                 Ok(0) => true,
@@ -351,7 +352,10 @@ fn a_hostile_client_is_refused_with_codes_while_a_viewer_and_a_publisher_are_ser
     std::thread::sleep(Duration::from_secs(2));
     let newest = viewer.newest();
     let failures = viewer.finish();
-    assert!(failures.is_empty(), "the real viewer was refused: {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "the real viewer was refused: {failures:?}"
+    );
     assert!(
         newest >= started_at + 10,
         "the stream went on: msn {started_at} -> {newest}"

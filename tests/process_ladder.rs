@@ -14,7 +14,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    ffmpeg_decode, ffmpeg_source, http_get, http_request, start_role, wait_for, ChildGuard,
+    ffmpeg_decode, ffmpeg_source, http_get, http_get_with, http_request, start_role, wait_for,
+    ChildGuard,
 };
 use serde_json::json;
 
@@ -122,7 +123,7 @@ fn segment_path(rung: &str, uri: &str) -> String {
 
 /// The segment URIs a rung's playlist lists, by MSN.
 fn listed(addr: SocketAddr, rung: &str) -> Vec<(u64, String)> {
-    let (status, _, body) = http_get(addr, &playlist(rung));
+    let (status, _, body) = common::http_get_as_node(addr, &playlist(rung));
     if status != 200 {
         return Vec::new();
     }
@@ -321,7 +322,8 @@ fn check_aligned_msns(
             let path = segment_path(rung, uri);
             let (status, _, on_node) = http_get(node.http, &path);
             assert_eq!(status, 200, "{path}");
-            let (status, _, on_mc) = http_get(mc.http, &path);
+            // The MC's files are for its nodes and its admin.
+            let (status, _, on_mc) = http_get_with(mc.http, &path, &[ADMIN]);
             assert_eq!(status, 200, "{path} on the MC");
             assert!(on_node == on_mc, "{path}: the node's bytes are the MC's");
             let file = dir.join(format!("{rung}-{msn}.ts"));
@@ -498,9 +500,10 @@ fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
     // one rendition.
     let c_config = format!(
         "[node]\nname = \"node-c\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[defaults]\nsegment_duration = 1\n\
-         [[stream]]\nname = \"m\"\ninputs = [\"http://{}/m/mpegts\"]\nott_backup = true\n{}",
+         [[stream]]\nname = \"m\"\ninputs = [\"http://{}/m/mpegts\"]\ninput_token = \"{}\"\nott_backup = true\n{}",
         dir.path().join("node-c").display(),
         mc.http,
+        common::NODE_TOKEN,
         ott_section(ports[2], &ports)
     );
     let c = start_role(dir.path(), "node-c", "node", &c_config);
@@ -659,7 +662,7 @@ fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reporte
         "{status}"
     );
     for on in [mc.http, node.http] {
-        let (_, _, body) = http_get(on, "/m/index.m3u8");
+        let (_, _, body) = http_get_with(on, "/m/index.m3u8", &[ADMIN]);
         let text = String::from_utf8_lossy(&body);
         assert!(!text.contains("odd/"), "{text}");
     }
@@ -677,7 +680,7 @@ fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reporte
 /// The newest segment of a rung's media playlist on `addr`: (MSN, discontinuity
 /// sequence), when it lists one.
 fn newest(addr: SocketAddr, rung: &str) -> Option<(u64, u64)> {
-    let (status, _, body) = http_get(addr, &playlist(rung));
+    let (status, _, body) = common::http_get_as_node(addr, &playlist(rung));
     if status != 200 {
         return None;
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::etcd::EtcdCluster;
 use common::{
-    free_tcp_port, free_udp_port, http_get, http_request, parse_media_playlist, parse_pdt,
+    free_tcp_port, free_udp_port, http_get_as_node, http_request, parse_media_playlist, parse_pdt,
     start_role, wait_for, ChildGuard, NodeProcess, PlaylistEntry,
 };
 
@@ -45,12 +45,12 @@ fn start_node(dir: &Path, name: &str, mcs: [u16; 2]) -> NodeProcess {
 }
 
 fn playlist(addr: SocketAddr) -> Option<Vec<PlaylistEntry>> {
-    let (status, _, body) = http_get(addr, &format!("/{MEETING}/mono.m3u8"));
+    let (status, _, body) = http_get_as_node(addr, &format!("/{MEETING}/mono.m3u8"));
     (status == 200).then(|| parse_media_playlist(&String::from_utf8_lossy(&body)))
 }
 
 fn segment(addr: SocketAddr, entry: &PlaylistEntry) -> Vec<u8> {
-    let (status, _, body) = http_get(addr, &format!("/{MEETING}/{}", entry.uri));
+    let (status, _, body) = http_get_as_node(addr, &format!("/{MEETING}/{}", entry.uri));
     assert_eq!(status, 200, "segment {} on {addr}", entry.msn);
     body
 }

@@ -28,8 +28,18 @@ fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String, 
 
 /// [`get`] as the viewer `who`, from its own loopback address (a node counts viewers,
 /// and binds passes, by the address it sees).
-fn get_as(who: &str, addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
-    get_on(common::connect_from(addr, common::viewer_ip(who)), addr, path, headers)
+fn get_as(
+    who: &str,
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
+    get_on(
+        common::connect_from(addr, common::viewer_ip(who)),
+        addr,
+        path,
+        headers,
+    )
 }
 
 fn get_on(
@@ -474,7 +484,12 @@ fn full_backups_refuse_the_player_which_tries_the_next_and_alerts_79_and_78_reac
         (host.parse::<SocketAddr>().unwrap(), format!("/{path}"))
     };
     let backups_of = |who: &str| -> Vec<(SocketAddr, String)> {
-        let (_, _, master) = get_as(who, a.http, "/meeting/index.m3u8", &[("User-Agent", BROWSER)]);
+        let (_, _, master) = get_as(
+            who,
+            a.http,
+            "/meeting/index.m3u8",
+            &[("User-Agent", BROWSER)],
+        );
         let backups: Vec<(SocketAddr, String)> = master
             .lines()
             .filter(|l| l.starts_with("http://"))
@@ -491,7 +506,11 @@ fn full_backups_refuse_the_player_which_tries_the_next_and_alerts_79_and_78_reac
             .map(|who| (who, backups_of(who)))
             .collect();
     let knock = |node: SocketAddr, who: &str| {
-        let path = &urls[who].iter().find(|(n, _)| *n == node).expect("a backup").1;
+        let path = &urls[who]
+            .iter()
+            .find(|(n, _)| *n == node)
+            .expect("a backup")
+            .1;
         get_as(who, node, path, &[("User-Agent", BROWSER)])
     };
     // Another viewer fills the first backup's one place.

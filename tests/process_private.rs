@@ -21,6 +21,20 @@ fn platform() -> Ed25519KeyPair {
     Ed25519KeyPair::from_seed_unchecked(&[7; 32]).expect("a key pair")
 }
 
+/// A node of the MC at `mc`, named `name`.
+fn start_node(dir: &Path, name: &str, mc: SocketAddr) -> NodeProcess {
+    start_role(
+        dir,
+        name,
+        "node",
+        &format!(
+            "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\n\
+             token = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
+            dir.join(format!("{name}-data")).display(),
+        ),
+    )
+}
+
 fn start(dir: &Path) -> (NodeProcess, NodeProcess) {
     let public = ott::ViewerKey::of_pair("platform-1", &platform()).public_base64url();
     let mc = start_role(
@@ -36,17 +50,7 @@ fn start(dir: &Path) -> (NodeProcess, NodeProcess) {
             dir.join("mc-data").display()
         ),
     );
-    let node = start_role(
-        dir,
-        "node",
-        "node",
-        &format!(
-            "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{}\"\n\
-             token = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
-            dir.join("node-data").display(),
-            mc.http
-        ),
-    );
+    let node = start_node(dir, "n", mc.http);
     (mc, node)
 }
 
@@ -214,7 +218,16 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
         200
     );
 
-    // The host removes alice: her session is refused within a poll, bob plays on.
+    // A second node of the MC takes alice's session as it is (the MC's session keys),
+    // from her address.
+    let second = start_node(dir.path(), "n2", mc.http);
+    wait_for(
+        "the second node plays alice's session",
+        Duration::from_secs(40),
+        || (get(second.http, &format!("/board/{variant}")).0 == 200).then_some(()),
+    );
+    // The host removes alice: her session is refused within a poll on every node, bob
+    // plays on.
     let (_, bob_master, _) = get(node.http, &format!("/board/index.m3u8?access_token={bob}"));
     let bob_variant = first_uri(&bob_master);
     let removed_at = Instant::now();
@@ -226,9 +239,16 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
         "",
     );
     assert_eq!(status, 200, "{body}");
-    wait_for("alice refused", Duration::from_secs(5), || {
-        (get(node.http, &format!("/board/{variant}")).2 == 113_013).then_some(())
-    });
+    wait_for(
+        "alice refused on every node",
+        Duration::from_secs(5),
+        || {
+            [node.http, second.http]
+                .iter()
+                .all(|n| get(*n, &format!("/board/{variant}")).2 == 113_013)
+                .then_some(())
+        },
+    );
     println!(
         "a removed viewer is refused {:?} after the host's call",
         removed_at.elapsed()
