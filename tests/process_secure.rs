@@ -72,9 +72,21 @@ fn a_node_on_a_public_address_creates_an_admin_token_and_refuses_the_api_without
 }
 
 #[test]
-fn a_node_on_loopback_only_needs_no_token() {
+fn a_node_on_loopback_needs_a_token_unless_told_to_trust_loopback() {
+    // The default: loopback is not trusted (a proxy in front puts the internet there).
     let dir = tempfile::tempdir().unwrap();
-    let node = NodeProcess::start(dir.path(), "secure", &config(dir.path(), "127.0.0.1:0"));
+    let strict =
+        config(dir.path(), "127.0.0.1:0").replace("[node]\n", "[node]\ntrust_loopback = false\n");
+    let node = NodeProcess::start(dir.path(), "secure", &strict);
+    let (status, _, _) = http_get_with(node.http, "/api/node", &[]);
+    assert_eq!(status, 401);
+    assert!(dir.path().join("data").join("admin_token").exists());
+    drop(node);
+    // trust_loopback = true (as the demo, and the test harness by default): open here.
+    let dir = tempfile::tempdir().unwrap();
+    let trusting =
+        config(dir.path(), "127.0.0.1:0").replace("[node]\n", "[node]\ntrust_loopback = true\n");
+    let node = NodeProcess::start(dir.path(), "secure", &trusting);
     let (status, _, _) = http_get_with(node.http, "/api/node", &[]);
     assert_eq!(status, 200);
     assert!(!dir.path().join("data").join("admin_token").exists());
