@@ -56,6 +56,17 @@ pub struct TxnOutcome {
     pub gets: Vec<Vec<KeyValue>>,
 }
 
+/// One page of a range read ([`Client::range_page`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The keys, in key order.
+    pub kvs: Vec<KeyValue>,
+    /// More keys of the range follow the last one.
+    pub more: bool,
+    /// The revision the page was read at.
+    pub revision: i64,
+}
+
 /// Keys per range request of [`Client::get_prefix`]: an MC's meetings (a few KiB each)
 /// and viewer reports come in answers of a few MiB at most, however many there are.
 pub const PAGE_KEYS: usize = 256;
@@ -179,41 +190,60 @@ impl Client {
         prefix: &[u8],
         page: usize,
     ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
-        let page = page.max(1);
-        let end = base64::encode(&prefix_end(prefix));
+        let end = prefix_end(prefix);
         let mut from = prefix.to_vec();
         let mut all = Vec::new();
         let mut at_revision = 0;
         loop {
-            let mut request = json!({
-                "key": base64::encode(&from),
-                "range_end": end,
-                "limit": page.to_string(),
-            });
-            if at_revision > 0 {
-                request["revision"] = json!(at_revision.to_string());
-            }
-            let answer = self
-                .call("/v3/kv/range", &request)
-                .await
-                .map_err(|e| compacted_at(e, at_revision))?;
-            if at_revision == 0 {
-                at_revision = revision(&answer);
-            }
-            let found = kvs(&answer)?;
-            let more = answer.get("more").and_then(Value::as_bool).unwrap_or(false);
-            let Some(last) = found.last() else {
+            let found = self.range_page(&from, &end, page, at_revision).await?;
+            at_revision = found.revision;
+            let Some(last) = found.kvs.last() else {
                 break;
             };
             // The next page starts at the smallest key after the last one read.
             from.clone_from(&last.key);
             from.push(0);
-            all.extend(found);
-            if !more {
+            all.extend(found.kvs);
+            if !found.more {
                 break;
             }
         }
         Ok((all, at_revision))
+    }
+
+    /// One page of the keys in `[from, end)`: at most `limit` keys, in key order, at
+    /// `revision` (0: now), with the revision read at and whether more keys follow.
+    ///
+    /// # Errors
+    /// As [`Client::get`]; [`EtcdError::Compacted`] when `revision` was compacted away.
+    pub async fn range_page(
+        &self,
+        from: &[u8],
+        end: &[u8],
+        limit: usize,
+        revision_at: i64,
+    ) -> Result<Page, EtcdError> {
+        let mut request = json!({
+            "key": base64::encode(from),
+            "range_end": base64::encode(end),
+            "limit": limit.max(1).to_string(),
+        });
+        if revision_at > 0 {
+            request["revision"] = json!(revision_at.to_string());
+        }
+        let answer = self
+            .call("/v3/kv/range", &request)
+            .await
+            .map_err(|e| compacted_at(e, revision_at))?;
+        Ok(Page {
+            kvs: kvs(&answer)?,
+            more: answer.get("more").and_then(Value::as_bool).unwrap_or(false),
+            revision: if revision_at > 0 {
+                revision_at
+            } else {
+                revision(&answer)
+            },
+        })
     }
 
     /// Sets a key; returns the store's revision after it.

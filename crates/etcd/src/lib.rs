@@ -22,7 +22,7 @@ pub mod watch;
 use thiserror::Error;
 
 pub use client::Client;
-pub use kv::{Compare, KeyValue, Op, TxnOutcome};
+pub use kv::{Compare, KeyValue, Op, Page, TxnOutcome};
 pub use watch::{Event, Watch, WatchBatch};
 
 /// Why a call to etcd failed.

@@ -198,7 +198,26 @@ async fn a_prefix_is_read_in_pages_at_one_revision() {
     // A page that ends exactly at the last key, and a page of one.
     assert_eq!(client.get_prefix_paged(b"/p/", 5).await.unwrap().0, all);
     assert_eq!(client.get_prefix_paged(b"/p/", 1).await.unwrap().0, all);
-    assert_eq!(client.get_prefix(b"/p/").await.unwrap(), (all, revision));
+    // A page is a page: ten keys and the word that more follow.
+    let first = client.range_page(b"/p/", b"/p0", 10, 0).await.unwrap();
+    assert_eq!((first.kvs.len(), first.more), (10, true));
+    assert_eq!(first.kvs[..], all[..10]);
+    assert_eq!(
+        client.get_prefix(b"/p/").await.unwrap(),
+        (all.clone(), revision)
+    );
+    // Pages after the first read the first one's revision: a key written meanwhile
+    // (here, between two pages) is not in this read.
+    client.put(b"/p/k10a", b"late").await.unwrap();
+    let mut from = first.kvs[9].key.clone();
+    from.push(0);
+    let second = client
+        .range_page(&from, b"/p0", 10, first.revision)
+        .await
+        .unwrap();
+    assert_eq!(second.kvs[..], all[10..20]);
+    let now = client.range_page(&from, b"/p0", 10, 0).await.unwrap();
+    assert_eq!(now.kvs[1].key, b"/p/k10a".to_vec(), "read now, it is there");
     assert!(client
         .get_prefix_paged(b"/none/", 10)
         .await
