@@ -62,7 +62,8 @@ def start_etcd(procs, workdir, size=3):
 
 
 def mc_config(name, data_dir, etcd):
-    text = f'[mc]\nname = "{name}"\nhttp = "127.0.0.1:0"\ndata_dir = "{data_dir}"\nadmin_token = "{TOKEN}"\n'
+    text = (f'[mc]\nname = "{name}"\nhttp = "127.0.0.1:0"\ndata_dir = "{data_dir}"\nadmin_token = "{TOKEN}"\n'
+            'node_token = "bench-node-token-0123456789"\n')
     if etcd:
         text += "etcd = [" + ", ".join(f'"{u}"' for u in etcd) + "]\n"
     return text

@@ -236,6 +236,14 @@ impl McConfig {
                 crate::admin_token::check_configured(key, token)?;
             }
         }
+        let trusted = config.mc.trust_loopback && config.mc.http.ip().is_loopback();
+        if !config.mc.etcd.is_empty() && config.mc.node_token.is_none() && !trusted {
+            bail!(
+                "mc.etcd needs mc.node_token: the MCs of a group share one node token (nodes \
+                 sync with any of them and they pull each other's relays), so a token each \
+                 MC created for itself would not match"
+            );
+        }
         if config.mc.admin_token.is_some() && config.mc.admin_token == config.mc.node_token {
             bail!("mc.node_token must differ from mc.admin_token: one key per job");
         }
@@ -403,8 +411,21 @@ mod tests {
     }
 
     #[test]
+    fn an_mc_group_needs_its_shared_node_token() {
+        let group = "[mc]\nhttp = \"0.0.0.0:9000\"\ndata_dir = \"x\"\netcd = [\"http://e:2379\"]\n";
+        let error = format!("{:#}", McConfig::parse(group).unwrap_err());
+        assert!(error.contains("mc.node_token"), "{error}");
+        McConfig::parse(&format!(
+            "{group}node_token = \"0123456789abcdef01234567\"\n"
+        ))
+        .expect("with the shared token");
+        let demo = "[mc]\nhttp = \"127.0.0.1:9000\"\ndata_dir = \"x\"\netcd = [\"http://e:2379\"]\ntrust_loopback = true\n";
+        McConfig::parse(demo).expect("a trusted loopback group needs none");
+    }
+
+    #[test]
     fn etcd_endpoints_and_prefix_are_checked() {
-        let base = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\n";
+        let base = "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"x\"\nnode_token = \"0123456789abcdef01234567\"\n";
         let ok = McConfig::parse(&format!(
             "{base}etcd = [\"http://10.0.0.1:2379\", \"http://10.0.0.2:2379\"]\netcd_prefix = \"/meet/\"\n"
         ))
