@@ -635,6 +635,22 @@ mod tests {
     }
 
     #[test]
+    fn a_short_admin_token_and_a_node_name_outside_the_grammar_are_refused() {
+        let err = |t: &str| format!("{:#}", Config::parse(t).unwrap_err());
+        let short = err("[node]\nadmin_token = \"tok\"\n");
+        assert!(
+            short.contains("node.admin_token") && short.contains("at least 24"),
+            "{short}"
+        );
+        assert!(err("[node]\nname = \"node a\"\n").contains("node.name"));
+        let ok = Config::parse(
+            "[node]\nname = \"edge-1.eu:2\"\nadmin_token = \"0123456789abcdef01234567\"\n",
+        )
+        .expect("a good name and token");
+        assert!(!ok.node.trust_loopback, "trust is off unless set");
+    }
+
+    #[test]
     fn ll_hls_part_settings_apply_and_are_checked() {
         let stream = "[[stream]]\nname = \"a\"\ninputs = [\"publish://\"]\n";
         let config = Config::parse(&format!(
