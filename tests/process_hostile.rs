@@ -79,24 +79,8 @@ fn newest_segment(playlist: &str) -> Option<(u64, String)> {
 }
 
 fn get_as(who: &str, addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
-    let mut stream = connect_from(addr, viewer_ip(who));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    stream.write_all(request.as_bytes()).expect("write");
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(raw.len());
-    let status = String::from_utf8_lossy(&raw[..split])
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, raw[(split + 4).min(raw.len())..].to_vec())
+    let (status, _, body) = common::http_get_as(who, addr, path, &[]);
+    (status, body)
 }
 
 impl RealViewer {

@@ -11,7 +11,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -22,8 +22,8 @@ const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) Chrome/120 Safari/537.36"
 
 /// GET with headers: (status, head, body as text).
 fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    get_on(stream, addr, path, headers)
+    let (status, head, body) = common::http_get_with(addr, path, headers);
+    (status, head, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// [`get`] as the viewer `who`, from its own loopback address (a node counts viewers,
@@ -34,39 +34,8 @@ fn get_as(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, String, String) {
-    get_on(
-        common::connect_from(addr, common::viewer_ip(who)),
-        addr,
-        path,
-        headers,
-    )
-}
-
-fn get_on(
-    mut stream: TcpStream,
-    addr: SocketAddr,
-    path: &str,
-    headers: &[(&str, &str)],
-) -> (u16, String, String) {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let mut request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n");
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).expect("write");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_owned(), body.to_owned())
+    let (status, head, body) = common::http_get_as(who, addr, path, headers);
+    (status, head, String::from_utf8_lossy(&body).into_owned())
 }
 
 fn origin_config(dir: &Path) -> String {

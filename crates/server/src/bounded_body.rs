@@ -88,7 +88,19 @@ fn count(cut: BodyCut, before_route: bool) {
 /// Whether a request's body was cut, or read to its end: written by its body, read by
 /// its answer.
 #[derive(Debug, Default)]
-pub(crate) struct Verdict(AtomicU8);
+pub(crate) struct Verdict {
+    state: AtomicU8,
+    /// The body is declared at most [`DRAINABLE_BYTES`] long: answered before it was
+    /// read, its connection is left to hyper, which reads what has already arrived of
+    /// it and keeps the connection, or closes it (a refusal of a small beacon, such as
+    /// the shedding layer's back-pressure answer, must keep its connection: the device
+    /// contract is held per connection).
+    drainable: bool,
+}
+
+/// The longest body a connection is kept for when its answer came before the body was
+/// read (the beacons' own cap): hyper drains it if it is all there, else closes.
+pub const DRAINABLE_BYTES: u64 = 4 * 1024;
 
 const UNREAD: u8 = 0;
 const TIMED_OUT: u8 = 1;
@@ -103,23 +115,23 @@ impl Verdict {
         };
         // The first cut stands.
         let _ = self
-            .0
+            .state
             .compare_exchange(UNREAD, value, Ordering::Relaxed, Ordering::Relaxed);
         self.get().unwrap_or(cut)
     }
 
     fn end(&self) {
         let _ = self
-            .0
+            .state
             .compare_exchange(UNREAD, ENDED, Ordering::Relaxed, Ordering::Relaxed);
     }
 
     fn ended(&self) -> bool {
-        self.0.load(Ordering::Relaxed) == ENDED
+        self.state.load(Ordering::Relaxed) == ENDED
     }
 
     fn get(&self) -> Option<BodyCut> {
-        match self.0.load(Ordering::Relaxed) {
+        match self.state.load(Ordering::Relaxed) {
             TIMED_OUT => Some(BodyCut::TimedOut),
             TOO_LARGE => Some(BodyCut::TooLarge),
             _ => None,
@@ -145,7 +157,14 @@ pub(crate) fn bound(
     if usize::try_from(declared).map_or(true, |bytes| bytes > limits.max_body_bytes) {
         return Err(BodyCut::TooLarge);
     }
-    let verdict = Arc::new(Verdict::default());
+    let verdict = Arc::new(Verdict {
+        state: AtomicU8::new(UNREAD),
+        drainable: request
+            .body()
+            .size_hint()
+            .exact()
+            .is_some_and(|bytes| bytes <= DRAINABLE_BYTES),
+    });
     let due = Instant::now() + limits.body_timeout;
     let request = request.map(|inner| {
         Body::new(BoundedBody {
@@ -250,7 +269,8 @@ pin_project_lite::pin_project! {
     /// A route's answer to a request whose body is bounded: the route's own answer,
     /// unless the body was cut, then the cut's [`refusal`]. An answer given before the
     /// body was read to its end (a route refusing it by its declared size) closes an
-    /// HTTP/1.x connection, whose rest of the body is never read.
+    /// HTTP/1.x connection, whose rest of the body is never read — unless the body is
+    /// declared at most [`DRAINABLE_BYTES`] long (see [`Verdict`]).
     pub(crate) struct BodyChecked<F> {
         #[pin]
         answer: Option<F>,
@@ -306,7 +326,7 @@ where
                 count(cut, false);
                 Poll::Ready(Ok(refusal(cut, *this.version)))
             }
-            None if verdict.ended() => Poll::Ready(answered),
+            None if verdict.ended() || verdict.drainable => Poll::Ready(answered),
             None => Poll::Ready(answered.map(|response| closing(response, *this.version))),
         }
     }
