@@ -22,6 +22,7 @@ pub mod conn_limits;
 pub mod connection;
 mod connection_service;
 pub mod cpu_placement;
+pub mod credentials;
 pub mod edge;
 pub mod edge_limits;
 pub mod error;

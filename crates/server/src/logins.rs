@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::auth::constant_time_eq;
+use crate::credentials::constant_time_eq;
 use crate::error::OttRefusal;
 use crate::viewer_id::ViewerId;
 

@@ -35,6 +35,9 @@ use tokio::sync::watch;
 use super::store::{read_file, write_file, ChangeError, StoreError};
 use super::timeline::TimelineRecord;
 
+/// The key (after the group's prefix) of the pair's session-key ring
+/// (the MC's session keys): read and written by their store alone, never a report.
+pub const SESSION_KEYS_KEY: &str = "session-keys";
 /// How often a lost compare-and-swap is retried before the change is refused (102005).
 const MAX_RETRIES: usize = 16;
 /// Pause before a broken watch is opened again.
@@ -185,7 +188,7 @@ impl EtcdStore {
                 }
                 continue;
             }
-            if key.strip_prefix(self.prefix.as_str()) == Some(super::session_key_store::ETCD_KEY) {
+            if key.strip_prefix(self.prefix.as_str()) == Some(SESSION_KEYS_KEY) {
                 // The session-key ring: read by its own store, never a report.
                 continue;
             }

@@ -161,9 +161,9 @@ impl MeetingGate {
     /// Whether a request's `Authorization: Bearer` is the node credential (always, when
     /// the node has none: its MC lets anyone pull).
     pub fn is_node(&self, headers: &axum::http::HeaderMap) -> bool {
-        crate::auth::token_matches(
+        crate::credentials::token_matches(
             self.node_token.get().map(String::as_str),
-            crate::auth::bearer(headers),
+            crate::credentials::bearer(headers),
         )
     }
 

@@ -10,8 +10,7 @@ use super::etcd_store::EtcdStore;
 use super::session_keys::SessionKeyRing;
 use super::store::{write_secret_json, StoreError};
 
-/// The etcd key (after the group's prefix) of an MC pair's ring.
-pub const ETCD_KEY: &str = "session-keys";
+pub use super::etcd_store::SESSION_KEYS_KEY as ETCD_KEY;
 
 /// Where the ring lives.
 enum Place {
