@@ -98,6 +98,7 @@ pub async fn start_cluster(
             viewer_keys: Vec::new(),
             etcd: Vec::new(),
             peers: Vec::new(),
+            allow_insecure_peers: false,
             etcd_prefix: "/brdyun/".into(),
             max_connections: None,
             max_connections_per_client: None,

@@ -71,6 +71,11 @@ pub struct McSection {
     /// MC that owns it (see docs/mc-pair.md). Needs `etcd`.
     #[serde(default)]
     pub peers: Vec<String>,
+    /// Pull the peers' relays over plain `http://` off loopback although the node token
+    /// travels with them (default false: a peer URL must be `https://` or a loopback
+    /// literal).
+    #[serde(default)]
+    pub allow_insecure_peers: bool,
     /// The prefix of this MC group's keys in etcd (default `/brdyun/`).
     #[serde(default = "default_etcd_prefix")]
     pub etcd_prefix: String,
@@ -222,6 +227,13 @@ impl McConfig {
         for url in &config.mc.peers {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 bail!("mc.peers {url:?} must start with http:// or https://");
+            }
+            // The node token travels with every pull of a peer's relay.
+            if !ingest::mc_client::link_protected(url) && !config.mc.allow_insecure_peers {
+                bail!(
+                    "mc.peers {url:?}: the node token would cross the network in clear; \
+                     use https:// (or a loopback address), or set mc.allow_insecure_peers = true"
+                );
             }
         }
         let prefix = &config.mc.etcd_prefix;
@@ -436,6 +448,15 @@ mod tests {
         assert!(err(format!("{base}etcd = [\"10.0.0.1:2379\"]")).contains("mc.etcd"));
         assert!(err(format!("{base}etcd = [\"https://e:2379\"]")).contains("mc.etcd"));
         assert!(err(format!("{base}etcd_prefix = \"brdyun\"")).contains("etcd_prefix"));
+        // Peers carry the node token: https or loopback, unless explicitly allowed.
+        let etcd = format!("{base}etcd = [\"http://10.0.0.1:2379\"]\n");
+        McConfig::parse(&format!("{etcd}peers = [\"http://127.0.0.1:9001\"]\n")).unwrap();
+        McConfig::parse(&format!("{etcd}peers = [\"https://mc2:9443\"]\n")).unwrap();
+        assert!(err(format!("{etcd}peers = [\"http://mc2:9000\"]\n")).contains("in clear"));
+        McConfig::parse(&format!(
+            "{etcd}peers = [\"http://mc2:9000\"]\nallow_insecure_peers = true\n"
+        ))
+        .unwrap();
     }
 
     #[test]

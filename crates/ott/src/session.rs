@@ -21,7 +21,7 @@
 //! request of a private meeting. Wire layout before base64url (61 bytes, 82
 //! characters): `2` (format) ‖ key id (u32 BE) ‖ expires (u32 BE, Unix s) ‖ renew
 //! until (u32 BE) ‖ viewer hash (8) ‖ nonce (4) ‖ address tag (4) ‖ HMAC-SHA256 (32)
-//! over a label, the meeting and everything before the tag.
+//! over a label, the meeting, the whole address prefix and everything before the tag.
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -66,11 +66,14 @@ pub fn address_prefix(ip: IpAddr) -> [u8; 16] {
     }
 }
 
-/// The 4 bytes of a session that name its address (no address: an in-process call).
-fn address_tag(address: Option<IpAddr>) -> [u8; 4] {
+/// The address a session is bound to, as its 16-byte prefix (no address: an
+/// in-process call), and the 4 bytes of the session that name it. The prefix itself is
+/// under the HMAC: the 4-byte tag only tells "another address" from "forged" in a
+/// refusal, and matching it from another address opens nothing.
+fn bound_address(address: Option<IpAddr>) -> ([u8; 16], [u8; 4]) {
     let prefix = address.map_or([0; 16], address_prefix);
     let hash = crate::stable_hash(&prefix).to_be_bytes();
-    [hash[0], hash[1], hash[2], hash[3]]
+    (prefix, [hash[0], hash[1], hash[2], hash[3]])
 }
 
 /// One key sessions are signed with: the MC issues it with an id, and rotates it.
@@ -101,11 +104,15 @@ impl SessionKey {
         self.id
     }
 
-    fn tag(&self, meeting: &str, body: &[u8; BODY_LEN]) -> hmac::Tag {
+    /// The tag over the meeting, the whole address the session is bound to (its
+    /// 16-byte prefix: the 4-byte address tag of the body only names it, for the
+    /// refusal's code) and the body.
+    fn tag(&self, meeting: &str, address: &[u8; 16], body: &[u8; BODY_LEN]) -> hmac::Tag {
         let mut context = hmac::Context::with_key(&self.key);
         context.update(LABEL);
         context.update(&(meeting.len() as u32).to_be_bytes());
         context.update(meeting.as_bytes());
+        context.update(address);
         context.update(body);
         context.sign()
     }
@@ -191,6 +198,7 @@ impl SessionKeys {
         address: Option<IpAddr>,
     ) -> Option<String> {
         let key = self.keys.first()?;
+        let (prefix, address_tag) = bound_address(address);
         let mut wire = [0u8; WIRE_LEN];
         wire[0] = FORMAT;
         wire[1..5].copy_from_slice(&key.id.to_be_bytes());
@@ -198,9 +206,9 @@ impl SessionKeys {
         wire[9..13].copy_from_slice(&claims.renew_until_unix_s.to_be_bytes());
         wire[13..21].copy_from_slice(&claims.viewer);
         wire[21..25].copy_from_slice(&claims.nonce);
-        wire[25..BODY_LEN].copy_from_slice(&address_tag(address));
+        wire[25..BODY_LEN].copy_from_slice(&address_tag);
         let body: [u8; BODY_LEN] = wire[..BODY_LEN].try_into().expect("body length");
-        wire[BODY_LEN..].copy_from_slice(key.tag(meeting, &body).as_ref());
+        wire[BODY_LEN..].copy_from_slice(key.tag(meeting, &prefix, &body).as_ref());
         Some(crate::base64url::encode(&wire))
     }
 
@@ -233,7 +241,8 @@ impl SessionKeys {
             .iter()
             .find(|k| k.id == key_id)
             .ok_or(SessionError::Forged)?;
-        let expected = key.tag(meeting, &body);
+        let (prefix, address_tag) = bound_address(address);
+        let expected = key.tag(meeting, &prefix, &body);
         // Constant time over the whole tag.
         let differs = expected
             .as_ref()
@@ -241,7 +250,13 @@ impl SessionKeys {
             .zip(&wire[BODY_LEN..])
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
         if differs != 0 {
-            return Err(SessionError::Forged);
+            // Its own address named in the body, yet the tag fails there: from another
+            // address (which the tag covers), else forged.
+            return Err(if body[25..BODY_LEN] != address_tag {
+                SessionError::OtherAddress
+            } else {
+                SessionError::Forged
+            });
         }
         let claims = SessionClaims {
             expires_unix_s: word(5),
@@ -251,9 +266,6 @@ impl SessionKeys {
         };
         if now_unix_s > i64::from(claims.renew_until_unix_s.max(claims.expires_unix_s)) {
             return Err(SessionError::Expired);
-        }
-        if body[25..BODY_LEN] != address_tag(address) {
-            return Err(SessionError::OtherAddress);
         }
         Ok(Session { claims, key_id })
     }

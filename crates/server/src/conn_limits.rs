@@ -82,8 +82,9 @@ impl ConnectionLimits {
     /// Admits a connection from `client`, or says which cap refuses it
     /// ([`RequestError::ConnectionsFull`], [`RequestError::TooManyConnections`]).
     pub fn admit(self: &Arc<Self>, client: IpAddr) -> Result<ConnectionPermit, RequestError> {
-        // An IPv4 client reaching an IPv6 listener is the same client.
-        let client = client.to_canonical();
+        // A client is counted as viewers are: an IPv4 address whole (the same through an
+        // IPv6 listener), an IPv6 one by its /64 — one host's addresses are one client.
+        let client = IpAddr::V6(std::net::Ipv6Addr::from(ott::address_prefix(client)));
         let mut open = self.lock();
         if open.total >= self.max_total {
             self.refused_full.fetch_add(1, Ordering::Relaxed);
@@ -241,6 +242,29 @@ mod tests {
         drop(first);
         let _again = limits.admit(ip(1)).expect("a freed place");
         assert_eq!(limits.open(), 3);
+    }
+
+    #[test]
+    fn one_ipv6_host_is_one_client_whatever_address_of_its_64_it_uses() {
+        let limits = Arc::new(ConnectionLimits::new(10, 2));
+        let v6 = |text: &str| text.parse::<IpAddr>().unwrap();
+        let _a = limits.admit(v6("2001:db8:7:7::1")).expect("first");
+        let _b = limits.admit(v6("2001:db8:7:7::2")).expect("second");
+        assert_eq!(
+            limits.admit(v6("2001:db8:7:7:ffff::3")).err(),
+            Some(RequestError::TooManyConnections),
+            "another address of the same /64"
+        );
+        let _c = limits
+            .admit(v6("2001:db8:7:8::1"))
+            .expect("another /64 is another client");
+        let _d = limits.admit(v6("::ffff:127.0.0.9")).expect("v4-mapped");
+        let _e = limits.admit(ip(9)).expect("the same IPv4 client");
+        assert_eq!(
+            limits.admit(ip(9)).err(),
+            Some(RequestError::TooManyConnections),
+            "an IPv4 client through an IPv6 listener is that client"
+        );
     }
 
     #[test]

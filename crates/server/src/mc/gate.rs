@@ -158,13 +158,17 @@ impl MeetingGate {
         let _ = self.node_token.set(token);
     }
 
-    /// Whether a request's `Authorization: Bearer` is the node credential (always, when
-    /// the node has none: its MC lets anyone pull).
-    pub fn is_node(&self, headers: &axum::http::HeaderMap) -> bool {
-        crate::credentials::token_matches(
-            self.node_token.get().map(String::as_str),
-            crate::credentials::bearer(headers),
-        )
+    /// Whether a request from `peer` carries the node credential (`Authorization:
+    /// Bearer`). A node without one (its MC on loopback, trusted) answers a caller on
+    /// this machine only: a meeting's relay is never open to the network.
+    pub fn is_node(&self, headers: &axum::http::HeaderMap, peer: Option<std::net::IpAddr>) -> bool {
+        match self.node_token.get() {
+            Some(token) => crate::credentials::token_matches(
+                Some(token.as_str()),
+                crate::credentials::bearer(headers),
+            ),
+            None => peer.is_some_and(|ip| ip.to_canonical().is_loopback()),
+        }
     }
 
     /// The session keys held now.

@@ -769,3 +769,42 @@ async fn the_node_gate_counts_what_it_observed_at_every_door() {
     .expect("the relay answers");
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+/// A node without a node token (its MC on loopback, trusted) serves a meeting's relay
+/// to a caller on its own machine only, never to the network.
+#[tokio::test]
+async fn without_a_node_token_a_meetings_relay_is_for_this_machine_only() {
+    use meeting::MeetingState::Live;
+    let state = node_state();
+    let gate = Arc::new(MeetingGate::new());
+    assert!(state.set_meeting_gate(Arc::clone(&gate)));
+    live_channel(&state, "live");
+    gate.set_managed("live", true);
+    gate.connected(
+        vec![view("live", Live, false, None, 0)],
+        None,
+        std::collections::HashMap::new(),
+        &[],
+    );
+    let app = crate::router(state.clone());
+    let (status, body) = call_from(&app, "/live/mpegts", peer("z"), &[]).await;
+    assert_eq!(
+        (status, body["code"].as_u64()),
+        (StatusCode::FORBIDDEN, Some(113_001))
+    );
+    let mut request = Request::builder()
+        .uri("/live/mpegts")
+        .body(Body::empty())
+        .unwrap();
+    crate::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(crate::request_context::Connection {
+            peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
+            secure: false,
+            gate: None,
+        });
+    let response = tokio::time::timeout(std::time::Duration::from_secs(5), app.oneshot(request))
+        .await
+        .expect("the relay answers")
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}

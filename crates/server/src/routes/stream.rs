@@ -257,7 +257,8 @@ fn checked(
     }
     if role == Some(FileRole::Relay) {
         // A meeting's relay feeds nodes, not viewers: it takes the node credential.
-        if !gate.is_node(arrival.request.headers()) {
+        let peer = arrival.connection().map(|c| c.peer.ip());
+        if !gate.is_node(arrival.request.headers(), peer) {
             gate.count_access_refusal(codes::AccessRefusal::TokenMissing);
             return ApiError::Access(codes::AccessRefusal::TokenMissing)
                 .into_response()
