@@ -1,7 +1,7 @@
 //! [`Code`]: one condition of any family, and the way to its row.
 
 use crate::families::{
-    AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault,
+    AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, Health, InputFault, LadderFault,
     McAnswerFault, OttRefusal, RequestError, Shed,
 };
 use crate::meeting::ErrorCode;
@@ -32,6 +32,8 @@ pub enum Code {
     Access(AccessRefusal),
     /// An entry of an MC's answer a node refused (logs).
     McAnswer(McAnswerFault),
+    /// A process's health or readiness.
+    Health(Health),
 }
 
 impl Code {
@@ -49,6 +51,7 @@ impl Code {
             Code::Caption(c) => c.info(),
             Code::Access(c) => c.info(),
             Code::McAnswer(c) => c.info(),
+            Code::Health(c) => c.info(),
         }
     }
 
@@ -80,6 +83,7 @@ impl Code {
             .chain(CaptionError::ALL.iter().copied().map(Code::Caption))
             .chain(AccessRefusal::ALL.iter().copied().map(Code::Access))
             .chain(McAnswerFault::ALL.iter().copied().map(Code::McAnswer))
+            .chain(Health::ALL.iter().copied().map(Code::Health))
     }
 
     /// The code with this number, if it is in the table.
@@ -133,5 +137,11 @@ impl From<RequestError> for Code {
 impl From<McAnswerFault> for Code {
     fn from(code: McAnswerFault) -> Self {
         Code::McAnswer(code)
+    }
+}
+
+impl From<Health> for Code {
+    fn from(code: Health) -> Self {
+        Code::Health(code)
     }
 }

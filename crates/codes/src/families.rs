@@ -2,8 +2,8 @@
 //! experiments API (106xxx), the fault-rule API (107xxx), request errors every route
 //! may answer (108xxx), the back-pressure answers (109xxx), the faults of a meeting's
 //! ABR ladder (110xxx), of a stream's inputs (111xxx), the caption API and transcripts
-//! (112xxx), the viewer authorization of private meetings (113xxx) and the entries of
-//! an MC's answer a node refuses (114xxx).
+//! (112xxx), the viewer authorization of private meetings (113xxx), the entries of
+//! an MC's answer a node refuses (114xxx) and a process's health and readiness (115xxx).
 
 use crate::row::{CodeInfo, LogLevel};
 
@@ -313,5 +313,34 @@ family! {
         /// A private meeting or viewer keys over a plain-HTTP link that is not allowed
         /// to carry them (`[mc] allow_insecure`).
         Insecure => (114_005, 502, "the MC link is not HTTPS: private meetings and viewer keys are refused", "mc_insecure", false),
+    }
+}
+
+family! {
+    /// A process's health and readiness (115xxx): the answers of `/healthz` (115002)
+    /// and `/readyz` (115001, with one reason code per cause in its `reasons`). Each is
+    /// temporary: a probe asks again.
+    Health {
+        /// The process is not ready for viewers; its `reasons` say why.
+        NotReady => (115_001, 503, "the process is not ready for viewers", "not_ready", true),
+        /// A runtime of the process (its serving threads, its ingest) has stopped
+        /// answering its heartbeat.
+        Unhealthy => (115_002, 503, "the process does not serve: a runtime stopped answering", "unhealthy", true),
+        /// The process is shutting down (SIGTERM).
+        ShuttingDown => (115_010, 503, "the process is shutting down", "shutting_down", true),
+        /// The operator drains the node (`/api/drain`).
+        Draining => (115_011, 503, "the node is draining", "draining", true),
+        /// The node is in a mesh domain and has no view of the mesh yet.
+        MeshNotJoined => (115_012, 503, "the node has not joined its mesh domain yet", "mesh_not_joined", true),
+        /// A configured stream has no segment yet (`field`: the stream).
+        StreamStarting => (115_013, 503, "a stream has no live segment yet", "stream_starting", true),
+        /// A configured stream was live and its input delivers no new segment, or the
+        /// operator paused it (`field`: the stream).
+        StreamStalled => (115_014, 503, "a stream's input delivers no new segment", "stream_stalled", true),
+        /// The MC's shared store (etcd) cannot be reached.
+        StoreUnreachable => (115_015, 503, "the MC's shared store cannot be reached", "store_unreachable", true),
+        /// The MC cuts a meeting's stream off its group's timeline and serves nobody
+        /// until it follows the owner (`field`: the meeting).
+        OffTimeline => (115_016, 503, "the MC is not on a meeting's group timeline", "off_timeline", true),
     }
 }

@@ -13,6 +13,7 @@
 //! | 108xxx | [`RequestError`]: the request itself (not found, malformed, token, size, method) |
 //! | 109xxx | [`Shed`]: the back-pressure answers |
 //! | 114xxx | [`McAnswerFault`]: entries of an MC's answer a node refuses (logs) |
+//! | 115xxx | [`Health`]: `/healthz` and `/readyz` and the reasons of a process not ready |
 //!
 //! Pure: no I/O, no dependency.
 
@@ -24,7 +25,7 @@ mod row;
 
 pub use code::Code;
 pub use families::{
-    AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, InputFault, LadderFault,
+    AccessRefusal, CaptionError, ExperimentsError, FaultRuleError, Health, InputFault, LadderFault,
     McAnswerFault, OttRefusal, RequestError, Shed,
 };
 pub use meeting::{ConnectCause, ErrorCode};
@@ -57,7 +58,7 @@ mod tests {
         }
         assert_eq!(
             numbers.len(),
-            27 + 14 + 5 + 3 + 13 + 2 + 4 + 11 + 10 + 15 + 5
+            27 + 14 + 5 + 3 + 13 + 2 + 4 + 11 + 10 + 15 + 5 + 9
         );
     }
 
@@ -98,6 +99,9 @@ mod tests {
         );
         // A caption flood passes; a meeting goes live.
         expected.extend([112_007, 112_008]);
+        // A probe asks again: health and readiness change by themselves.
+        expected.extend([115_001, 115_002]);
+        expected.extend(115_010..=115_016);
         assert_eq!(retryable, expected);
     }
 }
