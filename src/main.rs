@@ -48,6 +48,9 @@ enum Command {
     },
     /// Checks a config file and exits.
     CheckConfig {
+        /// The file is an MC's (`brdyun mc`), not a node's.
+        #[arg(long)]
+        mc: bool,
         /// The TOML config file.
         config: PathBuf,
     },
@@ -71,8 +74,12 @@ fn main() -> anyhow::Result<()> {
             let config = mc::config::McConfig::load(&config)?;
             runtime.block_on(mc::run_until_signal(config))
         }
-        Command::CheckConfig { config } => {
-            config::Config::load(&config)?;
+        Command::CheckConfig { mc, config } => {
+            if mc {
+                mc::config::McConfig::load(&config)?;
+            } else {
+                config::Config::load(&config)?;
+            }
             println!("{}: ok", config.display());
             Ok(())
         }
