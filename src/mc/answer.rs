@@ -187,6 +187,7 @@ mod tests {
             ladder: Vec::new(),
             private: false,
             removed: Vec::new(),
+            waiting: false,
         }
     }
 

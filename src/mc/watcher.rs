@@ -49,6 +49,7 @@ pub async fn run(
     let mut streams = MeetingStreams::new(context);
     let mut last_failure = None;
     let mut last_refusals = Vec::new();
+    let mut waiting = HashSet::new();
     loop {
         let mut counts: Vec<(String, u64)> = gate.viewer_counts().into_iter().collect();
         counts.sort();
@@ -70,7 +71,7 @@ pub async fn run(
                     }
                     last_refusals = refusals;
                 }
-                reconcile(&link, &mut streams, &gate, &answer.meetings);
+                reconcile(&link, &mut streams, &mut waiting, &gate, &answer.meetings);
                 if let Some(keys) = answer
                     .session_keys
                     .as_ref()
@@ -138,9 +139,14 @@ async fn sync_any(
         .unwrap_or_else(|| mc_client::McClientError::BadAnswer("the mc link lists no url".into())))
 }
 
+/// Starts a stream for each live meeting the MC has media for (with the rungs it has),
+/// and stops those no longer live. A live meeting that waits for its publisher is
+/// logged once (`waiting`: those logged) and not pulled; a running stream is kept when
+/// its meeting waits again (a publisher that reconnects).
 fn reconcile(
     link: &McLinkConfig,
     streams: &mut MeetingStreams,
+    waiting: &mut HashSet<String>,
     gate: &MeetingGate,
     meetings: &[meeting::MeetingView],
 ) {
@@ -158,11 +164,19 @@ fn reconcile(
             gate.set_managed(&id, false);
         }
     }
+    waiting.retain(|id| live.contains(id.as_str()));
     for view in meetings.iter().filter(|m| m.state == MeetingState::Live) {
         let id = view.id.as_str();
         if streams.contains(id) || meeting::MeetingId::parse(id).is_err() {
             continue;
         }
+        if view.waiting {
+            if waiting.insert(id.to_owned()) {
+                tracing::info!(meeting = %id, "meeting waiting for its publisher");
+            }
+            continue;
+        }
+        waiting.remove(id);
         let started = link
             .meeting_stream_with(id, &view.ladder)
             .and_then(|stream| streams.ensure(&stream));

@@ -66,6 +66,10 @@ pub struct MeetingView {
     /// Viewer ids the host removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removed: Vec<String>,
+    /// Live, but the MC has no media for it yet (its publisher has not started): nodes
+    /// pull nothing and answer viewers "not started" until the MC has.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waiting: bool,
 }
 
 impl MeetingView {
@@ -80,6 +84,7 @@ impl MeetingView {
             ladder: Vec::new(),
             private: meeting.private,
             removed: meeting.removed_viewers.clone(),
+            waiting: false,
         }
     }
 }

@@ -60,6 +60,7 @@ fn view(state: MeetingState, locked: bool, limit: Option<u32>, viewers: u64) -> 
         ladder: Vec::new(),
         private: false,
         removed: Vec::new(),
+        waiting: false,
     }
 }
 

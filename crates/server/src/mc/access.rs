@@ -210,6 +210,7 @@ mod tests {
             ladder: Vec::new(),
             private: true,
             removed: Vec::new(),
+            waiting: false,
         };
         gate.connected(
             vec![view],

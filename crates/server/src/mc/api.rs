@@ -20,6 +20,7 @@ use super::state::McState;
 use super::store::{random_secret, ChangeError};
 use crate::auth::{bearer, constant_time_eq, token_matches};
 use crate::extract::{CodedPath, CodedQuery};
+use crate::state::AppState;
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -105,6 +106,19 @@ fn version_check(mc: &McState, headers: &HeaderMap, in_session: bool) -> Result<
         .map(|v| v.to_str().unwrap_or("invalid"));
     check_client(stated, mc.inner.settings.min_client_version, in_session)
         .map_err(McApiError::Meeting)
+}
+
+/// A meeting as nodes learn it: a live one says whether it waits for its publisher and
+/// which rungs of its ladder the MC has now ([`super::media_now`]), so nodes pull only
+/// what is there.
+fn node_view(mc: &McState, node: &AppState, meeting: &Meeting, now_ms: i64) -> MeetingView {
+    let mut view = view(mc, meeting, now_ms);
+    if view.state == meeting::MeetingState::Live {
+        let media = super::media_now::of(node, meeting.id.as_str(), &view.ladder);
+        view.waiting = media.waiting;
+        view.ladder = media.ladder;
+    }
+    view
 }
 
 /// A meeting with its secrets, for its host and admins.
@@ -319,9 +333,11 @@ fn is_node(mc: &McState, given: Option<&str>) -> bool {
 /// `GET /api/nodes/sync?node=N&viewers=id:count,…` (node token as bearer, never in the
 /// URL): records the node's viewer counts, bounded by [`super::report`] (a refused
 /// report is 108007 naming `node` or `viewers`), and answers with every meeting's view (viewers
-/// summed across nodes) and the minimum client version.
+/// summed across nodes; the media the MC's own `streams` have) and the minimum client
+/// version.
 pub async fn sync(
-    State(mc): State<McState>,
+    mc: McState,
+    streams: AppState,
     headers: HeaderMap,
     CodedQuery(query): CodedQuery<HashMap<String, String>>,
 ) -> Response {
@@ -340,7 +356,11 @@ pub async fn sync(
     if !mc.report_viewers(&report.node, report.counts, now) {
         tracing::warn!(node = %report.node, "viewer report ignored: too many nodes");
     }
-    let meetings: Vec<MeetingView> = mc.meetings().iter().map(|m| view(&mc, m, now)).collect();
+    let meetings: Vec<MeetingView> = mc
+        .meetings()
+        .iter()
+        .map(|m| node_view(&mc, &streams, m, now))
+        .collect();
     Json(json!({
         "now_ms": now,
         "min_client_version": mc.inner.settings.min_client_version.map(|v| v.to_string()),

@@ -10,6 +10,7 @@ pub mod access;
 pub mod api;
 pub mod etcd_store;
 pub mod gate;
+pub mod media_now;
 pub mod minter;
 pub mod openapi;
 pub mod report;
@@ -53,7 +54,8 @@ pub fn router(mc: McState, node: AppState) -> crate::app::NodeApp {
 
 /// The handler of an MC route; a node route has none here (see [`crate::routes`]).
 /// The caption API also needs the node's streams (`node`): cues go to the meeting's
-/// pipeline on this MC.
+/// pipeline on this MC; so does the nodes' sync, which tells what media each meeting
+/// has here ([`media_now`]).
 fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
     match route {
         Route::McCaptions => {
@@ -75,7 +77,19 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
         Route::McViewerTokens => post(viewers::mint),
         Route::McViewer => axum::routing::delete(viewers::remove),
         Route::McMeetingAction => post(api::action),
-        Route::McNodeSync => get(api::sync),
+        Route::McNodeSync => {
+            let node = node.clone();
+            get(
+                move |State(mc): State<McState>,
+                      headers: HeaderMap,
+                      query: crate::extract::CodedQuery<
+                    std::collections::HashMap<String, String>,
+                >| {
+                    let node = node.clone();
+                    async move { api::sync(mc, node, headers, query).await }
+                },
+            )
+        }
         _ => MethodRouter::new(),
     }
 }

@@ -583,6 +583,7 @@ fn view(
         ladder: Vec::new(),
         private: false,
         removed: Vec::new(),
+        waiting: false,
     }
 }
 
