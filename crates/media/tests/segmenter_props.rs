@@ -1,13 +1,15 @@
 //! Property tests of the segmenter's invariants over random sources: MSN consecutive,
 //! durations summing to the timeline, dates following the timestamps, every segment
 //! starting with marker + PAT + PMT, whole 188-byte packets, continuity counters
-//! continuous across concatenated segments, and relays reproducing the bytes.
+//! continuous across concatenated segments, a PCR before the first PES and at most
+//! 100 ms apart, one access unit delimiter opening every picture, and relays
+//! reproducing the bytes.
 
 use std::collections::HashMap;
 
 use bytes::Bytes;
 use media::timeline::TimelineMarker;
-use media::ts::{DemuxEvent, Demuxer, MARKER_PID, PACKET_SIZE, PMT_PID};
+use media::ts::{DemuxEvent, Demuxer, AUDIO_PID, MARKER_PID, PACKET_SIZE, PMT_PID, VIDEO_PID};
 use media::{Codec, Frame, Segment, Segmenter, SegmenterConfig, StartPoint, PTS_MASK};
 use proptest::prelude::*;
 
@@ -201,6 +203,27 @@ fn pid(p: &[u8]) -> u16 {
     u16::from(p[1] & 0x1f) << 8 | u16::from(p[2])
 }
 
+/// The PCR base of a packet's adaptation field, if it carries one.
+fn pcr_of(p: &[u8]) -> Option<u64> {
+    let has_af = p[3] & 0x20 != 0;
+    if !has_af || p[4] == 0 || p[5] & 0x10 == 0 {
+        return None;
+    }
+    let b: Vec<u64> = p[6..11].iter().map(|&x| u64::from(x)).collect();
+    Some(b[0] << 25 | b[1] << 17 | b[2] << 9 | b[3] << 1 | b[4] >> 7)
+}
+
+/// The elementary-stream bytes of the first packet of a PES (after its header).
+fn pes_payload(p: &[u8]) -> &[u8] {
+    let start = if p[3] & 0x20 != 0 {
+        5 + usize::from(p[4])
+    } else {
+        4
+    };
+    let pes = &p[start..];
+    &pes[9 + usize::from(pes[8])..]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
@@ -218,11 +241,34 @@ proptest! {
             let marker = TimelineMarker::parse(&packets[0][4..]).expect("marker parses");
             prop_assert_eq!(marker.state.msn, s.msn);
             prop_assert_eq!(marker.duration_ticks, s.duration_ticks);
+            let mut last_pcr: Option<u64> = None;
             for p in &packets {
                 prop_assert_eq!(p[0], 0x47);
                 let cc = p[3] & 0x0f;
+                let has_payload = p[3] & 0x10 != 0;
                 if let Some(prev) = counters.insert(pid(p), cc) {
-                    prop_assert_eq!(cc, (prev + 1) & 0x0f, "cc of pid {:#x}", pid(p));
+                    // A packet without payload repeats its PID's counter.
+                    let expected = if has_payload { (prev + 1) & 0x0f } else { prev };
+                    prop_assert_eq!(cc, expected, "cc of pid {:#x}", pid(p));
+                }
+                // PCRs at most 100 ms apart, and one before the first PES
+                // (ISO/IEC 13818-1 §2.7.2).
+                if let Some(pcr) = pcr_of(p) {
+                    if let Some(prev) = last_pcr {
+                        let step = pcr.wrapping_sub(prev) & PTS_MASK;
+                        prop_assert!(step <= 9_000, "pcr step {}", step);
+                    }
+                    last_pcr = Some(pcr);
+                }
+                let es = pid(p) == VIDEO_PID || pid(p) == AUDIO_PID;
+                if es && p[1] & 0x40 != 0 {
+                    prop_assert!(last_pcr.is_some(), "a PES before any PCR");
+                }
+                // Every video access unit starts with exactly one delimiter.
+                if pid(p) == VIDEO_PID && p[1] & 0x40 != 0 {
+                    let es = pes_payload(p);
+                    prop_assert_eq!(&es[..5], &[0, 0, 0, 1, 0x09][..]);
+                    prop_assert_ne!(es[10] & 0x1f, 0x09, "a second delimiter");
                 }
             }
         }

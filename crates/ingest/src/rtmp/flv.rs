@@ -230,8 +230,9 @@ fn si24(b: &[u8]) -> i32 {
 
 const START_CODE: [u8; 4] = [0, 0, 0, 1];
 
-/// Length-prefixed NAL units to Annex B; on keyframes the parameter sets go first,
-/// unless the access unit already carries its own. `None` when there are no NAL units.
+/// Length-prefixed NAL units to Annex B; on keyframes the parameter sets go first (after
+/// the publisher's access unit delimiter, if it sent one), unless the access unit
+/// already carries its own. `None` when there are no NAL units.
 fn avcc_to_annexb(
     config: &DecoderConfig,
     mut body: &[u8],
@@ -261,10 +262,12 @@ fn avcc_to_annexb(
     let mut out = Vec::with_capacity(
         nals.iter().map(|n| n.len() + 4).sum::<usize>() + config.annexb_parameter_sets.len(),
     );
-    if keyframe && !has_own_params {
-        out.extend_from_slice(&config.annexb_parameter_sets);
-    }
-    for nal in nals {
+    // A publisher's delimiter stays first: the parameter sets go after it.
+    let delimiters = nals.iter().take_while(|n| config.is_delimiter(n)).count();
+    for (i, nal) in nals.iter().enumerate() {
+        if i == delimiters && keyframe && !has_own_params {
+            out.extend_from_slice(&config.annexb_parameter_sets);
+        }
         out.extend_from_slice(&START_CODE);
         out.extend_from_slice(nal);
     }
@@ -282,6 +285,31 @@ mod tests {
         assert_eq!(u.unwrap(0x10), (1 << 32) + 0x10);
         assert_eq!(u.unwrap(0xffff_fff8), 0xffff_fff8);
         assert_eq!(u.unwrap(0x20), (1 << 32) + 0x20);
+    }
+
+    #[test]
+    fn parameter_sets_go_after_a_publishers_delimiter() {
+        let config = DecoderConfig {
+            codec: Codec::H264,
+            nal_length_size: 4,
+            annexb_parameter_sets: vec![0, 0, 0, 1, 0x67, 0x42, 0, 0, 0, 1, 0x68, 0xce],
+        };
+        let body = [0, 0, 0, 2, 0x09, 0x10, 0, 0, 0, 2, 0x65, 0x88];
+        let out = avcc_to_annexb(&config, &body, true)
+            .expect("well formed")
+            .expect("has nal units");
+        assert_eq!(
+            &out[..],
+            &[
+                0, 0, 0, 1, 0x09, 0x10, 0, 0, 0, 1, 0x67, 0x42, 0, 0, 0, 1, 0x68, 0xce, 0, 0, 0, 1,
+                0x65, 0x88
+            ][..]
+        );
+        // Without a delimiter the parameter sets lead.
+        let out = avcc_to_annexb(&config, &body[6..], true)
+            .expect("well formed")
+            .expect("has nal units");
+        assert_eq!(&out[..10], &config.annexb_parameter_sets[..10]);
     }
 
     #[test]

@@ -46,6 +46,18 @@ impl DecoderConfig {
             _ => matches!(header & 0x1f, 7 | 8),
         }
     }
+
+    /// True when `nal` is an access unit delimiter of this codec (which must stay the
+    /// first NAL unit of its access unit, before any parameter sets put in front).
+    pub fn is_delimiter(&self, nal: &[u8]) -> bool {
+        let Some(&header) = nal.first() else {
+            return false;
+        };
+        match self.codec {
+            Codec::H265 => (header >> 1) & 0x3f == media::codec::aud::H265_AUD,
+            _ => header & 0x1f == media::codec::aud::H264_AUD,
+        }
+    }
 }
 
 struct Reader<'a>(&'a [u8]);

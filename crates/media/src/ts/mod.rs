@@ -3,6 +3,7 @@
 pub mod demux;
 pub mod mux;
 pub mod packet;
+pub mod pcr;
 pub mod pes;
 pub mod psi;
 pub mod restamp;

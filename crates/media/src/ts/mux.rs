@@ -7,15 +7,23 @@
 //! marker packet (MARKER_PID) · PAT · PMT · one PES per frame, in the order given
 //! ```
 //!
-//! Every PES carries its exact PES_packet_length (0 only for video over 64 KiB). The first packet
-//! of every PES on the PCR PID (video, or audio for audio-only streams) carries a PCR of
-//! `dts − PCR_OFFSET` (mod 2^33); a keyframe's first packet sets random_access_indicator.
-//! Packets are padded with adaptation-field stuffing, never with null packets.
+//! Every PES carries its exact PES_packet_length (0 only for video over 64 KiB), a PTS,
+//! and a DTS when it differs. Every video access unit starts with an access unit
+//! delimiter (ISO/IEC 13818-1 §2.14, §2.17): one is written before a frame that lacks
+//! it ([`missing_delimiter`]), so an RTMP publish and an ffmpeg-made TS come out alike.
+//! The first packet of every PES on the PCR PID (video, or audio for audio-only streams)
+//! carries a PCR of `dts − PCR_OFFSET` (mod 2^33); PCRs are at most 100 ms apart
+//! ([`PcrClock`]: a picture gap is filled with adaptation-field-only packets, and a
+//! segment whose first frame is not on the PCR PID opens with one). A keyframe's first
+//! packet sets random_access_indicator. Packets are padded with adaptation-field
+//! stuffing, never with null packets.
 
 use bytes::Bytes;
 
+use super::pcr::PcrClock;
 use super::psi::crc32_mpeg2;
 use super::{AUDIO_PID, MARKER_PID, PACKET_SIZE, PMT_PID, SYNC_BYTE, VIDEO_PID};
+use crate::codec::aud::missing_delimiter;
 use crate::timeline::{ContinuityCounters, MarkerPhase, TimelineMarker, Tracks};
 use crate::{Frame, TrackKind, PTS_MASK};
 
@@ -46,6 +54,7 @@ pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, Conti
     let mut w = Writer {
         out: Vec::with_capacity((estimate / PAYLOAD_SIZE + 4 + frames.len()) * PACKET_SIZE),
         cc: marker.state.cc,
+        pcr: PcrClock::default(),
     };
     let tracks = marker.state.tracks;
     w.packet(MARKER_PID, false, None, &marker.encode());
@@ -53,13 +62,7 @@ pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, Conti
     w.section(PMT_PID, &pmt_section(tracks));
     let pcr_pid = pcr_pid(tracks);
     for frame in frames {
-        let pid = match frame.kind() {
-            TrackKind::Video => VIDEO_PID,
-            TrackKind::Audio => AUDIO_PID,
-        };
-        let pcr =
-            (pid == pcr_pid).then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
-        w.pes(pid, frame, pcr);
+        w.frame(frame, pcr_pid);
     }
     (Bytes::from(w.out), w.cc)
 }
@@ -70,6 +73,7 @@ pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, Conti
 #[derive(Debug, Clone)]
 pub struct FrameMuxer {
     cc: ContinuityCounters,
+    pcr: PcrClock,
     tracks: Tracks,
     started: bool,
 }
@@ -80,6 +84,7 @@ impl FrameMuxer {
     pub fn new(tracks: Tracks) -> Self {
         Self {
             cc: ContinuityCounters::default(),
+            pcr: PcrClock::default(),
             tracks,
             started: false,
         }
@@ -90,6 +95,7 @@ impl FrameMuxer {
         let mut w = Writer {
             out: Vec::with_capacity((frame.data.len() / PAYLOAD_SIZE + 4) * PACKET_SIZE),
             cc: self.cc,
+            pcr: self.pcr,
         };
         let video = frame.kind() == TrackKind::Video;
         if !self.started || (video && frame.keyframe) {
@@ -97,11 +103,9 @@ impl FrameMuxer {
             w.section(PMT_PID, &pmt_section(self.tracks));
             self.started = true;
         }
-        let pid = if video { VIDEO_PID } else { AUDIO_PID };
-        let pcr = (pid == pcr_pid(self.tracks))
-            .then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
-        w.pes(pid, frame, pcr);
+        w.frame(frame, pcr_pid(self.tracks));
         self.cc = w.cc;
+        self.pcr = w.pcr;
         Bytes::from(w.out)
     }
 }
@@ -116,6 +120,7 @@ impl FrameMuxer {
 #[derive(Debug, Clone, Default)]
 pub struct RelayMuxer {
     cc: ContinuityCounters,
+    pcr: PcrClock,
     tracks: Tracks,
 }
 
@@ -136,6 +141,7 @@ impl RelayMuxer {
         let mut w = Writer {
             out: Vec::with_capacity(3 * PACKET_SIZE),
             cc: self.cc,
+            pcr: self.pcr,
         };
         w.packet(
             MARKER_PID,
@@ -155,6 +161,7 @@ impl RelayMuxer {
         let mut w = Writer {
             out: Vec::with_capacity((frame.data.len() / PAYLOAD_SIZE + 4) * PACKET_SIZE),
             cc: self.cc,
+            pcr: self.pcr,
         };
         let tracks = self.tracks.with_frames([frame]);
         if tracks != self.tracks {
@@ -162,14 +169,9 @@ impl RelayMuxer {
             w.section(PAT_PID, &pat_section());
             w.section(PMT_PID, &pmt_section(tracks));
         }
-        let pid = match frame.kind() {
-            TrackKind::Video => VIDEO_PID,
-            TrackKind::Audio => AUDIO_PID,
-        };
-        let pcr = (pid == pcr_pid(self.tracks))
-            .then(|| ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK);
-        w.pes(pid, frame, pcr);
+        w.frame(frame, pcr_pid(self.tracks));
         self.cc = w.cc;
+        self.pcr = w.pcr;
         Bytes::from(w.out)
     }
 
@@ -180,6 +182,7 @@ impl RelayMuxer {
         let mut w = Writer {
             out: Vec::with_capacity(PACKET_SIZE + packets.len()),
             cc: self.cc,
+            pcr: self.pcr,
         };
         w.out.extend_from_slice(packets);
         w.packet(
@@ -251,8 +254,11 @@ fn pes_timestamp(prefix: u8, ts: u64) -> [u8; 5] {
     ]
 }
 
-/// The PES header of a frame (PTS, plus DTS when it differs).
+/// The PES header of a frame (PTS, plus DTS when it differs), then the access unit
+/// delimiter the frame lacks, if it is video without one.
 fn pes_header(frame: &Frame) -> Vec<u8> {
+    let delimiter = missing_delimiter(frame.codec, &frame.data);
+    let delimiter = delimiter.as_ref().map_or(&[][..], |d| d.as_bytes());
     let with_dts = frame.pts != frame.dts;
     let header_data_len: u8 = if with_dts { 10 } else { 5 };
     let stream_id = match frame.kind() {
@@ -263,9 +269,9 @@ fn pes_header(frame: &Frame) -> Vec<u8> {
     // arrives; with length 0 a relay follower would hold a segment's last video frame
     // until the next segment starts. Video too large for 16 bits is written unbounded
     // (length 0), which MPEG-TS allows for video.
-    let len = 3 + usize::from(header_data_len) + frame.data.len();
+    let len = 3 + usize::from(header_data_len) + delimiter.len() + frame.data.len();
     let packet_length = u16::try_from(len).unwrap_or(0);
-    let mut h = Vec::with_capacity(19);
+    let mut h = Vec::with_capacity(26);
     h.extend_from_slice(&[0x00, 0x00, 0x01, stream_id]);
     h.extend_from_slice(&packet_length.to_be_bytes());
     // '10' marker bits, data_alignment_indicator; PTS_DTS_flags.
@@ -278,13 +284,27 @@ fn pes_header(frame: &Frame) -> Vec<u8> {
     } else {
         h.extend_from_slice(&pes_timestamp(0b0010, frame.pts));
     }
+    h.extend_from_slice(delimiter);
     h
 }
 
-/// Packet writer with its continuity counters.
+/// A PCR field: 33-bit base, 6 reserved bits, 9-bit extension (0).
+fn pcr_field(base: u64) -> [u8; 6] {
+    [
+        (base >> 25) as u8,
+        (base >> 17) as u8,
+        (base >> 9) as u8,
+        (base >> 1) as u8,
+        ((base as u8 & 1) << 7) | 0x7e,
+        0x00,
+    ]
+}
+
+/// Packet writer with its continuity counters and PCR clock.
 struct Writer {
     out: Vec<u8>,
     cc: ContinuityCounters,
+    pcr: PcrClock,
 }
 
 impl Writer {
@@ -300,6 +320,51 @@ impl Writer {
         let now = *c & 0x0f;
         *c = (now + 1) & 0x0f;
         now
+    }
+
+    /// Writes `frame` on its kind's PID, with the PCRs due before it and, on the PCR
+    /// PID, its own.
+    fn frame(&mut self, frame: &Frame, pcr_pid: u16) {
+        let pid = match frame.kind() {
+            TrackKind::Video => VIDEO_PID,
+            TrackKind::Audio => AUDIO_PID,
+        };
+        let target = ((frame.dts & PTS_MASK) + (1 << 33) - PCR_OFFSET) & PTS_MASK;
+        while let Some(value) = self.pcr.next_fill(target) {
+            self.pcr_only(pcr_pid, value);
+        }
+        let pcr = if pid == pcr_pid {
+            Some(self.pcr.stamp(target))
+        } else {
+            if self.pcr.is_unset() {
+                let value = self.pcr.stamp(target);
+                self.pcr_only(pcr_pid, value);
+            }
+            None
+        };
+        self.pes(pid, frame, pcr);
+    }
+
+    /// Writes a packet of `pid` with no payload, only an adaptation field carrying the
+    /// PCR `base`. Its continuity counter repeats the PID's last one (a packet without
+    /// payload does not advance it).
+    fn pcr_only(&mut self, pid: u16, base: u64) {
+        let next = match pid {
+            VIDEO_PID => self.cc.video,
+            _ => self.cc.audio,
+        };
+        let cc = next.wrapping_sub(1) & 0x0f;
+        let start = self.out.len();
+        self.out.extend_from_slice(&[
+            SYNC_BYTE,
+            (pid >> 8) as u8 & 0x1f,
+            pid as u8,
+            0x20 | cc,
+            (PAYLOAD_SIZE - 1) as u8,
+            0x10,
+        ]);
+        self.out.extend_from_slice(&pcr_field(base));
+        self.out.resize(start + PACKET_SIZE, 0xff);
     }
 
     /// Writes one packet carrying `payload` (at most 184 bytes minus the adaptation
@@ -359,15 +424,7 @@ impl Writer {
             }
             first_af.push(flags);
             if let Some(base) = pcr {
-                // 33-bit base, 6 reserved bits, 9-bit extension (0).
-                first_af.extend_from_slice(&[
-                    (base >> 25) as u8,
-                    (base >> 17) as u8,
-                    (base >> 9) as u8,
-                    (base >> 1) as u8,
-                    ((base as u8 & 1) << 7) | 0x7e,
-                    0x00,
-                ]);
+                first_af.extend_from_slice(&pcr_field(base));
             }
         }
         let total = header.len() + frame.data.len();
