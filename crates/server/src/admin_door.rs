@@ -27,6 +27,8 @@ pub fn is_operator(route: Option<Route>) -> bool {
     };
     match route {
         Route::Metrics
+        | Route::Healthz
+        | Route::Readyz
         | Route::NodeStatus
         | Route::Streams
         | Route::StreamStatus

@@ -117,6 +117,14 @@ impl PriorityLane {
                             tracing::warn!(?priority, %error, "priority lane runs at normal priority (needs CAP_SYS_NICE)");
                         }
                     }
+                    // The thread's heartbeat: `/healthz` fails if the lane hangs.
+                    let mut stop = shutdown.clone();
+                    runtime.spawn(crate::health::heartbeat::beat(
+                        format!("http-lane-{index}"),
+                        async move {
+                            let _ = stop.wait_for(|stop| *stop).await;
+                        },
+                    ));
                     runtime.block_on(serve_lane(app, receiver, shutdown, (live, index)));
                     runtime.shutdown_timeout(Duration::from_secs(1));
                 })?;

@@ -31,6 +31,7 @@ pub mod extract;
 pub mod fmp4;
 mod head_deadline;
 pub mod header_walk;
+pub mod health;
 pub mod http_app;
 pub mod http_util;
 pub mod ingest_view;

@@ -157,6 +157,11 @@ pub fn serve_on_threads<A: HttpApp>(
                 if let Some(shedder) = shedder {
                     runtime.spawn(shedder.run_serving_probe(stopped(shutdown.clone())));
                 }
+                // The thread's heartbeat: `/healthz` fails if this thread hangs.
+                runtime.spawn(crate::health::heartbeat::beat(
+                    format!("http-{index}"),
+                    stopped(shutdown.clone()),
+                ));
                 runtime.block_on(run_with_lane(
                     listener,
                     app,

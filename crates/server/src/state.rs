@@ -47,6 +47,7 @@ struct Shared {
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
     logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
     archive_scans: crate::archive_scans::ArchiveScans,
+    health: crate::health::Health,
 }
 
 impl AppState {
@@ -86,6 +87,7 @@ impl AppState {
                 redundancy: std::sync::OnceLock::new(),
                 logins: std::sync::OnceLock::new(),
                 archive_scans,
+                health: crate::health::Health::default(),
             }),
         }
     }
@@ -105,6 +107,11 @@ impl AppState {
     /// reads anyone may ask for.
     pub fn archive_scans(&self) -> &crate::archive_scans::ArchiveScans {
         &self.inner.archive_scans
+    }
+
+    /// The process's health state: its shutdown flag and readiness verdict (`/readyz`).
+    pub fn health(&self) -> &crate::health::Health {
+        &self.inner.health
     }
 
     /// This node's identity.

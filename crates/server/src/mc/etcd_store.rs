@@ -98,6 +98,8 @@ pub struct EtcdStore {
     /// of a lifetime) always sits under a lease that has time left, and a dead node's
     /// key goes with the last lease it was written under.
     lease: tokio::sync::Mutex<Option<ReportLease>>,
+    /// Whether etcd answered the last read and this MC follows it (`/readyz`).
+    reachable: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for EtcdStore {
@@ -129,9 +131,10 @@ impl EtcdStore {
             written: Mutex::new(HashMap::new()),
             timelines: Mutex::new(HashMap::new()),
             lease: tokio::sync::Mutex::new(None),
+            reachable: std::sync::atomic::AtomicBool::new(false),
         };
         match store.load().await {
-            Ok(_) => {}
+            Ok(_) => store.set_reachable(true),
             Err(e) => {
                 let cached = read_file(&store.cache_path)?;
                 tracing::warn!(error = %e, meetings = cached.len(), "etcd unavailable at start: serving the last view");
@@ -160,6 +163,16 @@ impl EtcdStore {
 
     fn key(&self, id: &MeetingId) -> Vec<u8> {
         format!("{}{id}", self.meetings_prefix()).into_bytes()
+    }
+
+    /// Whether etcd answered this MC's last read and its watch runs.
+    pub fn reachable(&self) -> bool {
+        self.reachable.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn set_reachable(&self, reachable: bool) {
+        self.reachable
+            .store(reachable, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The meetings now, as this MC sees them.
@@ -503,6 +516,7 @@ impl EtcdStore {
                     .client
                     .watch_prefix(self.prefix.as_bytes(), revision + 1)
                     .await?;
+                self.set_reachable(true);
                 loop {
                     let batch = tokio::time::timeout(WATCH_IDLE, watch.next())
                         .await
@@ -517,6 +531,9 @@ impl EtcdStore {
             tokio::select! {
                 result = followed => {
                     if let Err(e) = result {
+                        if !matches!(e, EtcdError::Unavailable(ref why) if why == "watch idle") {
+                            self.set_reachable(false);
+                        }
                         match e {
                             EtcdError::Unavailable(ref why) if why == "watch idle" => {}
                             e => tracing::warn!(error = %e, "etcd watch broken: reloading"),

@@ -188,6 +188,15 @@ impl McState {
         };
     }
 
+    /// `Some(reachable)` with a shared store (etcd): whether etcd answered this MC's
+    /// last read and its watch runs; `None` with the file store.
+    pub fn store_reachable(&self) -> Option<bool> {
+        match &self.inner.store {
+            Backend::File(_) => None,
+            Backend::Etcd(store) => Some(store.reachable()),
+        }
+    }
+
     /// The timeline owner of `meeting` as the shared store says (none without etcd,
     /// or when no MC owns it yet).
     pub fn timeline_owner(&self, meeting: &MeetingId) -> Option<TimelineRecord> {

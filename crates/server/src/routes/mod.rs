@@ -8,6 +8,7 @@ pub mod archive;
 pub mod backups;
 pub mod dash;
 pub mod fmp4;
+pub mod health;
 pub mod hls;
 pub mod llhls;
 pub mod player;
@@ -55,6 +56,8 @@ fn handler(route: Route) -> MethodRouter<AppState> {
         Route::Player => get(player::page),
         Route::PlayerScript => get(player::hls_js),
         Route::Metrics => get(metrics),
+        Route::Healthz => get(health::healthz),
+        Route::Readyz => get(health::readyz),
         Route::NodeStatus => get(admin::node),
         Route::UtcTiming => get(dash::time),
         Route::Streams => get(admin::streams),

@@ -241,10 +241,10 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         // The inner service polled ready for this call answers it (its future owns
         // what it needs: no clone of the service per request).
-        if !self.shedder.enabled() {
+        let target = RequestContext::target(request.extensions()).copied();
+        if !self.shedder.enabled() || never_shed(target.as_ref(), &request) {
             return Either::Left(self.inner.call(request));
         }
-        let target = RequestContext::target(request.extensions()).copied();
         match self.admit(&request, target, Connection::of(&request)) {
             Verdict::Admit(admission) => Either::Right(admission.answer(self.inner.call(request))),
             // The request is dropped here, its body unread.
@@ -259,7 +259,7 @@ where
     S::Future: Unpin,
 {
     fn call_with(&mut self, request: Request, context: RequestContext) -> Self::Future {
-        if !self.shedder.enabled() {
+        if !self.shedder.enabled() || never_shed(context.target.as_ref(), &request) {
             return Either::Left(self.inner.call_with(request, context));
         }
         match self.admit(&request, context.target, context.connection.as_ref()) {
@@ -269,6 +269,17 @@ where
             Verdict::Shed(shed) => Either::Right(shed),
         }
     }
+}
+
+/// Whether `request` (its route `target` as the edge found it, else found from its
+/// path) is one no load, fault rule or experiment sheds ([`Route::never_shed`]): it is
+/// neither classified nor counted in flight.
+fn never_shed(target: Option<&Target>, request: &Request) -> bool {
+    let route = match target {
+        Some(target) => target.route,
+        None => Target::of_path(request.uri().path()).route,
+    };
+    route.is_some_and(Route::never_shed)
 }
 
 /// What [`ShedService`] decides for a request.

@@ -19,6 +19,10 @@ pub enum Route {
     PlayerScript,
     /// `/metrics`: Prometheus text.
     Metrics,
+    /// `/healthz`: the process serves (liveness; the watchdog's probe).
+    Healthz,
+    /// `/readyz`: the process is ready for viewers (readiness).
+    Readyz,
     /// `/api/node`: who this node is.
     NodeStatus,
     /// `/api/time`: the DASH UTCTiming clock.
@@ -89,11 +93,13 @@ pub enum Route {
 impl Route {
     /// The routes every node serves, most specific first (the order [`Target::of_path`]
     /// tries them in; the catch-all stream route comes last).
-    pub const NODE: [Route; 26] = [
+    pub const NODE: [Route; 28] = [
         Route::Root,
         Route::Player,
         Route::PlayerScript,
         Route::Metrics,
+        Route::Healthz,
+        Route::Readyz,
         Route::NodeStatus,
         Route::UtcTiming,
         Route::Streams,
@@ -138,6 +144,8 @@ impl Route {
             Route::Player => "/player",
             Route::PlayerScript => "/player/hls.min.js",
             Route::Metrics => "/metrics",
+            Route::Healthz => "/healthz",
+            Route::Readyz => "/readyz",
             Route::NodeStatus => "/api/node",
             Route::UtcTiming => "/api/time",
             Route::Streams => "/api/streams",
@@ -172,6 +180,14 @@ impl Route {
         }
     }
 
+    /// Whether requests of this route are never shed, whatever the load, the fault
+    /// rules and the experiments: the health probes, whose refusal would take a node
+    /// out of its load balancer (or get it restarted) for being busy. Each answers
+    /// from memory, without reading a body.
+    pub const fn never_shed(self) -> bool {
+        matches!(self, Route::Healthz | Route::Readyz)
+    }
+
     /// The `route` label of `brdyun_http_requests_total`.
     fn metrics_kind(self) -> MetricsKind {
         match self {
@@ -202,6 +218,9 @@ impl Route {
             // Steering keeps a watching player on a node that works: a live playlist.
             Route::Steering => ShedKind::LivePlaylist,
             Route::NodeStatus | Route::McOpenApi => ShedKind::Status,
+            // Never shed at all (`never_shed`); as operator control they are CRITICAL,
+            // so a connection opening with a probe is served on the priority lane.
+            Route::Healthz | Route::Readyz => ShedKind::Admin,
             Route::Streams | Route::StreamStatus | Route::McMeeting => ShedKind::MeetingMetadata,
             Route::McMeetings if read_only => ShedKind::MeetingMetadata,
             Route::Metrics
@@ -258,13 +277,15 @@ impl Route {
 /// The first path segments of the routes that start with a literal one (`""` for
 /// `/`): a constant, so finding a route never allocates; a test derives it from the
 /// table.
-const LITERAL_FIRST_SEGMENTS: [&str; 9] = [
+const LITERAL_FIRST_SEGMENTS: [&str; 11] = [
     "",
     "api",
     "backups",
     "experiments",
+    "healthz",
     "metrics",
     "player",
+    "readyz",
     "steering",
     "telemetry",
     "watch",
@@ -570,6 +591,18 @@ mod tests {
         assert_eq!(shed("/telemetry/kpi", false), ShedKind::Telemetry);
         assert_eq!(shed("/api/nodes/sync", true), ShedKind::Relay);
         assert_eq!(shed("/player", true), ShedKind::PlaybackStart);
+        assert_eq!(shed("/healthz", true), ShedKind::Admin);
+        assert_eq!(shed("/readyz", true), ShedKind::Admin);
+    }
+
+    #[test]
+    fn only_the_probes_are_never_shed() {
+        for route in Route::NODE.into_iter().chain(Route::MC) {
+            let probe = matches!(route, Route::Healthz | Route::Readyz);
+            assert_eq!(route.never_shed(), probe, "{route:?}");
+        }
+        assert_eq!(Target::of_path("/healthz").route, Some(Route::Healthz));
+        assert_eq!(Target::of_path("/readyz").route, Some(Route::Readyz));
     }
 
     #[test]
