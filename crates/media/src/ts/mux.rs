@@ -487,6 +487,73 @@ mod tests {
         assert_eq!(demuxer.stats().cc_errors, 0);
     }
 
+    /// The video access units of a written segment, as the demuxer hands them over.
+    fn written_pictures(frames: &[Frame]) -> Vec<Bytes> {
+        let mut marker = TimelineMarker::default();
+        marker.state.tracks = Tracks {
+            video: Some(Codec::H264),
+            audio: None,
+        };
+        let (ts, _) = write_segment(&marker, frames);
+        crate::ts::demux_frames(&ts)
+            .into_iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+            .map(|f| f.data)
+            .collect()
+    }
+
+    #[test]
+    fn a_picture_gets_one_delimiter_whether_or_not_it_came_with_one() {
+        let idr = [0, 0, 0, 1, 0x65, 0xb8, 0x41, 0x22];
+        let frame = |data: &[u8], dts: u64| Frame {
+            codec: Codec::H264,
+            pts: dts,
+            dts,
+            keyframe: true,
+            data: Bytes::copy_from_slice(data),
+        };
+        let with = [&[0, 0, 0, 1, 0x09, 0x10][..], &idr].concat();
+        let pictures = written_pictures(&[frame(&idr, 90_000), frame(&with, 93_600)]);
+        assert_eq!(pictures.len(), 2);
+        for picture in &pictures {
+            assert_eq!(&picture[..], &with[..], "one delimiter, then the picture");
+        }
+    }
+
+    #[test]
+    fn a_picture_gap_keeps_pcrs_within_100_ms() {
+        let frame = |dts: u64| Frame {
+            codec: Codec::H264,
+            pts: dts,
+            dts,
+            keyframe: false,
+            data: Bytes::from_static(&[0, 0, 0, 1, 0x41, 0x9a]),
+        };
+        let mut marker = TimelineMarker::default();
+        marker.state.tracks.video = Some(Codec::H264);
+        // Half a second between two pictures.
+        let (ts, _) = write_segment(&marker, &[frame(90_000), frame(135_000)]);
+        let pcrs: Vec<u64> = ts
+            .chunks(PACKET_SIZE)
+            .filter(|p| p[3] & 0x20 != 0 && p[4] > 0 && p[5] & 0x10 != 0)
+            .map(|p| {
+                let b: Vec<u64> = p[6..11].iter().map(|&x| u64::from(x)).collect();
+                b[0] << 25 | b[1] << 17 | b[2] << 9 | b[3] << 1 | b[4] >> 7
+            })
+            .collect();
+        assert_eq!(
+            pcrs,
+            [81_000, 90_000, 99_000, 108_000, 117_000, 126_000],
+            "one PCR per picture and four between"
+        );
+        // The packets without payload keep the video PID's counter where it was.
+        let mut demuxer = crate::ts::Demuxer::new();
+        let mut events = Vec::new();
+        demuxer.push(&ts, &mut events);
+        demuxer.flush(&mut events);
+        assert_eq!(demuxer.stats().cc_errors, 0);
+    }
+
     #[test]
     fn timestamps_encode_with_marker_bits() {
         assert_eq!(pes_timestamp(0b0010, 0), [0x21, 0x00, 0x01, 0x00, 0x01]);

@@ -2,7 +2,7 @@
 //!
 //! | file | answer |
 //! |---|---|
-//! | `fmp4-index.m3u8` | live fMP4 HLS master playlist: a package's ladder (each rendition's `fmp4.m3u8`), or the one variant |
+//! | `fmp4-index.m3u8` | live fMP4 HLS master playlist: a package's ladder (each rendition's `fmp4.m3u8`), or the one variant; with backups, pathways and steering for a switching player in an OTT group ([`master`]) |
 //! | `fmp4.m3u8` | live fMP4 HLS media playlist (EXT-X-MAP; same MSNs, dates, durations as `mono.m3u8`) |
 //! | `index.mpd` | live DASH MPD (dynamic), see [`crate::routes::dash`] |
 //! | `init-{d}.mp4`, `init-{d}-v.mp4`, `init-{d}-a.mp4` | init segment of discontinuity sequence `d`: muxed, video, audio |
@@ -38,7 +38,7 @@ fn media(headers: &HeaderMap, body: Option<Bytes>) -> Response {
 }
 
 /// Answers an fMP4 request for `channel`'s stream: live files from `rendition`'s
-/// window, archive files from `rendition`'s archive. The static catch-up MPD reads a
+/// window, archive files from `rendition`'s archive (the master is [`master`]). The static catch-up MPD reads a
 /// segment per run: an archive scan under the node's cap (`scans`).
 pub async fn serve(
     channel: &Channel,
@@ -56,10 +56,6 @@ pub async fn serve(
         return channel.no_media_error().into_response();
     }
     match file {
-        Fmp4File::Master => {
-            counters.playlists_served.fetch_add(1, Ordering::Relaxed);
-            http_util::ok(M3U8, Cache::LivePlaylist, channel.fmp4_master())
-        }
         Fmp4File::Playlist => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
             http_util::ok(M3U8, Cache::LivePlaylist, window.fmp4_playlist.clone())
@@ -85,6 +81,40 @@ pub async fn serve(
             None => ApiError::SegmentGone.into_response(),
         },
         _ => ApiError::NotFound.into_response(),
+    }
+}
+
+/// The live fMP4 HLS master (`fmp4-index.m3u8`) for this viewer: protected like the TS
+/// and LL-HLS masters (OTT-PROT-1) — backup variants at up to two other nodes of the
+/// stream's OTT group with their passes, a pathway per node and content steering — for
+/// a player that switches; a login's query on every variant (OTT-GRP-6). Backups must
+/// package fMP4 (the protocol counted with LL-HLS: same container).
+pub fn master(
+    state: &crate::state::AppState,
+    channel: &Channel,
+    stream: &str,
+    arrival: &crate::request_context::Arrival,
+    login: Option<&str>,
+) -> Response {
+    if channel.main().snapshot().fmp4_segments().next().is_none() {
+        return channel.no_media_error().into_response();
+    }
+    channel
+        .counters
+        .playlists_served
+        .fetch_add(1, Ordering::Relaxed);
+    let plain = channel.fmp4_master();
+    match crate::redundancy::master::personalised(
+        state.redundancy().map(|r| &**r),
+        stream,
+        &plain,
+        arrival,
+        login,
+        ott::Protocol::LlHls,
+    ) {
+        // Per viewer (its backups and passes): never cached by a proxy.
+        Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
+        None => http_util::ok(M3U8, Cache::LivePlaylist, plain),
     }
 }
 

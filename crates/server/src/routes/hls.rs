@@ -160,6 +160,10 @@ pub fn serve(
                 None => crate::routes::dash::mpd_response(Cache::LivePlaylist, plain),
             }
         }
+        StreamFile::Fmp4(crate::url::Fmp4File::Master) if rung.is_none() => {
+            let login = login_query(state, &arrival.request);
+            crate::routes::fmp4::master(state, &channel, stream, &arrival, login.as_deref())
+        }
         StreamFile::Fmp4(file) => {
             let scans = state.archive_scans().clone();
             return Answer::later(async move {
