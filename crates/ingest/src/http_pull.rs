@@ -394,7 +394,9 @@ pub async fn run(
             attempt = 0;
         }
         InputCounters::add(&counters.errors, 1);
-        tracing::warn!(url = %url, cause = error.cause(), error = %error, "pull failed");
+        // Every attempt at debug: the supervisor logs the input's failures once per
+        // change of state, with reminders while it stays down.
+        tracing::debug!(url = %url, cause = error.cause(), error = %error, "pull failed");
         if events
             .send(InputEvent::Failed(InputError::Http(error)))
             .await

@@ -9,6 +9,7 @@
 //! waits for its readiness, as that adapter does. Each request is also counted in flight
 //! for the connection's head deadline ([`HeadDeadline`]) until hyper is done with its
 //! answer (on HTTP/2 a connection with no request in flight is idle), and its body is bounded in time and bytes ([`crate::bounded_body`]).
+//! Around it all, each request gets its id and access log line ([`crate::request_log`]).
 
 use std::cell::RefCell;
 use std::convert::Infallible;
@@ -20,11 +21,14 @@ use futures_util::future::Either;
 use tower::util::Oneshot;
 use tower::ServiceExt as _;
 
+use crate::access_log::AccessBody;
 use crate::bounded_body::{self, BodyChecked};
 use crate::edge_limits::EdgeLimits;
 use crate::head_deadline::{Answering, HeadDeadline, InFlight, WatchedBody};
 use crate::http_app::HttpApp;
 use crate::request_context::{Connection, RequestContext};
+use crate::request_id;
+use crate::request_log::{self, Logged};
 
 /// One connection's service: its app and what each of its requests is told of it.
 pub(crate) struct ConnectionService<A> {
@@ -59,18 +63,24 @@ impl<A: HttpApp> ConnectionService<A> {
 impl<A: HttpApp> hyper::service::Service<hyper::Request<hyper::body::Incoming>>
     for ConnectionService<A>
 {
-    type Response = hyper::Response<WatchedBody<Body>>;
+    type Response = hyper::Response<AccessBody<WatchedBody<Body>>>;
     type Error = Infallible;
-    type Future = Answering<BodyChecked<Either<A::Future, Oneshot<A, axum::extract::Request>>>>;
+    type Future =
+        Logged<Answering<BodyChecked<Either<A::Future, Oneshot<A, axum::extract::Request>>>>>;
 
     fn call(&self, request: hyper::Request<hyper::body::Incoming>) -> Self::Future {
-        let in_flight = InFlight::start(self.deadline.as_ref());
-        let version = request.version();
-        let answer = match bounded_body::bound(request, &self.limits) {
-            Ok((request, verdict)) => BodyChecked::new(self.answer(request), verdict, version),
-            Err(cut) => BodyChecked::refused(cut, version),
-        };
-        Answering::new(answer, in_flight)
+        // The request's id is current while it is answered, here and in every poll.
+        let (mut scope, record) = request_log::start(&request, Some(self.connection.peer));
+        let answering = request_id::within(&mut scope, || {
+            let in_flight = InFlight::start(self.deadline.as_ref());
+            let version = request.version();
+            let answer = match bounded_body::bound(request, &self.limits) {
+                Ok((request, verdict)) => BodyChecked::new(self.answer(request), verdict, version),
+                Err(cut) => BodyChecked::refused(cut, version),
+            };
+            Answering::new(answer, in_flight)
+        });
+        Logged::new(answering, scope, record)
     }
 }
 

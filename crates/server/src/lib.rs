@@ -9,6 +9,7 @@
 //! serves it on a listener over HTTP or HTTPS. Every error a client sees is a row of
 //! the `codes` table ([`error`]).
 
+pub mod access_log;
 pub mod admin_door;
 pub mod app;
 pub mod archive_master;
@@ -48,6 +49,8 @@ pub mod redundancy;
 pub mod render;
 pub mod rendition;
 pub mod request_context;
+pub mod request_id;
+mod request_log;
 pub mod routes;
 pub mod serve;
 pub mod shed;

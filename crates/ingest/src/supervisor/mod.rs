@@ -13,6 +13,7 @@
 //! resume of the active input, sends [`IngestEvent::Discontinuity`] first, and the new
 //! input's media starts at its next video keyframe (at once for audio-only inputs).
 
+mod failure_log;
 mod faults;
 mod registry;
 mod switch;
@@ -35,6 +36,7 @@ use crate::status::{
 };
 use crate::udp::{UdpConfig, UdpInput};
 use crate::{IngestEvent, IngestSender};
+use failure_log::FailureLog;
 use faults::{FaultChange, Faults, Snapshot};
 use registry::Session;
 use switch::Switcher;
@@ -269,6 +271,7 @@ pub fn spawn(
         faults: (0..descriptions.len())
             .map(|_| Faults::new(source_timeout, now))
             .collect(),
+        failures: FailureLog::new(descriptions.len()),
         stream,
         switcher: Switcher::new(descriptions.len(), source_timeout, hold_down),
         descriptions,
@@ -357,7 +360,8 @@ async fn udp_input(
             Ok(input) => return input.run(counters, events, shutdown).await,
             Err(e) => {
                 InputCounters::add(&counters.errors, 1);
-                tracing::warn!(bind = %config.bind, error = %e, "udp input cannot start");
+                // The supervisor logs the failure (once per change).
+                tracing::debug!(bind = %config.bind, error = %e, "udp input cannot start");
                 if events.send(InputEvent::Failed(e.into())).await.is_err() {
                     return;
                 }
@@ -431,6 +435,8 @@ struct Supervision {
     stream: String,
     /// Each input's faults, in configuration order.
     faults: Vec<Faults>,
+    /// Each input's failures, logged once per change (and reminders while down).
+    failures: FailureLog,
     switcher: Switcher,
     descriptions: Vec<String>,
     counters: Vec<Arc<InputCounters>>,
@@ -518,10 +524,16 @@ impl Supervision {
         match event {
             InputEvent::Connecting => self.switcher.on_connecting(index),
             InputEvent::Connected => self.switcher.on_connected(index, out),
-            InputEvent::Media(event) => self.switcher.on_media(index, event, Instant::now(), out),
+            InputEvent::Media(event) => {
+                let now = Instant::now();
+                let input = self.descriptions.get(index).map_or("", String::as_str);
+                self.failures.delivered(&self.stream, index, input, now);
+                self.switcher.on_media(index, event, now, out);
+            }
             InputEvent::Failed(error) => {
                 let input = self.descriptions.get(index).map_or("", String::as_str);
-                tracing::warn!(stream = %self.stream, input = %input, error = %error, "input down");
+                self.failures
+                    .failed(&self.stream, index, input, &error, Instant::now());
                 self.switcher.on_failed(index, error.to_string(), out);
             }
         }
@@ -555,10 +567,12 @@ impl Supervision {
 }
 
 /// One log line per fault start and end, with the stream, the input and the code. A
-/// failed connection's start is not repeated: the failure itself was logged.
+/// failed connection's start and end are not repeated: `FailureLog` logs them.
 fn log_fault(stream: &str, input: &str, change: &FaultChange) {
     match change {
-        FaultChange::Started(report) if report.code == codes::InputFault::Down => {}
+        // An input going down and coming back is logged by `FailureLog`.
+        FaultChange::Started(report) | FaultChange::Ended(report)
+            if report.code == codes::InputFault::Down => {}
         FaultChange::Started(report) => tracing::warn!(
             stream = %stream,
             input = %input,

@@ -223,6 +223,11 @@ where
     }
 }
 
+/// Tells the access log how the current request was ranked (a thread-local write).
+fn note_rank(priority: u8, shed: bool) {
+    crate::request_id::note_rank(crate::request_id::Rank { priority, shed });
+}
+
 /// The routes' future must be `Unpin` (axum's route futures are); box a service whose
 /// future is not (e.g. with `Box::pin` in a `service_fn`).
 impl<S> Service<Request> for ShedService<S>
@@ -334,7 +339,10 @@ impl<S> ShedService<S> {
         // KPI beacons are measured, never shed for an experiment (only by overload).
         let experiments_apply = target.route != Some(Route::KpiBeacon);
         let bucket = match self.shedder.decide_with(&facts, experiments_apply) {
-            Decision::Admit(classified) => classified.bucket,
+            Decision::Admit(classified) => {
+                note_rank(classified.priority.get(), false);
+                classified.bucket
+            }
             Decision::Shed {
                 advice,
                 injected_by,
@@ -342,6 +350,7 @@ impl<S> ShedService<S> {
                 classified,
                 partial,
             } => {
+                note_rank(classified.priority.get(), true);
                 tracing::debug!(
                     route = facts.route.as_str(),
                     priority = classified.priority.get(),
