@@ -145,12 +145,37 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
         .0,
         200
     );
+    // Live without a publisher: the node pulls nothing and answers 103002; its
+    // Backups screen shows the meeting waiting (requirement OTT-OPS-1).
+    common::wait_for("m1 waiting on the node", Duration::from_secs(10), || {
+        let (_, ott) = common::http_get_json(node.http, "/api/ott");
+        ott["waiting_meetings"]
+            .as_array()?
+            .iter()
+            .any(|m| m == "m1")
+            .then_some(())
+    });
+    wait_code(node.http, "m1", "v1", 103_002);
     // A wrong key is refused; the right one plays on the node.
     let wrong = ChildGuard::spawn(
         "wrong-key publisher",
         &mut ffmpeg_source(5, "flv", &format!("rtmp://{rtmp}/live/m1?key=nope")),
     );
     assert!(!wrong.finish(Duration::from_secs(15)).0.success());
+    let (_, streams) = common::http_get_json(node.http, "/api/streams");
+    assert!(
+        !streams.to_string().contains("\"m1\""),
+        "a meeting waiting for its publisher is not pulled: {streams}"
+    );
+    let log = std::fs::read_to_string(&node.log).expect("the node's log");
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("m1") && (l.contains("WARN") || l.contains("ERROR")))
+        .collect();
+    assert!(
+        warnings.is_empty(),
+        "a meeting waiting for its publisher is no warning: {warnings:#?}"
+    );
     let publisher = ChildGuard::spawn(
         "publisher",
         &mut ffmpeg_source(60, "flv", &format!("rtmp://{rtmp}/live/m1?key={key}")),

@@ -256,6 +256,21 @@ impl MeetingGate {
         }
     }
 
+    /// The live meetings whose MC has no media yet (waiting for their publisher), by
+    /// id: the Backups screen shows each in one line, as nothing is delivered for it.
+    pub fn waiting_meetings(&self) -> Vec<String> {
+        let state = self.lock();
+        let mut ids: Vec<String> = state
+            .views
+            .values()
+            .filter(|v| v.waiting && v.state == meeting::MeetingState::Live)
+            .filter(|v| !state.managed.contains(&v.id))
+            .map(|v| v.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// Whether `stream` is a meeting delivered for the MC (see [`MeetingGate::set_managed`]).
     pub fn is_managed(&self, stream: &str) -> bool {
         self.lock().managed.contains(stream)
@@ -281,10 +296,22 @@ impl MeetingGate {
         self.syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Appends the refusal counters and the sync count in the Prometheus text format.
+    /// Appends the refusal counters, the sync count and each meeting's viewers (the
+    /// count reported to the MC; no series for a meeting without viewers) in the
+    /// Prometheus text format.
     pub fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write;
         let _ = writeln!(out, "brdyun_mc_syncs_total {}", self.syncs());
+        let mut viewers: Vec<(String, u64)> =
+            self.viewers.counts(Instant::now()).into_iter().collect();
+        viewers.sort_unstable();
+        for (meeting, count) in viewers {
+            // Meeting ids follow the id grammar: nothing to escape.
+            let _ = writeln!(
+                out,
+                "brdyun_meeting_viewers{{meeting=\"{meeting}\"}} {count}"
+            );
+        }
         let refusals = self.refusals.lock().unwrap_or_else(PoisonError::into_inner);
         for (code, (label, count)) in refusals.iter() {
             let _ = writeln!(

@@ -23,7 +23,8 @@ pub async fn page() -> Response {
     crate::http_util::page(BACKUPS_HTML)
 }
 
-/// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters.
+/// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters, and the
+/// meetings that wait for their publisher.
 pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
     let node = state.node().name.clone();
     let mut body = match state.redundancy() {
@@ -37,6 +38,11 @@ pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
         .map(|s| s.channel.name().to_owned())
         .collect();
     body["paused_streams"] = json!(paused);
+    let waiting = state
+        .meeting_gate()
+        .map(|gate| gate.waiting_meetings())
+        .unwrap_or_default();
+    body["waiting_meetings"] = json!(waiting);
     body["drain"] = drain_json(&state);
     Json(body).into_response()
 }
