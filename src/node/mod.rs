@@ -179,6 +179,11 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             "Viewers of meetings answered with a meeting code instead of the stream, by code.",
         );
         metrics.describe(
+            "brdyun_meeting_viewers",
+            "gauge",
+            "Viewers of each meeting on this node, as reported to the MC (seen within the idle period).",
+        );
+        metrics.describe(
             "brdyun_mc_syncs_total",
             "counter",
             "Exchanges with the MC that answered (meetings and viewer counts synced).",
