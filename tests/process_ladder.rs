@@ -5,6 +5,8 @@
 //! bytes; ffmpeg plays the node's master playlist. The node records every rung: the
 //! catch-up master lists the recorded ladder, every archived rung segment of an MSN
 //! starts at the source's PTS on a keyframe, and ffmpeg plays the catch-up master.
+//! Every segment checked is a conformant TS (`common::ts_check`): one access unit
+//! delimiter per picture, PAT and PMT before any PES, PCRs at most 100 ms apart.
 
 mod common;
 
@@ -328,6 +330,13 @@ fn check_aligned_msns(
             assert!(on_node == on_mc, "{path}: the node's bytes are the MC's");
             let file = dir.join(format!("{rung}-{msn}.ts"));
             std::fs::write(&file, &on_node).unwrap();
+            // The RTMP-published source, the ffmpeg-encoded rungs, relayed to the node:
+            // every picture opens with one delimiter, PCRs and PSI as players need.
+            let ts = common::ts_check::check(&on_node).unwrap_or_else(|e| panic!("{path}: {e}"));
+            println!(
+                "{path}: {} pictures, {} bytes of delimiters, {} TS packets more, of {} bytes",
+                ts.pictures, ts.delimiter_bytes, ts.extra_packets, ts.bytes
+            );
             let ((pts, key), height) = first_video(&file);
             assert!(key, "{path} starts on a keyframe");
             starts.push(pts);
