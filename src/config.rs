@@ -105,6 +105,22 @@ pub struct NodeConfig {
     /// body still arriving then is answered 408 (108011) and its connection closed.
     #[serde(default = "default_body_timeout")]
     pub body_timeout: f64,
+    /// Seconds `/readyz` answers 503 (115010) after SIGTERM before the listeners
+    /// close, so load balancers take the node out while it still answers (default 0:
+    /// close at once).
+    #[serde(default)]
+    pub shutdown_delay: f64,
+}
+
+/// Checks `shutdown_delay` of `[node]` or `[mc]` (`section`).
+///
+/// # Errors
+/// A delay outside 0–300 s.
+pub fn check_shutdown_delay(section: &str, seconds: f64) -> anyhow::Result<()> {
+    if !(0.0..=300.0).contains(&seconds) {
+        bail!("{section}.shutdown_delay must be between 0 and 300 seconds");
+    }
+    Ok(())
 }
 
 /// The default of `body_timeout` (`[node]` and `[mc]`), seconds.
@@ -151,6 +167,7 @@ impl Default for NodeConfig {
             max_connections: None,
             max_connections_per_client: None,
             body_timeout: default_body_timeout(),
+            shutdown_delay: 0.0,
         }
     }
 }
@@ -441,6 +458,7 @@ impl Config {
             node.max_connections_per_client,
             node.body_timeout,
         )?;
+        check_shutdown_delay("node", node.shutdown_delay)?;
         if let Some(host) = &node.hostname {
             if host.is_empty()
                 || host.len() > 253
@@ -829,5 +847,23 @@ mod tests {
         assert!(err("[node]\nmax_connections_per_client = 0\n")
             .contains("node.max_connections_per_client"));
         assert!(err("[node]\nbody_timeout = 0.1\n").contains("node.body_timeout"));
+    }
+
+    #[test]
+    fn the_shutdown_delay_is_off_by_default_and_bounded() {
+        let node = Config::parse("[node]\n").unwrap().node;
+        assert!(node.shutdown_delay.abs() < f64::EPSILON);
+        let node = Config::parse("[node]\nshutdown_delay = 5\n").unwrap().node;
+        assert!((node.shutdown_delay - 5.0).abs() < f64::EPSILON);
+        let err = format!(
+            "{:#}",
+            Config::parse("[node]\nshutdown_delay = 301\n").unwrap_err()
+        );
+        assert!(err.contains("node.shutdown_delay"), "{err}");
+        let err = format!(
+            "{:#}",
+            Config::parse("[node]\nshutdown_delay = -1\n").unwrap_err()
+        );
+        assert!(err.contains("node.shutdown_delay"), "{err}");
     }
 }

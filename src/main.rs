@@ -12,6 +12,7 @@ mod inputs;
 mod mc;
 mod node;
 mod ott;
+mod service;
 
 use std::path::PathBuf;
 

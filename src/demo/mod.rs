@@ -103,12 +103,14 @@ pub async fn start_cluster(
             max_connections: None,
             max_connections_per_client: None,
             body_timeout: crate::config::default_body_timeout(),
+            shutdown_delay: 0.0,
         },
         defaults: StreamDefaults::default(),
         meetings: vec![
             preset(STREAM, "built-in meeting", vec!["builtin://meeting".into()]),
             preset(LIVE, "your stream", Vec::new()),
         ],
+        log: Default::default(),
     };
     let mc = mc::start(mc_config).await.context("starting the demo mc")?;
 
@@ -166,6 +168,7 @@ pub async fn start_cluster(
             ott: Some(ott),
             experiments: Vec::new(),
             logins: Vec::new(),
+            log: Default::default(),
         };
         config.validate().context("demo config")?;
         nodes.push(

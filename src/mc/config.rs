@@ -22,6 +22,9 @@ pub struct McConfig {
     /// Meetings made at start if absent (e.g. a built-in source for the demo).
     #[serde(default, rename = "meeting")]
     pub meetings: Vec<PresetMeeting>,
+    /// Log format and access log (`[log]`, as a node's).
+    #[serde(default)]
+    pub log: crate::logging::LogConfig,
 }
 
 /// `[mc]` of the MC's file.
@@ -91,6 +94,10 @@ pub struct McSection {
     /// How long a request's whole body may take to arrive, seconds (default 10).
     #[serde(default = "crate::config::default_body_timeout")]
     pub body_timeout: f64,
+    /// Seconds `/readyz` answers 503 (115010) after SIGTERM before the listener
+    /// closes (default 0: close at once).
+    #[serde(default)]
+    pub shutdown_delay: f64,
 }
 
 fn default_etcd_prefix() -> String {
@@ -196,6 +203,7 @@ impl McConfig {
     /// As [`McConfig::load`].
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let config: McConfig = toml::from_str(text)?;
+        config.log.validate()?;
         if let Some(v) = &config.mc.min_client_version {
             v.parse::<meeting::ClientVersion>()
                 .with_context(|| format!("mc.min_client_version {v:?}"))?;
@@ -210,6 +218,7 @@ impl McConfig {
             config.mc.max_connections_per_client,
             config.mc.body_timeout,
         )?;
+        crate::config::check_shutdown_delay("mc", config.mc.shutdown_delay)?;
         if let Some(ladder) = &config.mc.ladder {
             ladder
                 .validate()

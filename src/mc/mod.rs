@@ -37,6 +37,8 @@ pub struct RunningMc {
     pub http: SocketAddr,
     /// The RTMP publish address, when configured.
     pub rtmp: Option<SocketAddr>,
+    /// The MC's health state (its shutdown flag is raised at SIGTERM).
+    pub health: server::health::Health,
     meetings: McState,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -69,10 +71,13 @@ impl RunningMc {
 /// # Errors
 /// The MC could not start.
 pub async fn run_until_signal(config: McConfig) -> anyhow::Result<()> {
+    let delay = Duration::from_secs_f64(config.mc.shutdown_delay);
     let mc = start(config).await?;
     tracing::info!(http = %mc.http, rtmp = ?mc.rtmp, "mc running");
+    let service = crate::service::Service::ready(mc.http);
     crate::node::wait_for_signal().await;
     tracing::info!("stopping");
+    service.stopping(&mc.health, delay).await;
     mc.stop().await;
     Ok(())
 }
@@ -154,6 +159,11 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     };
     let state = AppState::new(identity, Arc::clone(&metrics), admin_token);
     let mut tasks = JoinSet::new();
+    // The main runtime's heartbeat: `/healthz` fails if meetings and pipelines hang.
+    tasks.spawn(server::health::heartbeat::beat(
+        "main",
+        crate::node::until(shutdown_rx.clone()),
+    ));
     let registry = PublishRegistry::new();
     let context = StreamContext {
         state: state.clone(),
@@ -235,6 +245,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     Ok(RunningMc {
         http,
         rtmp,
+        health: app_state.health().clone(),
         meetings: mc,
         shutdown,
         tasks,

@@ -27,6 +27,8 @@ pub struct RunningNode {
     pub rtmp: Option<SocketAddr>,
     /// Where gossip of the mesh domain is received, when the node has `[ott]`.
     pub gossip: Option<SocketAddr>,
+    /// The node's health state (its shutdown flag is raised at SIGTERM).
+    pub health: server::health::Health,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -56,9 +58,12 @@ pub(crate) async fn stop_tasks(shutdown: &watch::Sender<bool>, tasks: &mut JoinS
 /// # Errors
 /// The node could not start (a port is taken, a certificate cannot be read, …).
 pub async fn run_until_signal(config: Config) -> anyhow::Result<()> {
+    let delay = Duration::from_secs_f64(config.node.shutdown_delay);
     let node = start(config).await?;
+    let service = crate::service::Service::ready(node.http);
     wait_for_signal().await;
     tracing::info!("stopping");
+    service.stopping(&node.health, delay).await;
     node.stop().await;
     Ok(())
 }
@@ -129,6 +134,11 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     );
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    // The main runtime's heartbeat: `/healthz` fails if ingest and pipelines hang.
+    tasks.spawn(server::health::heartbeat::beat(
+        "main",
+        until(shutdown_rx.clone()),
+    ));
     // The overload monitor publishes the level the shedding layer reads (CPU of this
     // process, in-flight vs the adaptive limit, runtime queueing delay).
     tasks.spawn(Arc::clone(&shedder).run_monitor(until(shutdown_rx.clone())));
@@ -323,6 +333,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         http,
         rtmp,
         gossip,
+        health: state.health().clone(),
         shutdown,
         tasks,
     })

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod supervisor;
 pub mod ts_check;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -43,6 +43,7 @@ pub mod llhls;
 pub mod logins;
 pub mod mc;
 pub mod metrics;
+pub mod notify;
 pub mod pipeline;
 pub mod recorder;
 pub mod redundancy;

@@ -1,0 +1,324 @@
+//! Health, readiness and the service manager's watchdog of real `brdyun` processes
+//! (`docs/operations.md`, "Health and readiness"; DESIGN "a hung node is a dead node
+//! within 2 s"):
+//!
+//! - `/readyz` through a node's life: 503 before its stream is live, 200 once it is,
+//!   503 with the reason while drained, after its input is lost, and after SIGTERM
+//!   (with `STOPPING=1`) while it drains out; `/healthz` 200 all along;
+//! - both probes answer while a fault rule sheds every viewer;
+//! - an MC with a meeting waiting for its publisher is ready, the meeting idle;
+//! - the watchdog: a node under a supervisor that does what systemd does says
+//!   `READY=1`, pings every half period, and once `SIGSTOP`ped is killed when the period
+//!   runs out and restarted; the restarted node serves its viewers the origin's
+//!   segments, byte for byte.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::supervisor::{EventKind, Supervisor};
+use common::{
+    ffmpeg_source, free_tcp_port, free_udp_port, http_get, http_request, parse_media_playlist,
+    start_role, wait_for, ChildGuard, NodeProcess,
+};
+use rustix::process::Signal;
+
+/// `/readyz`: its status and its reasons as (code, field).
+fn readiness(addr: SocketAddr) -> (u16, Vec<(u64, Option<String>)>, serde_json::Value) {
+    let (status, _, body) = http_get(addr, "/readyz");
+    let doc: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let reasons = doc["reasons"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|r| {
+                    (
+                        r["code"].as_u64().unwrap_or_default(),
+                        r["field"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (status, reasons, doc)
+}
+
+/// Waits until `/readyz` answers `status` with (or, for 200, without) reason `code`.
+fn wait_readiness(addr: SocketAddr, what: &str, status: u16, code: Option<u64>, limit: Duration) {
+    wait_for(what, limit, || {
+        let (got, reasons, _) = readiness(addr);
+        let has = code.is_none_or(|c| reasons.iter().any(|(r, _)| *r == c));
+        (got == status && has).then_some(())
+    });
+}
+
+fn assert_healthy(addr: SocketAddr) {
+    let (status, _, body) = http_get(addr, "/healthz");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+}
+
+/// REQ: DESIGN "a hung node is a dead node within 2 s"; readiness for load balancers.
+#[test]
+fn readiness_follows_start_drain_input_loss_and_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, gossip) = (free_udp_port(), free_udp_port());
+    let config = format!(
+        "[node]\nname = \"h\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nshutdown_delay = 3\n\
+         [defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"u\"\ninputs = [\"udp://127.0.0.1:{input}\"]\n\
+         [ott]\ndomain_secret = \"health test domain secret\"\ngossip = \"127.0.0.1:{gossip}\"\nseeds = []\n",
+        dir.path().join("data").display()
+    );
+    // A generous watchdog: this test is about readiness, not about being killed.
+    let node = Supervisor::start(dir.path(), "h", "node", &config, Duration::from_secs(20));
+    let http = node.current().http;
+
+    // Started, no input yet: alive, not ready, the stream starting.
+    assert_healthy(http);
+    let (status, reasons, doc) = readiness(http);
+    assert_eq!(status, 503, "{doc}");
+    assert_eq!(doc["code"], 115_001, "{doc}");
+    assert!(reasons.contains(&(115_013, Some("u".to_owned()))), "{doc}");
+
+    let url = format!("udp://127.0.0.1:{input}?pkt_size=1316");
+    let publisher = ChildGuard::spawn(
+        "ffmpeg udp publisher",
+        &mut ffmpeg_source(120, "mpegts", &url),
+    );
+    wait_readiness(
+        http,
+        "ready once the stream is live",
+        200,
+        None,
+        Duration::from_secs(30),
+    );
+    let (_, _, doc) = readiness(http);
+    assert_eq!(doc["ready"], true, "{doc}");
+
+    // Drained by its operator: not ready, with the reason; undrained: ready again.
+    let (status, doc) = http_request(http, "POST", "/api/drain", &[], "");
+    assert_eq!(status, 200, "{doc}");
+    wait_readiness(
+        http,
+        "the drain's reason",
+        503,
+        Some(115_011),
+        Duration::from_secs(5),
+    );
+    let (status, doc) = http_request(http, "DELETE", "/api/drain", &[], "");
+    assert_eq!(status, 200, "{doc}");
+    wait_readiness(
+        http,
+        "ready after the drain",
+        200,
+        None,
+        Duration::from_secs(5),
+    );
+
+    // The input is lost: the stream stalls, the process still serves.
+    drop(publisher);
+    wait_for(
+        "the stalled stream's reason",
+        Duration::from_secs(20),
+        || {
+            let (status, reasons, _) = readiness(http);
+            (status == 503 && reasons.contains(&(115_014, Some("u".to_owned())))).then_some(())
+        },
+    );
+    assert_healthy(http);
+
+    // SIGTERM: STOPPING=1, then not ready (115010) while the listener still answers for
+    // the shutdown delay, then the process ends (and is not restarted).
+    node.signal(Signal::TERM);
+    let stopping = node.wait_for(EventKind::Stopping, 1, Duration::from_secs(5));
+    let (status, reasons, doc) = readiness(http);
+    assert!(
+        stopping.at.elapsed() < Duration::from_secs(3),
+        "asked too late to see the drain-out"
+    );
+    assert_eq!(status, 503, "{doc}");
+    assert_eq!(reasons.first().map(|r| r.0), Some(115_010), "{doc}");
+    assert_healthy(http);
+    let exited = node.wait_for(EventKind::Exited, 1, Duration::from_secs(15));
+    assert!(
+        exited.at.duration_since(stopping.at) >= Duration::from_millis(2900),
+        "the listener closed before the shutdown delay: {:?}",
+        exited.at.duration_since(stopping.at)
+    );
+    assert_eq!(node.count(EventKind::KilledByWatchdog), 0);
+    assert_eq!(node.count(EventKind::Started), 1);
+}
+
+fn builtin_node_config(data: &Path, name: &str, http: &str) -> String {
+    format!(
+        "[node]\nname = \"{name}\"\nhttp = \"{http}\"\ndata_dir = \"{}\"\n\
+         [defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"builtin://meeting\"]\n",
+        data.display()
+    )
+}
+
+/// REQ: SHED-1 — the probes are never shed: a fault rule sheds every viewer's request
+/// and `/healthz` and `/readyz` still answer 200.
+#[test]
+fn probes_answer_while_a_fault_rule_sheds_every_viewer() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProcess::start(
+        dir.path(),
+        "shedding",
+        &builtin_node_config(&dir.path().join("data"), "shedding", "127.0.0.1:0"),
+    );
+    wait_readiness(node.http, "ready", 200, None, Duration::from_secs(30));
+    let (status, doc) = http_request(
+        node.http,
+        "POST",
+        "/api/fault-rules",
+        &[],
+        r#"{"duration_seconds":60}"#,
+    );
+    assert_eq!(status, 201, "{doc}");
+    let (status, _, body) = http_get(node.http, "/m/index.m3u8");
+    assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+    let doc: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(doc["code"], 109_001, "{doc}");
+    for _ in 0..20 {
+        assert_healthy(node.http);
+        let (status, _, doc) = readiness(node.http);
+        assert_eq!(status, 200, "{doc}");
+    }
+}
+
+/// An MC whose meeting is live and waits for its publisher is ready: the meeting is
+/// idle, not a fault.
+#[test]
+fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &format!(
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[[meeting]]\nid = \"m\"\nstart = true\n",
+            dir.path().join("mc").display()
+        ),
+    );
+    assert_healthy(mc.http);
+    wait_for("the idle meeting", Duration::from_secs(10), || {
+        let (status, _, doc) = readiness(mc.http);
+        (status == 200 && doc["idle"] == serde_json::json!(["m"])).then_some(())
+    });
+}
+
+/// The media playlist of stream `m`, if served.
+fn playlist(addr: SocketAddr) -> Option<String> {
+    let (status, _, body) = http_get(addr, "/m/mono.m3u8");
+    (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())
+}
+
+/// REQ: DESIGN "a hung node is a dead node within 2 s" — `WatchdogSec=2`.
+#[test]
+fn a_hung_node_is_killed_by_the_watchdog_and_its_restart_serves_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = NodeProcess::start(
+        dir.path(),
+        "origin",
+        &builtin_node_config(&dir.path().join("origin"), "origin", "127.0.0.1:0"),
+    );
+    let port = free_tcp_port();
+    let edge_config = format!(
+        "[node]\nname = \"edge\"\nhttp = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\n\
+         [defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"http://{}/m/mpegts\"]\n",
+        dir.path().join("edge").display(),
+        origin.http
+    );
+    let watchdog = Duration::from_secs(2);
+    let edge = Supervisor::start(dir.path(), "edge", "node", &edge_config, watchdog);
+    let first = edge.current();
+
+    // Pings every half period (1 s), each after a probe through the real HTTP path.
+    edge.wait_for(EventKind::Watchdog, 4, Duration::from_secs(10));
+    let pings: Vec<Instant> = edge
+        .events()
+        .iter()
+        .filter(|e| e.kind == EventKind::Watchdog)
+        .map(|e| e.at)
+        .collect();
+    for pair in pings.windows(2) {
+        let gap = pair[1].duration_since(pair[0]);
+        assert!(
+            (Duration::from_millis(700)..=Duration::from_millis(1500)).contains(&gap),
+            "pings {gap:?} apart"
+        );
+    }
+    let viewer: SocketAddr = ([127, 0, 0, 1], port).into();
+    wait_for("the edge's live window", Duration::from_secs(30), || {
+        playlist(viewer).filter(|p| parse_media_playlist(p).len() >= 2)
+    });
+
+    // Hung: the whole process stopped. No ping comes; the supervisor kills it once the
+    // period has run out since the last one, and starts it again.
+    edge.signal(Signal::STOP);
+    let stopped = Instant::now();
+    let killed = edge.wait_for(EventKind::KilledByWatchdog, 1, Duration::from_secs(10));
+    let last_ping = edge
+        .events()
+        .iter()
+        .filter(|e| e.kind == EventKind::Watchdog && e.pid == first.pid)
+        .map(|e| e.at)
+        .max()
+        .expect("pings before the stop");
+    assert!(
+        killed.at.duration_since(last_ping) <= watchdog + Duration::from_millis(300),
+        "killed {:?} after the last ping",
+        killed.at.duration_since(last_ping)
+    );
+    assert!(
+        killed.at.duration_since(stopped) <= watchdog + Duration::from_millis(500),
+        "killed {:?} after the stop",
+        killed.at.duration_since(stopped)
+    );
+    edge.wait_for(EventKind::Ready, 2, Duration::from_secs(30));
+    let second = edge.current();
+    assert_ne!(second.pid, first.pid);
+    assert_eq!(second.http, viewer);
+
+    // The viewer's node serves again, on the origin's timeline: a segment it lists is
+    // the origin's, byte for byte.
+    let (entry, origin_entries) = wait_for(
+        "a segment of the restarted edge the origin lists",
+        Duration::from_secs(30),
+        || {
+            let ours = parse_media_playlist(&playlist(viewer)?);
+            let theirs = parse_media_playlist(&playlist(origin.http)?);
+            let newest = ours.last()?.clone();
+            theirs
+                .iter()
+                .any(|e| e.msn == newest.msn)
+                .then_some((newest, theirs))
+        },
+    );
+    let twin = origin_entries
+        .iter()
+        .find(|e| e.msn == entry.msn)
+        .expect("the origin lists it");
+    let (status, _, ours) = http_get(viewer, &format!("/m/{}", entry.uri));
+    assert_eq!(status, 200);
+    let (_, _, theirs) = http_get(origin.http, &format!("/m/{}", twin.uri));
+    assert!(!ours.is_empty());
+    assert_eq!(
+        ours, theirs,
+        "segment {} differs from the origin's",
+        entry.msn
+    );
+    // The new process pings too.
+    let pings_before = edge.count(EventKind::Watchdog);
+    edge.wait_for(
+        EventKind::Watchdog,
+        pings_before + 2,
+        Duration::from_secs(5),
+    );
+    assert_eq!(edge.count(EventKind::KilledByWatchdog), 1);
+}
