@@ -108,7 +108,8 @@ pub fn check(ts: &[u8]) -> Result<Report, String> {
                     });
                 }
             }
-            VIDEO_PID => match video.last_mut() {
+            // A packet with payload continues the PES (one without carries a PCR only).
+            VIDEO_PID if !payload(p).is_empty() => match video.last_mut() {
                 Some(pes) => pes.bytes.extend_from_slice(payload(p)),
                 None => return Err(format!("packet {i}: video before its PES start")),
             },
