@@ -1,12 +1,14 @@
 //! A stock node — no `[shedding]` section, the route table as shipped — flooded with
 //! catch-up downloads sheds them, and a live viewer beside the flood gets every
-//! segment in time (issue 17 item 5; SHED-1, SHED-2, SHED-3).
+//! segment in time (SHED-1, SHED-2, SHED-3).
 //!
-//! The flood is more than the node can serve: connections that fetch archive
-//! downloads (`archive-F-D.ts`) and catch-up playlists (`index-F-D.m3u8`) back to
-//! back, ignoring every back-pressure answer, for a bounded time, from the load
-//! generator of the shedding tests (`crates/server/tests/shed_load`). The viewer is what a
-//! player does: it reloads the live media playlist and fetches each new segment.
+//! The flood is more than the node can serve: 192 connections that fetch archive
+//! downloads (`archive-F-D.ts`), catch-up masters (`index-F-D.m3u8`) and catch-up media
+//! playlists (`mono-F-D.m3u8`) back to back, pipelined, ignoring every back-pressure
+//! answer, for a bounded time, from the load generator of the shedding tests
+//! (`crates/server/tests/shed_load`). The node's own queueing delay shows it is more:
+//! its level rises and it sheds a share of the flood. The viewer is what a player does:
+//! it reloads the live media playlist and fetches each new segment.
 
 mod common;
 #[path = "../crates/server/tests/shed_load/mod.rs"]
@@ -24,8 +26,11 @@ use common::{
     http_get, http_get_json, parse_media_playlist, start_node_on_cpu, wait_for, NodeProcess,
 };
 
-/// Connections of the flood, each one request after another.
-const FLOOD_CONNECTIONS: usize = 64;
+/// Connections of the flood, each one request after another. Enough that the
+/// node's serving threads queue: a catch-up playlist is cheap (its renditions'
+/// probes are cached), so 64 connections only keep one core busy at the queueing
+/// target, which is a node used fully, not an overloaded one.
+const FLOOD_CONNECTIONS: usize = 192;
 /// How long the flood and the viewer run.
 const FLOOD_TIME: Duration = Duration::from_secs(25);
 /// Seconds of archive the flood's downloads cover.
@@ -69,9 +74,9 @@ fn get(addr: SocketAddr, path: &str) -> Option<(u16, Vec<u8>)> {
 }
 
 /// The flood: connections that each send downloads and catch-up playlists back to
-/// back, four pipelined at a time, ignoring the back-pressure answer, from a load
-/// generator that drops the bodies in the kernel (so one core offers a node more than
-/// one core serves).
+/// back, four (media playlists eight) pipelined at a time, ignoring the back-pressure
+/// answer, from a load generator that drops the bodies in the kernel (so one core
+/// offers a node more than one core serves).
 fn flood_plan(from: i64) -> Plan {
     let pipelined = |class: Class| Class {
         pipeline: 4,
@@ -91,6 +96,15 @@ fn flood_plan(from: i64) -> Plan {
                 &[],
                 1.0,
             )),
+            Class {
+                pipeline: 8,
+                ..Class::get(
+                    "catch-up media playlist",
+                    &format!("/a/mono-{from}-{DOWNLOAD_SECONDS}.m3u8"),
+                    &[],
+                    4.0,
+                )
+            },
         ],
         connections: FLOOD_CONNECTIONS,
         rate_per_connection: None,
@@ -163,7 +177,6 @@ fn metric(addr: SocketAddr, series: &str) -> f64 {
 }
 
 #[test]
-#[ignore = "since catch-up masters probe each run once, this flood no longer overloads a stock node on a 2-core machine: its level stays 0 at 100 % CPU and 15-50 ms of queueing delay, so nothing is shed; to be made to measure what it claims (the flood, or the cut's judgement) before it runs again"]
 fn a_stock_node_sheds_catch_up_downloads_and_serves_every_live_segment() {
     let dir = tempfile::tempdir().unwrap();
     // The node on a core of its own where there are two, so the flood (on the others)
@@ -228,9 +241,15 @@ fn a_stock_node_sheds_catch_up_downloads_and_serves_every_live_segment() {
         "flood: {ok} served, {shed} shed, {other} other; DEGRADED shed counted {shed_counted}; viewer: {} segments; (level, queue delay ms, cpu) each second: {samples:.2?}",
         fetched.len()
     );
+    let top_level = samples.iter().map(|s| s.0).fold(0.0, f64::max);
     assert!(
-        shed > 0,
-        "the flood was shed: {ok} served, {shed} shed, {other} other"
+        top_level > 0.0,
+        "the node judged itself overloaded (its level rose): {samples:.2?}"
+    );
+    // A share of the flood, not a stray refusal at the edge of the queueing target.
+    assert!(
+        shed * 100 >= answers.len(),
+        "at least 1 % of the flood was shed: {ok} served, {shed} shed, {other} other"
     );
     assert!(
         ok > 0,
