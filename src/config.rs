@@ -43,6 +43,9 @@ pub struct Config {
     /// Logins and their connection limit on this node (`[[login]]`, OTT-GRP-6).
     #[serde(default, rename = "login")]
     pub logins: Vec<LoginConfig>,
+    /// Log format and access log (`[log]`, docs/operations.md "Logs").
+    #[serde(default)]
+    pub log: crate::logging::LogConfig,
 }
 
 /// `[[login]]`: a viewer login; its limit applies on each node separately (OTT-GRP-6).
@@ -437,6 +440,7 @@ impl Config {
     /// # Errors
     /// The first broken rule, naming its key.
     pub fn validate(&self) -> anyhow::Result<()> {
+        self.log.validate()?;
         let node = &self.node;
         if let Some(token) = &node.admin_token {
             crate::admin_token::check_configured("node.admin_token", token)?;

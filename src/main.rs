@@ -9,6 +9,7 @@ mod config;
 mod demo;
 mod descriptors;
 mod inputs;
+mod logging;
 mod mc;
 mod node;
 mod ott;
@@ -22,6 +23,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "brdyun", version, about)]
 struct Cli {
+    /// Log line format (default: the config's `[log] format`, else text).
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<logging::LogFormat>,
     #[command(subcommand)]
     command: Command,
 }
@@ -59,22 +63,12 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging();
-    // Before any listener: the connection caps are derived from what this leaves.
-    descriptors::raise_and_log();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    match cli.command {
-        Command::Demo { port } => runtime.block_on(demo::run(port)),
-        Command::Node { config } => {
-            let config = config::Config::load(&config)?;
-            runtime.block_on(node::run_until_signal(config))
-        }
-        Command::Mc { config } => {
-            let config = mc::config::McConfig::load(&config)?;
-            runtime.block_on(mc::run_until_signal(config))
-        }
+    // The config is read before logging starts: its `[log]` chooses the format. An
+    // error in it is returned from here, printed plainly on stderr.
+    let run = match cli.command {
+        Command::Demo { port } => Run::Demo(port),
+        Command::Node { config } => Run::Node(Box::new(config::Config::load(&config)?)),
+        Command::Mc { config } => Run::Mc(Box::new(mc::config::McConfig::load(&config)?)),
         Command::CheckConfig { mc, config } => {
             if mc {
                 mc::config::McConfig::load(&config)?;
@@ -82,19 +76,30 @@ fn main() -> anyhow::Result<()> {
                 config::Config::load(&config)?;
             }
             println!("{}: ok", config.display());
-            Ok(())
+            return Ok(());
         }
+    };
+    let log = match &run {
+        Run::Demo(_) => None,
+        Run::Node(config) => Some(&config.log),
+        Run::Mc(config) => Some(&config.log),
+    };
+    logging::init(cli.log_format, log);
+    // Before any listener: the connection caps are derived from what this leaves.
+    descriptors::raise_and_log();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match run {
+        Run::Demo(port) => runtime.block_on(demo::run(port)),
+        Run::Node(config) => runtime.block_on(node::run_until_signal(*config)),
+        Run::Mc(config) => runtime.block_on(mc::run_until_signal(*config)),
     }
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        // Logs go to stderr: stdout carries the machine-readable `listening` line and
-        // the demo's URLs.
-        .with_writer(std::io::stderr)
-        .init();
+/// What runs, its config loaded (before logging starts).
+enum Run {
+    Demo(u16),
+    Node(Box<config::Config>),
+    Mc(Box<mc::config::McConfig>),
 }

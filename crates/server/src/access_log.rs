@@ -158,7 +158,7 @@ impl Record {
             path = %path,
             status = self.status,
             bytes = self.bytes,
-            duration_ms = duration.as_secs_f64() * 1000.0,
+            duration_ms = duration.as_micros() as f64 / 1000.0,
             request_id = %self.id,
             route,
             priority = self.rank.map(|rank| rank.priority),
