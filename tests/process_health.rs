@@ -280,7 +280,13 @@ fn a_hung_node_is_killed_by_the_watchdog_and_its_restart_serves_the_timeline() {
         "killed {:?} after the stop",
         killed.at.duration_since(stopped)
     );
-    edge.wait_for(EventKind::Ready, 2, Duration::from_secs(30));
+    let ready = edge.wait_for(EventKind::Ready, 2, Duration::from_secs(30));
+    println!(
+        "watchdog: killed {} ms after SIGSTOP, {} ms after the last ping; READY again {} ms after the kill",
+        killed.at.duration_since(stopped).as_millis(),
+        killed.at.duration_since(last_ping).as_millis(),
+        ready.at.duration_since(killed.at).as_millis()
+    );
     let second = edge.current();
     assert_ne!(second.pid, first.pid);
     assert_eq!(second.http, viewer);
