@@ -125,6 +125,37 @@ pub fn init(flag: Option<LogFormat>, config: Option<&LogConfig>) {
     }
 }
 
+/// Logs one outcome of a retried operation (`what`: "publishing the node's state to
+/// the mesh") through `flap`: a warning when it starts failing, a reminder with the
+/// repeat count while it keeps failing ([`flap_log`]), and how long it failed and how
+/// often when it works again; every other failure at debug.
+pub fn attempt<E: fmt::Display>(flap: &mut flap_log::FlapLog, what: &str, outcome: &Result<(), E>) {
+    let now = std::time::Instant::now();
+    match outcome {
+        Ok(()) => {
+            if let Some(recovery) = flap.recovered(now) {
+                tracing::info!(
+                    down_ms = recovery.down_for.as_millis() as u64,
+                    failures = recovery.failures,
+                    "{what}: works again"
+                );
+            }
+        }
+        Err(error) => match flap.failed(now) {
+            Some(flap_log::Failure::Down) => tracing::warn!(%error, "{what} failed"),
+            Some(flap_log::Failure::StillDown {
+                down_for, repeated, ..
+            }) => tracing::warn!(
+                %error,
+                down_s = down_for.as_secs(),
+                repeated,
+                "{what} still failing"
+            ),
+            None => tracing::debug!(%error, "{what} failed"),
+        },
+    }
+}
+
 /// tracing's text line, with the current request's id after the level.
 struct TextFormat {
     /// Lines outside a request.

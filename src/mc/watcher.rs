@@ -48,6 +48,9 @@ pub async fn run(
     let mut preferred = 0;
     let mut streams = MeetingStreams::new(context);
     let mut last_failure = None;
+    // How long the MC has been unreachable and how many syncs failed: reminders while
+    // it stays so, the total when it answers again.
+    let mut unreachable = flap_log::FlapLog::default();
     let mut last_refusals = Vec::new();
     let mut waiting = HashSet::new();
     loop {
@@ -60,8 +63,14 @@ pub async fn run(
         let mc_url = &clients[preferred].url;
         match exchange {
             Ok(answer) => {
-                if last_failure.take().is_some() {
-                    tracing::info!(mc = %mc_url, "mc reachable again");
+                last_failure = None;
+                if let Some(recovery) = unreachable.recovered(std::time::Instant::now()) {
+                    tracing::info!(
+                        mc = %mc_url,
+                        down_ms = recovery.down_for.as_millis() as u64,
+                        failures = recovery.failures,
+                        "mc reachable again"
+                    );
                 }
                 let (answer, refusals) =
                     super::answer::screen(answer, protected.get(preferred) == Some(&true));
@@ -88,14 +97,26 @@ pub async fn run(
             }
             Err(error) => {
                 let cause = error.cause();
-                if last_failure != Some(cause) {
+                // A reminder (with how long and how many failed since the last line)
+                // while the MC stays unreachable.
+                let reminder = match unreachable.failed(std::time::Instant::now()) {
+                    Some(flap_log::Failure::StillDown {
+                        down_for, repeated, ..
+                    }) => Some((down_for.as_secs(), repeated)),
+                    _ => None,
+                };
+                if last_failure != Some(cause) || reminder.is_some() {
                     // Logged once per change of cause, at the level of its code's row.
                     let code = cause.code();
+                    let down_s = reminder.map(|(s, _)| s);
+                    let repeated = reminder.map(|(_, r)| r);
                     match meeting::ErrorCode::McConnect(cause).level() {
                         meeting::LogLevel::Error => {
-                            tracing::error!(mc = %mc_url, code, error = %error, "mc unreachable")
+                            tracing::error!(mc = %mc_url, code, error = %error, down_s, repeated, "mc unreachable")
                         }
-                        _ => tracing::warn!(mc = %mc_url, code, error = %error, "mc unreachable"),
+                        _ => {
+                            tracing::warn!(mc = %mc_url, code, error = %error, down_s, repeated, "mc unreachable")
+                        }
                     }
                 }
                 last_failure = Some(cause);

@@ -160,6 +160,10 @@ async fn run(
     let mut round = tokio::time::interval(ROUND);
     round.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_alert_tick = tokio::time::Instant::now();
+    // Each round's publishing fails alike while the mesh is unusable: logged once per
+    // change, with reminders.
+    let (mut node_publish, mut members_publish) =
+        (flap_log::FlapLog::default(), flap_log::FlapLog::default());
     loop {
         tokio::select! {
             _ = round.tick() => {}
@@ -177,9 +181,12 @@ async fn run(
         announce.certificate_mismatch =
             certificate_mismatch.load(std::sync::atomic::Ordering::Relaxed);
         redundancy.observe_viewers(&state, now);
-        if let Err(error) = handle.set_node(announce.clone()).await {
-            tracing::warn!(%error, "cannot publish the node's state to the mesh");
-        }
+        let published = handle.set_node(announce.clone()).await;
+        crate::logging::attempt(
+            &mut node_publish,
+            "publishing the node's state to the mesh",
+            &published,
+        );
         let members: Vec<mesh::MemberAnnounce> = redundancy
             .own_members(&state, handle.node_id(), now)
             .into_iter()
@@ -193,9 +200,12 @@ async fn run(
                 archive: m.archive,
             })
             .collect();
-        if let Err(error) = handle.set_members(members).await {
-            tracing::warn!(%error, "cannot publish the node's members to the mesh");
-        }
+        let published = handle.set_members(members).await;
+        crate::logging::attempt(
+            &mut members_publish,
+            "publishing the node's members to the mesh",
+            &published,
+        );
         redundancy.update_view(MeshView::new(
             (*handle.snapshot()).clone(),
             Arc::new(handle.key_ring()),

@@ -505,7 +505,10 @@ impl EtcdStore {
         on_report: impl Fn(&str, SharedReport) + Send + Sync + 'static,
         mut shutdown: watch::Receiver<bool>,
     ) {
+        // A broken watch is logged once, then reminded of while it stays broken.
+        let mut broken = flap_log::FlapLog::default();
         loop {
+            let broken_now = &mut broken;
             let followed = async {
                 let (revision, reports) = self.load().await?;
                 changes.send_replace(self.snapshot());
@@ -517,6 +520,13 @@ impl EtcdStore {
                     .watch_prefix(self.prefix.as_bytes(), revision + 1)
                     .await?;
                 self.set_reachable(true);
+                if let Some(recovery) = broken_now.recovered(std::time::Instant::now()) {
+                    tracing::info!(
+                        down_ms = recovery.down_for.as_millis() as u64,
+                        failures = recovery.failures,
+                        "etcd watch followed again"
+                    );
+                }
                 loop {
                     let batch = tokio::time::timeout(WATCH_IDLE, watch.next())
                         .await
@@ -536,7 +546,20 @@ impl EtcdStore {
                         }
                         match e {
                             EtcdError::Unavailable(ref why) if why == "watch idle" => {}
-                            e => tracing::warn!(error = %e, "etcd watch broken: reloading"),
+                            e => match broken.failed(std::time::Instant::now()) {
+                                Some(flap_log::Failure::Down) => {
+                                    tracing::warn!(error = %e, "etcd watch broken: reloading")
+                                }
+                                Some(flap_log::Failure::StillDown {
+                                    down_for, repeated, ..
+                                }) => tracing::warn!(
+                                    error = %e,
+                                    down_s = down_for.as_secs(),
+                                    repeated,
+                                    "etcd watch still broken"
+                                ),
+                                None => tracing::debug!(error = %e, "etcd watch broken: reloading"),
+                            },
                         }
                     }
                 }
