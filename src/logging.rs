@@ -137,6 +137,7 @@ pub fn attempt<E: fmt::Display>(flap: &mut flap_log::FlapLog, what: &str, outcom
                 tracing::info!(
                     down_ms = recovery.down_for.as_millis() as u64,
                     failures = recovery.failures,
+                    flaps = recovery.flaps,
                     "{what}: works again"
                 );
             }

@@ -69,6 +69,7 @@ pub async fn run(
                         mc = %mc_url,
                         down_ms = recovery.down_for.as_millis() as u64,
                         failures = recovery.failures,
+                        flaps = recovery.flaps,
                         "mc reachable again"
                     );
                 }
@@ -99,14 +100,17 @@ pub async fn run(
                 let cause = error.cause();
                 // A reminder (with how long and how many failed since the last line)
                 // while the MC stays unreachable.
-                let reminder = match unreachable.failed(std::time::Instant::now()) {
+                let line = unreachable.failed(std::time::Instant::now());
+                let reminder = match line {
                     Some(flap_log::Failure::StillDown {
                         down_for, repeated, ..
                     }) => Some((down_for.as_secs(), repeated)),
                     _ => None,
                 };
-                if last_failure != Some(cause) || reminder.is_some() {
-                    // Logged once per change of cause, at the level of its code's row.
+                // Down (not a flap soon after a recovery), a reminder, or another cause
+                // while down: logged at the level of its code's row.
+                let new_cause = last_failure.is_some_and(|last| last != cause);
+                if line.is_some() || new_cause {
                     let code = cause.code();
                     let down_s = reminder.map(|(s, _)| s);
                     let repeated = reminder.map(|(_, r)| r);

@@ -1,8 +1,10 @@
 //! The supervisor's lines about inputs that fail and come back: one when an input goes
 //! down (with the reason), a reminder with a repeat count at growing intervals while it
 //! stays down, and one when media flows again (how long it was down, how many attempts
-//! failed). An input whose source answers 503 ten times a second costs a handful of
-//! lines an hour, not ten a second ([`flap_log::FlapLog`]).
+//! failed); an input that flaps (fails again soon after coming back) is spoken of once
+//! per growing interval. An input whose source answers 503 ten times a second costs a
+//! handful of lines an hour, not ten a second ([`flap_log::FlapLog`]).
+//! An input counts as up when it delivers media, not when it connects.
 
 use flap_log::{Failure, FlapLog};
 use tokio::time::Instant;
@@ -40,6 +42,7 @@ impl FailureLog {
                 down_for,
                 repeated,
                 failures,
+                recoveries,
             }) => tracing::warn!(
                 stream = %stream,
                 input = %input,
@@ -47,6 +50,7 @@ impl FailureLog {
                 down_s = down_for.as_secs(),
                 repeated,
                 failures,
+                recoveries,
                 "input still down"
             ),
             None => tracing::debug!(stream = %stream, input = %input, error = %error, "input down"),
@@ -58,15 +62,13 @@ impl FailureLog {
         let Some(flap) = self.inputs.get_mut(index) else {
             return;
         };
-        if !flap.is_down() {
-            return;
-        }
         if let Some(recovery) = flap.recovered(now.into_std()) {
             tracing::info!(
                 stream = %stream,
                 input = %input,
                 down_ms = recovery.down_for.as_millis() as u64,
                 failures = recovery.failures,
+                flaps = recovery.flaps,
                 "input up"
             );
         }

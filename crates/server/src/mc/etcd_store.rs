@@ -524,6 +524,7 @@ impl EtcdStore {
                     tracing::info!(
                         down_ms = recovery.down_for.as_millis() as u64,
                         failures = recovery.failures,
+                        flaps = recovery.flaps,
                         "etcd watch followed again"
                     );
                 }
