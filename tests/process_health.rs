@@ -6,7 +6,8 @@
 //!   503 with the reason while drained, after its input is lost, and after SIGTERM
 //!   (with `STOPPING=1`) while it drains out; `/healthz` 200 all along;
 //! - both probes answer while a fault rule sheds every viewer;
-//! - an MC with a meeting waiting for its publisher is ready, the meeting idle;
+//! - an MC with a meeting waiting for its publisher is ready, the meeting idle; an MC
+//!   whose etcd is away is not;
 //! - the watchdog: a node under a supervisor that does what systemd does says
 //!   `READY=1`, pings every half period, and once `SIGSTOP`ped is killed when the period
 //!   runs out and restarted; the restarted node serves its viewers the origin's
@@ -18,6 +19,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::etcd::EtcdCluster;
 use common::supervisor::{EventKind, Supervisor};
 use common::{
     ffmpeg_source, free_tcp_port, free_udp_port, http_get, http_request, parse_media_playlist,
@@ -209,6 +211,43 @@ fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
         let (status, _, doc) = readiness(mc.http);
         (status == 200 && doc["idle"] == serde_json::json!(["m"])).then_some(())
     });
+}
+
+/// An MC on etcd is not ready while etcd is away (115015) and ready again once it is
+/// back; it serves all along.
+#[test]
+fn an_mc_is_not_ready_while_its_etcd_is_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut etcd = EtcdCluster::start(&dir.path().join("etcd"), 1);
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &format!(
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nnode_token = \"{}\"\netcd = {}\n",
+            dir.path().join("mc").display(),
+            common::NODE_TOKEN,
+            etcd.toml_urls()
+        ),
+    );
+    wait_readiness(mc.http, "ready on etcd", 200, None, Duration::from_secs(15));
+    etcd.kill(0);
+    wait_readiness(
+        mc.http,
+        "the store's reason",
+        503,
+        Some(115_015),
+        Duration::from_secs(20),
+    );
+    assert_healthy(mc.http);
+    etcd.restart(0);
+    wait_readiness(
+        mc.http,
+        "ready once etcd is back",
+        200,
+        None,
+        Duration::from_secs(30),
+    );
 }
 
 /// The media playlist of stream `m`, if served.

@@ -157,9 +157,10 @@ pub fn serve_on_threads<A: HttpApp>(
                 if let Some(shedder) = shedder {
                     runtime.spawn(shedder.run_serving_probe(stopped(shutdown.clone())));
                 }
-                // The thread's heartbeat: `/healthz` fails if this thread hangs.
+                // The thread's heartbeat: `/healthz` fails (naming it) if this thread hangs.
+                let scheme = if tls.is_some() { "https" } else { "http" };
                 runtime.spawn(crate::health::heartbeat::beat(
-                    format!("http-{index}"),
+                    format!("{scheme}-{index}"),
                     stopped(shutdown.clone()),
                 ));
                 runtime.block_on(run_with_lane(
