@@ -37,6 +37,10 @@ enum Command {
         /// First HTTP port; the nodes use this and the following ports.
         #[arg(long, default_value_t = 8080)]
         port: u16,
+        /// Logs at info (default: warnings only, so the URLs stay in view); `RUST_LOG`
+        /// wins over both.
+        #[arg(long, short)]
+        verbose: bool,
     },
     /// Runs a delivery node.
     Node {
@@ -66,7 +70,13 @@ fn main() -> anyhow::Result<()> {
     // The config is read before logging starts: its `[log]` chooses the format. An
     // error in it is returned from here, printed plainly on stderr.
     let run = match cli.command {
-        Command::Demo { port } => Run::Demo(port),
+        Command::Demo { port, verbose } => {
+            if !verbose && std::env::var_os("RUST_LOG").is_none() {
+                // Still one thread: nothing reads the environment concurrently.
+                std::env::set_var("RUST_LOG", "warn");
+            }
+            Run::Demo(port)
+        }
         Command::Node { config } => Run::Node(Box::new(config::Config::load(&config)?)),
         Command::Mc { config } => Run::Mc(Box::new(mc::config::McConfig::load(&config)?)),
         Command::CheckConfig { mc, config } => {

@@ -94,7 +94,9 @@ pub async fn start_cluster(
             trust_loopback: true,
             min_client_version: None,
             viewer_report_ttl: 10.0,
-            ladder: Some(demo_ladder()?),
+            // Without ffmpeg the source alone is served (the URL block says so), rather
+            // than an encoder failing to start.
+            ladder: which_ffmpeg().map(|_| demo_ladder()).transpose()?,
             viewer_keys: Vec::new(),
             etcd: Vec::new(),
             peers: Vec::new(),

@@ -73,6 +73,12 @@ impl RunningMc {
 pub async fn run_until_signal(config: McConfig) -> anyhow::Result<()> {
     let delay = Duration::from_secs_f64(config.mc.shutdown_delay);
     let mc = start(config).await?;
+    // The machine-readable line scripts and process tests read the ports from.
+    println!(
+        "listening http={} https=- rtmp={}",
+        mc.http,
+        crate::node::or_dash(mc.rtmp)
+    );
     tracing::info!(http = %mc.http, rtmp = ?mc.rtmp, "mc running");
     let service = crate::service::Service::ready(mc.http);
     crate::node::wait_for_signal().await;
@@ -238,10 +244,6 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         shutdown_rx,
     ));
     tracing::info!(mc = %section.name, %http, ?rtmp, meetings = mc.meetings().len(), "mc started");
-    println!(
-        "listening http={http} https=- rtmp={}",
-        rtmp.map_or_else(|| "-".to_owned(), |a| a.to_string())
-    );
     Ok(RunningMc {
         http,
         rtmp,

@@ -23,6 +23,8 @@ use stream::StreamContext;
 pub struct RunningNode {
     /// Where HTTP is served.
     pub http: SocketAddr,
+    /// Where HTTPS is served, when configured.
+    pub https: Option<SocketAddr>,
     /// Where RTMP publish is accepted, when configured.
     pub rtmp: Option<SocketAddr>,
     /// Where gossip of the mesh domain is received, when the node has `[ott]`.
@@ -34,6 +36,18 @@ pub struct RunningNode {
 }
 
 impl RunningNode {
+    /// The one machine-readable line scripts and process tests read the ports from
+    /// (they may be 0 in the config), printed on stdout by `brdyun node`.
+    pub fn listening_line(&self) -> String {
+        format!(
+            "listening http={} https={} rtmp={} gossip={}",
+            self.http,
+            or_dash(self.https),
+            or_dash(self.rtmp),
+            or_dash(self.gossip)
+        )
+    }
+
     /// Stops every task and waits (bounded) for them to finish.
     pub async fn stop(mut self) {
         crate::node::stop_tasks(&self.shutdown, &mut self.tasks).await;
@@ -60,12 +74,18 @@ pub(crate) async fn stop_tasks(shutdown: &watch::Sender<bool>, tasks: &mut JoinS
 pub async fn run_until_signal(config: Config) -> anyhow::Result<()> {
     let delay = Duration::from_secs_f64(config.node.shutdown_delay);
     let node = start(config).await?;
+    println!("{}", node.listening_line());
     let service = crate::service::Service::ready(node.http);
     wait_for_signal().await;
     tracing::info!("stopping");
     service.stopping(&node.health, delay).await;
     node.stop().await;
     Ok(())
+}
+
+/// An address, or `-` for none (the `listening` line's fields).
+pub fn or_dash(addr: Option<SocketAddr>) -> String {
+    addr.map_or_else(|| "-".to_owned(), |a| a.to_string())
 }
 
 /// Waits for Ctrl-C or SIGTERM.
@@ -322,15 +342,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         None => None,
     };
     tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, streams = config.streams.len(), "node started");
-    // One machine-readable line for scripts and process tests (ports may be 0 in the config).
-    println!(
-        "listening http={http} https={} rtmp={} gossip={}",
-        https.map_or_else(|| "-".to_owned(), |a| a.to_string()),
-        rtmp.map_or_else(|| "-".to_owned(), |a| a.to_string()),
-        gossip.map_or_else(|| "-".to_owned(), |a| a.to_string())
-    );
     Ok(RunningNode {
         http,
+        https,
         rtmp,
         gossip,
         health: state.health().clone(),

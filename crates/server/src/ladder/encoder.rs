@@ -107,11 +107,15 @@ async fn supervise(
         let started = Instant::now();
         let end = run_once(&channel, &settings, &rungs, &mut outs, &status, &mut stop).await;
         status.running.store(false, Ordering::Relaxed);
+        let healthy = started.elapsed() >= HEALTHY_RUN;
+        if healthy {
+            status.worked(&stream);
+        }
         match end {
             RunEnd::Stopped => return,
             RunEnd::Fault(code, detail) => status.fault(&stream, code, detail),
         }
-        if started.elapsed() >= HEALTHY_RUN {
+        if healthy {
             backoff = FIRST_BACKOFF;
         }
         tokio::select! {

@@ -35,6 +35,9 @@ pub struct LadderStatus {
     /// Encoder failures (110001–110003) since the stream started.
     pub failures: AtomicU64,
     last_fault: Mutex<Option<(LadderFault, String)>>,
+    /// When a failing encoder is logged: once when it fails, reminders while it keeps
+    /// failing, once when it works again (not once per restart).
+    log: Mutex<flap_log::FlapLog>,
     pub(super) running: std::sync::atomic::AtomicBool,
     pub(super) pid: std::sync::atomic::AtomicU32,
 }
@@ -48,6 +51,7 @@ impl LadderStatus {
             starts: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             last_fault: Mutex::new(None),
+            log: Mutex::new(flap_log::FlapLog::default()),
             running: std::sync::atomic::AtomicBool::new(false),
             pid: std::sync::atomic::AtomicU32::new(0),
         }
@@ -74,17 +78,54 @@ impl LadderStatus {
 
     pub(super) fn fault(&self, stream: &str, code: LadderFault, detail: String) {
         self.failures.fetch_add(1, Ordering::Relaxed);
-        match code {
-            LadderFault::EncoderMissing => {
-                tracing::error!(stream, code = code.code(), detail = %detail, "{}", code.message())
+        let line = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .failed(std::time::Instant::now());
+        let (repeated, failing_s) = match line {
+            None => {
+                tracing::debug!(stream, code = code.code(), detail = %detail, "{}", code.message());
+                (0, 0)
             }
-            _ => tracing::warn!(stream, code = code.code(), detail = %detail, "{}", code.message()),
+            Some(flap_log::Failure::Down) => (1, 0),
+            Some(flap_log::Failure::StillDown {
+                repeated, down_for, ..
+            }) => (repeated, down_for.as_secs()),
+        };
+        if repeated > 0 {
+            match code {
+                LadderFault::EncoderMissing => {
+                    tracing::error!(stream, code = code.code(), detail = %detail, repeated, failing_s, "{}", code.message())
+                }
+                _ => {
+                    tracing::warn!(stream, code = code.code(), detail = %detail, repeated, failing_s, "{}", code.message())
+                }
+            }
         }
         let mut guard = match self.last_fault.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
         *guard = Some((code, detail));
+    }
+
+    /// The encoder ran long enough to count as working: after failures, one line says
+    /// how long it failed.
+    pub(super) fn worked(&self, stream: &str) {
+        let recovery = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .recovered(std::time::Instant::now());
+        if let Some(recovery) = recovery {
+            tracing::info!(
+                stream,
+                failed_s = recovery.down_for.as_secs(),
+                failures = recovery.failures,
+                "the ladder encoder works again"
+            );
+        }
     }
 
     /// The `ladder` object of the stream's status.
