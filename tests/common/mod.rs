@@ -420,6 +420,11 @@ fn trusting_loopback(role: &str, config: &str) -> String {
     }
 }
 
+/// The `brdyun` binary under test.
+fn brdyun_command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_brdyun"))
+}
+
 /// Runs `command role --config dir/name.toml` and waits for its `listening` line.
 fn start_command(
     mut command: Command,

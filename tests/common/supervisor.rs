@@ -9,17 +9,19 @@
 //! leaves the running state).
 //!
 //! Every notification and action is recorded with its time ([`Event`]), so a test
-//! asserts on what happened and when.
+//! asserts on what happened and when. `examples/notify_supervisor.rs` runs the same
+//! code as a program (the end-to-end tests, in JavaScript, have no unix datagram
+//! sockets): what it needs of its parent module is `brdyun_command`, `start_command`
+//! and `NodeProcess`.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{start_command, NodeProcess};
+use super::{brdyun_command, start_command, NodeProcess};
 
 /// Something the supervisor saw or did, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,12 +40,13 @@ pub enum EventKind {
     Exited,
 }
 
-/// One recorded event: what, when, and which process (its pid).
+/// One recorded event: what, when, and which process (its pid and HTTP address).
 #[derive(Debug, Clone, Copy)]
 pub struct Event {
     pub kind: EventKind,
     pub at: Instant,
     pub pid: u32,
+    pub http: std::net::SocketAddr,
 }
 
 /// What the supervised process is now.
@@ -93,7 +96,7 @@ impl Supervisor {
             );
             let socket_path = socket_path.clone();
             move || {
-                let mut command = Command::new(env!("CARGO_BIN_EXE_brdyun"));
+                let mut command = brdyun_command();
                 command
                     .env("NOTIFY_SOCKET", &socket_path)
                     .env("WATCHDOG_USEC", watchdog.as_micros().to_string());
@@ -183,11 +186,12 @@ fn supervise(
     watchdog: Duration,
     spawn: impl Fn() -> NodeProcess,
 ) {
-    let record = |kind: EventKind, pid: u32| {
+    let record = |kind: EventKind, process: &NodeProcess| {
         shared.events.lock().expect("events").push(Event {
             kind,
             at: Instant::now(),
-            pid,
+            pid: process.child.id(),
+            http: process.http,
         });
     };
     let mut buf = [0u8; 4096];
@@ -198,7 +202,7 @@ fn supervise(
             pid,
             http: process.http,
         });
-        record(EventKind::Started, pid);
+        record(EventKind::Started, &process);
         // Until READY=1 the start timeout applies, then the watchdog from the last ping
         // (systemd arms it at READY=1).
         let started = Instant::now();
@@ -216,22 +220,22 @@ fn supervise(
                         "READY=1" => {
                             ready = true;
                             last_ping = Instant::now();
-                            record(EventKind::Ready, pid);
+                            record(EventKind::Ready, &process);
                         }
                         "WATCHDOG=1" => {
                             last_ping = Instant::now();
-                            record(EventKind::Watchdog, pid);
+                            record(EventKind::Watchdog, &process);
                         }
                         "STOPPING=1" => {
                             stopping = true;
-                            record(EventKind::Stopping, pid);
+                            record(EventKind::Stopping, &process);
                         }
                         _ => {}
                     }
                 }
             }
             if let Ok(Some(_)) = process.child.try_wait() {
-                record(EventKind::Exited, pid);
+                record(EventKind::Exited, &process);
                 break;
             }
             let overdue = if ready {
@@ -241,7 +245,7 @@ fn supervise(
             };
             if overdue && !stopping {
                 process.kill9();
-                record(EventKind::KilledByWatchdog, pid);
+                record(EventKind::KilledByWatchdog, &process);
                 break;
             }
         }
