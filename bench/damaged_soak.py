@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory of a node fed damaged MPEG-TS on many streams for a long time (issue 23).
+"""Memory of a node fed damaged MPEG-TS on many streams for a long time.
 
 Usage (after `cargo build --release`):
     python3 bench/damaged_soak.py [--streams 40] [--minutes 30] [--sample 30]

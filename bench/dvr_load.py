@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How many 4 Mbit/s streams one node records while serving live (issue 3).
+"""How many 4 Mbit/s streams one node records while serving live.
 
 Usage (after `cargo build --release`):  python3 bench/dvr_load.py [--streams 8,16,32] [--seconds 40]
 

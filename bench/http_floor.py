@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The HTTP stack's floor under the master playlist benchmark (issue 20 item 8).
+"""The HTTP stack's floor under the master playlist benchmark.
 
 Usage (from the repository root):
 

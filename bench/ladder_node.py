@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What an ABR ladder costs a delivery node, per rung (issue 18): playlist and segment
+"""What an ABR ladder costs a delivery node, per rung: playlist and segment
 requests per second against nginx serving copies of the same files in the same run, and
 the node's memory per rung per minute of window.
 

@@ -198,7 +198,7 @@ pub struct StreamDefaults {
     pub dvr: DvrConfig,
 }
 
-/// `dvr`: whether and how long a stream is archived (issue 3). In `[defaults.dvr]` and
+/// `dvr`: whether and how long a stream is archived. In `[defaults.dvr]` and
 /// per stream (`dvr = { enabled = true, depth = "1d" }`); a stream's keys override the
 /// defaults one by one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]

@@ -1,4 +1,4 @@
-//! Live captions at process level (issue 19): a real `brdyun mc` fed by
+//! Live captions at process level: a real `brdyun mc` fed by
 //! `builtin://meeting` (whose video carries CEA-608) and real `brdyun node` processes
 //! on loopback. Cues posted to the MC's caption API reach every node in the segments,
 //! as byte-identical subtitle files (OTT-GRP-4) at the times the API answered, in
@@ -244,7 +244,7 @@ fn assert_placed(cue: &Placed, files: &BTreeMap<u64, (i64, String)>) -> u64 {
     msn
 }
 
-/// OTT-GRP-4, OTT-PROT-4 (issue 19): the subtitle files of every track are the same
+/// OTT-GRP-4, OTT-PROT-4: the subtitle files of every track are the same
 /// bytes on the MC and both nodes, each posted cue is where the API said, the master
 /// playlist and MPD list the renditions, ffprobe reads the WebVTT, and the nodes' video
 /// still carries the 608 SEI.
@@ -365,7 +365,7 @@ fn ffprobe_packet_ms(dir: &Path, path: &Path) -> i64 {
     (first.trim().parse::<f64>().expect("pts_time") * 1000.0).round() as i64
 }
 
-/// OTT-PROT-4 (issue 19): a period's transcript and catch-up subtitles hold the cues of
+/// OTT-PROT-4: a period's transcript and catch-up subtitles hold the cues of
 /// that period and nothing after it.
 #[test]
 fn a_period_transcript_and_catch_up_hold_that_periods_cues_only() {
@@ -431,7 +431,7 @@ fn assert_refusals(mc: SocketAddr, cases: &[(&str, Value, u16, u64, &str)]) {
     }
 }
 
-/// Issue 19: every bad caption request gets its code (112001–112009, 401), a flood is
+/// Every bad caption request gets its code (112001–112009, 401), a flood is
 /// refused with 429, and afterwards a cue still reaches the nodes while the meeting
 /// plays on.
 #[test]

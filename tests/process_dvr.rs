@@ -1,4 +1,4 @@
-//! The DVR archive of a real node process (issue 3; DESIGN.md invariant 6): two streams
+//! The DVR archive of a real node process (DESIGN.md invariant 6): two streams
 //! record at once; ffmpeg decodes a catch-up period; after `kill -9` and a restart every
 //! segment a live playlist listed before the kill is served from the archive, byte for
 //! byte, or lies inside a gap the archive reports, and live numbering continues.

@@ -135,7 +135,7 @@ fn curl_version(ca: &Path, url: &str, version: &str) -> (String, u16, String) {
     )
 }
 
-/// Issue 22 (HTTP/2 and TLS): the HTTPS listener negotiates h2 by ALPN (HTTP/1.1 still
+/// HTTP/2 and TLS: the HTTPS listener negotiates h2 by ALPN (HTTP/1.1 still
 /// offered), and an LL-HLS blocking reload answers over h2 once the part it asks for is
 /// listed.
 #[test]
@@ -184,7 +184,7 @@ fn https_negotiates_h2_and_llhls_blocking_reloads_work_over_it() {
     );
 }
 
-/// Issue 22 (TLS): a renewed certificate is served after SIGHUP without a restart (the
+/// TLS: a renewed certificate is served after SIGHUP without a restart (the
 /// new one verifies, the old CA no longer does); a pair that does not load is refused
 /// and the one in use stays.
 #[test]

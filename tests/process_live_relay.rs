@@ -1,4 +1,4 @@
-//! The live relay between processes (issue 21 item 5, OTT-GRP-4): a node pulling its
+//! The live relay between processes (OTT-GRP-4): a node pulling its
 //! upstream's `mpegts?live=1` gets each frame as the upstream places it, so it lists
 //! every LL-HLS part when the upstream does (measured here: the gap between the two
 //! listing the same part), with the same bytes, and its TS segments stay the upstream's.

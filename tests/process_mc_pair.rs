@@ -1,4 +1,4 @@
-//! An MC pair on a real 3-member etcd cluster (issue 21, MTG-1, MTG-2): two `brdyun mc`
+//! An MC pair on a real 3-member etcd cluster (MTG-1, MTG-2): two `brdyun mc`
 //! processes that are one MC, and nodes that sync with whichever answers.
 
 mod common;

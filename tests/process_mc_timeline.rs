@@ -1,4 +1,4 @@
-//! One timeline for an MC pair (issue 21 items 3-4): two `brdyun mc` processes on etcd,
+//! One timeline for an MC pair: two `brdyun mc` processes on etcd,
 //! each following the meeting's timeline owner; the owner is killed and the nodes,
 //! which switch to the standby, keep byte-identical segments with no PDT step.
 

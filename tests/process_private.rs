@@ -1,4 +1,4 @@
-//! Private meetings at process level (issue 22): a real MC and node on loopback, a
+//! Private meetings at process level: a real MC and node on loopback, a
 //! preset private meeting with the built-in source, viewer tokens minted by the MC and
 //! by a "platform" key the MC is configured with. Every refusal has its 113xxx code;
 //! the session travels in every URI the node writes; a removed viewer is refused within

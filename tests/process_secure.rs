@@ -1,4 +1,4 @@
-//! Secure defaults at process level (issue 22): a node listening beyond loopback with no
+//! Secure defaults at process level: a node listening beyond loopback with no
 //! `admin_token` creates one on its first start (owner-only file in its data
 //! directory), refuses its admin, fault and pause APIs without it, and keeps the same
 //! token across restarts; a node on loopback only stays zero-config.

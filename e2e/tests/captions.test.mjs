@@ -1,4 +1,4 @@
-// Live captions in real players (issue 19). The demo meeting carries CEA-608 in its
+// Live captions in real players. The demo meeting carries CEA-608 in its
 // video and gets cues from the MC's caption API (its built-in captioner, and this
 // test's own). hls.js (the build the player page ships, default settings) on node b:
 // each cue posted to the MC reaches the <video>'s English text track within 100 ms of

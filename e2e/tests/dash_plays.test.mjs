@@ -1,6 +1,6 @@
-// DASH plays in a real browser (issue 7): dash.js in headless Chromium watches the demo
+// DASH plays in a real browser: dash.js in headless Chromium watches the demo
 // meeting's live MPD on node b (which pulls the meeting) for 20 s with no error — the
-// demo's ABR ladder as one video AdaptationSet of three Representations (issue 18),
+// demo's ABR ladder as one video AdaptationSet of three Representations,
 // joined while a player plays, switched to the lowest rung and back — then a catch-up
 // period as a static MPD derived from the TS archive.
 import { test, after, before } from 'node:test';

@@ -39,7 +39,7 @@ for (const node of [0, 1]) {
   });
 }
 
-// Catch-up (issue 3, issue 7 for fMP4, issue 18 for the ladder): after the live tests
+// Catch-up (TS, fMP4 and the ladder): after the live tests
 // the nodes have recorded close to a minute of the meeting; hls.js plays a 30-second
 // archive period: the MPEG-TS one as the recorded ladder (a master of the source and
 // both rungs, each a VOD playlist), the fMP4 one derived from the source's archive.

@@ -1,4 +1,4 @@
-// The Experiments page in headless Chromium (issue 8, EXP-1, EXP-2): the demo's node a
+// The Experiments page in headless Chromium (EXP-1, EXP-2): the demo's node a
 // gets a definition over the admin API and starts it; the shipped player page plays and
 // sends its start beacon; 300 members' beacons fill both groups; the page shows the run
 // with its time left and the per-device KPI table, and its "Start now" button starts a

@@ -1,4 +1,4 @@
-// OTT failover with real processes (issue 6, requirements §3): an MC feeds the built-in
+// OTT failover with real processes (requirements §3): an MC feeds the built-in
 // meeting to nodes a, b and c, each its own `brdyun node` process, one OTT group. hls.js
 // (the shipped player page, short timeouts, OTT-PLAY-2) plays from node a while a is
 // killed (kill -9), hung (SIGSTOP) or has its input paused from the Backups page
@@ -12,7 +12,7 @@ import { startCluster, startExtraNode, waitProtected, masterOf, pollUntil, serve
 
 /** The player's target duration (the meeting's segment duration), ms. */
 const TARGET_MS = 2_000;
-/** The goal of issue 6: a stall of at most one target duration + 1 s. */
+/** The goal (docs/ott-redundancy.md): a stall of at most one target duration + 1 s. */
 const STALL_GOAL_MS = TARGET_MS + 1_000;
 /** Headroom for a shared 2-core CI machine (Chromium, four brdyun processes, the test). */
 const STALL_SLACK_MS = 1_000;
@@ -281,7 +281,7 @@ test('b and c stop offering a killed node within 10 s and offer it again within 
   }
 });
 
-test('a node without the domain secret cannot join; a forged pass is refused, a real one from another node accepted (issue 6 security)', { timeout: 90_000 }, async () => {
+test('a node without the domain secret cannot join; a forged pass is refused, a real one from another node accepted (domain security)', { timeout: 90_000 }, async () => {
   const { a, b, c } = cluster.nodes;
   await waitProtected([a, b, c]);
 

@@ -1,4 +1,4 @@
-// HTTP/2 over TLS (issue 22): a node with a certificate plays in hls.js from its HTTPS
+// HTTP/2 over TLS: a node with a certificate plays in hls.js from its HTTPS
 // listener, and Chromium fetches the playlists and segments over h2 (ALPN), LL-HLS
 // blocking reloads included.
 import { test, before, after } from 'node:test';

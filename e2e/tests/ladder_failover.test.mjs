@@ -1,4 +1,4 @@
-// Failover of an ABR ladder mid-play (issue 18 item 4): an MC encodes the built-in
+// Failover of an ABR ladder mid-play: an MC encodes the built-in
 // meeting into the demo's ladder (source 640x360, 240p, 144p) and nodes a, b and c
 // deliver it as one OTT group, each master playlist repeating the whole ladder for each
 // backup. hls.js on the shipped player page watches the 240p rung from node a while a is
@@ -11,7 +11,7 @@ import { startCluster, waitProtected, masterOf, openPage, pollUntil, servesPlaye
 
 /** The rungs of the demo ladder. */
 const RUNGS = 3;
-/** The goal of issue 6 for a failover stall (one target duration + 1 s), and CI slack. */
+/** The goal for a failover stall (one target duration + 1 s), and CI slack. */
 const STALL_LIMIT_MS = 2_000 + 1_000 + 1_000;
 /** How long playback is watched after the failure. */
 const WATCH_MS = 25_000;

@@ -1,7 +1,7 @@
 // LL-HLS in a real browser: an origin ingests the built-in meeting itself (source mode,
 // 2-s segments, 1-s parts, PART-HOLD-BACK at the draft's minimum of two parts), a
 // delivery node pulls the origin's live relay (`mpegts?live=1`: frames as the origin
-// places them, issue 21 item 5), and hls.js with `lowLatencyMode` plays the delivery
+// places them), and hls.js with `lowLatencyMode` plays the delivery
 // node's `ll-index.m3u8` for 20 s in headless Chromium with no fatal error. The latency
 // at the player is the wall clock minus the program date-time of the playing position
 // (`hls.playingDate`), sampled every 250 ms; p50/p95 are printed and p95 must stay below

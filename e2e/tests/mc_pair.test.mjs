@@ -1,4 +1,4 @@
-// An MC pair on etcd with a dual publish (issue 21, docs/mc-pair.md): hls.js with its
+// An MC pair on etcd with a dual publish (docs/mc-pair.md): hls.js with its
 // default settings plays the meeting from a node while the MC that owns the meeting's
 // timeline is killed (kill -9). The node switches to the other MC's relay, which
 // carries the same timeline on: the viewer sees no stall, and the node's playlist has

@@ -1,4 +1,4 @@
-// Private meetings (issue 22) with real players: the MC mints a viewer token for the
+// Private meetings with real players: the MC mints a viewer token for the
 // private meeting `board`; hls.js (default settings) plays it from node a with the token
 // in its URL — every later request carries the session the node wrote into the
 // playlists — and plays on from a backup when a is killed (the backup accepts the

@@ -1,4 +1,4 @@
-// Steered failover with a player's DEFAULT settings (issue 20, OTT-PROT-1, RFC 8216bis
+// Steered failover with a player's DEFAULT settings (OTT-PROT-1, RFC 8216bis
 // §7): hls.js as a meeting platform embeds it — no tuned timeouts — plays node a's
 // master playlist (pathways a, and two backups, with a steering server elsewhere in the
 // mesh) while a is hung (SIGSTOP), killed (kill -9), loses its input, or is drained by
@@ -15,7 +15,7 @@ import { launchBrowser } from '../lib/cluster.mjs';
 import { startCluster, waitProtected, pollUntil, masterOf } from '../lib/processes.mjs';
 import { openDefaultsPlayer, openDashDefaults, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
 
-/** Issue 20's goal for a hung node under default settings: a stall of at most 2 s. */
+/** The goal for a hung node under default settings: a stall of at most 2 s. */
 const STALL_GOAL_MS = 2_000;
 /** Headroom for a shared 2-core CI machine (Chromium, four brdyun processes, the test). */
 const STALL_SLACK_MS = 1_000;

@@ -2,7 +2,7 @@
 //! a 1-hour catch-up playlist over it, and what the index costs per archived hour.
 //!
 //! `cargo run -p dvr --release --example index_bench`
-//! Goals (issue 3): query < 1 ms, 1-hour playlist < 5 ms.
+//! Goals: query < 1 ms, 1-hour playlist < 5 ms.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

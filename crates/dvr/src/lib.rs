@@ -1,5 +1,5 @@
 //! The DVR archive of a node: every segment a stream publishes, kept on disk by time,
-//! served back as catch-up playlists and downloads (issue 3; OTT-ARCH-1/2; DESIGN.md
+//! served back as catch-up playlists and downloads (OTT-ARCH-1/2; DESIGN.md
 //! invariant 6, "nothing acknowledged is lost").
 //!
 //! # Shape
@@ -42,7 +42,7 @@ use serde::Serialize;
 pub enum Protocol {
     /// MPEG-TS segments, served to HLS players.
     Ts,
-    /// fMP4/CMAF segments for LL-HLS and DASH (recorded once issue 7 lands).
+    /// fMP4/CMAF segments for LL-HLS and DASH (not recorded yet).
     Fmp4,
 }
 

@@ -1,5 +1,5 @@
 //! The pure index against a plain-vector model: range, gap and MSN queries, ordinals and
-//! retention (issue 3 "range and gap queries as property tests"; OTT-ARCH-2).
+//! retention (range and gap queries as property tests; OTT-ARCH-2).
 
 use dvr::index::{is_gap, Entry, Index, GAP_TOLERANCE_MS};
 use dvr::{ArchiveRange, Retention};

@@ -1,5 +1,5 @@
 //! The archive on disk: what survives a crash, what a full disk does, retention's files
-//! (issue 3 "nothing acknowledged is lost"; DESIGN.md invariant 6).
+//! ("nothing acknowledged is lost": DESIGN.md invariant 6).
 
 use std::io;
 use std::path::{Path, PathBuf};

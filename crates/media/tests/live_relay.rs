@@ -1,4 +1,4 @@
-//! The live relay (issue 21 item 5): a segmenter's placements sent as it places them,
+//! The live relay: a segmenter's placements sent as it places them,
 //! and a follower that writes the upstream's segments from them byte for byte.
 
 mod timeline_util;
@@ -7,7 +7,7 @@ use media::ts::{DemuxEvent, Demuxer, PACKET_SIZE};
 use media::{Frame, Segment, Segmenter, SegmenterConfig, StartPoint};
 use timeline_util::*;
 
-/// One live relay (issue 21 item 5): a segmenter's placements sent as it places them
+/// One live relay: a segmenter's placements sent as it places them
 /// (an open marker, the frames, the close marker once the segment is written), what an
 /// MC sends a node so its LL-HLS parts are cut as the MC cuts them.
 struct LiveRelay {

@@ -1,4 +1,4 @@
-//! A segment is ready as soon as its last frame has arrived (issue 2: ingest-to-playlist
+//! A segment is ready as soon as its last frame has arrived (ingest-to-playlist
 //! latency), even when the source packs audio in late multi-frame bursts the way
 //! ffmpeg's MPEG-TS muxer does, and no audio frame is lost on the way.
 

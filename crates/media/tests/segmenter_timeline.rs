@@ -397,9 +397,9 @@ fn replay_before(frames: &[Frame], resume: u64) -> &[Frame] {
 
 #[test]
 fn a_follower_whose_upstream_dies_carries_on_from_its_own_copy_of_the_source() {
-    // Issue 21: an MC following the owner's relay takes over from its own publish of the
-    // same source, replaying the last two GOPs it has: the segments it cuts from there
-    // are the ones the owner would have cut, byte for byte.
+    // An MC pair (docs/mc-pair.md): an MC following the owner's relay takes over from
+    // its own publish of the same source, replaying the last two GOPs it has: the
+    // segments it cuts from there are the ones the owner would have cut, byte for byte.
     let frames = Synth::new(900_000).frames(30);
     let clock_base = frames[0].dts;
     let upstream = run(&mut fresh(SegmenterConfig::default()), &frames, clock_base);

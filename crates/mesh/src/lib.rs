@@ -1,4 +1,4 @@
-//! The mesh domain (issue 6; OTT-GRP-3, OTT-GRP-5, OTT-ELIG-4, OTT-OPS-1): how the
+//! The mesh domain (OTT-GRP-3, OTT-GRP-5, OTT-ELIG-4, OTT-OPS-1): how the
 //! nodes of one domain find each other, share their state, detect failures, compare
 //! clocks and agree on the view key, and the [`ott::Snapshot`] all OTT decisions
 //! read.

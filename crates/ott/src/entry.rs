@@ -1,4 +1,4 @@
-//! The way in for viewers (issue 20 §5): `/watch/{group}` on any node answers with the
+//! The way in for viewers: `/watch/{group}` on any node answers with the
 //! node that should serve this viewer now — a new viewer, or a player that reopens
 //! after its node died (VLC, ffmpeg, set-top boxes never switch by themselves).
 //!

@@ -1,4 +1,4 @@
-//! Viewer tokens for private meetings (issue 22): EdDSA JWTs minted by a platform,
+//! Viewer tokens for private meetings: EdDSA JWTs minted by a platform,
 //! verified by every node with the platform's public keys.
 
 use ott::{mint_viewer_token, TokenError, ViewerClaims, ViewerKey, ViewerKeySet};

@@ -4,7 +4,7 @@
 //! ([`media::ts::mux::RelayMuxer`]). A relay asked for `live=1`
 //! ([`crate::routes::relay`]) sends the window's whole segments, then joins this log
 //! where the next segment opens, so a node gets every frame as the MC cuts it and cuts
-//! the same LL-HLS parts at the same moment (issue 21 item 5).
+//! the same LL-HLS parts at the same moment.
 //!
 //! The log keeps the chunks of the segments not yet written and of the newest written
 //! one (a relay joins at the segment after the window's newest), bounded by

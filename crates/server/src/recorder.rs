@@ -1,5 +1,5 @@
 //! The DVR recorder of one stream: takes every published segment off the live path and
-//! archives it on a dedicated thread (issue 3; DESIGN.md invariant 6).
+//! archives it on a dedicated thread (DESIGN.md invariant 6).
 //!
 //! The pipeline hands segments over with [`Recorder::record`], a non-blocking send on a
 //! bounded channel: the live path never waits for the disk. When the channel is full

@@ -1,5 +1,5 @@
 //! Catch-up routes and the recorder, through the router (no socket) with a real archive
-//! in a temporary directory (issue 3; OTT-ARCH-2; DESIGN.md invariant 6).
+//! in a temporary directory (OTT-ARCH-2; DESIGN.md invariant 6).
 
 mod harness;
 
@@ -427,7 +427,7 @@ proptest::proptest! {
 
 /// After a restart whose timeline counters were lost (or are older than the archive),
 /// the live numbering continues after the archive's newest segment: a number the archive
-/// holds is never handed out again (issue 3).
+/// holds is never handed out again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_numbering_continues_after_the_archive() {
     use media::ts::demux::{DemuxEvent, Demuxer};

@@ -615,7 +615,7 @@ fn samples_per_track(bytes: &[u8]) -> (u64, u64) {
     counts
 }
 
-/// One stored segment, three views (issue 17, DESIGN "the stream as a package"): for
+/// One stored segment, three views (DESIGN "the stream as a package"): for
 /// every segment of the window, the TS bytes, the fMP4 view and the LL-HLS view carry
 /// the same MSN, duration and PDT and the same frames, and what each protocol's route
 /// answers is that view.

@@ -479,7 +479,7 @@ async fn a_draining_node_sends_new_viewers_and_reloads_away_with_a_pass() {
 
 #[tokio::test]
 async fn the_way_in_sends_each_viewer_to_a_node_that_serves_it_balanced() {
-    // Issue 20 §5: /watch/{group} on any node, this one included while it works.
+    // The way in: /watch/{group} on any node, this one included while it works.
     let cluster = cluster(this_node(), Vec::new());
     let mut here = 0;
     let mut there = 0;

@@ -1,4 +1,4 @@
-//! The shedding benchmark under 4× overload (issue 5 goals: CRITICAL success ≥ 99.9 %,
+//! The shedding benchmark under 4× overload (goals: CRITICAL success ≥ 99.9 %,
 //! CRITICAL p99 ≤ 2× unloaded, goodput ≥ 90 % of measured capacity). Bounded (~8 min).
 //!
 //! For two mixes (NON_CRITICAL = cheap telemetry beacons, or expensive `hls.min.js`

@@ -1,5 +1,5 @@
 //! fMP4 delivery on the TS timeline: fMP4 HLS and MPEG-DASH, live and catch-up
-//! (issue 7; OTT-PROT-4, OTT-ARCH-1).
+//! (OTT-PROT-4, OTT-ARCH-1).
 //!
 //! ```text
 //! pipeline ─► LiveSegment (TS) ─► Channel::push ─► StoredSegment in the one window

@@ -1,4 +1,4 @@
-//! One timeline for every MC of a group (issue 21, item 3).
+//! One timeline for every MC of a group (docs/mc-pair.md).
 //!
 //! The first MC to ingest a meeting fixes its timeline: its anchor (the wall clock at a
 //! reference PTS), its wraps and MSN, carried in every segment's marker packet. It

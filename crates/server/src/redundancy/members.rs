@@ -193,8 +193,9 @@ mod tests {
 
     #[test]
     fn dates_one_millisecond_apart_are_another_timeline() {
-        // Issue 21: two MCs whose anchors differ by 1 ms (a PDT step of 1 ms) must not
-        // look like one timeline to the mesh; a node a segment behind still does.
+        // An MC pair (docs/mc-pair.md): two MCs whose anchors differ by 1 ms (a PDT
+        // step of 1 ms) must not look like one timeline to the mesh; a node a segment
+        // behind still does.
         let mut marker = media::timeline::TimelineMarker {
             target_duration_ms: 2_000,
             ..Default::default()

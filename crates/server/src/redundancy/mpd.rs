@@ -1,4 +1,4 @@
-//! The live MPD for a switching DASH player (issue 20 §3): the shared MPD (the same on
+//! The live MPD for a switching DASH player: the shared MPD (the same on
 //! every node of the timeline, see `fmp4::mpd`) with the viewer's three nodes as
 //! service locations — this node and its two balanced backups, as the HLS master
 //! names them —

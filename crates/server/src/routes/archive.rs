@@ -1,4 +1,4 @@
-//! Catch-up from the DVR archive (issue 3; OTT-ARCH-1/2). Per stream:
+//! Catch-up from the DVR archive (OTT-ARCH-1/2). Per stream:
 //!
 //! | file | answer |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! fMP4 files of a stream (issue 7), live and from the DVR archive. Per stream:
+//! fMP4 files of a stream, live and from the DVR archive. Per stream:
 //!
 //! | file | answer |
 //! |---|---|

@@ -6,7 +6,7 @@
 //! marker). Asked with `live=1`, once it has sent the newest whole segment it joins the
 //! rendition's live log ([`crate::live_relay`]) where the next segment opens, and from
 //! then on sends each frame as the segmenter places it, so the node cuts the same
-//! LL-HLS parts at the same moment (issue 21 item 5). A reader too slow for the log
+//! LL-HLS parts at the same moment. A reader too slow for the log
 //! goes back to whole segments and joins again.
 
 use std::convert::Infallible;
