@@ -213,6 +213,50 @@ fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
     });
 }
 
+/// A node delivering an MC's meeting that waits for its publisher is ready: the
+/// meeting has no media, which is the meeting's state, not the node's.
+#[test]
+fn a_node_whose_meeting_waits_for_its_publisher_is_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &format!(
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nnode_token = \"{}\"\n[[meeting]]\nid = \"m\"\nstart = true\n",
+            dir.path().join("mc").display(),
+            common::NODE_TOKEN
+        ),
+    );
+    let node = NodeProcess::start(
+        dir.path(),
+        "node",
+        &format!(
+            "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+             [mc]\nurl = \"http://{}\"\ntoken = \"{}\"\npoll_interval = 0.2\ntimeout = 1\n",
+            dir.path().join("node").display(),
+            mc.http,
+            common::NODE_TOKEN
+        ),
+    );
+    // Once the node knows the meeting, its viewers hear "not started" (103002)...
+    wait_for(
+        "the node to know the meeting",
+        Duration::from_secs(15),
+        || {
+            let (status, _, body) = http_get(node.http, "/m/index.m3u8");
+            let doc: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            (status == 503 && doc["code"] == 103_002).then_some(())
+        },
+    );
+    // ...and the node is ready all the same.
+    let (status, reasons, doc) = readiness(node.http);
+    assert_eq!(status, 200, "{doc}");
+    assert!(reasons.is_empty(), "{doc}");
+    assert_eq!(doc["ready"], true, "{doc}");
+    assert_healthy(node.http);
+}
+
 /// An MC on etcd is not ready while etcd is away (115015) and ready again once it is
 /// back; it serves all along.
 #[test]
