@@ -17,11 +17,33 @@ import { BIN } from './cluster.mjs';
 /** How long a process may take to print its `listening` line. */
 const START_LIMIT_MS = 20_000;
 
+/**
+ * The tests' service manager as a program (`examples/notify_supervisor.rs`, built by
+ * `cargo build --release --example notify_supervisor`): it runs a node as systemd runs a
+ * `Type=notify` unit with `WatchdogSec=`, `Restart=always`, `RestartSec=0`, and prints
+ * each event (started, ready, watchdog, killed_by_watchdog, exited) as a JSON line.
+ */
+export const SUPERVISOR_BIN = process.env.BRDYUN_SUPERVISOR_BIN
+  || new URL('../../target/release/examples/notify_supervisor', import.meta.url).pathname;
+
 /** Every child started here and not yet reaped, so nothing outlives the tests. */
 const live = new Set();
+/** The pids of supervised processes, which a supervisor killed with SIGKILL leaves behind. */
+const livePids = new Set();
 function killLive() {
   for (const child of live) {
     try { child.kill('SIGKILL'); } catch { /* already gone */ }
+  }
+  for (const pid of livePids) signalPid(pid, 'SIGKILL');
+}
+
+/** Sends `signal` to `pid`; false when there is no such process any more. */
+function signalPid(pid, signal) {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
   }
 }
 process.on('exit', killLive);
@@ -157,19 +179,32 @@ ${announce ? `announce = ${tomlList(announce)}\n` : ''}`;
  * config, for a failing test to point at.
  */
 export class Proc {
-  constructor({ role, name, configPath, logPath }) {
+  /**
+   * `watchdogMs` (optional): run the process under the notify supervisor
+   * (SUPERVISOR_BIN) with that watchdog period; else it is a plain child. A supervised
+   * process's own log stays in the supervisor's temporary directory; `logPath` gets the
+   * supervisor's.
+   */
+  constructor({ role, name, configPath, logPath, watchdogMs = null }) {
     this.role = role;
     this.name = name;
     this.configPath = configPath;
     this.logPath = logPath;
+    this.watchdogMs = watchdogMs;
     this.child = null;
     this.listening = null;
     this.stopped = false;
+    // Supervised: the supervisor's events, the running process's pid, the hung one's.
+    this.events = [];
+    this.childPid = null;
+    this.hungPid = null;
+    this.clockOffset = Infinity;
   }
 
   /** Starts the process; resolves with the fields of its `listening` line. */
   async start() {
     if (this.child) throw new Error(`${this.name} is already running`);
+    if (this.watchdogMs) return this.startSupervised();
     const log = openSync(this.logPath, 'a');
     const child = spawn(BIN, [this.role, '--config', this.configPath], {
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info' },
@@ -199,13 +234,97 @@ export class Proc {
     return this.listening;
   }
 
-  /** The process id, or null when not running. */
-  get pid() { return this.child ? this.child.pid : null; }
+  /**
+   * Starts the supervisor, which starts the process; resolves (with `{ http }`) once
+   * the process has said READY=1. Every event the supervisor prints is kept in
+   * `events` as `{ event, pid, http, at }`, `at` on this process's clock (`Date.now()`).
+   */
+  async startSupervised() {
+    const log = openSync(this.logPath, 'a');
+    const child = spawn(SUPERVISOR_BIN, [BIN, this.role, this.configPath, String(this.watchdogMs)], {
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info' },
+      stdio: ['pipe', 'pipe', log],
+    });
+    closeSync(log);
+    this.child = child;
+    this.stopped = false;
+    this.events = [];
+    live.add(child);
+    child.on('exit', () => {
+      live.delete(child);
+      if (this.child === child) this.child = null;
+    });
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      let e;
+      try { e = JSON.parse(line); } catch { return; }
+      // The supervisor's clock (ms since it started) mapped onto ours: the smallest
+      // seen difference between when a line arrived and when it says it happened.
+      const seen = Date.now();
+      this.clockOffset = Math.min(this.clockOffset, seen - e.at_ms);
+      this.events.push({ event: e.event, pid: e.pid, http: e.http, atMs: e.at_ms, seen });
+      if (e.event === 'started') {
+        this.childPid = e.pid;
+        livePids.add(e.pid);
+      }
+      if (e.event === 'killed_by_watchdog' || e.event === 'exited') livePids.delete(e.pid);
+    });
+    this.listening = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.name} was not ready in ${START_LIMIT_MS} ms (log ${this.logPath})`)), START_LIMIT_MS);
+      const onLine = (line) => {
+        if (!line.includes('"ready"')) return;
+        clearTimeout(timer);
+        lines.off('line', onLine);
+        resolve({ http: JSON.parse(line).http });
+      };
+      lines.on('line', onLine);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name}'s supervisor exited (${code ?? signal}) before it was ready; log ${this.logPath}:\n${tail(this.logPath)}`));
+      });
+    });
+    return this.listening;
+  }
 
-  /** `kill -9`: the node dies without a word to anyone. */
+  /** When (`Date.now()` clock) event `kind` happened, for events seen so far. */
+  eventTimes(kind) {
+    return this.events.filter((e) => e.event === kind).map((e) => e.atMs + this.clockOffset);
+  }
+
+  /**
+   * Supervised: resolves with the first event `kind` (as kept in `events`, plus `at`)
+   * that happened at or after `since` (`Date.now()` clock), waiting at most `limitMs`.
+   */
+  async supervisorEvent(kind, since, limitMs = 10_000) {
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      // 30 ms of grace: the clocks are mapped to within the supervisor's 20-ms polling.
+      const e = this.events.find((x) => x.event === kind && x.atMs + this.clockOffset >= since - 30);
+      if (e) return { ...e, at: e.atMs + this.clockOffset };
+      if (Date.now() > deadline) {
+        throw new Error(`${this.name}: no ${kind} within ${limitMs} ms; events: ${JSON.stringify(this.events.slice(-10))}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** The process id (supervised: the process the supervisor runs now), or null when not running. */
+  get pid() {
+    if (!this.child) return null;
+    return this.watchdogMs ? this.childPid : this.child.pid;
+  }
+
+  /**
+   * `kill -9`: the node dies without a word to anyone. Supervised, the service goes:
+   * the supervisor is told to stop (its stdin closed) and killed with its process.
+   */
   async kill9() {
     const child = this.child;
     if (!child) return;
+    if (this.watchdogMs) {
+      await this.stopSupervised(child);
+      return;
+    }
     if (child.exitCode === null && child.signalCode === null) {
       const exited = once(child, 'exit');
       child.kill('SIGKILL');
@@ -214,16 +333,45 @@ export class Proc {
     this.child = null;
   }
 
-  /** `SIGSTOP`: the node hangs; its sockets stay open and nothing answers. */
+  /** Ends a supervisor and the process it runs, waiting at most 5 s for it to stop by itself. */
+  async stopSupervised(child) {
+    const pid = this.childPid;
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.stdin.end();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    if (pid) {
+      signalPid(pid, 'SIGKILL');
+      livePids.delete(pid);
+    }
+    this.child = null;
+    this.childPid = null;
+  }
+
+  /**
+   * `SIGSTOP`: the node hangs; its sockets stay open and nothing answers. Supervised,
+   * the process the supervisor runs hangs (the supervisor does not).
+   */
   hang() {
     if (!this.child) throw new Error(`${this.name} is not running`);
-    this.child.kill('SIGSTOP');
+    if (this.watchdogMs) {
+      this.hungPid = this.childPid;
+      signalPid(this.hungPid, 'SIGSTOP');
+    } else {
+      this.child.kill('SIGSTOP');
+    }
     this.stopped = true;
   }
 
-  /** `SIGCONT` after [`hang`]. */
+  /** `SIGCONT` after [`hang`] (supervised: to the hung process, if the watchdog has not killed it). */
   resume() {
-    if (this.child && this.stopped) this.child.kill('SIGCONT');
+    if (this.child && this.stopped) {
+      if (this.watchdogMs) signalPid(this.hungPid, 'SIGCONT');
+      else this.child.kill('SIGCONT');
+    }
     this.stopped = false;
   }
 
@@ -265,9 +413,12 @@ const DEFAULT_SECRET = 'brdyun e2e domain secret, loopback only';
  * all nodes in one OTT domain. `announce(name, httpPort)` may return the addresses a
  * node announces (default: derived, `http://127.0.0.1:PORT`). Resolves once every
  * process listens; the meeting still needs a few seconds to reach the nodes (see
- * [`waitProtected`]).
+ * [`waitProtected`]). With `watchdogMs`, each node runs under the notify supervisor with
+ * that watchdog period (a hung node is killed and restarted, as under systemd).
  */
-export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false, privateMeeting = false, distinctHosts = false } = {}) {
+export async function startCluster({
+  names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false, privateMeeting = false, distinctHosts = false, watchdogMs = null,
+} = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
   const ports = await freePorts(1 + 2 * names.length);
   const cluster = { dir, mc: null, nodes: {}, extra: [], mcPort: mcPort ?? ports[0] };
@@ -298,6 +449,7 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_S
         // real domain have host names of their own: players that ban a failing host
         // (Shaka) then ban that node only.
         host: distinctHosts ? `127.0.0.${2 + i}` : undefined,
+        watchdogMs,
       });
     });
     await Promise.all(Object.values(cluster.nodes).map((n) => n.start()));
@@ -309,12 +461,12 @@ export async function startCluster({ names = ['a', 'b', 'c'], secret = DEFAULT_S
 }
 
 /** Writes a node's config into the cluster's directory and returns its (not started) process. */
-function nodeProc(cluster, { name, http, gossip, seeds, secret, announce, host }) {
+function nodeProc(cluster, { name, http, gossip, seeds, secret, announce, host, watchdogMs }) {
   const configPath = join(cluster.dir, `node-${name}.toml`);
   writeFileSync(configPath, nodeToml({
     name: `node-${name}`, http, gossip, seeds, secret, mcPort: cluster.mcPort, dataDir: join(cluster.dir, `node-${name}`), announce, host,
   }));
-  return new NodeProc({ name: `node-${name}`, configPath, logPath: join(cluster.dir, `node-${name}.log`), http, gossip, host });
+  return new NodeProc({ name: `node-${name}`, configPath, logPath: join(cluster.dir, `node-${name}.log`), http, gossip, host, watchdogMs });
 }
 
 /**
