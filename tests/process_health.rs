@@ -329,13 +329,23 @@ fn a_hung_node_is_killed_by_the_watchdog_and_its_restart_serves_the_timeline() {
         .filter(|e| e.kind == EventKind::Watchdog)
         .map(|e| e.at)
         .collect();
-    for pair in pings.windows(2) {
-        let gap = pair[1].duration_since(pair[0]);
+    // Every gap under the period (a longer one would have been a kill), their mean
+    // about half of it; loose enough for a loaded machine.
+    let gaps: Vec<Duration> = pings
+        .windows(2)
+        .map(|p| p[1].duration_since(p[0]))
+        .collect();
+    for gap in &gaps {
         assert!(
-            (Duration::from_millis(700)..=Duration::from_millis(1500)).contains(&gap),
-            "pings {gap:?} apart"
+            (Duration::from_millis(500)..watchdog).contains(gap),
+            "pings {gaps:?} apart"
         );
     }
+    let mean = gaps.iter().sum::<Duration>() / u32::try_from(gaps.len()).expect("few");
+    assert!(
+        (Duration::from_millis(800)..=Duration::from_millis(1400)).contains(&mean),
+        "pings {gaps:?} apart"
+    );
     let viewer: SocketAddr = ([127, 0, 0, 1], port).into();
     wait_for("the edge's live window", Duration::from_secs(30), || {
         playlist(viewer).filter(|p| parse_media_playlist(p).len() >= 2)
@@ -353,21 +363,24 @@ fn a_hung_node_is_killed_by_the_watchdog_and_its_restart_serves_the_timeline() {
         .map(|e| e.at)
         .max()
         .expect("pings before the stop");
-    assert!(
-        killed.at.duration_since(last_ping) <= watchdog + Duration::from_millis(300),
-        "killed {:?} after the last ping",
-        killed.at.duration_since(last_ping)
+    let after_ping = killed.at.duration_since(last_ping);
+    let after_stop = killed.at.duration_since(stopped);
+    println!(
+        "watchdog: killed {} ms after SIGSTOP, {} ms after the last ping",
+        after_stop.as_millis(),
+        after_ping.as_millis()
     );
     assert!(
-        killed.at.duration_since(stopped) <= watchdog + Duration::from_millis(500),
-        "killed {:?} after the stop",
-        killed.at.duration_since(stopped)
+        after_ping <= watchdog + Duration::from_millis(500),
+        "killed {after_ping:?} after the last ping"
+    );
+    assert!(
+        after_stop <= watchdog + Duration::from_millis(1000),
+        "killed {after_stop:?} after the stop"
     );
     let ready = edge.wait_for(EventKind::Ready, 2, Duration::from_secs(30));
     println!(
-        "watchdog: killed {} ms after SIGSTOP, {} ms after the last ping; READY again {} ms after the kill",
-        killed.at.duration_since(stopped).as_millis(),
-        killed.at.duration_since(last_ping).as_millis(),
+        "watchdog: READY again {} ms after the kill",
         ready.at.duration_since(killed.at).as_millis()
     );
     let second = edge.current();

@@ -244,8 +244,9 @@ fn supervise(
                 started.elapsed() > READY_LIMIT
             };
             if overdue && !stopping {
-                process.kill9();
+                // Recorded when the signal goes, not when the kernel has reaped it.
                 record(EventKind::KilledByWatchdog, &process);
+                process.kill9();
                 break;
             }
         }
