@@ -7,13 +7,14 @@
 mod common;
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{http_get_with, http_request, wait_for, NodeProcess};
+use common::{free_tcp_port, http_get_with, http_request, wait_for, ChildGuard, NodeProcess};
 
 /// The processes these tests start log at `info` (the access log's level).
 fn log_at_info() {
@@ -353,4 +354,70 @@ fn an_input_failing_for_seconds_costs_a_handful_of_lines() {
         "{}",
         about_the_input[0]
     );
+}
+
+#[test]
+fn the_flag_wins_over_the_config_and_a_config_error_is_plain_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_tcp_port()));
+    let config = dir.path().join("node.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[node]\nname = \"flag\"\nhttp = \"{addr}\"\ndata_dir = \"{}\"\ntrust_loopback = true\n[log]\nformat = \"json\"\n",
+            dir.path().join("data").display()
+        ),
+    )
+    .expect("write config");
+    let node = ChildGuard::spawn(
+        "node --log-format text",
+        Command::new(env!("CARGO_BIN_EXE_brdyun"))
+            .args(["node", "--config"])
+            .arg(&config)
+            .args(["--log-format", "text"])
+            .env("RUST_LOG", "info"),
+    );
+    wait_for("the node's listener", Duration::from_secs(20), || {
+        TcpStream::connect(addr).ok()
+    });
+    let (status, _, _) = http_get_with(
+        addr,
+        "/api/node",
+        &[
+            ("X-Request-Id", "text-7"),
+            ("Origin", "http://elsewhere.example"),
+        ],
+    );
+    assert_eq!(status, 403);
+    let stderr = node.kill();
+    let refused = stderr
+        .lines()
+        .find(|line| line.contains("operator api call refused at the door"))
+        .unwrap_or_else(|| panic!("no refusal line in:\n{stderr}"));
+    assert!(!refused.starts_with('{'), "text, not JSON: {refused}");
+    assert!(refused.contains(" INFO request_id=text-7 "), "{refused}");
+    assert!(
+        stderr.lines().all(|line| !line.starts_with('{')),
+        "{stderr}"
+    );
+
+    // A config the process cannot use: the reason in plain words, no log line.
+    std::fs::write(
+        &config,
+        format!("[node]\nname = \"flag\"\nhttp = \"{addr}\"\n[log]\naccess_sample = 2.0\n"),
+    )
+    .expect("write config");
+    let (status, stderr) = ChildGuard::spawn(
+        "node with a bad [log]",
+        Command::new(env!("CARGO_BIN_EXE_brdyun"))
+            .args(["--log-format", "json", "node", "--config"])
+            .arg(&config),
+    )
+    .finish(Duration::from_secs(20));
+    assert!(!status.success());
+    assert!(
+        stderr.contains("access_sample must be between 0.0 and 1.0"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("\"level\""), "{stderr}");
 }
