@@ -16,9 +16,14 @@ use crate::extract::CodedPath;
 use crate::redundancy::door::Viewer;
 use crate::state::AppState;
 
-/// The `p` parameter of a query.
-fn pathway_param(query: Option<&str>) -> Option<&str> {
-    query?.split('&').find_map(|pair| pair.strip_prefix("p="))
+/// The `p` parameter of a query, percent-decoded: a player that rebuilds the URL to add
+/// its own parameters (video.js's VHS) sends the commas as `%2C`.
+fn pathway_param(query: Option<&str>) -> Option<String> {
+    let raw = query?.split('&').find_map(|pair| pair.strip_prefix("p="))?;
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .ok()
+        .map(|text| text.into_owned())
 }
 
 /// The manifest.
@@ -29,7 +34,7 @@ pub async fn manifest(
 ) -> Response {
     let refuse = |refusal| ApiError::Ott(refusal).into_response();
     let Some(pathways) =
-        pathway_param(request.uri().query()).and_then(|text| ott::parse_pathways(text).ok())
+        pathway_param(request.uri().query()).and_then(|text| ott::parse_pathways(&text).ok())
     else {
         return refuse(OttRefusal::BadSteering);
     };
@@ -70,9 +75,16 @@ mod tests {
     fn the_pathway_list_is_found_among_the_players_parameters() {
         assert_eq!(
             pathway_param(Some("p=a,b&_HLS_pathway=a&_HLS_throughput=9")),
-            Some("a,b")
+            Some("a,b".to_owned())
         );
-        assert_eq!(pathway_param(Some("_HLS_pathway=a&p=c")), Some("c"));
+        assert_eq!(
+            pathway_param(Some("p=node-a%2Cnode-b%2cnode-c&_HLS_pathway=node-a")),
+            Some("node-a,node-b,node-c".to_owned())
+        );
+        assert_eq!(
+            pathway_param(Some("_HLS_pathway=a&p=c")),
+            Some("c".to_owned())
+        );
         assert_eq!(pathway_param(Some("pp=a")), None);
         assert_eq!(pathway_param(None), None);
     }
