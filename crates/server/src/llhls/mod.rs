@@ -172,6 +172,8 @@ pub struct Feed {
     stream: Arc<WindowSnapshot>,
     out: Vec<Output>,
     stats: PackagerStats,
+    /// When mismatching segments are logged (see [`Feed::log_mismatches`]).
+    mismatch_log: flap_log::FlapLog,
 }
 
 impl Feed {
@@ -185,6 +187,7 @@ impl Feed {
             channel,
             out: Vec::new(),
             stats: PackagerStats::default(),
+            mismatch_log: flap_log::FlapLog::default(),
         }
     }
 
@@ -257,16 +260,42 @@ impl Feed {
                 .store(stats.live_segments, Ordering::Relaxed);
             c.packaged_segments
                 .store(stats.packaged_segments, Ordering::Relaxed);
-            if stats.mismatches > self.stats.mismatches {
-                tracing::warn!(
-                    mismatches = stats.mismatches,
-                    "ll-hls live parts differed from the ts segment; packaged it again"
-                );
-            }
             c.mismatches.store(stats.mismatches, Ordering::Relaxed);
+            self.log_mismatches(&stats);
             self.stats = stats;
         }
         changed
+    }
+
+    /// A segment whose live parts differed from the TS segment (an input that flaps
+    /// cuts one short at every break) is logged once when it starts, with reminders
+    /// and a line when segments match again (flap-log), not once per segment.
+    fn log_mismatches(&mut self, stats: &PackagerStats) {
+        let now = std::time::Instant::now();
+        if stats.mismatches > self.stats.mismatches {
+            match self.mismatch_log.failed(now) {
+                Some(flap_log::Failure::Down) => tracing::warn!(
+                    mismatches = stats.mismatches,
+                    "ll-hls live parts differed from the ts segment; packaged it again"
+                ),
+                Some(flap_log::Failure::StillDown { repeated, .. }) => tracing::warn!(
+                    mismatches = stats.mismatches,
+                    repeated,
+                    "ll-hls live parts still differ from ts segments; packaged them again"
+                ),
+                None => tracing::debug!(
+                    mismatches = stats.mismatches,
+                    "ll-hls live parts differed from the ts segment; packaged it again"
+                ),
+            }
+        } else if stats.live_segments > self.stats.live_segments {
+            if let Some(recovery) = self.mismatch_log.recovered(now) {
+                tracing::info!(
+                    mismatched = recovery.failures,
+                    "ll-hls live parts match the ts segments again"
+                );
+            }
+        }
     }
 }
 
