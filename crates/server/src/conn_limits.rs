@@ -7,11 +7,16 @@
 //!
 //! Unless configured, the caps are derived from the descriptors the process may hold
 //! ([`DerivedCaps::for_descriptors`]), so that the caps, not `EMFILE`, refuse a flood.
+//!
+//! The caps never decide liveness: the watchdog's own probe connection
+//! ([`ProbePeer`]) is admitted outside them, so a flood that fills them (or 2,000
+//! viewers behind a reverse proxy on the same host, all from 127.0.0.1) cannot make
+//! the service manager kill a process that still serves.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use codes::{Code, RequestError};
@@ -40,7 +45,62 @@ struct Open {
 #[derive(Debug)]
 pub struct ConnectionPermit {
     limits: Arc<ConnectionLimits>,
-    client: IpAddr,
+    /// The client it counts for; `None` for the watchdog's probe, counted nowhere.
+    client: Option<IpAddr>,
+}
+
+/// The exact local address (ip and port) of the watchdog's probe socket while a probe
+/// is under way, so that the accept path admits that one connection outside the caps.
+/// It cannot be spoofed: the watchdog binds the socket before publishing its address,
+/// without `SO_REUSEADDR`/`SO_REUSEPORT`, so no other socket can hold that address
+/// until the watchdog withdraws it (before closing its socket).
+#[derive(Debug)]
+pub struct ProbePeer;
+
+/// The probe's port, 0 when none is under way: checked first, so that every other
+/// connection costs one relaxed load.
+static PROBE_PORT: AtomicU16 = AtomicU16::new(0);
+static PROBE_ADDRESS: Mutex<Option<SocketAddr>> = Mutex::new(None);
+
+impl ProbePeer {
+    /// Publishes `local`, the bound address of the probe socket about to connect.
+    pub fn publish(local: SocketAddr) {
+        *lock_probe() = Some(local);
+        PROBE_PORT.store(local.port(), Ordering::SeqCst);
+    }
+
+    /// Withdraws the published address (call before the probe socket is closed).
+    pub fn withdraw() {
+        PROBE_PORT.store(0, Ordering::SeqCst);
+        *lock_probe() = None;
+    }
+
+    /// Whether `peer` is exactly the published probe socket.
+    pub fn is(peer: SocketAddr) -> bool {
+        let port = PROBE_PORT.load(Ordering::SeqCst);
+        if port == 0 || port != peer.port() {
+            return false;
+        }
+        let published = *lock_probe();
+        published.is_some_and(|probe| same_socket(probe, peer))
+    }
+}
+
+/// Whether two addresses are one socket's, an IPv4 address and its IPv6-mapped form
+/// being the same (a probe from 127.0.0.1 to a dual-stack listener shows as
+/// `::ffff:127.0.0.1`).
+fn same_socket(a: SocketAddr, b: SocketAddr) -> bool {
+    let canonical = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    a.port() == b.port() && canonical(a.ip()) == canonical(b.ip())
+}
+
+fn lock_probe() -> std::sync::MutexGuard<'static, Option<SocketAddr>> {
+    PROBE_ADDRESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl ConnectionLimits {
@@ -79,12 +139,19 @@ impl ConnectionLimits {
         self.max_per_client
     }
 
-    /// Admits a connection from `client`, or says which cap refuses it
-    /// ([`RequestError::ConnectionsFull`], [`RequestError::TooManyConnections`]).
-    pub fn admit(self: &Arc<Self>, client: IpAddr) -> Result<ConnectionPermit, RequestError> {
+    /// Admits a connection from `peer`, or says which cap refuses it
+    /// ([`RequestError::ConnectionsFull`], [`RequestError::TooManyConnections`]). The
+    /// watchdog's probe ([`ProbePeer`]) is admitted outside the caps.
+    pub fn admit(self: &Arc<Self>, peer: SocketAddr) -> Result<ConnectionPermit, RequestError> {
+        if ProbePeer::is(peer) {
+            return Ok(ConnectionPermit {
+                limits: Arc::clone(self),
+                client: None,
+            });
+        }
         // A client is counted as viewers are: an IPv4 address whole (the same through an
         // IPv6 listener), an IPv6 one by its /64 — one host's addresses are one client.
-        let client = IpAddr::V6(std::net::Ipv6Addr::from(ott::address_prefix(client)));
+        let client = IpAddr::V6(std::net::Ipv6Addr::from(ott::address_prefix(peer.ip())));
         let mut open = self.lock();
         if open.total >= self.max_total {
             self.refused_full.fetch_add(1, Ordering::Relaxed);
@@ -99,7 +166,7 @@ impl ConnectionLimits {
         open.total += 1;
         Ok(ConnectionPermit {
             limits: Arc::clone(self),
-            client,
+            client: Some(client),
         })
     }
 
@@ -190,12 +257,15 @@ impl DerivedCaps {
 
 impl Drop for ConnectionPermit {
     fn drop(&mut self) {
+        let Some(client) = self.client else {
+            return;
+        };
         let mut open = self.limits.lock();
         open.total = open.total.saturating_sub(1);
-        if let Some(count) = open.per_client.get_mut(&self.client) {
+        if let Some(count) = open.per_client.get_mut(&client) {
             *count -= 1;
             if *count == 0 {
-                open.per_client.remove(&self.client);
+                open.per_client.remove(&client);
             }
         }
     }
@@ -223,8 +293,8 @@ pub fn refusal_bytes(refusal: RequestError) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn ip(last: u8) -> IpAddr {
-        IpAddr::from([127, 0, 0, last])
+    fn ip(last: u8) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, last], 40_000))
     }
 
     #[test]
@@ -247,7 +317,7 @@ mod tests {
     #[test]
     fn one_ipv6_host_is_one_client_whatever_address_of_its_64_it_uses() {
         let limits = Arc::new(ConnectionLimits::new(10, 2));
-        let v6 = |text: &str| text.parse::<IpAddr>().unwrap();
+        let v6 = |text: &str| SocketAddr::new(text.parse::<IpAddr>().unwrap(), 40_000);
         let _a = limits.admit(v6("2001:db8:7:7::1")).expect("first");
         let _b = limits.admit(v6("2001:db8:7:7::2")).expect("second");
         assert_eq!(
@@ -279,6 +349,39 @@ mod tests {
         drop(first);
         limits.admit(ip(3)).expect("a freed place");
         assert_eq!(limits.refused_full.load(Ordering::Relaxed), 1);
+    }
+
+    /// The watchdog's probe socket is admitted with both caps full, only while
+    /// published and only from its exact address; it frees no one else's place.
+    #[test]
+    fn the_published_probe_socket_is_admitted_outside_full_caps() {
+        let limits = Arc::new(ConnectionLimits::new(2, 1));
+        let _a = limits.admit(ip(1)).expect("first");
+        let _b = limits.admit(ip(2)).expect("second");
+        let probe = SocketAddr::from(([127, 0, 0, 1], 41_999));
+        assert_eq!(
+            limits.admit(probe).err(),
+            Some(RequestError::ConnectionsFull),
+            "not published: an ordinary client"
+        );
+        ProbePeer::publish(probe);
+        let other_port = SocketAddr::from(([127, 0, 0, 1], 41_998));
+        assert_eq!(
+            limits.admit(other_port).err(),
+            Some(RequestError::ConnectionsFull)
+        );
+        let mapped = SocketAddr::new("::ffff:127.0.0.1".parse().unwrap(), 41_999);
+        let permit = limits
+            .admit(mapped)
+            .expect("the probe, through a dual-stack listener");
+        assert_eq!(limits.open(), 2, "the probe is counted nowhere");
+        drop(permit);
+        assert_eq!(limits.open(), 2);
+        ProbePeer::withdraw();
+        assert!(
+            limits.admit(probe).is_err(),
+            "withdrawn: an ordinary client again"
+        );
     }
 
     #[test]

@@ -233,7 +233,7 @@ pub async fn run_with_lane<A: HttpApp>(
                 continue;
             }
         };
-        let permit = match limits.as_ref().map(|l| l.admit(peer.ip())) {
+        let permit = match limits.as_ref().map(|l| l.admit(peer)) {
             Some(Err(refusal)) => {
                 let plain = tls.is_none();
                 connections.spawn(refuse(stream, refusal, plain));

@@ -7,6 +7,11 @@
 //! The probe goes to the plain-HTTP listener every node and MC has (`http`); a TLS
 //! listener is served by the same threads and router, so its health is the same.
 //! A listener bound to every address is probed on loopback.
+//!
+//! The probe's socket is bound first and its exact address published
+//! ([`crate::conn_limits::ProbePeer`]) for as long as it is open, so the accept path
+//! admits it outside the connection caps: a flood that fills them refuses new viewers
+//! but never gets a process that still serves killed.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
@@ -16,6 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Notifier;
+use crate::conn_limits::ProbePeer;
 
 /// Pause before a failed probe is tried again, within the same ping period.
 const RETRY: Duration = Duration::from_millis(100);
@@ -123,6 +129,46 @@ fn sleep_unless_stopped(pause: Duration, stop: &AtomicBool) {
     }
 }
 
+/// The probe's connection; its published address is withdrawn before the socket
+/// closes (fields drop after `drop`), so no other socket can ever be taken for it.
+struct Probing {
+    stream: TcpStream,
+}
+
+impl Drop for Probing {
+    fn drop(&mut self) {
+        ProbePeer::withdraw();
+    }
+}
+
+/// A connection to `target` from a socket bound (to `target`'s address, an ephemeral
+/// port) and published as the probe's before it connects.
+fn connect(target: SocketAddr, timeout: Duration) -> Result<Probing, String> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| format!("socket: {e}"))?;
+    socket
+        .bind(&SocketAddr::new(target.ip(), 0).into())
+        .map_err(|e| format!("bind: {e}"))?;
+    let local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .ok_or("bind: no local address")?;
+    ProbePeer::publish(local);
+    let probing = Probing {
+        stream: TcpStream::from(socket),
+    };
+    socket2::SockRef::from(&probing.stream)
+        .connect_timeout(&target.into(), timeout)
+        .map_err(|e| format!("connect: {e}"))?;
+    Ok(probing)
+}
+
 /// One `GET /healthz` on a new connection to `target`, every step within `timeout`:
 /// `Ok` on a 200.
 ///
@@ -135,8 +181,8 @@ pub fn probe(target: SocketAddr, timeout: Duration) -> Result<(), String> {
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1))
     };
-    let mut stream =
-        TcpStream::connect_timeout(&target, timeout).map_err(|e| format!("connect: {e}"))?;
+    let mut probing = connect(target, timeout)?;
+    let stream = &mut probing.stream;
     stream
         .set_write_timeout(Some(left()))
         .map_err(|e| e.to_string())?;
