@@ -193,7 +193,9 @@ fn probes_answer_while_a_fault_rule_sheds_every_viewer() {
 }
 
 /// An MC whose meeting is live and waits for its publisher is ready: the meeting is
-/// idle, not a fault.
+/// idle, not a fault. Without a token `/readyz` counts idle meetings and names none
+/// (their ids are the platform's, private ones included); with the admin or the node
+/// token it names them.
 #[test]
 fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,15 +204,37 @@ fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
         "mc",
         "mc",
         &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[[meeting]]\nid = \"m\"\nstart = true\n",
+            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+             admin_token = \"admin-secret-for-these-tests\"\n\
+             node_token = \"node-secret-for-these-tests\"\n\
+             [[meeting]]\nid = \"board-q3-reorg\"\nstart = true\n",
             dir.path().join("mc").display()
         ),
     );
     assert_healthy(mc.http);
     wait_for("the idle meeting", Duration::from_secs(10), || {
         let (status, _, doc) = readiness(mc.http);
-        (status == 200 && doc["idle"] == serde_json::json!(["m"])).then_some(())
+        (status == 200 && doc["idle"] == 1).then_some(())
     });
+    let (_, _, open) = http_get(mc.http, "/readyz");
+    let open = String::from_utf8_lossy(&open).into_owned();
+    assert!(
+        !open.contains("board-q3-reorg"),
+        "a meeting named to anyone: {open}"
+    );
+    for token in [
+        "admin-secret-for-these-tests",
+        "node-secret-for-these-tests",
+        "wrong",
+    ] {
+        let auth = format!("Bearer {token}");
+        let (status, _, body) =
+            common::http_get_with(mc.http, "/readyz", &[("Authorization", auth.as_str())]);
+        assert_eq!(status, 200);
+        let doc: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        let named = doc["idle_meetings"] == serde_json::json!(["board-q3-reorg"]);
+        assert_eq!(named, token != "wrong", "{token}: {doc}");
+    }
 }
 
 /// A node delivering an MC's meeting that waits for its publisher is ready: the
@@ -423,4 +447,159 @@ fn a_hung_node_is_killed_by_the_watchdog_and_its_restart_serves_the_timeline() {
         Duration::from_secs(5),
     );
     assert_eq!(edge.count(EventKind::KilledByWatchdog), 1);
+}
+
+/// One request on a kept-alive connection: its status (0 when no whole answer came).
+fn keep_alive_get(stream: &mut std::net::TcpStream, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let request = format!("GET {path} HTTP/1.1\r\nHost: brdyun\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return 0;
+    }
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return 0,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while raw.len() < head_end + length {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return 0,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+        }
+    }
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The code a new connection from `from` is answered with (0 when it is served).
+fn refusal_code(addr: SocketAddr, from: std::net::IpAddr) -> u64 {
+    let mut stream = common::connect_from(addr, from);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let (status, _, body) = {
+        use std::io::{Read, Write};
+        let _ = stream.write_all(b"GET /healthz HTTP/1.0\r\nHost: brdyun\r\n\r\n");
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw);
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status: u16 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, head.to_owned(), body.to_owned())
+    };
+    if status == 200 {
+        return 0;
+    }
+    serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|doc| doc["code"].as_u64())
+        .unwrap_or_else(|| panic!("status {status}: {body}"))
+}
+
+/// Fills both connection caps of the supervised process (`per_client` from 127.0.0.1,
+/// the rest of `total` from other loopback addresses) beside one viewer already
+/// connected, and checks that the watchdog keeps pinging, nothing is killed, and the
+/// viewer is still served `path` on its connection.
+fn caps_full_do_not_kill(process: &Supervisor, path: &str, total: usize, per_client: usize) {
+    let addr = process.current().http;
+    let ip = |last: u8| std::net::IpAddr::from([127, 0, 0, last]);
+    let mut viewer = common::connect_from(addr, ip(2));
+    viewer
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    assert_eq!(keep_alive_get(&mut viewer, path), 200, "the viewer before");
+
+    // The loopback address's cap: full, as behind a reverse proxy on the same host.
+    let mut held: Vec<std::net::TcpStream> = (0..per_client)
+        .map(|_| common::connect_from(addr, ip(1)))
+        .collect();
+    wait_for("127.0.0.1's cap full", Duration::from_secs(10), || {
+        (refusal_code(addr, ip(1)) == 108_009).then_some(())
+    });
+    // The total: full, from a few more addresses.
+    let mut from = 3;
+    while held.len() + 1 < total {
+        let room = per_client.min(total - 1 - held.len());
+        held.extend((0..room).map(|_| common::connect_from(addr, ip(from))));
+        from += 1;
+    }
+    wait_for("the total cap full", Duration::from_secs(10), || {
+        (refusal_code(addr, ip(200)) == 108_010).then_some(())
+    });
+
+    // Four pings after both caps filled (the period is 2 s: a refused probe would have
+    // been a kill by now), within the held connections' header deadline (10 s).
+    let pings = process.count(EventKind::Watchdog);
+    process.wait_for(EventKind::Watchdog, pings + 4, Duration::from_secs(8));
+    assert_eq!(
+        refusal_code(addr, ip(201)),
+        108_010,
+        "the caps stayed full all along"
+    );
+    assert_eq!(process.count(EventKind::KilledByWatchdog), 0);
+    assert_eq!(process.count(EventKind::Started), 1);
+    assert_eq!(
+        keep_alive_get(&mut viewer, path),
+        200,
+        "the viewer after, on its connection"
+    );
+    drop(held);
+}
+
+/// The connection caps never decide liveness: a node whose total and loopback
+/// per-address caps are full is not killed by the watchdog (its probe is admitted
+/// outside the caps) and serves the viewers it has.
+#[test]
+fn a_node_with_its_connection_caps_full_is_not_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[node]\nname = \"capped\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         max_connections = 30\nmax_connections_per_client = 8\n\
+         [defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"builtin://meeting\"]\n",
+        dir.path().join("data").display()
+    );
+    let node = Supervisor::start(
+        dir.path(),
+        "capped",
+        "node",
+        &config,
+        Duration::from_secs(2),
+    );
+    wait_for("the stream's playlist", Duration::from_secs(30), || {
+        playlist(node.current().http)
+    });
+    caps_full_do_not_kill(&node, "/m/mono.m3u8", 30, 8);
+}
+
+/// The same for an MC: its caps full, it is not killed and its viewers are served.
+#[test]
+fn an_mc_with_its_connection_caps_full_is_not_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         max_connections = 30\nmax_connections_per_client = 8\n\
+         [[meeting]]\nid = \"m\"\nstart = true\n",
+        dir.path().join("mc").display()
+    );
+    let mc = Supervisor::start(dir.path(), "mc", "mc", &config, Duration::from_secs(2));
+    caps_full_do_not_kill(&mc, "/api/meetings/m", 30, 8);
 }

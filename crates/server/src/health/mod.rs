@@ -11,14 +11,40 @@
 //!   an MC its store reachable and its meetings on their group's timeline. Computed at
 //!   most every [`READY_CACHE`] however often it is asked.
 
+pub mod budget;
 pub mod heartbeat;
 pub mod ready;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
+
 pub use ready::{Facts, Readiness, StreamFacts};
+
+/// A readiness verdict with its answers' bodies, serialized once per computation: a
+/// probe costs a clone of the bytes, however many meetings the body counts.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The verdict.
+    pub readiness: Readiness,
+    /// The body for anyone: codes and counts, no meeting named.
+    pub open: Bytes,
+    /// The body for a caller with a token: meetings named.
+    pub named: Bytes,
+}
+
+impl Verdict {
+    /// `readiness` and its two bodies.
+    pub fn new(readiness: Readiness) -> Self {
+        Self {
+            open: Bytes::from(readiness.json(false).to_string()),
+            named: Bytes::from(readiness.json(true).to_string()),
+            readiness,
+        }
+    }
+}
 
 /// How long a readiness verdict is served before it is computed again: probes from
 /// many load balancers cost one computation per period.
@@ -34,7 +60,7 @@ pub struct Health {
 #[derive(Debug, Default)]
 struct Shared {
     shutting_down: AtomicBool,
-    verdict: Mutex<Option<(Instant, Arc<Readiness>)>>,
+    verdict: RwLock<Option<(Instant, Arc<Verdict>)>>,
 }
 
 impl Health {
@@ -50,22 +76,36 @@ impl Health {
         self.inner.shutting_down.load(Ordering::SeqCst)
     }
 
-    /// The readiness verdict: the one computed less than [`READY_CACHE`] ago, else
-    /// `compute`'s, kept for the next callers.
-    pub fn readiness(&self, compute: impl FnOnce() -> Readiness) -> Arc<Readiness> {
-        let mut verdict = self
+    /// The readiness verdict: the one computed less than [`READY_CACHE`] ago (a shared
+    /// read, no wait while nobody computes), else `compute`'s, kept for the next callers.
+    pub fn readiness(&self, compute: impl FnOnce() -> Readiness) -> Arc<Verdict> {
+        let fresh = |cached: &Option<(Instant, Arc<Verdict>)>| {
+            cached
+                .as_ref()
+                .filter(|(at, _)| at.elapsed() < READY_CACHE)
+                .map(|(_, verdict)| Arc::clone(verdict))
+        };
+        if let Some(verdict) = fresh(
+            &self
+                .inner
+                .verdict
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        ) {
+            return verdict;
+        }
+        let mut cached = self
             .inner
             .verdict
-            .lock()
+            .write()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some((at, readiness)) = verdict.as_ref() {
-            if at.elapsed() < READY_CACHE {
-                return Arc::clone(readiness);
-            }
+        // Another prober may have computed it while this one waited.
+        if let Some(verdict) = fresh(&cached) {
+            return verdict;
         }
-        let readiness = Arc::new(compute());
-        *verdict = Some((Instant::now(), Arc::clone(&readiness)));
-        readiness
+        let verdict = Arc::new(Verdict::new(compute()));
+        *cached = Some((Instant::now(), Arc::clone(&verdict)));
+        verdict
     }
 
     /// Drops the cached verdict: a change the process made itself (shutdown, drain)
@@ -74,7 +114,7 @@ impl Health {
         *self
             .inner
             .verdict
-            .lock()
+            .write()
             .unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
@@ -101,6 +141,7 @@ mod tests {
             Readiness::default()
         });
         assert_eq!(computed, 2);
-        assert!(fresh.ready());
+        assert!(fresh.readiness.ready());
+        assert_eq!(&fresh.open[..], br#"{"idle":0,"ready":true}"#);
     }
 }

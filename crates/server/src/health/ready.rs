@@ -47,6 +47,9 @@ pub struct Readiness {
     pub reasons: Vec<(Reason, Option<String>)>,
     /// Meeting streams without media: waiting for their publisher, not a fault.
     pub idle: Vec<String>,
+    /// The reasons' fields that name a meeting (not a configured stream): named only
+    /// to a caller with a token, as the meeting list is.
+    pub meeting_fields: Vec<String>,
 }
 
 impl Readiness {
@@ -55,29 +58,38 @@ impl Readiness {
         self.reasons.is_empty()
     }
 
-    /// The answer's body: `{"ready":true,"idle":[…]}`, or the code 115001 with one
-    /// `{"code","message","field"?}` per reason.
-    pub fn json(&self) -> Value {
-        if self.ready() {
-            return json!({ "ready": true, "idle": self.idle });
-        }
-        let reasons: Vec<Value> = self
-            .reasons
-            .iter()
-            .map(|(reason, field)| {
-                let mut entry = json!({ "code": reason.code(), "message": reason.message() });
-                if let Some(field) = field {
-                    entry["field"] = json!(field);
-                }
-                entry
+    /// The answer's body: `{"ready":true,"idle":N}`, or the code 115001 with one
+    /// `{"code","message","field"?}` per reason. Meetings are named (`idle_meetings`,
+    /// a reason's `field`) only when `names` (the caller showed a token): their ids
+    /// are the platform's, private ones included. A configured stream is always named.
+    pub fn json(&self, names: bool) -> Value {
+        let mut body = if self.ready() {
+            json!({ "ready": true })
+        } else {
+            let reasons: Vec<Value> = self
+                .reasons
+                .iter()
+                .map(|(reason, field)| {
+                    let mut entry = json!({ "code": reason.code(), "message": reason.message() });
+                    if let Some(field) = field {
+                        if names || !self.meeting_fields.contains(field) {
+                            entry["field"] = json!(field);
+                        }
+                    }
+                    entry
+                })
+                .collect();
+            json!({
+                "code": Reason::NotReady.code(),
+                "message": Reason::NotReady.message(),
+                "reasons": reasons,
             })
-            .collect();
-        json!({
-            "code": Reason::NotReady.code(),
-            "message": Reason::NotReady.message(),
-            "reasons": reasons,
-            "idle": self.idle,
-        })
+        };
+        body["idle"] = json!(self.idle.len());
+        if names {
+            body["idle_meetings"] = json!(self.idle);
+        }
+        body
     }
 }
 
@@ -90,6 +102,7 @@ impl Readiness {
 /// - on an MC: its shared store answers, and it cuts no meeting off its group's timeline.
 pub fn assess(facts: &Facts) -> Readiness {
     let mut readiness = Readiness::default();
+    let mut meeting_fields = Vec::new();
     let mut reason = |r: Reason, field: Option<&str>| {
         readiness.reasons.push((r, field.map(str::to_owned)));
     };
@@ -107,6 +120,7 @@ pub fn assess(facts: &Facts) -> Readiness {
     }
     for meeting in &facts.off_timeline {
         reason(Reason::OffTimeline, Some(meeting));
+        meeting_fields.push(meeting.clone());
     }
     let mut idle = Vec::new();
     for stream in &facts.streams {
@@ -118,13 +132,19 @@ pub fn assess(facts: &Facts) -> Readiness {
         }
         if stream.meeting && !stream.paused {
             idle.push(stream.name.clone());
-        } else if stream.pushed_at_ms.is_none() {
+            continue;
+        }
+        if stream.meeting {
+            meeting_fields.push(stream.name.clone());
+        }
+        if stream.pushed_at_ms.is_none() {
             reason(Reason::StreamStarting, Some(&stream.name));
         } else {
             reason(Reason::StreamStalled, Some(&stream.name));
         }
     }
     readiness.idle = idle;
+    readiness.meeting_fields = meeting_fields;
     readiness
 }
 
@@ -160,8 +180,13 @@ mod tests {
         assert!(r.ready(), "{r:?}");
         assert_eq!(r.idle, ["m", "old-meeting"]);
         assert_eq!(
-            r.json(),
-            json!({"ready": true, "idle": ["m", "old-meeting"]})
+            r.json(true),
+            json!({"ready": true, "idle": 2, "idle_meetings": ["m", "old-meeting"]})
+        );
+        assert_eq!(
+            r.json(false),
+            json!({"ready": true, "idle": 2}),
+            "meetings are named only with a token"
         );
         // A process with no stream at all serves what it has: ready.
         assert!(assess(&facts(Vec::new())).ready());
@@ -181,7 +206,7 @@ mod tests {
                 (Reason::StreamStalled, Some("lost".to_owned())),
             ]
         );
-        let body = r.json();
+        let body = r.json(false);
         assert_eq!(body["code"], 115_001);
         assert_eq!(body["reasons"][0]["code"], 115_013);
         assert_eq!(body["reasons"][0]["field"], "new");
@@ -194,6 +219,11 @@ mod tests {
         paused.paused = true;
         let r = assess(&facts(vec![paused]));
         assert_eq!(r.reasons, [(Reason::StreamStalled, Some("m".to_owned()))]);
+        assert_eq!(r.json(true)["reasons"][0]["field"], "m");
+        assert!(
+            r.json(false)["reasons"][0].get("field").is_none(),
+            "a meeting is not named without a token"
+        );
     }
 
     #[test]
@@ -208,6 +238,9 @@ mod tests {
         });
         let codes: Vec<u32> = r.reasons.iter().map(|(c, _)| c.code()).collect();
         assert_eq!(codes, [115_010, 115_011, 115_012, 115_015, 115_016]);
+        assert_eq!(r.json(true)["reasons"][4]["field"], "m1");
+        assert!(r.json(false)["reasons"][4].get("field").is_none());
+        assert!(r.json(false).to_string().find("m1").is_none());
         let joined = assess(&Facts {
             mesh_joined: Some(true),
             store_reachable: Some(true),

@@ -1,41 +1,67 @@
 //! `/healthz` and `/readyz` of a node and an MC (`docs/operations.md`, "Health and
-//! readiness"): no token, no body read, never shed (the shedding layer lets them
-//! through), each answer cheap — a heartbeat check, a readiness verdict cached for
-//! [`crate::health::READY_CACHE`].
+//! readiness"): no token needed, no body read, never shed up to a bound (the shedding
+//! layer lets them through, [`crate::health::budget`]), each answer cheap — a
+//! heartbeat verdict read from atomics, a readiness verdict and its body cached for
+//! [`crate::health::READY_CACHE`]. Meetings are named only to a caller with a token.
 
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use codes::Code;
 
-use crate::health::{heartbeat, ready, Facts, Readiness, StreamFacts};
+use crate::credentials::{bearer, constant_time_eq};
+use crate::health::{heartbeat, ready, Facts, StreamFacts, Verdict};
 use crate::redundancy::RedundancySettings;
 use crate::state::AppState;
 
-/// `GET /healthz`: 200 while every runtime of the process beats; 503 (115002, `field`
-/// the silent runtime) when one has stopped. Answered by a serving thread, so a hung
-/// serving path answers nothing at all.
+/// `GET /healthz`: 200 while every runtime of the process beats or progresses; 503
+/// (115002, `field` the hung runtime) when one has stopped. Answered by a serving
+/// thread, so a hung serving path answers nothing at all.
 pub async fn healthz() -> Response {
     match heartbeat::stalled() {
         None => no_store((StatusCode::OK, "ok\n").into_response()),
-        Some((runtime, silent)) => {
-            tracing::warn!(%runtime, silent_ms = silent.as_millis() as u64, "a runtime stopped beating: unhealthy");
+        // Logged by `stalled` once per change, not here per probe.
+        Some((runtime, _)) => {
             crate::error::respond(Code::Health(codes::Health::Unhealthy), Some(&runtime))
         }
     }
 }
 
-/// `GET /readyz`: 200 `{"ready":true,"idle":[…]}` when the process is ready for
-/// viewers, else 503 with 115001 and its reasons (see [`ready::assess`]).
-pub async fn readyz(State(state): State<AppState>) -> Response {
-    let readiness = state.health().readiness(|| ready::assess(&facts(&state)));
-    answer(&readiness)
+/// `GET /readyz`: 200 `{"ready":true,"idle":N}` when the process is ready for
+/// viewers, else 503 with 115001 and its reasons (see [`ready::assess`]). With the
+/// admin token (on an MC, the admin or the node token) the idle meetings are listed
+/// (`idle_meetings`) and a reason names its meeting.
+pub async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let verdict = state.health().readiness(|| ready::assess(&facts(&state)));
+    answer(&verdict, may_see_meetings(&state, &headers))
 }
 
-/// The answer of a verdict.
-fn answer(readiness: &Readiness) -> Response {
-    let body = readiness.json().to_string();
-    let mut response = if readiness.ready() {
+/// Whether the request carries a token that may list meetings: the node's admin token,
+/// or the MC's admin or node token — a configured one, matched in constant time.
+fn may_see_meetings(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(given) = bearer(headers) else {
+        return false;
+    };
+    let matches = |token: Option<&str>| {
+        token.is_some_and(|t| constant_time_eq(t.as_bytes(), given.as_bytes()))
+    };
+    match state.mc() {
+        Some(mc) => {
+            let settings = &mc.inner.settings;
+            matches(settings.admin_token.as_deref()) || matches(settings.node_token.as_deref())
+        }
+        None => matches(state.admin_token()),
+    }
+}
+
+/// The answer of a verdict: its cached body, with meetings named when `names`.
+fn answer(verdict: &Verdict, names: bool) -> Response {
+    let body = if names {
+        verdict.named.clone()
+    } else {
+        verdict.open.clone()
+    };
+    let mut response = if verdict.readiness.ready() {
         (StatusCode::OK, body).into_response()
     } else {
         let mut response = (StatusCode::SERVICE_UNAVAILABLE, body).into_response();

@@ -247,7 +247,9 @@ where
         // The inner service polled ready for this call answers it (its future owns
         // what it needs: no clone of the service per request).
         let target = RequestContext::target(request.extensions()).copied();
-        if !self.shedder.enabled() || never_shed(target.as_ref(), &request) {
+        if !self.shedder.enabled()
+            || never_shed(target.as_ref(), &request, Connection::of(&request))
+        {
             return Either::Left(self.inner.call(request));
         }
         match self.admit(&request, target, Connection::of(&request)) {
@@ -264,7 +266,13 @@ where
     S::Future: Unpin,
 {
     fn call_with(&mut self, request: Request, context: RequestContext) -> Self::Future {
-        if !self.shedder.enabled() || never_shed(context.target.as_ref(), &request) {
+        if !self.shedder.enabled()
+            || never_shed(
+                context.target.as_ref(),
+                &request,
+                context.connection.as_ref(),
+            )
+        {
             return Either::Left(self.inner.call_with(request, context));
         }
         match self.admit(&request, context.target, context.connection.as_ref()) {
@@ -278,13 +286,19 @@ where
 
 /// Whether `request` (its route `target` as the edge found it, else found from its
 /// path) is one no load, fault rule or experiment sheds ([`Route::never_shed`]): it is
-/// neither classified nor counted in flight.
-fn never_shed(target: Option<&Target>, request: &Request) -> bool {
+/// neither classified nor counted in flight. The exemption is bounded
+/// ([`crate::health::budget`]): beyond it a probe is classified and counted like any
+/// request, except the watchdog's own (its connection's exact peer).
+fn never_shed(target: Option<&Target>, request: &Request, connection: Option<&Connection>) -> bool {
     let route = match target {
         Some(target) => target.route,
         None => Target::of_path(request.uri().path()).route,
     };
-    route.is_some_and(Route::never_shed)
+    if !route.is_some_and(Route::never_shed) {
+        return false;
+    }
+    connection.is_some_and(|c| crate::conn_limits::ProbePeer::is(c.peer))
+        || crate::health::budget::take()
 }
 
 /// What [`ShedService`] decides for a request.
