@@ -10,6 +10,7 @@
 //! loads per request; a request not logged costs nothing more. A logged one carries a
 //! boxed [`Record`] beside its body ([`AccessBody`]).
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -176,10 +177,30 @@ const SECRET_NAMES: [&str; 7] = ["token", "session", "pass", "key", "secret", "a
 /// The longest path (with its query) a line carries; longer ones are cut with `...`.
 const MAX_PATH: usize = 512;
 
-/// `uri`'s path and query, each secret parameter's value replaced by `REDACTED`.
+/// `text` as it came on the wire: every byte that is not printable ASCII (a request
+/// target may carry raw UTF-8: U+0085, U+2028, U+009B, U+202E and the like, which
+/// break or reorder a log line in a terminal or a viewer) percent-encoded.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |b: u8| (0x21..0x7f).contains(&b);
+    if text.bytes().all(plain) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for byte in text.bytes() {
+        if plain(byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `uri`'s path and query, each secret parameter's value replaced by `REDACTED`, and
+/// every byte outside printable ASCII percent-encoded ([`escaped`]).
 pub fn redacted(uri: &Uri) -> String {
     let mut out = String::with_capacity(uri.path().len() + 16);
-    out.push_str(uri.path());
+    out.push_str(&escaped(uri.path()));
     if let Some(query) = uri.query() {
         out.push('?');
         for (index, pair) in query.split('&').enumerate() {
@@ -189,10 +210,10 @@ pub fn redacted(uri: &Uri) -> String {
             let name = pair.split_once('=').map_or(pair, |(name, _)| name);
             let lower = name.to_ascii_lowercase();
             if SECRET_NAMES.iter().any(|secret| lower.contains(secret)) {
-                out.push_str(name);
+                out.push_str(&escaped(name));
                 out.push_str("=REDACTED");
             } else {
-                out.push_str(pair);
+                out.push_str(&escaped(pair));
             }
         }
     }
@@ -303,6 +324,23 @@ mod tests {
         let cut = path(&long);
         assert_eq!(cut.len(), MAX_PATH + 3);
         assert!(cut.ends_with("..."));
+    }
+
+    /// A raw UTF-8 target (the bytes `http` accepts above 0x7f) is logged in its wire
+    /// form: no line separator, C1 control or bidi override reaches the log.
+    #[test]
+    fn characters_that_break_or_reorder_a_line_are_percent_encoded() {
+        let uri = Uri::from_maybe_shared(axum::body::Bytes::from_static(
+            "/a\u{85}fake\u{2028}line\u{202e}txt.exe\u{9b}31m?q=\u{85}&pass=x".as_bytes(),
+        ))
+        .expect("http accepts raw UTF-8 in a target");
+        let line = redacted(&uri);
+        assert_eq!(
+            line,
+            "/a%C2%85fake%E2%80%A8line%E2%80%AEtxt.exe%C2%9B31m?q=%C2%85&pass=REDACTED"
+        );
+        assert!(line.bytes().all(|b| (0x21..0x7f).contains(&b)), "{line}");
+        assert_eq!(path("/plain/index.m3u8"), "/plain/index.m3u8");
     }
 
     #[test]

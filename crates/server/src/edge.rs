@@ -117,7 +117,7 @@ impl<S> Edge<S> {
             let refused =
                 admin_door::refusal(request.method(), request.uri(), request.headers(), has_body);
             if let Some(code) = refused {
-                tracing::info!(code = code.code(), path = %request.uri().path(), "operator api call refused at the door");
+                tracing::info!(code = code.code(), path = %crate::access_log::escaped(request.uri().path()), "operator api call refused at the door");
                 let response = crate::error::respond(code, None);
                 return EdgeFuture::Ready(Some(finish(&self.metrics, kind, true, response)));
             }

@@ -127,6 +127,39 @@ async fn supervise(
 }
 
 /// Runs one encoder process until it fails or the stream stops.
+/// What the service manager gave this process and an encoder must not have: the
+/// notify socket and the watchdog's variables (a child that could send `READY=1` or
+/// keep a hung MC pinging), and the ambient capabilities (`CAP_SYS_NICE`, to renice or
+/// make realtime any process on the host; `CAP_NET_BIND_SERVICE`), cleared before the
+/// encoder, which decodes publisher-supplied media, runs.
+#[allow(unsafe_code)]
+pub(crate) fn confine(command: &mut Command) {
+    for variable in [
+        "NOTIFY_SOCKET",
+        "WATCHDOG_USEC",
+        "WATCHDOG_PID",
+        "LISTEN_FDS",
+        "LISTEN_PID",
+    ] {
+        command.env_remove(variable);
+    }
+    // SAFETY: the closure runs in the child between fork and exec and makes one
+    // async-signal-safe system call, allocating nothing.
+    unsafe {
+        command.pre_exec(|| {
+            // Kernels without ambient capabilities (before 4.3) have none to clear.
+            let _ = libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            );
+            Ok(())
+        });
+    }
+}
+
 async fn run_once(
     channel: &Arc<Channel>,
     settings: &LadderSettings,
@@ -135,14 +168,15 @@ async fn run_once(
     status: &LadderStatus,
     stop: &mut watch::Receiver<bool>,
 ) -> RunEnd {
-    let mut child = match Command::new(&settings.encoder)
+    let mut command = Command::new(&settings.encoder);
+    command
         .args(ffmpeg_args(settings, rungs))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
+        .kill_on_drop(true);
+    confine(&mut command);
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {
             return RunEnd::Fault(
@@ -352,4 +386,27 @@ fn publish(
         &out.probe.summary(),
         done,
     );
+}
+
+#[cfg(test)]
+mod confine_tests {
+    use super::*;
+
+    /// The service manager's variables do not reach an encoder: a child must not be
+    /// able to notify for the MC.
+    #[tokio::test]
+    async fn an_encoder_gets_no_notify_socket_or_watchdog() {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("echo \"[$NOTIFY_SOCKET|$WATCHDOG_USEC|$WATCHDOG_PID|$KEPT]\"")
+            .env("NOTIFY_SOCKET", "/run/systemd/notify")
+            .env("WATCHDOG_USEC", "2000000")
+            .env("WATCHDOG_PID", "1")
+            .env("KEPT", "yes")
+            .stdout(Stdio::piped());
+        confine(&mut command);
+        let out = command.output().await.expect("sh runs");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[|||yes]");
+    }
 }
