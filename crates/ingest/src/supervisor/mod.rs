@@ -457,7 +457,9 @@ impl Supervision {
         loop {
             let before = self.switcher.active();
             // Status is republished on ticks and state changes, not on every frame.
+            // Shutdown first: an input that ends because the process stops is no fault.
             let changed = tokio::select! {
+                biased;
                 _ = stopped(&mut shutdown) => break,
                 _ = ticker.tick() => {
                     self.on_tick(Instant::now(), &mut out);
@@ -465,6 +467,9 @@ impl Supervision {
                 }
                 event = events.recv() => {
                     let Some((index, event)) = event else { break };
+                    if *shutdown.borrow() {
+                        break;
+                    }
                     let media = matches!(event, InputEvent::Media(_));
                     self.handle(index, event, &mut out);
                     !media
