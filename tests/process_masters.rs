@@ -140,3 +140,76 @@ fn every_master_and_the_mpd_of_a_group_member_list_backups_pathways_and_steering
         );
     }
 }
+
+/// The node a `/watch/meeting.m3u8` at `entry` sends a viewer to: its `Location`, made
+/// absolute (the node itself answers with a path).
+fn entry_target(entry: SocketAddr) -> Option<String> {
+    let (status, head, _) = common::http_get(entry, "/watch/meeting.m3u8");
+    if status != 302 {
+        return None;
+    }
+    let location = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("location")
+            .then(|| value.trim().to_owned())
+    })?;
+    Some(if location.starts_with('/') {
+        format!("http://{entry}{location}")
+    } else {
+        location
+    })
+}
+
+/// A player that does not switch (ffmpeg here, as VLC, mpv or a site playing one media
+/// playlist) is given the way in, `/watch/{meeting}.m3u8`: when the node it was sent to
+/// dies, reopening the way in at a node that lives plays again (OTT-GRP-2, OTT-PROT-1).
+#[test]
+fn a_reopening_player_given_the_way_in_plays_again_after_its_node_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = NodeProcess::start(dir.path(), "origin", &origin_config(dir.path()));
+    let (ga, gb) = (free_udp_port(), free_udp_port());
+    let mut a = NodeProcess::start(
+        dir.path(),
+        "a",
+        &member_config(dir.path(), "a", ga, gb, origin.http),
+    );
+    let mut b = NodeProcess::start(
+        dir.path(),
+        "b",
+        &member_config(dir.path(), "b", gb, ga, origin.http),
+    );
+    let offer = format!("http://{}/meeting/", b.http);
+    wait_for("a to offer b", Duration::from_secs(40), || {
+        let (status, body) = get(a.http, "/meeting/index.m3u8");
+        (status == 200 && body.contains(&offer)).then_some(())
+    });
+
+    // The way in at a sends ffmpeg to a node that plays.
+    let way_in = |node: SocketAddr| format!("http://{node}/watch/meeting.m3u8");
+    let target = wait_for("a's way in", Duration::from_secs(10), || {
+        entry_target(a.http)
+    });
+    let (status, errors) = common::ffmpeg_decode(&way_in(a.http), 3, Duration::from_secs(30));
+    assert!(status.success(), "ffmpeg played the way in: {errors:?}");
+
+    // That node dies; the player reopens the way in at the node that lives.
+    let b_serves = target.contains(&b.http.to_string());
+    let (dead, live) = if b_serves {
+        b.kill9();
+        (b.http, a.http)
+    } else {
+        a.kill9();
+        (a.http, b.http)
+    };
+    let to_live = wait_for(
+        "the way in to send viewers to the node that lives",
+        Duration::from_secs(20),
+        || entry_target(live).filter(|t| !t.contains(&dead.to_string())),
+    );
+    assert!(to_live.contains(&live.to_string()), "{to_live}");
+    let (status, errors) = common::ffmpeg_decode(&way_in(live), 3, Duration::from_secs(30));
+    assert!(
+        status.success() && errors.is_empty(),
+        "ffmpeg played again after its node died: {errors:?}"
+    );
+}
