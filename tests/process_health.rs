@@ -451,38 +451,12 @@ fn a_hung_node_is_killed_by_the_watchdog_and_its_restart_serves_the_timeline() {
 
 /// One request on a kept-alive connection: its status (0 when no whole answer came).
 fn keep_alive_get(stream: &mut std::net::TcpStream, path: &str) -> u16 {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let request = format!("GET {path} HTTP/1.1\r\nHost: brdyun\r\n\r\n");
     if stream.write_all(request.as_bytes()).is_err() {
         return 0;
     }
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return 0,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while raw.len() < head_end + length {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return 0,
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-        }
-    }
-    head.split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+    read_answer(stream).map_or(0, |(status, _, _)| status)
 }
 
 /// The code a new connection from `from` is answered with (0 when it is served).
@@ -602,4 +576,183 @@ fn an_mc_with_its_connection_caps_full_is_not_killed() {
     );
     let mc = Supervisor::start(dir.path(), "mc", "mc", &config, Duration::from_secs(2));
     caps_full_do_not_kill(&mc, "/api/meetings/m", 30, 8);
+}
+
+/// REQ: SHED-1 — the probes' exemption from shedding is bounded: beyond 500 probes a
+/// second a probe is classified as a status read (DEGRADED), so a fault rule that
+/// sheds every viewer sheds the flood's excess, while the probes within the bound
+/// still answer.
+#[test]
+fn probes_beyond_the_bound_are_shed_like_status_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = NodeProcess::start(
+        dir.path(),
+        "probe-flood",
+        &builtin_node_config(&dir.path().join("data"), "probe-flood", "127.0.0.1:0"),
+    );
+    wait_readiness(node.http, "ready", 200, None, Duration::from_secs(30));
+    let (status, doc) = http_request(
+        node.http,
+        "POST",
+        "/api/fault-rules",
+        &[],
+        r#"{"duration_seconds":60}"#,
+    );
+    assert_eq!(status, 201, "{doc}");
+    let addr = node.http;
+    let flood: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (mut ok, mut shed) = (0u32, 0u32);
+                let deadline = Instant::now() + Duration::from_secs(10);
+                let mut stream = None;
+                while Instant::now() < deadline && (shed == 0 || ok == 0) {
+                    let conn = stream.get_or_insert_with(|| {
+                        let s = std::net::TcpStream::connect(addr).expect("connect");
+                        s.set_read_timeout(Some(Duration::from_secs(5)))
+                            .expect("timeout");
+                        s
+                    });
+                    match keep_alive_get(conn, "/healthz") {
+                        200 => ok += 1,
+                        503 => shed += 1,
+                        _ => stream = None,
+                    }
+                }
+                (ok, shed)
+            })
+        })
+        .collect();
+    let (ok, shed) = flood
+        .into_iter()
+        .map(|t| t.join().expect("flooder"))
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    println!("probe flood under a fault rule: {ok} answered, {shed} shed");
+    assert!(ok > 0, "the probes within the bound answer");
+    assert!(
+        shed > 0,
+        "the probes beyond the bound were never shed ({ok} answered)"
+    );
+    // The shed answer is the shedder's, not the probe's own 503.
+    let shed_code = wait_for("a shed probe's code", Duration::from_secs(10), || {
+        let mut conn = std::net::TcpStream::connect(addr).ok()?;
+        conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        (0..2000).find_map(|_| {
+            let (status, _, body) = {
+                let request = b"GET /healthz HTTP/1.1\r\nHost: brdyun\r\n\r\n";
+                use std::io::Write;
+                conn.write_all(request).ok()?;
+                read_answer(&mut conn)?
+            };
+            (status == 503).then(|| {
+                serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default()["code"]
+                    .as_u64()
+            })?
+        })
+    });
+    assert_eq!(shed_code, 109_001);
+    wait_for("a probe answered again", Duration::from_secs(5), || {
+        (http_get(addr, "/healthz").0 == 200).then_some(())
+    });
+}
+
+/// One HTTP/1.1 answer read off a kept-alive connection: (status, head, body).
+fn read_answer(stream: &mut std::net::TcpStream) -> Option<(u16, String, Vec<u8>)> {
+    use std::io::Read;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while raw.len() < head_end + length {
+        let n = stream.read(&mut buf).ok().filter(|n| *n > 0)?;
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, head, raw[head_end..head_end + length].to_vec()))
+}
+
+/// A node under a heavy load it serves (or sheds) is busy, not hung: under the
+/// watchdog, a flood of viewers' playlist and probe requests on 24 connections for
+/// 6 s gets it neither a 115002 from `/healthz` nor a kill, and the watchdog keeps
+/// pinging through it.
+#[test]
+fn a_node_under_a_heavy_served_load_is_not_declared_unhealthy() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = builtin_node_config(&dir.path().join("data"), "loaded", "127.0.0.1:0");
+    let node = Supervisor::start(
+        dir.path(),
+        "loaded",
+        "node",
+        &config,
+        Duration::from_secs(2),
+    );
+    let addr = node.current().http;
+    wait_for("the stream's playlist", Duration::from_secs(30), || {
+        playlist(addr)
+    });
+    let pings = node.count(EventKind::Watchdog);
+    let until = Instant::now() + Duration::from_secs(6);
+    let flood: Vec<_> = (0..24)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let path = if i % 4 == 0 {
+                    "/healthz"
+                } else {
+                    "/m/mono.m3u8"
+                };
+                let (mut answered, mut hung) = (0u32, 0u32);
+                let mut stream: Option<std::net::TcpStream> = None;
+                while Instant::now() < until {
+                    let conn = match stream.as_mut() {
+                        Some(conn) => conn,
+                        None => {
+                            let Ok(s) = std::net::TcpStream::connect(addr) else {
+                                continue;
+                            };
+                            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                            stream.insert(s)
+                        }
+                    };
+                    use std::io::Write;
+                    let request = format!("GET {path} HTTP/1.1\r\nHost: brdyun\r\n\r\n");
+                    let answer = conn
+                        .write_all(request.as_bytes())
+                        .ok()
+                        .and_then(|()| read_answer(conn));
+                    match answer {
+                        Some((_, _, body)) => {
+                            answered += 1;
+                            hung += u32::from(String::from_utf8_lossy(&body).contains("115002"));
+                        }
+                        None => stream = None,
+                    }
+                }
+                (answered, hung)
+            })
+        })
+        .collect();
+    let (answered, hung) = flood
+        .into_iter()
+        .map(|t| t.join().expect("flooder"))
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    println!("heavy load: {answered} answers in 6 s");
+    assert!(answered > 1000, "not a heavy load: {answered} answers");
+    assert_eq!(hung, 0, "/healthz called the busy node hung");
+    assert!(
+        node.count(EventKind::Watchdog) >= pings + 4,
+        "the watchdog stopped pinging under load"
+    );
+    assert_eq!(node.count(EventKind::KilledByWatchdog), 0);
+    assert_eq!(node.count(EventKind::Started), 1);
 }

@@ -287,8 +287,9 @@ where
 /// Whether `request` (its route `target` as the edge found it, else found from its
 /// path) is one no load, fault rule or experiment sheds ([`Route::never_shed`]): it is
 /// neither classified nor counted in flight. The exemption is bounded
-/// ([`crate::health::budget`]): beyond it a probe is classified and counted like any
-/// request, except the watchdog's own (its connection's exact peer).
+/// ([`crate::health::budget`]): beyond it a probe is classified as a status read
+/// (DEGRADED) and counted like any request, except the watchdog's own (its
+/// connection's exact peer).
 fn never_shed(target: Option<&Target>, request: &Request, connection: Option<&Connection>) -> bool {
     let route = match target {
         Some(target) => target.route,
@@ -344,7 +345,12 @@ impl<S> ShedService<S> {
     ) -> Verdict<F> {
         let target = target.unwrap_or_else(|| Target::of_path(request.uri().path()));
         let read_only = matches!(*request.method(), Method::GET | Method::HEAD);
-        let facts = facts_of(&target, read_only, request.headers());
+        let mut facts = facts_of(&target, read_only, request.headers());
+        if target.route.is_some_and(Route::never_shed) {
+            // A probe beyond the exemption's bound (`never_shed`): a status read,
+            // DEGRADED, which load, fault rules and experiments shed.
+            facts.route = RouteKind::Status;
+        }
         // Lock-free, and `None` at once while no experiment runs.
         let observed = self
             .shedder
