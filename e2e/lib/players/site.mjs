@@ -68,6 +68,21 @@ const PAGES = {
   hls.on(Hls.Events.LEVEL_SWITCHED, (_, d) => { s.level = d.level; });
   hls.on(Hls.Events.MANIFEST_PARSED, () => { s.levels = hls.levels.map((l) => l.height); });
   hls.on(Hls.Events.ERROR, (_, d) => (d.fatal ? fatal : soft)(d.details));
+  // ?keepRung=1: what a site should add (as the shipped player page does): a rung the
+  // viewer picked is put back after a failover replaces the levels with the backup's.
+  if (params.get('keepRung') === '1') {
+    let picked = null;
+    window.__pick = (index) => { picked = { height: hls.levels[index].height, bitrate: hls.levels[index].bitrate }; hls.currentLevel = index; };
+    hls.on(Hls.Events.LEVELS_UPDATED, () => {
+      if (!picked) return;
+      setTimeout(() => {
+        const index = hls.levels.findIndex((l) => l.height === picked.height && l.bitrate === picked.bitrate);
+        if (index >= 0 && (hls.loadLevel !== index || hls.manualLevel !== index)) hls.loadLevel = index;
+      }, 0);
+    });
+  } else {
+    window.__pick = (index) => { hls.currentLevel = index; };
+  }
   hls.loadSource(src);
   hls.attachMedia(video);
   video.play().catch(() => {});`),
@@ -148,11 +163,11 @@ export function isMedia(url) {
 
 /**
  * Opens `player` (a name of PLAYERS) on `page` playing `src`, with `config` (null: the
- * player's defaults). Records every media segment the page fetched (`media`: url,
+ * player's defaults; `keepRung`, hls.js only: put a picked rung back after a failover). Records every media segment the page fetched (`media`: url,
  * host, at, status) from Playwright's side, the same for every player. Resolves once
  * `playSeconds` have played; rejects after `limitMs`.
  */
-export async function openPlayer(page, player, src, { config = null, playSeconds = 8, limitMs = 45_000 } = {}) {
+export async function openPlayer(page, player, src, { config = null, playSeconds = 8, limitMs = 45_000, keepRung = false } = {}) {
   const base = await playerSite();
   const media = [];
   const pageErrors = [];
@@ -165,9 +180,23 @@ export async function openPlayer(page, player, src, { config = null, playSeconds
   });
   const query = new URLSearchParams({ src });
   if (config) query.set('config', JSON.stringify(config));
-  await page.goto(`${base}/${player}.html?${query}`);
-  await page.waitForFunction((t) => window.__viewer && window.__viewer.played >= t, playSeconds, { timeout: limitMs });
-  return { media, pageErrors };
+  if (keepRung) query.set('keepRung', '1');
+  // A node that has just started, or come back, may shed a first request with a
+  // back-pressure 503, which some players take as fatal: like a person, reload.
+  const deadline = Date.now() + limitMs;
+  for (let attempt = 1; ; attempt += 1) {
+    media.length = 0;
+    await page.goto(`${base}/${player}.html?${query}`);
+    const left = deadline - Date.now();
+    const done = await page.waitForFunction((t) => window.__viewer && (window.__viewer.played >= t || window.__viewer.fatalErrors.length > 0),
+      playSeconds, { timeout: Math.max(1_000, left) }).then(() => page.evaluate(() => window.__viewer.fatalErrors)).catch(() => null);
+    if (done && done.length === 0) {
+      if (attempt > 1) console.log(`${player} ${src}: playing at attempt ${attempt}`);
+      return { media, pageErrors };
+    }
+    if (Date.now() > deadline - 2_000) throw new Error(`${player} did not play ${src} within ${limitMs} ms: ${JSON.stringify(done)}`);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
 }
 
 /** The viewer's figures now. */
