@@ -7,6 +7,8 @@
 //   PLAYER_MATRIX=full                              every cell, and the settings a site should set
 //   PLAYER_MATRIX='video.js:SIGSTOP,dash.js:drain'  those cells
 //   PLAYER_MATRIX_JSON=FILE                         the cells' figures as JSON (bench/player_matrix.py)
+//   PLAYER_MATRIX_RECOVER_MS=N                      watch a player not yet on a backup up to N ms
+//   E2E_MATRIX_TRACE=1                              every request of the page on the console
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
