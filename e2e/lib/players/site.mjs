@@ -68,6 +68,19 @@ const PAGES = {
   hls.on(Hls.Events.LEVEL_SWITCHED, (_, d) => { s.level = d.level; });
   hls.on(Hls.Events.MANIFEST_PARSED, () => { s.levels = hls.levels.map((l) => l.height); });
   hls.on(Hls.Events.ERROR, (_, d) => (d.fatal ? fatal : soft)(d.details));
+  // ?reopen=URL,URL: a site whose player does not switch (it plays one media playlist)
+  // and, on a fatal error, reopens the way in (/watch/{meeting}) at the next of the
+  // platform's hosts, as docs/ott-redundancy.md asks of such sites.
+  const reopen = (params.get('reopen') || '').split(',').filter(Boolean);
+  s.reopened = 0;
+  if (reopen.length) {
+    hls.on(Hls.Events.ERROR, (_, d) => {
+      if (!d.fatal) return;
+      const next = reopen[s.reopened % reopen.length];
+      s.reopened += 1;
+      setTimeout(() => { hls.loadSource(next); hls.startLoad(); }, 500);
+    });
+  }
   // ?keepRung=1: what a site should add (as the shipped player page does): a rung the
   // viewer picked is put back after a failover replaces the levels with the backup's.
   if (params.get('keepRung') === '1') {
@@ -163,11 +176,12 @@ export function isMedia(url) {
 
 /**
  * Opens `player` (a name of PLAYERS) on `page` playing `src`, with `config` (null: the
- * player's defaults; `keepRung`, hls.js only: put a picked rung back after a failover). Records every media segment the page fetched (`media`: url,
+ * player's defaults; `keepRung`, hls.js only: put a picked rung back after a failover;
+ * `reopen`, hls.js only: way-in URLs reopened in turn after a fatal error). Records every media segment the page fetched (`media`: url,
  * host, at, status) from Playwright's side, the same for every player. Resolves once
  * `playSeconds` have played; rejects after `limitMs`.
  */
-export async function openPlayer(page, player, src, { config = null, playSeconds = 8, limitMs = 45_000, keepRung = false } = {}) {
+export async function openPlayer(page, player, src, { config = null, playSeconds = 8, limitMs = 45_000, keepRung = false, reopen = [] } = {}) {
   const base = await playerSite();
   const media = [];
   const pageErrors = [];
@@ -181,6 +195,7 @@ export async function openPlayer(page, player, src, { config = null, playSeconds
   const query = new URLSearchParams({ src });
   if (config) query.set('config', JSON.stringify(config));
   if (keepRung) query.set('keepRung', '1');
+  if (reopen.length) query.set('reopen', reopen.join(','));
   // A node that has just started, or come back, may shed a first request with a
   // back-pressure 503, which some players take as fatal: like a person, reload.
   const deadline = Date.now() + limitMs;
