@@ -64,6 +64,10 @@ pub struct Channel {
     /// Counters for metrics and status.
     pub counters: ChannelCounters,
     pushed_at_ms: std::sync::atomic::AtomicI64,
+    /// Until when (Unix ms) the source's segments arrive in a burst — a relay's window
+    /// replayed at a (re)join, a backup's takeover — and live manifests wait it out
+    /// ([`Channel::catching_up`]).
+    burst_until_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
     /// The master playlist listing every rendition, when there are several.
     package_master: RwLock<Bytes>,
@@ -134,6 +138,7 @@ impl Channel {
             renditions,
             counters: ChannelCounters::default(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
+            burst_until_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
             package_master: RwLock::new(Bytes::new()),
             package_mpd: RwLock::new(Bytes::new()),
@@ -361,10 +366,29 @@ impl Channel {
             );
         }
         if rendition.name() == MAIN {
-            self.pushed_at_ms.store(now_ms, Ordering::Relaxed);
+            let previous = self.pushed_at_ms.swap(now_ms, Ordering::Relaxed);
+            if previous == i64::MIN || now_ms - previous < BURST_GAP_MS {
+                self.burst_until_ms
+                    .store(now_ms + BURST_SETTLE_MS, Ordering::Relaxed);
+            }
         }
     }
+
+    /// Whether the source's segments are arriving in a burst at `now_ms` (its first
+    /// segment, or one less than [`BURST_GAP_MS`] after the one before, within the last
+    /// [`BURST_SETTLE_MS`]): a node that has just (re)joined replays its origin's window
+    /// in a fraction of a second, and a manifest rendered in the middle of it ends up to
+    /// a window behind live — a player that reads it (dash.js after a restart) jumps back
+    /// and stalls. Live manifests wait such a burst out.
+    pub fn catching_up(&self, now_ms: i64) -> bool {
+        now_ms < self.burst_until_ms.load(Ordering::Relaxed)
+    }
 }
+
+/// Segments of the source pushed closer than this (ms) are a burst, not live pace.
+pub const BURST_GAP_MS: i64 = 200;
+/// How long (ms) after a burst's last segment live manifests still wait.
+pub const BURST_SETTLE_MS: i64 = 300;
 
 impl Channel {
     /// The package's live MPD from its renditions' windows (empty until the source has
@@ -529,6 +553,25 @@ mod tests {
         assert_eq!(channel.counters.segments.load(Ordering::Relaxed), 1);
         assert_eq!(*channel.main().subscribe().borrow(), Some(7));
         assert!(channel.pushed_at_ms().is_some());
+    }
+
+    #[test]
+    fn a_burst_of_segments_is_caught_up_on_until_it_settles() {
+        let channel = Channel::new("s", 5, renderer());
+        let before = crate::clock::unix_ms();
+        assert!(
+            !channel.catching_up(before),
+            "nothing pushed, nothing to wait for"
+        );
+        for msn in 0..4 {
+            channel.push(segment(msn), TrackSummary::default());
+        }
+        let after = crate::clock::unix_ms();
+        assert!(channel.catching_up(after), "a replayed window is a burst");
+        assert!(
+            !channel.catching_up(after + BURST_SETTLE_MS + 1),
+            "then it settles"
+        );
     }
 
     #[test]

@@ -242,12 +242,12 @@ fn checked(
         }
     }
     let Some(gate) = state.meeting_gate() else {
-        return hls::serve(state, stream, rung, file, arrival);
+        return serve_live(state, stream, rung, file, arrival, role);
     };
     let entry = state.stream(stream);
     if entry.is_some() && !gate.is_managed(stream) {
         // A stream of the node's own config, not a meeting.
-        return hls::serve(state, stream, rung, file, arrival);
+        return serve_live(state, stream, rung, file, arrival, role);
     }
     let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
@@ -264,7 +264,7 @@ fn checked(
                 .into_response()
                 .into();
         }
-        return hls::serve(state, stream, rung, file, arrival);
+        return serve_live(state, stream, rung, file, arrival, role);
     }
     // Every door of the meeting's media checks the same rules: the lock, the viewer
     // limit and the client version apply to a segment or a catch-up playlist asked for
@@ -279,8 +279,59 @@ fn checked(
         gate.count_refusal(code);
         return ApiError::Meeting(code).into_response().into();
     }
-    hls::serve(state, stream, rung, file, arrival)
+    serve_live(state, stream, rung, file, arrival, role)
 }
+
+/// [`hls::serve`], but a live manifest (a master, a media playlist, an MPD) of a stream
+/// whose segments arrive in a burst — a node that has just (re)joined replays its
+/// origin's window — waits the burst out (at most [`CATCH_UP_WAIT`]), so no player reads
+/// a manifest that ends a window behind live ([`crate::channel::Channel::catching_up`]).
+fn serve_live(
+    state: &AppState,
+    stream: &str,
+    rung: Option<&str>,
+    file: &str,
+    arrival: Arrival,
+    role: Option<FileRole>,
+) -> Answer {
+    let catching_up = |state: &AppState, stream: &str| {
+        state
+            .channel(stream)
+            .is_some_and(|c| c.catching_up(crate::clock::unix_ms()))
+    };
+    // An LL-HLS request with delivery directives (`_HLS_msn`, `_HLS_part`) is answered
+    // by its own rules: a blocking reload waits for its segment already.
+    let blocking = arrival
+        .request
+        .uri()
+        .query()
+        .is_some_and(|q| q.contains("_HLS_"));
+    let live_manifest =
+        !blocking && matches!(role, Some(FileRole::PlaybackStart | FileRole::LivePlaylist));
+    if !live_manifest || !catching_up(state, stream) {
+        return hls::serve(state, stream, rung, file, arrival);
+    }
+    let (state, stream) = (state.clone(), stream.to_owned());
+    let (rung, file) = (rung.map(str::to_owned), file.to_owned());
+    Answer::later(async move {
+        // Bounded by a count of short sleeps: the burst is judged on the wall clock the
+        // segments were stamped with.
+        for _ in 0..CATCH_UP_WAIT.as_millis() / CATCH_UP_STEP.as_millis() {
+            if !catching_up(&state, &stream) {
+                break;
+            }
+            tokio::time::sleep(CATCH_UP_STEP).await;
+        }
+        hls::serve(&state, &stream, rung.as_deref(), &file, arrival)
+            .resolve()
+            .await
+    })
+}
+
+/// The longest a live manifest waits for a burst of segments to end.
+const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often a waiting manifest looks again.
+const CATCH_UP_STEP: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A private meeting's answer: a playlist or MPD gets the session in every URI (and is
 /// never cached by a proxy); anything else goes out as it is.
