@@ -38,6 +38,32 @@ fn member_config(dir: &Path, name: &str, gossip: u16, peer: u16, origin: SocketA
     )
 }
 
+/// The origin and the two members of the group, each killed when dropped.
+struct Group {
+    _origin: NodeProcess,
+    a: NodeProcess,
+    b: NodeProcess,
+}
+
+/// Starts the origin and nodes a and b, and waits until the group has formed (a's HLS
+/// master offers b).
+fn start_group(dir: &Path) -> Group {
+    let origin = NodeProcess::start(dir, "origin", &origin_config(dir));
+    let (ga, gb) = (free_udp_port(), free_udp_port());
+    let a = NodeProcess::start(dir, "a", &member_config(dir, "a", ga, gb, origin.http));
+    let b = NodeProcess::start(dir, "b", &member_config(dir, "b", gb, ga, origin.http));
+    let offer = format!("http://{}/meeting/", b.http);
+    wait_for("a to offer b", Duration::from_secs(40), || {
+        let (status, body) = get(a.http, "/meeting/index.m3u8");
+        (status == 200 && body.contains(&offer)).then_some(())
+    });
+    Group {
+        _origin: origin,
+        a,
+        b,
+    }
+}
+
 /// The manifests a player opens, with the media playlist each names.
 const MASTERS: [(&str, &str); 3] = [
     ("index.m3u8", "mono.m3u8"),
@@ -72,24 +98,8 @@ fn check_master(master: &str, playlist: &str, b: SocketAddr) -> String {
 #[test]
 fn every_master_and_the_mpd_of_a_group_member_list_backups_pathways_and_steering() {
     let dir = tempfile::tempdir().unwrap();
-    let origin = NodeProcess::start(dir.path(), "origin", &origin_config(dir.path()));
-    let (ga, gb) = (free_udp_port(), free_udp_port());
-    let a = NodeProcess::start(
-        dir.path(),
-        "a",
-        &member_config(dir.path(), "a", ga, gb, origin.http),
-    );
-    let b = NodeProcess::start(
-        dir.path(),
-        "b",
-        &member_config(dir.path(), "b", gb, ga, origin.http),
-    );
-    // The group has formed once a's HLS master offers b.
+    let Group { _origin, a, b } = start_group(dir.path());
     let offer = format!("http://{}/meeting/", b.http);
-    wait_for("a to offer b", Duration::from_secs(40), || {
-        let (status, body) = get(a.http, "/meeting/index.m3u8");
-        (status == 200 && body.contains(&offer)).then_some(())
-    });
 
     for (master, playlist) in MASTERS {
         let body = wait_for(
@@ -166,23 +176,11 @@ fn entry_target(entry: SocketAddr) -> Option<String> {
 #[test]
 fn a_reopening_player_given_the_way_in_plays_again_after_its_node_dies() {
     let dir = tempfile::tempdir().unwrap();
-    let origin = NodeProcess::start(dir.path(), "origin", &origin_config(dir.path()));
-    let (ga, gb) = (free_udp_port(), free_udp_port());
-    let mut a = NodeProcess::start(
-        dir.path(),
-        "a",
-        &member_config(dir.path(), "a", ga, gb, origin.http),
-    );
-    let mut b = NodeProcess::start(
-        dir.path(),
-        "b",
-        &member_config(dir.path(), "b", gb, ga, origin.http),
-    );
-    let offer = format!("http://{}/meeting/", b.http);
-    wait_for("a to offer b", Duration::from_secs(40), || {
-        let (status, body) = get(a.http, "/meeting/index.m3u8");
-        (status == 200 && body.contains(&offer)).then_some(())
-    });
+    let Group {
+        _origin,
+        mut a,
+        mut b,
+    } = start_group(dir.path());
 
     // The way in at a sends ffmpeg to a node that plays.
     let way_in = |node: SocketAddr| format!("http://{node}/watch/meeting.m3u8");
