@@ -194,9 +194,9 @@ family! {
 family! {
     /// Faults of a stream's inputs (111xxx): the codes of an input's log lines and of
     /// its `fault` in `/api/streams/{name}`, and one answer to viewers, 111010, for a
-    /// stream whose inputs deliver nothing it can use; 111020–111024 are the ingest
-    /// listeners' refusals and cuts (logs and `/metrics`). Each is temporary: a source
-    /// that heals clears it.
+    /// stream whose inputs deliver nothing it can use; 111020–111025 are the ingest
+    /// listeners' refusals and cuts (logs and `/metrics`). Each but 111025 is temporary: a
+    /// source that heals clears it.
     InputFault {
         /// The demuxer finds damage in the input's MPEG-TS: lost or flagged packets,
         /// lost sync, PES or PSI that cannot be read.
@@ -225,6 +225,10 @@ family! {
         PublisherTooSlow => (111_023, 408, "the publisher delivered too few bytes in a window", "ingest_too_slow", true),
         /// An ingest connection was cut: it did not read the server's replies in time.
         PublisherNotReading => (111_024, 408, "the publisher did not read the server's replies in time", "ingest_not_reading", true),
+        /// An RTMPS connection was closed: its TLS handshake failed (the publisher does
+        /// not trust the certificate, speaks plain RTMP to the TLS port, or sent
+        /// garbage). One that never finishes is cut at the publish deadline (111022).
+        TlsHandshakeFailed => (111_025, 400, "the ingest connection's TLS handshake failed", "ingest_tls_handshake", false),
     }
 }
 
