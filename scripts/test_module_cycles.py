@@ -366,5 +366,44 @@ class Command(unittest.TestCase):
         self.assertEqual(rc, 2)
 
 
+class FolderCycles(CrateCase):
+    """Two folders whose files never import each other in a circle still form a folder
+    cycle; the allow file lets today's edges pass and fails a new one."""
+
+    FILES = {
+        "lib.rs": "pub mod a;\npub mod b;\npub mod c;\n",
+        "a/mod.rs": "pub mod x;\npub mod y;\n",
+        "a/x.rs": "use crate::b::B;\n",
+        "a/y.rs": "pub struct Y;\n",
+        "b.rs": "use crate::a::y::Y;\npub struct B;\n",
+        "c.rs": "use crate::a::y::Y;\n",
+    }
+
+    def test_folded_cycle(self):
+        self.assertEqual(self.check(self.FILES), [])  # no file cycle
+        inside, _, comps = mc.folder_cycle_edges(self.graph)
+        self.assertEqual(comps, [["a", "b"]])
+        self.assertEqual(inside, [("a", "b"), ("b", "a")])
+
+    def run_folders(self, allow):
+        write_tree(self.dir, {"src/" + k: v for k, v in self.FILES.items()})
+        crate = mc.Crate("t", os.path.join(self.dir, "src", "lib.rs"))
+        path = os.path.join(self.dir, "allow")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(allow)
+        out = io.StringIO()
+        return mc.check_folders([crate], self.dir, path, False, out), out.getvalue()
+
+    def test_allow_file(self):
+        rc, out = self.run_folders("t: a -> b\nt: b -> a\n")
+        self.assertEqual(rc, 0, out)
+        rc, out = self.run_folders("# only one\nt: a -> b\n")
+        self.assertEqual(rc, 1)
+        self.assertIn("new folder cycle edge: t: b -> a", out)
+        rc, out = self.run_folders("t: a -> b\nt: b -> a\nt: c -> a\n")
+        self.assertEqual(rc, 0)
+        self.assertIn("allowed but gone (remove it from the allow file): t: c -> a", out)
+
+
 if __name__ == "__main__":
     unittest.main()
