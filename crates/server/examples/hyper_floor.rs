@@ -6,7 +6,7 @@
 //! of every node). `bench/http_floor.py` runs wrk against both, brdyun and nginx serving
 //! the same master playlist, to tell the stack's own cost from the server's.
 //! `FLOOR_SPIN_NS=N` (with `FLOOR_SERVER=1`) spins N ns of CPU in every answer: how the
-//! system time per request grows with the user time spent on it (`docs/measured.md`).
+//! system time per request grows with the user time spent on it (`bench/HISTORY.md`).
 //!
 //! `cargo run -p server --release --example hyper_floor -- 127.0.0.1:8098 BODY_FILE`
 

@@ -1,10 +1,16 @@
 //! A live channel: one stream, a package of renditions on one timeline
-//! ([`crate::rendition::Rendition`], one live window each; today the one muxed
-//! rendition, [`crate::rendition::MAIN`]), with what the stream has as a whole: its
-//! name, counters, archive and the operator's input pause.
+//! ([`crate::rendition::Rendition`], one live window each: the muxed source,
+//! [`crate::rendition::MAIN`], and for an ABR ladder one rendition per rung), with
+//! what the stream has as a whole: its name, counters and metrics, the package's
+//! master playlist and MPD (rendered again at every push when there are several
+//! renditions), the operator's input pause, the status of its inputs and of its ladder
+//! encoder, the caption inbox, and whether the source's segments are arriving in a
+//! burst that live manifests wait out ([`Channel::catching_up`]). The muxed
+//! rendition's archive and LL-HLS state are reached through it.
 //!
-//! Readers take an `Arc<WindowSnapshot>` and never hold a lock while they answer,
-//! so one slow viewer cannot delay the pipeline or another viewer.
+//! Readers take an `Arc<WindowSnapshot>` (or a clone of the package's rendered
+//! `Bytes`) and never hold a lock while they answer, so one slow viewer cannot delay
+//! the pipeline or another viewer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

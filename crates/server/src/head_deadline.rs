@@ -18,7 +18,7 @@
 //! a tokio sleep registered in the runtime's timer wheel and taken out again, and a
 //! read of the socket more (hyper reads again at once after every answer to start the
 //! next head's timer): about 1,400 of the 20,000 instructions a per-viewer playlist
-//! answer costs (`docs/measured.md`). Here a request costs two counter updates and a
+//! answer costs (`bench/HISTORY.md`). Here a request costs two counter updates and a
 //! clock read: the deadlines are written into memory the connection shares with one
 //! [`HeadWatchdog`], a single tokio sleep per connection polled beside it, which wakes
 //! no later than the deadline in force and ends the connection when it has passed. The

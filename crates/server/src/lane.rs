@@ -8,8 +8,8 @@
 //! large answer is written over many turns of that queue. The lane takes a plain-HTTP
 //! connection as soon as its first request head has arrived (peeked, not read), ranks
 //! it with the node's classifier, and serves CRITICAL ones on the lane's threads (one
-//! per core by default, connections dealt in turn), each with its own current-thread
-//! runtime, at nice −10 or under `SCHED_FIFO` ([`LanePriority`]). With one lane thread
+//! per core by default; unpinned, connections are dealt in turn), each with its own
+//! current-thread runtime, at nice −10 or under `SCHED_FIFO` ([`LanePriority`]). With one lane thread
 //! per CPU (the default) each is pinned to its CPU and a connection goes to the lane
 //! thread of the CPU its packets arrive on, within a fair share
 //! ([`crate::cpu_placement`]). Everything else stays where it was accepted. The

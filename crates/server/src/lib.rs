@@ -5,9 +5,10 @@
 //! segments whose TS, fMP4 and LL-HLS forms are views of one segment, swapped
 //! atomically per segment with every manifest pre-rendered. [`pipeline`] turns a
 //! stream's ingest events into those segments. [`url`] is the URL grammar and the one
-//! route table; [`routes::router`] builds the application from it; [`serve::run`]
-//! serves it on a listener over HTTP or HTTPS. Every error a client sees is a row of
-//! the `codes` table ([`error`]).
+//! route table; [`routes::router`] builds the application from it ([`app`]); [`serve`]
+//! serves it over HTTP or HTTPS (a node on one thread per core,
+//! [`serve::serve_on_threads`], with the priority [`lane`]). Every error a client sees
+//! is a row of the `codes` table ([`error`]).
 
 pub mod access_log;
 pub mod admin_door;

@@ -1,9 +1,17 @@
-//! The per-stream pipeline: ingest events → segmenter → live channel.
+//! The per-rendition pipeline: ingest events → segmenter → one rendition of a live
+//! channel (the stream's muxed rendition, or a ladder rung a node pulls from its relay).
 //!
 //! The segmenter starts `Fresh` (this node may be the first to see the source) and adopts
 //! an upstream brdyun's timeline as soon as a timeline marker arrives. The last media
 //! sequence and discontinuity numbers are persisted after every segment, so after a
-//! restart (even `kill -9`) the numbers continue forward and never go back.
+//! restart (even `kill -9`) the numbers continue forward and never go back, nor below
+//! the archive's newest segment.
+//!
+//! Beside the segments, the pipeline cuts the LL-HLS parts in step with the segmenter,
+//! carries the stream's captions in the muxed rendition's segments, feeds the live
+//! relay log and the frame tap (a ladder encoder's input), hands every published
+//! segment to the DVR recorder without waiting for the disk, drops the input while the
+//! operator has paused it (OTT-OPS-2), and counts the source's timestamp faults.
 
 use std::path::PathBuf;
 use std::sync::Arc;

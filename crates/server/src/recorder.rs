@@ -1,4 +1,5 @@
-//! The DVR recorder of one stream: takes every published segment off the live path and
+//! The DVR recorder of one rendition (a stream's source, or a ladder rung archived beside
+//! it on the same timeline): takes every published segment off the live path and
 //! archives it on a dedicated thread (DESIGN.md invariant 6).
 //!
 //! The pipeline hands segments over with [`Recorder::record`], a non-blocking send on a

@@ -1,6 +1,8 @@
 //! Renders a window's playlists and MPD with the pure writers of `media`, once per new
-//! segment: the TS media and master playlists, the fMP4 HLS playlist and the live MPD,
-//! all from the one [`WindowSnapshot`] and its one target duration.
+//! segment: the TS media and master playlists, the fMP4 HLS playlist, the live MPD and
+//! the subtitle playlists, all from the one [`WindowSnapshot`] and its one target
+//! duration; and a package's master playlist over its renditions' windows
+//! ([`package_master`]).
 
 use bytes::Bytes;
 use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistType, Variant};

@@ -1,10 +1,15 @@
 //! One rendition of a stream: its one live window of stored segments, swapped
-//! atomically as segments arrive, with every manifest rendered once per segment, and
-//! the watch its relays and blocking reloads wait on.
+//! atomically as segments arrive, with every manifest (TS and fMP4 HLS, DASH, the
+//! subtitle playlists) rendered once per segment, and the watch its relays and
+//! blocking reloads wait on. It also holds what belongs to the one rendition: its
+//! LL-HLS state, its DVR recorder, the live relay log of what its segmenter places, and
+//! the tap of its frames that a ladder encoder reads.
 //!
 //! A stream is a package of renditions on one timeline ([`crate::channel::Channel`]):
-//! today the one muxed audio+video rendition (`main`); an ABR ladder adds video rungs,
-//! subtitles add text renditions, each with a window of its own and the same MSNs.
+//! the muxed audio+video source ([`MAIN`]) and, for an ABR ladder, one video rendition
+//! per rung, each with a window of its own and the same MSNs. Subtitles are not
+//! renditions: their playlists are rendered from the caption blocks the muxed
+//! rendition's segments carry.
 
 use std::sync::{Arc, OnceLock, RwLock};
 

@@ -1,4 +1,7 @@
-//! The state every route shares: this node's identity, its channels, metrics, shedder.
+//! The state every route shares, on a node and on an MC: the process's identity, its
+//! streams (each channel with its inputs' status), metrics, shedder (and the clock it
+//! holds), health and the cap on archive scans; and what is set once at start when
+//! configured: the meeting gate, OTT redundancy, logins and, on an MC, the MC's state.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};

@@ -1,4 +1,4 @@
-//! A stream's live window: the one list of segments every container is served from.
+//! A rendition's live window: the one list of segments every container is served from.
 //!
 //! A [`StoredSegment`] keeps what the segmenter produced, once: the MPEG-TS bytes
 //! (marker packet, PAT, PMT, the frames' PES) and their place on the timeline. The
@@ -8,7 +8,7 @@
 //! frames arrived, checked against this segment's frames by the packager). Playlists and MPDs of every protocol are rendered from one
 //! [`WindowSnapshot`], so they list the same segments with the same MSN, duration and
 //! PDT; one trim, one swap, one MSN rule and one target-duration rule
-//! ([`TargetDuration`]) serve them all ([`crate::channel::Channel::push`]).
+//! ([`TargetDuration`]) serve them all ([`crate::rendition::Rendition::push`]).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
