@@ -270,7 +270,7 @@ fn ffmpeg_fixture_segments_relay_and_probe() {
     );
 }
 
-// Damaged timestamps (issue "Damaged and hostile input", item 1): no segment is ever
+// Damaged timestamps (docs/timeline.md#damaged-timestamps): no segment is ever
 // longer than the longest-segment bound, and no date runs far ahead of the wall clock.
 
 /// Every segment within the bound, every date at most `MAX_DATE_AHEAD_MS` ahead of the

@@ -1,6 +1,6 @@
-//! The HTTP edge holds no socket for a client that does not send (issue "Damaged and
-//! hostile input", item 4): a request head trickled a byte at a time (slowloris) and a
-//! keep-alive connection left idle are both closed after
+//! The HTTP edge holds no socket for a client that does not send (the head deadline and
+//! the connection caps of docs/security.md#listeners): a request head trickled a byte
+//! at a time (slowloris) and a keep-alive connection left idle are both closed after
 //! [`server::connection::HEADER_READ_TIMEOUT`], while a client beside them is served
 //! at once; connections over the per-address or the node's cap are answered with the
 //! cap's code and closed.

@@ -231,7 +231,7 @@ impl Shedder {
     /// Runs the overload monitor until `shutdown` completes: every `tick_ms` it
     /// recomputes and publishes the overload level and drops expired fault rules; every
     /// `cpu_sample_ms` it re-samples CPU (from `cpu_source`). Only one monitor runs per shedder; a second
-    /// call returns at once. The lead's node wiring spawns this once per node.
+    /// call returns at once. A node spawns this once at start (`src/node`).
     pub async fn run_monitor(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
         if !self.claim_monitor() {
             tracing::warn!("shedding monitor already running");
