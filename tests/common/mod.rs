@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod lossy_relay;
 pub mod supervisor;
 pub mod ts_check;
 
@@ -20,6 +21,8 @@ pub struct NodeProcess {
     pub rtmp: Option<SocketAddr>,
     /// The HTTPS address from the `listening` line, when the node serves HTTPS.
     pub https: Option<SocketAddr>,
+    /// The RTMPS address from the `listening` line, when RTMPS is configured.
+    pub rtmps: Option<SocketAddr>,
     /// Where the process's log goes: a file beside its config, so a failing test's
     /// panic message comes first in its output and the logs' tails follow it.
     pub log: PathBuf,
@@ -456,6 +459,7 @@ fn start_command(
         http: SocketAddr::from(([0, 0, 0, 0], 0)),
         rtmp: None,
         https: None,
+        rtmps: None,
         log,
     };
     let stdout = process.child.stdout.take().expect("stdout");
@@ -475,6 +479,7 @@ fn start_command(
             process.http = field("http=").expect("http address");
             process.rtmp = field("rtmp=");
             process.https = field("https=");
+            process.rtmps = field("rtmps=");
             // Keep draining stdout so the child never blocks on a full pipe.
             std::thread::spawn(move || for _ in lines {});
             return process;
