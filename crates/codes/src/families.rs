@@ -195,8 +195,9 @@ family! {
     /// Faults of a stream's inputs (111xxx): the codes of an input's log lines and of
     /// its `fault` in `/api/streams/{name}`, and one answer to viewers, 111010, for a
     /// stream whose inputs deliver nothing it can use; 111020–111025 are the ingest
-    /// listeners' refusals and cuts (logs and `/metrics`). Each but 111025 is temporary: a
-    /// source that heals clears it.
+    /// listeners' refusals and cuts, 111026–111030 their refusals of a publisher at the
+    /// handshake (logs and `/metrics`). All are temporary (a source that heals clears
+    /// them) but 111025–111028 and 111030.
     InputFault {
         /// The demuxer finds damage in the input's MPEG-TS: lost or flagged packets,
         /// lost sync, PES or PSI that cannot be read.
@@ -229,6 +230,19 @@ family! {
         /// not trust the certificate, speaks plain RTMP to the TLS port, or sent
         /// garbage). One that never finishes is cut at the publish deadline (111022).
         TlsHandshakeFailed => (111_025, 400, "the ingest connection's TLS handshake failed", "ingest_tls_handshake", false),
+        /// An SRT caller was refused at the handshake: its streamid cannot be read, or
+        /// asks for something other than publishing (`m=request`, a file transfer).
+        BadStreamId => (111_026, 400, "the ingest connection's stream id cannot be read or is not a publish", "ingest_bad_stream_id", false),
+        /// A publisher was refused: no meeting of that name takes publish on this listener.
+        UnknownStream => (111_027, 404, "no meeting of that name takes publish here", "ingest_unknown_stream", false),
+        /// A publisher was refused: its stream key is missing or wrong.
+        WrongKey => (111_028, 403, "the stream key is missing or wrong", "ingest_wrong_key", false),
+        /// A publisher was refused: the meeting already has a live publisher on this
+        /// way in (it is free again once that one leaves).
+        StreamBusy => (111_029, 409, "the meeting already has a publisher", "ingest_stream_busy", true),
+        /// An SRT caller was refused: its encryption does not match the meeting's (no
+        /// passphrase where one is required, one where none is set, or a wrong one).
+        BadPassphrase => (111_030, 403, "the SRT passphrase is missing, unexpected or wrong", "ingest_bad_passphrase", false),
     }
 }
 

@@ -95,7 +95,9 @@ mod tests {
         expected.extend(
             (111_001..=111_005)
                 .chain([111_010])
-                .chain(111_020..=111_024),
+                .chain(111_020..=111_024)
+                // A busy meeting is free again once its publisher leaves.
+                .chain([111_029]),
         );
         // A caption flood passes; a meeting goes live.
         expected.extend([112_007, 112_008]);

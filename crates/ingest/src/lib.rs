@@ -12,6 +12,7 @@ pub mod listener_limits;
 pub mod mc_client;
 pub mod publish;
 pub mod rtmp;
+pub mod srt;
 pub mod status;
 pub mod supervisor;
 pub mod tls;
