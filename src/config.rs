@@ -81,9 +81,16 @@ pub struct NodeConfig {
     pub tls_key: Option<PathBuf>,
     /// The RTMP publish listen address; without it, RTMP publish is off.
     pub rtmp: Option<SocketAddr>,
-    /// `[node.rtmp_limits]`: the RTMP listener's caps and deadlines.
+    /// `[node.rtmp_limits]`: the RTMP listener's caps and deadlines (and the RTMPS
+    /// listener's, each counted on its own).
     #[serde(default)]
     pub rtmp_limits: RtmpLimitsConfig,
+    /// The RTMPS (RTMP over TLS) publish listen address; without it, RTMPS is off.
+    pub rtmps: Option<SocketAddr>,
+    /// PEM certificate chain for RTMPS; default `tls_cert`. Checked against `hostname`.
+    pub rtmps_cert: Option<PathBuf>,
+    /// PEM private key for RTMPS; default `tls_key`.
+    pub rtmps_key: Option<PathBuf>,
     /// Where the node keeps its state (timeline counters per stream).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
@@ -153,6 +160,18 @@ pub fn check_connections(
     Ok(())
 }
 
+impl NodeConfig {
+    /// The certificate and key RTMPS serves: its own, else the HTTPS pair.
+    pub fn rtmps_files(&self) -> Option<(PathBuf, PathBuf)> {
+        match (&self.rtmps_cert, &self.rtmps_key, &self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key), _, _) | (None, None, Some(cert), Some(key)) => {
+                Some((cert.clone(), key.clone()))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Default for NodeConfig {
     fn default() -> Self {
         Self {
@@ -164,6 +183,9 @@ impl Default for NodeConfig {
             tls_key: None,
             rtmp: None,
             rtmp_limits: RtmpLimitsConfig::default(),
+            rtmps: None,
+            rtmps_cert: None,
+            rtmps_key: None,
             data_dir: default_data_dir(),
             admin_token: None,
             trust_loopback: false,
@@ -456,6 +478,12 @@ impl Config {
             bail!("node.https needs node.tls_cert and node.tls_key");
         }
         node.rtmp_limits.limits("node.rtmp_limits")?;
+        if node.rtmps_cert.is_some() != node.rtmps_key.is_some() {
+            bail!("node.rtmps_cert and node.rtmps_key go together");
+        }
+        if node.rtmps.is_some() && node.rtmps_files().is_none() {
+            bail!("node.rtmps needs node.rtmps_cert and node.rtmps_key (or node.tls_cert and node.tls_key)");
+        }
         check_connections(
             "node",
             node.max_connections,

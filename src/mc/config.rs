@@ -38,9 +38,20 @@ pub struct McSection {
     pub http: SocketAddr,
     /// RTMP publish listen address (`rtmp://mc/live/<meeting>?key=<stream_key>`).
     pub rtmp: Option<SocketAddr>,
-    /// `[mc.rtmp_limits]`: the RTMP listener's caps and deadlines.
+    /// `[mc.rtmp_limits]`: the RTMP listener's caps and deadlines (and the RTMPS
+    /// listener's, each counted on its own).
     #[serde(default)]
     pub rtmp_limits: crate::config::RtmpLimitsConfig,
+    /// RTMPS publish listen address (`rtmps://mc/live/<meeting>?key=<stream_key>`);
+    /// needs `rtmps_cert` and `rtmps_key`.
+    pub rtmps: Option<SocketAddr>,
+    /// PEM certificate chain for RTMPS, issued for `hostname`; reloaded on SIGHUP.
+    pub rtmps_cert: Option<PathBuf>,
+    /// PEM private key for RTMPS.
+    pub rtmps_key: Option<PathBuf>,
+    /// The public DNS name publishers reach the MC by; the RTMPS certificate is
+    /// checked against it.
+    pub hostname: Option<String>,
     /// Where the store (`meetings.json`) and timeline state live.
     pub data_dir: PathBuf,
     /// Admin bearer token (at least 24 characters); without it one is created in
@@ -212,6 +223,11 @@ impl McConfig {
             bail!("mc.viewer_report_ttl must be between 1 and 600 seconds");
         }
         config.mc.rtmp_limits.limits("mc.rtmp_limits")?;
+        if config.mc.rtmps.is_some()
+            && (config.mc.rtmps_cert.is_none() || config.mc.rtmps_key.is_none())
+        {
+            bail!("mc.rtmps needs mc.rtmps_cert and mc.rtmps_key");
+        }
         crate::config::check_connections(
             "mc",
             config.mc.max_connections,

@@ -37,6 +37,8 @@ pub struct RunningMc {
     pub http: SocketAddr,
     /// The RTMP publish address, when configured.
     pub rtmp: Option<SocketAddr>,
+    /// The RTMPS publish address, when configured.
+    pub rtmps: Option<SocketAddr>,
     /// The MC's health state (its shutdown flag is raised at SIGTERM).
     pub health: server::health::Health,
     meetings: McState,
@@ -75,9 +77,10 @@ pub async fn run_until_signal(config: McConfig) -> anyhow::Result<()> {
     let mc = start(config).await?;
     // The machine-readable line scripts and process tests read the ports from.
     println!(
-        "listening http={} https=- rtmp={}",
+        "listening http={} https=- rtmp={} rtmps={}",
         mc.http,
-        crate::node::or_dash(mc.rtmp)
+        crate::node::or_dash(mc.rtmp),
+        crate::node::or_dash(mc.rtmps)
     );
     tracing::info!(http = %mc.http, rtmp = ?mc.rtmp, "mc running");
     let service = crate::service::Service::ready(mc.http);
@@ -211,7 +214,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
                 addr,
                 "mc.rtmp",
                 &section.rtmp_limits,
-                Arc::new(registry),
+                Arc::new(registry.clone()),
                 &metrics,
                 &shutdown_rx,
                 &mut tasks,
@@ -219,6 +222,26 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             .await?,
         ),
         None => None,
+    };
+    let rtmps = match (section.rtmps, &section.rtmps_cert, &section.rtmps_key) {
+        (Some(addr), Some(cert), Some(tls_key)) => Some(
+            crate::node::rtmps::start_rtmps(
+                crate::node::rtmps::RtmpsListener {
+                    addr,
+                    key: "mc.rtmps",
+                    cert: cert.clone(),
+                    tls_key: tls_key.clone(),
+                    names: section.hostname.clone().into_iter().collect(),
+                    settings: &section.rtmp_limits,
+                },
+                Arc::new(registry),
+                &metrics,
+                &shutdown_rx,
+                &mut tasks,
+            )
+            .await?,
+        ),
+        _ => None,
     };
 
     let plan = MeetingPlan {
@@ -247,6 +270,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     Ok(RunningMc {
         http,
         rtmp,
+        rtmps,
         health: app_state.health().clone(),
         meetings: mc,
         shutdown,

@@ -1,6 +1,7 @@
 //! Wiring one delivery node: listeners, RTMP, and per stream its input supervisor,
 //! pipeline (segmenter) and live channel (`stream`).
 
+pub(crate) mod rtmps;
 pub mod stream;
 pub mod tls;
 
@@ -29,6 +30,8 @@ pub struct RunningNode {
     pub rtmp: Option<SocketAddr>,
     /// Where gossip of the mesh domain is received, when the node has `[ott]`.
     pub gossip: Option<SocketAddr>,
+    /// Where RTMPS publish is accepted, when configured.
+    pub rtmps: Option<SocketAddr>,
     /// The node's health state (its shutdown flag is raised at SIGTERM).
     pub health: server::health::Health,
     shutdown: watch::Sender<bool>,
@@ -40,11 +43,12 @@ impl RunningNode {
     /// (they may be 0 in the config), printed on stdout by `brdyun node`.
     pub fn listening_line(&self) -> String {
         format!(
-            "listening http={} https={} rtmp={} gossip={}",
+            "listening http={} https={} rtmp={} gossip={} rtmps={}",
             self.http,
             or_dash(self.https),
             or_dash(self.rtmp),
-            or_dash(self.gossip)
+            or_dash(self.gossip),
+            or_dash(self.rtmps)
         )
     }
 
@@ -341,12 +345,33 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         ),
         None => None,
     };
-    tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, streams = config.streams.len(), "node started");
+    let rtmps = match (node_config.rtmps, node_config.rtmps_files()) {
+        (Some(addr), Some((cert, tls_key))) => Some(
+            rtmps::start_rtmps(
+                rtmps::RtmpsListener {
+                    addr,
+                    key: "node.rtmps",
+                    cert,
+                    tls_key,
+                    names: node_config.hostname.clone().into_iter().collect(),
+                    settings: &node_config.rtmp_limits,
+                },
+                Arc::new(registry.clone()),
+                &metrics,
+                &shutdown_rx,
+                &mut tasks,
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+    tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, ?rtmps, streams = config.streams.len(), "node started");
     Ok(RunningNode {
         http,
         https,
         rtmp,
         gossip,
+        rtmps,
         health: state.health().clone(),
         shutdown,
         tasks,

@@ -21,6 +21,8 @@ pub struct NodeTls {
     /// The certificate does not cover every name in `names`.
     pub mismatch: Arc<AtomicBool>,
     names: Vec<String>,
+    /// What the certificate serves, for log lines: `https` or `rtmps`.
+    purpose: &'static str,
 }
 
 impl NodeTls {
@@ -29,10 +31,25 @@ impl NodeTls {
     /// # Errors
     /// The files cannot be read or do not make a pair.
     pub fn load(cert: &Path, key: &Path, names: Vec<String>) -> anyhow::Result<Self> {
+        Self::load_for("https", cert, key, names)
+    }
+
+    /// [`NodeTls::load`] for another TLS listener (`purpose`, e.g. `rtmps`, names it in
+    /// the log lines): the same hostname check and SIGHUP reload.
+    ///
+    /// # Errors
+    /// The files cannot be read or do not make a pair.
+    pub fn load_for(
+        purpose: &'static str,
+        cert: &Path,
+        key: &Path,
+        names: Vec<String>,
+    ) -> anyhow::Result<Self> {
         let tls = Self {
             store: CertificateStore::load(cert, key)?,
             mismatch: Arc::new(AtomicBool::new(false)),
             names,
+            purpose,
         };
         tls.check();
         Ok(tls)
@@ -47,7 +64,17 @@ impl NodeTls {
             .map(String::as_str)
             .filter(|name| !self.store.covers(name))
             .collect();
-        for name in &uncovered {
+        for name in uncovered.iter().filter(|_| self.purpose != "https") {
+            tracing::error!(
+                certificate = %self.store.cert_path().display(),
+                name,
+                purpose = self.purpose,
+                "the {} certificate is not issued for {name}: publishers that verify it refuse \
+                 it (SIGHUP reloads it)",
+                self.purpose
+            );
+        }
+        for name in uncovered.iter().filter(|_| self.purpose == "https") {
             tracing::error!(
                 certificate = %self.store.cert_path().display(),
                 name,
@@ -84,13 +111,17 @@ impl NodeTls {
                         Ok(()) => {
                             tracing::info!(
                                 certificate = %tls.store.cert_path().display(),
-                                "https certificate reloaded"
+                                purpose = tls.purpose,
+                                "{} certificate reloaded",
+                                tls.purpose
                             );
                             tls.check();
                         }
                         Err(error) => tracing::error!(
                             %error,
-                            "https certificate not reloaded: the one in use stays"
+                            purpose = tls.purpose,
+                            "{} certificate not reloaded: the one in use stays",
+                            tls.purpose
                         ),
                     }
                 }

@@ -123,10 +123,24 @@ pub fn register_inputs(
     }));
 }
 
-/// Registers the RTMP server's counters with the metrics registry.
+/// Registers the RTMP server's counters with the metrics registry (`brdyun_rtmp_…`).
 pub fn register_rtmp(metrics: &Metrics, stats: Arc<RtmpStats>) {
+    register_rtmp_listener(metrics, "rtmp", stats);
+}
+
+/// Registers the counters of an RTMP listener under `brdyun_{prefix}_…`: `rtmp` for
+/// plain RTMP, `rtmps` for RTMP over TLS, which also has its TLS handshakes.
+pub fn register_rtmp_listener(metrics: &Metrics, prefix: &'static str, stats: Arc<RtmpStats>) {
     metrics.register(Box::new(move |out: &mut String| {
         let s = stats.snapshot();
+        if prefix == "rtmps" {
+            for (name, value) in [
+                ("tls_handshakes_total", s.tls_handshakes),
+                ("tls_handshake_failures_total", s.tls_handshake_failures),
+            ] {
+                let _ = writeln!(out, "brdyun_{prefix}_{name} {value}");
+            }
+        }
         for (name, value) in [
             ("connections_total", s.connections),
             ("active_connections", s.active_connections),
@@ -137,13 +151,13 @@ pub fn register_rtmp(metrics: &Metrics, stats: Arc<RtmpStats>) {
             ("frames_total", s.frames),
             ("protocol_errors_total", s.protocol_errors),
         ] {
-            let _ = writeln!(out, "brdyun_rtmp_{name} {value}");
+            let _ = writeln!(out, "brdyun_{prefix}_{name} {value}");
         }
         // What the listener's caps and deadlines refused or cut, by code.
         for (code, count) in stats.limits.by_code() {
             let _ = writeln!(
                 out,
-                "brdyun_rtmp_limit_total{{code=\"{}\",reason=\"{}\"}} {count}",
+                "brdyun_{prefix}_limit_total{{code=\"{}\",reason=\"{}\"}} {count}",
                 code.code(),
                 code.label()
             );

@@ -90,6 +90,19 @@ impl CertificateStore {
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 
+    /// An acceptor serving the current pair with no ALPN protocol: for RTMPS, whose
+    /// publishers (ffmpeg, OBS, meeting platforms) offer none.
+    ///
+    /// # Errors
+    /// rustls refuses the protocol versions (not with its defaults).
+    pub fn plain_acceptor(self: &Arc<Self>) -> Result<TlsAcceptor, TlsError> {
+        let config = rustls::ServerConfig::builder_with_provider(Arc::clone(&self.provider))
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::clone(self) as Arc<dyn ResolvesServerCert>);
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+
     /// Whether the certificate in use is issued for `host` (a DNS name, by its subject
     /// alternative names, wildcards included; or an IP address).
     pub fn covers(&self, host: &str) -> bool {

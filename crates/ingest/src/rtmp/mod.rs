@@ -22,7 +22,7 @@ pub mod session;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-pub use server::{serve, serve_with_stats};
+pub use server::{serve, serve_tls_with_stats, serve_with_stats};
 pub use session::{Session, SessionError, SessionEvent};
 
 use crate::listener_limits::{ListenerCounters, ListenerLimits};
@@ -77,6 +77,11 @@ pub struct RtmpStats {
     /// Protocol violations: bad handshakes, malformed chunks or commands, undecodable
     /// media tags.
     pub protocol_errors: AtomicU64,
+    /// TLS handshakes completed (RTMPS only).
+    pub tls_handshakes: AtomicU64,
+    /// TLS handshakes that failed or did not finish within the publish deadline
+    /// (RTMPS only; the latter are also counted as publish-deadline cuts).
+    pub tls_handshake_failures: AtomicU64,
     /// Refusals and cuts by the listener's limits, by code.
     pub limits: ListenerCounters,
 }
@@ -100,6 +105,10 @@ pub struct RtmpStatsSnapshot {
     pub frames: u64,
     /// See [`RtmpStats::protocol_errors`].
     pub protocol_errors: u64,
+    /// See [`RtmpStats::tls_handshakes`].
+    pub tls_handshakes: u64,
+    /// See [`RtmpStats::tls_handshake_failures`].
+    pub tls_handshake_failures: u64,
 }
 
 impl RtmpStats {
@@ -114,6 +123,8 @@ impl RtmpStats {
             bytes: self.bytes.load(Relaxed),
             frames: self.frames.load(Relaxed),
             protocol_errors: self.protocol_errors.load(Relaxed),
+            tls_handshakes: self.tls_handshakes.load(Relaxed),
+            tls_handshake_failures: self.tls_handshake_failures.load(Relaxed),
         }
     }
 }

@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout, timeout_at, Instant};
+use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use super::handshake::{server_response, HandshakeError, HANDSHAKE_SIZE};
@@ -42,6 +43,8 @@ enum ConnectionError {
     Protocol(#[from] SessionError),
     #[error("socket: {0}")]
     Io(#[from] std::io::Error),
+    #[error("tls handshake: {0}")]
+    Tls(std::io::Error),
 }
 
 /// Accepts RTMP publishers until `shutdown` completes, then closes every connection
@@ -75,6 +78,45 @@ pub async fn serve_with_stats(
     stats: Arc<RtmpStats>,
     shutdown: impl Future<Output = ()>,
 ) {
+    accept_loop(listener, None, authorizer, limits, stats, shutdown).await;
+}
+
+/// [`serve_with_stats`] over TLS (RTMPS): each accepted connection first completes a
+/// TLS handshake with `acceptor` and then speaks RTMP inside it.
+///
+/// The handshake is the first part of the time to publish: one that never completes
+/// is cut at the publish deadline (111022), one that fails is closed with 111025; both
+/// are counted in [`RtmpStats::tls_handshake_failures`]. Certificates come from the
+/// acceptor's configuration on each handshake, so a resolver that swaps them (a
+/// reloaded certificate) serves the new one from the next connection on.
+pub async fn serve_tls_with_stats(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    authorizer: Arc<dyn PublishAuthorizer>,
+    limits: RtmpLimits,
+    stats: Arc<RtmpStats>,
+    shutdown: impl Future<Output = ()>,
+) {
+    accept_loop(
+        listener,
+        Some(acceptor),
+        authorizer,
+        limits,
+        stats,
+        shutdown,
+    )
+    .await;
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    authorizer: Arc<dyn PublishAuthorizer>,
+    limits: RtmpLimits,
+    stats: Arc<RtmpStats>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let scheme = if acceptor.is_some() { "rtmps" } else { "rtmp" };
     let (stop_tx, stop_rx) = watch::channel(false);
     let admission = Admission::new(
         limits.listener.max_connections,
@@ -90,7 +132,7 @@ pub async fn serve_with_stats(
                 let (socket, peer) = match accepted {
                     Ok(accepted) => accepted,
                     Err(e) => {
-                        warn!(error = %e, "rtmp accept failed");
+                        warn!(error = %e, scheme, "rtmp accept failed");
                         tokio::time::sleep(ACCEPT_BACKOFF).await;
                         continue;
                     }
@@ -105,7 +147,7 @@ pub async fn serve_with_stats(
                         // connections does not become a flood of log lines.
                         if count.is_power_of_two() {
                             let code = refusal.code();
-                            warn!(%peer, code = code.code(), reason = code.label(), count, "rtmp connection refused");
+                            warn!(%peer, scheme, code = code.code(), reason = code.label(), count, "rtmp connection refused");
                         }
                         drop(socket);
                         continue;
@@ -117,6 +159,7 @@ pub async fn serve_with_stats(
                     authorizer: Arc::clone(&authorizer),
                     limits: limits.clone(),
                     stats: Arc::clone(&stats),
+                    tls: acceptor.clone(),
                 };
                 let mut stop = stop_rx.clone();
                 tasks.spawn(async move {
@@ -135,7 +178,7 @@ pub async fn serve_with_stats(
     // Ignoring the error is fine: no receiver left means every task has ended.
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
-    info!("rtmp server stopped");
+    info!(scheme, "rtmp server stopped");
 }
 
 struct Connection {
@@ -143,13 +186,24 @@ struct Connection {
     authorizer: Arc<dyn PublishAuthorizer>,
     limits: RtmpLimits,
     stats: Arc<RtmpStats>,
+    tls: Option<TlsAcceptor>,
 }
 
 impl Connection {
-    async fn run(&self, mut socket: TcpStream, slot: &mut Slot, accepted_at: Instant) {
+    async fn run(&self, socket: TcpStream, slot: &mut Slot, accepted_at: Instant) {
         let peer = self.peer;
         let mut clock = PhaseClock::new(accepted_at.into_std(), &self.limits.listener);
-        match self.serve_socket(&mut socket, slot, &mut clock).await {
+        let result = match &self.tls {
+            None => {
+                let mut socket = socket;
+                self.serve_socket(&mut socket, slot, &mut clock).await
+            }
+            Some(acceptor) => match self.tls_accept(acceptor, socket, &clock).await {
+                Ok(mut socket) => self.serve_socket(&mut socket, slot, &mut clock).await,
+                Err(e) => Err(e),
+            },
+        };
+        match result {
             Ok(()) => debug!(%peer, "rtmp connection closed"),
             Err(ConnectionError::Limit(cut)) => {
                 let count = self.stats.limits.cut(cut);
@@ -161,6 +215,13 @@ impl Connection {
             Err(e @ ConnectionError::Io(_)) => {
                 info!(%peer, error = %e, "rtmp connection dropped");
             }
+            Err(ConnectionError::Tls(error)) => {
+                let count = self.stats.tls_handshake_failures.load(Relaxed);
+                let code = codes::InputFault::TlsHandshakeFailed;
+                if count.is_power_of_two() {
+                    warn!(%peer, code = code.code(), reason = code.label(), %error, count, "rtmps connection closed");
+                }
+            }
             Err(e) => {
                 self.stats.protocol_errors.fetch_add(1, Relaxed);
                 warn!(%peer, error = %e, "rtmp connection dropped");
@@ -168,7 +229,38 @@ impl Connection {
         }
     }
 
-    async fn handshake(&self, socket: &mut TcpStream) -> Result<(), ConnectionError> {
+    /// The TLS handshake of an RTMPS connection, within the publish deadline.
+    async fn tls_accept(
+        &self,
+        acceptor: &TlsAcceptor,
+        socket: TcpStream,
+        clock: &PhaseClock,
+    ) -> Result<tokio_rustls::server::TlsStream<TcpStream>, ConnectionError> {
+        match timeout_at(
+            Instant::from_std(clock.next_check()),
+            acceptor.accept(socket),
+        )
+        .await
+        {
+            Ok(Ok(stream)) => {
+                self.stats.tls_handshakes.fetch_add(1, Relaxed);
+                Ok(stream)
+            }
+            Ok(Err(e)) => {
+                self.stats.tls_handshake_failures.fetch_add(1, Relaxed);
+                Err(ConnectionError::Tls(e))
+            }
+            Err(_) => {
+                self.stats.tls_handshake_failures.fetch_add(1, Relaxed);
+                Err(Cut::PublishDeadline(self.limits.listener.publish_deadline).into())
+            }
+        }
+    }
+
+    async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        socket: &mut S,
+    ) -> Result<(), ConnectionError> {
         let mut c0c1 = vec![0u8; 1 + HANDSHAKE_SIZE];
         socket.read_exact(&mut c0c1).await?;
         self.stats.bytes.fetch_add(c0c1.len() as u64, Relaxed);
@@ -182,6 +274,7 @@ impl Connection {
             hasher.hash_one(counter)
         })?;
         socket.write_all(&reply).await?;
+        socket.flush().await?;
         let mut c2 = vec![0u8; HANDSHAKE_SIZE];
         socket.read_exact(&mut c2).await?;
         self.stats.bytes.fetch_add(c2.len() as u64, Relaxed);
@@ -190,9 +283,9 @@ impl Connection {
 
     /// Writes the session's replies within the send timeout and, before a publish, within
     /// the publish deadline too (a peer that does not read cannot outstay it).
-    async fn write_output(
+    async fn write_output<S: AsyncWrite + Unpin>(
         &self,
-        socket: &mut TcpStream,
+        socket: &mut S,
         session: &mut Session,
         clock: &PhaseClock,
     ) -> Result<(), ConnectionError> {
@@ -207,16 +300,21 @@ impl Connection {
         } else {
             send_by.min(Instant::from_std(clock.next_check()))
         };
-        match timeout_at(until, socket.write_all(&out)).await {
+        let write = async {
+            socket.write_all(&out).await?;
+            // TLS keeps what the socket did not take: push it out now.
+            socket.flush().await
+        };
+        match timeout_at(until, write).await {
             Ok(written) => Ok(written?),
             Err(_) if until < send_by => Err(Cut::PublishDeadline(limits.publish_deadline).into()),
             Err(_) => Err(Cut::SendTimeout(limits.send_timeout).into()),
         }
     }
 
-    async fn serve_socket(
+    async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
-        socket: &mut TcpStream,
+        socket: &mut S,
         slot: &mut Slot,
         clock: &mut PhaseClock,
     ) -> Result<(), ConnectionError> {
@@ -312,7 +410,7 @@ impl Connection {
 }
 
 /// Half-closes and drains briefly, so the peer reads our last replies instead of a reset.
-async fn linger(socket: &mut TcpStream) {
+async fn linger<S: AsyncRead + AsyncWrite + Unpin>(socket: &mut S) {
     if socket.shutdown().await.is_err() {
         return;
     }

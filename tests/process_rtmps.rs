@@ -1,0 +1,313 @@
+//! RTMPS at process level: ffmpeg publishes a meeting to an MC over `rtmps://` (and a
+//! stream to a node), with the certificate verified against its CA; a wrong key is
+//! refused; a connection that never completes its TLS handshake is cut at the publish
+//! deadline (111022) and counted, one that speaks plain RTMP to the TLS port is closed
+//! with 111025, the per-address cap holds, and the publisher beside them plays on;
+//! SIGHUP serves a renewed certificate to the next handshake.
+
+mod common;
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{
+    connect_from, ffmpeg_source, http_get, http_get_as_node, http_request, parse_media_playlist,
+    start_role, viewer_ip, wait_for, ChildGuard, NodeProcess, NODE_TOKEN,
+};
+
+/// Writes a self-signed certificate for `localhost` and 127.0.0.1 into `dir`.
+fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let mut cmd = Command::new("openssl");
+    cmd.args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .args(["-days", "2", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]);
+    let (status, stderr) = ChildGuard::spawn("openssl", &mut cmd).finish(Duration::from_secs(30));
+    assert!(status.success(), "openssl failed: {stderr}");
+    (cert, key)
+}
+
+fn start_mc(dir: &Path, cert: &Path, key: &Path) -> NodeProcess {
+    let config = format!(
+        "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\nrtmps = \"127.0.0.1:0\"\n\
+         rtmps_cert = \"{}\"\nrtmps_key = \"{}\"\nhostname = \"localhost\"\n\
+         data_dir = \"{}\"\nnode_token = \"{NODE_TOKEN}\"\n\
+         [mc.rtmp_limits]\npublish_deadline = 3\nmax_pending_per_address = 2\n\
+         [defaults]\nsegment_duration = 1\n",
+        cert.display(),
+        key.display(),
+        dir.join("mc-data").display()
+    );
+    start_role(dir, "mc", "mc", &config)
+}
+
+/// A started meeting `id` on the MC: its stream key.
+fn start_meeting(mc: SocketAddr, id: &str) -> String {
+    let (status, created) = http_request(
+        mc,
+        "POST",
+        "/api/meetings",
+        &[],
+        &serde_json::json!({ "id": id }).to_string(),
+    );
+    assert_eq!(status, 201, "{created}");
+    let host = format!("Bearer {}", created["host_token"].as_str().unwrap());
+    let (status, body) = http_request(
+        mc,
+        "POST",
+        &format!("/api/meetings/{id}/start"),
+        &[("Authorization", host.as_str())],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    created["stream_key"].as_str().unwrap().to_owned()
+}
+
+/// ffmpeg publishing the test pattern to `url` over TLS, verifying the server's
+/// certificate against `ca`.
+fn rtmps_publisher(seconds: u32, url: &str, ca: &Path) -> Command {
+    let cmd = ffmpeg_source(seconds, "flv", url);
+    // The TLS options go before the output URL: ffmpeg_source ends with `-f flv URL`.
+    let mut args: Vec<std::ffi::OsString> = cmd.get_args().map(ToOwned::to_owned).collect();
+    let url_arg = args.pop().expect("the url");
+    let mut with_tls = Command::new(cmd.get_program());
+    with_tls
+        .args(args)
+        .args(["-tls_verify", "1", "-ca_file"])
+        .arg(ca)
+        .arg(url_arg);
+    with_tls
+}
+
+/// The value of the unlabelled sample `name` (or of the sample starting `name{`) in
+/// `/metrics`, 0 when absent.
+fn metric(addr: SocketAddr, name: &str) -> u64 {
+    let (status, _, body) = http_get(addr, "/metrics");
+    assert_eq!(status, 200);
+    String::from_utf8_lossy(&body)
+        .lines()
+        .find_map(|line| {
+            let (sample, value) = line.rsplit_once(' ')?;
+            (sample == name).then(|| value.parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+fn limit(code: u32) -> String {
+    let reason = match code {
+        111_020 => "ingest_address_full",
+        111_022 => "ingest_publish_deadline",
+        _ => unreachable!(),
+    };
+    format!("brdyun_rtmps_limit_total{{code=\"{code}\",reason=\"{reason}\"}}")
+}
+
+/// The newest media sequence number of `m` on the MC (its relay's playlist).
+fn newest_segment(mc: SocketAddr, meeting: &str) -> Option<u64> {
+    let (status, _, body) = http_get_as_node(mc, &format!("/{meeting}/mono.m3u8"));
+    if status != 200 {
+        return None;
+    }
+    parse_media_playlist(&String::from_utf8_lossy(&body))
+        .last()
+        .map(|entry| entry.msn)
+}
+
+/// Whether the peer closed `socket` (end of stream or reset) within `limit`.
+fn closed_within(socket: &mut TcpStream, limit: Duration) -> bool {
+    socket.set_read_timeout(Some(limit)).unwrap();
+    let mut byte = [0u8; 512];
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        match socket.read(&mut byte) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            }
+        }
+    }
+    false
+}
+
+/// Whether `addr` serves a certificate that verifies against `ca` (openssl s_client).
+fn served_certificate_verifies(addr: SocketAddr, ca: &Path) -> bool {
+    let mut cmd = Command::new("openssl");
+    cmd.args([
+        "s_client",
+        "-connect",
+        &addr.to_string(),
+        "-verify_return_error",
+    ])
+    .args(["-servername", "localhost", "-CAfile"])
+    .arg(ca)
+    .stdin(std::process::Stdio::null());
+    let (status, _) =
+        ChildGuard::spawn("openssl s_client", &mut cmd).finish(Duration::from_secs(10));
+    status.success()
+}
+
+/// An MC's RTMPS listener: a meeting published by ffmpeg over `rtmps://` (certificate
+/// verified) plays; a wrong key is refused; a handshake that never completes is cut at
+/// the publish deadline (111022) and counted; plain RTMP on the TLS port is a handshake
+/// failure; the per-address cap holds (111020); the publisher is untouched throughout.
+#[test]
+fn an_mc_takes_a_meeting_over_rtmps_and_cuts_what_does_not_complete_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(&dir.path().join("tls"));
+    let mc = start_mc(dir.path(), &cert, &key);
+    let rtmps = mc
+        .rtmps
+        .expect("the MC's rtmps address in its listening line");
+    assert!(mc.rtmp.is_some(), "plain RTMP beside RTMPS");
+    let stream_key = start_meeting(mc.http, "m");
+
+    // A wrong key is refused: ffmpeg gives up, the listener counts a rejection.
+    let mut wrong = rtmps_publisher(
+        5,
+        &format!("rtmps://localhost:{}/live/m?key=nope", rtmps.port()),
+        &cert,
+    );
+    let (status, stderr) =
+        ChildGuard::spawn("wrong-key publisher", &mut wrong).finish(Duration::from_secs(20));
+    assert!(!status.success(), "a wrong key published: {stderr}");
+    assert_eq!(metric(mc.http, "brdyun_rtmps_rejections_total"), 1);
+
+    // The real publisher, its certificate verified against the self-signed CA.
+    let url = format!("rtmps://localhost:{}/live/m?key={stream_key}", rtmps.port());
+    let mut publisher =
+        ChildGuard::spawn("rtmps publisher", &mut rtmps_publisher(120, &url, &cert));
+    let first = wait_for("segments of m", Duration::from_secs(30), || {
+        newest_segment(mc.http, "m")
+    });
+    assert_eq!(metric(mc.http, "brdyun_rtmps_publishes_total"), 1);
+    assert!(metric(mc.http, "brdyun_rtmps_tls_handshakes_total") >= 2);
+
+    // A TCP connection that never starts TLS: cut at the publish deadline (3 s).
+    let mut silent = connect_from(rtmps, viewer_ip("silent"));
+    let opened = Instant::now();
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(8)),
+        "the silent connection stays open"
+    );
+    let took = opened.elapsed();
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(6),
+        "cut after {took:?}, the deadline is 3 s"
+    );
+    wait_for("the cut counted", Duration::from_secs(5), || {
+        (metric(mc.http, &limit(111_022)) == 1).then_some(())
+    });
+
+    // Plain RTMP (C0 = 3 and C1) to the TLS port: the handshake fails at once.
+    let mut plain = connect_from(rtmps, viewer_ip("plain"));
+    std::io::Write::write_all(&mut plain, &[3u8; 1537]).unwrap();
+    assert!(
+        closed_within(&mut plain, Duration::from_secs(2)),
+        "plain RTMP not closed at once"
+    );
+    wait_for(
+        "both handshake failures counted",
+        Duration::from_secs(5),
+        || (metric(mc.http, "brdyun_rtmps_tls_handshake_failures_total") == 2).then_some(()),
+    );
+
+    // Per address: two connections that have not published; the rest closed at accept.
+    let hogs: Vec<TcpStream> = (0..5)
+        .map(|_| connect_from(rtmps, viewer_ip("hog")))
+        .collect();
+    let closed_at_once = hogs
+        .into_iter()
+        .filter(|s| {
+            let mut s = s.try_clone().unwrap();
+            closed_within(&mut s, Duration::from_millis(400))
+        })
+        .count();
+    assert_eq!(closed_at_once, 3, "two pending connections per address");
+    assert_eq!(metric(mc.http, &limit(111_020)), 3);
+
+    // The publisher published throughout.
+    let later = wait_for(
+        "segments after the attacks",
+        Duration::from_secs(15),
+        || newest_segment(mc.http, "m").filter(|n| *n >= first + 3),
+    );
+    assert!(later >= first + 3);
+    assert!(
+        publisher.wait_timeout(Duration::ZERO).is_none(),
+        "the publisher ended"
+    );
+    assert_eq!(metric(mc.http, "brdyun_rtmps_publishes_total"), 1);
+}
+
+/// SIGHUP: a renewed RTMPS certificate is served from the next handshake on, by the
+/// same process (observed with `openssl s_client`: the new CA verifies, the old does
+/// not).
+#[test]
+fn sighup_serves_a_renewed_rtmps_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(&dir.path().join("first"));
+    let (new_cert, new_key) = self_signed(&dir.path().join("second"));
+    let old_ca = dir.path().join("old-ca.pem");
+    std::fs::copy(&cert, &old_ca).unwrap();
+    let mc = start_mc(dir.path(), &cert, &key);
+    let rtmps = mc.rtmps.expect("rtmps");
+    assert!(served_certificate_verifies(rtmps, &old_ca));
+    assert!(!served_certificate_verifies(rtmps, &new_cert));
+    std::fs::copy(&new_cert, &cert).unwrap();
+    std::fs::copy(&new_key, &key).unwrap();
+    let pid = mc.child.id().to_string();
+    let status = Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    wait_for("the renewed certificate", Duration::from_secs(10), || {
+        served_certificate_verifies(rtmps, &new_cert).then_some(())
+    });
+    assert!(
+        !served_certificate_verifies(rtmps, &old_ca),
+        "the old certificate is gone"
+    );
+}
+
+/// A node's RTMPS listener (its HTTPS pair by default): a stream with a `publish://`
+/// input is published over `rtmps://` and cut into segments.
+#[test]
+fn a_node_takes_a_stream_over_rtmps_with_its_https_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(&dir.path().join("tls"));
+    let config = format!(
+        "[node]\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\nhostname = \"localhost\"\n\
+         tls_cert = \"{}\"\ntls_key = \"{}\"\nrtmps = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         [defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"s\"\ninputs = [\"publish://?key=K1\"]\n",
+        cert.display(),
+        key.display(),
+        dir.path().join("data").display()
+    );
+    let node = start_role(dir.path(), "node", "node", &config);
+    let rtmps = node.rtmps.expect("the node's rtmps address");
+    let url = format!("rtmps://localhost:{}/live/s?key=K1", rtmps.port());
+    let _publisher = ChildGuard::spawn("rtmps publisher", &mut rtmps_publisher(60, &url, &cert));
+    wait_for("segments of s", Duration::from_secs(30), || {
+        let (status, _, body) = http_get(node.http, "/s/mono.m3u8");
+        (status == 200 && parse_media_playlist(&String::from_utf8_lossy(&body)).len() >= 2)
+            .then_some(())
+    });
+    assert_eq!(metric(node.http, "brdyun_rtmps_publishes_total"), 1);
+    assert_eq!(
+        metric(node.http, "brdyun_rtmps_tls_handshake_failures_total"),
+        0
+    );
+}
