@@ -6,6 +6,7 @@
 //! | `udp://239.1.1.1:5000?interface=10.0.0.2` | MPEG-TS over UDP multicast, joined on an interface |
 //! | `udp://0.0.0.0:5000` (or `udp://@:5000`) | MPEG-TS over UDP unicast, bound to that address |
 //! | `publish://` or `publish://?key=SECRET` | RTMP publish to `rtmp://node/live/<stream>?key=SECRET` |
+//! | `publish://?key=SECRET&slot=backup` | a second publish of the stream, to `<stream>@backup` |
 //! | `builtin://meeting` | the built-in demo meeting (a looped clip) |
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -27,8 +28,13 @@ pub enum InputUrl {
         /// Interface address to join on.
         interface: Option<Ipv4Addr>,
     },
-    /// Accept an RTMP publisher, with this key if set.
-    Publish(Option<String>),
+    /// Accept a publisher, with this key if set.
+    Publish {
+        /// The stream key a publisher must give.
+        key: Option<String>,
+        /// Publishers of a slot publish to `<stream>@<slot>` (a backup feed).
+        slot: Option<String>,
+    },
     /// The built-in looped demo clip.
     Builtin,
 }
@@ -51,14 +57,26 @@ impl InputUrl {
             }
             "udp" => parse_udp(url, rest),
             "publish" | "rtmp" => {
-                let key = rest
-                    .split_once('?')
-                    .map(|(_, query)| query)
-                    .into_iter()
-                    .flat_map(|q| q.split('&'))
-                    .find_map(|pair| pair.strip_prefix("key="))
-                    .map(str::to_owned);
-                Ok(Self::Publish(key.filter(|k| !k.is_empty())))
+                let query = |name: &str| {
+                    rest.split_once('?')
+                        .map(|(_, query)| query)
+                        .into_iter()
+                        .flat_map(|q| q.split('&'))
+                        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned)
+                };
+                let slot = query("slot");
+                if let Some(slot) = &slot {
+                    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+                    if slot.len() > 32 || !slot.chars().all(plain) {
+                        bail!("input {url:?}: slot is 1-32 letters, digits, '-' or '_'");
+                    }
+                }
+                Ok(Self::Publish {
+                    key: query("key"),
+                    slot,
+                })
             }
             "builtin" => Ok(Self::Builtin),
             other => bail!("input {url:?}: unknown scheme {other:?} (use http, https, udp, publish or builtin)"),
@@ -78,7 +96,7 @@ impl InputUrl {
                 multicast,
                 interface,
             },
-            Self::Publish(key) => InputSpec::Rtmp { key },
+            Self::Publish { key, slot } => InputSpec::Rtmp { key, slot },
             Self::Builtin => builtin(),
         }
     }
@@ -152,11 +170,24 @@ mod tests {
         );
         assert_eq!(
             InputUrl::parse("publish://?key=s3").unwrap(),
-            InputUrl::Publish(Some("s3".into()))
+            InputUrl::Publish {
+                key: Some("s3".into()),
+                slot: None
+            }
         );
         assert_eq!(
             InputUrl::parse("publish://").unwrap(),
-            InputUrl::Publish(None)
+            InputUrl::Publish {
+                key: None,
+                slot: None
+            }
+        );
+        assert_eq!(
+            InputUrl::parse("publish://?key=s3&slot=backup").unwrap(),
+            InputUrl::Publish {
+                key: Some("s3".into()),
+                slot: Some("backup".into())
+            }
         );
         assert_eq!(
             InputUrl::parse("builtin://meeting").unwrap(),
@@ -169,6 +200,8 @@ mod tests {
             "udp://1.2.3.4:5?interface=1.1.1.1",
             "udp://239.0.0.1:5?ttl=3",
             "http://",
+            "publish://?slot=a/b",
+            "publish://?slot=a@b",
         ] {
             assert!(InputUrl::parse(bad).is_err(), "{bad}");
         }

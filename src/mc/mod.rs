@@ -321,6 +321,10 @@ async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Resul
     Ok(())
 }
 
+/// The publish slot of a meeting's backup feed: publishers of it publish to
+/// `<meeting>@backup` (RTMP, RTMPS and SRT alike).
+pub const BACKUP_SLOT: &str = "backup";
+
 /// What the MC's meeting streams are made of besides the meeting: the presets' inputs
 /// and the ladder.
 struct MeetingPlan {
@@ -348,7 +352,14 @@ fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Res
             )
         })
         .collect();
+    // A platform's primary feed publishes to `<meeting>`, its backup feed (the same
+    // encoder's second output, or a second encoder) to `<meeting>@backup`; the backup
+    // runs as a hot standby and takes over when the primary goes silent.
     inputs.push(format!("publish://?key={}", meeting.stream_key));
+    inputs.push(format!(
+        "publish://?key={}&slot={BACKUP_SLOT}",
+        meeting.stream_key
+    ));
     let preset = plan.presets.iter().find(|p| p.id == meeting.id.as_str());
     if let Some(preset) = preset {
         inputs.extend(preset.inputs.iter().cloned());

@@ -211,7 +211,7 @@ fn start_published_ladder(
         .inputs
         .iter()
         .find_map(|url| match InputUrl::parse(url) {
-            Ok(InputUrl::Publish(key)) => Some(key),
+            Ok(InputUrl::Publish { key, slot: None }) => Some(key),
             _ => None,
         })
         .ok_or_else(|| {
@@ -224,7 +224,10 @@ fn start_published_ladder(
     let mut rungs = Vec::with_capacity(names.len());
     for name in names {
         let publish = server::ladder::published_stream_name(&stream.name, &name);
-        let specs = vec![InputSpec::Rtmp { key: key.clone() }];
+        let specs = vec![InputSpec::Rtmp {
+            key: key.clone(),
+            slot: None,
+        }];
         let registry = Some(&context.registry);
         let inputs = Inputs {
             specs,

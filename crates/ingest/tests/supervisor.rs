@@ -294,6 +294,7 @@ async fn publish_registry_checks_keys_and_refuses_a_second_publisher() {
         "meeting",
         vec![InputSpec::Rtmp {
             key: Some("s3cret".into()),
+            slot: None,
         }],
     );
     let (output_tx, mut output) = mpsc::channel(64);
@@ -301,7 +302,13 @@ async fn publish_registry_checks_keys_and_refuses_a_second_publisher() {
     let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
     let mut status = handle.status();
 
-    let again = SupervisorConfig::new("meeting", vec![InputSpec::Rtmp { key: None }]);
+    let again = SupervisorConfig::new(
+        "meeting",
+        vec![InputSpec::Rtmp {
+            key: None,
+            slot: None,
+        }],
+    );
     let (other_tx, _other_rx) = mpsc::channel(1);
     let (_s, other_stop) = watch::channel(false);
     assert_eq!(
@@ -358,6 +365,67 @@ async fn publish_registry_checks_keys_and_refuses_a_second_publisher() {
     );
 }
 
+/// A platform's primary and backup feeds publish to `<meeting>` and `<meeting>@backup`:
+/// both are accepted at once, the backup waits as a hot standby and, when the primary
+/// publisher leaves, takes over with its last GOPs (a takeover, not a fresh start).
+#[tokio::test(start_paused = true)]
+async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leaves() {
+    let registry = PublishRegistry::new();
+    let slot = |slot: Option<&str>| InputSpec::Rtmp {
+        key: Some("k".into()),
+        slot: slot.map(str::to_owned),
+    };
+    let config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
+    let (output_tx, mut output) = mpsc::channel(10_000);
+    let (_stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
+    let mut status = handle.status();
+    assert_eq!(
+        registry
+            .authorize(&request("meeting@backup", Some("wrong")))
+            .err(),
+        Some(PublishRejection::WrongKey)
+    );
+    let primary = registry
+        .authorize(&request("meeting", Some("k")))
+        .expect("primary accepted");
+    let backup = registry
+        .authorize(&request("meeting@backup", Some("k")))
+        .expect("backup accepted beside the primary");
+    assert_eq!(
+        registry
+            .authorize(&request("meeting@backup", Some("k")))
+            .err(),
+        Some(PublishRejection::Busy)
+    );
+    for n in 0..30u64 {
+        primary
+            .send(video(b"p", n, n % 25 == 0))
+            .await
+            .expect("send");
+        backup
+            .send(video(b"b", n, n % 25 == 0))
+            .await
+            .expect("send");
+    }
+    wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
+    drop(primary);
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(5), output.recv())
+            .await
+            .unwrap_or_else(|_| panic!("the backup takes over; seen {seen:?}"))
+            .expect("open");
+        let done = matches!(&event, IngestEvent::Frame(f) if f.data[..] == b"b"[..]);
+        seen.push(event);
+        if done {
+            break;
+        }
+    }
+    assert!(seen.contains(&IngestEvent::Takeover), "{seen:?}");
+    assert!(!seen.contains(&IngestEvent::Discontinuity), "{seen:?}");
+}
+
 #[test]
 fn configuration_errors() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -372,10 +440,25 @@ fn configuration_errors() {
             supervisor::spawn(none, None, tx.clone(), stop.clone()).err(),
             Some(SupervisorError::NoInputs("x".into()))
         );
-        let rtmp = SupervisorConfig::new("x", vec![InputSpec::Rtmp { key: None }]);
+        let rtmp = SupervisorConfig::new(
+            "x",
+            vec![InputSpec::Rtmp {
+                key: None,
+                slot: None,
+            }],
+        );
         assert_eq!(
-            supervisor::spawn(rtmp, None, tx, stop).err(),
+            supervisor::spawn(rtmp, None, tx.clone(), stop.clone()).err(),
             Some(SupervisorError::NoRegistry("x".into()))
+        );
+        let same_slot = || InputSpec::Rtmp {
+            key: None,
+            slot: Some("backup".into()),
+        };
+        let twice = SupervisorConfig::new("x", vec![same_slot(), same_slot()]);
+        assert_eq!(
+            supervisor::spawn(twice, Some(&PublishRegistry::new()), tx, stop).err(),
+            Some(SupervisorError::SeveralRtmp("x".into()))
         );
     });
 }

@@ -18,6 +18,7 @@ mod faults;
 mod registry;
 mod switch;
 
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,7 +39,7 @@ use crate::udp::{UdpConfig, UdpInput};
 use crate::{IngestEvent, IngestSender};
 use failure_log::FailureLog;
 use faults::{FaultChange, Faults, Snapshot};
-use registry::Session;
+use registry::{Registration, Session};
 use switch::Switcher;
 
 /// One input of a stream.
@@ -59,10 +60,16 @@ pub enum InputSpec {
         /// The local interface address to join the group on.
         interface: Option<Ipv4Addr>,
     },
-    /// RTMP publish to this stream's name, through a [`PublishRegistry`].
+    /// A publish (RTMP, RTMPS, SRT) to this stream's name, through a
+    /// [`PublishRegistry`].
     Rtmp {
         /// The stream key a publisher must give; `None` accepts any publisher.
         key: Option<String>,
+        /// A second way in for the same stream: publishers of the slot publish to
+        /// `<stream>@<slot>` (a platform's backup feed publishes to `<meeting>@backup`
+        /// beside its primary), and the supervisor fails over between them like between
+        /// any inputs.
+        slot: Option<String>,
     },
     /// Events produced in-process (the built-in demo source, tests): the input is live
     /// while events arrive and down once every sender is dropped.
@@ -94,7 +101,10 @@ impl InputSpec {
                 None => format!("udp://{group}:{}", bind.port()),
             },
             InputSpec::Udp { bind, .. } => format!("udp://{bind}"),
-            InputSpec::Rtmp { .. } => "rtmp publish".to_string(),
+            InputSpec::Rtmp { slot: None, .. } => "rtmp publish".to_string(),
+            InputSpec::Rtmp {
+                slot: Some(slot), ..
+            } => format!("rtmp publish @{slot}"),
             InputSpec::Channel { name, .. } => name.clone(),
         }
     }
@@ -152,9 +162,18 @@ pub enum SupervisorError {
     /// The stream already accepts RTMP publish through another supervisor.
     #[error("stream {0} is already registered for rtmp publish")]
     AlreadyRegistered(String),
-    /// More than one `Rtmp` input on one stream.
-    #[error("stream {0} has more than one rtmp input")]
+    /// More than one `Rtmp` input with the same slot on one stream.
+    #[error("stream {0} has more than one rtmp input of the same slot")]
     SeveralRtmp(String),
+}
+
+/// The name publishers of `stream`'s publish input use: the stream's own, or
+/// `<stream>@<slot>` for a slot beside it.
+pub fn publish_name(stream: &str, slot: Option<&str>) -> String {
+    match slot {
+        Some(slot) => format!("{stream}@{slot}"),
+        None => stream.to_owned(),
+    }
 }
 
 /// A running supervisor.
@@ -199,24 +218,25 @@ pub fn spawn(
     if config.inputs.is_empty() {
         return Err(SupervisorError::NoInputs(stream));
     }
-    let rtmp_keys: Vec<Option<String>> = config
-        .inputs
-        .iter()
-        .filter_map(|input| match input {
-            InputSpec::Rtmp { key } => Some(key.clone()),
-            _ => None,
-        })
-        .collect();
-    let mut registration = match (rtmp_keys.as_slice(), registry) {
-        ([], _) => None,
-        ([key], Some(registry)) => Some(
-            registry
-                .register(&stream, key.clone())
-                .ok_or_else(|| SupervisorError::AlreadyRegistered(stream.clone()))?,
-        ),
-        ([_], None) => return Err(SupervisorError::NoRegistry(stream)),
-        _ => return Err(SupervisorError::SeveralRtmp(stream)),
-    };
+    // One registration per publish input, by input index: `<stream>` or
+    // `<stream>@<slot>`.
+    let mut registrations: HashMap<usize, Registration> = HashMap::new();
+    for (index, input) in config.inputs.iter().enumerate() {
+        let InputSpec::Rtmp { key, slot } = input else {
+            continue;
+        };
+        let Some(registry) = registry else {
+            return Err(SupervisorError::NoRegistry(stream));
+        };
+        let name = publish_name(&stream, slot.as_deref());
+        if registrations.values().any(|r| r.stream() == name) {
+            return Err(SupervisorError::SeveralRtmp(stream));
+        }
+        let registration = registry
+            .register(&name, key.clone())
+            .ok_or_else(|| SupervisorError::AlreadyRegistered(name.clone()))?;
+        registrations.insert(index, registration);
+    }
 
     let source_timeout = config.source_timeout;
     let hold_down = config.hold_down.unwrap_or(source_timeout);
@@ -236,10 +256,9 @@ pub fn spawn(
         let counter = Arc::new(InputCounters::default());
         descriptions.push(spec.description());
         let (events_tx, events_rx) = mpsc::channel(64);
-        let sessions = match spec {
-            InputSpec::Rtmp { .. } => registration.as_mut().and_then(|r| r.sessions.take()),
-            _ => None,
-        };
+        let sessions = registrations
+            .get_mut(&index)
+            .and_then(|r| r.sessions.take());
         let input = run_input(
             spec,
             sessions,
@@ -281,7 +300,7 @@ pub fn spawn(
         tick: (source_timeout.min(hold_down) / 4).max(Duration::from_millis(10)),
     };
     let task = tokio::spawn(async move {
-        let _registration = registration;
+        let _registrations = registrations;
         let _inputs = inputs; // dropping the set aborts every input task
         supervisor.run(merged_rx, shutdown).await;
     });

@@ -58,6 +58,13 @@ impl Drop for Registration {
     }
 }
 
+impl Registration {
+    /// The publish name this registration holds.
+    pub(crate) fn stream(&self) -> &str {
+        &self.stream
+    }
+}
+
 impl PublishRegistry {
     /// An empty registry.
     pub fn new() -> Self {
