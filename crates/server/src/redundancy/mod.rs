@@ -9,7 +9,7 @@
 //!   work here (302 with a pass), redirect a catch-up request to the node holding most
 //!   of the period;
 //! - the **master playlist** with backup variants as pathways ([`master`]) and the
-//!   steering manifests that order them ([`steering`]);
+//!   steering manifests that order them ([`crate::routes::steering`]);
 //! - the live **MPD** with the same nodes as service locations ([`mpd`]);
 //! - the operator's **drain** ([`drain`]);
 //! - the **Backups screen** and alerts 70/78/79 ([`report`], [`alerts`]).

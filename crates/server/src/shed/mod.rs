@@ -9,9 +9,11 @@
 //! back-pressure 503 at once, without reading the body, or calls the routes with an
 //! in-flight guard and feeds the request's latency to the adaptive limit.
 //!
-//! In the background, [`Shedder::run_monitor`] samples this process's CPU utilisation
-//! (`/proc/self/stat`; see [`CpuSource`]) every 500 ms and the runtime's queueing delay every 100 ms, and publishes the overload
-//! level the next decisions read. A connection that repeats a refused request before
+//! In the background, [`Shedder::run_monitor`] samples the CPU utilisation (by default
+//! this process's, from `/proc/self/stat`; see [`CpuSource`]) every `cpu_sample_ms`
+//! (200 ms by default) and the runtime's queueing delay every `tick_ms` (20 ms), and
+//! publishes the overload level the next decisions read (the cut by default, see
+//! `docs/load-shedding.md`). A connection that repeats a refused request before
 //! its `Retry-After` is not read for a moment ([`gate`]). [`fault_api`] is the authenticated admin API for the
 //! fault-injection rules; [`ShedSettings`] is the `[shedding]` config section.
 
