@@ -1,5 +1,10 @@
-//! Live HLS: `/{stream}/index.m3u8` (master), `/{stream}/mono.m3u8` (media playlist),
-//! `/{stream}/seg-{msn}.ts` (segments) and `/{stream}/mpegts` (the relay).
+//! Every file of a stream once the entry's checks have passed ([`serve`], called by
+//! [`crate::routes::stream`]), of the stream's muxed rendition or of one rung of its
+//! ladder. Live HLS is answered here: `/{stream}/index.m3u8` (master),
+//! `/{stream}/mono.m3u8` (media playlist), `/{stream}/seg-{msn}.ts` (segments) and
+//! `/{stream}/mpegts` (the relay); the archive, LL-HLS, fMP4 and DASH, and subtitle
+//! files go to their modules ([`crate::routes::archive`], [`crate::routes::llhls`],
+//! [`crate::routes::fmp4`], [`crate::routes::dash`], [`crate::routes::subtitles`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
