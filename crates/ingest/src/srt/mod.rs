@@ -4,5 +4,6 @@
 //! with libsrt callers (ffmpeg, OBS, srt-live-transmit), AES passphrases included.
 
 pub mod stats;
+pub mod streamid;
 
 pub use stats::{LinkStats, SrtStats};
