@@ -39,6 +39,7 @@ pub mod http_util;
 pub mod ingest_view;
 pub mod ladder;
 pub mod lane;
+pub mod link_view;
 pub mod live_relay;
 pub mod llhls;
 pub mod logins;
