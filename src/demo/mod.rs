@@ -7,6 +7,7 @@
 //! built from ordinary configs, so the demo exercises the same code as production.
 
 pub mod source;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -39,7 +40,7 @@ pub async fn run(port: u16) -> anyhow::Result<()> {
     let base = std::env::temp_dir().join("brdyun-demo");
     let (mc, nodes) = start_cluster(port, &base).await?;
     let captioners = start_captioners(&mc);
-    print_urls(&mc, &nodes);
+    print_urls(&mc, &nodes, &tls::cert_path(&base.join("tls")));
     node::wait_for_signal().await;
     for captioner in captioners {
         captioner.abort();
@@ -72,6 +73,7 @@ pub async fn start_cluster(
     // fresh for each run and handed to every node, as a real deployment does.
     let node_token = server::mc::store::random_secret();
     let rtmp_port = 1935 + port.saturating_sub(8080);
+    let (rtmps_cert, rtmps_key) = tls::self_signed(&data.join("tls"))?;
     let preset = |id: &str, title: &str, inputs: Vec<String>| PresetMeeting {
         id: id.into(),
         title: title.into(),
@@ -88,10 +90,13 @@ pub async fn start_cluster(
             http: mc_http,
             rtmp: Some(SocketAddr::from(([127, 0, 0, 1], rtmp_port))),
             rtmp_limits: Default::default(),
-            rtmps: None,
-            rtmps_cert: None,
-            rtmps_key: None,
-            hostname: None,
+            rtmps: Some(SocketAddr::from((
+                [127, 0, 0, 1],
+                rtmp_port.saturating_add(1000),
+            ))),
+            rtmps_cert: Some(rtmps_cert),
+            rtmps_key: Some(rtmps_key),
+            hostname: Some("localhost".into()),
             data_dir: mc_data,
             admin_token: None,
             node_token: Some(node_token.clone()),
@@ -210,7 +215,7 @@ pub fn start_captioners(mc: &RunningMc) -> Vec<tokio::task::JoinHandle<()>> {
     .collect()
 }
 
-fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
+fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
     println!();
     println!("brdyun demo: an MC and three nodes on loopback, one meeting on the same timeline,");
     println!("each node a backup of the others (one OTT group per meeting)");
@@ -255,6 +260,13 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode]) {
         println!();
         println!("  publish your own stream to the meeting \"{LIVE}\":");
         println!("    ffmpeg -re -i INPUT -c:v libx264 -c:a aac -f flv 'rtmp://{rtmp}/live/{LIVE}?key={key}'");
+        if let Some(rtmps) = mc.rtmps {
+            println!(
+                "    rtmps:    'rtmps://localhost:{}/live/{LIVE}?key={key}'   (self-signed certificate, made at start: tell the publisher not to verify it, or give it {} as its CA)",
+                rtmps.port(),
+                rtmps_cert.display()
+            );
+        }
         println!(
             "    then watch it at http://{}/player?stream={LIVE}",
             nodes.first().map_or(mc.http, |n| n.http)
