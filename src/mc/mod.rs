@@ -178,6 +178,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         state: state.clone(),
         metrics: Arc::clone(&metrics),
         registry: registry.clone(),
+        srt: Arc::default(),
         data_dir: section.data_dir.clone(),
         defaults: config.defaults,
     };

@@ -194,6 +194,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         state: state.clone(),
         metrics: Arc::clone(&metrics),
         registry: registry.clone(),
+        srt: Arc::default(),
         data_dir: node_config.data_dir.clone(),
         defaults: config.defaults,
     };

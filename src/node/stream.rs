@@ -29,6 +29,9 @@ pub struct StreamContext {
     pub metrics: Arc<Metrics>,
     /// Where RTMP publishers find the stream.
     pub registry: PublishRegistry,
+    /// The SRT listener's statistics: the links of the streams' SRT publishers, shown
+    /// beside their inputs.
+    pub srt: Arc<ingest::srt::SrtStats>,
     /// The node's data directory (timeline counters live under `streams/`).
     pub data_dir: PathBuf,
     /// Defaults for settings a stream leaves out.
@@ -67,6 +70,16 @@ pub fn start_stream(
         let parsed = InputUrl::parse(url)?;
         specs.push(parsed.into_spec(|| builtin_source(tasks, &stream.name)));
     }
+    // Each publish input's name (`<stream>`, `<stream>@<slot>`): its SRT link's key.
+    let publish_names: Vec<Option<String>> = specs
+        .iter()
+        .map(|spec| match spec {
+            InputSpec::Rtmp { slot, .. } => {
+                Some(supervisor::publish_name(&stream.name, slot.as_deref()))
+            }
+            _ => None,
+        })
+        .collect();
     let mut supervisor_config = SupervisorConfig::new(stream.name.clone(), specs);
     supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
     supervisor_config
@@ -82,8 +95,12 @@ pub fn start_stream(
     let status = handle.status();
     channel.set_inputs(status.clone());
     let counters = handle.counters().to_vec();
-    let status_source: server::state::StatusSource =
-        Arc::new(move || server::ingest_view::inputs_json(&status.borrow(), &counters));
+    let srt = Arc::clone(&context.srt);
+    let status_source: server::state::StatusSource = Arc::new(move || {
+        let mut inputs = server::ingest_view::inputs_json(&status.borrow(), &counters);
+        server::link_view::add_links(&mut inputs, &publish_names, &srt);
+        inputs
+    });
     if let Some(redundancy) = context.state.redundancy() {
         let membership = crate::ott::membership(
             &stream.name,
