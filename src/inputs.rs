@@ -7,6 +7,8 @@
 //! | `udp://0.0.0.0:5000` (or `udp://@:5000`) | MPEG-TS over UDP unicast, bound to that address |
 //! | `publish://` or `publish://?key=SECRET` | RTMP publish to `rtmp://node/live/<stream>?key=SECRET` |
 //! | `publish://?key=SECRET&slot=backup` | a second publish of the stream, to `<stream>@backup` |
+//! | `rtmp://host[:port]/app/stream[?query]` | a stream played from a remote RTMP server |
+//! | `rtmps://host[:port]/app/stream[?query][#ca_file=/path/ca.pem]` | the same over TLS, the server's certificate checked against the system roots or the fragment's CA file |
 //! | `builtin://meeting` | the built-in demo meeting (a looped clip) |
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -35,6 +37,13 @@ pub enum InputUrl {
         /// Publishers of a slot publish to `<stream>@<slot>` (a backup feed).
         slot: Option<String>,
     },
+    /// Play a stream from a remote RTMP(S) server.
+    RtmpPull {
+        /// The URL, without its fragment.
+        url: String,
+        /// `#ca_file=`: the CA certificates an `rtmps://` server is checked against.
+        ca_file: Option<std::path::PathBuf>,
+    },
     /// The built-in looped demo clip.
     Builtin,
 }
@@ -56,6 +65,9 @@ impl InputUrl {
                 Ok(Self::Http(url.to_owned()))
             }
             "udp" => parse_udp(url, rest),
+            "rtmp" | "rtmps" if !rest.is_empty() && !rest.starts_with(['?', '/']) => {
+                parse_rtmp_pull(url)
+            }
             "publish" | "rtmp" => {
                 let query = |name: &str| {
                     rest.split_once('?')
@@ -79,7 +91,7 @@ impl InputUrl {
                 })
             }
             "builtin" => Ok(Self::Builtin),
-            other => bail!("input {url:?}: unknown scheme {other:?} (use http, https, udp, publish or builtin)"),
+            other => bail!("input {url:?}: unknown scheme {other:?} (use http, https, udp, rtmp, rtmps, publish or builtin)"),
         }
     }
 
@@ -97,9 +109,29 @@ impl InputUrl {
                 interface,
             },
             Self::Publish { key, slot } => InputSpec::Rtmp { key, slot },
+            Self::RtmpPull { url, ca_file } => InputSpec::RtmpPull { url, ca_file },
             Self::Builtin => builtin(),
         }
     }
+}
+
+fn parse_rtmp_pull(url: &str) -> anyhow::Result<InputUrl> {
+    let (address, fragment) = url.split_once('#').unwrap_or((url, ""));
+    ingest::rtmp::pull_url::PullUrl::parse(address)
+        .with_context(|| format!("input {url:?}: expected rtmp[s]://host[:port]/app/stream"))?;
+    let mut ca_file = None;
+    for pair in fragment.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("ca_file", path)) if !path.is_empty() && address.starts_with("rtmps") => {
+                ca_file = Some(path.into());
+            }
+            _ => bail!("input {url:?}: unknown option {pair:?} (only #ca_file= on rtmps://)"),
+        }
+    }
+    Ok(InputUrl::RtmpPull {
+        url: address.to_owned(),
+        ca_file,
+    })
 }
 
 fn parse_udp(url: &str, rest: &str) -> anyhow::Result<InputUrl> {
@@ -193,7 +225,33 @@ mod tests {
             InputUrl::parse("builtin://meeting").unwrap(),
             InputUrl::Builtin
         );
+        assert_eq!(
+            InputUrl::parse("rtmp://encoder:1935/live/room?key=k").unwrap(),
+            InputUrl::RtmpPull {
+                url: "rtmp://encoder:1935/live/room?key=k".into(),
+                ca_file: None
+            }
+        );
+        assert_eq!(
+            InputUrl::parse("rtmps://ingest.example.net/live/room#ca_file=/etc/ca.pem").unwrap(),
+            InputUrl::RtmpPull {
+                url: "rtmps://ingest.example.net/live/room".into(),
+                ca_file: Some("/etc/ca.pem".into())
+            }
+        );
+        // Without a host, rtmp:// is a publish, as it always was.
+        assert_eq!(
+            InputUrl::parse("rtmp://?key=s3").unwrap(),
+            InputUrl::Publish {
+                key: Some("s3".into()),
+                slot: None
+            }
+        );
         for bad in [
+            "rtmp://encoder/room",
+            "rtmps://encoder:0/live/room",
+            "rtmp://encoder/live/room#ca_file=/x.pem",
+            "rtmps://encoder/live/room#verify=0",
             "ftp://x",
             "nothing",
             "udp://host",

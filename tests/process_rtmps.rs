@@ -311,3 +311,106 @@ fn a_node_takes_a_stream_over_rtmps_with_its_https_certificate() {
         0
     );
 }
+
+/// ffmpeg as an RTMP server (`-listen 1`): it serves the test pattern to the first
+/// client that plays `rtmp://127.0.0.1:{port}/live/{name}`, then exits.
+fn ffmpeg_rtmp_server(port: u16, name: &str) -> Command {
+    let url = format!("rtmp://127.0.0.1:{port}/live/{name}");
+    let source = ffmpeg_source(60, "flv", &url);
+    let mut args: Vec<std::ffi::OsString> = source.get_args().map(ToOwned::to_owned).collect();
+    let url_arg = args.pop().expect("the url");
+    let mut cmd = Command::new(source.get_program());
+    cmd.args(args).args(["-listen", "1"]).arg(url_arg);
+    cmd
+}
+
+/// A TLS terminator for the test (ffmpeg's listen mode has no `rtmps://`): accepts TLS
+/// on a loopback port with `cert`/`key` and forwards each connection's plain bytes to
+/// `upstream`, for at most `life`. Returns the TLS port.
+fn tls_terminator(cert: &Path, key: &Path, upstream: SocketAddr, life: Duration) -> u16 {
+    let acceptor = server::tls::tls_acceptor(cert, key).expect("the test certificate");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let until = tokio::time::Instant::now() + life;
+            while let Ok(Ok((socket, _))) = tokio::time::timeout_at(until, listener.accept()).await
+            {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(socket).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let _ = tokio::time::timeout(
+                        life,
+                        tokio::io::copy_bidirectional(&mut tls, &mut plain),
+                    )
+                    .await;
+                });
+            }
+        });
+    });
+    port
+}
+
+/// The pull input: a node plays `rtmp://` from ffmpeg's RTMP server, and `rtmps://`
+/// from another through a TLS terminator (its certificate checked against the
+/// fragment's CA file), and cuts segments from both.
+#[test]
+fn a_node_pulls_rtmp_and_rtmps_from_servers_that_play() {
+    let dir = tempfile::tempdir().unwrap();
+    // rustls refuses a CA certificate (what `openssl req -x509` makes) as a server's
+    // own: an end-entity certificate from rcgen, as a real server has.
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.key_pair.serialize_pem()).unwrap();
+    let plain_port = common::free_tcp_port();
+    let behind_tls = common::free_tcp_port();
+    let _plain_server = ChildGuard::spawn(
+        "ffmpeg rtmp server",
+        &mut ffmpeg_rtmp_server(plain_port, "x"),
+    );
+    let _tls_server = ChildGuard::spawn(
+        "ffmpeg rtmp server behind tls",
+        &mut ffmpeg_rtmp_server(behind_tls, "y"),
+    );
+    let tls_port = tls_terminator(
+        &cert,
+        &key,
+        SocketAddr::from(([127, 0, 0, 1], behind_tls)),
+        Duration::from_secs(90),
+    );
+    let config = format!(
+        "[node]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[defaults]\nsegment_duration = 1\n\
+         [[stream]]\nname = \"plain\"\ninputs = [\"rtmp://127.0.0.1:{plain_port}/live/x\"]\n\
+         [[stream]]\nname = \"tls\"\ninputs = [\"rtmps://localhost:{tls_port}/live/y#ca_file={}\"]\n",
+        dir.path().join("data").display(),
+        cert.display()
+    );
+    let node = start_role(dir.path(), "node", "node", &config);
+    for stream in ["plain", "tls"] {
+        wait_for(
+            &format!("segments of {stream}"),
+            Duration::from_secs(40),
+            || {
+                let (status, _, body) = http_get(node.http, &format!("/{stream}/mono.m3u8"));
+                (status == 200 && parse_media_playlist(&String::from_utf8_lossy(&body)).len() >= 2)
+                    .then_some(())
+            },
+        );
+        let (_, status) = common::http_get_json(node.http, &format!("/api/streams/{stream}"));
+        let input = &status["inputs"]["inputs"][0];
+        assert_eq!(input["state"], "live", "{status}");
+        assert!(input["frames"].as_u64().unwrap_or(0) > 0, "{status}");
+    }
+}

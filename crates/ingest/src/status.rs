@@ -43,6 +43,9 @@ pub enum InputError {
     /// The RTMP publisher disconnected.
     #[error("publisher disconnected")]
     PublisherGone,
+    /// An RTMP(S) pull failed; see [`crate::rtmp::pull::RtmpPullError`] for the causes.
+    #[error(transparent)]
+    RtmpPull(#[from] crate::rtmp::pull::RtmpPullError),
     /// The in-process channel feeding a custom input was closed.
     #[error("input channel closed")]
     ChannelClosed,

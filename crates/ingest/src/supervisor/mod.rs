@@ -71,6 +71,13 @@ pub enum InputSpec {
         /// any inputs.
         slot: Option<String>,
     },
+    /// A stream played from a remote RTMP(S) server.
+    RtmpPull {
+        /// `rtmp://` or `rtmps://` URL (`host[:port]/app/stream[?query]`).
+        url: String,
+        /// PEM CA certificates to trust instead of the system roots (`rtmps://`).
+        ca_file: Option<PathBuf>,
+    },
     /// Events produced in-process (the built-in demo source, tests): the input is live
     /// while events arrive and down once every sender is dropped.
     Channel {
@@ -105,6 +112,7 @@ impl InputSpec {
             InputSpec::Rtmp {
                 slot: Some(slot), ..
             } => format!("rtmp publish @{slot}"),
+            InputSpec::RtmpPull { url, .. } => redact_url(url),
             InputSpec::Channel { name, .. } => name.clone(),
         }
     }
@@ -358,6 +366,16 @@ fn run_input(
                 if let Some(sessions) = sessions {
                     rtmp_input(sessions, counters, events).await;
                 }
+            }
+            InputSpec::RtmpPull { url, ca_file } => {
+                let config = crate::rtmp::pull::RtmpPullConfig {
+                    ca_file,
+                    connect_timeout: http.connect_timeout,
+                    read_timeout: http.read_timeout,
+                    backoff: http.backoff,
+                    ..crate::rtmp::pull::RtmpPullConfig::new(url)
+                };
+                crate::rtmp::pull::run(config, counters, events, shutdown).await;
             }
             InputSpec::Channel { events: source, .. } => {
                 forward_session(source, &counters, &events, InputError::ChannelClosed).await;
