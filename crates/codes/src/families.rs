@@ -196,7 +196,7 @@ family! {
     /// its `fault` in `/api/streams/{name}`, and one answer to viewers, 111010, for a
     /// stream whose inputs deliver nothing it can use; 111020–111025 are the ingest
     /// listeners' refusals and cuts, 111026–111030 their refusals of a publisher at the
-    /// handshake (logs and `/metrics`). All are temporary (a source that heals clears
+    /// handshake, 111031 an SRT listener's restart (logs and `/metrics`). All are temporary (a source that heals clears
     /// them) but 111025–111028 and 111030.
     InputFault {
         /// The demuxer finds damage in the input's MPEG-TS: lost or flagged packets,
@@ -243,6 +243,10 @@ family! {
         /// An SRT caller was refused: its encryption does not match the meeting's (no
         /// passphrase where one is required, one where none is set, or a wrong one).
         BadPassphrase => (111_030, 403, "the SRT passphrase is missing, unexpected or wrong", "ingest_bad_passphrase", false),
+        /// The SRT listener's task ended (srt-tokio panics on a few malformed
+        /// handshakes) and a new one was started on the same socket; its publishers
+        /// were disconnected and reconnect.
+        ListenerRestarted => (111_031, 503, "the SRT listener was restarted after its task ended", "ingest_srt_restarted", true),
     }
 }
 

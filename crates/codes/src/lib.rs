@@ -58,7 +58,7 @@ mod tests {
         }
         assert_eq!(
             numbers.len(),
-            27 + 14 + 5 + 3 + 13 + 2 + 4 + 17 + 10 + 15 + 5 + 9
+            27 + 14 + 5 + 3 + 13 + 2 + 4 + 18 + 10 + 15 + 5 + 9
         );
     }
 
@@ -96,8 +96,9 @@ mod tests {
             (111_001..=111_005)
                 .chain([111_010])
                 .chain(111_020..=111_024)
-                // A busy meeting is free again once its publisher leaves.
-                .chain([111_029]),
+                // A busy meeting is free again once its publisher leaves; a restarted
+                // SRT listener takes its publishers back.
+                .chain([111_029, 111_031]),
         );
         // A caption flood passes; a meeting goes live.
         expected.extend([112_007, 112_008]);

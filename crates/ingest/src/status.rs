@@ -257,11 +257,30 @@ pub(crate) async fn demux_into(
     events: &mpsc::Sender<InputEvent>,
 ) -> Option<usize> {
     let mut out = Vec::new();
+    let sent = demux_events(demuxer, data, counters, &mut out);
+    for event in out {
+        events.send(InputEvent::Media(event)).await.ok()?;
+    }
+    Some(sent)
+}
+
+/// The one way MPEG-TS becomes [`IngestEvent`]s, whatever carried it (HTTP, UDP, SRT),
+/// so the same bytes give the same events over every transport: feeds `data` (or,
+/// with `None`, the end of the stream) to `demuxer`, counts what it found in
+/// `counters` and appends the events to `out`. Returns how many events the demuxer
+/// gave (damage reports included, which are counted but not forwarded).
+pub(crate) fn demux_events(
+    demuxer: &mut Demuxer,
+    data: Option<&[u8]>,
+    counters: &InputCounters,
+    out: &mut Vec<IngestEvent>,
+) -> usize {
+    let mut demuxed = Vec::new();
     let damage_before = damage_of(demuxer.stats());
     let packets_before = demuxer.stats().packets;
     match data {
-        Some(data) => demuxer.push(data, &mut out),
-        None => demuxer.flush(&mut out),
+        Some(data) => demuxer.push(data, &mut demuxed),
+        None => demuxer.flush(&mut demuxed),
     }
     let damage_after = damage_of(demuxer.stats());
     let mut errors = 0;
@@ -284,8 +303,8 @@ pub(crate) async fn demux_into(
         demuxer.stats().packets.saturating_sub(packets_before),
     );
     counters.set_program(demuxer.program());
-    let sent = out.len();
-    for event in out {
+    let given = demuxed.len();
+    for event in demuxed {
         let event = match event {
             DemuxEvent::Frame(frame) => {
                 counters.count_frame(frame.kind());
@@ -302,9 +321,9 @@ pub(crate) async fn demux_into(
             // marks a discontinuity if they jump.
             DemuxEvent::Discontinuity(_) => continue,
         };
-        events.send(InputEvent::Media(event)).await.ok()?;
+        out.push(event);
     }
-    Some(sent)
+    given
 }
 
 #[cfg(test)]

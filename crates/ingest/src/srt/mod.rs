@@ -3,7 +3,12 @@
 //! listener mode. Built on srt-tokio (pure Rust, Apache-2.0), which interoperates
 //! with libsrt callers (ffmpeg, OBS, srt-live-transmit), AES passphrases included.
 
+pub mod access;
+mod listener;
+mod session;
 pub mod stats;
 pub mod streamid;
 
+pub use access::{SrtListenerConfig, DEFAULT_LATENCY};
+pub use listener::SrtServer;
 pub use stats::{LinkStats, SrtStats};

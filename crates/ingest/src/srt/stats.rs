@@ -96,6 +96,8 @@ pub struct SrtStats {
     pub bytes: AtomicU64,
     /// Frames handed to streams.
     pub frames: AtomicU64,
+    /// Times srt-tokio's listener task ended and a new one was started (111031).
+    pub restarts: AtomicU64,
     /// Handshakes refused, by code (the order of [`REFUSAL_CODES`]).
     refusals: [AtomicU64; REFUSAL_CODES.len()],
     /// Cuts by the listener's deadlines and byte floor, by code (the refusals at the

@@ -30,6 +30,13 @@ pub struct KeyAuthorizer {
     tx: IngestSender,
 }
 
+impl KeyAuthorizer {
+    /// An authorizer whose publishers' frames go to `tx`.
+    pub fn new(tx: IngestSender) -> Self {
+        Self { tx }
+    }
+}
+
 impl PublishAuthorizer for KeyAuthorizer {
     fn authorize(&self, request: &PublishRequest) -> Result<IngestSender, PublishRejection> {
         if request.key.as_deref() == Some(KEY) {

@@ -1,0 +1,157 @@
+//! The SRT listener against libsrt callers (ffmpeg): a publish with the key, plain
+//! and encrypted, becomes frames; a wrong key, an unreadable streamid and a wrong
+//! passphrase are refused at the handshake with their codes.
+
+mod common;
+
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{KeyAuthorizer, KEY};
+use ingest::srt::{SrtListenerConfig, SrtServer, SrtStats};
+use ingest::IngestEvent;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::timeout;
+
+struct Harness {
+    addr: std::net::SocketAddr,
+    stats: Arc<SrtStats>,
+    frames: mpsc::Receiver<IngestEvent>,
+    _stop: oneshot::Sender<()>,
+}
+
+fn start(config: SrtListenerConfig) -> Harness {
+    let server = SrtServer::bind(config).expect("bind");
+    let addr = server.local_addr();
+    let stats = Arc::new(SrtStats::default());
+    let (tx, frames) = mpsc::channel(4096);
+    let (stop, stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(server.serve(
+        Arc::new(KeyAuthorizer::new(tx)),
+        Arc::clone(&stats),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    Harness {
+        addr,
+        stats,
+        frames,
+        _stop: stop,
+    }
+}
+
+/// ffmpeg publishing 3 s of H.264 + AAC in MPEG-TS to `url`, bounded.
+async fn publish(url: &str) -> ExitStatus {
+    let mut child = tokio::process::Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-re"])
+        .args(["-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"])
+        .args(["-f", "lavfi", "-i", "sine", "-c:v", "libx264", "-g", "50"])
+        .args(["-c:a", "aac", "-t", "3", "-f", "mpegts", url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("ffmpeg is required for this test (apt install ffmpeg): {e}"));
+    timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("ffmpeg did not finish within 30 s")
+        .expect("waiting for ffmpeg")
+}
+
+/// The frames received until none came for a second (bounded: the publisher has ended).
+async fn frames_in(rx: &mut mpsc::Receiver<IngestEvent>) -> (usize, usize) {
+    let (mut video, mut audio) = (0, 0);
+    while let Ok(Some(event)) = timeout(Duration::from_secs(1), rx.recv()).await {
+        if let IngestEvent::Frame(frame) = event {
+            match frame.kind() {
+                media::TrackKind::Video => video += 1,
+                _ => audio += 1,
+            }
+        }
+    }
+    (video, audio)
+}
+
+fn refusals(stats: &SrtStats, code: u32) -> u64 {
+    stats
+        .refusals()
+        .iter()
+        .find(|(c, _)| c.code() == code)
+        .map_or(0, |(_, n)| *n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ffmpeg_publishes_over_srt_plain_and_encrypted() {
+    let mut config = SrtListenerConfig::new("127.0.0.1:0".parse().unwrap());
+    config
+        .passphrases
+        .insert("secret".into(), "a-long-passphrase".into());
+    let mut h = start(config);
+    let url = format!(
+        "srt://{}?streamid=#!::r=cam,m=publish,s={KEY}&latency=120000",
+        h.addr
+    );
+    let status = publish(&url).await;
+    assert!(status.success(), "ffmpeg publish failed: {status}");
+    let (video, audio) = frames_in(&mut h.frames).await;
+    assert!(
+        video >= 60 && audio >= 100,
+        "{video} video, {audio} audio frames"
+    );
+
+    let url = format!(
+        "srt://{}?streamid=live/secret?key={KEY}&passphrase=a-long-passphrase&pbkeylen=32",
+        h.addr
+    );
+    let status = publish(&url).await;
+    assert!(
+        status.success(),
+        "ffmpeg encrypted publish failed: {status}"
+    );
+    let (video, audio) = frames_in(&mut h.frames).await;
+    assert!(
+        video >= 60 && audio >= 100,
+        "{video} video, {audio} audio frames"
+    );
+    assert_eq!(
+        h.stats
+            .connections
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_key_bad_streamid_and_wrong_passphrase_are_refused_with_their_codes() {
+    let mut config = SrtListenerConfig::new("127.0.0.1:0".parse().unwrap());
+    config
+        .passphrases
+        .insert("secret".into(), "a-long-passphrase".into());
+    let mut h = start(config);
+    let cases = [
+        ("#!::r=cam,s=WRONG", 111_028),
+        ("#!::r=cam,m=request", 111_026),
+        ("secret?key=SECRET", 111_030),
+    ];
+    for (streamid, code) in cases {
+        let url = format!("srt://{}?streamid={streamid}", h.addr);
+        let status = publish(&url).await;
+        assert!(!status.success(), "{streamid}: ffmpeg must fail");
+        assert_eq!(
+            refusals(&h.stats, code),
+            1,
+            "{streamid}: {:?}",
+            h.stats.refusals()
+        );
+    }
+    let url = format!(
+        "srt://{}?streamid=secret?key=SECRET&passphrase=the-wrong-one",
+        h.addr
+    );
+    let status = publish(&url).await;
+    assert!(!status.success(), "a wrong passphrase must fail");
+    assert_eq!(refusals(&h.stats, 111_030), 2);
+    assert_eq!(frames_in(&mut h.frames).await, (0, 0));
+}
