@@ -10,9 +10,11 @@ use serde::Deserialize;
 
 mod mc_link;
 mod rtmp_limits;
+mod srt;
 
 pub use mc_link::McLinkConfig;
 pub use rtmp_limits::RtmpLimitsConfig;
+pub use srt::SrtOptionsConfig;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -91,6 +93,13 @@ pub struct NodeConfig {
     pub rtmps_cert: Option<PathBuf>,
     /// PEM private key for RTMPS; default `tls_key`.
     pub rtmps_key: Option<PathBuf>,
+    /// The SRT publish listen address (UDP, one port for every stream); without it,
+    /// SRT publish is off.
+    pub srt: Option<SocketAddr>,
+    /// `[node.srt_options]`: the SRT listener's latency and passphrases (its caps and
+    /// deadlines are `rtmp_limits`', counted on their own).
+    #[serde(default)]
+    pub srt_options: SrtOptionsConfig,
     /// Where the node keeps its state (timeline counters per stream).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
@@ -186,6 +195,8 @@ impl Default for NodeConfig {
             rtmps: None,
             rtmps_cert: None,
             rtmps_key: None,
+            srt: None,
+            srt_options: SrtOptionsConfig::default(),
             data_dir: default_data_dir(),
             admin_token: None,
             trust_loopback: false,

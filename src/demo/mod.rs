@@ -96,6 +96,9 @@ pub async fn start_cluster(
             ))),
             rtmps_cert: Some(rtmps_cert),
             rtmps_key: Some(rtmps_key),
+            // SRT on the RTMP port's number, over UDP.
+            srt: Some(SocketAddr::from(([127, 0, 0, 1], rtmp_port))),
+            srt_options: Default::default(),
             hostname: Some("localhost".into()),
             data_dir: mc_data,
             admin_token: None,
@@ -266,6 +269,9 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
                 rtmps.port(),
                 rtmps_cert.display()
             );
+        }
+        if let Some(srt) = mc.srt {
+            println!("    srt:      'srt://{srt}?streamid=#!::r={LIVE},m=publish,s={key}'   (ffmpeg -f mpegts; srt-live-transmit, OBS: the same URL)");
         }
         println!(
             "    then watch it at http://{}/player?stream={LIVE}",

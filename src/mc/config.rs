@@ -49,6 +49,12 @@ pub struct McSection {
     pub rtmps_cert: Option<PathBuf>,
     /// PEM private key for RTMPS.
     pub rtmps_key: Option<PathBuf>,
+    /// SRT publish listen address (UDP; `srt://mc:port?streamid=#!::r=<meeting>,m=publish,s=<stream_key>`).
+    pub srt: Option<SocketAddr>,
+    /// `[mc.srt_options]`: the SRT listener's latency and passphrases (its caps and
+    /// deadlines are `rtmp_limits`', counted on their own).
+    #[serde(default)]
+    pub srt_options: crate::config::SrtOptionsConfig,
     /// The public DNS name publishers reach the MC by; the RTMPS certificate is
     /// checked against it.
     pub hostname: Option<String>,

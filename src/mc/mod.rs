@@ -39,6 +39,8 @@ pub struct RunningMc {
     pub rtmp: Option<SocketAddr>,
     /// The RTMPS publish address, when configured.
     pub rtmps: Option<SocketAddr>,
+    /// The SRT publish address (UDP), when configured.
+    pub srt: Option<SocketAddr>,
     /// The MC's health state (its shutdown flag is raised at SIGTERM).
     pub health: server::health::Health,
     meetings: McState,
@@ -77,10 +79,11 @@ pub async fn run_until_signal(config: McConfig) -> anyhow::Result<()> {
     let mc = start(config).await?;
     // The machine-readable line scripts and process tests read the ports from.
     println!(
-        "listening http={} https=- rtmp={} rtmps={}",
+        "listening http={} https=- rtmp={} rtmps={} srt={}",
         mc.http,
         crate::node::or_dash(mc.rtmp),
-        crate::node::or_dash(mc.rtmps)
+        crate::node::or_dash(mc.rtmps),
+        crate::node::or_dash(mc.srt)
     );
     tracing::info!(http = %mc.http, rtmp = ?mc.rtmp, "mc running");
     let service = crate::service::Service::ready(mc.http);
@@ -174,11 +177,12 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         crate::node::until(shutdown_rx.clone()),
     ));
     let registry = PublishRegistry::new();
+    let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
     let context = StreamContext {
         state: state.clone(),
         metrics: Arc::clone(&metrics),
         registry: registry.clone(),
-        srt: Arc::default(),
+        srt: Arc::clone(&srt_stats),
         data_dir: section.data_dir.clone(),
         defaults: config.defaults,
     };
@@ -224,6 +228,21 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         ),
         None => None,
     };
+    let srt = match section.srt {
+        Some(addr) => Some(crate::node::srt::start_srt(
+            crate::node::srt::SrtListener {
+                addr,
+                key: "mc.srt",
+                options: &section.srt_options,
+                limits: &section.rtmp_limits,
+            },
+            Arc::new(registry.clone()),
+            srt_stats,
+            &shutdown_rx,
+            &mut tasks,
+        )?),
+        None => None,
+    };
     let rtmps = match (section.rtmps, &section.rtmps_cert, &section.rtmps_key) {
         (Some(addr), Some(cert), Some(tls_key)) => Some(
             crate::node::rtmps::start_rtmps(
@@ -267,11 +286,12 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         plan,
         shutdown_rx,
     ));
-    tracing::info!(mc = %section.name, %http, ?rtmp, meetings = mc.meetings().len(), "mc started");
+    tracing::info!(mc = %section.name, %http, ?rtmp, ?srt, meetings = mc.meetings().len(), "mc started");
     Ok(RunningMc {
         http,
         rtmp,
         rtmps,
+        srt,
         health: app_state.health().clone(),
         meetings: mc,
         shutdown,

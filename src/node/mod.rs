@@ -2,6 +2,7 @@
 //! pipeline (segmenter) and live channel (`stream`).
 
 pub(crate) mod rtmps;
+pub(crate) mod srt;
 pub mod stream;
 pub mod tls;
 
@@ -32,6 +33,8 @@ pub struct RunningNode {
     pub gossip: Option<SocketAddr>,
     /// Where RTMPS publish is accepted, when configured.
     pub rtmps: Option<SocketAddr>,
+    /// Where SRT publish is accepted (UDP), when configured.
+    pub srt: Option<SocketAddr>,
     /// The node's health state (its shutdown flag is raised at SIGTERM).
     pub health: server::health::Health,
     shutdown: watch::Sender<bool>,
@@ -43,12 +46,13 @@ impl RunningNode {
     /// (they may be 0 in the config), printed on stdout by `brdyun node`.
     pub fn listening_line(&self) -> String {
         format!(
-            "listening http={} https={} rtmp={} gossip={} rtmps={}",
+            "listening http={} https={} rtmp={} gossip={} rtmps={} srt={}",
             self.http,
             or_dash(self.https),
             or_dash(self.rtmp),
             or_dash(self.gossip),
-            or_dash(self.rtmps)
+            or_dash(self.rtmps),
+            or_dash(self.srt)
         )
     }
 
@@ -178,6 +182,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         until(shutdown_rx.clone()),
     ));
     let registry = PublishRegistry::new();
+    let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
 
     if !config.logins.is_empty() {
         state.set_logins(Arc::new(server::logins::Logins::new(
@@ -194,7 +199,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         state: state.clone(),
         metrics: Arc::clone(&metrics),
         registry: registry.clone(),
-        srt: Arc::default(),
+        srt: Arc::clone(&srt_stats),
         data_dir: node_config.data_dir.clone(),
         defaults: config.defaults,
     };
@@ -366,13 +371,29 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         ),
         _ => None,
     };
-    tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, ?rtmps, streams = config.streams.len(), "node started");
+    let srt = match node_config.srt {
+        Some(addr) => Some(srt::start_srt(
+            srt::SrtListener {
+                addr,
+                key: "node.srt",
+                options: &node_config.srt_options,
+                limits: &node_config.rtmp_limits,
+            },
+            Arc::new(registry.clone()),
+            srt_stats,
+            &shutdown_rx,
+            &mut tasks,
+        )?),
+        None => None,
+    };
+    tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, ?rtmps, ?srt, streams = config.streams.len(), "node started");
     Ok(RunningNode {
         http,
         https,
         rtmp,
         gossip,
         rtmps,
+        srt,
         health: state.health().clone(),
         shutdown,
         tasks,
