@@ -281,35 +281,70 @@ fn sighup_serves_a_renewed_rtmps_certificate() {
     );
 }
 
-/// A node's RTMPS listener (its HTTPS pair by default): a stream with a `publish://`
-/// input is published over `rtmps://` and cut into segments.
+/// A node's RTMPS listener (its HTTPS pair by default): one ffmpeg encoding publishes
+/// the same packets to stream `a` over RTMP and to stream `b` over RTMPS (the tee
+/// muxer); both listeners hand over the same frames, and the node cuts both streams on
+/// the same grid (the segments' durations are equal; their bytes differ only by the
+/// wall-clock anchor each stream takes from its own first frame).
 #[test]
-fn a_node_takes_a_stream_over_rtmps_with_its_https_certificate() {
+fn a_node_takes_over_rtmps_what_it_takes_over_rtmp() {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = self_signed(&dir.path().join("tls"));
     let config = format!(
         "[node]\nhttp = \"127.0.0.1:0\"\nhttps = \"127.0.0.1:0\"\nhostname = \"localhost\"\n\
-         tls_cert = \"{}\"\ntls_key = \"{}\"\nrtmps = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-         [defaults]\nsegment_duration = 1\n\
-         [[stream]]\nname = \"s\"\ninputs = [\"publish://?key=K1\"]\n",
+         tls_cert = \"{}\"\ntls_key = \"{}\"\nrtmp = \"127.0.0.1:0\"\nrtmps = \"127.0.0.1:0\"\n\
+         data_dir = \"{}\"\n[defaults]\nsegment_duration = 1\nwindow = 60\n\
+         [[stream]]\nname = \"a\"\ninputs = [\"publish://?key=K1\"]\n\
+         [[stream]]\nname = \"b\"\ninputs = [\"publish://?key=K1\"]\n",
         cert.display(),
         key.display(),
         dir.path().join("data").display()
     );
     let node = start_role(dir.path(), "node", "node", &config);
+    let rtmp = node.rtmp.expect("the node's rtmp address");
     let rtmps = node.rtmps.expect("the node's rtmps address");
-    let url = format!("rtmps://localhost:{}/live/s?key=K1", rtmps.port());
-    let _publisher = ChildGuard::spawn("rtmps publisher", &mut rtmps_publisher(60, &url, &cert));
-    wait_for("segments of s", Duration::from_secs(30), || {
-        let (status, _, body) = http_get(node.http, "/s/mono.m3u8");
-        (status == 200 && parse_media_playlist(&String::from_utf8_lossy(&body)).len() >= 2)
-            .then_some(())
-    });
+    // One encoding, two outputs: ffmpeg does not verify a certificate by default.
+    let tee = format!(
+        "[f=flv]rtmp://{rtmp}/live/a?key=K1|[f=flv]rtmps://localhost:{}/live/b?key=K1",
+        rtmps.port()
+    );
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"])
+        .args(["-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"])
+        .args(["-re", "-f", "lavfi", "-i", "sine=frequency=440"])
+        .args([
+            "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "veryfast",
+        ])
+        .args([
+            "-g", "25", "-bf", "2", "-c:a", "aac", "-t", "8", "-f", "tee", &tee,
+        ]);
+    let (status, stderr) =
+        ChildGuard::spawn("tee publisher", &mut cmd).finish(Duration::from_secs(30));
+    assert!(status.success(), "the publisher failed: {stderr}");
+    assert_eq!(metric(node.http, "brdyun_rtmp_publishes_total"), 1);
     assert_eq!(metric(node.http, "brdyun_rtmps_publishes_total"), 1);
     assert_eq!(
         metric(node.http, "brdyun_rtmps_tls_handshake_failures_total"),
         0
     );
+    let frames = metric(node.http, "brdyun_rtmp_frames_total");
+    assert!(frames >= 8 * 25, "{frames} frames over RTMP");
+    assert_eq!(
+        metric(node.http, "brdyun_rtmps_frames_total"),
+        frames,
+        "the same frames over RTMPS"
+    );
+    let durations = |stream: &str| {
+        let (status, _, body) = http_get(node.http, &format!("/{stream}/mono.m3u8"));
+        assert_eq!(status, 200, "{stream}");
+        parse_media_playlist(&String::from_utf8_lossy(&body))
+            .into_iter()
+            .map(|entry| entry.extinf)
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (durations("a"), durations("b"));
+    assert!(a.len() >= 6, "{a:?}");
+    assert_eq!(a, b, "the same segments over RTMP and RTMPS");
 }
 
 /// ffmpeg as an RTMP server (`-listen 1`): it serves the test pattern to the first
