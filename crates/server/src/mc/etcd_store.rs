@@ -21,6 +21,11 @@
 //!   etcd is away still knows the meetings.
 //! - Everything is read in pages ([`etcd::Client::get_prefix`]): no single answer grows
 //!   with the number of keys.
+//! - One view, changed in revision order: a change this MC made, a watched event and a
+//!   reload each replace a meeting only with a newer revision of it (a reload read
+//!   before this MC's own change landed cannot undo it), and each change of the view
+//!   is published to [`EtcdStore::subscribe`] under the view's lock, so the last value
+//!   published is always the view (the MC starts and stops meeting streams from it).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -82,12 +87,42 @@ struct View {
     revisions: HashMap<MeetingId, i64>,
 }
 
+impl View {
+    /// The view a read of every meeting at `revision` (`meetings` at `revisions`)
+    /// makes of this one: the read, except the meetings this view holds at a later
+    /// revision (a change committed while the read was under way), which stay.
+    fn after_read(
+        &self,
+        mut meetings: Meetings,
+        mut revisions: HashMap<MeetingId, i64>,
+        revision: i64,
+    ) -> View {
+        for (id, &held) in &self.revisions {
+            if held > revision {
+                match self.meetings.get(id) {
+                    Ok(meeting) => meetings.put(meeting.clone()),
+                    Err(_) => meetings.forget(id),
+                }
+                revisions.insert(id.clone(), held);
+            }
+        }
+        View {
+            meetings: Arc::new(meetings),
+            revisions,
+        }
+    }
+}
+
 /// The meetings in etcd, with this MC's view of them.
 pub struct EtcdStore {
     client: etcd::Client,
     prefix: String,
     cache_path: PathBuf,
     view: Mutex<View>,
+    /// The view as it changes, published under the view's lock.
+    changes: watch::Sender<Arc<Meetings>>,
+    /// Held while `meetings.json` is written, so writes do not cross.
+    cache_file: Mutex<()>,
     /// What this MC last wrote for each node: a report is rewritten when it changes or
     /// has aged a third of its lifetime, not on every sync.
     written: Mutex<HashMap<String, SharedReport>>,
@@ -128,6 +163,8 @@ impl EtcdStore {
             prefix: settings.prefix.clone(),
             cache_path,
             view: Mutex::new(View::default()),
+            changes: watch::Sender::new(Arc::new(Meetings::new())),
+            cache_file: Mutex::new(()),
             written: Mutex::new(HashMap::new()),
             timelines: Mutex::new(HashMap::new()),
             lease: tokio::sync::Mutex::new(None),
@@ -136,9 +173,11 @@ impl EtcdStore {
         match store.load().await {
             Ok(_) => store.set_reachable(true),
             Err(e) => {
-                let cached = read_file(&store.cache_path)?;
+                let cached = Arc::new(read_file(&store.cache_path)?);
                 tracing::warn!(error = %e, meetings = cached.len(), "etcd unavailable at start: serving the last view");
-                store.lock().meetings = Arc::new(cached);
+                let mut view = store.lock();
+                view.meetings = Arc::clone(&cached);
+                store.changes.send_replace(cached);
             }
         }
         Ok(store)
@@ -180,6 +219,11 @@ impl EtcdStore {
         Arc::clone(&self.lock().meetings)
     }
 
+    /// The view, now and as it changes (every change of it, in order).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Meetings>> {
+        self.changes.subscribe()
+    }
+
     /// Reads every key of the group: installs the meetings and timeline owners, and
     /// returns the revision to watch from with the viewer reports found.
     async fn load(&self) -> Result<(i64, Vec<etcd::KeyValue>), EtcdError> {
@@ -219,16 +263,16 @@ impl EtcdStore {
                 }
             }
         }
-        let meetings = Arc::new(meetings);
-        *self.lock() = View {
-            meetings: Arc::clone(&meetings),
-            revisions,
-        };
+        {
+            let mut view = self.lock();
+            *view = view.after_read(meetings, revisions, revision);
+            self.changes.send_replace(Arc::clone(&view.meetings));
+        }
         *self
             .timelines
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = timelines;
-        self.keep(&meetings);
+        self.keep();
         Ok((revision, reports))
     }
 
@@ -350,15 +394,20 @@ impl EtcdStore {
         )))
     }
 
-    /// Keeps the view on disk for a start while etcd is away.
-    fn keep(&self, meetings: &Meetings) {
-        if let Err(e) = write_file(&self.cache_path, meetings) {
+    /// Keeps the view on disk for a start while etcd is away: the view as it is now,
+    /// one writer at a time, so the file ends as the latest view.
+    fn keep(&self) {
+        let _writing = self
+            .cache_file
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = write_file(&self.cache_path, &self.snapshot()) {
             tracing::warn!(error = %e, "cannot keep the meeting view on disk");
         }
     }
 
     /// Takes a meeting record at `revision` into the view unless the view holds a
-    /// newer one; returns the view when it changed.
+    /// newer one, and publishes the view; returns it when it changed.
     fn install(
         &self,
         id: &MeetingId,
@@ -382,8 +431,9 @@ impl EtcdStore {
         }
         let next = Arc::new(next);
         view.meetings = Arc::clone(&next);
+        self.changes.send_replace(Arc::clone(&next));
         drop(view);
-        self.keep(&next);
+        self.keep();
         Some(next)
     }
 
@@ -497,11 +547,11 @@ impl EtcdStore {
         }
     }
 
-    /// Follows etcd for as long as the MC runs: every meeting change goes to
-    /// `changes`, every node report to `on_report`. Reloads everything after any break.
+    /// Follows etcd for as long as the MC runs: every meeting change goes to the view
+    /// ([`EtcdStore::subscribe`]), every node report to `on_report`. Reloads everything
+    /// after any break.
     pub async fn follow(
         self: Arc<Self>,
-        changes: watch::Sender<Arc<Meetings>>,
         on_report: impl Fn(&str, SharedReport) + Send + Sync + 'static,
         mut shutdown: watch::Receiver<bool>,
     ) {
@@ -511,9 +561,8 @@ impl EtcdStore {
             let broken_now = &mut broken;
             let followed = async {
                 let (revision, reports) = self.load().await?;
-                changes.send_replace(self.snapshot());
                 for kv in reports {
-                    self.apply(Event::Put(kv), &changes, &on_report);
+                    self.apply(Event::Put(kv), &on_report);
                 }
                 let mut watch = self
                     .client
@@ -533,7 +582,7 @@ impl EtcdStore {
                         .await
                         .map_err(|_| EtcdError::Unavailable("watch idle".into()))??;
                     for event in batch.events {
-                        self.apply(event, &changes, &on_report);
+                        self.apply(event, &on_report);
                     }
                 }
                 #[allow(unreachable_code)]
@@ -573,12 +622,7 @@ impl EtcdStore {
         }
     }
 
-    fn apply(
-        &self,
-        event: Event,
-        changes: &watch::Sender<Arc<Meetings>>,
-        on_report: &impl Fn(&str, SharedReport),
-    ) {
+    fn apply(&self, event: Event, on_report: &impl Fn(&str, SharedReport)) {
         let (kv, deleted) = match event {
             Event::Put(kv) => (kv, false),
             Event::Delete(kv) => (kv, true),
@@ -599,9 +643,7 @@ impl EtcdStore {
                     }
                 }
             };
-            if let Some(meetings) = self.install(&id, record, kv.mod_revision) {
-                changes.send_replace(meetings);
-            }
+            self.install(&id, record, kv.mod_revision);
         } else if let Some(id) = key.strip_prefix(&self.timeline_prefix()) {
             let Ok(id) = MeetingId::parse(id) else {
                 return;
@@ -629,5 +671,79 @@ impl EtcdStore {
                 on_report(node, report);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meeting::{Action, MeetingSecrets, MeetingState, NewMeeting};
+
+    /// Meetings `ids`, created; those in `live` started.
+    fn meetings(ids: &[&str], live: &[&str]) -> Meetings {
+        let mut all = Meetings::new();
+        for id in ids {
+            let meeting = MeetingId::parse(id).expect("an id");
+            let request = NewMeeting {
+                id: (*id).to_owned(),
+                title: String::new(),
+                viewer_limit: None,
+                private: false,
+            };
+            let secrets = MeetingSecrets {
+                stream_key: "k".repeat(24),
+                host_token: "h".repeat(24),
+            };
+            all.create(meeting.clone(), &request, secrets, 0)
+                .expect("created");
+            if live.contains(id) {
+                all.apply(&meeting, Action::Start, 1).expect("started");
+            }
+        }
+        all
+    }
+
+    fn revisions(pairs: &[(&str, i64)]) -> HashMap<MeetingId, i64> {
+        pairs
+            .iter()
+            .map(|(id, r)| (MeetingId::parse(id).expect("an id"), *r))
+            .collect()
+    }
+
+    fn state(view: &View, id: &str) -> Option<MeetingState> {
+        let id = MeetingId::parse(id).expect("an id");
+        view.meetings.get(&id).ok().map(|m| m.state)
+    }
+
+    /// A reload whose read was answered before this MC's own start of a meeting landed
+    /// (the read at revision 3, the start at 4) keeps the meeting live: the MC's
+    /// meeting stream is not stopped by an older read.
+    #[test]
+    fn a_read_older_than_the_views_change_does_not_undo_it() {
+        let view = View {
+            meetings: Arc::new(meetings(&["a", "b", "c", "d"], &["a"])),
+            revisions: revisions(&[("a", 4), ("b", 1), ("c", 5), ("d", 2)]),
+        };
+        // The read at revision 3: `a` as created, `b` changed (started) at 3, `c` not
+        // yet made, `d` deleted.
+        let read = meetings(&["a", "b"], &["b"]);
+        let after = view.after_read(read, revisions(&[("a", 2), ("b", 3)]), 3);
+        assert_eq!(
+            state(&after, "a"),
+            Some(MeetingState::Live),
+            "own start kept"
+        );
+        assert_eq!(after.revisions[&MeetingId::parse("a").unwrap()], 4);
+        assert_eq!(
+            state(&after, "b"),
+            Some(MeetingState::Live),
+            "the read's newer b"
+        );
+        assert_eq!(
+            state(&after, "c"),
+            Some(MeetingState::Created),
+            "made after the read"
+        );
+        assert_eq!(state(&after, "d"), None, "deleted by the read's time");
     }
 }

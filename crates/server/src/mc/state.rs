@@ -55,6 +55,7 @@ pub(crate) struct McShared {
     pub(crate) settings: McSettings,
     pub(crate) store: Backend,
     pub(crate) viewers: Mutex<ViewerCounts>,
+    /// The file store's meetings as they change (the etcd store publishes its own).
     pub(crate) changes: watch::Sender<Arc<Meetings>>,
     /// The MC's wall clock: meetings and viewer reports are dated by it.
     pub(crate) clock: Clock,
@@ -104,7 +105,6 @@ impl McState {
         let state = Self::with_backend(settings, Backend::Etcd(Arc::clone(&store)), keys);
         let reports = state.clone();
         tokio::spawn(store.follow(
-            state.inner.changes.clone(),
             move |node, report: SharedReport| {
                 reports.viewers().report(node, report.counts, report.at_ms);
             },
@@ -253,7 +253,10 @@ impl McState {
     /// The meetings, updated after every change (the MC starts and stops meeting
     /// streams from this).
     pub fn subscribe(&self) -> watch::Receiver<Arc<Meetings>> {
-        self.inner.changes.subscribe()
+        match &self.inner.store {
+            Backend::File(_) => self.inner.changes.subscribe(),
+            Backend::Etcd(s) => s.subscribe(),
+        }
     }
 
     /// The meetings now.
@@ -275,11 +278,15 @@ impl McState {
         id: &MeetingId,
         change: impl FnMut(&mut Meetings) -> Result<T, meeting::MeetingError>,
     ) -> Result<T, store::ChangeError> {
-        let (out, meetings) = match &self.inner.store {
-            Backend::File(s) => s.change(change)?,
-            Backend::Etcd(s) => s.change(id, change).await?,
+        let out = match &self.inner.store {
+            Backend::File(s) => {
+                let (out, meetings) = s.change(change)?;
+                self.inner.changes.send_replace(meetings);
+                out
+            }
+            // The store publishes its view itself, in the order it changes.
+            Backend::Etcd(s) => s.change(id, change).await?.0,
         };
-        self.inner.changes.send_replace(meetings);
         Ok(out)
     }
 
