@@ -9,6 +9,7 @@
 //! | `publish://?key=SECRET&slot=backup` | a second publish of the stream, to `<stream>@backup` |
 //! | `rtmp://host[:port]/app/stream[?query]` | a stream played from a remote RTMP server |
 //! | `rtmps://host[:port]/app/stream[?query][#ca_file=/path/ca.pem]` | the same over TLS, the server's certificate checked against the system roots or the fragment's CA file |
+//! | `srt://host:port[?streamid=…][&passphrase=…][&pbkeylen=…][&latency=MS]` | MPEG-TS pulled over SRT from an encoder in listener mode |
 //! | `builtin://meeting` | the built-in demo meeting (a looped clip) |
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -44,6 +45,8 @@ pub enum InputUrl {
         /// `#ca_file=`: the CA certificates an `rtmps://` server is checked against.
         ca_file: Option<std::path::PathBuf>,
     },
+    /// Pull MPEG-TS over SRT (this end calls).
+    SrtPull(ingest::srt::caller::SrtCallerConfig),
     /// The built-in looped demo clip.
     Builtin,
 }
@@ -90,8 +93,11 @@ impl InputUrl {
                     slot,
                 })
             }
+            "srt" => ingest::srt::caller::SrtCallerConfig::parse(url)
+                .map(Self::SrtPull)
+                .with_context(|| format!("input {:?}", redact_srt(url))),
             "builtin" => Ok(Self::Builtin),
-            other => bail!("input {url:?}: unknown scheme {other:?} (use http, https, udp, rtmp, rtmps, publish or builtin)"),
+            other => bail!("input {url:?}: unknown scheme {other:?} (use http, https, udp, rtmp, rtmps, srt, publish or builtin)"),
         }
     }
 
@@ -110,9 +116,15 @@ impl InputUrl {
             },
             Self::Publish { key, slot } => InputSpec::Rtmp { key, slot },
             Self::RtmpPull { url, ca_file } => InputSpec::RtmpPull { url, ca_file },
+            Self::SrtPull(config) => InputSpec::SrtPull { config },
             Self::Builtin => builtin(),
         }
     }
+}
+
+/// An `srt://` URL for messages: its query (streamid key, passphrase) left out.
+fn redact_srt(url: &str) -> &str {
+    url.split_once('?').map_or(url, |(address, _)| address)
 }
 
 fn parse_rtmp_pull(url: &str) -> anyhow::Result<InputUrl> {
@@ -177,6 +189,21 @@ fn parse_udp(url: &str, rest: &str) -> anyhow::Result<InputUrl> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn srt_urls_are_callers_and_errors_hide_the_passphrase() {
+        let Ok(InputUrl::SrtPull(config)) =
+            InputUrl::parse("srt://encoder:9000?streamid=#!::r=room&passphrase=0123456789")
+        else {
+            panic!("an srt caller");
+        };
+        assert_eq!(config.addr, "encoder:9000");
+        assert_eq!(config.streamid.as_deref(), Some("#!::r=room"));
+        let spec = InputUrl::SrtPull(config).into_spec(|| unreachable!());
+        assert_eq!(spec.description(), "srt://encoder:9000");
+        let e = InputUrl::parse("srt://encoder:9000?passphrase=short-one").unwrap_err();
+        assert!(!format!("{e:#}").contains("short-one"), "{e:#}");
+    }
 
     #[test]
     fn input_urls() {

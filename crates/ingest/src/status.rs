@@ -46,6 +46,9 @@ pub enum InputError {
     /// An RTMP(S) pull failed; see [`crate::rtmp::pull::RtmpPullError`] for the causes.
     #[error(transparent)]
     RtmpPull(#[from] crate::rtmp::pull::RtmpPullError),
+    /// An SRT pull failed; see [`crate::srt::caller::SrtPullError`] for the causes.
+    #[error(transparent)]
+    SrtPull(#[from] crate::srt::caller::SrtPullError),
     /// The in-process channel feeding a custom input was closed.
     #[error("input channel closed")]
     ChannelClosed,

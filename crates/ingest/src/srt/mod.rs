@@ -4,6 +4,7 @@
 //! with libsrt callers (ffmpeg, OBS, srt-live-transmit), AES passphrases included.
 
 pub mod access;
+pub mod caller;
 mod listener;
 mod session;
 pub mod stats;

@@ -78,6 +78,11 @@ pub enum InputSpec {
         /// PEM CA certificates to trust instead of the system roots (`rtmps://`).
         ca_file: Option<PathBuf>,
     },
+    /// MPEG-TS pulled over SRT from an encoder in listener mode.
+    SrtPull {
+        /// The input's settings (`srt://host:port?streamid=…`).
+        config: crate::srt::caller::SrtCallerConfig,
+    },
     /// Events produced in-process (the built-in demo source, tests): the input is live
     /// while events arrive and down once every sender is dropped.
     Channel {
@@ -113,6 +118,8 @@ impl InputSpec {
                 slot: Some(slot), ..
             } => format!("rtmp publish @{slot}"),
             InputSpec::RtmpPull { url, .. } => redact_url(url),
+            // Neither the streamid (it may hold a key) nor the passphrase is shown.
+            InputSpec::SrtPull { config } => format!("srt://{}", config.addr),
             InputSpec::Channel { name, .. } => name.clone(),
         }
     }
@@ -376,6 +383,15 @@ fn run_input(
                     ..crate::rtmp::pull::RtmpPullConfig::new(url)
                 };
                 crate::rtmp::pull::run(config, counters, events, shutdown).await;
+            }
+            InputSpec::SrtPull { config } => {
+                let config = crate::srt::caller::SrtCallerConfig {
+                    connect_timeout: http.connect_timeout,
+                    read_timeout: http.read_timeout,
+                    backoff: http.backoff,
+                    ..config
+                };
+                crate::srt::caller::run(config, counters, events, shutdown).await;
             }
             InputSpec::Channel { events: source, .. } => {
                 forward_session(source, &counters, &events, InputError::ChannelClosed).await;

@@ -1,0 +1,247 @@
+//! The SRT caller input: `srt://host:port?streamid=…&passphrase=…&latency=…` pulls
+//! MPEG-TS from an encoder in SRT listener mode, through the demuxer path every TS
+//! input shares, reconnecting after every failure with the HTTP pull's backoff.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use media::ts::demux::Demuxer;
+use srt_tokio::SrtSocket;
+use tokio::sync::{mpsc, watch};
+use tokio::time::timeout;
+
+use crate::http_pull::Backoff;
+use crate::status::{demux_into, stopped, InputCounters, InputError, InputEvent};
+
+/// Why a pull failed, for the input's status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SrtPullError {
+    /// The URL cannot be read.
+    #[error("bad srt url: {0}")]
+    BadUrl(String),
+    /// The handshake failed (refused, no answer, wrong passphrase).
+    #[error("srt connect to {addr} failed: {error}")]
+    Connect {
+        /// `host:port`.
+        addr: String,
+        /// What the SRT layer said.
+        error: String,
+    },
+    /// No handshake answer within the connect timeout.
+    #[error("srt connect to {0} timed out")]
+    ConnectTimeout(String),
+    /// Nothing came within the read timeout.
+    #[error("no data for {0:?}")]
+    ReadTimeout(Duration),
+    /// The encoder closed the connection, or it broke.
+    #[error("connection ended: {0}")]
+    Ended(String),
+}
+
+/// One SRT caller input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SrtCallerConfig {
+    /// `host:port` of the encoder.
+    pub addr: String,
+    /// The streamid to send, if any.
+    pub streamid: Option<String>,
+    /// The passphrase, if the encoder encrypts.
+    pub passphrase: Option<String>,
+    /// The AES key length in bytes (16, 24 or 32; default 16 with a passphrase).
+    pub key_length: u16,
+    /// The receive latency.
+    pub latency: Duration,
+    /// How long the handshake may take.
+    pub connect_timeout: Duration,
+    /// The longest gap between payloads.
+    pub read_timeout: Duration,
+    /// Reconnect delays.
+    pub backoff: Backoff,
+}
+
+impl SrtCallerConfig {
+    /// Reads `srt://host:port[?streamid=…][&passphrase=…][&pbkeylen=…][&latency=…]`
+    /// (latency in milliseconds, as srt-live-transmit and OBS write it), with default
+    /// timeouts and backoff.
+    ///
+    /// # Errors
+    /// What is wrong with the URL.
+    pub fn parse(url: &str) -> Result<Self, SrtPullError> {
+        let bad = |what: &str| SrtPullError::BadUrl(what.to_owned());
+        let rest = url
+            .strip_prefix("srt://")
+            .ok_or_else(|| bad("not srt://"))?;
+        let (addr, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (host, port) = addr.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+        if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err(bad("host:port expected"));
+        }
+        let mut config = SrtCallerConfig {
+            addr: addr.to_owned(),
+            streamid: None,
+            passphrase: None,
+            key_length: 16,
+            latency: super::DEFAULT_LATENCY,
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(5),
+            backoff: Backoff::default(),
+        };
+        // The streamid may itself hold `?` and `=` (`room?key=…`): split on `&` only,
+        // and each pair at its first `=`.
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match name {
+                "streamid" => config.streamid = Some(value.to_owned()),
+                "passphrase" => config.passphrase = Some(value.to_owned()),
+                "pbkeylen" => {
+                    config.key_length = match value {
+                        "16" | "24" | "32" => value.parse().unwrap_or(16),
+                        _ => return Err(bad("pbkeylen is 16, 24 or 32")),
+                    }
+                }
+                "latency" => {
+                    let ms: u64 = value.parse().map_err(|_| bad("latency in ms"))?;
+                    if !(20..=10_000).contains(&ms) {
+                        return Err(bad("latency 20-10000 ms"));
+                    }
+                    config.latency = Duration::from_millis(ms);
+                }
+                "mode" if value == "caller" => {}
+                _ => return Err(bad(&format!("unknown parameter {name:?}"))),
+            }
+        }
+        if let Some(id) = &config.streamid {
+            if id.len() > super::streamid::MAX_STREAM_ID {
+                return Err(bad("streamid longer than 512 bytes"));
+            }
+        }
+        if let Some(p) = &config.passphrase {
+            if !super::access::PASSPHRASE_LENGTHS.contains(&p.len()) {
+                return Err(bad("passphrase of 10 to 79 bytes"));
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// Pulls until `shutdown`, reconnecting after every failure, sending what happens (and
+/// the media) to `events`. Returns when `shutdown` fires or `events` is closed.
+pub async fn run(
+    config: SrtCallerConfig,
+    counters: Arc<InputCounters>,
+    events: mpsc::Sender<InputEvent>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut attempt: u32 = 0;
+    loop {
+        if *shutdown.borrow() || events.send(InputEvent::Connecting).await.is_err() {
+            return;
+        }
+        let outcome = tokio::select! {
+            _ = stopped(&mut shutdown) => return,
+            outcome = pull_once(&config, &counters, &events) => outcome,
+        };
+        let Some((error, delivered)) = outcome else {
+            return; // events closed
+        };
+        if delivered {
+            attempt = 0;
+        }
+        InputCounters::add(&counters.errors, 1);
+        tracing::debug!(addr = %config.addr, error = %error, "srt pull failed");
+        if events
+            .send(InputEvent::Failed(InputError::SrtPull(error)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let delay = config
+            .backoff
+            .delay(attempt, RandomState::new().hash_one(attempt));
+        attempt = attempt.saturating_add(1);
+        tokio::select! {
+            _ = stopped(&mut shutdown) => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// One connection's life: `None` when `events` is closed, else the error that ended it
+/// and whether any media was delivered.
+async fn pull_once(
+    config: &SrtCallerConfig,
+    counters: &InputCounters,
+    events: &mpsc::Sender<InputEvent>,
+) -> Option<(SrtPullError, bool)> {
+    let mut builder = SrtSocket::builder().latency(config.latency);
+    if let Some(passphrase) = &config.passphrase {
+        builder = builder.encryption(config.key_length, passphrase.as_str());
+    }
+    let call = builder.call(config.addr.as_str(), config.streamid.as_deref());
+    let mut socket = match timeout(config.connect_timeout, call).await {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(e)) => {
+            let error = SrtPullError::Connect {
+                addr: config.addr.clone(),
+                error: e.to_string(),
+            };
+            return Some((error, false));
+        }
+        Err(_) => return Some((SrtPullError::ConnectTimeout(config.addr.clone()), false)),
+    };
+    InputCounters::add(&counters.connects, 1);
+    events.send(InputEvent::Connected).await.ok()?;
+    let mut demuxer = Demuxer::new();
+    let mut delivered = false;
+    let error = loop {
+        match timeout(config.read_timeout, socket.next()).await {
+            Err(_) => break SrtPullError::ReadTimeout(config.read_timeout),
+            Ok(None) => break SrtPullError::Ended("closed by the encoder".into()),
+            Ok(Some(Err(e))) => break SrtPullError::Ended(e.to_string()),
+            Ok(Some(Ok((_, payload)))) => {
+                InputCounters::add(&counters.bytes, payload.len() as u64);
+                let sent = demux_into(&mut demuxer, Some(&payload), counters, events).await?;
+                delivered |= sent > 0;
+            }
+        }
+    };
+    demux_into(&mut demuxer, None, counters, events).await?;
+    Some((error, delivered))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_gives_the_address_streamid_passphrase_and_latency() {
+        let config = SrtCallerConfig::parse(
+            "srt://encoder.lan:9000?streamid=room?key=k&passphrase=0123456789&pbkeylen=32&latency=300",
+        )
+        .unwrap();
+        assert_eq!(config.addr, "encoder.lan:9000");
+        assert_eq!(config.streamid.as_deref(), Some("room?key=k"));
+        assert_eq!(config.passphrase.as_deref(), Some("0123456789"));
+        assert_eq!(config.key_length, 32);
+        assert_eq!(config.latency, Duration::from_millis(300));
+        let plain = SrtCallerConfig::parse("srt://127.0.0.1:9000").unwrap();
+        assert_eq!(plain.latency, Duration::from_millis(120));
+        assert!(plain.streamid.is_none());
+        for bad in [
+            "srt://host",
+            "srt://:9000",
+            "srt://host:0",
+            "http://host:9000",
+            "srt://host:9000?latency=5",
+            "srt://host:9000?passphrase=short",
+            "srt://host:9000?pbkeylen=20",
+            "srt://host:9000?mode=listener",
+        ] {
+            assert!(SrtCallerConfig::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
