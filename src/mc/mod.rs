@@ -228,6 +228,10 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         ),
         None => None,
     };
+    if section.srt.is_some() {
+        // The listener's counters and its publishers' links as brdyun_srt_*.
+        server::link_view::register_srt(&metrics, Arc::clone(&srt_stats));
+    }
     let srt = match section.srt {
         Some(addr) => Some(crate::node::srt::start_srt(
             crate::node::srt::SrtListener {

@@ -371,6 +371,10 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         ),
         _ => None,
     };
+    if node_config.srt.is_some() {
+        // The listener's counters and its publishers' links as brdyun_srt_*.
+        server::link_view::register_srt(&metrics, Arc::clone(&srt_stats));
+    }
     let srt = match node_config.srt {
         Some(addr) => Some(srt::start_srt(
             srt::SrtListener {

@@ -22,7 +22,7 @@ pub const PRIMARY_SLOT: &str = "primary";
 pub fn link_json(link: &LinkStats) -> Value {
     json!({
         "protocol": "srt",
-        "rtt_ms": (link.rtt.as_secs_f64() * 10_000.0).round() / 10.0,
+        "rtt_ms": rtt_ms(link),
         "packets_received": link.packets_received,
         "packets_lost": link.packets_lost,
         "loss_percent": loss_percent(link),
@@ -33,6 +33,12 @@ pub fn link_json(link: &LinkStats) -> Value {
         "bitrate_bps": link.bitrate_bps,
         "connected_ms": u64::try_from(link.elapsed.as_millis()).unwrap_or(u64::MAX),
     })
+}
+
+/// The link's round-trip time in ms to a tenth, or null when the SRT implementation
+/// did not report one (srt-tokio 0.4.4 measures RTT but leaves its statistic at 0).
+fn rtt_ms(link: &LinkStats) -> Option<f64> {
+    (!link.rtt.is_zero()).then(|| (link.rtt.as_secs_f64() * 10_000.0).round() / 10.0)
 }
 
 /// The share of data packets the path lost on their first trip, in percent to two
@@ -146,11 +152,14 @@ fn render_srt(stats: &SrtStats, out: &mut String) {
     for (name, link) in stats.links() {
         let (stream, slot) = split_publish_name(&name);
         let labels = format!("stream=\"{}\",slot=\"{}\"", label(stream), label(slot));
-        let _ = writeln!(
-            out,
-            "brdyun_srt_link_rtt_seconds{{{labels}}} {}",
-            link.rtt.as_secs_f64()
-        );
+        // No series rather than a false 0 when the RTT is not reported.
+        if !link.rtt.is_zero() {
+            let _ = writeln!(
+                out,
+                "brdyun_srt_link_rtt_seconds{{{labels}}} {}",
+                link.rtt.as_secs_f64()
+            );
+        }
         for (metric, value) in [
             ("packets_received_total", link.packets_received),
             ("packets_lost_total", link.packets_lost),
@@ -192,6 +201,7 @@ mod tests {
         assert_eq!(loss_percent(&LinkStats::default()), 0.0);
         let doc = link_json(&link());
         assert_eq!(doc["rtt_ms"], 12.3);
+        assert_eq!(link_json(&LinkStats::default())["rtt_ms"], Value::Null);
         assert_eq!(doc["packets_dropped"], 3);
         assert_eq!(doc["connected_ms"], 4000);
     }
@@ -231,6 +241,10 @@ mod tests {
         ));
         assert!(
             out.contains("brdyun_srt_link_rtt_seconds{stream=\"m1\",slot=\"primary\"} 0.012345\n")
+        );
+        assert!(
+            !out.contains("brdyun_srt_link_rtt_seconds{stream=\"m1\",slot=\"backup\"}"),
+            "an RTT of 0 is not reported"
         );
         assert!(
             out.contains(

@@ -77,6 +77,7 @@ impl Publisher {
         // The demuxer's damage counts; the stream's input counts frames and bytes.
         let counters = InputCounters::default();
         let mut statistics = self.socket.statistics().clone();
+        let started = Instant::now();
         let mut link: Option<LinkStats> = None;
         let mut events = Vec::new();
         loop {
@@ -87,7 +88,12 @@ impl Publisher {
                     Some(Err(e)) => return Ended::Gone(Some(e)),
                     None => break,
                 },
-                Some(reading) = statistics.next() => {
+                Some(mut reading) = statistics.next() => {
+                    // srt-tokio 0.4.4's connection loop sends its statistics without
+                    // refreshing elapsed_time: the time since this loop began stands in.
+                    if reading.elapsed_time.is_zero() {
+                        reading.elapsed_time = started.elapsed();
+                    }
                     let reading = LinkStats::from_socket(&reading, link.as_ref());
                     self.stats.set_link(&self.stream, reading);
                     link = Some(reading);

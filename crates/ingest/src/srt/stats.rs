@@ -51,7 +51,11 @@ impl LinkStats {
         LinkStats {
             rtt: stats.rx_average_rtt,
             packets_received: stats.rx_data,
-            packets_lost: stats.rx_loss_data,
+            // srt-tokio 0.4.4 never counts rx_loss_data: each gap its receiver found
+            // was either filled by a retransmission or given up on, so those two count it.
+            packets_lost: stats
+                .rx_loss_data
+                .max(stats.rx_retransmit_data + stats.rx_dropped_data),
             packets_retransmitted: stats.rx_retransmit_data,
             packets_dropped: stats.rx_dropped_data,
             decrypt_errors: stats.rx_decrypt_errors,
