@@ -182,6 +182,12 @@ fn an_mc_takes_a_meeting_over_rtmps_and_cuts_what_does_not_complete_tls() {
         ChildGuard::spawn("wrong-key publisher", &mut wrong).finish(Duration::from_secs(20));
     assert!(!status.success(), "a wrong key published: {stderr}");
     assert_eq!(metric(mc.http, "brdyun_rtmps_rejections_total"), 1);
+    let log = std::fs::read_to_string(&mc.log).unwrap_or_default();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("rtmp publish rejected") && l.contains("code=111028")),
+        "the refusal is logged with its code: {log}"
+    );
 
     // The real publisher, its certificate verified against the self-signed CA.
     let url = format!("rtmps://localhost:{}/live/m?key={stream_key}", rtmps.port());

@@ -36,6 +36,18 @@ pub enum PublishRejection {
     Busy,
 }
 
+impl PublishRejection {
+    /// The code the refusal is logged with (111027, 111028, 111029), whatever the
+    /// protocol it came over.
+    pub fn code(&self) -> codes::InputFault {
+        match self {
+            PublishRejection::UnknownStream => codes::InputFault::UnknownStream,
+            PublishRejection::WrongKey => codes::InputFault::WrongKey,
+            PublishRejection::Busy => codes::InputFault::StreamBusy,
+        }
+    }
+}
+
 /// Decides who may publish, and where their frames go.
 ///
 /// The returned sender belongs to this one publishing session: dropping it (when the

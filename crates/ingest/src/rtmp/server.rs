@@ -369,7 +369,8 @@ impl Connection {
                             }
                             Err(rejection) => {
                                 self.stats.rejections.fetch_add(1, Relaxed);
-                                warn!(peer = %self.peer, app = %request.app, stream = %request.stream, reason = %rejection, "rtmp publish rejected");
+                                let code = rejection.code();
+                                warn!(peer = %self.peer, app = %request.app, stream = %request.stream, code = code.code(), reason = code.label(), "rtmp publish rejected: {rejection}");
                                 session.reject_publish(&rejection);
                             }
                         }
