@@ -380,3 +380,47 @@ fn the_same_ts_over_srt_and_over_udp_makes_the_same_segments() {
     }
     assert!(compared >= 7, "{compared} segments compared");
 }
+
+#[test]
+fn a_node_pulls_from_an_encoder_in_srt_listener_mode_and_reconnects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = dir.path().join("source.ts");
+    encode_fixture(&fixture, 30);
+    let port = free_udp_port();
+    let encoder_url =
+        format!("srt://127.0.0.1:{port}?mode=listener&passphrase={PASSPHRASE}&pbkeylen=16");
+    let encoder = ffmpeg_srt(&fixture, &encoder_url);
+    let config = format!(
+        "[node]\nname = \"puller\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         [[stream]]\nname = \"pulled\"\nsegment_duration = 1\n\
+         inputs = [\"srt://127.0.0.1:{port}?streamid=cam&passphrase={PASSPHRASE}&latency=200\"]\n",
+        dir.path().join("data").display()
+    );
+    let node = NodeProcess::start(dir.path(), "puller", &config);
+    let first = wait_for("segments pulled over SRT", Duration::from_secs(30), || {
+        let playlist = common::media_playlist(node.http, "pulled")?;
+        let entries = parse_media_playlist(&playlist);
+        (entries.len() >= 3).then(|| entries.last().map(|e| e.msn))
+    });
+    let (status, doc) = common::http_get_json(node.http, "/api/streams/pulled");
+    assert_eq!(status, 200, "{doc}");
+    let shown = doc.to_string();
+    assert!(shown.contains(&format!("srt://127.0.0.1:{port}")), "{doc}");
+    assert!(
+        !shown.contains(PASSPHRASE),
+        "the passphrase is not shown: {doc}"
+    );
+
+    // The encoder restarts: the input reconnects on its own and the stream goes on.
+    drop(encoder);
+    let _encoder = ffmpeg_srt(&fixture, &encoder_url);
+    wait_for(
+        "segments after the encoder restarted",
+        Duration::from_secs(30),
+        || {
+            let playlist = common::media_playlist(node.http, "pulled")?;
+            let newest = parse_media_playlist(&playlist).last()?.msn;
+            (newest >= first? + 4).then_some(())
+        },
+    );
+}
