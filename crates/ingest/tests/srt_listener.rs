@@ -155,3 +155,50 @@ async fn wrong_key_bad_streamid_and_wrong_passphrase_are_refused_with_their_code
     assert_eq!(refusals(&h.stats, 111_030), 2);
     assert_eq!(frames_in(&mut h.frames).await, (0, 0));
 }
+
+/// An SRT v5 conclusion handshake carrying a congestion-control extension, which
+/// srt-tokio 0.4.4's packet parser does not implement (`unimplemented!`).
+fn conclusion_with_congestion_extension() -> Vec<u8> {
+    let mut p = Vec::new();
+    for word in [0x8000_0000u32, 0, 0, 0, 5] {
+        p.extend_from_slice(&word.to_be_bytes());
+    }
+    p.extend_from_slice(&0u16.to_be_bytes()); // no encryption
+    p.extend_from_slice(&4u16.to_be_bytes()); // extension flags: CONFIG
+    for word in [1u32, 1500, 8192, 0xffff_ffff, 0x1234, 0] {
+        p.extend_from_slice(&word.to_be_bytes()); // seq, MTU, window, conclusion, id, cookie
+    }
+    p.extend_from_slice(&[127, 0, 0, 1]);
+    p.extend_from_slice(&[0; 12]);
+    p.extend_from_slice(&6u16.to_be_bytes()); // SRT_CMD_CONGESTION
+    p.extend_from_slice(&1u16.to_be_bytes()); // one 32-bit word
+    p.extend_from_slice(b"evil");
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_that_kills_srt_tokios_listener_task_gets_a_new_listener() {
+    let mut h = start(SrtListenerConfig::new("127.0.0.1:0".parse().unwrap()));
+    let raw = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    raw.send_to(&conclusion_with_congestion_extension(), h.addr)
+        .await
+        .expect("send");
+    let restarted = timeout(Duration::from_secs(5), async {
+        while h.stats.restarts.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(restarted.is_ok(), "the listener was not restarted");
+    // The same port takes publishers again.
+    let url = format!("srt://{}?streamid=cam?key={KEY}", h.addr);
+    let status = publish(&url).await;
+    assert!(
+        status.success(),
+        "ffmpeg publish after the restart failed: {status}"
+    );
+    let (video, _) = frames_in(&mut h.frames).await;
+    assert!(video >= 60, "{video} video frames");
+}
