@@ -1,12 +1,13 @@
 //! The packaged dashboard and alert rules against real processes (OTT-OPS-3): every
 //! `brdyun_…` metric name that `packaging/grafana/brdyun.json` and
 //! `packaging/prometheus/brdyun.rules.yml` mention is exported by a running node or MC.
-//! The MC encodes a meeting's ladder with ffmpeg; the node follows it, records its own
-//! stream (one input live, one that cannot connect), is alone in its OTT group (so alert
-//! 70 fires), has a viewer of the meeting and refuses one of a meeting it lacks, so the
-//! series that exist only while something happens (input faults, alerts, viewers,
-//! refusals) are there too. A rename on either side fails this test instead of leaving a
-//! panel empty or an alert that never fires.
+//! The MC encodes a meeting's ladder with ffmpeg and takes an SRT publisher on its backup
+//! slot; the node follows it, records its own stream (one input live, one that cannot
+//! connect), is alone in its OTT group (so alert 70 fires), has a viewer of the meeting
+//! and refuses one of a meeting it lacks, so the series that exist only while something
+//! happens (input faults, alerts, viewers, refusals, an SRT link) are there too. A
+//! rename on either side fails this test instead of leaving a panel empty or an alert
+//! that never fires.
 
 mod common;
 
@@ -66,11 +67,13 @@ fn scrape(addr: SocketAddr) -> String {
     String::from_utf8(body).expect("metrics are UTF-8")
 }
 
-fn mc_config(data: &Path) -> String {
+fn mc_config(data: &Path, srt: u16) -> String {
     format!(
         r#"[mc]
 http = "127.0.0.1:0"
+srt = "127.0.0.1:{srt}"
 data_dir = "{}"
+admin_token = "admin-secret-for-these-tests"
 node_token = "{NODE_TOKEN}"
 [mc.ladder]
 preset = "ultrafast"
@@ -137,12 +140,40 @@ fn every_metric_the_dashboard_and_the_rules_query_is_exported() {
         "brdyun_dvr_archive_bytes",
         "brdyun_ladder_encoder_running",
         "brdyun_http_connections_open",
+        "brdyun_srt_link_receive_bits_per_second",
+        "brdyun_srt_refused_total",
     ] {
         assert!(wanted.contains(name), "no {name} in {PACKAGED:?}");
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let mc = start_role(dir.path(), "mc", "mc", &mc_config(&dir.path().join("mc")));
+    let srt = common::free_udp_port();
+    let mc = start_role(
+        dir.path(),
+        "mc",
+        "mc",
+        &mc_config(&dir.path().join("mc"), srt),
+    );
+    // An SRT publisher on the meeting's backup slot: its link's series.
+    let (status, meeting) = common::http_request(
+        mc.http,
+        "GET",
+        "/api/meetings/townhall",
+        &[("Authorization", "Bearer admin-secret-for-these-tests")],
+        "",
+    );
+    let key = meeting["stream_key"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the stream key: {status} {meeting}"))
+        .to_owned();
+    let _srt_publisher = common::ChildGuard::spawn(
+        "ffmpeg srt publisher",
+        &mut common::ffmpeg_source(
+            120,
+            "mpegts",
+            &format!("srt://127.0.0.1:{srt}?streamid=townhall@backup?key={key}"),
+        ),
+    );
     let node = start_role(
         dir.path(),
         "node-a",
