@@ -10,6 +10,13 @@
 //! Everything left of the socket is sans-I/O (plain state machines over byte slices),
 //! so tests and the `rtmp_chunks` fuzz target drive it without a network; `server`
 //! is the thin async edge: timeouts, connection limits, the authorizer, back-pressure.
+//! RTMPS is the same server with a TLS handshake first ([`serve_tls_with_stats`]).
+//!
+//! The other direction, a pull input that plays `rtmp[s]://host/app/stream` from a
+//! remote server: [`pull_url`] parses the URL, [`player`] is the client's sans-I/O
+//! session (`connect`, `createStream`, `play`, then the same FLV conversion), [`pull`]
+//! its async edge (deadlines, TLS, reconnects); the `rtmp_pull` fuzz target drives the
+//! first two.
 
 pub mod amf0;
 pub mod chunk;
