@@ -6,9 +6,12 @@
 //! downloads (`archive-F-D.ts`), catch-up masters (`index-F-D.m3u8`) and catch-up media
 //! playlists (`mono-F-D.m3u8`) back to back, pipelined, ignoring every back-pressure
 //! answer, for a bounded time, from the load generator of the shedding tests
-//! (`crates/server/tests/shed_load`). The node's own queueing delay shows it is more:
-//! its level rises and it sheds a share of the flood. The viewer is what a player does:
-//! it reloads the live media playlist and fetches each new segment.
+//! (`crates/server/tests/shed_load`). The connections open in steps over the first
+//! seconds, so what raises the level is the flood going on, not the burst of 192
+//! connections opening at once (which alone queued 50-100 ms). The node's own queueing
+//! delay shows it is more: its level rises and it sheds a share of the flood. The
+//! viewer is what a player does: it reloads the live media playlist and fetches each
+//! new segment.
 
 mod common;
 #[path = "../crates/server/tests/shed_load/mod.rs"]
@@ -33,6 +36,10 @@ use common::{
 const FLOOD_CONNECTIONS: usize = 192;
 /// How long the flood and the viewer run.
 const FLOOD_TIME: Duration = Duration::from_secs(25);
+/// The flood's connections open in this many steps, one every [`RAMP_STEP`].
+const RAMP_STEPS: u32 = 8;
+/// The time between two steps of the flood's opening.
+const RAMP_STEP: Duration = Duration::from_millis(500);
 /// Seconds of archive the flood's downloads cover.
 const DOWNLOAD_SECONDS: i64 = 20;
 
@@ -73,11 +80,11 @@ fn get(addr: SocketAddr, path: &str) -> Option<(u16, Vec<u8>)> {
     Some((status, raw.split_off(split + 4)))
 }
 
-/// The flood: connections that each send downloads and catch-up playlists back to
-/// back, four (media playlists eight) pipelined at a time, ignoring the back-pressure
-/// answer, from a load generator that drops the bodies in the kernel (so one core
-/// offers a node more than one core serves).
-fn flood_plan(from: i64) -> Plan {
+/// One step of the flood: `connections` that each send downloads and catch-up
+/// playlists back to back, four (media playlists eight) pipelined at a time, ignoring
+/// the back-pressure answer, for `duration`, from a load generator that drops the
+/// bodies in the kernel (so one core offers a node more than one core serves).
+fn flood_plan(from: i64, connections: usize, duration: Duration) -> Plan {
     let pipelined = |class: Class| Class {
         pipeline: 4,
         ..class
@@ -106,18 +113,19 @@ fn flood_plan(from: i64) -> Plan {
                 )
             },
         ],
-        connections: FLOOD_CONNECTIONS,
+        connections,
         rate_per_connection: None,
-        duration: FLOOD_TIME,
+        duration,
         timeout: Duration::from_secs(5),
         skip_missed: false,
     }
 }
 
-/// Runs the flood on a thread of its own (on `cpu` when given); returns its answers.
+/// Runs the flood on a thread of its own (on `cpu` when given): its steps open one
+/// every [`RAMP_STEP`] and all end at [`FLOOD_TIME`]; returns every answer.
 fn start_flood(
     addr: SocketAddr,
-    plan: Plan,
+    from: i64,
     cpu: Option<usize>,
 ) -> std::thread::JoinHandle<Vec<Sample>> {
     std::thread::spawn(move || {
@@ -128,7 +136,24 @@ fn start_flood(
             .enable_all()
             .build()
             .expect("generator runtime")
-            .block_on(drive(addr, &plan))
+            .block_on(async move {
+                let mut steps = tokio::task::JoinSet::new();
+                let per_step = FLOOD_CONNECTIONS / RAMP_STEPS as usize;
+                for step in 0..RAMP_STEPS {
+                    let opens = RAMP_STEP * step;
+                    let plan = flood_plan(from, per_step, FLOOD_TIME - opens);
+                    steps.spawn(async move {
+                        // The load's shape, not a wait for an event: the step opens then.
+                        tokio::time::sleep(opens).await;
+                        drive(addr, &plan).await
+                    });
+                }
+                let mut answers = Vec::new();
+                while let Some(step) = steps.join_next().await {
+                    answers.extend(step.expect("flood step"));
+                }
+                answers
+            })
     })
 }
 
@@ -205,7 +230,7 @@ fn a_stock_node_sheds_catch_up_downloads_and_serves_every_live_segment() {
     );
 
     let stop = Arc::new(AtomicBool::new(false));
-    let flood = start_flood(addr, flood_plan(from), (cores >= 2).then_some(1));
+    let flood = start_flood(addr, from, (cores >= 2).then_some(1));
     // What the node reads of itself during the flood, for the failure message.
     let sampler = {
         let stop = Arc::clone(&stop);
