@@ -508,3 +508,70 @@ fn a_follower_whose_upstream_dies_mid_segment_cuts_that_segment_again_whole() {
     );
     assert_same(&upstream[k..], &carried);
 }
+
+/// Feeds frames without flushing (the stream goes on), with the wall clock of [`run`].
+fn feed_open(seg: &mut Segmenter, frames: &[Frame], clock_base: u64, out: &mut Vec<Segment>) {
+    for f in frames {
+        let elapsed = (f.dts.wrapping_sub(clock_base) & media::PTS_MASK) / 90;
+        out.extend(seg.push(f.clone(), timeline_util::EPOCH_MS + elapsed as i64));
+        while let Some(s) = seg.pop_ready() {
+            out.push(s);
+        }
+    }
+}
+
+/// A source segmenter (an MC cutting its publisher) fed `frames[..cut]`, then a
+/// takeover by a standby that replays its last two GOPs of `standby` and goes on.
+fn source_takeover(frames: &[Frame], standby: &[Frame], cut: usize) -> Vec<Segment> {
+    let clock_base = frames[0].dts;
+    let mut b = fresh(SegmenterConfig::default());
+    let mut out = Vec::new();
+    feed_open(&mut b, &frames[..cut], clock_base, &mut out);
+    b.takeover();
+    let resume = frames[..cut].iter().map(|f| f.pts).max().expect("frames");
+    feed_open(&mut b, replay_before(standby, resume), clock_base, &mut out);
+    while let Some(s) = b.flush() {
+        out.push(s);
+    }
+    out
+}
+
+#[test]
+fn a_standby_publishing_the_same_encoders_frames_takes_over_with_no_discontinuity() {
+    // A platform's primary and backup feeds, one encoder's two outputs (OTT-OPS-4): the
+    // primary dies mid-GOP; the backup's replay is the very frames already cut, so the
+    // segments are the ones an uninterrupted primary gives, byte for byte.
+    let frames = Synth::new(900_000).frames(30);
+    let reference = run(
+        &mut fresh(SegmenterConfig::default()),
+        &frames,
+        frames[0].dts,
+    );
+    let out = source_takeover(&frames, &frames, 10 * 25 * 2 + 31);
+    assert!(out.iter().all(|s| !s.discontinuous));
+    assert_same(&reference, &out);
+}
+
+#[test]
+fn a_standby_of_another_encoder_takes_over_with_exactly_one_discontinuity() {
+    // Two encoders on nearly the same clock: the replayed frames differ from the ones
+    // cut, so the backup starts one new period and the sequence goes on.
+    let frames = Synth::new(900_000).frames(30);
+    let other: Vec<Frame> = frames
+        .iter()
+        .map(|f| {
+            let mut data = f.data.to_vec();
+            data.push(0x42);
+            Frame {
+                data: data.into(),
+                ..f.clone()
+            }
+        })
+        .collect();
+    let cut = 10 * 25 * 2 + 31;
+    let out = source_takeover(&frames, &other, cut);
+    assert_eq!(out.iter().filter(|s| s.discontinuous).count(), 1);
+    for pair in out.windows(2) {
+        assert_eq!(pair[1].msn, pair[0].msn + 1, "the sequence goes on");
+    }
+}

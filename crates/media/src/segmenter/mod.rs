@@ -46,6 +46,7 @@
 //! anchored at the wall clock.
 
 mod follow;
+mod replay;
 mod rung;
 mod segment;
 mod source;

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 
+use super::replay::{RecentFrames, Standby, Verdict};
 use super::segment::{
     emit, unwrap_ts, Placements, Segment, SegmenterConfig, SegmenterStats, Timed,
     MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
@@ -68,6 +69,10 @@ pub(super) struct Source {
     /// After a takeover: media presented before this extended timestamp is in the
     /// segments already (until a jump starts a new period).
     resume_at: Option<u64>,
+    /// A standby that took over, while its replayed frames are judged and dropped.
+    standby: Option<Standby>,
+    /// The frames taken last, to recognise a standby's replay of them.
+    recent: RecentFrames,
     /// The latest presentation timestamp taken so far.
     newest_pts: Option<u64>,
     last_ext: Option<u64>,
@@ -154,6 +159,8 @@ impl Source {
             pending_disc: false,
             last_end_unix_ms,
             resume_at: None,
+            standby: None,
+            recent: RecentFrames::default(),
             newest_pts: None,
             last_ext,
             epoch_ref: None,
@@ -194,10 +201,47 @@ impl Source {
             ext_dts,
             frame,
         };
+        let replay_span = 2 * self.cfg.longest_segment_ticks();
+        if let Some(standby) = self.standby {
+            let idx = track_index(kind);
+            let already = standby.already(idx, t.ext_dts);
+            let verdict = if standby.same {
+                Verdict::Same
+            } else {
+                let too_old = standby.too_old(idx, t.ext_dts, replay_span);
+                self.recent.judge(t.ext_pts, &t.frame, already, too_old)
+            };
+            match verdict {
+                // Another output of the same encoder: the timeline goes on, and what
+                // was taken before the takeover is not taken twice.
+                Verdict::Same if already => {
+                    self.standby = Some(Standby {
+                        same: true,
+                        ..standby
+                    });
+                    stats.dropped_late += 1;
+                    return;
+                }
+                Verdict::Same => {
+                    self.standby = Some(Standby {
+                        same: true,
+                        ..standby
+                    })
+                }
+                Verdict::Undecided => {
+                    stats.dropped_late += 1;
+                    return;
+                }
+                Verdict::Different => {
+                    let newest = self.newest_pts;
+                    self.discontinuity(ready, stats);
+                    self.resume_at = newest.map(|pts| pts.saturating_add(1));
+                }
+            }
+        }
         // After a takeover: media shortly before where the stream was (a standby's
         // replayed GOPs) is in the segments already. Much older media is another
         // clock, which the jump check below handles.
-        let replay_span = 2 * self.cfg.longest_segment_ticks();
         if self.resume_at.is_some_and(|resume| {
             t.ext_pts < resume && t.ext_pts.saturating_add(replay_span) >= resume
         }) {
@@ -210,6 +254,7 @@ impl Source {
         }
         self.newest_pts = Some(self.newest_pts.map_or(ext_pts, |n| n.max(ext_pts)));
         self.last_ext = Some(ext_dts);
+        self.recent.taken(ext_pts, &t.frame);
         match kind {
             TrackKind::Video => {
                 self.has_video = true;
@@ -638,6 +683,8 @@ impl Source {
     fn break_timeline(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
         self.seal_all(ready, stats);
         self.resume_at = None;
+        self.standby = None;
+        self.recent.clear();
         if !self.first {
             self.pending_disc = true;
         }
@@ -653,12 +700,22 @@ impl Source {
         self.epoch_ref = None;
     }
 
-    /// A standby of the same source took over and replays its recent GOPs: a
-    /// discontinuity, after which what was already segmented is dropped.
+    /// A standby took over and replays its recent GOPs. Its first frames decide
+    /// ([`RecentFrames::judge`]): the frames already segmented, byte for byte (one
+    /// encoder's second output), and the open segment goes on with no discontinuity;
+    /// anything else starts a new period. Either way, what was already segmented is
+    /// dropped.
     pub(super) fn takeover(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
-        let newest = self.newest_pts;
-        self.discontinuity(ready, stats);
-        self.resume_at = newest.map(|pts| pts.saturating_add(1));
+        if self.first || self.newest_pts.is_none() {
+            let newest = self.newest_pts;
+            self.discontinuity(ready, stats);
+            self.resume_at = newest.map(|pts| pts.saturating_add(1));
+            return;
+        }
+        self.standby = Some(Standby {
+            last_dts: [self.clocks[0].last_dts, self.clocks[1].last_dts],
+            same: false,
+        });
     }
 
     /// Writes everything open; returns the last extended timestamp seen.
