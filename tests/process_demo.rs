@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long the demo runs: the first minute the issue of a noisy demo was seen in.
+/// How long the demo runs: its first minute, when a noisy demo shows.
 const RUN: Duration = Duration::from_secs(60);
 /// The most warnings a minute of the demo may log (none is expected: a handful
 /// leaves room for a real one, such as a slow machine's late segment).

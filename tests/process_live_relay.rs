@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{http_get, parse_media_playlist, start_role, wait_for, NodeProcess};
 
-/// 0.5-s parts of 2-s segments, the low-latency setting the issue measures.
+/// 0.5-s parts of 2-s segments, the low-latency setting docs/llhls.md measures.
 const STREAM: &str = "segment_duration = 2.0\npart_duration = 0.5\n";
 
 fn origin_config(data: &std::path::Path) -> String {

@@ -1,5 +1,5 @@
 //! Same timeline across node processes (DESIGN.md invariant 1, OTT-GRP-4) and media
-//! sequence numbers that survive `kill -9` (issue: live ingest → HLS).
+//! sequence numbers that survive `kill -9` (docs/timeline.md).
 
 mod common;
 
