@@ -110,6 +110,16 @@ fn check(with_ffmpeg: bool) {
         stdout.iter().any(|l| l.contains("watch:")),
         "the URL block names where to watch: {stdout:#?}"
     );
+    // The live meeting's RTMPS URL beside the RTMP one, its certificate flagged
+    // (docs/ingest.md).
+    let rtmps = stdout
+        .iter()
+        .find(|l| l.contains("'rtmps://localhost:"))
+        .expect("an rtmps publish line");
+    assert!(
+        rtmps.contains("/live/live?key=") && rtmps.contains("self-signed"),
+        "{rtmps}"
+    );
     let ladder = stdout
         .iter()
         .find(|l| l.contains("ladder:"))
