@@ -424,3 +424,30 @@ fn a_node_pulls_from_an_encoder_in_srt_listener_mode_and_reconnects() {
         },
     );
 }
+
+#[test]
+fn a_node_takes_srt_publish_for_its_publish_inputs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = dir.path().join("source.ts");
+    encode_fixture(&fixture, 20);
+    let srt = SocketAddr::from(([127, 0, 0, 1], free_udp_port()));
+    let config = format!(
+        "[node]\nname = \"taker\"\nhttp = \"127.0.0.1:0\"\nsrt = \"{srt}\"\ndata_dir = \"{}\"\n\
+         [node.srt_options]\npassphrase = \"{PASSPHRASE}\"\n\
+         [[stream]]\nname = \"cam\"\nsegment_duration = 1\ninputs = [\"publish://?key=s3cret\"]\n",
+        dir.path().join("data").display()
+    );
+    let node = NodeProcess::start(dir.path(), "taker", &config);
+    let _publisher = ffmpeg_srt(
+        &fixture,
+        &format!("srt://{srt}?streamid=#!::r=cam,m=publish,s=s3cret&passphrase={PASSPHRASE}"),
+    );
+    wait_for(
+        "segments published over SRT to a node",
+        Duration::from_secs(30),
+        || {
+            let playlist = common::media_playlist(node.http, "cam")?;
+            (parse_media_playlist(&playlist).len() >= 3).then_some(())
+        },
+    );
+}

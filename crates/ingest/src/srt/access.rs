@@ -78,9 +78,9 @@ impl SrtListenerConfig {
     /// no encryption.
     ///
     /// # Errors
-    /// [`Refused::Passphrase`] when the caller's encryption cannot match: it has none
-    /// and the meeting needs one, it has one and the meeting has none (srt-tokio
-    /// cannot accept that), or its key length is not the one configured.
+    /// [`Refused::Passphrase`] when the caller's encryption cannot match: it names a
+    /// key length and the meeting has no passphrase (srt-tokio cannot accept that), or
+    /// its key length is not the one configured.
     pub fn key_settings(
         &self,
         stream: &str,
@@ -89,10 +89,14 @@ impl SrtListenerConfig {
         let passphrase = self.passphrases.get(stream).or(self.passphrase.as_ref());
         match (passphrase, caller) {
             (None, KeySize::Unspecified) => Ok(None),
-            (None, _) | (Some(_), KeySize::Unspecified) => {
-                Err(Refused::Passphrase(CoreRejectReason::Unsecure))
-            }
+            (None, _) => Err(Refused::Passphrase(CoreRejectReason::Unsecure)),
             (Some(passphrase), caller) => {
+                // A caller that encrypts without setting `pbkeylen` says Unspecified here
+                // and sends an AES-128 key, as does one that does not encrypt at all: it
+                // is accepted with an unspecified size (read as 16 bytes), and the SRT
+                // layer refuses the one without key material (Unsecure). A required key
+                // length cannot be checked against an unspecified one (srt-tokio would
+                // panic on the mismatch): such a caller is refused.
                 let wanted = self.key_length.map(key_size);
                 if wanted.is_some_and(|wanted| wanted != caller) {
                     return Err(Refused::Passphrase(CoreRejectReason::BadSecret));
@@ -198,10 +202,8 @@ mod tests {
             plain.key_settings("open", KeySize::AES128),
             Err(Refused::Passphrase(CoreRejectReason::Unsecure))
         );
-        assert_eq!(
-            plain.key_settings("secret", KeySize::Unspecified),
-            Err(Refused::Passphrase(CoreRejectReason::Unsecure))
-        );
+        let unspecified = plain.key_settings("secret", KeySize::Unspecified).unwrap();
+        assert_eq!(unspecified.map(|k| k.key_size), Some(KeySize::Unspecified));
         let taken = plain.key_settings("secret", KeySize::AES256).unwrap();
         assert_eq!(taken.map(|k| k.key_size), Some(KeySize::AES256));
 
@@ -215,6 +217,10 @@ mod tests {
         );
         assert_eq!(
             global.key_settings("open", KeySize::AES256),
+            Err(Refused::Passphrase(CoreRejectReason::BadSecret))
+        );
+        assert_eq!(
+            global.key_settings("open", KeySize::Unspecified),
             Err(Refused::Passphrase(CoreRejectReason::BadSecret))
         );
     }
