@@ -82,6 +82,7 @@ pub fn listener_json(stats: &SrtStats) -> Value {
         "active_connections": stats.active_connections.load(Relaxed),
         "bytes": stats.bytes.load(Relaxed),
         "frames": stats.frames.load(Relaxed),
+        "restarts": stats.restarts.load(Relaxed),
         "refused": by_code(&stats.refusals()),
         "limits": by_code(&stats.limits.by_code()),
         "links": stats.links().iter().map(|(name, link)| {
@@ -130,6 +131,7 @@ fn render_srt(stats: &SrtStats, out: &mut String) {
         ("active_connections", stats.active_connections.load(Relaxed)),
         ("bytes_total", stats.bytes.load(Relaxed)),
         ("frames_total", stats.frames.load(Relaxed)),
+        ("restarts_total", stats.restarts.load(Relaxed)),
     ] {
         let _ = writeln!(out, "brdyun_srt_{name} {value}");
     }
@@ -239,6 +241,7 @@ mod tests {
         assert!(out.contains(
             "brdyun_srt_link_receive_bits_per_second{stream=\"m1\",slot=\"backup\"} 0\n"
         ));
+        assert!(out.contains("brdyun_srt_restarts_total 0\n"));
         assert!(
             out.contains("brdyun_srt_link_rtt_seconds{stream=\"m1\",slot=\"primary\"} 0.012345\n")
         );
