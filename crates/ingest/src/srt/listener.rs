@@ -60,6 +60,8 @@ impl SrtServer {
         socket.bind(&config.bind.into())?;
         socket.set_nonblocking(true)?;
         let socket: std::net::UdpSocket = socket.into();
+        // Datagrams srt-tokio would stop on never reach it (see `filter`).
+        super::filter::attach(&socket)?;
         let local_addr = socket.local_addr()?;
         Ok(Self {
             socket,

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod caller;
+pub mod filter;
 mod listener;
 mod session;
 pub mod stats;
