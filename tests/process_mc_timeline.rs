@@ -118,6 +118,24 @@ fn compare(
     compared
 }
 
+/// The status an MC answers another MC's pull of its relay with (`?origin=peer`, the
+/// node token): 200 only while the store records it as the meeting's timeline owner.
+/// Reads the status line alone and hangs up (the relay itself would run on).
+fn peer_relay_status(mc: SocketAddr) -> Option<u16> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&mc, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        stream,
+        "GET /{MEETING}/mpegts?origin=peer HTTP/1.1\r\nHost: {mc}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+        common::NODE_TOKEN
+    )
+    .ok()?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).ok()?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Waits until `mc2`'s newest segment is `mc1`'s, byte for byte: it follows.
 fn wait_following(mc1: SocketAddr, mc2: SocketAddr) {
     wait_for(
@@ -154,8 +172,9 @@ fn dual_publish_to_an_mc_pair_fails_over_with_no_pdt_step_and_identical_nodes() 
     let etcd = EtcdCluster::start(&dir.path().join("etcd"), 1);
     let (p1, p2) = (free_tcp_port(), free_tcp_port());
     let (u1, u2) = (free_udp_port(), free_udp_port());
-    // Both MCs start together: the first to cut a segment owns the timeline, the
-    // other follows it.
+    // The MC fed first owns the timeline (the first to cut a segment claims it); the
+    // standby starts once it does, and follows it. Two MCs that start together cut the
+    // same feed's first segment at the same moment, and either may win the claim.
     let mut mc1 = start_mc(
         dir.path(),
         "mc1",
@@ -163,14 +182,6 @@ fn dual_publish_to_an_mc_pair_fails_over_with_no_pdt_step_and_identical_nodes() 
         p2,
         &etcd,
         &format!("\"udp://127.0.0.1:{u1}\""),
-    );
-    let mc2 = start_mc(
-        dir.path(),
-        "mc2",
-        p2,
-        p1,
-        &etcd,
-        &format!("\"udp://127.0.0.1:{u2}\""),
     );
     // One encoder, the same MPEG-TS to both MCs (a platform's dual publish).
     let mut ffmpeg_cmd = std::process::Command::new("ffmpeg");
@@ -184,6 +195,17 @@ fn dual_publish_to_an_mc_pair_fails_over_with_no_pdt_step_and_identical_nodes() 
             "[f=mpegts:onfail=ignore]udp://127.0.0.1:{u1}?pkt_size=1316|[f=mpegts:onfail=ignore]udp://127.0.0.1:{u2}?pkt_size=1316"
         ));
     let _ffmpeg = ChildGuard::spawn("ffmpeg dual publish", &mut ffmpeg_cmd);
+    wait_for("mc1 to own the timeline", Duration::from_secs(30), || {
+        (peer_relay_status(mc1.http)? == 200).then_some(())
+    });
+    let mc2 = start_mc(
+        dir.path(),
+        "mc2",
+        p2,
+        p1,
+        &etcd,
+        &format!("\"udp://127.0.0.1:{u2}\""),
+    );
     let node_a = start_node(dir.path(), "node-a", [p1, p2]);
     let node_b = start_node(dir.path(), "node-b", [p1, p2]);
 
