@@ -17,8 +17,10 @@ Usage (from the repository root):
   SECONDS: the MC's CPU (user + system, /proc) per publisher, above the idle MC's.
 - **capacity**: the MC on one core (`taskset -c 1`, the publishers on core 0), SRT
   publishers at 3 Mbit/s added in steps (4, 8, 12, ... up to --max); a step holds when
-  for STEP seconds every meeting's newest segment stays under 3 s old, no SRT packet is
-  dropped, and the MC's core is under 90 % busy. Prints the largest step that held.
+  for STEP seconds every meeting's newest segment stays under 3 s old, no TS continuity
+  error reaches the demuxer (a hole SRT did not fill), every publisher has its link and
+  the MC's core is under 90 % busy. Prints the largest step that held, with the packets
+  SRT gave up on.
 
 Writes `bench/srt_results.json` beside this file.
 """
@@ -154,6 +156,12 @@ def metric_sum(text, name):
     return total
 
 
+def cc_errors(text):
+    """The MC's TS continuity errors over every input: the holes dropped packets left."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("brdyun_input_damage_total{") and 'kind="cc_errors"' in line)
+
+
 def run_latency(procs, binary, work, clip, seconds):
     srt_port, udp_port = harness.free_port(harness.socket.SOCK_DGRAM), harness.free_port(harness.socket.SOCK_DGRAM)
     config = mc_config(os.path.join(work, "mc-lat"), srt_port, ["over_udp", "over_srt"], {"over_udp": udp_port})
@@ -272,7 +280,9 @@ def run_capacity(procs, binary, work, clip, step, most, seconds):
             publish(procs, clip, srt_url(srt_port, f"c{i}", keys[f"c{i}"]), os.path.join(work, f"cap-{i}.log"), cpu=0)
         running = min(running + step, most)
         time.sleep(6)  # connected, cutting
-        dropped_before = metric_sum(metrics(port), "brdyun_srt_link_packets_dropped_total")
+        text = metrics(port)
+        dropped_before = metric_sum(text, "brdyun_srt_link_packets_dropped_total")
+        holes_before = cc_errors(text)
         cpu_before = harness.process_cpu_s(proc.pid)
         worst_age, started = 0.0, time.time()
         while time.time() - started < seconds:
@@ -289,12 +299,14 @@ def run_capacity(procs, binary, work, clip, step, most, seconds):
         busy = (harness.process_cpu_s(proc.pid) - cpu_before) / (time.time() - started)
         text = metrics(port)
         dropped = metric_sum(text, "brdyun_srt_link_packets_dropped_total") - dropped_before
-        links = sum(1 for line in text.splitlines() if line.startswith("brdyun_srt_link_rtt_seconds{"))
-        ok = worst_age < 3000 and dropped == 0 and busy < 0.9 and links == running
+        holes = cc_errors(text) - holes_before
+        links = sum(1 for line in text.splitlines() if line.startswith("brdyun_srt_link_packets_received_total{"))
+        ok = worst_age < 3000 and holes == 0 and busy < 0.9 and links == running
         steps.append({"publishers": running, "links": links, "core_busy": busy, "worst_segment_age_ms": worst_age,
-                      "packets_dropped": dropped, "held": ok})
+                      "packets_dropped": dropped, "ts_continuity_errors": holes, "held": ok})
         print(f"capacity: {running:3d} SRT publishers at 3 Mbit/s: {links} links, MC core {busy * 100:5.1f} % busy, "
-              f"newest segment at most {worst_age:.0f} ms old, {dropped:.0f} packets dropped: {'held' if ok else 'NOT held'}")
+              f"newest segment at most {worst_age:.0f} ms old, {dropped:.0f} packets dropped "
+              f"({holes:.0f} TS continuity errors): {'held' if ok else 'NOT held'}")
         if not ok:
             break
         held = running
