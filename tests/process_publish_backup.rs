@@ -15,8 +15,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::{
-    ffmpeg_source, http_request, parse_media_playlist, start_role, wait_for, ChildGuard,
-    NodeProcess, PlaylistEntry,
+    ffmpeg_encoder, ffmpeg_source, http_request, parse_media_playlist, start_role, wait_for,
+    ChildGuard, NodeProcess, PlaylistEntry,
 };
 
 const ADMIN: &str = "admin-secret-for-these-tests";
@@ -141,17 +141,10 @@ impl Drop for CuttableRelay {
 /// One encoder, two outputs (ffmpeg's tee muxer; a failed output does not stop the
 /// other): the same frames with the same timestamps on both.
 fn dual_output(seconds: u32, primary: &str, backup: &str) -> Command {
-    let mut cmd = Command::new("ffmpeg");
-    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"])
-        .args(["-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"])
-        .args(["-re", "-f", "lavfi", "-i", "sine=frequency=440"])
-        .args([
-            "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-bf", "2",
-        ])
-        .args(["-c:a", "aac", "-t", &seconds.to_string()])
-        // The tee muxer does not ask the encoders for global headers: without this
-        // flag the FLV sequence headers are empty and the video cannot be read.
-        .args(["-flags", "+global_header"])
+    let mut cmd = ffmpeg_encoder(seconds, "testsrc2", 440);
+    // The tee muxer does not ask the encoders for global headers: without this flag the
+    // FLV sequence headers are empty and the video cannot be read.
+    cmd.args(["-flags", "+global_header"])
         .args(["-map", "0:v", "-map", "1:a", "-f", "tee"])
         .arg(format!(
             "[f=flv:onfail=ignore]{primary}|[f=flv:onfail=ignore]{backup}"
@@ -251,15 +244,9 @@ fn two_encoders_fail_over_with_exactly_one_discontinuity() {
     );
     // Another encoder with other pictures and another tone: its frames are not the
     // primary's.
-    let mut backup = Command::new("ffmpeg");
+    let mut backup = ffmpeg_encoder(90, "testsrc", 880);
     backup
-        .args(["-nostdin", "-hide_banner", "-loglevel", "error"])
-        .args(["-re", "-f", "lavfi", "-i", "testsrc=size=320x180:rate=25"])
-        .args(["-re", "-f", "lavfi", "-i", "sine=frequency=880"])
-        .args([
-            "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-bf", "2",
-        ])
-        .args(["-c:a", "aac", "-t", "90", "-f", "flv"])
+        .args(["-f", "flv"])
         .arg(format!("rtmp://{rtmp}/live/m@backup?key={key}"));
     let _backup = ChildGuard::spawn("backup encoder", &mut backup);
     let before = wait_primary_cutting(&mc);

@@ -298,14 +298,24 @@ impl ChildGuard {
 /// 440 Hz tone (H.264 with B-frames, one keyframe a second, AAC) in real time to
 /// `format` at `url`.
 pub fn ffmpeg_source(seconds: u32, format: &str, url: &str) -> Command {
+    let mut cmd = ffmpeg_encoder(seconds, "testsrc2", 440);
+    cmd.args(["-f", format, url]);
+    cmd
+}
+
+/// The encoder of [`ffmpeg_source`] with another lavfi `pattern` and `tone` (Hz), its
+/// output left to the caller: what a second, distinguishable encoder sends.
+pub fn ffmpeg_encoder(seconds: u32, pattern: &str, tone: u32) -> Command {
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"])
-        .args(["-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"])
-        .args(["-re", "-f", "lavfi", "-i", "sine=frequency=440"])
+        .args(["-re", "-f", "lavfi", "-i"])
+        .arg(format!("{pattern}=size=320x180:rate=25"))
+        .args(["-re", "-f", "lavfi", "-i"])
+        .arg(format!("sine=frequency={tone}"))
         .args([
             "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-bf", "2",
         ])
-        .args(["-c:a", "aac", "-t", &seconds.to_string(), "-f", format, url]);
+        .args(["-c:a", "aac", "-t", &seconds.to_string()]);
     cmd
 }
 

@@ -365,6 +365,88 @@ async fn publish_registry_checks_keys_and_refuses_a_second_publisher() {
     );
 }
 
+/// The backup was active until the primary took back over a moment ago: when the
+/// primary dies right then, the backup still replays its recent GOPs (it kept them while
+/// it was active), so the stream is not left with a hole.
+#[tokio::test(start_paused = true)]
+async fn a_standby_that_was_active_a_moment_ago_still_replays_its_gops() {
+    let (primary_tx, primary_rx) = mpsc::channel(1024);
+    let (backup_tx, backup_rx) = mpsc::channel(1024);
+    let config = SupervisorConfig {
+        source_timeout: Duration::from_millis(400),
+        hold_down: Some(Duration::from_millis(800)),
+        ..SupervisorConfig::new(
+            "dual",
+            vec![
+                InputSpec::Channel {
+                    name: "primary".into(),
+                    events: primary_rx,
+                },
+                InputSpec::Channel {
+                    name: "backup".into(),
+                    events: backup_rx,
+                },
+            ],
+        )
+    };
+    let (output_tx, mut output) = mpsc::channel(10_000);
+    let (_stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, None, output_tx, stop).expect("starts");
+    let mut status = handle.status();
+    // The backup first (the primary's path is slower), the primary from frame 10 on; a
+    // keyframe every 25 frames at 25 fps.
+    for n in 0..60u64 {
+        backup_tx
+            .send(video(b"b", n, n % 25 == 0))
+            .await
+            .expect("send");
+        if n >= 10 {
+            primary_tx
+                .send(video(b"p", n, n % 25 == 0))
+                .await
+                .expect("send");
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    // The primary took back over after its hold-down.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while status.borrow_and_update().active != Some(0) {
+            status.changed().await.expect("supervisor alive");
+        }
+    })
+    .await
+    .expect("the primary active again");
+    drop(primary_tx);
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(1), output.recv())
+            .await
+            .expect("the backup takes over at once")
+            .expect("open");
+        let done =
+            matches!(&event, IngestEvent::Frame(f) if f.data[..] == b"b"[..] && f.pts == 59 * 3600);
+        seen.push(event);
+        if done {
+            break;
+        }
+    }
+    let cut = seen
+        .iter()
+        .rposition(|e| *e == IngestEvent::Takeover)
+        .expect("a takeover at the switch");
+    let first = seen[cut + 1..]
+        .iter()
+        .find_map(|e| match e {
+            IngestEvent::Frame(f) => Some(f.pts / 3600),
+            _ => None,
+        })
+        .expect("replayed frames");
+    assert_eq!(
+        first, 25,
+        "the replay starts a GOP back, not at the next keyframe"
+    );
+}
+
 /// A platform's primary and backup feeds publish to `<meeting>` and `<meeting>@backup`:
 /// both are accepted at once, the backup waits as a hot standby and, when the primary
 /// publisher leaves, takes over with its last GOPs (a takeover, not a fresh start).

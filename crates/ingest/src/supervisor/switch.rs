@@ -171,7 +171,10 @@ impl Switcher {
         if let Some(frame) = frame {
             slot.last_dts = Some(frame.dts);
         }
-        if self.active != Some(input) {
+        // Every input keeps its last two GOPs, the active one too: an input that was
+        // active a moment ago (the primary took back over) is a standby with its recent
+        // media the instant it stops being active.
+        {
             // A source's GOPs start at video keyframes; a relay's segments at markers.
             let start = if slot.has_markers {
                 matches!(&event, IngestEvent::Marker(m) if media::timeline::starts_segment(m))
