@@ -172,7 +172,12 @@ pub fn check_connections(
 impl NodeConfig {
     /// The certificate and key RTMPS serves: its own, else the HTTPS pair.
     pub fn rtmps_files(&self) -> Option<(PathBuf, PathBuf)> {
-        match (&self.rtmps_cert, &self.rtmps_key, &self.tls_cert, &self.tls_key) {
+        match (
+            &self.rtmps_cert,
+            &self.rtmps_key,
+            &self.tls_cert,
+            &self.tls_key,
+        ) {
             (Some(cert), Some(key), _, _) | (None, None, Some(cert), Some(key)) => {
                 Some((cert.clone(), key.clone()))
             }
