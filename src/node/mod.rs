@@ -2,10 +2,12 @@
 //! pipeline (segmenter) and live channel (`stream`).
 
 pub(crate) mod rtmps;
+mod shutdown;
 pub(crate) mod srt;
 pub mod stream;
 pub mod tls;
 
+pub(crate) use shutdown::until;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -435,9 +437,4 @@ pub(crate) async fn start_rtmp(
         until(shutdown.clone()),
     ));
     Ok(bound)
-}
-
-/// Resolves when the shutdown flag is raised (or its sender is gone).
-pub(crate) async fn until(mut shutdown: watch::Receiver<bool>) {
-    let _ = shutdown.wait_for(|s| *s).await;
 }

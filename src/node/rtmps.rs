@@ -73,7 +73,7 @@ pub(crate) async fn start_rtmps(
         authorizer,
         limits,
         stats,
-        super::until(shutdown.clone()),
+        super::shutdown::until(shutdown.clone()),
     ));
     Ok(bound)
 }

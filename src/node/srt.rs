@@ -46,6 +46,6 @@ pub(crate) fn start_srt(
     let server =
         SrtServer::bind(config).with_context(|| format!("binding {key} {}", listener.addr))?;
     let bound = server.local_addr();
-    tasks.spawn(server.serve(authorizer, stats, super::until(shutdown.clone())));
+    tasks.spawn(server.serve(authorizer, stats, super::shutdown::until(shutdown.clone())));
     Ok(bound)
 }

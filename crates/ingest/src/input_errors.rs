@@ -141,3 +141,86 @@ pub enum UdpError {
         source: std::io::Error,
     },
 }
+
+/// Why one pull attempt ended; each variant is one cause an operator can act on.
+#[derive(Debug, Error)]
+pub enum RtmpPullError {
+    /// The URL is not `rtmp[s]://host[:port]/app/stream`.
+    #[error("invalid url: {0}")]
+    InvalidUrl(String),
+    /// The host name did not resolve (or resolving timed out).
+    #[error("dns lookup failed for {host}: {reason}")]
+    Dns {
+        /// The host that did not resolve.
+        host: String,
+        /// The resolver's answer.
+        reason: String,
+    },
+    /// Every address of the host refused the TCP connection.
+    #[error("connection refused")]
+    Refused,
+    /// The TCP connection did not complete within the connect timeout.
+    #[error("connect timed out")]
+    ConnectTimeout,
+    /// The TCP connection failed otherwise.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The local TLS configuration (CA file, system roots) is unusable.
+    #[error(transparent)]
+    TlsConfig(#[from] TlsConfigError),
+    /// The TLS handshake failed (certificate rejected, protocol, timeout).
+    #[error("tls handshake failed: {0}")]
+    TlsHandshake(String),
+    /// The server's RTMP handshake was wrong or did not come in time.
+    #[error("rtmp handshake failed: {0}")]
+    Handshake(String),
+    /// The server refused `connect`, `createStream` or `play` (the stream does not
+    /// exist, the key is wrong).
+    #[error("play refused: {code} {description}")]
+    PlayRefused {
+        /// The server's status code.
+        code: String,
+        /// The server's words.
+        description: String,
+    },
+    /// The server broke the RTMP protocol.
+    #[error("rtmp protocol error: {0}")]
+    Protocol(String),
+    /// No frame came within the first-media timeout of the connection.
+    #[error("no media within {0:?} of connecting")]
+    NoMedia(Duration),
+    /// Media flowed, then nothing came within the read timeout.
+    #[error("no data for {0:?}")]
+    ReadTimeout(Duration),
+    /// The server ended the stream (its status code, or the connection closed).
+    #[error("stream ended: {0}")]
+    Ended(String),
+    /// The connection broke.
+    #[error("connection lost: {0}")]
+    Reset(String),
+}
+
+/// Why a pull failed, for the input's status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SrtPullError {
+    /// The URL cannot be read.
+    #[error("bad srt url: {0}")]
+    BadUrl(String),
+    /// The handshake failed (refused, no answer, wrong passphrase).
+    #[error("srt connect to {addr} failed: {error}")]
+    Connect {
+        /// `host:port`.
+        addr: String,
+        /// What the SRT layer said.
+        error: String,
+    },
+    /// No handshake answer within the connect timeout.
+    #[error("srt connect to {0} timed out")]
+    ConnectTimeout(String),
+    /// Nothing came within the read timeout.
+    #[error("no data for {0:?}")]
+    ReadTimeout(Duration),
+    /// The encoder closed the connection, or it broke.
+    #[error("connection ended: {0}")]
+    Ended(String),
+}

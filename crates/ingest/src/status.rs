@@ -43,12 +43,12 @@ pub enum InputError {
     /// The RTMP publisher disconnected.
     #[error("publisher disconnected")]
     PublisherGone,
-    /// An RTMP(S) pull failed; see [`crate::rtmp::pull::RtmpPullError`] for the causes.
+    /// An RTMP(S) pull failed; see [`crate::input_errors::RtmpPullError`] for the causes.
     #[error(transparent)]
-    RtmpPull(#[from] crate::rtmp::pull::RtmpPullError),
-    /// An SRT pull failed; see [`crate::srt::caller::SrtPullError`] for the causes.
+    RtmpPull(#[from] crate::input_errors::RtmpPullError),
+    /// An SRT pull failed; see [`crate::input_errors::SrtPullError`] for the causes.
     #[error(transparent)]
-    SrtPull(#[from] crate::srt::caller::SrtPullError),
+    SrtPull(#[from] crate::input_errors::SrtPullError),
     /// The in-process channel feeding a custom input was closed.
     #[error("input channel closed")]
     ChannelClosed,

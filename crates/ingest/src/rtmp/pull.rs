@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::ServerName;
-use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -26,7 +25,7 @@ use super::pull_url::{PullUrl, PullUrlError};
 use super::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::http_pull::{redact_url, Backoff};
 use crate::status::{stopped, InputCounters, InputError, InputEvent};
-use crate::tls::{self, TlsConfigError};
+use crate::tls;
 use crate::IngestEvent;
 
 /// Configuration of one RTMP(S) pull.
@@ -61,62 +60,12 @@ impl RtmpPullConfig {
     }
 }
 
-/// Why one pull attempt ended; each variant is one cause an operator can act on.
-#[derive(Debug, Error)]
-pub enum RtmpPullError {
-    /// The URL is not `rtmp[s]://host[:port]/app/stream`.
-    #[error("invalid url: {0}")]
-    InvalidUrl(#[from] PullUrlError),
-    /// The host name did not resolve (or resolving timed out).
-    #[error("dns lookup failed for {host}: {reason}")]
-    Dns {
-        /// The host that did not resolve.
-        host: String,
-        /// The resolver's answer.
-        reason: String,
-    },
-    /// Every address of the host refused the TCP connection.
-    #[error("connection refused")]
-    Refused,
-    /// The TCP connection did not complete within the connect timeout.
-    #[error("connect timed out")]
-    ConnectTimeout,
-    /// The TCP connection failed otherwise.
-    #[error("cannot connect: {0}")]
-    Connect(String),
-    /// The local TLS configuration (CA file, system roots) is unusable.
-    #[error(transparent)]
-    TlsConfig(#[from] TlsConfigError),
-    /// The TLS handshake failed (certificate rejected, protocol, timeout).
-    #[error("tls handshake failed: {0}")]
-    TlsHandshake(String),
-    /// The server's RTMP handshake was wrong or did not come in time.
-    #[error("rtmp handshake failed: {0}")]
-    Handshake(String),
-    /// The server refused `connect`, `createStream` or `play` (the stream does not
-    /// exist, the key is wrong).
-    #[error("play refused: {code} {description}")]
-    PlayRefused {
-        /// The server's status code.
-        code: String,
-        /// The server's words.
-        description: String,
-    },
-    /// The server broke the RTMP protocol.
-    #[error("rtmp protocol error: {0}")]
-    Protocol(String),
-    /// No frame came within the first-media timeout of the connection.
-    #[error("no media within {0:?} of connecting")]
-    NoMedia(Duration),
-    /// Media flowed, then nothing came within the read timeout.
-    #[error("no data for {0:?}")]
-    ReadTimeout(Duration),
-    /// The server ended the stream (its status code, or the connection closed).
-    #[error("stream ended: {0}")]
-    Ended(String),
-    /// The connection broke.
-    #[error("connection lost: {0}")]
-    Reset(String),
+pub use crate::input_errors::RtmpPullError;
+
+impl From<PullUrlError> for RtmpPullError {
+    fn from(e: PullUrlError) -> Self {
+        RtmpPullError::InvalidUrl(e.to_string())
+    }
 }
 
 impl From<PlayerError> for RtmpPullError {

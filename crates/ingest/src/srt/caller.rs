@@ -16,30 +16,7 @@ use tokio::time::timeout;
 use crate::http_pull::Backoff;
 use crate::status::{demux_into, stopped, InputCounters, InputError, InputEvent};
 
-/// Why a pull failed, for the input's status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SrtPullError {
-    /// The URL cannot be read.
-    #[error("bad srt url: {0}")]
-    BadUrl(String),
-    /// The handshake failed (refused, no answer, wrong passphrase).
-    #[error("srt connect to {addr} failed: {error}")]
-    Connect {
-        /// `host:port`.
-        addr: String,
-        /// What the SRT layer said.
-        error: String,
-    },
-    /// No handshake answer within the connect timeout.
-    #[error("srt connect to {0} timed out")]
-    ConnectTimeout(String),
-    /// Nothing came within the read timeout.
-    #[error("no data for {0:?}")]
-    ReadTimeout(Duration),
-    /// The encoder closed the connection, or it broke.
-    #[error("connection ended: {0}")]
-    Ended(String),
-}
+pub use crate::input_errors::SrtPullError;
 
 /// One SRT caller input.
 #[derive(Debug, Clone, PartialEq, Eq)]
