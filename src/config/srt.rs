@@ -26,7 +26,7 @@ pub struct SrtOptionsConfig {
     /// publisher's (`pbkeylen`).
     pub key_length: Option<u16>,
     /// `[…srt_options.passphrases]`: passphrases by publish name (`<meeting>` or
-    /// `<meeting>@<slot>`).
+    /// `<meeting>@<slot>`); a meeting's covers its slots that have none of their own.
     pub passphrases: HashMap<String, String>,
 }
 

@@ -74,6 +74,19 @@ impl SrtListenerConfig {
         }
     }
 
+    /// The passphrase of the publish name `stream`: its own, else its meeting's (a
+    /// meeting's passphrase covers its slots, `<meeting>@backup` included, so a slot
+    /// never takes in clear text what its meeting encrypts), else the global one.
+    fn passphrase_of(&self, stream: &str) -> Option<&String> {
+        let meeting = stream
+            .split_once('@')
+            .map_or(stream, |(meeting, _)| meeting);
+        self.passphrases
+            .get(stream)
+            .or_else(|| self.passphrases.get(meeting))
+            .or(self.passphrase.as_ref())
+    }
+
     /// The key settings to accept a caller publishing to `stream` with: `None` for
     /// no encryption.
     ///
@@ -86,8 +99,7 @@ impl SrtListenerConfig {
         stream: &str,
         caller: KeySize,
     ) -> Result<Option<KeySettings>, Refused> {
-        let passphrase = self.passphrases.get(stream).or(self.passphrase.as_ref());
-        match (passphrase, caller) {
+        match (self.passphrase_of(stream), caller) {
             (None, KeySize::Unspecified) => Ok(None),
             (None, _) => Err(Refused::Passphrase(CoreRejectReason::Unsecure)),
             (Some(passphrase), caller) => {
@@ -222,6 +234,40 @@ mod tests {
         assert_eq!(
             global.key_settings("open", KeySize::Unspecified),
             Err(Refused::Passphrase(CoreRejectReason::BadSecret))
+        );
+    }
+
+    #[test]
+    fn a_meetings_passphrase_covers_its_backup_slot() {
+        let mut config = config();
+        // A plain caller on the backup slot of an encrypted meeting is held to the
+        // meeting's passphrase (srt refuses it for lack of key material), never taken
+        // in clear text.
+        let backup = config
+            .key_settings("secret@backup", KeySize::Unspecified)
+            .unwrap();
+        assert_eq!(
+            backup.map(|k| k.passphrase.as_bytes().to_vec()),
+            Some(b"meeting passphrase".to_vec())
+        );
+        let aes = config
+            .key_settings("secret@backup", KeySize::AES256)
+            .unwrap();
+        assert_eq!(aes.map(|k| k.key_size), Some(KeySize::AES256));
+        // A slot's own passphrase is its own; another meeting's slot stays plain.
+        config
+            .passphrases
+            .insert("secret@backup".into(), "the backup passphrase".into());
+        let own = config
+            .key_settings("secret@backup", KeySize::AES128)
+            .unwrap();
+        assert_eq!(
+            own.map(|k| k.passphrase.as_bytes().to_vec()),
+            Some(b"the backup passphrase".to_vec())
+        );
+        assert_eq!(
+            config.key_settings("open@backup", KeySize::Unspecified),
+            Ok(None)
         );
     }
 
