@@ -168,12 +168,7 @@ impl Shared {
             Err(refusal) => return self.refuse(request, Refused::Limit(refusal), "-").await,
         };
         let Some(id) = raw_id.as_deref().and_then(|raw| streamid::parse(raw).ok()) else {
-            let shown: String = raw_id
-                .unwrap_or_default()
-                .chars()
-                .take(64)
-                .flat_map(char::escape_debug)
-                .collect();
+            let shown = streamid::redacted(raw_id.as_deref().unwrap_or_default());
             return self.refuse(request, Refused::StreamId, &shown).await;
         };
         let key_settings = match self.config.key_settings(&id.stream, request.key_size()) {

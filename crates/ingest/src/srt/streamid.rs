@@ -155,6 +155,34 @@ fn checked(text: &str) -> Result<String, StreamIdError> {
     Ok(text.to_owned())
 }
 
+/// A streamid for a log line, also one that is not read: the value of every entry that
+/// may carry a stream key (`s=`, `k=`, `key=`, in any case) replaced by `REDACTED`,
+/// then at most 64 characters, control characters escaped.
+pub fn redacted(raw: &str) -> String {
+    let mut shown = String::with_capacity(raw.len().min(128));
+    for token in raw.split_inclusive([',', '?', '&', ':', '/']) {
+        let (entry, separator) = match token.char_indices().last() {
+            Some((at, c)) if ",?&:/".contains(c) => token.split_at(at),
+            _ => (token, ""),
+        };
+        match entry.split_once('=') {
+            Some((name, _))
+                if ["s", "k", "key"].contains(&name.trim().to_ascii_lowercase().as_str()) =>
+            {
+                shown.push_str(name);
+                shown.push_str("=REDACTED");
+            }
+            _ => shown.push_str(entry),
+        }
+        shown.push_str(separator);
+    }
+    shown
+        .chars()
+        .take(64)
+        .flat_map(char::escape_debug)
+        .collect()
+}
+
 /// A value for an error message: at most 32 characters, control characters escaped.
 fn printable(text: &str) -> String {
     text.chars().take(32).flat_map(char::escape_debug).collect()
@@ -174,6 +202,31 @@ mod tests {
                 prop_assert!(!id.stream.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn a_refused_streamid_is_logged_without_its_key() {
+        let cases = [
+            (
+                "#!::r=m1,m=request,s=SECRET1",
+                "#!::r=m1,m=request,s=REDACTED",
+            ),
+            ("#!::k=SECRET1,r=m1", "#!::k=REDACTED,r=m1"),
+            (
+                "live/m1?key=SECRET1&key=SECRET2",
+                "live/m1?key=REDACTED&key=REDACTED",
+            ),
+            ("m1?KEY=SECRET1&x=1", "m1?KEY=REDACTED&x=1"),
+            ("m1?key=SECRET 1", "m1?key=REDACTED"),
+            ("#!::s=", "#!::s=REDACTED"),
+            ("m1", "m1"),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(redacted(raw), shown, "{raw}");
+        }
+        let long = format!("#!::r={},s=SECRET1", "m".repeat(100));
+        assert!(!redacted(&long).contains("SECRET"));
+        assert_eq!(redacted("m1\n?key=x"), "m1\\n?key=REDACTED");
     }
 
     fn id(stream: &str, app: Option<&str>, key: Option<&str>) -> StreamId {
