@@ -129,8 +129,37 @@ pub fn on_status(stream_id: u32, level: &str, code: &str, description: &str) -> 
     )
 }
 
-/// Splits a publish name `stream?key=value&...` into the stream name and the `key`
-/// parameter (percent-decoded). A leading `/` on the name is dropped.
+/// The longest name a peer sends (`app`, publish name) that is kept whole, in
+/// characters; a longer one is cut to [`CUT_NAME`] and marked `…`.
+const MAX_PEER_NAME: usize = 256;
+/// See [`MAX_PEER_NAME`].
+const CUT_NAME: usize = 64;
+
+/// A name a stranger sent, as the server keeps it (logged, matched against the
+/// registry): every control character escaped (`\n`, `\u{1b}`), so no line break or
+/// terminal sequence reaches a log line, and a name over [`MAX_PEER_NAME`]
+/// characters cut. No registered name holds a control character, `…`, or is that long,
+/// so a changed name matches none.
+fn peer_name(name: &str) -> String {
+    let long = name.chars().count() > MAX_PEER_NAME;
+    let kept = if long { CUT_NAME } else { MAX_PEER_NAME };
+    let mut out = String::with_capacity(name.len().min(4 * MAX_PEER_NAME));
+    for c in name.chars().take(kept) {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    if long {
+        out.push('…');
+    }
+    out
+}
+
+/// Splits a publish name `stream?key=value&...` into the stream name (see
+/// [`peer_name`]) and the `key` parameter (percent-decoded). A leading `/` on the name
+/// is dropped.
 pub fn parse_publish_name(name: &str) -> (String, Option<String>) {
     let (stream, query) = match name.split_once('?') {
         Some((stream, query)) => (stream, Some(query)),
@@ -142,13 +171,14 @@ pub fn parse_publish_name(name: &str) -> (String, Option<String>) {
             .find(|(k, _)| *k == "key")
             .map(|(_, v)| percent_decode(v))
     });
-    (stream.trim_start_matches('/').to_owned(), key)
+    (peer_name(stream.trim_start_matches('/')), key)
 }
 
-/// Removes a query and surrounding slashes from the `app` of `connect`.
+/// Removes a query and surrounding slashes from the `app` of `connect` (see
+/// [`peer_name`]).
 pub fn clean_app(app: &str) -> String {
     let app = app.split_once('?').map_or(app, |(a, _)| a);
-    app.trim_matches('/').to_owned()
+    peer_name(app.trim_matches('/'))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -188,5 +218,23 @@ mod tests {
             ("a".to_owned(), Some("%zz%4".to_owned()))
         );
         assert_eq!(clean_app("live/?x=1"), "live");
+    }
+
+    #[test]
+    fn a_strangers_names_never_break_a_log_line() {
+        let forged = "m1\n2026-01-01T00:00:00Z  INFO publisher accepted\x1b[2J\r";
+        let (stream, key) = parse_publish_name(&format!("{forged}?key=k"));
+        assert_eq!(
+            stream,
+            "m1\\n2026-01-01T00:00:00Z  INFO publisher accepted\\u{1b}[2J\\r"
+        );
+        assert_eq!(key.as_deref(), Some("k"));
+        assert!(!clean_app(forged).contains(char::is_control));
+        let long = "a".repeat(10_000);
+        let (stream, _) = parse_publish_name(&long);
+        assert_eq!(stream, format!("{}…", "a".repeat(64)));
+        assert_eq!(clean_app(&long), stream);
+        let longest = "b".repeat(256);
+        assert_eq!(parse_publish_name(&longest).0, longest);
     }
 }
