@@ -305,8 +305,16 @@ impl Player {
     }
 }
 
+/// The longest status field kept, in characters.
+const MAX_STATUS_FIELD: usize = 256;
+
+/// A field of the server's status for the input's error, which is logged and shown in
+/// the status API: at most [`MAX_STATUS_FIELD`] characters, every control character (a
+/// line break included) a space, so a server cannot write lines into the log.
 fn status_field(info: Option<&Amf0Value>, key: &str) -> Option<String> {
-    info?.get(key)?.as_str().map(str::to_owned)
+    let text = info?.get(key)?.as_str()?;
+    let plain = |c: char| if c.is_control() { ' ' } else { c };
+    Some(text.chars().take(MAX_STATUS_FIELD).map(plain).collect())
 }
 
 #[cfg(test)]
@@ -392,6 +400,36 @@ mod tests {
         ));
         assert_eq!(player.poll_event().unwrap(), Some(PlayerEvent::Playing));
         assert!(player.is_playing());
+    }
+
+    #[test]
+    fn a_servers_words_are_one_bounded_line() {
+        let url = PullUrl::parse("rtmp://h/live/none").unwrap();
+        let mut player = Player::new(&url, 1 << 20);
+        let long = format!(
+            "refused\n2026-01-01T00:00:00Z  INFO forged\r\x1b[0m{}",
+            "x".repeat(5000)
+        );
+        player.feed(&server_command(
+            0,
+            &[
+                Amf0Value::string("onStatus"),
+                Amf0Value::Number(0.0),
+                Amf0Value::Null,
+                Amf0Value::object([
+                    ("level", Amf0Value::string("error")),
+                    ("code", Amf0Value::string("NetStream.Play.Failed\nforged")),
+                    ("description", Amf0Value::string(&long)),
+                ]),
+            ],
+        ));
+        let Err(PlayerError::Refused { code, description }) = player.poll_event() else {
+            panic!("not a refusal");
+        };
+        assert_eq!(code, "NetStream.Play.Failed forged");
+        assert!(description.starts_with("refused 2026-01-01T00:00:00Z  INFO forged  [0m"));
+        assert_eq!(description.chars().count(), MAX_STATUS_FIELD);
+        assert!(!description.contains(char::is_control), "{description:?}");
     }
 
     #[test]
