@@ -229,15 +229,17 @@ fn a_backup_input_takes_over_when_the_primary_dies() {
             ),
         ),
     );
-    let push = |port: u16| {
-        let url = format!("udp://127.0.0.1:{port}?pkt_size=1316");
-        ChildGuard::spawn(
-            "ffmpeg udp publisher",
-            &mut ffmpeg_source(40, "mpegts", &url),
-        )
+    // Two encoders of different pictures and tones: the backup's frames are not the
+    // primary's, so its takeover starts a new discontinuity period (one encoder's two
+    // outputs would continue the timeline: tests/process_publish_backup.rs).
+    let push = |port: u16, pattern: &str, tone: u32| {
+        let mut cmd = common::ffmpeg_encoder(40, pattern, tone);
+        cmd.args(["-f", "mpegts"])
+            .arg(format!("udp://127.0.0.1:{port}?pkt_size=1316"));
+        ChildGuard::spawn("ffmpeg udp publisher", &mut cmd)
     };
-    let primary = push(p1);
-    let _backup = push(p2);
+    let primary = push(p1, "testsrc2", 440);
+    let _backup = push(p2, "testsrc", 880);
     let before = parse_media_playlist(&wait_segments(node.http, "b", 2, Duration::from_secs(20)));
     wait_for("the primary input active", Duration::from_secs(10), || {
         let (_, doc) = http_get_json(node.http, "/api/streams/b");
