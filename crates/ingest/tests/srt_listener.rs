@@ -224,3 +224,92 @@ fn the_filter_is_small_and_every_jump_lands_inside_it() {
     let program = ingest::srt::filter::program();
     assert!(program.len() < 128, "{} instructions", program.len());
 }
+/// A v5 conclusion for `streamid` with the cookie `cookie` and no HSREQ extension:
+/// srt-protocol asks for access first and finds the HSREQ missing only once accepted.
+fn conclusion_without_hsreq(cookie: u32, streamid: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    for word in [0x8000_0000u32, 0, 0, 0, 5] {
+        p.extend_from_slice(&word.to_be_bytes());
+    }
+    p.extend_from_slice(&0u16.to_be_bytes()); // no encryption
+    p.extend_from_slice(&4u16.to_be_bytes()); // extension flags: CONFIG (the streamid)
+    for word in [1u32, 1500, 8192, 0xffff_ffff, 0x1234, cookie] {
+        p.extend_from_slice(&word.to_be_bytes());
+    }
+    p.extend_from_slice(&[127, 0, 0, 1]);
+    p.extend_from_slice(&[0; 12]);
+    let mut id = streamid.as_bytes().to_vec();
+    id.resize(id.len().div_ceil(4) * 4, 0);
+    p.extend_from_slice(&5u16.to_be_bytes()); // SRT_CMD_SID
+    p.extend_from_slice(&((id.len() / 4) as u16).to_be_bytes());
+    for word in id.chunks(4) {
+        p.extend(word.iter().rev()); // SRT sends the streamid's words byte-swapped
+    }
+    p
+}
+
+/// An SRT v5 induction handshake (the caller's first packet).
+fn induction() -> Vec<u8> {
+    let mut p = Vec::new();
+    for word in [0x8000_0000u32, 0, 0, 0, 4] {
+        p.extend_from_slice(&word.to_be_bytes());
+    }
+    p.extend_from_slice(&0u16.to_be_bytes());
+    p.extend_from_slice(&2u16.to_be_bytes());
+    for word in [1u32, 1500, 8192, 1, 0x1234, 0] {
+        p.extend_from_slice(&word.to_be_bytes());
+    }
+    p.extend_from_slice(&[127, 0, 0, 1]);
+    p.extend_from_slice(&[0; 12]);
+    p
+}
+
+/// srt-tokio 0.4.4 leaves a conclusion without its HSREQ unanswered after the access
+/// control took it, and brdyun's handshake waited for ever, holding the address's place
+/// (and the meeting's publish slot): the publish deadline now cuts it, so four of them
+/// no longer shut the address out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_handshake_that_never_finishes_is_cut_at_the_publish_deadline() {
+    let mut config = SrtListenerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.limits.max_pending_per_address = 4;
+    config.limits.publish_deadline = Duration::from_secs(4);
+    let mut h = start(config);
+    for _ in 0..4 {
+        let raw = tokio::net::UdpSocket::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        raw.send_to(&induction(), h.addr).await.expect("send");
+        let mut answer = [0u8; 1500];
+        let (n, _) = timeout(Duration::from_secs(5), raw.recv_from(&mut answer))
+            .await
+            .expect("the induction is answered")
+            .expect("recv");
+        assert!(n >= 48, "{n} bytes");
+        let cookie = u32::from_be_bytes(answer[44..48].try_into().unwrap());
+        let streamid = format!("cam?key={KEY}");
+        raw.send_to(&conclusion_without_hsreq(cookie, &streamid), h.addr)
+            .await
+            .expect("send");
+    }
+    // Every held handshake is cut at its deadline and counted.
+    timeout(Duration::from_secs(10), async {
+        let cut = |h: &Harness| {
+            h.stats
+                .limits
+                .by_code()
+                .iter()
+                .find(|(code, _)| code.code() == 111_022)
+                .map_or(0, |(_, n)| *n)
+        };
+        while cut(&h) < 4 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the four handshakes cut at the publish deadline");
+    let url = format!("srt://{}?streamid=cam?key={KEY}", h.addr);
+    let status = publish(&url).await;
+    assert!(status.success(), "ffmpeg publish failed: {status}");
+    let (video, _) = frames_in(&mut h.frames).await;
+    assert!(video >= 60, "{video} video frames");
+}

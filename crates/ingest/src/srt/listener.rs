@@ -26,7 +26,7 @@ use super::access::{Refused, SrtListenerConfig};
 use super::session::Publisher;
 use super::stats::SrtStats;
 use super::streamid;
-use crate::listener_limits::{Admission, Slot};
+use crate::listener_limits::{Admission, Cut, Slot};
 use crate::publish::{PublishAuthorizer, PublishRequest};
 
 /// The pause before a listener that died is started again.
@@ -190,7 +190,23 @@ impl Shared {
             }
         };
         let encrypted = key_settings.is_some();
-        let socket = match request.accept(key_settings).await {
+        // srt-tokio may never finish an accepted handshake (a conclusion without its
+        // HSREQ is left unanswered): the publish deadline bounds it, so the address's
+        // place and the meeting's publish slot are not held for ever.
+        let deadline = accepted_at + self.config.limits.publish_deadline;
+        let accepted = match tokio::time::timeout_at(deadline.into(), request.accept(key_settings))
+            .await
+        {
+            Ok(accepted) => accepted,
+            Err(_) => {
+                let cut = Cut::PublishDeadline(self.config.limits.publish_deadline);
+                let count = self.stats.limits.cut(cut);
+                let code = cut.code();
+                warn!(%peer, stream = %id.stream, code = code.code(), reason = code.label(), error = %cut, count, "srt handshake not finished; cut");
+                return;
+            }
+        };
+        let socket = match accepted {
             Ok(socket) => socket,
             Err(e) => {
                 // With encryption, srt-protocol refuses a passphrase that does not
