@@ -53,6 +53,28 @@ fn tag_of(event: &IngestEvent) -> Option<(&[u8], bool)> {
     }
 }
 
+/// The stream's events up to and including the first one `last` accepts; each must
+/// come within `gap` of the one before (`what` names the wait in a failure).
+async fn events_until(
+    output: &mut mpsc::Receiver<IngestEvent>,
+    gap: Duration,
+    what: &str,
+    last: impl Fn(&IngestEvent) -> bool,
+) -> Vec<IngestEvent> {
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(gap, output.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{what}; seen {seen:?}"))
+            .expect("open");
+        let done = last(&event);
+        seen.push(event);
+        if done {
+            return seen;
+        }
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn fails_over_on_stall_and_returns_after_hold_down() {
     let (primary_tx, primary_rx) = mpsc::channel(1024);
@@ -233,19 +255,13 @@ async fn a_standby_source_takes_over_with_its_last_gops_not_the_next_keyframe() 
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
     drop(primary_tx);
-    let mut seen = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(1), output.recv())
-            .await
-            .expect("the backup takes over at once")
-            .expect("open");
-        let done =
-            matches!(&event, IngestEvent::Frame(f) if f.data[..] == b"b"[..] && f.pts == 39 * 3600);
-        seen.push(event);
-        if done {
-            break;
-        }
-    }
+    let seen = events_until(
+        &mut output,
+        Duration::from_secs(1),
+        "the backup takes over at once",
+        |e| matches!(e, IngestEvent::Frame(f) if f.data[..] == b"b"[..] && f.pts == 39 * 3600),
+    )
+    .await;
     let cut = seen
         .iter()
         .position(|e| *e == IngestEvent::Takeover)
@@ -417,19 +433,13 @@ async fn a_standby_that_was_active_a_moment_ago_still_replays_its_gops() {
     .await
     .expect("the primary active again");
     drop(primary_tx);
-    let mut seen = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(1), output.recv())
-            .await
-            .expect("the backup takes over at once")
-            .expect("open");
-        let done =
-            matches!(&event, IngestEvent::Frame(f) if f.data[..] == b"b"[..] && f.pts == 59 * 3600);
-        seen.push(event);
-        if done {
-            break;
-        }
-    }
+    let seen = events_until(
+        &mut output,
+        Duration::from_secs(1),
+        "the backup takes over at once",
+        |e| matches!(e, IngestEvent::Frame(f) if f.data[..] == b"b"[..] && f.pts == 59 * 3600),
+    )
+    .await;
     let cut = seen
         .iter()
         .rposition(|e| *e == IngestEvent::Takeover)
@@ -492,18 +502,13 @@ async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leave
     }
     wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
     drop(primary);
-    let mut seen = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(5), output.recv())
-            .await
-            .unwrap_or_else(|_| panic!("the backup takes over; seen {seen:?}"))
-            .expect("open");
-        let done = matches!(&event, IngestEvent::Frame(f) if f.data[..] == b"b"[..]);
-        seen.push(event);
-        if done {
-            break;
-        }
-    }
+    let seen = events_until(
+        &mut output,
+        Duration::from_secs(5),
+        "the backup takes over",
+        |e| matches!(e, IngestEvent::Frame(f) if f.data[..] == b"b"[..]),
+    )
+    .await;
     assert!(seen.contains(&IngestEvent::Takeover), "{seen:?}");
     assert!(!seen.contains(&IngestEvent::Discontinuity), "{seen:?}");
 }
