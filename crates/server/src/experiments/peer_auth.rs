@@ -60,7 +60,7 @@ impl PeerKey {
         let Ok(at) = at.parse::<i64>() else {
             return false;
         };
-        if (now_unix_s - at).abs() > WINDOW_S {
+        if now_unix_s.abs_diff(at) > WINDOW_S.unsigned_abs() {
             return false;
         }
         let mut given = [0u8; 32];
@@ -116,5 +116,15 @@ mod tests {
             assert!(!key.verify(&headers(bad), PATH, NOW), "{bad:?}");
         }
         assert!(!key.verify(&HeaderMap::new(), PATH, NOW));
+    }
+
+    #[test]
+    fn a_time_at_the_ends_of_the_integer_range_is_refused_without_overflow() {
+        let key = PeerKey::derive(b"the domain secret of these tests");
+        for at in [i64::MIN, i64::MAX] {
+            let value = format!("{at}.{}", "A".repeat(43));
+            assert!(!key.verify(&headers(&value), PATH, NOW), "{value}");
+            assert!(!key.verify(&headers(&value), PATH, -NOW), "{value}");
+        }
     }
 }
