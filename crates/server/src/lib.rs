@@ -9,6 +9,12 @@
 //! serves it over HTTP or HTTPS (a node on one thread per core,
 //! [`serve::serve_on_threads`], with the priority [`lane`]). Every error a client sees
 //! is a row of the `codes` table ([`error`]).
+//!
+//! Where to start reading, by role: a stream from ingest to viewer is [`pipeline`] →
+//! [`window`] → [`routes`]; the MC role is [`mc`] (its API, stores and minter);
+//! redundancy (backups, steering, redirects) is [`redundancy`]; load shedding is
+//! [`shed`] over the pure `shed` crate; the serving stack is [`serve`], [`connection`]
+//! and [`lane`]. The crates around this one are mapped in the README's "Code map".
 
 pub mod access_log;
 pub mod admin_door;
