@@ -251,8 +251,16 @@ fn a_node_with_another_domain_secret_never_joins() {
         cluster.origin.http,
         "another domain's secret, 32 bytes",
     );
-    // Gossip runs every 250 ms: 6 s is many rounds in which it could have joined.
-    std::thread::sleep(Duration::from_secs(6));
+    // Every round the stranger gossips to a with its own secret: once a has refused
+    // a good many of its datagrams, it has had as many chances to join.
+    wait_for(
+        "a to refuse the stranger's gossip",
+        Duration::from_secs(30),
+        || {
+            let (_, report) = http_request(a, "GET", "/api/ott", &[], "");
+            (report["gossip"]["rejected"].as_u64() >= Some(12)).then_some(())
+        },
+    );
     let (_, report) = http_request(a, "GET", "/api/ott", &[], "");
     let names: Vec<String> = report["nodes"]
         .as_array()

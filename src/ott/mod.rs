@@ -171,7 +171,7 @@ async fn run(
         }
         let now = server::clock::unix_ms();
         announce.load = ott::Load {
-            cpu_percent: (shedder.cpu_utilisation() * 100.0)
+            cpu_percent: (shedder.levels().cpu_utilisation() * 100.0)
                 .clamp(0.0, 100.0)
                 .round() as u8,
             net_percent: net.sample(),
@@ -206,6 +206,16 @@ async fn run(
             "publishing the node's members to the mesh",
             &published,
         );
+        let transport = handle.transport_counters();
+        redundancy
+            .gossip
+            .record(server::redundancy::gossip_counters::GossipCount {
+                sent: transport.sent,
+                received: transport.received,
+                rejected: transport.rejected,
+                undecodable: transport.undecodable,
+                oversized: transport.oversized,
+            });
         redundancy.update_view(MeshView::new(
             (*handle.snapshot()).clone(),
             Arc::new(handle.key_ring()),

@@ -20,6 +20,7 @@
 pub mod alerts;
 pub mod door;
 pub mod drain;
+pub mod gossip_counters;
 pub mod load;
 pub mod master;
 pub mod members;
@@ -288,6 +289,8 @@ pub struct Redundancy {
     pub drain: drain::Drain,
     /// Answer counters.
     pub counters: RedundancyCounters,
+    /// The mesh transport's datagram counts, as the mesh loop last read them.
+    pub gossip: gossip_counters::GossipCounters,
     /// Alerts 70/78/79 and their delivery.
     pub alerts: Mutex<alerts::AlertBook>,
     /// The key this node signs its pulls of peers' experiment reports with, and checks
@@ -306,6 +309,7 @@ impl Redundancy {
             sessions: BackupSessions::new(settings.session_idle_ms),
             drain: drain::Drain::default(),
             counters: RedundancyCounters::default(),
+            gossip: gossip_counters::GossipCounters::default(),
             alerts: Mutex::new(alerts::AlertBook::default()),
             peer_key: std::sync::OnceLock::new(),
         }
@@ -395,6 +399,11 @@ impl Redundancy {
             "Viewers served here that arrived from another node with a pass.",
         );
         metrics.describe(
+            "brdyun_mesh_datagrams_total",
+            "counter",
+            "Mesh gossip datagrams by outcome: sent, received, rejected (did not open with the domain secret), undecodable, oversized.",
+        );
+        metrics.describe(
             "brdyun_ott_alert_active",
             "gauge",
             "OTT alerts firing now (70 unprotected group, 78 member or node problem, 79 overload refusals).",
@@ -429,6 +438,7 @@ impl Redundancy {
             );
         }
         let _ = writeln!(out, "brdyun_ott_backup_sessions {}", self.sessions.count());
+        self.gossip.render_metrics(out);
         self.alerts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -107,6 +107,7 @@ impl Redundancy {
                 "nodes": [],
                 "alerts": alerts,
                 "counters": counters,
+                "gossip": self.gossip.to_json(),
             });
         };
         let snapshot = &view.snapshot;
@@ -132,6 +133,7 @@ impl Redundancy {
             "nodes": nodes,
             "alerts": alerts,
             "counters": counters,
+            "gossip": self.gossip.to_json(),
         })
     }
 
