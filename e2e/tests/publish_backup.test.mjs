@@ -1,0 +1,124 @@
+// Primary and backup publish (docs/ingest.md, OTT-OPS-4): a platform sends one meeting
+// to the MC twice, as `<meeting>` and `<meeting>@backup`, the same frames on both (two
+// ffmpeg `-c copy` of one encoding, started together). hls.js with its default settings
+// plays the meeting from a node; the primary publisher is killed (kill -9) mid-meeting.
+// The backup takes over on the same timeline: the viewer sees no stall, and the node's
+// playlist has no discontinuity and no PDT step. Over RTMP the MC sees the connection
+// close at once; over SRT a killed publisher just goes silent, and the backup takes
+// over after the meeting's `source_timeout` (1 s here: under the 2-s GOP, see
+// docs/ingest.md). Figures are printed for docs/ingest.md.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { launchBrowser } from '../lib/cluster.mjs';
+import { pollUntil } from '../lib/processes.mjs';
+import { openDefaultsPlayer, viewerState, resetViewerStalls } from '../lib/defaults_player.mjs';
+import {
+  startPublishMc, encodeFixture, meetingInputs, playlistEntries, largestPdtStep, kill9, logTail,
+} from '../lib/publish_backup.mjs';
+
+/** How long playback is watched after the kill. */
+const WATCH_MS = 20_000;
+/** The longest the video clock may stand still while playing on (the sampler's 50-ms
+ * ticks and the browser's frame scheduling on a loaded machine); a stall is none at all. */
+const FROZEN_LIMIT_MS = 500;
+/** Seconds of media in the fixture: the setup, the player's start and the watch fit in it. */
+const FIXTURE_SECONDS = 100;
+
+/** The publish URLs of the primary and the backup way in, and the format ffmpeg sends. */
+function ways(setup, protocol) {
+  if (protocol === 'rtmp') {
+    const url = (name) => `rtmp://127.0.0.1:${setup.rtmp}/live/${name}?key=${setup.key}`;
+    return { format: 'flv', primary: url('meeting'), backup: url('meeting@backup') };
+  }
+  const url = (name) => `srt://127.0.0.1:${setup.srt}?streamid=${name}?key=${setup.key}&latency=120000&pkt_size=1316`;
+  return { format: 'mpegts', primary: url('meeting'), backup: url('meeting@backup') };
+}
+
+/**
+ * Plays the meeting through the kill of the primary publisher over `protocol`; returns
+ * the figures and what the assertions need.
+ */
+async function killThePrimary(protocol, { sourceTimeout } = {}) {
+  const setup = await startPublishMc({ sourceTimeout });
+  let browser;
+  try {
+    const fixture = join(setup.dir, 'meeting.ts');
+    await encodeFixture(fixture, FIXTURE_SECONDS);
+    const { format, primary, backup } = ways(setup, protocol);
+    const primaryPublisher = setup.publish('primary', fixture, format, primary);
+    const backupPublisher = setup.publish('backup', fixture, format, backup);
+    await pollUntil('the primary active and the backup live on the MC', async () => {
+      const inputs = await meetingInputs(setup.mc.base);
+      return inputs?.active === 0 && inputs.inputs?.length === 2 && inputs.inputs.every((i) => i.state === 'live');
+    }, { limitMs: 30_000 });
+    const { node } = setup;
+    await pollUntil('the meeting on the node', async () => {
+      const res = await fetch(`${node.base}/meeting/mono.m3u8`).catch(() => null);
+      return res?.status === 200 && playlistEntries(await res.text()).length >= 3;
+    }, { limitMs: 30_000 });
+
+    browser = await launchBrowser();
+    const page = await browser.newPage();
+    const { pageErrors } = await openDefaultsPlayer(page, node, `${node.base}/meeting/index.m3u8`);
+    await resetViewerStalls(page);
+    const before = await viewerState(page);
+    const killedAt = Date.now();
+    await kill9(primaryPublisher);
+    // When the backup becomes the MC's active input, polled through the watch.
+    let switchedMs = null;
+    const watchEnd = killedAt + WATCH_MS;
+    while (Date.now() < watchEnd) {
+      if (switchedMs === null) {
+        const inputs = await meetingInputs(setup.mc.base);
+        if (inputs?.active === 1) switchedMs = Date.now() - killedAt;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const after = await viewerState(page);
+    const media = await (await fetch(`${node.base}/meeting/mono.m3u8`)).text();
+    const list = playlistEntries(media);
+    const figures = {
+      protocol,
+      sourceTimeout: sourceTimeout ?? 'default',
+      backupActiveAfterMs: switchedMs,
+      playedSeconds: +(after.played - before.played).toFixed(1),
+      stalls: after.stalls,
+      longestStallMs: Math.round(after.longestStallMs),
+      maxFrozenMs: Math.round(after.maxFrozenMs),
+      bufferAheadAtKill: +before.bufferAhead.toFixed(2),
+      fatalErrors: after.fatalErrors.length,
+      discontinuities: list.filter((e) => e.disc).length,
+      largestPdtStepMs: largestPdtStep(list),
+    };
+    console.log(`publish backup: ${JSON.stringify(figures)}`);
+    await page.close();
+    const backupRunning = backupPublisher.exitCode === null && backupPublisher.signalCode === null;
+    return { figures, pageErrors, media, backupRunning, mcLog: logTail(setup.mc.logPath) };
+  } finally {
+    await browser?.close();
+    await setup.stopAll();
+  }
+}
+
+/** What holds for either protocol: hls.js played on, and the timeline is one. */
+function assertSeamless({ figures, pageErrors, media, backupRunning, mcLog }) {
+  assert.ok(backupRunning, 'the backup publisher ran through the watch (the fixture did not end)');
+  assert.deepEqual(pageErrors, []);
+  assert.equal(figures.fatalErrors, 0, 'no fatal hls.js error');
+  assert.notEqual(figures.backupActiveAfterMs, null, `the backup never became active:\n${mcLog}`);
+  assert.equal(figures.stalls, 0, `hls.js stalled ${figures.stalls} times, the longest ${figures.longestStallMs} ms`);
+  assert.equal(figures.longestStallMs, 0);
+  assert.ok(figures.maxFrozenMs <= FROZEN_LIMIT_MS, `the video clock stood still ${figures.maxFrozenMs} ms`);
+  assert.ok(figures.playedSeconds >= WATCH_MS / 1000 - 2, `played ${figures.playedSeconds} s in ${WATCH_MS} ms`);
+  assert.equal(figures.discontinuities, 0, `the same feed keeps one timeline:\n${media}`);
+  assert.ok(figures.largestPdtStepMs <= 1, `a PDT step of ${figures.largestPdtStepMs} ms:\n${media}`);
+}
+
+test('hls.js plays on with no stall when the primary RTMP publisher is killed', async () => {
+  assertSeamless(await killThePrimary('rtmp'));
+});
+
+test('hls.js plays on with no stall when the primary SRT publisher is killed (source_timeout 1 s)', async () => {
+  assertSeamless(await killThePrimary('srt', { sourceTimeout: 1 }));
+});
