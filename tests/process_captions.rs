@@ -372,9 +372,11 @@ fn a_period_transcript_and_catch_up_hold_that_periods_cues_only() {
     let cluster = Cluster::start(&preset(MEETING, true), 1, true);
     let (mc, node) = (cluster.mc.http, cluster.nodes[0].http);
     let a = place(mc, "en", "English", "Cue A, inside the period");
-    std::thread::sleep(Duration::from_secs(6));
-    let end_secs = now_ms() / 1000;
-    std::thread::sleep(Duration::from_secs(3));
+    // The period ends a few whole seconds after A; B is placed once the live edge is
+    // a few seconds past that end (more than a segment), so no segment of the period
+    // can hold it.
+    let end_secs = a.end_ms / 1000 + 3;
+    wait_cut_past(&[node], "sub-en.m3u8", (end_secs + 3) * 1000);
     let b = place(mc, "en", "English", "Cue B, after the period");
     assert!(
         a.end_ms < end_secs * 1000 && b.start_ms > end_secs * 1000,

@@ -148,8 +148,19 @@ fn a_node_of_an_mc_lists_the_mcs_parts_as_they_are_cut() {
 /// Checks that `node` lists every part of `m` within 200 ms of `upstream` (p50 and
 /// p99; printed), with the same bytes, and serves the upstream's TS segments.
 fn in_step(label: &str, upstream: SocketAddr, node: SocketAddr) {
-    // Let the node cut a few segments live before measuring.
-    std::thread::sleep(Duration::from_secs(3));
+    // Let the node cut two segments live (past any replay of the upstream's window)
+    // before measuring.
+    let newest = || {
+        let (status, _, body) = http_get(node, "/m/ll.m3u8");
+        let listed = parts(&String::from_utf8_lossy(&body));
+        (status == 200).then(|| listed.last().map(|(msn, _, _)| *msn))?
+    };
+    let first = wait_for("the node to list parts", Duration::from_secs(30), newest);
+    wait_for(
+        "the node to cut two segments live",
+        Duration::from_secs(30),
+        || newest().filter(|msn| *msn >= first + 2),
+    );
     let span = Duration::from_secs(12);
     let upstream_thread = std::thread::spawn(move || follow_parts(upstream, span));
     let node_seen = follow_parts(node, span);
