@@ -187,19 +187,7 @@ async fn run(
             "publishing the node's state to the mesh",
             &published,
         );
-        let members: Vec<mesh::MemberAnnounce> = redundancy
-            .own_members(&state, handle.node_id(), now)
-            .into_iter()
-            .map(|m| mesh::MemberAnnounce {
-                group: m.group,
-                stream: m.stream,
-                can_substitute: m.can_substitute,
-                live_window_at_ms: m.live_window_at_ms,
-                timeline_fingerprint: m.timeline_fingerprint,
-                ladder: m.ladder,
-                archive: m.archive,
-            })
-            .collect();
+        let members = redundancy.own_members(&state, handle.node_id(), now);
         let published = handle.set_members(members).await;
         crate::logging::attempt(
             &mut members_publish,

@@ -11,7 +11,7 @@
 //!    derived from the domain secret, so a node without the secret can neither join
 //!    nor read (datagrams that do not open are counted, [`MeshHandle::rejected_datagrams`]).
 //! 2. The node publishes typed state ([`state`]): its [`NodeAnnounce`] through
-//!    [`MeshHandle::set_node`], its [`MemberAnnounce`]s through
+//!    [`MeshHandle::set_node`], its members (each an [`ott::MemberView`]) through
 //!    [`MeshHandle::set_members`]; the mesh itself republishes the clock and the
 //!    view-key fingerprint every round.
 //! 3. Peers' clock updates feed an [`OffsetEstimator`] per peer ([`clock`]).
@@ -38,6 +38,6 @@ pub use config::{MeshConfig, MeshError, MAX_OWN_STATE_BYTES, MIN_COMPATIBLE_VERS
 pub use crypto::{GossipCipher, SealError, MIN_SECRET_LEN, SEAL_OVERHEAD};
 pub use mesh::{Mesh, MeshEvent, MeshHandle};
 pub use snapshot::{node_id, node_name};
-pub use state::{MemberAnnounce, NodeAnnounce};
+pub use state::NodeAnnounce;
 pub use transport::{Links, SealedTransport, TransportCounters, TransportStats};
 pub use viewkey::{ViewKeyError, ViewKeySchedule, DEFAULT_ROTATION, MIN_ROTATION_MS};

@@ -9,7 +9,7 @@ use chitchat::{
     spawn_chitchat, Chitchat, ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig,
     ListenerHandle, ProtocolVersion,
 };
-use ott::{KeyRing, NodeId, Pass, PassError, Snapshot, Version};
+use ott::{KeyRing, MemberView, NodeId, Pass, PassError, Snapshot, Version};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -18,8 +18,8 @@ use crate::config::{MeshConfig, MeshError, MAX_OWN_STATE_BYTES};
 use crate::crypto::GossipCipher;
 use crate::snapshot::{self, node_id, OwnState, PeerState};
 use crate::state::{
-    encode_member, encode_node, fingerprint_text, member_key, MemberAnnounce, NodeAnnounce,
-    KEY_CLOCK, KEY_NODE, KEY_VIEW_KEY, MEMBER_PREFIX,
+    encode_member, encode_node, fingerprint_text, member_key, NodeAnnounce, KEY_CLOCK, KEY_NODE,
+    KEY_VIEW_KEY, MEMBER_PREFIX,
 };
 use crate::transport::{SealedTransport, TransportCounters, TransportStats};
 use crate::viewkey::ViewKeySchedule;
@@ -168,7 +168,7 @@ pub struct MeshHandle {
 
 struct Own {
     node: NodeAnnounce,
-    members: Vec<MemberAnnounce>,
+    members: Vec<MemberView>,
 }
 
 struct Shared {
@@ -331,11 +331,15 @@ impl MeshHandle {
     }
 
     /// Replaces this node's members: new and changed ones are published, removed
-    /// ones deleted from gossip.
+    /// ones deleted from gossip. Each member's `node` is this node's id whatever it
+    /// says (a node announces only its own members).
     ///
     /// # Errors
     /// [`MeshError::DuplicateMember`], [`MeshError::StateTooLarge`].
-    pub async fn set_members(&self, members: Vec<MemberAnnounce>) -> Result<(), MeshError> {
+    pub async fn set_members(&self, mut members: Vec<MemberView>) -> Result<(), MeshError> {
+        for m in &mut members {
+            m.node.clone_from(&self.shared.node_id);
+        }
         let mut wanted: HashMap<String, String> = HashMap::new();
         for m in &members {
             if wanted

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use ott::{MemberView, NodeId, NodeView, Snapshot, Version};
 
-use crate::state::{decode_member, decode_node, parse_fingerprint, MemberAnnounce, NodeAnnounce};
+use crate::state::{decode_member, decode_node, parse_fingerprint, NodeAnnounce};
 
 /// One gossip identity as chitchat knows it, with its raw key values.
 #[derive(Debug, Clone)]
@@ -55,7 +55,7 @@ pub(crate) struct OwnState<'a> {
     pub id: NodeId,
     pub name: &'a str,
     pub node: &'a NodeAnnounce,
-    pub members: &'a [MemberAnnounce],
+    pub members: &'a [MemberView],
 }
 
 pub(crate) fn build(
@@ -80,7 +80,10 @@ pub(crate) fn build(
     let mut members: Vec<MemberView> = own
         .members
         .iter()
-        .map(|m| m.clone().into_view(own.id.clone()))
+        .map(|m| MemberView {
+            node: own.id.clone(),
+            ..m.clone()
+        })
         .collect();
     let mut nodes = Vec::with_capacity(chosen.len());
     for peer in chosen.into_values() {
@@ -104,8 +107,7 @@ pub(crate) fn build(
         members.extend(
             peer.members
                 .iter()
-                .filter_map(|json| decode_member(json))
-                .map(|m| m.into_view(id.clone())),
+                .filter_map(|json| decode_member(json, id.clone())),
         );
     }
     let mut snapshot = Snapshot {
@@ -154,8 +156,9 @@ mod tests {
         }
     }
 
-    fn member(stream: &str) -> MemberAnnounce {
-        MemberAnnounce {
+    fn member(stream: &str) -> MemberView {
+        MemberView {
+            node: NodeId::new("announcer"),
             group: "g".into(),
             stream: stream.into(),
             can_substitute: true,

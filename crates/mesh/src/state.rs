@@ -7,13 +7,17 @@
 //! | [`KEY_NODE`] | [`NodeAnnounce`] as JSON: version, host name, addresses, load, thresholds |
 //! | [`KEY_CLOCK`] | its wall clock, Unix ms, rewritten every gossip round |
 //! | [`KEY_VIEW_KEY`] | the fingerprint of its current view key, 16 hex digits |
-//! | [`MEMBER_PREFIX`]`<stream>` | [`MemberAnnounce`] as JSON, one key per member |
+//! | [`MEMBER_PREFIX`]`<stream>` | an [`ott::MemberView`] as JSON (without its node, the key's owner), one key per member |
 //!
-//! The public announce types carry `ott` values; the JSON is a private mirror with
+//! The announced types are `ott` values (a member is announced as the
+//! [`ott::MemberView`] every node builds of it); the JSON is a private mirror with
 //! `serde` (the `ott` crate stays free of it). Unknown JSON fields are ignored and
 //! missing optional ones take defaults, so a newer node's state still reads.
 
-use ott::{Announced, ArchiveRanges, Load, Rung, Scheme, Thresholds, Transport, Version};
+use ott::{
+    Announced, ArchiveRanges, Load, MemberView, NodeId, Rung, Scheme, Thresholds, Transport,
+    Version,
+};
 use serde::{Deserialize, Serialize};
 
 /// Key of the node's announce.
@@ -45,42 +49,6 @@ pub struct NodeAnnounce {
     /// Its HTTPS certificate is not issued for its host name (OTT-ADDR-3): HTTPS
     /// viewers cannot be sent to it.
     pub certificate_mismatch: bool,
-}
-
-/// One stream or adaptive package of this node in an OTT group (OTT-GRP-1): what
-/// becomes an [`ott::MemberView`] on every node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberAnnounce {
-    /// The backup group name.
-    pub group: String,
-    /// The stream or package name on this node; unique among this node's members.
-    pub stream: String,
-    /// "Can substitute" (OTT-ELIG-1).
-    pub can_substitute: bool,
-    /// When it last delivered its live window, Unix ms on this node's clock.
-    pub live_window_at_ms: Option<i64>,
-    /// Fingerprint of its recent segments (OTT-ELIG-2).
-    pub timeline_fingerprint: Option<u64>,
-    /// Its renditions (OTT-ELIG-3).
-    pub ladder: Vec<Rung>,
-    /// Its archive ranges (OTT-ARCH-1/2).
-    pub archive: ArchiveRanges,
-}
-
-impl MemberAnnounce {
-    /// The view of this member on `node`.
-    pub fn into_view(self, node: ott::NodeId) -> ott::MemberView {
-        ott::MemberView {
-            node,
-            group: self.group,
-            stream: self.stream,
-            can_substitute: self.can_substitute,
-            live_window_at_ms: self.live_window_at_ms,
-            timeline_fingerprint: self.timeline_fingerprint,
-            ladder: self.ladder,
-            archive: self.archive,
-        }
-    }
 }
 
 /// The chitchat key of a member.
@@ -237,8 +205,8 @@ impl From<WireNode> for NodeAnnounce {
     }
 }
 
-impl From<&MemberAnnounce> for WireMember {
-    fn from(m: &MemberAnnounce) -> Self {
+impl From<&MemberView> for WireMember {
+    fn from(m: &MemberView) -> Self {
         WireMember {
             group: m.group.clone(),
             stream: m.stream.clone(),
@@ -261,9 +229,12 @@ impl From<&MemberAnnounce> for WireMember {
     }
 }
 
-impl From<WireMember> for MemberAnnounce {
-    fn from(w: WireMember) -> Self {
-        MemberAnnounce {
+impl WireMember {
+    /// The member as the view of it on `node`, the owner of the key it was read from.
+    fn into_view(self, node: NodeId) -> MemberView {
+        let w = self;
+        MemberView {
+            node,
             group: w.group,
             stream: w.stream,
             can_substitute: w.can_substitute,
@@ -301,16 +272,16 @@ pub fn decode_node(json: &str) -> Option<NodeAnnounce> {
     serde_json::from_str::<WireNode>(json).ok().map(Into::into)
 }
 
-/// The JSON of a member announce.
-pub fn encode_member(m: &MemberAnnounce) -> String {
+/// The JSON of a member (its node is the key's owner, not written).
+pub fn encode_member(m: &MemberView) -> String {
     serde_json::to_string(&WireMember::from(m)).expect("plain structs always serialize")
 }
 
-/// A member announce from its JSON; `None` when it does not parse.
-pub fn decode_member(json: &str) -> Option<MemberAnnounce> {
+/// The member `node` announced in `json`; `None` when it does not parse.
+pub fn decode_member(json: &str, node: NodeId) -> Option<MemberView> {
     serde_json::from_str::<WireMember>(json)
         .ok()
-        .map(Into::into)
+        .map(|w| w.into_view(node))
 }
 
 #[cfg(test)]
@@ -354,7 +325,8 @@ mod tests {
     fn node_and_member_roundtrip_through_json() {
         let n = sample_node();
         assert_eq!(decode_node(&encode_node(&n)), Some(n));
-        let m = MemberAnnounce {
+        let m = MemberView {
+            node: NodeId::new("n1"),
             group: "g".into(),
             stream: "meeting".into(),
             can_substitute: true,
@@ -379,7 +351,7 @@ mod tests {
                 fmp4: vec![],
             },
         };
-        assert_eq!(decode_member(&encode_member(&m)), Some(m));
+        assert_eq!(decode_member(&encode_member(&m), m.node.clone()), Some(m));
     }
 
     proptest::proptest! {
@@ -387,7 +359,7 @@ mod tests {
         #[test]
         fn decoders_never_panic(text in ".{0,200}") {
             let _ = decode_node(&text);
-            let _ = decode_member(&text);
+            let _ = decode_member(&text, NodeId::new("n"));
             let _ = parse_fingerprint(&text);
         }
 
@@ -403,7 +375,8 @@ mod tests {
             n.load.cpu_percent = cpu;
             n.load.backup_sessions = sessions;
             proptest::prop_assert_eq!(decode_node(&encode_node(&n)), Some(n));
-            let m = MemberAnnounce {
+            let m = MemberView {
+                node: NodeId::new("n"),
                 group: "g".into(),
                 stream,
                 can_substitute: at % 2 == 0,
@@ -412,14 +385,14 @@ mod tests {
                 ladder: vec![],
                 archive: ArchiveRanges { ts: vec![(at, at)], fmp4: vec![] },
             };
-            proptest::prop_assert_eq!(decode_member(&encode_member(&m)), Some(m));
+            proptest::prop_assert_eq!(decode_member(&encode_member(&m), m.node.clone()), Some(m));
         }
     }
 
     #[test]
     fn garbage_and_bad_versions_do_not_panic() {
         assert_eq!(decode_node("{"), None);
-        assert_eq!(decode_member("[]"), None);
+        assert_eq!(decode_member("[]", NodeId::new("n")), None);
         let n = decode_node(r#"{"version":"banana","future":1}"#).expect("reads");
         assert_eq!(n.version, Version::default());
         assert_eq!(n.thresholds, Thresholds::default());

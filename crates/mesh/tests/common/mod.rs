@@ -6,7 +6,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use mesh::{MemberAnnounce, Mesh, MeshConfig, MeshHandle, NodeAnnounce};
+use mesh::{Mesh, MeshConfig, MeshHandle, NodeAnnounce};
 use ott::{Announced, Load, Rung, Scheme, Thresholds, Transport, Version};
 
 pub const SECRET: &[u8] = b"domain secret of the test mesh";
@@ -43,8 +43,10 @@ pub fn announce(name: &str) -> NodeAnnounce {
     }
 }
 
-pub fn member(stream: &str) -> MemberAnnounce {
-    MemberAnnounce {
+/// A member to announce (its `node` is set by the announcing mesh).
+pub fn member(stream: &str) -> ott::MemberView {
+    ott::MemberView {
+        node: ott::NodeId::new("set by the mesh"),
         group: "meeting-group".into(),
         stream: stream.into(),
         can_substitute: true,
