@@ -102,6 +102,11 @@ timeout = 2
     await setup.stopAll();
     throw e;
   }
+  /** The meeting's media playlist on the MC (as a node reads it), or the error. */
+  setup.mcMedia = async () => {
+    const res = await fetch(`${setup.mc.base}/meeting/mono.m3u8`, { headers: { Authorization: `Bearer ${NODE_TOKEN}` } }).catch((e) => e);
+    return res instanceof Error ? String(res) : `${res.status}\n${await res.text()}`;
+  };
   /** Starts ffmpeg sending `fixture` in real time, as is, to `url` in `format`. */
   setup.publish = (name, fixture, format, url) => {
     const child = startChild('ffmpeg', [
