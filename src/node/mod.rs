@@ -171,7 +171,10 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     ));
     // The overload monitor publishes the level the shedding layer reads (CPU of this
     // process, in-flight vs the adaptive limit, runtime queueing delay).
-    tasks.spawn(Arc::clone(&shedder).run_monitor(until(shutdown_rx.clone())));
+    tasks.spawn(server::shed::overload::run_monitor(
+        Arc::clone(&shedder),
+        until(shutdown_rx.clone()),
+    ));
     // Continuous shedding experiments (EXP-1, EXP-2): the configured definitions, a
     // 1 s tick, and in an OTT domain the peers' KPI reports.
     let experiments = shedder.experiments();

@@ -39,7 +39,9 @@ fn measure(settings: &ShedSettings, class: &Class, force: bool) -> Cost {
     let two_cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) >= 2;
     let node = start_node_on(settings, 1, 256 * 1024, two_cpus.then_some(0));
     if force {
-        node.shedder.force_level(Some(OverloadLevel::new(1.0)));
+        node.shedder
+            .levels()
+            .force_level(Some(OverloadLevel::new(1.0)));
     }
     let generator = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

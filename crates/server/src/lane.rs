@@ -86,14 +86,14 @@ impl PriorityLane {
         shedder: Arc<Shedder>,
         shutdown: watch::Receiver<bool>,
     ) -> std::io::Result<Option<Arc<PriorityLane>>> {
-        let priority = shedder.priority_lane();
+        let priority = shedder.lane().priority_lane();
         if priority == LanePriority::Off {
             return Ok(None);
         }
         let placement = Self::placement(&shedder);
         let threads = placement
             .as_ref()
-            .map_or_else(|| shedder.lane_threads(), CpuPlacement::len);
+            .map_or_else(|| shedder.lane().lane_threads(), CpuPlacement::len);
         let live: Arc<[AtomicUsize]> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
         let mut senders = Vec::with_capacity(threads);
         for index in 0..threads {
@@ -183,7 +183,7 @@ impl PriorityLane {
         }
         let read_only = matches!(request.method, Some("GET" | "HEAD"));
         let facts = facts_of(&Target::of_path(path), read_only, &headers);
-        self.shedder.classify(&facts).bucket == Bucket::Critical
+        self.shedder.policy().classify(&facts).bucket == Bucket::Critical
     }
 
     /// Moves an accepted connection (nothing read yet) to a lane thread: the one on
@@ -208,7 +208,7 @@ impl PriorityLane {
         };
         match stream.into_std() {
             Ok(stream) => {
-                self.shedder.count_laned();
+                self.shedder.lane().count_laned();
                 self.live[turn].fetch_add(1, Ordering::Relaxed);
                 if self.senders[turn].send((stream, peer, permit)).is_err() {
                     self.live[turn].fetch_sub(1, Ordering::Relaxed);
@@ -225,11 +225,11 @@ impl PriorityLane {
     /// per CPU of the process's affinity mask with no CPU quota below it (the default
     /// on a whole machine or cpuset); otherwise `None` and they float.
     fn placement(shedder: &Shedder) -> Option<CpuPlacement> {
-        let threads = shedder.lane_threads();
+        let threads = shedder.lane().lane_threads();
         let parallelism =
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        if !shedder.lane_pinned()
-            || shedder.priority_lane() != LanePriority::Nice
+        if !shedder.lane().lane_pinned()
+            || shedder.lane().priority_lane() != LanePriority::Nice
             || threads != parallelism
         {
             return None;
@@ -293,7 +293,7 @@ impl PriorityLane {
 
     /// Connections handed to the lane so far (`brdyun_shed_lane_connections_total`).
     pub fn handed(&self) -> u64 {
-        self.shedder.laned_connections()
+        self.shedder.lane().laned_connections()
     }
 }
 

@@ -116,7 +116,7 @@ fn reuseport_socket(addr: SocketAddr, cpu: Option<usize>) -> io::Result<std::net
 /// has finished (open connections get the same grace period as [`run`]).
 /// The rest of the node (ingest, pipelines, the shedding monitor) stays on the
 /// caller's runtime; the router's state is shared by all threads. With a `shedder`,
-/// each thread also runs its queueing-delay probe ([`Shedder::run_serving_probe`]), so
+/// each thread also runs its queueing-delay probe ([`crate::shed::overload::run_serving_probe`]), so
 /// the overload monitor sees a flood that queues on these threads.
 ///
 /// # Errors
@@ -155,7 +155,10 @@ pub fn serve_on_threads<A: HttpApp>(
                     }
                 }
                 if let Some(shedder) = shedder {
-                    runtime.spawn(shedder.run_serving_probe(stopped(shutdown.clone())));
+                    runtime.spawn(crate::shed::overload::run_serving_probe(
+                        shedder,
+                        stopped(shutdown.clone()),
+                    ));
                 }
                 // The thread's heartbeat: `/healthz` fails (naming it) if this thread hangs.
                 let scheme = if tls.is_some() { "https" } else { "http" };

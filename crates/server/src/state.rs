@@ -55,7 +55,7 @@ struct Shared {
 
 impl AppState {
     /// State for a node with no streams yet, shedding with the default
-    /// [`ShedSettings`] (no monitor yet: see [`Shedder::run_monitor`]).
+    /// [`ShedSettings`] (no monitor yet: see [`crate::shed::overload::run_monitor`]).
     pub fn new(node: NodeIdentity, metrics: Arc<Metrics>, admin_token: Option<String>) -> Self {
         let shedder =
             Shedder::new(&ShedSettings::default()).expect("the default shed settings are valid");

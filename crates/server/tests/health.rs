@@ -16,7 +16,10 @@ use harness::{add_stream, get, node};
 async fn probes_answer_at_full_overload_while_the_rest_is_shed() {
     let state = node(Some("a-token-of-at-least-24-characters"));
     add_stream(&state, 0..3);
-    state.shedder().force_level(Some(OverloadLevel::FULL));
+    state
+        .shedder()
+        .levels()
+        .force_level(Some(OverloadLevel::FULL));
     let shed = get(&state, "/s/index.m3u8").await;
     assert_eq!(shed.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(shed.json()["code"], 109_001, "{}", shed.text());

@@ -137,9 +137,12 @@ async fn fit_rule_for_one_member_and_device_sheds_only_their_requests_in_range()
     assert_eq!(rule["injected"].as_u64(), Some(3));
     assert_eq!(rule["devices"], serde_json::json!(["smart_tv"]));
     assert_eq!(rule["members"].as_u64(), Some(1));
-    let counts = state.shedder().counts(Bucket::NonCritical);
+    let counts = state.shedder().metrics().counts(Bucket::NonCritical);
     assert_eq!((counts.injected, counts.shed), (3, 0));
-    assert_eq!(state.shedder().counts(Bucket::Critical).injected, 0);
+    assert_eq!(
+        state.shedder().metrics().counts(Bucket::Critical).injected,
+        0
+    );
 
     // Removing the rule answers its final counter and stops the injection.
     let removed = send(
@@ -325,7 +328,10 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     );
 
     // Level 0.9: threshold floor(99 · 0.729) = 72, above every DEGRADED score.
-    state.shedder().force_level(Some(OverloadLevel::new(0.9)));
+    state
+        .shedder()
+        .levels()
+        .force_level(Some(OverloadLevel::new(0.9)));
     let telemetry = beacon(&state, &browser).await;
     let (nc_retries, nc_wait) = assert_shed_answer(&telemetry);
     let degraded = get_with(&state, "/", &browser).await;
@@ -384,7 +390,7 @@ async fn at_forced_high_overload_low_buckets_are_shed_and_segments_still_pass() 
     }
 
     // Back to the measured level (0: no monitor runs here): nothing is shed.
-    state.shedder().force_level(None);
+    state.shedder().levels().force_level(None);
     assert_eq!(
         beacon(&state, &browser).await.status,
         StatusCode::NO_CONTENT
@@ -402,14 +408,14 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
 
     // A real shed at level 0.7 (threshold 33).
     let level = OverloadLevel::new(0.7);
-    state.shedder().force_level(Some(level));
+    state.shedder().levels().force_level(Some(level));
     let real = beacon(&state, &member).await;
     assert_shed_answer(&real);
     assert_eq!(
         real.body.as_ref(),
         bp.answer(priority, level, seed).json().as_bytes()
     );
-    state.shedder().force_level(None);
+    state.shedder().levels().force_level(None);
     assert_eq!(beacon(&state, &member).await.status, StatusCode::NO_CONTENT);
 
     // The same request shed by a rule at level 0: the same answer for that level,
@@ -422,8 +428,18 @@ async fn an_injected_answer_is_the_same_as_a_real_shed() {
     assert_eq!(added.status, StatusCode::CREATED);
     let injected = beacon(&state, &member).await;
     assert_shed_answer(&injected);
-    assert_eq!(state.shedder().counts(Bucket::NonCritical).injected, 1);
-    assert_eq!(state.shedder().counts(Bucket::NonCritical).shed, 1);
+    assert_eq!(
+        state
+            .shedder()
+            .metrics()
+            .counts(Bucket::NonCritical)
+            .injected,
+        1
+    );
+    assert_eq!(
+        state.shedder().metrics().counts(Bucket::NonCritical).shed,
+        1
+    );
     let advice = bp.answer(priority, OverloadLevel::ZERO, seed);
     assert_eq!(injected.body.as_ref(), advice.json().as_bytes());
     let names = |h: &HeaderMap| {
@@ -473,7 +489,10 @@ async fn disabled_shedding_passes_everything() {
         ..ShedSettings::default()
     };
     let state = node_with(&settings, None);
-    state.shedder().force_level(Some(OverloadLevel::FULL));
+    state
+        .shedder()
+        .levels()
+        .force_level(Some(OverloadLevel::FULL));
     assert_eq!(beacon(&state, &[]).await.status, StatusCode::NO_CONTENT);
     assert_eq!(
         get_with(&state, "/", &[]).await.status,
@@ -607,7 +626,10 @@ async fn a_rule_over_every_priority_never_sheds_operator_control() {
         get_with(&state, "/s/seg-11.ts", &[]).await.status,
         StatusCode::OK
     );
-    assert_eq!(state.shedder().counts(Bucket::Critical).injected, 4);
+    assert_eq!(
+        state.shedder().metrics().counts(Bucket::Critical).injected,
+        4
+    );
 }
 
 /// SHED-1 on a stock node: catch-up playlists, archived segments, archive downloads
@@ -637,7 +659,7 @@ async fn catch_up_and_status_count_as_degraded_on_a_stock_node() {
     }
     beacon(&state, &[]).await;
     assert_eq!(
-        state.shedder().counts(Bucket::Degraded).admitted,
+        state.shedder().metrics().counts(Bucket::Degraded).admitted,
         degraded.len() as u64
     );
     let metrics = get_with(&state, "/metrics", &[]).await;
@@ -653,5 +675,8 @@ async fn catch_up_and_status_count_as_degraded_on_a_stock_node() {
         text.contains("brdyun_shed_requests_total{bucket=\"non_critical\",outcome=\"admitted\"} 1")
     );
     // The three live requests and the scrape (operator observability, CRITICAL).
-    assert_eq!(state.shedder().counts(Bucket::Critical).admitted, 4);
+    assert_eq!(
+        state.shedder().metrics().counts(Bucket::Critical).admitted,
+        4
+    );
 }

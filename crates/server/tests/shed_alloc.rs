@@ -47,7 +47,7 @@ fn facts_and_decision_do_not_allocate() {
         }
     }
     // Shed by overload.
-    shedder.force_level(Some(OverloadLevel::new(0.9)));
+    shedder.levels().force_level(Some(OverloadLevel::new(0.9)));
     let (decision, allocs) =
         count_allocs(|| shedder.decide(&request_facts("/telemetry", &headers)));
     assert!(matches!(
@@ -58,7 +58,7 @@ fn facts_and_decision_do_not_allocate() {
         }
     ));
     assert_eq!(allocs, 0, "overload shed");
-    shedder.force_level(None);
+    shedder.levels().force_level(None);
 
     // With fault rules present: walking them and injecting stays allocation-free.
     let spec = |members: Option<BTreeSet<_>>| FaultRuleSpec {
@@ -70,11 +70,12 @@ fn facts_and_decision_do_not_allocate() {
         expires_at: Duration::ZERO,
     };
     let other: BTreeSet<_> = member_id(b"someone-else").into_iter().collect();
-    shedder
-        .add_rule(spec(Some(other)), Duration::from_secs(60))
+    let rules = shedder.faults();
+    rules
+        .add(spec(Some(other)), Duration::from_secs(60), shedder.now())
         .expect("added");
-    shedder
-        .add_rule(spec(None), Duration::from_secs(60))
+    rules
+        .add(spec(None), Duration::from_secs(60), shedder.now())
         .expect("added");
     for path in paths {
         let (decision, allocs) = count_allocs(|| shedder.decide(&request_facts(path, &headers)));

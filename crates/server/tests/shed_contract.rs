@@ -55,7 +55,9 @@ async fn connect(addr: std::net::SocketAddr) -> TcpStream {
 fn a_connection_ignoring_back_pressure_is_paused_and_no_one_else_is() {
     let settings: ShedSettings = toml::from_str(SETTINGS).expect("valid [shedding]");
     let node = start_node(&settings, 1, 16 * 1024);
-    node.shedder.force_level(Some(OverloadLevel::new(1.0)));
+    node.shedder
+        .levels()
+        .force_level(Some(OverloadLevel::new(1.0)));
     let addr = node.addr;
     let segment = Class::get(
         "segment",
@@ -87,7 +89,7 @@ fn a_connection_ignoring_back_pressure_is_paused_and_no_one_else_is() {
         // Meanwhile (the breach is held: its connection is paused) a viewer's segments
         // on another connection are served at once.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while node.shedder.connection_pauses() < 1 {
+        while node.shedder.pauses().connection_pauses() < 1 {
             assert!(std::time::Instant::now() < deadline, "the breach was held");
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
@@ -105,7 +107,7 @@ fn a_connection_ignoring_back_pressure_is_paused_and_no_one_else_is() {
                 "each breach waits for the pause (0.75-1.5 s): {waited:?}"
             );
         }
-        assert_eq!(node.shedder.connection_pauses(), 2);
+        assert_eq!(node.shedder.pauses().connection_pauses(), 2);
 
         // A device that waits Retry-After (2 s here) is answered at once every time.
         let mut patient = connect(addr).await;
@@ -119,7 +121,7 @@ fn a_connection_ignoring_back_pressure_is_paused_and_no_one_else_is() {
             // The device's own behaviour under test: it waits Retry-After.
             tokio::time::sleep(Duration::from_millis(2100)).await;
         }
-        assert_eq!(node.shedder.connection_pauses(), 2);
+        assert_eq!(node.shedder.pauses().connection_pauses(), 2);
     });
 }
 
@@ -127,7 +129,9 @@ fn a_connection_ignoring_back_pressure_is_paused_and_no_one_else_is() {
 fn refusals_injected_by_a_fault_rule_never_pause() {
     let settings: ShedSettings = toml::from_str(SETTINGS).expect("valid [shedding]");
     let node = start_node(&settings, 1, 16 * 1024);
-    node.shedder.force_level(Some(OverloadLevel::new(0.0)));
+    node.shedder
+        .levels()
+        .force_level(Some(OverloadLevel::new(0.0)));
     let spec = FaultRuleSpec {
         min_priority: Priority::new(0).expect("priority"),
         max_priority: Priority::new(29).expect("priority"),
@@ -137,7 +141,8 @@ fn refusals_injected_by_a_fault_rule_never_pause() {
         expires_at: Duration::ZERO,
     };
     node.shedder
-        .add_rule(spec, Duration::from_secs(60))
+        .faults()
+        .add(spec, Duration::from_secs(60), node.shedder.now())
         .expect("rule");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -154,7 +159,7 @@ fn refusals_injected_by_a_fault_rule_never_pause() {
             );
         }
     });
-    assert_eq!(node.shedder.connection_pauses(), 0);
+    assert_eq!(node.shedder.pauses().connection_pauses(), 0);
 }
 
 /// The priority lane (`priority_lane = "nice"`): a connection opening with a CRITICAL

@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
+use server::shed::overload::run_monitor;
 use server::shed::{LevelSource, ShedLayer, ShedSettings, Shedder};
 use shed::{AdaptiveLimitConfig, Bucket, OverloadConfig};
 use tokio::sync::{oneshot, watch};
@@ -57,7 +58,7 @@ async fn in_flight_past_the_limit_raises_the_level_and_it_decays_after() {
             })
         }));
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let monitor = tokio::spawn(Arc::clone(&shedder).run_monitor(async move {
+    let monitor = tokio::spawn(run_monitor(Arc::clone(&shedder), async move {
         let _ = stop_rx.await;
     }));
 
@@ -72,47 +73,51 @@ async fn in_flight_past_the_limit_raises_the_level_and_it_decays_after() {
     // One more, cancelled: its in-flight slot must be given back.
     let cancelled = tokio::spawn(service.clone().oneshot(request("/s/seg-9.ts")));
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(shedder.in_flight(), 9);
+    assert_eq!(shedder.metrics().in_flight(), 9);
     // A second monitor on the same shedder returns at once (the first one has
     // run by now).
     tokio::time::timeout(
         Duration::from_secs(1),
-        Arc::clone(&shedder).run_monitor(std::future::pending()),
+        run_monitor(Arc::clone(&shedder), std::future::pending()),
     )
     .await
     .expect("second monitor returns at once");
 
     cancelled.abort();
     let _ = cancelled.await;
-    assert_eq!(shedder.in_flight(), 8);
-    assert_eq!(shedder.level().get(), 0.0, "no tick has seen the load yet");
+    assert_eq!(shedder.metrics().in_flight(), 8);
+    assert_eq!(
+        shedder.levels().level().get(),
+        0.0,
+        "no tick has seen the load yet"
+    );
 
     // 8 in flight over a limit of 4: ratio 2, past in_flight_high (1.2).
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(shedder.level().get(), 1.0);
-    assert!(!shedder.is_forced());
+    assert_eq!(shedder.levels().level().get(), 1.0);
+    assert!(!shedder.levels().is_forced());
     let telemetry = service
         .clone()
         .oneshot(request("/telemetry"))
         .await
         .expect("infallible");
     assert_eq!(telemetry.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(shedder.counts(Bucket::NonCritical).shed, 1);
+    assert_eq!(shedder.metrics().counts(Bucket::NonCritical).shed, 1);
 
     open_tx.send(true).expect("handlers listen");
     while let Some(done) = held.join_next().await {
         let response = done.expect("task").expect("infallible");
         assert_eq!(response.status(), StatusCode::OK);
     }
-    assert_eq!(shedder.in_flight(), 0);
-    assert_eq!(shedder.counts(Bucket::Critical).admitted, 9);
+    assert_eq!(shedder.metrics().in_flight(), 0);
+    assert_eq!(shedder.metrics().counts(Bucket::Critical).admitted, 9);
 
     // The level falls slowly (3 s time constant), then snaps to 0.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let falling = shedder.level().get();
+    let falling = shedder.levels().level().get();
     assert!(falling > 0.3 && falling < 1.0, "{falling}");
     tokio::time::sleep(Duration::from_secs(30)).await;
-    assert_eq!(shedder.level().get(), 0.0);
+    assert_eq!(shedder.levels().level().get(), 0.0);
     let telemetry = service
         .clone()
         .oneshot(request("/telemetry"))

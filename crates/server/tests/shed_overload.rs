@@ -100,9 +100,9 @@ fn past_capacity(toml_settings: &str, degraded_shed: bool, nc_shed: f64) {
         .expect("generator runtime");
     let samples = generator.block_on(drive(node.addr, &plan));
     let peak_counts = [
-        node.shedder.counts(Bucket::Critical),
-        node.shedder.counts(Bucket::Degraded),
-        node.shedder.counts(Bucket::NonCritical),
+        node.shedder.metrics().counts(Bucket::Critical),
+        node.shedder.metrics().counts(Bucket::Degraded),
+        node.shedder.metrics().counts(Bucket::NonCritical),
     ];
     drop(node);
 

@@ -69,7 +69,7 @@ pub(crate) fn run(
     if never_shed {
         // The operator override: the layer, the lane and the pause all run, the
         // level stays 0.
-        node.shedder.force_level(Some(OverloadLevel::ZERO));
+        node.shedder.levels().force_level(Some(OverloadLevel::ZERO));
     }
     let generator_cpu = pins.map(|(_, generator)| generator);
     // One thread: the generator's batches (HTTP/1.1 pipelining) and its reading of
@@ -132,16 +132,16 @@ pub(crate) fn run(
                         println!(
                             "    trace {:>5.1} s: level {:.4} (cut {:>6.3}) threshold {:>2} busy {:.2} queue delay {:>6.2} ms",
                             k as f64 / 10.0,
-                            shedder.level().get(),
-                            99.0 * shedder.level().get().powi(3),
-                            shedder.threshold().get(),
+                            shedder.levels().level().get(),
+                            99.0 * shedder.levels().level().get().powi(3),
+                            shedder.levels().threshold().get(),
                             busy,
                             gauge("brdyun_shed_queue_delay_seconds ") * 1e3
                         );
                     }
                     levels.push((
-                        shedder.level().get(),
-                        f64::from(shedder.threshold().get()),
+                        shedder.levels().level().get(),
+                        f64::from(shedder.levels().threshold().get()),
                         busy,
                     ));
                 }
@@ -177,7 +177,7 @@ pub(crate) fn run(
     let probe = probe.map(|p| p.join().expect("probe"));
     done.store(true, Ordering::Relaxed);
     let levels = sampler.join().expect("level sampler");
-    let pauses = node.shedder.connection_pauses();
+    let pauses = node.shedder.pauses().connection_pauses();
     drop(node);
     let n = levels.len().max(1) as f64;
     let trace = LevelTrace {

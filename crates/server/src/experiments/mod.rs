@@ -45,7 +45,7 @@ use shed::{DeviceType, MemberId, Priority, RequestFacts, RouteKind};
 
 use self::sessions::{Observation, SessionLimits, Sessions};
 use self::snapshot::{Published, RunCounters, SnapshotCell, EVENT_KINDS};
-use crate::shed::member_id;
+use shed::member_id;
 
 /// Names the player's playback session (the id its beacons carry). A player that sends
 /// it promises beacons for that session, so no start or stall is inferred for it.

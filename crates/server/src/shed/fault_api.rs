@@ -218,8 +218,9 @@ pub async fn add(
     CodedBody(body): CodedBody,
 ) -> Response {
     let shedder = state.shedder();
-    let added = parse_rule(&body, shedder.max_rule_duration())
-        .and_then(|(spec, duration)| Ok(shedder.add_rule(spec, duration)?));
+    let rules = shedder.faults();
+    let added = parse_rule(&body, rules.max_rule_duration())
+        .and_then(|(spec, duration)| Ok(rules.add(spec, duration, shedder.now())?));
     match added {
         Ok(id) => {
             tracing::info!(rule = id.0, "fault rule added");
@@ -231,9 +232,10 @@ pub async fn add(
 
 /// `GET /api/fault-rules`: the active rules with their counters and time left.
 pub async fn list(State(state): State<AppState>, _admin: Admin) -> Response {
-    let rules: Vec<serde_json::Value> = state
-        .shedder()
-        .rules()
+    let shedder = state.shedder();
+    let rules: Vec<serde_json::Value> = shedder
+        .faults()
+        .list(shedder.now())
         .into_iter()
         .map(|r| {
             let devices = r.spec.devices.map(|set| {
@@ -267,7 +269,8 @@ pub async fn remove(
     let Ok(id) = id.parse::<u64>() else {
         return bad("id", "must be a number").into_response();
     };
-    match state.shedder().remove_rule(RuleId(id)) {
+    let shedder = state.shedder();
+    match shedder.faults().remove(RuleId(id), shedder.now()) {
         Ok(injected) => {
             tracing::info!(rule = id, injected, "fault rule removed");
             Json(json!({ "id": id, "injected": injected })).into_response()

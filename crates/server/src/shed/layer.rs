@@ -18,7 +18,8 @@ use shed::{Advice, Bucket, DeviceType, RequestFacts, RouteKind};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::shedder::{Decision, Shedder};
+use super::policy::Decision;
+use super::shedder::Shedder;
 use crate::experiments::Observed;
 use crate::header_walk::first_values;
 use crate::request_context::{Connection, ContextService, RequestContext};
@@ -149,7 +150,7 @@ struct InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.shedder.leave();
+        self.shedder.metrics().leave();
     }
 }
 
@@ -385,7 +386,7 @@ impl<S> ShedService<S> {
                     if let Some(gate) = connection.and_then(|c| c.gate.as_ref()) {
                         let max_pause = self.shedder.pause_for(partial);
                         if gate.refused(facts.route, classified.bucket, advice, max_pause) {
-                            self.shedder.count_pause();
+                            self.shedder.pauses().count_pause();
                             held_until = gate.paused_until();
                         }
                     }
@@ -416,7 +417,7 @@ impl<S> ShedService<S> {
                 self.shedder.clock().unix_ms_u64(),
             );
         }
-        let in_flight_at_start = self.shedder.enter();
+        let in_flight_at_start = self.shedder.metrics().enter();
         Verdict::Admit(Admission {
             guard: InFlight {
                 shedder: Arc::clone(&self.shedder),

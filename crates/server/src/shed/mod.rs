@@ -9,24 +9,46 @@
 //! back-pressure 503 at once, without reading the body, or calls the routes with an
 //! in-flight guard and feeds the request's latency to the adaptive limit.
 //!
-//! In the background, [`Shedder::run_monitor`] samples the CPU utilisation (by default
+//! [`Shedder`] is a composition of small parts, each in its file with its tests:
+//! [`Policy`] (the pure decision), [`LevelMonitor`] (the level the decisions read and
+//! its override), [`FaultRuleSet`] (FIT-1 rules; [`fault_api`] is their authenticated
+//! admin API), [`DevicePauses`] (the device contract's pauses), [`LaneSettings`] (the
+//! priority lane), [`LimitTracker`] (the adaptive concurrency limit) and
+//! [`ShedMetrics`] (the counters behind `brdyun_shed_*`).
+//!
+//! In the background, [`overload::run_monitor`] samples the CPU utilisation (by default
 //! this process's, from `/proc/self/stat`; see [`CpuSource`]) every `cpu_sample_ms`
 //! (200 ms by default) and the runtime's queueing delay every `tick_ms` (20 ms), and
 //! publishes the overload level the next decisions read (the cut by default, see
 //! `docs/load-shedding.md`). A connection that repeats a refused request before
-//! its `Retry-After` is not read for a moment ([`gate`]). [`fault_api`] is the authenticated admin API for the
-//! fault-injection rules; [`ShedSettings`] is the `[shedding]` config section.
+//! its `Retry-After` is not read for a moment ([`gate`]). [`ShedSettings`] is the
+//! `[shedding]` config section.
 
 pub mod fault_api;
+mod faults;
 pub mod gate;
+mod lane_settings;
 pub mod layer;
+mod levels;
+mod limit;
+mod metrics;
 pub mod overload;
+mod pauses;
+mod policy;
+mod serving_probe;
 mod settings;
 mod shedder;
 pub mod telemetry;
 
+pub use faults::{FaultRuleSet, RuleView};
 pub use gate::{ConnectionGate, GatedStream};
+pub use lane_settings::LaneSettings;
 pub use layer::{ShedLayer, ShedService};
+pub use levels::LevelMonitor;
+pub use limit::LimitTracker;
+pub use metrics::{Readings, ShedCounts, ShedMetrics};
+pub use pauses::DevicePauses;
+pub use policy::{Decision, Injection, Policy};
 pub use settings::{CpuSource, LanePriority, LevelSource, ShedSettings, ShedSettingsError};
 pub use shed::member_id;
-pub use shedder::{Decision, RuleView, ShedCounts, Shedder};
+pub use shedder::Shedder;

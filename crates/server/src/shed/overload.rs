@@ -6,7 +6,7 @@
 //! workers the monitor runs on, `"off"` ignores CPU), probes the runtime's queueing
 //! delay (how late its timer runs, and how long a datagram it sends itself waits to
 //! be read: `ReadinessProbe`) — on its own runtime and, through
-//! [`Shedder::run_serving_probe`], on every serving thread's, where requests wait —
+//! [`run_serving_probe`], on every serving thread's, where requests wait —
 //! and, every tick,
 //! feeds them with the in-flight count and the adaptive limit to
 //! [`shed::OverloadEstimator`], then publishes the level the request path reads.
@@ -227,151 +227,147 @@ impl ReadinessProbe {
     }
 }
 
-impl Shedder {
-    /// Runs the overload monitor until `shutdown` completes: every `tick_ms` it
-    /// recomputes and publishes the overload level and drops expired fault rules; every
-    /// `cpu_sample_ms` it re-samples CPU (from `cpu_source`). Only one monitor runs per shedder; a second
-    /// call returns at once. A node spawns this once at start (`src/node`).
-    pub async fn run_monitor(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
-        if !self.claim_monitor() {
-            tracing::warn!("shedding monitor already running");
+/// Runs the overload monitor of `shedder` until `shutdown` completes: every `tick_ms`
+/// it recomputes and publishes the overload level and drops expired fault rules; every
+/// `cpu_sample_ms` it re-samples CPU (from `cpu_source`). Only one monitor runs per
+/// shedder; a second call returns at once. A node spawns this once at start
+/// (`src/node`).
+pub async fn run_monitor(shedder: Arc<Shedder>, shutdown: impl Future<Output = ()>) {
+    let levels = shedder.levels();
+    if !levels.claim_monitor() {
+        tracing::warn!("shedding monitor already running");
+        return;
+    }
+    let settings = levels.settings().clone();
+    let mut estimator = match OverloadEstimator::new(settings.overload.clone()) {
+        Ok(e) => e,
+        Err(error) => {
+            // Shedder::new validated the same config, so this is unreachable in
+            // practice; shedding then runs on forced levels and fault rules only.
+            tracing::error!(%error, "overload estimator refused its config");
+            levels.release_monitor();
             return;
         }
-        let mut estimator = match OverloadEstimator::new(self.overload_cfg.clone()) {
-            Ok(e) => e,
-            Err(error) => {
-                // Shedder::new validated the same config, so this is unreachable in
-                // practice; shedding then runs on forced levels and fault rules only.
-                tracing::error!(%error, "overload estimator refused its config");
-                self.release_monitor();
-                return;
-            }
-        };
-        let mut controller = match LevelController::new(self.control_cfg.clone()) {
-            Ok(c) => c,
-            Err(error) => {
-                // Validated by Shedder::new as well: unreachable in practice.
-                tracing::error!(%error, "level controller refused its config");
-                self.release_monitor();
-                return;
-            }
-        };
-        let mut cut = match CutController::new(self.cut_cfg.clone()) {
-            Ok(c) => c,
-            Err(error) => {
-                // Validated by Shedder::new as well: unreachable in practice.
-                tracing::error!(%error, "cut controller refused its config");
-                self.release_monitor();
-                return;
-            }
-        };
-        // A priority counts as requested for 5 s after its last request, so a class
-        // whose connections are paused for a second is not jumped over.
-        let mut occupancy = Occupancy::new(Duration::from_secs(5));
-        let mut ticker = tokio::time::interval(self.tick_period);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut sampler = CpuSampler::new(self.cpu_source);
-        let mut suspensions = SuspensionDetector::default();
-        let readiness = ReadinessProbe::new();
-        let mut last_cpu_at = Instant::now();
-        let mut cpu = 0.0;
-        tokio::pin!(shutdown);
-        loop {
-            let scheduled = tokio::select! {
-                () = &mut shutdown => break,
-                at = ticker.tick() => at,
-            };
-            // How late this tick runs: a floor of the queueing delay (the runtime runs
-            // the task a timer wakes ahead of the queue; the readiness probe below
-            // reads the wait behind it), and the sign of a suspension.
-            let mut late = scheduled.elapsed();
-            // The longest wait on a serving thread now (at most a probe's limit, so a
-            // suspension cannot inflate it beyond that).
-            let mut serving = self.serving_delay().min(self.probe_limit());
-            if suspensions.check(late) {
-                tracing::warn!(
-                    stood_still_ms = late.as_millis() as u64,
-                    "the process was suspended; not counted as overload"
-                );
-                late = Duration::ZERO;
-                serving = Duration::ZERO;
-                self.resumed_after_suspension();
-            }
-            if last_cpu_at.elapsed() >= self.cpu_period {
-                if let Some(u) = sampler.sample() {
-                    cpu = u;
-                }
-                last_cpu_at = Instant::now();
-            }
-            let waited = match &readiness {
-                Some(probe) => probe.wait(self.probe_limit()).await,
-                None => Duration::ZERO,
-            };
-            let queue_delay = late.max(waited).max(serving);
-            let inputs = OverloadInputs {
-                cpu,
-                in_flight: self.in_flight(),
-                limit: self.concurrency_limit(),
-                queue_delay,
-            };
-            let before = self.level();
-            let pressure = estimator.tick(inputs, self.now());
-            let level = match self.level_source {
-                LevelSource::Pressure => pressure,
-                LevelSource::Feedback => controller.tick(queue_delay, cpu, self.now()),
-                LevelSource::Cut => {
-                    let now = self.now();
-                    occupancy.record(self.take_requested(), now);
-                    cut.tick(queue_delay, cpu, now, occupancy.occupied(now))
-                }
-            };
-            self.publish_inputs(cpu, queue_delay);
-            self.publish_level(level);
-            if (level.get() - before.get()).abs() >= 0.1 && !self.is_forced() {
-                tracing::info!(
-                    level = level.get(),
-                    threshold = self.threshold().get(),
-                    cpu,
-                    in_flight = inputs.in_flight,
-                    limit = inputs.limit,
-                    "overload level changed"
-                );
-            }
-            self.purge_rules();
+    };
+    let mut controller = match LevelController::new(settings.control.clone()) {
+        Ok(c) => c,
+        Err(error) => {
+            // Validated by Shedder::new as well: unreachable in practice.
+            tracing::error!(%error, "level controller refused its config");
+            levels.release_monitor();
+            return;
         }
-        self.release_monitor();
+    };
+    let mut cut = match CutController::new(settings.cut.clone()) {
+        Ok(c) => c,
+        Err(error) => {
+            // Validated by Shedder::new as well: unreachable in practice.
+            tracing::error!(%error, "cut controller refused its config");
+            levels.release_monitor();
+            return;
+        }
+    };
+    // A priority counts as requested for 5 s after its last request, so a class
+    // whose connections are paused for a second is not jumped over.
+    let mut occupancy = Occupancy::new(Duration::from_secs(5));
+    let mut ticker = tokio::time::interval(settings.tick_period);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut sampler = CpuSampler::new(settings.cpu_source);
+    let mut suspensions = SuspensionDetector::default();
+    let readiness = ReadinessProbe::new();
+    let probe_limit = levels.probe_limit();
+    let mut last_cpu_at = Instant::now();
+    let mut cpu = 0.0;
+    tokio::pin!(shutdown);
+    loop {
+        let scheduled = tokio::select! {
+            () = &mut shutdown => break,
+            at = ticker.tick() => at,
+        };
+        // How late this tick runs: a floor of the queueing delay (the runtime runs
+        // the task a timer wakes ahead of the queue; the readiness probe below
+        // reads the wait behind it), and the sign of a suspension.
+        let mut late = scheduled.elapsed();
+        // The longest wait on a serving thread now (at most a probe's limit, so a
+        // suspension cannot inflate it beyond that).
+        let mut serving = levels.serving_delay(shedder.now()).min(probe_limit);
+        if suspensions.check(late) {
+            tracing::warn!(
+                stood_still_ms = late.as_millis() as u64,
+                "the process was suspended; not counted as overload"
+            );
+            late = Duration::ZERO;
+            serving = Duration::ZERO;
+            shedder.resumed_after_suspension();
+        }
+        if last_cpu_at.elapsed() >= settings.cpu_period {
+            if let Some(u) = sampler.sample() {
+                cpu = u;
+            }
+            last_cpu_at = Instant::now();
+        }
+        let waited = match &readiness {
+            Some(probe) => probe.wait(probe_limit).await,
+            None => Duration::ZERO,
+        };
+        let queue_delay = late.max(waited).max(serving);
+        let inputs = OverloadInputs {
+            cpu,
+            in_flight: shedder.metrics().in_flight(),
+            limit: shedder.limit().value(),
+            queue_delay,
+        };
+        let before = levels.level();
+        let pressure = estimator.tick(inputs, shedder.now());
+        let level = match settings.level_source {
+            LevelSource::Pressure => pressure,
+            LevelSource::Feedback => controller.tick(queue_delay, cpu, shedder.now()),
+            LevelSource::Cut => {
+                let now = shedder.now();
+                occupancy.record(levels.take_requested(), now);
+                cut.tick(queue_delay, cpu, now, occupancy.occupied(now))
+            }
+        };
+        levels.publish_inputs(cpu, queue_delay);
+        levels.publish_level(level);
+        if (level.get() - before.get()).abs() >= 0.1 && !levels.is_forced() {
+            tracing::info!(
+                level = level.get(),
+                threshold = levels.threshold().get(),
+                cpu,
+                in_flight = inputs.in_flight,
+                limit = inputs.limit,
+                "overload level changed"
+            );
+        }
+        shedder.faults().purge(shedder.now());
     }
+    levels.release_monitor();
 }
 
-impl Shedder {
-    /// How long one readiness probe waits before it gives up: a tick, at least 100 ms.
-    /// Every probe reading (the monitor's and the serving threads') is at most this.
-    fn probe_limit(&self) -> Duration {
-        self.tick_period.max(Duration::from_millis(100))
-    }
-
-    /// Probes the queueing delay of the runtime it runs on every `tick_ms` until
-    /// `shutdown` completes, where the monitor reads it. Spawn it on each runtime that
-    /// serves requests apart from the monitor's (the node's per-core HTTP threads): a
-    /// flood queues there, where the monitor's own probe cannot see it. A reading is
-    /// at most the probe's limit (100 ms, or a tick if longer).
-    pub async fn run_serving_probe(self: Arc<Self>, shutdown: impl Future<Output = ()>) {
-        let Some(probe) = ReadinessProbe::new() else {
-            return;
-        };
-        let slot = self.add_serving_probe();
-        let limit = self.probe_limit();
-        let mut ticker = tokio::time::interval(self.tick_period);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                () = &mut shutdown => break,
-                _ = ticker.tick() => {}
-            }
-            slot.sent(self.now());
-            slot.received(probe.wait(limit).await.min(limit));
+/// Probes the queueing delay of the runtime it runs on every `tick_ms` until
+/// `shutdown` completes, where `shedder`'s monitor reads it. Spawn it on each runtime
+/// that serves requests apart from the monitor's (the node's per-core HTTP threads,
+/// [`crate::serve`]): a flood queues there, where the monitor's
+/// own probe cannot see it. A reading is at most the probe's limit (100 ms, or a tick
+/// if longer).
+pub async fn run_serving_probe(shedder: Arc<Shedder>, shutdown: impl Future<Output = ()>) {
+    let Some(probe) = ReadinessProbe::new() else {
+        return;
+    };
+    let levels = shedder.levels();
+    let slot = levels.add_serving_probe();
+    let limit = levels.probe_limit();
+    let mut ticker = tokio::time::interval(levels.settings().tick_period);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            _ = ticker.tick() => {}
         }
+        slot.sent(shedder.now());
+        slot.received(probe.wait(limit).await.min(limit));
     }
 }
 

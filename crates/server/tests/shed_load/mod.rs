@@ -17,6 +17,7 @@ use bytes::Bytes;
 use server::channel::{Channel, LiveSegment, TrackSummary};
 use server::lane::PriorityLane;
 use server::metrics::Metrics;
+use server::shed::overload::run_monitor;
 use server::shed::{ShedSettings, Shedder};
 use server::{router, AppState, NodeIdentity};
 use tokio::io::AsyncWriteExt;
@@ -180,7 +181,7 @@ pub fn start_node_on(
         runtime.block_on(async move {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let (monitor_stop_tx, monitor_stop_rx) = tokio::sync::oneshot::channel::<()>();
-            let monitor = tokio::spawn(monitor_shedder.run_monitor(async move {
+            let monitor = tokio::spawn(run_monitor(monitor_shedder, async move {
                 let _ = monitor_stop_rx.await;
             }));
             // The priority lane, when the settings ask for one, starts from this thread
