@@ -12,40 +12,20 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::cluster::Cluster;
 use common::{
-    connect_from, ffmpeg_source, http_get_with, http_request, http_request_as, start_role,
-    viewer_ip, wait_for, ChildGuard, NodeProcess,
+    connect_from, ffmpeg_source, http_get_with, http_request, http_request_as, viewer_ip, wait_for,
+    ChildGuard,
 };
 use serde_json::{json, Value};
 
 const ADMIN_TOKEN: &str = "admin-secret-for-the-hostile-test";
 const NODE_TOKEN: &str = "node-secret-for-the-hostile-test";
 const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-the-hostile-test");
-
-fn start_mc(dir: &Path) -> NodeProcess {
-    let config = format!(
-        "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-         admin_token = \"{ADMIN_TOKEN}\"\nnode_token = \"{NODE_TOKEN}\"\n\
-         [defaults]\nsegment_duration = 1\n",
-        dir.join("mc-data").display()
-    );
-    start_role(dir, "mc", "mc", &config)
-}
-
-fn start_node(dir: &Path, mc: SocketAddr) -> NodeProcess {
-    let config = format!(
-        "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\n\
-         url = \"http://{mc}\"\ntoken = \"{NODE_TOKEN}\"\npoll_interval = 0.2\ntimeout = 1\n\
-         [mc.stream]\nsegment_duration = 1\n",
-        dir.join("node-data").display()
-    );
-    start_role(dir, "node", "node", &config)
-}
 
 /// The code of a JSON error answer (0: none).
 fn code(body: &Value) -> u64 {
@@ -164,9 +144,11 @@ fn slow_body(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, u6
 
 #[test]
 fn a_hostile_client_is_refused_with_codes_while_a_viewer_and_a_publisher_are_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_mc(dir.path());
-    let node = start_node(dir.path(), mc.http);
+    let cluster = Cluster::mc()
+        .tokens(Some(ADMIN_TOKEN), Some(NODE_TOKEN))
+        .nodes(&["n"])
+        .start();
+    let (mc, node) = (&cluster.mc, cluster.node());
     // A meeting for three viewers, published over RTMP by ffmpeg.
     let (status, created) = http_request(
         mc.http,
