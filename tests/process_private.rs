@@ -8,50 +8,30 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{http_get_with, http_request, start_role, wait_for, NodeProcess};
+use common::cluster::{Cluster, ADMIN, NODE};
+use common::{http_get_with, http_request, wait_for};
 use ring::signature::Ed25519KeyPair;
-
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
-const NODE: (&str, &str) = ("Authorization", "Bearer node-secret-for-these-tests");
 
 fn platform() -> Ed25519KeyPair {
     Ed25519KeyPair::from_seed_unchecked(&[7; 32]).expect("a key pair")
 }
 
-/// A node of the MC at `mc`, named `name`.
-fn start_node(dir: &Path, name: &str, mc: SocketAddr) -> NodeProcess {
-    start_role(
-        dir,
-        name,
-        "node",
-        &format!(
-            "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\n\
-             token = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n",
-            dir.join(format!("{name}-data")).display(),
-        ),
-    )
-}
-
-fn start(dir: &Path) -> (NodeProcess, NodeProcess) {
+/// The MC with the private preset meetings and the platform's viewer key, and a node.
+fn start() -> Cluster {
     let public = ott::ViewerKey::of_pair("platform-1", &platform()).public_base64url();
-    let mc = start_role(
-        dir,
-        "mc",
-        "mc",
-        &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\n\
-             node_token = \"node-secret-for-these-tests\"\n[[mc.viewer_keys]]\nkid = \"platform-1\"\npublic = \"{public}\"\n\
-             [defaults]\nsegment_duration = 1\n\
-             [[meeting]]\nid = \"board\"\nstart = true\nprivate = true\ninputs = [\"builtin://meeting\"]\n\
+    Cluster::mc()
+        .no_rtmp()
+        .mc_lines(&format!(
+            "[[mc.viewer_keys]]\nkid = \"platform-1\"\npublic = \"{public}\"\n"
+        ))
+        .sections(
+            "[[meeting]]\nid = \"board\"\nstart = true\nprivate = true\ninputs = [\"builtin://meeting\"]\n\
              [[meeting]]\nid = \"other\"\nstart = true\nprivate = true\n",
-            dir.join("mc-data").display()
-        ),
-    );
-    let node = start_node(dir, "n", mc.http);
-    (mc, node)
+        )
+        .nodes(&["n"])
+        .start()
 }
 
 /// A token signed by the platform's key.
@@ -94,8 +74,8 @@ fn first_uri(playlist: &str) -> String {
 
 #[test]
 fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mc, node) = start(dir.path());
+    let cluster = start();
+    let (mc, node) = (&cluster.mc, cluster.node());
     let (status, minted) = http_request(
         mc.http,
         "POST",
@@ -220,7 +200,7 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
 
     // A second node of the MC takes alice's session as it is (the MC's session keys),
     // from her address.
-    let second = start_node(dir.path(), "n2", mc.http);
+    let second = cluster.start_node("n2");
     wait_for(
         "the second node plays alice's session",
         Duration::from_secs(40),
@@ -263,8 +243,8 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
 
 #[test]
 fn a_copied_segment_url_dies_with_its_session_and_the_relay_is_for_nodes() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mc, node) = start(dir.path());
+    let cluster = start();
+    let (mc, node) = (&cluster.mc, cluster.node());
     // A token that ends in 4 s: its session ends with it.
     let token_end = now_s() + 4;
     let short = platform_token("board", "carol", token_end);
