@@ -123,13 +123,14 @@ timeout = 2
  * Encodes `seconds` of a test pattern and tone into MPEG-TS at `path`, faster than
  * real time: H.264 with B-frames and a keyframe every 2 s (what platforms send), AAC.
  * Two publishers sending this file started together send the same frames with the
- * same timestamps, as one encoder's two outputs do.
+ * same timestamps, as one encoder's two outputs do; another `pattern` (a lavfi source)
+ * and `tone` (Hz) make another encoder's feed.
  */
-export async function encodeFixture(path, seconds) {
+export async function encodeFixture(path, seconds, { pattern = 'testsrc2', tone = 440 } = {}) {
   const child = spawn('ffmpeg', [
     '-nostdin', '-hide_banner', '-loglevel', 'error', '-y',
-    '-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25',
-    '-f', 'lavfi', '-i', 'sine=frequency=440',
+    '-f', 'lavfi', '-i', `${pattern}=size=640x360:rate=25`,
+    '-f', 'lavfi', '-i', `sine=frequency=${tone}`,
     '-c:v', 'libx264', '-preset', 'veryfast', '-g', '50', '-bf', '2',
     '-c:a', 'aac', '-t', String(seconds), '-f', 'mpegts', path,
   ], { stdio: ['ignore', 'ignore', 'pipe'] });

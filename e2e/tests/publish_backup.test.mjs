@@ -43,15 +43,20 @@ function ways(setup, protocol) {
  * Plays the meeting through the kill of the primary publisher over `protocol`; returns
  * the figures and what the assertions need.
  */
-async function killThePrimary(protocol, { sourceTimeout } = {}) {
+async function killThePrimary(protocol, { sourceTimeout, otherFeed = false } = {}) {
   const setup = await startPublishMc({ sourceTimeout });
   let browser;
   try {
     const fixture = join(setup.dir, 'meeting.ts');
     await encodeFixture(fixture, FIXTURE_SECONDS);
+    let backupFixture = fixture;
+    if (otherFeed) {
+      backupFixture = join(setup.dir, 'other-encoder.ts');
+      await encodeFixture(backupFixture, FIXTURE_SECONDS, { pattern: 'testsrc', tone: 880 });
+    }
     const { format, primary, backup } = ways(setup, protocol);
     const primaryPublisher = setup.publish('primary', fixture, format, primary);
-    const backupPublisher = setup.publish('backup', fixture, format, backup);
+    const backupPublisher = setup.publish('backup', backupFixture, format, backup);
     await pollUntil('the primary active and the backup live on the MC', async () => {
       const inputs = await meetingInputs(setup.mc.base);
       return inputs?.active === 0 && inputs.inputs?.length === 2 && inputs.inputs.every((i) => i.state === 'live');
@@ -70,6 +75,7 @@ async function killThePrimary(protocol, { sourceTimeout } = {}) {
     const { pageErrors } = await openDefaultsPlayer(page, node, `${node.base}/meeting/index.m3u8`);
     await resetViewerStalls(page);
     const before = await viewerState(page);
+    const listedBefore = new Set(playlistEntries(await (await fetch(`${node.base}/meeting/mono.m3u8`)).text()).map((e) => e.uri));
     const killedAt = Date.now();
     await kill9(primaryPublisher);
     // When the backup becomes the MC's active input, polled through the watch.
@@ -88,6 +94,7 @@ async function killThePrimary(protocol, { sourceTimeout } = {}) {
     const list = playlistEntries(media);
     const figures = {
       protocol,
+      feeds: otherFeed ? 'two encoders' : 'one encoding',
       sourceTimeout: sourceTimeout ?? 'default',
       backupActiveAfterMs: switchedMs,
       playedSeconds: +(after.played - before.played).toFixed(1),
@@ -97,6 +104,7 @@ async function killThePrimary(protocol, { sourceTimeout } = {}) {
       bufferAheadAtKill: +before.bufferAhead.toFixed(2),
       fatalErrors: after.fatalErrors.length,
       discontinuities: list.filter((e) => e.disc).length,
+      discontinuitiesAfterKill: list.filter((e) => e.disc && !listedBefore.has(e.uri)).length,
       largestPdtStepMs: largestPdtStep(list),
     };
     console.log(`publish backup: ${JSON.stringify(figures)}`);
@@ -114,8 +122,12 @@ async function killThePrimary(protocol, { sourceTimeout } = {}) {
   }
 }
 
-/** What holds for either protocol: hls.js played on, and the timeline is one. */
-function assertSeamless({ figures, pageErrors, backupRunning, context }) {
+/**
+ * What holds for either protocol: hls.js played on with no stall, and the timeline is
+ * one (the same feed) or gained exactly one discontinuity at the switch (another
+ * encoder, `otherFeed`).
+ */
+function assertPlaysOn({ figures, pageErrors, backupRunning, context }, { otherFeed = false } = {}) {
   assert.ok(backupRunning, 'the backup publisher ran through the watch (the fixture did not end)');
   assert.deepEqual(pageErrors, []);
   assert.equal(figures.fatalErrors, 0, 'no fatal hls.js error');
@@ -124,14 +136,27 @@ function assertSeamless({ figures, pageErrors, backupRunning, context }) {
   assert.equal(figures.longestStallMs, 0);
   assert.ok(figures.maxFrozenMs <= FROZEN_LIMIT_MS, `the video clock stood still ${figures.maxFrozenMs} ms:\n${context}`);
   assert.ok(figures.playedSeconds >= WATCH_MS / 1000 - 2, `played ${figures.playedSeconds} s in ${WATCH_MS} ms`);
+  if (otherFeed) {
+    assert.equal(figures.discontinuitiesAfterKill, 1, `another encoder starts exactly one new period:\n${context}`);
+    return;
+  }
   assert.equal(figures.discontinuities, 0, `the same feed keeps one timeline:\n${context}`);
   assert.ok(figures.largestPdtStepMs <= 1, `a PDT step of ${figures.largestPdtStepMs} ms:\n${context}`);
 }
 
 test('hls.js plays on with no stall when the primary RTMP publisher is killed', async () => {
-  assertSeamless(await killThePrimary('rtmp'));
+  assertPlaysOn(await killThePrimary('rtmp'));
 });
 
 test(`hls.js plays on with no stall when the primary SRT publisher is killed (source_timeout ${SRT_SOURCE_TIMEOUT} s)`, async () => {
-  assertSeamless(await killThePrimary('srt', { sourceTimeout: SRT_SOURCE_TIMEOUT }));
+  assertPlaysOn(await killThePrimary('srt', { sourceTimeout: SRT_SOURCE_TIMEOUT }));
 });
+
+// Another encoder on the backup slot: hls.js stalls today (1 to 11 s, docs/ingest.md)
+// though the backup takes over in 1.2 s, at the short video-only segment the MC writes
+// where the primary stopped (its audio, sent behind its video, never came). Run with
+// E2E_PUBLISH_OTHER_FEED=1; it joins the suite when that is fixed.
+test('hls.js plays on with no stall when the primary SRT publisher is killed and the backup is another encoder',
+  { skip: process.env.E2E_PUBLISH_OTHER_FEED !== '1' && 'fails today: set E2E_PUBLISH_OTHER_FEED=1' }, async () => {
+    assertPlaysOn(await killThePrimary('srt', { sourceTimeout: SRT_SOURCE_TIMEOUT, otherFeed: true }), { otherFeed: true });
+  });
