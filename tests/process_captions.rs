@@ -12,64 +12,43 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::cluster::{Cluster, ADMIN};
 use common::{
-    http_get_as_node, http_request, http_request_bytes, parse_media_playlist, parse_pdt,
-    start_role, wait_for, ChildGuard, NodeProcess,
+    http_get_as_node, http_request, http_request_bytes, parse_media_playlist, parse_pdt, wait_for,
+    ChildGuard,
 };
 use media::captions::sei::{cc_pairs, CcCodec};
 use serde_json::{json, Value};
 
 const MEETING: &str = "m";
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
 const TRACKS: [&str; 3] = ["en", "pt-br", "cc1"];
 const PTS_WRAP: u64 = 1 << 33;
 /// How long each cue of the flood lasts, ms.
 const FLOOD_MS: u64 = 8_000;
 
-/// An MC with `presets` and `nodes` nodes following it (with DVR when `dvr`).
-struct Cluster {
-    mc: NodeProcess,
-    nodes: Vec<NodeProcess>,
-    dir: tempfile::TempDir,
+/// An MC with `presets` and `nodes` nodes following it (with DVR when `dvr`), once
+/// the meeting plays on each.
+fn start(presets: &str, nodes: usize, dvr: bool) -> Cluster {
+    let names: Vec<String> = (0..nodes).map(|i| format!("node-{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut builder = Cluster::mc().sections(presets).nodes(&names);
+    if dvr {
+        builder = builder.dvr("dvr = { enabled = true, depth = \"1h\" }");
+    }
+    let cluster = builder.start();
+    for server in servers(&cluster) {
+        wait_for("the meeting to play", Duration::from_secs(30), || {
+            last_msn(server, "mono.m3u8")
+        });
+    }
+    cluster
 }
 
-impl Cluster {
-    fn start(presets: &str, nodes: usize, dvr: bool) -> Cluster {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = dir.path();
-        let mc = start_role(d, "mc", "mc", &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\n[defaults]\nsegment_duration = 1\n{presets}",
-            d.join("mc-data").display()
-        ));
-        let dvr = if dvr {
-            "dvr = { enabled = true, depth = \"1h\" }\n"
-        } else {
-            ""
-        };
-        let nodes = (0..nodes)
-            .map(|i| {
-                let name = format!("node-{i}");
-                start_role(d, &name, "node", &format!(
-                    "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{}\"\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\n{dvr}",
-                    d.join(&name).display(), mc.http
-                ))
-            })
-            .collect();
-        let cluster = Cluster { mc, nodes, dir };
-        for server in cluster.servers() {
-            wait_for("the meeting to play", Duration::from_secs(30), || {
-                last_msn(server, "mono.m3u8")
-            });
-        }
-        cluster
-    }
-
-    /// The MC first, then the nodes.
-    fn servers(&self) -> Vec<SocketAddr> {
-        std::iter::once(self.mc.http)
-            .chain(self.nodes.iter().map(|n| n.http))
-            .collect()
-    }
+/// The MC first, then the nodes.
+fn servers(cluster: &Cluster) -> Vec<SocketAddr> {
+    std::iter::once(cluster.mc.http)
+        .chain(cluster.nodes.iter().map(|n| n.http))
+        .collect()
 }
 
 fn preset(id: &str, live: bool) -> String {
@@ -250,8 +229,8 @@ fn assert_placed(cue: &Placed, files: &BTreeMap<u64, (i64, String)>) -> u64 {
 /// still carries the 608 SEI.
 #[test]
 fn captions_are_identical_on_every_node_and_placed_where_the_api_said() {
-    let cluster = Cluster::start(&preset(MEETING, true), 2, true);
-    let servers = cluster.servers();
+    let cluster = start(&preset(MEETING, true), 2, true);
+    let servers = servers(&cluster);
     let mc = cluster.mc.http;
     let mut placed = Vec::new();
     for i in 0..4 {
@@ -369,7 +348,7 @@ fn ffprobe_packet_ms(dir: &Path, path: &Path) -> i64 {
 /// that period and nothing after it.
 #[test]
 fn a_period_transcript_and_catch_up_hold_that_periods_cues_only() {
-    let cluster = Cluster::start(&preset(MEETING, true), 1, true);
+    let cluster = start(&preset(MEETING, true), 1, true);
     let (mc, node) = (cluster.mc.http, cluster.nodes[0].http);
     let a = place(mc, "en", "English", "Cue A, inside the period");
     // The period ends a few whole seconds after A; B is placed once the live edge is
@@ -439,8 +418,8 @@ fn assert_refusals(mc: SocketAddr, cases: &[(&str, Value, u16, u64, &str)]) {
 #[test]
 fn bad_captions_get_their_codes_and_lose_nothing() {
     let presets = format!("{}{}", preset(MEETING, true), preset("idle", false));
-    let cluster = Cluster::start(&presets, 2, false);
-    let servers = cluster.servers();
+    let cluster = start(&presets, 2, false);
+    let servers = servers(&cluster);
     let mc = cluster.mc.http;
     let path = format!("/api/meetings/{MEETING}/captions");
     let good = one_cue("en", "fine", 1500).to_string();
