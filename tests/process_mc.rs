@@ -8,46 +8,20 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use common::cluster::{
+    start_mc, Cluster, ClusterBuilder, McConfig, NodeConfig, ADMIN, ADMIN_TOKEN,
+};
 use common::{
     ffmpeg_source, http_request, http_request_as, open_meeting, start_role, wait_for, ChildGuard,
-    NodeProcess,
 };
 use serde_json::{json, Value};
 
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
+/// The MCs of these tests take clients from version 2.0 on.
+const MIN_CLIENT: &str = "min_client_version = \"2.0\"\n";
 
-fn mc_config(data: &Path, http: &str, extra: &str) -> String {
-    format!(
-        "[mc]\nhttp = \"{http}\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\nmin_client_version = \"2.0\"\n[defaults]\nsegment_duration = 1\n{extra}",
-        data.display()
-    )
-}
-
-fn node_config(data: &Path, name: &str, mc_url: &str, token: &str, mc_extra: &str) -> String {
-    format!(
-        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"{mc_url}\"\ntoken = \"{token}\"\npoll_interval = 0.2\ntimeout = 1\n{mc_extra}[mc.stream]\nsegment_duration = 1\n",
-        data.display()
-    )
-}
-
-fn start_mc(dir: &Path, http: &str, extra: &str) -> NodeProcess {
-    start_role(
-        dir,
-        "mc",
-        "mc",
-        &mc_config(&dir.join("mc-data"), http, extra),
-    )
-}
-
-fn start_node(dir: &Path, name: &str, mc: SocketAddr) -> NodeProcess {
-    let config = node_config(
-        &dir.join(name),
-        name,
-        &format!("http://{mc}"),
-        "node-secret-for-these-tests",
-        "",
-    );
-    start_role(dir, name, "node", &config)
+/// An MC of these tests with `sections` after `[defaults]`.
+fn mc(sections: &str) -> ClusterBuilder {
+    Cluster::mc().mc_lines(MIN_CLIENT).sections(sections)
 }
 
 /// The node's count of answered exchanges with its MC (`brdyun_mc_syncs_total`).
@@ -104,14 +78,13 @@ fn api(mc: SocketAddr, method: &str, path: &str, token: Option<&str>, body: Valu
 
 #[test]
 fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_mc(dir.path(), "127.0.0.1:0", "");
-    let node = start_node(dir.path(), "node-a", mc.http);
+    let cluster = mc("").nodes(&["node-a"]).start();
+    let (mc, node) = (&cluster.mc, cluster.node());
     let (status, created) = api(
         mc.http,
         "POST",
         "/api/meetings",
-        Some("admin-secret-for-these-tests"),
+        Some(ADMIN_TOKEN),
         json!({"id": "m1", "viewer_limit": 10}),
     );
     assert_eq!(status, 201, "{created}");
@@ -262,7 +235,7 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
         mc.http,
         "POST",
         "/api/meetings",
-        Some("admin-secret-for-these-tests"),
+        Some(ADMIN_TOKEN),
         json!({"id": "m1"}),
     );
     assert_eq!((status, body["code"].as_u64()), (409, Some(102_004)));
@@ -273,9 +246,8 @@ fn a_meeting_published_by_rtmp_plays_on_a_node_through_its_lifecycle() {
 
 #[test]
 fn concurrent_creates_against_the_process_have_one_winner() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_mc(dir.path(), "127.0.0.1:0", "");
-    let addr = mc.http;
+    let cluster = mc("").start();
+    let addr = cluster.mc.http;
     let results: Vec<(u16, Value)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)
             .map(|_| {
@@ -308,11 +280,9 @@ fn concurrent_creates_against_the_process_have_one_winner() {
 
 #[test]
 fn the_viewer_limit_counts_viewers_across_two_nodes() {
-    let dir = tempfile::tempdir().unwrap();
     let preset = "[[meeting]]\nid = \"lim\"\nviewer_limit = 2\nstart = true\ninputs = [\"builtin://meeting\"]\n";
-    let mc = start_mc(dir.path(), "127.0.0.1:0", preset);
-    let a = start_node(dir.path(), "node-a", mc.http);
-    let b = start_node(dir.path(), "node-b", mc.http);
+    let cluster = mc(preset).nodes(&["node-a", "node-b"]).start();
+    let (mc, a, b) = (&cluster.mc, &cluster.nodes[0], &cluster.nodes[1]);
     wait_code(a.http, "lim", "alice", 0);
     wait_code(b.http, "lim", "bob", 0);
     // Both nodes have reported one viewer each: the MC sums them to the limit.
@@ -339,22 +309,21 @@ fn the_viewer_limit_counts_viewers_across_two_nodes() {
 
 #[test]
 fn when_the_mc_goes_down_viewers_keep_watching_and_new_meetings_get_102005_until_it_returns() {
-    let dir = tempfile::tempdir().unwrap();
     let preset = "[[meeting]]\nid = \"up\"\nstart = true\ninputs = [\"builtin://meeting\"]\n";
-    let mut mc = start_mc(dir.path(), "127.0.0.1:0", preset);
-    let mc_addr = mc.http;
-    let node = start_node(dir.path(), "node-a", mc_addr);
+    let mut cluster = mc(preset).nodes(&["node-a"]).start();
+    let mc_addr = cluster.mc.http;
+    let node = cluster.nodes.remove(0);
     wait_code(node.http, "up", "v1", 0);
     let (status, _) = api(
         mc_addr,
         "POST",
         "/api/meetings",
-        Some("admin-secret-for-these-tests"),
+        Some(ADMIN_TOKEN),
         json!({"id": "later"}),
     );
     assert_eq!(status, 201);
     wait_code(node.http, "later", "v1", 103_002);
-    mc.kill9();
+    cluster.mc.kill9();
     // The node noticed: a meeting it does not deliver gets 102005 ...
     wait_code(node.http, "later", "v1", 102_005);
     wait_code(node.http, "other", "v1", 102_005);
@@ -363,7 +332,8 @@ fn when_the_mc_goes_down_viewers_keep_watching_and_new_meetings_get_102005_until
     assert_eq!(open_meeting(node.http, "up", "v2").0, 200);
     // The MC returns on the same address with its meetings (persisted), and the node
     // recovers by itself.
-    let mc = start_mc(dir.path(), &mc_addr.to_string(), preset);
+    cluster.restart_mc();
+    let mc = &cluster.mc;
     wait_code(node.http, "later", "v1", 103_002);
     wait_code(node.http, "other", "v1", 104_005);
     let (_, view) = api(mc.http, "GET", "/api/meetings/up", None, Value::Null);
@@ -381,8 +351,13 @@ fn when_the_mc_goes_down_viewers_keep_watching_and_new_meetings_get_102005_until
 
 /// A node whose MC URL leads nowhere useful answers with the cause's code.
 fn cause_code(dir: &Path, name: &str, url: &str, token: &str, extra: &str) -> u64 {
-    let config = node_config(&dir.join(name), name, url, token, extra);
-    let node = start_role(dir, name, "node", &config);
+    let node = NodeConfig {
+        mc_urls: vec![url.to_owned()],
+        token: Some(token.to_owned()),
+        mc_lines: extra.to_owned(),
+        ..NodeConfig::new(name)
+    }
+    .start(dir);
     let mut code = 0;
     wait_for(
         &format!("{name} to learn its mc is unreachable"),
@@ -470,7 +445,14 @@ fn each_way_of_not_reaching_the_mc_has_its_code() {
         104_115
     );
     // An MC with a wrong node token (104110), and a server that is not an MC (104111).
-    let mc = start_mc(d, "127.0.0.1:0", "");
+    let mc = start_mc(
+        d,
+        "mc",
+        &McConfig {
+            lines: MIN_CLIENT.to_owned(),
+            ..McConfig::default()
+        },
+    );
     assert_eq!(
         cause_code(d, "badtoken", &format!("http://{}", mc.http), "wrong", ""),
         104_110
