@@ -99,6 +99,23 @@ fn rtmp_publish_with_a_wrong_key_is_refused() {
             .any(|l| l.starts_with("brdyun_rtmp_rejections_total ") && !l.ends_with(" 0")),
         "the refusal is not counted:\n{metrics}"
     );
+    assert!(
+        metrics.lines().any(
+            |l| l == "brdyun_rtmp_refused_total{code=\"111028\",reason=\"ingest_wrong_key\"} 1"
+        ),
+        "the refusal is not counted by its code:\n{metrics}"
+    );
+    // The listener's status names it too, with the listener's address.
+    let (status, doc) = http_get_json(node.http, "/api/node");
+    assert_eq!(status, 200, "{doc}");
+    let listener = &doc["ingest"][0];
+    assert_eq!(listener["protocol"], "rtmp", "{doc}");
+    assert_eq!(listener["addr"], rtmp.to_string(), "{doc}");
+    let wrong_key = listener["refused"]
+        .as_array()
+        .and_then(|list| list.iter().find(|r| r["code"] == 111_028))
+        .map(|r| r["count"].clone());
+    assert_eq!(wrong_key, Some(serde_json::json!(1)), "{doc}");
 }
 
 /// The value of the metric line that starts with `prefix` (0 when absent).

@@ -227,6 +227,16 @@ fn an_mc_takes_a_meeting_over_rtmps_and_cuts_what_does_not_complete_tls() {
         Duration::from_secs(5),
         || (metric(mc.http, "brdyun_rtmps_tls_handshake_failures_total") == 2).then_some(()),
     );
+    // The MC's status names the failures beside the listener (the Backups screen's
+    // "Ingest listeners").
+    let (status, node_doc) = common::http_get_json(mc.http, "/api/node");
+    assert_eq!(status, 200, "{node_doc}");
+    let listener = node_doc["ingest"]
+        .as_array()
+        .and_then(|list| list.iter().find(|l| l["protocol"] == "rtmps"))
+        .unwrap_or_else(|| panic!("no rtmps listener: {node_doc}"));
+    assert_eq!(listener["addr"], rtmps.to_string(), "{node_doc}");
+    assert_eq!(listener["tls_handshake_failures"], 2, "{node_doc}");
 
     // Per address: two connections that have not published; the rest closed at accept.
     let hogs: Vec<TcpStream> = (0..5)

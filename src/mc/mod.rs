@@ -220,7 +220,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
                 "mc.rtmp",
                 &section.rtmp_limits,
                 Arc::new(registry.clone()),
-                &metrics,
+                &app_state,
                 &shutdown_rx,
                 &mut tasks,
             )
@@ -241,12 +241,15 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
                 limits: &section.rtmp_limits,
             },
             Arc::new(registry.clone()),
-            srt_stats,
+            Arc::clone(&srt_stats),
             &shutdown_rx,
             &mut tasks,
         )?),
         None => None,
     };
+    if let Some(addr) = srt {
+        app_state.ingest_listeners().add_srt(addr, srt_stats);
+    }
     let rtmps = match (section.rtmps, &section.rtmps_cert, &section.rtmps_key) {
         (Some(addr), Some(cert), Some(tls_key)) => Some(
             crate::node::rtmps::start_rtmps(
@@ -259,7 +262,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
                     settings: &section.rtmp_limits,
                 },
                 Arc::new(registry),
-                &metrics,
+                &app_state,
                 &shutdown_rx,
                 &mut tasks,
             )

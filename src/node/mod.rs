@@ -348,7 +348,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                 "node.rtmp",
                 &node_config.rtmp_limits,
                 Arc::new(registry.clone()),
-                &metrics,
+                &state,
                 &shutdown_rx,
                 &mut tasks,
             )
@@ -368,7 +368,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                     settings: &node_config.rtmp_limits,
                 },
                 Arc::new(registry.clone()),
-                &metrics,
+                &state,
                 &shutdown_rx,
                 &mut tasks,
             )
@@ -389,12 +389,15 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                 limits: &node_config.rtmp_limits,
             },
             Arc::new(registry.clone()),
-            srt_stats,
+            Arc::clone(&srt_stats),
             &shutdown_rx,
             &mut tasks,
         )?),
         None => None,
     };
+    if let Some(addr) = srt {
+        state.ingest_listeners().add_srt(addr, srt_stats);
+    }
     tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, ?rtmps, ?srt, streams = config.streams.len(), "node started");
     Ok(RunningNode {
         http,
@@ -410,8 +413,8 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
 }
 
 /// Binds `addr` and accepts RTMP publishers there, each authorized by `authorizer`,
-/// within the caps and deadlines of `settings`, with the server's counters in
-/// `metrics`; returns the bound address.
+/// within the caps and deadlines of `settings`, with the server's counters in the
+/// metrics and ingest listeners of `state`; returns the bound address.
 ///
 /// # Errors
 /// A setting out of range, or the address cannot be bound (`key` names the config
@@ -421,7 +424,7 @@ pub(crate) async fn start_rtmp(
     key: &str,
     settings: &crate::config::RtmpLimitsConfig,
     authorizer: Arc<dyn ingest::publish::PublishAuthorizer>,
-    metrics: &Metrics,
+    state: &AppState,
     shutdown: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<SocketAddr> {
@@ -431,7 +434,10 @@ pub(crate) async fn start_rtmp(
         .with_context(|| format!("binding {key} {addr}"))?;
     let bound = listener.local_addr()?;
     let stats = Arc::new(ingest::rtmp::RtmpStats::default());
-    server::ingest_view::register_rtmp(metrics, Arc::clone(&stats));
+    server::ingest_view::register_rtmp(state.metrics(), Arc::clone(&stats));
+    state
+        .ingest_listeners()
+        .add_rtmp("rtmp", bound, Arc::clone(&stats));
     tasks.spawn(ingest::rtmp::serve_with_stats(
         listener,
         authorizer,

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use server::metrics::Metrics;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -34,7 +33,8 @@ pub(crate) struct RtmpsListener<'a> {
 }
 
 /// Loads the certificate, binds the address and accepts RTMPS publishers, each
-/// authorized by `authorizer`; the counters go to `metrics` as `brdyun_rtmps_…`.
+/// authorized by `authorizer`; the counters go to the metrics of `state` as
+/// `brdyun_rtmps_…` and to its ingest listeners (`/api/node`).
 /// Returns the bound address.
 ///
 /// # Errors
@@ -43,7 +43,7 @@ pub(crate) struct RtmpsListener<'a> {
 pub(crate) async fn start_rtmps(
     listener: RtmpsListener<'_>,
     authorizer: Arc<dyn ingest::publish::PublishAuthorizer>,
-    metrics: &Metrics,
+    state: &server::state::AppState,
     shutdown: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<SocketAddr> {
@@ -66,7 +66,10 @@ pub(crate) async fn start_rtmps(
         .with_context(|| format!("binding {key} {addr}"))?;
     let bound = socket.local_addr()?;
     let stats = Arc::new(ingest::rtmp::RtmpStats::default());
-    server::ingest_view::register_rtmp_listener(metrics, "rtmps", Arc::clone(&stats));
+    server::ingest_view::register_rtmp_listener(state.metrics(), "rtmps", Arc::clone(&stats));
+    state
+        .ingest_listeners()
+        .add_rtmp("rtmps", bound, Arc::clone(&stats));
     tasks.spawn(ingest::rtmp::serve_tls_with_stats(
         socket,
         acceptor,

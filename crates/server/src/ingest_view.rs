@@ -153,6 +153,15 @@ pub fn register_rtmp_listener(metrics: &Metrics, prefix: &'static str, stats: Ar
         ] {
             let _ = writeln!(out, "brdyun_{prefix}_{name} {value}");
         }
+        // Publishes refused after the handshake (unknown meeting, wrong key, busy).
+        for (code, count) in stats.rejections_by_code() {
+            let _ = writeln!(
+                out,
+                "brdyun_{prefix}_refused_total{{code=\"{}\",reason=\"{}\"}} {count}",
+                code.code(),
+                code.label()
+            );
+        }
         // What the listener's caps and deadlines refused or cut, by code.
         for (code, count) in stats.limits.by_code() {
             let _ = writeln!(

@@ -42,6 +42,7 @@ pub mod header_walk;
 pub mod health;
 pub mod http_app;
 pub mod http_util;
+pub mod ingest_listeners;
 pub mod ingest_view;
 pub mod ladder;
 pub mod lane;

@@ -72,11 +72,7 @@ pub fn add_links(inputs: &mut Value, publish_names: &[Option<String>], stats: &S
 /// publishers its limits cut, by code.
 pub fn listener_json(stats: &SrtStats) -> Value {
     use std::sync::atomic::Ordering::Relaxed;
-    let by_code = |list: &[(codes::InputFault, u64)]| -> Vec<Value> {
-        list.iter()
-            .map(|(code, count)| json!({ "code": code.code(), "reason": code.label(), "count": count }))
-            .collect()
-    };
+    let by_code = crate::ingest_listeners::by_code_json;
     json!({
         "connections": stats.connections.load(Relaxed),
         "active_connections": stats.active_connections.load(Relaxed),

@@ -51,6 +51,7 @@ struct Shared {
     logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
     archive_scans: crate::archive_scans::ArchiveScans,
     health: crate::health::Health,
+    ingest_listeners: crate::ingest_listeners::IngestListeners,
 }
 
 impl AppState {
@@ -91,6 +92,7 @@ impl AppState {
                 logins: std::sync::OnceLock::new(),
                 archive_scans,
                 health: crate::health::Health::default(),
+                ingest_listeners: crate::ingest_listeners::IngestListeners::default(),
             }),
         }
     }
@@ -115,6 +117,11 @@ impl AppState {
     /// The process's health state: its shutdown flag and readiness verdict (`/readyz`).
     pub fn health(&self) -> &crate::health::Health {
         &self.inner.health
+    }
+
+    /// The process's RTMP, RTMPS and SRT listeners, as `/api/node` shows them.
+    pub fn ingest_listeners(&self) -> &crate::ingest_listeners::IngestListeners {
+        &self.inner.ingest_listeners
     }
 
     /// This node's identity.

@@ -80,6 +80,8 @@ pub struct RtmpStats {
     pub publishes: AtomicU64,
     /// Publishes the authorizer refused.
     pub rejections: AtomicU64,
+    /// Those refusals by code (the order of [`REJECTION_CODES`]).
+    rejections_by_code: [AtomicU64; REJECTION_CODES.len()],
     /// Bytes received, handshake included.
     pub bytes: AtomicU64,
     /// Frames handed to streams.
@@ -121,7 +123,29 @@ pub struct RtmpStatsSnapshot {
     pub tls_handshake_failures: u64,
 }
 
+/// The codes a publish is refused with after the RTMP handshake, in code order: what
+/// [`RtmpStats::rejections_by_code`] reports.
+pub const REJECTION_CODES: [codes::InputFault; 3] = [
+    codes::InputFault::UnknownStream,
+    codes::InputFault::WrongKey,
+    codes::InputFault::StreamBusy,
+];
+
 impl RtmpStats {
+    /// Counts a publish the authorizer refused, by its code.
+    pub fn rejected(&self, rejection: &crate::publish::PublishRejection) {
+        self.rejections.fetch_add(1, Relaxed);
+        let code = rejection.code();
+        if let Some(i) = REJECTION_CODES.iter().position(|c| *c == code) {
+            self.rejections_by_code[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Every rejection code with its count, in code order.
+    pub fn rejections_by_code(&self) -> [(codes::InputFault, u64); REJECTION_CODES.len()] {
+        std::array::from_fn(|i| (REJECTION_CODES[i], self.rejections_by_code[i].load(Relaxed)))
+    }
+
     /// Reads every counter (each individually atomic; the set is not a transaction).
     pub fn snapshot(&self) -> RtmpStatsSnapshot {
         RtmpStatsSnapshot {

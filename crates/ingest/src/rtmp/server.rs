@@ -368,7 +368,7 @@ impl Connection {
                                 stream = request.stream.clone();
                             }
                             Err(rejection) => {
-                                self.stats.rejections.fetch_add(1, Relaxed);
+                                self.stats.rejected(&rejection);
                                 let code = rejection.code();
                                 warn!(peer = %self.peer, app = %request.app, stream = %request.stream, code = code.code(), reason = code.label(), "rtmp publish rejected: {rejection}");
                                 session.reject_publish(&rejection);

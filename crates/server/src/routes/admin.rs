@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use crate::extract::CodedPath;
 use crate::state::{AppState, StreamEntry};
 
-/// `GET /api/node`: who this node is.
+/// `GET /api/node`: who this node is, and what its ingest listeners refused.
 pub async fn node(State(state): State<AppState>, _admin: Admin) -> Response {
     let node = state.node();
     Json(json!({
@@ -24,6 +24,7 @@ pub async fn node(State(state): State<AppState>, _admin: Admin) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_seconds": state.uptime().as_secs(),
         "streams": state.streams().len(),
+        "ingest": state.ingest_listeners().to_json(),
     }))
     .into_response()
 }
