@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::cluster::{Cluster, ClusterBuilder, ADMIN};
 use common::{
     ffmpeg_decode, ffmpeg_source, http_get, http_get_with, http_request, start_role, wait_for,
     ChildGuard,
@@ -22,8 +23,6 @@ use common::{
 use serde_json::json;
 
 const RUNGS: [&str; 3] = ["source", "144p", "96p"];
-
-const ADMIN: (&str, &str) = ("Authorization", "Bearer admin-secret-for-these-tests");
 
 /// Creates and starts meeting `m` on the MC and publishes 60 s of it by RTMP with
 /// ffmpeg; the publisher stops when the guard drops.
@@ -66,44 +65,17 @@ rungs = [
 ]
 "#;
 
-/// An MC with `ladder` and a node that follows it, in `dir`.
-fn start_mc_and_node(dir: &Path, ladder: &str) -> (common::NodeProcess, common::NodeProcess) {
-    let mc = start_role(
-        dir,
-        "mc",
-        "mc",
-        &mc_config_with(&dir.join("mc-data"), ladder),
-    );
-    let node = start_role(
-        dir,
-        "node-a",
-        "node",
-        &node_config(&dir.join("node-a"), mc.http),
-    );
-    (mc, node)
+/// An MC with `ladder` and a node that follows it, recording.
+fn start_mc_and_node(ladder: &str) -> Cluster {
+    cluster_with(ladder)
+        .nodes(&["node-a"])
+        .dvr("dvr = { enabled = true }")
+        .start()
 }
 
-fn mc_config_with(data: &Path, ladder: &str) -> String {
-    format!(
-        r#"[mc]
-http = "127.0.0.1:0"
-rtmp = "127.0.0.1:0"
-data_dir = "{}"
-admin_token = "admin-secret-for-these-tests"
-node_token = "node-secret-for-these-tests"
-{ladder}
-[defaults]
-segment_duration = 1
-"#,
-        data.display()
-    )
-}
-
-fn node_config(data: &Path, mc: SocketAddr) -> String {
-    format!(
-        "[node]\nname = \"node-a\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n[mc.stream]\nsegment_duration = 1\ndvr = {{ enabled = true }}\n",
-        data.display()
-    )
+/// An MC with `ladder` in `[mc]`.
+fn cluster_with(ladder: &str) -> ClusterBuilder {
+    Cluster::mc().mc_lines(ladder)
 }
 
 /// The media playlist path of a rung of meeting `m`.
@@ -169,9 +141,9 @@ fn first_video(path: &Path) -> ((u64, bool), u32) {
 
 #[test]
 fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mc, node) = start_mc_and_node(dir.path(), ENCODED_LADDER);
-    let _publisher = publish_meeting(&mc);
+    let cluster = start_mc_and_node(ENCODED_LADDER);
+    let (mc, node) = (&cluster.mc, cluster.node());
+    let _publisher = publish_meeting(mc);
     let admin = [ADMIN];
 
     // The node's master playlist offers the whole ladder once every rung is cut.
@@ -195,7 +167,7 @@ fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node(
         "{master}"
     );
 
-    let msns = check_aligned_msns(&node, &mc, dir.path(), &RUNGS, &[180, 144, 96]);
+    let msns = check_aligned_msns(node, mc, cluster.path(), &RUNGS, &[180, 144, 96]);
 
     let (_, status) = http_request(mc.http, "GET", "/api/streams/m", &admin, "");
     assert_eq!(status["ladder"]["encoder"], "running", "{status}");
@@ -209,8 +181,8 @@ fn every_rung_of_the_mcs_ladder_is_cut_at_the_sources_pts_and_plays_from_a_node(
         "ffmpeg plays the ladder: {errors:?}"
     );
 
-    check_llhls_ladder(&node);
-    check_recorded_ladder(&node, dir.path(), &msns);
+    check_llhls_ladder(node);
+    check_recorded_ladder(node, cluster.path(), &msns);
 }
 
 /// `uri` relative to the playlist at `base` (a path), as a player resolves it.
@@ -429,18 +401,6 @@ fn check_recorded_ladder(node: &common::NodeProcess, dir: &Path, live_msns: &[u6
     );
 }
 
-/// A node of the MC's meeting with `[ott]`: its meeting streams are members of the
-/// meeting's OTT group.
-fn ott_node_config(data: &Path, name: &str, mc: SocketAddr, gossip: u16, seeds: &[u16]) -> String {
-    format!(
-        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-         [mc]\nurl = \"http://{mc}\"\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 1\n\
-         [mc.stream]\nsegment_duration = 1\nott_backup = true\n{}",
-        data.display(),
-        ott_section(gossip, seeds)
-    )
-}
-
 fn ott_section(gossip: u16, seeds: &[u16]) -> String {
     let seeds: Vec<String> = seeds
         .iter()
@@ -487,21 +447,16 @@ fn backups(node: SocketAddr) -> Vec<(String, usize)> {
 /// names the problem.
 #[test]
 fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &mc_config_with(&dir.path().join("mc-data"), ENCODED_LADDER),
-    );
+    let cluster = cluster_with(ENCODED_LADDER).start();
+    let mc = &cluster.mc;
     let ports: Vec<u16> = (0..3).map(|_| common::free_udp_port()).collect();
+    // A node of the MC's meeting with `[ott]`: its meeting streams are members of the
+    // meeting's OTT group.
     let start = |i: usize, name: &str| {
-        start_role(
-            dir.path(),
-            name,
-            "node",
-            &ott_node_config(&dir.path().join(name), name, mc.http, ports[i], &ports),
-        )
+        let mut config = cluster.node_config(name);
+        config.stream = Some("segment_duration = 1\nott_backup = true\n".to_owned());
+        config.sections = ott_section(ports[i], &ports);
+        config.start(cluster.path())
     };
     let a = start(0, "node-a");
     let b = start(1, "node-b");
@@ -510,13 +465,13 @@ fn a_member_with_another_ladder_is_not_offered_as_a_backup() {
     let c_config = format!(
         "[node]\nname = \"node-c\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[defaults]\nsegment_duration = 1\n\
          [[stream]]\nname = \"m\"\ninputs = [\"http://{}/m/mpegts\"]\ninput_token = \"{}\"\nott_backup = true\n{}",
-        dir.path().join("node-c").display(),
+        cluster.path().join("node-c").display(),
         mc.http,
         common::NODE_TOKEN,
         ott_section(ports[2], &ports)
     );
-    let c = start_role(dir.path(), "node-c", "node", &c_config);
-    let _publisher = publish_meeting(&mc);
+    let c = start_role(cluster.path(), "node-c", "node", &c_config);
+    let _publisher = publish_meeting(mc);
     let b_host = b.http.to_string();
     let c_host = c.http.to_string();
     // node-a offers node-b, with all three variants, once both carry the ladder, and
@@ -617,9 +572,9 @@ fn publish_ladder(rtmp: SocketAddr, key: &str) -> ChildGuard {
 
 #[test]
 fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reported_not_offered() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mc, node) = start_mc_and_node(dir.path(), PUBLISHED_LADDER);
-    let key = start_meeting(&mc);
+    let cluster = start_mc_and_node(PUBLISHED_LADDER);
+    let (mc, node) = (&cluster.mc, cluster.node());
+    let key = start_meeting(mc);
     let _publisher = publish_ladder(mc.rtmp.expect("mc rtmp address"), &key);
 
     // The node offers the aligned rungs; `odd` is offered at most while its window
@@ -636,7 +591,7 @@ fn a_publishers_own_ladder_is_cut_on_the_source_and_a_misaligned_rung_is_reporte
             (status == 200 && uris == expected).then_some(())
         },
     );
-    check_aligned_msns(&node, &mc, dir.path(), &RUNGS, &[180, 144, 96]);
+    check_aligned_msns(node, mc, cluster.path(), &RUNGS, &[180, 144, 96]);
 
     // The misaligned rung is reported on the MC (counted, 110004 in the log), cut and
     // relayed like the others but not offered to players, on the MC or the node.
@@ -700,9 +655,9 @@ fn newest(addr: SocketAddr, rung: &str) -> Option<(u64, u64)> {
 
 #[test]
 fn a_killed_encoder_costs_the_rungs_one_discontinuity_and_the_source_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mc, node) = start_mc_and_node(dir.path(), ENCODED_LADDER);
-    let _publisher = publish_meeting(&mc);
+    let cluster = start_mc_and_node(ENCODED_LADDER);
+    let (mc, node) = (&cluster.mc, cluster.node());
+    let _publisher = publish_meeting(mc);
     let admin = [ADMIN];
     wait_for("every rung on the node", Duration::from_secs(40), || {
         RUNGS
