@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::cluster::Cluster;
 use common::{http_get, parse_media_playlist, start_role, wait_for, NodeProcess};
 
 /// 0.5-s parts of 2-s segments, the low-latency setting docs/llhls.md measures.
@@ -32,22 +33,22 @@ fn edge_config(data: &std::path::Path, origin: SocketAddr) -> String {
     )
 }
 
-/// An MC with the preset meeting `m` on the built-in source.
-fn mc_config(data: &std::path::Path) -> String {
-    format!(
-        "[mc]\nname = \"mc\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[defaults]\n{STREAM}\
-         [[meeting]]\nid = \"m\"\nstart = true\ninputs = [\"builtin://meeting\"]\n",
-        data.display()
-    )
-}
-
-/// A node that learns its meetings from `mc` and pulls its live relay.
-fn mc_node_config(data: &std::path::Path, mc: SocketAddr) -> String {
-    format!(
-        "[node]\nname = \"node\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-         [mc]\nurl = \"http://{mc}\"\npoll_interval = 0.5\nlive_relay = true\n[mc.stream]\n{STREAM}",
-        data.display()
-    )
+/// An MC with the preset meeting `m` on the built-in source, and the config of a node
+/// that learns its meetings from it and pulls its live relay.
+fn mc_cluster() -> Cluster {
+    Cluster::mc()
+        .name("mc")
+        .no_rtmp()
+        .tokens(None, None)
+        .defaults(Some(STREAM))
+        .sections("[[meeting]]\nid = \"m\"\nstart = true\ninputs = [\"builtin://meeting\"]\n")
+        .node(|node| {
+            node.poll_interval = "0.5".to_owned();
+            node.timeout = None;
+            node.mc_lines = "live_relay = true\n".to_owned();
+            node.stream = Some(STREAM.to_owned());
+        })
+        .start()
 }
 
 /// The parts an LL-HLS playlist lists, as (MSN, index, URI), in order.
@@ -118,11 +119,16 @@ fn start_listing_parts(
     config: impl FnOnce(&std::path::Path) -> String,
 ) -> NodeProcess {
     let process = start_role(dir, name, role, &config(&dir.join(name)));
+    wait_listing_parts(&process, name);
+    process
+}
+
+/// Waits until `process` (named `name`) lists at least four LL-HLS parts of `m`.
+fn wait_listing_parts(process: &NodeProcess, name: &str) {
     wait_for(&format!("{name} LL-HLS"), Duration::from_secs(30), || {
         let (status, _, body) = http_get(process.http, "/m/ll.m3u8");
         (status == 200 && parts(&String::from_utf8_lossy(&body)).len() >= 4).then_some(())
     });
-    process
 }
 
 #[test]
@@ -137,12 +143,11 @@ fn a_node_on_the_live_relay_lists_the_origins_parts_as_they_are_cut() {
 
 #[test]
 fn a_node_of_an_mc_lists_the_mcs_parts_as_they_are_cut() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_listing_parts(dir.path(), "mc", "mc", mc_config);
-    let node = start_listing_parts(dir.path(), "node", "node", |data| {
-        mc_node_config(data, mc.http)
-    });
-    in_step("MC", mc.http, node.http);
+    let cluster = mc_cluster();
+    wait_listing_parts(&cluster.mc, "mc");
+    let node = cluster.start_node("node");
+    wait_listing_parts(&node, "node");
+    in_step("MC", cluster.mc.http, node.http);
 }
 
 /// Checks that `node` lists every part of `m` within 200 ms of `upstream` (p50 and
