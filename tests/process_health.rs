@@ -19,11 +19,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::etcd::EtcdCluster;
+use common::cluster::{Cluster, ADMIN_TOKEN};
 use common::supervisor::{EventKind, Supervisor};
 use common::{
     ffmpeg_source, free_tcp_port, free_udp_port, http_get, http_request, parse_media_playlist,
-    start_role, wait_for, ChildGuard, NodeProcess,
+    wait_for, ChildGuard, NodeProcess, NODE_TOKEN,
 };
 use rustix::process::Signal;
 
@@ -198,19 +198,12 @@ fn probes_answer_while_a_fault_rule_sheds_every_viewer() {
 /// token it names them.
 #[test]
 fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-             admin_token = \"admin-secret-for-these-tests\"\n\
-             node_token = \"node-secret-for-these-tests\"\n\
-             [[meeting]]\nid = \"board-q3-reorg\"\nstart = true\n",
-            dir.path().join("mc").display()
-        ),
-    );
+    let cluster = Cluster::mc()
+        .no_rtmp()
+        .defaults(None)
+        .sections("[[meeting]]\nid = \"board-q3-reorg\"\nstart = true\n")
+        .start();
+    let mc = &cluster.mc;
     assert_healthy(mc.http);
     wait_for("the idle meeting", Duration::from_secs(10), || {
         let (status, _, doc) = readiness(mc.http);
@@ -222,11 +215,7 @@ fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
         !open.contains("board-q3-reorg"),
         "a meeting named to anyone: {open}"
     );
-    for token in [
-        "admin-secret-for-these-tests",
-        "node-secret-for-these-tests",
-        "wrong",
-    ] {
+    for token in [ADMIN_TOKEN, NODE_TOKEN, "wrong"] {
         let auth = format!("Bearer {token}");
         let (status, _, body) =
             common::http_get_with(mc.http, "/readyz", &[("Authorization", auth.as_str())]);
@@ -241,28 +230,15 @@ fn an_mc_with_a_meeting_waiting_for_its_publisher_is_ready() {
 /// meeting has no media, which is the meeting's state, not the node's.
 #[test]
 fn a_node_whose_meeting_waits_for_its_publisher_is_ready() {
-    let dir = tempfile::tempdir().unwrap();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nnode_token = \"{}\"\n[[meeting]]\nid = \"m\"\nstart = true\n",
-            dir.path().join("mc").display(),
-            common::NODE_TOKEN
-        ),
-    );
-    let node = NodeProcess::start(
-        dir.path(),
-        "node",
-        &format!(
-            "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
-             [mc]\nurl = \"http://{}\"\ntoken = \"{}\"\npoll_interval = 0.2\ntimeout = 1\n",
-            dir.path().join("node").display(),
-            mc.http,
-            common::NODE_TOKEN
-        ),
-    );
+    let cluster = Cluster::mc()
+        .no_rtmp()
+        .tokens(None, Some(NODE_TOKEN))
+        .defaults(None)
+        .sections("[[meeting]]\nid = \"m\"\nstart = true\n")
+        .node(|node| node.stream = None)
+        .nodes(&["n"])
+        .start();
+    let node = cluster.node();
     // Once the node knows the meeting, its viewers hear "not started" (103002)...
     wait_for(
         "the node to know the meeting",
@@ -285,32 +261,27 @@ fn a_node_whose_meeting_waits_for_its_publisher_is_ready() {
 /// back; it serves all along.
 #[test]
 fn an_mc_is_not_ready_while_its_etcd_is_away() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut etcd = EtcdCluster::start(&dir.path().join("etcd"), 1);
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &format!(
-            "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nnode_token = \"{}\"\netcd = {}\n",
-            dir.path().join("mc").display(),
-            common::NODE_TOKEN,
-            etcd.toml_urls()
-        ),
-    );
-    wait_readiness(mc.http, "ready on etcd", 200, None, Duration::from_secs(15));
+    let mut cluster = Cluster::mc()
+        .no_rtmp()
+        .tokens(None, Some(NODE_TOKEN))
+        .defaults(None)
+        .etcd(1)
+        .start();
+    let mc = cluster.mc.http;
+    let etcd = cluster.etcd.as_mut().expect("etcd");
+    wait_readiness(mc, "ready on etcd", 200, None, Duration::from_secs(15));
     etcd.kill(0);
     wait_readiness(
-        mc.http,
+        mc,
         "the store's reason",
         503,
         Some(115_015),
         Duration::from_secs(20),
     );
-    assert_healthy(mc.http);
+    assert_healthy(mc);
     etcd.restart(0);
     wait_readiness(
-        mc.http,
+        mc,
         "ready once etcd is back",
         200,
         None,
