@@ -1,5 +1,6 @@
 //! The node's HTTP application as one tower service: the edge ([`crate::edge`]), then
-//! the shedding layer ([`crate::shed::layer`]), then [`Dispatch`], which calls the
+//! the shedding layer ([`crate::shed::layer`]), then the experiments' KPI layer
+//! ([`crate::shed::kpi_layer`]), then [`Dispatch`], which calls the
 //! stream-file entry ([`crate::routes::stream`]) directly for a `GET` of
 //! `/{stream}/{file}` or `/{stream}/{rung}/{file}` — the playlists and segments that
 //! make nearly all of a node's requests — and hands everything else to the axum router.
@@ -28,13 +29,13 @@ use tower::{Layer as _, Service};
 use crate::edge::{Edge, EdgeLayer};
 use crate::request_context::{Arrival, ContextService, RequestContext};
 use crate::routes::answer::{Answer, Waiting};
-use crate::shed::{ShedLayer, ShedService};
+use crate::shed::{KpiLayer, KpiService, ShedLayer, ShedService};
 use crate::state::AppState;
 use crate::url::Route;
 
 /// A node's (or an MC's) whole HTTP application: routes behind the shedding layer and
 /// the edge. Built by [`crate::routes::router`] and [`crate::mc::router`].
-pub type NodeApp = Edge<ShedService<Dispatch>>;
+pub type NodeApp = Edge<ShedService<KpiService<Dispatch>>>;
 
 /// Puts `router` (with the node's `state`) behind the shedding layer and the edge. The
 /// shedding layer is inside the edge, so a shed answer is counted as a 5xx, and a CORS
@@ -44,8 +45,9 @@ pub fn node_app(router: Router, state: &AppState) -> NodeApp {
         router,
         state: state.clone(),
     };
+    let kpis = KpiLayer::new(Arc::clone(state.shedder())).layer(dispatch);
     EdgeLayer::new(Arc::clone(state.metrics()))
-        .layer(ShedLayer::new(Arc::clone(state.shedder())).layer(dispatch))
+        .layer(ShedLayer::new(Arc::clone(state.shedder())).layer(kpis))
 }
 
 /// The innermost service: a stream file's `GET` straight to its entry, anything else

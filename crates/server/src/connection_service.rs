@@ -92,6 +92,7 @@ impl<A: HttpApp> ConnectionService<A> {
         let context = RequestContext {
             connection: Some(self.connection.clone()),
             target: None,
+            admitted: None,
         };
         if let Ok(mut app) = self.app.try_borrow_mut() {
             let mut cx = Context::from_waker(Waker::noop());

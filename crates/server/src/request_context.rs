@@ -11,6 +11,8 @@ use axum::http::{Extensions, Request};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use shed::{Bucket, RequestFacts};
+
 use crate::shed::ConnectionGate;
 use crate::url::{StreamFile, Target};
 
@@ -42,6 +44,18 @@ pub struct RequestContext {
     pub connection: Option<Connection>,
     /// The route and file the edge found (`None` before the edge, or without it).
     pub target: Option<Target>,
+    /// How the shedding layer admitted the request, for the layers inside it (the
+    /// experiments' KPIs); `None` before it, or for a request it let through unranked.
+    pub admitted: Option<Admitted>,
+}
+
+/// A request the shedding layer admitted: the facts it decided on and their bucket.
+#[derive(Debug, Clone, Copy)]
+pub struct Admitted {
+    /// Route kind, device, member and playback, as the layer gathered them.
+    pub facts: RequestFacts,
+    /// The bucket it was classified in.
+    pub bucket: Bucket,
 }
 
 impl RequestContext {

@@ -1,7 +1,8 @@
 //! The tower layer that admits or sheds every request of a node (after linkerd2-proxy's
 //! `loadshed`): a shed request is answered at once with a prebuilt-shape 503 and its
 //! body is never read (the request is dropped); an admitted one is counted in flight until its response is
-//! ready, and its latency feeds the adaptive concurrency limit.
+//! ready, its latency feeds the adaptive concurrency limit, and the layers inside find
+//! how it was admitted in its context ([`crate::request_context::Admitted`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -20,9 +21,8 @@ use tower::{Layer, Service};
 
 use super::policy::Decision;
 use super::shedder::Shedder;
-use crate::experiments::Observed;
 use crate::header_walk::first_values;
-use crate::request_context::{Connection, ContextService, RequestContext};
+use crate::request_context::{Admitted, Connection, ContextService, RequestContext};
 use crate::url::{Route, Target};
 use shed::member_id;
 
@@ -204,18 +204,10 @@ where
                     bucket,
                     started,
                     in_flight_at_start,
-                    critical,
                 } = admission;
                 guard
                     .shedder
                     .complete(*bucket, started.elapsed(), *in_flight_at_start);
-                if let (Some(o), Ok(r)) = (*critical, &response) {
-                    guard.shedder.experiments().critical_answered(
-                        o,
-                        r.status().is_server_error(),
-                        guard.shedder.clock().unix_ms_u64(),
-                    );
-                }
                 // Leave the in-flight count now, not when the future is dropped.
                 this.state = FutureState::Shed(None);
                 Poll::Ready(response)
@@ -244,7 +236,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         // The inner service polled ready for this call answers it (its future owns
         // what it needs: no clone of the service per request).
         let target = RequestContext::target(request.extensions()).copied();
@@ -254,7 +246,10 @@ where
             return Either::Left(self.inner.call(request));
         }
         match self.admit(&request, target, Connection::of(&request)) {
-            Verdict::Admit(admission) => Either::Right(admission.answer(self.inner.call(request))),
+            Verdict::Admit(admission, admitted) => {
+                RequestContext::of_mut(&mut request).admitted = Some(admitted);
+                Either::Right(admission.answer(self.inner.call(request)))
+            }
             // The request is dropped here, its body unread.
             Verdict::Shed(shed) => Either::Right(shed),
         }
@@ -266,7 +261,7 @@ where
     S: ContextService<Response = Response, Error = Infallible> + Clone,
     S::Future: Unpin,
 {
-    fn call_with(&mut self, request: Request, context: RequestContext) -> Self::Future {
+    fn call_with(&mut self, request: Request, mut context: RequestContext) -> Self::Future {
         if !self.shedder.enabled()
             || never_shed(
                 context.target.as_ref(),
@@ -277,7 +272,8 @@ where
             return Either::Left(self.inner.call_with(request, context));
         }
         match self.admit(&request, context.target, context.connection.as_ref()) {
-            Verdict::Admit(admission) => {
+            Verdict::Admit(admission, admitted) => {
+                context.admitted = Some(admitted);
                 Either::Right(admission.answer(self.inner.call_with(request, context)))
             }
             Verdict::Shed(shed) => Either::Right(shed),
@@ -305,8 +301,8 @@ fn never_shed(target: Option<&Target>, request: &Request, connection: Option<&Co
 
 /// What [`ShedService`] decides for a request.
 enum Verdict<F> {
-    /// Admitted: the inner service answers it.
-    Admit(Admission),
+    /// Admitted: the inner service answers it, told how it was admitted.
+    Admit(Admission, Admitted),
     /// Shed: this is its answer.
     Shed(ShedFuture<F>),
 }
@@ -317,9 +313,6 @@ struct Admission {
     bucket: Bucket,
     started: Instant,
     in_flight_at_start: u32,
-    /// A CRITICAL request of a member observed by a running experiment: its outcome
-    /// is a KPI event.
-    critical: Option<Observed>,
 }
 
 impl Admission {
@@ -352,11 +345,6 @@ impl<S> ShedService<S> {
             // DEGRADED, which load, fault rules and experiments shed.
             facts.route = RouteKind::Status;
         }
-        // Lock-free, and `None` at once while no experiment runs.
-        let observed = self
-            .shedder
-            .experiments()
-            .observe(&facts, request.headers());
         // KPI beacons are measured, never shed for an experiment (only by overload).
         let experiments_apply = target.route != Some(Route::KpiBeacon);
         let bucket = match self.shedder.decide_with(&facts, experiments_apply) {
@@ -391,12 +379,14 @@ impl<S> ShedService<S> {
                         }
                     }
                 }
-                if let (Some(o), Bucket::Critical) = (observed, classified.bucket) {
-                    self.shedder.experiments().critical_answered(
-                        o,
-                        true,
-                        self.shedder.clock().unix_ms_u64(),
-                    );
+                // A refused CRITICAL request of an observed member is a failure of its
+                // KPIs (the admitted ones are told by [`super::kpi_layer`]).
+                if classified.bucket == Bucket::Critical {
+                    let experiments = self.shedder.experiments();
+                    if let Some(o) = experiments.observe(&facts, request.headers()) {
+                        let now = self.shedder.clock().unix_ms_u64();
+                        experiments.critical_answered(o, true, now);
+                    }
                 }
                 let response = Some(shed_response(&advice));
                 let state = match held_until {
@@ -409,25 +399,20 @@ impl<S> ShedService<S> {
                 return Verdict::Shed(ShedFuture { state });
             }
         };
-        if let Some(o) = observed {
-            self.shedder.experiments().request_admitted(
-                o,
-                facts.route,
-                request.uri().path(),
-                self.shedder.clock().unix_ms_u64(),
-            );
-        }
         let in_flight_at_start = self.shedder.metrics().enter();
-        Verdict::Admit(Admission {
-            guard: InFlight {
-                shedder: Arc::clone(&self.shedder),
+        let admitted = Admitted { facts, bucket };
+        Verdict::Admit(
+            Admission {
+                guard: InFlight {
+                    shedder: Arc::clone(&self.shedder),
+                },
+                bucket,
+                // Before the call: an answer made in the call (a playlist from memory) is
+                // timed with the work that made it.
+                started: Instant::now(),
+                in_flight_at_start,
             },
-            bucket,
-            // Before the call: an answer made in the call (a playlist from memory) is
-            // timed with the work that made it.
-            started: Instant::now(),
-            in_flight_at_start,
-            critical: observed.filter(|_| bucket == Bucket::Critical),
-        })
+            admitted,
+        )
     }
 }

@@ -7,7 +7,9 @@
 //! segment/media-playlist request), asks [`Shedder::decide`] (classify, shed curve at the
 //! current overload level, then the operator's fault rules) and either answers the
 //! back-pressure 503 at once, without reading the body, or calls the routes with an
-//! in-flight guard and feeds the request's latency to the adaptive limit.
+//! in-flight guard and feeds the request's latency to the adaptive limit. Just inside
+//! it, [`kpi_layer::KpiLayer`] reports the requests it admitted to the node's
+//! experiments (EXP-1).
 //!
 //! [`Shedder`] is a composition of small parts, each in its file with its tests:
 //! [`Policy`] (the pure decision), [`LevelMonitor`] (the level the decisions read and
@@ -27,6 +29,7 @@
 pub mod fault_api;
 mod faults;
 pub mod gate;
+pub mod kpi_layer;
 mod lane_settings;
 pub mod layer;
 mod levels;
@@ -42,6 +45,7 @@ pub mod telemetry;
 
 pub use faults::{FaultRuleSet, RuleView};
 pub use gate::{ConnectionGate, GatedStream};
+pub use kpi_layer::{KpiLayer, KpiService};
 pub use lane_settings::LaneSettings;
 pub use layer::{ShedLayer, ShedService};
 pub use levels::LevelMonitor;
