@@ -7,29 +7,31 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::cluster::{self, McConfig, NodeConfig, ADMIN};
 use common::etcd::EtcdCluster;
-use common::{http_request, open_meeting, start_role, wait_for, NodeProcess};
+use common::{http_request, open_meeting, wait_for, NodeProcess};
 use serde_json::{json, Value};
 
-const ADMIN: &str = "Bearer admin-secret-for-these-tests";
-
-fn start_mc(dir: &Path, name: &str, etcd: &EtcdCluster, extra: &str) -> NodeProcess {
-    let config = format!(
-        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\netcd = {}\n[defaults]\nsegment_duration = 1\n{extra}",
-        dir.join(name).display(),
-        etcd.toml_urls(),
-    );
-    start_role(dir, name, "mc", &config)
+/// MC `name` of the pair, its store on `etcd`, with `sections` after `[defaults]`.
+fn start_mc(dir: &Path, name: &str, etcd: &EtcdCluster, sections: &str) -> NodeProcess {
+    let config = McConfig {
+        name: Some(name.to_owned()),
+        rtmp: false,
+        lines: format!("etcd = {}\n", etcd.toml_urls()),
+        sections: sections.to_owned(),
+        ..McConfig::default()
+    };
+    cluster::start_mc(dir, name, &config)
 }
 
+/// Node `name` syncing with whichever of `mcs` answers.
 fn start_node(dir: &Path, name: &str, mcs: &[String]) -> NodeProcess {
-    let urls: Vec<String> = mcs.iter().map(|u| format!("\"{u}\"")).collect();
-    let config = format!(
-        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurls = [{}]\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 0.5\n[mc.stream]\nsegment_duration = 1\n",
-        dir.join(name).display(),
-        urls.join(", "),
-    );
-    start_role(dir, name, "node", &config)
+    NodeConfig {
+        mc_urls: mcs.to_vec(),
+        timeout: Some("0.5".to_owned()),
+        ..NodeConfig::new(name)
+    }
+    .start(dir)
 }
 
 fn api(mc: SocketAddr, method: &str, path: &str, body: Value) -> (u16, Value) {
@@ -38,7 +40,7 @@ fn api(mc: SocketAddr, method: &str, path: &str, body: Value) -> (u16, Value) {
     } else {
         body.to_string()
     };
-    http_request(mc, method, path, &[("Authorization", ADMIN)], &body)
+    http_request(mc, method, path, &[ADMIN], &body)
 }
 
 /// Waits until a fresh viewer opening `meeting` gets `code` (0: it plays); returns how
@@ -168,7 +170,7 @@ fn two_mcs_on_etcd_are_one_mc_for_hosts_and_nodes() {
         mc2.http,
         "PUT",
         "/api/meetings/pair/viewer-limit",
-        &[("Authorization", ADMIN)],
+        &[ADMIN],
         &json!({"viewer_limit": counted}).to_string(),
     );
     assert_eq!(status, 200);
@@ -179,7 +181,7 @@ fn two_mcs_on_etcd_are_one_mc_for_hosts_and_nodes() {
         mc1.http,
         "PUT",
         "/api/meetings/pair/viewer-limit",
-        &[("Authorization", ADMIN)],
+        &[ADMIN],
         &json!({"viewer_limit": null}).to_string(),
     );
     assert_eq!(status, 200);
