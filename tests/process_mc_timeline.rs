@@ -9,10 +9,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use common::cluster::{self, McConfig, NodeConfig};
 use common::etcd::EtcdCluster;
 use common::{
-    free_tcp_port, free_udp_port, http_get_as_node, http_request, parse_media_playlist, parse_pdt,
-    start_role, wait_for, ChildGuard, NodeProcess, PlaylistEntry,
+    free_tcp_port, free_udp_port, http_get_as_node, parse_media_playlist, parse_pdt, wait_for,
+    ChildGuard, NodeProcess, PlaylistEntry,
 };
 
 const MEETING: &str = "dual";
@@ -26,22 +27,29 @@ fn start_mc(
     etcd: &EtcdCluster,
     inputs: &str,
 ) -> NodeProcess {
-    let config = format!(
-        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:{port}\"\nrtmp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"admin-secret-for-these-tests\"\nnode_token = \"node-secret-for-these-tests\"\netcd = {}\npeers = [\"http://127.0.0.1:{peer}\"]\n[defaults]\nsegment_duration = 1\n[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [{inputs}]\n",
-        dir.join(name).display(),
-        etcd.toml_urls(),
-    );
-    start_role(dir, name, "mc", &config)
+    let config = McConfig {
+        name: Some(name.to_owned()),
+        http: format!("127.0.0.1:{port}"),
+        lines: format!(
+            "etcd = {}\npeers = [\"http://127.0.0.1:{peer}\"]\n",
+            etcd.toml_urls()
+        ),
+        sections: format!("[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [{inputs}]\n"),
+        ..McConfig::default()
+    };
+    cluster::start_mc(dir, name, &config)
 }
 
 fn start_node(dir: &Path, name: &str, mcs: [u16; 2]) -> NodeProcess {
-    let config = format!(
-        "[node]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurls = [\"http://127.0.0.1:{}\", \"http://127.0.0.1:{}\"]\ntoken = \"node-secret-for-these-tests\"\npoll_interval = 0.2\ntimeout = 0.5\n[mc.stream]\nsegment_duration = 1\n",
-        dir.join(name).display(),
-        mcs[0],
-        mcs[1],
-    );
-    start_role(dir, name, "node", &config)
+    NodeConfig {
+        mc_urls: mcs
+            .iter()
+            .map(|p| format!("http://127.0.0.1:{p}"))
+            .collect(),
+        timeout: Some("0.5".to_owned()),
+        ..NodeConfig::new(name)
+    }
+    .start(dir)
 }
 
 fn playlist(addr: SocketAddr) -> Option<Vec<PlaylistEntry>> {
@@ -255,17 +263,7 @@ fn a_publisher_that_reconnects_to_the_standby_gives_one_discontinuity_and_true_d
     let (p1, p2) = (free_tcp_port(), free_tcp_port());
     let mut mc1 = start_mc(dir.path(), "mc1", p1, p2, &etcd, "");
     let mc2 = start_mc(dir.path(), "mc2", p2, p1, &etcd, "");
-    let (_, meeting) = http_request(
-        mc1.http,
-        "GET",
-        &format!("/api/meetings/{MEETING}"),
-        &[("Authorization", "Bearer admin-secret-for-these-tests")],
-        "",
-    );
-    let key = meeting["stream_key"]
-        .as_str()
-        .expect("the stream key")
-        .to_owned();
+    let key = cluster::stream_key(mc1.http, MEETING);
     let publish = |mc: &NodeProcess| {
         let url = format!("rtmp://{}/live/{MEETING}?key={key}", mc.rtmp.expect("rtmp"));
         ChildGuard::spawn(
