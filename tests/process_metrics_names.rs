@@ -16,7 +16,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{http_get, open_meeting, start_role, wait_for, NODE_TOKEN};
+use common::cluster::{self, Cluster, NodeConfig};
+use common::{http_get, open_meeting, wait_for};
 
 /// The files whose metric names are checked, from the repository root.
 const PACKAGED: [&str; 2] = [
@@ -67,35 +68,32 @@ fn scrape(addr: SocketAddr) -> String {
     String::from_utf8(body).expect("metrics are UTF-8")
 }
 
-fn mc_config(data: &Path, srt: u16) -> String {
-    format!(
-        r#"[mc]
-http = "127.0.0.1:0"
-srt = "127.0.0.1:{srt}"
-data_dir = "{}"
-admin_token = "admin-secret-for-these-tests"
-node_token = "{NODE_TOKEN}"
+/// An MC taking SRT on `srt`, with a ladder and the meeting `townhall` live.
+fn mc(srt: u16) -> Cluster {
+    Cluster::mc()
+        .no_rtmp()
+        .mc_lines(&format!(
+            r#"srt = "127.0.0.1:{srt}"
 [mc.ladder]
 preset = "ultrafast"
 rungs = [{{ name = "source" }}, {{ name = "96p", height = 96, video_kbps = 100 }}]
-[defaults]
-segment_duration = 1
-[[meeting]]
+"#
+        ))
+        .sections(
+            r#"[[meeting]]
 id = "townhall"
 start = true
 inputs = ["builtin://meeting"]
 "#,
-        data.display()
-    )
+        )
+        .start()
 }
 
-fn node_config(data: &Path, mc: SocketAddr) -> String {
-    format!(
-        r#"[node]
-name = "node-a"
-http = "127.0.0.1:0"
-rtmp = "127.0.0.1:0"
-data_dir = "{}"
+/// A node of the MC that records, takes RTMP, backs up a stream of its own over OTT
+/// and has no `[mc.stream]`.
+fn node_config(cluster: &Cluster) -> NodeConfig {
+    let mut node = cluster.node_config("node-a");
+    node.lines = r#"rtmp = "127.0.0.1:0"
 [defaults]
 segment_duration = 1
 [defaults.dvr]
@@ -108,14 +106,10 @@ ott_backup = true
 [ott]
 domain_secret = "a-domain-secret-for-these-tests"
 gossip = "127.0.0.1:0"
-[mc]
-url = "http://{mc}"
-token = "{NODE_TOKEN}"
-poll_interval = 0.2
-timeout = 1
-"#,
-        data.display()
-    )
+"#
+    .to_owned();
+    node.stream = None;
+    node
 }
 
 #[test]
@@ -146,26 +140,11 @@ fn every_metric_the_dashboard_and_the_rules_query_is_exported() {
         assert!(wanted.contains(name), "no {name} in {PACKAGED:?}");
     }
 
-    let dir = tempfile::tempdir().expect("tempdir");
     let srt = common::free_udp_port();
-    let mc = start_role(
-        dir.path(),
-        "mc",
-        "mc",
-        &mc_config(&dir.path().join("mc"), srt),
-    );
+    let cluster = mc(srt);
+    let mc = &cluster.mc;
     // An SRT publisher on the meeting's backup slot: its link's series.
-    let (status, meeting) = common::http_request(
-        mc.http,
-        "GET",
-        "/api/meetings/townhall",
-        &[("Authorization", "Bearer admin-secret-for-these-tests")],
-        "",
-    );
-    let key = meeting["stream_key"]
-        .as_str()
-        .unwrap_or_else(|| panic!("the stream key: {status} {meeting}"))
-        .to_owned();
+    let key = cluster::stream_key(mc.http, "townhall");
     let _srt_publisher = common::ChildGuard::spawn(
         "ffmpeg srt publisher",
         &mut common::ffmpeg_source(
@@ -174,12 +153,7 @@ fn every_metric_the_dashboard_and_the_rules_query_is_exported() {
             &format!("srt://127.0.0.1:{srt}?streamid=townhall@backup?key={key}"),
         ),
     );
-    let node = start_role(
-        dir.path(),
-        "node-a",
-        "node",
-        &node_config(&dir.path().join("node-a"), mc.http),
-    );
+    let node = node_config(&cluster).start(cluster.path());
     // A viewer of the meeting, counted by the node.
     wait_for(
         "the node to serve the meeting",
