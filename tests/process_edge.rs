@@ -12,6 +12,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::cluster::McConfig;
 use common::{
     http_get_with, http_request, media_playlist, start_role, start_role_with_nofile, wait_for,
     NodeProcess,
@@ -30,11 +31,15 @@ const SLACK: Duration = Duration::from_secs(3);
 const HOLDER: [u8; 4] = [127, 0, 0, 2];
 
 fn mc_config(dir: &Path, extra: &str) -> String {
-    format!(
-        "[mc]\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"{ADMIN_TOKEN}\"\n\
-         node_token = \"{NODE_TOKEN}\"\n{extra}",
-        dir.join("mc-data").display()
-    )
+    McConfig {
+        rtmp: false,
+        admin_token: Some(ADMIN_TOKEN.to_owned()),
+        node_token: Some(NODE_TOKEN.to_owned()),
+        lines: extra.to_owned(),
+        defaults: None,
+        ..McConfig::default()
+    }
+    .render(&dir.join("mc-data"))
 }
 
 fn node_config(dir: &Path, extra: &str) -> String {
