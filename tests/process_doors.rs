@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::cluster::{self, McConfig};
 use common::etcd::EtcdCluster;
 use common::{http_request, start_role, wait_for, NodeProcess};
 use serde_json::{json, Value};
@@ -177,13 +178,16 @@ fn a_short_token_or_a_published_example_key_stops_the_start_with_the_reason() {
 }
 
 fn start_pair_mc(dir: &Path, name: &str, etcd: &EtcdCluster) -> NodeProcess {
-    let config = format!(
-        "[mc]\nname = \"{name}\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\nadmin_token = \"{}\"\nnode_token = \"{NODE}\"\netcd = {}\nviewer_report_ttl = 1\n",
-        dir.join(name).display(),
-        ADMIN.trim_start_matches("Bearer "),
-        etcd.toml_urls(),
-    );
-    start_role(dir, name, "mc", &config)
+    let config = McConfig {
+        name: Some(name.to_owned()),
+        rtmp: false,
+        admin_token: Some(ADMIN.trim_start_matches("Bearer ").to_owned()),
+        node_token: Some(NODE.to_owned()),
+        lines: format!("etcd = {}\nviewer_report_ttl = 1\n", etcd.toml_urls()),
+        defaults: None,
+        ..McConfig::default()
+    };
+    cluster::start_mc(dir, name, &config)
 }
 
 /// Standard base64 (etcd's JSON gateway speaks keys in it).
