@@ -63,11 +63,6 @@ impl Policy {
         self.classifier.classify(facts)
     }
 
-    /// The shed curve every decision reads (the threshold the metrics show).
-    pub fn curve(&self) -> ShedCurve {
-        self.curve
-    }
-
     /// Decides `facts` (already `classified`) at `level`. `seq` is the request's
     /// sequence number (which of the threshold priority's requests the curve's share
     /// admits); a member's requests draw their retry jitter from the member, anonymous
