@@ -8,7 +8,6 @@
 
 pub mod answer;
 pub mod config;
-pub mod origin;
 pub mod streams;
 pub mod watcher;
 
@@ -278,7 +277,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         node_token,
     };
     if !section.peers.is_empty() {
-        tasks.spawn(origin::run(
+        tasks.spawn(server::mc::ownership::run(
             mc.clone(),
             app_state.clone(),
             section.name.clone(),
@@ -358,7 +357,8 @@ pub const BACKUP_SLOT: &str = "backup";
 struct MeetingPlan {
     presets: Vec<PresetMeeting>,
     ladder: Option<server::ladder::LadderSettings>,
-    /// The other MCs of the group: their relays come first (see [`origin`]).
+    /// The other MCs of the group: their relays come first (see
+    /// [`server::mc::ownership`]).
     peers: Vec<String>,
     /// The token MCs of a group pull each other's private relays with.
     node_token: Option<String>,

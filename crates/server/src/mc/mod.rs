@@ -13,6 +13,7 @@ pub mod gate;
 pub mod media_now;
 pub mod minter;
 pub mod openapi;
+pub mod ownership;
 pub mod report;
 pub mod session_key_store;
 pub mod session_keys;

@@ -1,16 +1,18 @@
 //! An MC of a group keeps each live meeting on the group's one timeline
-//! ([`server::mc::timeline`]): every heartbeat it looks at what the meeting's stream
-//! does (starting, following another MC's relay, cutting its own segments), decides
-//! whom its relay is served to, and claims or renews the timeline ownership.
+//! ([`super::timeline`]): every heartbeat it looks at what the meeting's stream does
+//! (starting, following another MC's relay, cutting its own segments), decides whom its
+//! relay is served to, and claims or renews the timeline ownership.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use meeting::{MeetingId, MeetingState};
-use server::mc::timeline::{self, decide, Mode, TimelineRecord};
-use server::mc::McState;
-use server::AppState;
 use tokio::sync::watch;
+
+use super::timeline::{self, decide, Mode, TimelineRecord};
+use super::McState;
+use crate::AppState;
+use media::timeline::TimelineState;
 
 /// Runs until `shutdown`. `peers` is how many other MCs' relays come first among
 /// every meeting stream's inputs.
@@ -38,20 +40,11 @@ pub async fn run(
         for meeting in meetings.iter().filter(|m| m.state == MeetingState::Live) {
             let id = meeting.id.as_str();
             seen.insert(id.to_owned());
-            let mode = match node.channel(id) {
-                None => Mode::Starting,
-                Some(channel) => {
-                    let marker = server::redundancy::members::newest_marker(&channel.snapshot());
-                    match (channel.active_input(), marker) {
-                        (_, None) => Mode::Starting,
-                        (Some(active), Some(_)) if active < peers => Mode::Following,
-                        (_, Some(marker)) if followed.contains(id) => {
-                            Mode::CarryingOn(marker.state)
-                        }
-                        (_, Some(marker)) => Mode::Cutting(marker.state),
-                    }
-                }
-            };
+            let stream = node.channel(id).map(|channel| {
+                let marker = crate::redundancy::members::newest_marker(&channel.snapshot());
+                (channel.active_input(), marker.map(|m| m.state))
+            });
+            let mode = mode_of(stream, peers, followed.contains(id));
             if matches!(mode, Mode::Following | Mode::CarryingOn(_)) {
                 followed.insert(id.to_owned());
             } else {
@@ -85,5 +78,69 @@ pub async fn run(
             mc.set_relay(gone, None);
         }
         decided = seen;
+    }
+}
+
+/// What a meeting's stream on this MC does, from its active input and the state of its
+/// newest timeline marker (`None` for the stream: not started here): starting (no
+/// marker yet), following another MC (its active input is one of the `peers`' relays,
+/// which come first), carrying on a timeline it `was_following`, or cutting its own.
+fn mode_of(
+    stream: Option<(Option<usize>, Option<TimelineState>)>,
+    peers: usize,
+    was_following: bool,
+) -> Mode {
+    match stream {
+        None | Some((_, None)) => Mode::Starting,
+        Some((Some(active), Some(_))) if active < peers => Mode::Following,
+        Some((_, Some(state))) if was_following => Mode::CarryingOn(state),
+        Some((_, Some(state))) => Mode::Cutting(state),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(msn: u64) -> TimelineState {
+        TimelineState {
+            msn,
+            ..TimelineState::default()
+        }
+    }
+
+    #[test]
+    fn a_stream_without_a_marker_is_starting() {
+        assert_eq!(mode_of(None, 1, false), Mode::Starting);
+        assert_eq!(mode_of(Some((Some(0), None)), 1, true), Mode::Starting);
+    }
+
+    #[test]
+    fn a_peers_relay_as_the_active_input_is_following() {
+        // Inputs 0 and 1 are the two peers' relays; 2 is the meeting's own input.
+        assert_eq!(
+            mode_of(Some((Some(1), Some(at(5)))), 2, false),
+            Mode::Following
+        );
+        assert_eq!(
+            mode_of(Some((Some(2), Some(at(5)))), 2, false),
+            Mode::Cutting(at(5))
+        );
+    }
+
+    #[test]
+    fn cutting_right_after_following_carries_the_followed_timeline_on() {
+        assert_eq!(
+            mode_of(Some((Some(1), Some(at(7)))), 1, true),
+            Mode::CarryingOn(at(7))
+        );
+        assert_eq!(
+            mode_of(Some((None, Some(at(7)))), 1, true),
+            Mode::CarryingOn(at(7))
+        );
+        assert_eq!(
+            mode_of(Some((None, Some(at(7)))), 1, false),
+            Mode::Cutting(at(7))
+        );
     }
 }
