@@ -7,11 +7,12 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use media::ts::demux::Demuxer;
-use srt_tokio::SrtSocket;
 use tokio::sync::{mpsc, watch};
 use tokio::time::timeout;
+
+use super::ffi::{Opt, Socket, SrtError};
+use super::reader::{Incoming, Reader};
 
 use crate::http_pull::Backoff;
 use crate::status::{demux_into, stopped, InputCounters, InputError, InputEvent};
@@ -147,6 +148,9 @@ pub async fn run(
     }
 }
 
+/// `SRT_ENOSERVER`: no answer to the handshake within the connect timeout.
+const ERR_NO_SERVER: i32 = 1001;
+
 /// One connection's life: `None` when `events` is closed, else the error that ended it
 /// and whether any media was delivered.
 async fn pull_once(
@@ -154,40 +158,98 @@ async fn pull_once(
     counters: &InputCounters,
     events: &mpsc::Sender<InputEvent>,
 ) -> Option<(SrtPullError, bool)> {
-    let mut builder = SrtSocket::builder().latency(config.latency);
-    if let Some(passphrase) = &config.passphrase {
-        builder = builder.encryption(config.key_length, passphrase.as_str());
-    }
-    let call = builder.call(config.addr.as_str(), config.streamid.as_deref());
-    let mut socket = match timeout(config.connect_timeout, call).await {
-        Ok(Ok(socket)) => socket,
-        Ok(Err(e)) => {
-            let error = SrtPullError::Connect {
-                addr: config.addr.clone(),
-                error: e.to_string(),
-            };
-            return Some((error, false));
+    let connect_error = |error: String| SrtPullError::Connect {
+        addr: config.addr.clone(),
+        error,
+    };
+    let socket = match connect(config).await {
+        Ok(socket) => socket,
+        Err(Connect::TimedOut) => {
+            return Some((SrtPullError::ConnectTimeout(config.addr.clone()), false))
         }
-        Err(_) => return Some((SrtPullError::ConnectTimeout(config.addr.clone()), false)),
+        Err(Connect::Failed(error)) => return Some((connect_error(error), false)),
+    };
+    let mut reader = match Reader::spawn(socket, "srt-caller") {
+        Ok(reader) => reader,
+        Err(e) => return Some((connect_error(e.to_string()), false)),
     };
     InputCounters::add(&counters.connects, 1);
     events.send(InputEvent::Connected).await.ok()?;
     let mut demuxer = Demuxer::new();
     let mut delivered = false;
     let error = loop {
-        match timeout(config.read_timeout, socket.next()).await {
+        match timeout(config.read_timeout, reader.incoming.recv()).await {
             Err(_) => break SrtPullError::ReadTimeout(config.read_timeout),
-            Ok(None) => break SrtPullError::Ended("closed by the encoder".into()),
-            Ok(Some(Err(e))) => break SrtPullError::Ended(e.to_string()),
-            Ok(Some(Ok((_, payload)))) => {
+            Ok(None | Some(Incoming::Ended(None))) => {
+                break SrtPullError::Ended("closed by the encoder".into())
+            }
+            Ok(Some(Incoming::Ended(Some(e)))) => break SrtPullError::Ended(e.to_string()),
+            // Statistics arrive every second: they do not reset the read timeout.
+            Ok(Some(Incoming::Stats(_))) => {}
+            Ok(Some(Incoming::Payload(payload))) => {
                 InputCounters::add(&counters.bytes, payload.len() as u64);
-                let sent = demux_into(&mut demuxer, Some(&payload), counters, events).await?;
+                let sent = demux_into(&mut demuxer, Some(&payload), counters, events).await;
+                let Some(sent) = sent else {
+                    reader.finish().await;
+                    return None;
+                };
                 delivered |= sent > 0;
             }
         }
     };
+    reader.finish().await;
     demux_into(&mut demuxer, None, counters, events).await?;
     Some((error, delivered))
+}
+
+/// Why a connection was not made.
+enum Connect {
+    TimedOut,
+    Failed(String),
+}
+
+/// Resolves the address and calls it with the configured options (libsrt's connect
+/// blocks, on a blocking thread, for at most the connect timeout).
+async fn connect(config: &SrtCallerConfig) -> Result<Socket, Connect> {
+    let failed = |e: SrtError| Connect::Failed(e.to_string());
+    let addr = tokio::net::lookup_host(config.addr.as_str())
+        .await
+        .map_err(|e| Connect::Failed(e.to_string()))?
+        .next()
+        .ok_or_else(|| Connect::Failed("the host has no address".into()))?;
+    let socket = Socket::new().map_err(failed)?;
+    let ms = |d: Duration| i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
+    socket
+        .set_int(Opt::Latency, ms(config.latency))
+        .map_err(failed)?;
+    socket
+        .set_int(Opt::ConnectTimeout, ms(config.connect_timeout))
+        .map_err(failed)?;
+    socket
+        .set_int(Opt::PeerIdleTimeout, ms(super::listener::PEER_IDLE_TIMEOUT))
+        .map_err(failed)?;
+    if let Some(id) = &config.streamid {
+        socket
+            .set_bytes(Opt::StreamId, id.as_bytes())
+            .map_err(failed)?;
+    }
+    if let Some(passphrase) = &config.passphrase {
+        socket
+            .set_bytes(Opt::Passphrase, passphrase.as_bytes())
+            .map_err(failed)?;
+        socket
+            .set_int(Opt::KeyLength, i32::from(config.key_length))
+            .map_err(failed)?;
+    }
+    let bound = config.connect_timeout + Duration::from_secs(1);
+    let call = tokio::task::spawn_blocking(move || socket.connect(addr).map(|()| socket));
+    match timeout(bound, call).await {
+        Ok(Ok(Ok(socket))) => Ok(socket),
+        Ok(Ok(Err(e))) if e.code == ERR_NO_SERVER => Err(Connect::TimedOut),
+        Ok(Ok(Err(e))) => Err(failed(e)),
+        Ok(Err(e)) => Err(Connect::Failed(e.to_string())),
+        Err(_) => Err(Connect::TimedOut),
+    }
 }
 
 #[cfg(test)]

@@ -1,70 +1,86 @@
-//! The SRT listener: one UDP port for every meeting. At each handshake it admits the
-//! caller within the listener's caps, reads its streamid, checks its encryption and
-//! asks the [`PublishAuthorizer`] (the RTMP listener's, so the same key and busy rules
-//! hold); a refusal goes back as an SRT reject reason and is logged and counted with
-//! its code. An accepted caller's payload runs through the shared demuxer path
-//! ([`super::session`]).
+//! The SRT listener: one UDP port for every meeting, served by the system's libsrt.
+//! libsrt answers each caller's first handshake statelessly (a SYN cookie); the
+//! listen callback ([`super::handshake`]) decides the second; an accepting thread
+//! hands each connection to tokio, where its payload runs through the shared demuxer
+//! path ([`super::session`]).
 //!
-//! srt-tokio's listener task panics on a few malformed handshakes (its parser and
-//! handshake code have `unimplemented!` arms); the process survives it, and this
-//! listener starts a new one on the same socket at once (its publishers lose their
-//! connection and reconnect). That is counted (`restarts`) and logged with 111031.
+//! Should the listening socket fail, the listener opens a new one on the same port
+//! (its connected publishers go on: their sockets are theirs). That is counted
+//! (`restarts`) and logged with 111031.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
-use srt_tokio::{ConnectionRequest, SrtListener};
-use tokio::net::UdpSocket;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
-use tracing::{debug, info, warn};
+use tracing::{error, info, warn};
 
 use super::access::{Refused, SrtListenerConfig};
+use super::ffi::{self, Epoll, HookSlot, ListenHook, Opt, Socket, SrtError};
+use super::handshake::{Pending, Shared};
+use super::reader::Reader;
 use super::session::Publisher;
 use super::stats::SrtStats;
-use super::streamid;
-use crate::listener_limits::{Admission, Cut, Slot};
-use crate::publish::{PublishAuthorizer, PublishRequest};
+use crate::publish::PublishAuthorizer;
 
-/// The pause before a listener that died is started again.
+/// How long the accepting thread waits for a connection before looking whether it
+/// should stop.
+const TICK: Duration = Duration::from_millis(100);
+
+/// How often the accepting thread looks at the granted handshakes libsrt has not
+/// finished (a wrong passphrase is refused by libsrt after the callback granted it).
+const PENDING_TICK: Duration = Duration::from_millis(2);
+
+/// How long after it was granted a handshake is looked at every [`PENDING_TICK`].
+const FRESH: Duration = Duration::from_secs(1);
+
+/// The pause before a failed listening socket is opened again.
 const RESTART_PAUSE: Duration = Duration::from_millis(100);
 
-/// The receive buffer asked of the kernel for the shared socket.
-const RECV_BUFFER: usize = 8 << 20;
+/// Connections libsrt finishes before they are accepted.
+const BACKLOG: i32 = 128;
+
+/// A silent peer's connection is broken after this long (libsrt's default): a killed
+/// publisher's place and meeting slot are freed, and a backup publisher that was
+/// refused as busy can connect. A primary's silence is noticed sooner by the stream
+/// itself, which switches to the backup input without waiting for it.
+pub const PEER_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The SRT payload size: seven 188-byte TS packets.
+const PAYLOAD_SIZE: i32 = 1316;
 
 /// A bound SRT listener, ready to [`serve`](SrtServer::serve).
 #[derive(Debug)]
 pub struct SrtServer {
-    socket: std::net::UdpSocket,
+    socket: Socket,
+    /// Where libsrt finds the handshake decisions; empty until [`SrtServer::serve`].
+    hook: &'static HookSlot,
     local_addr: SocketAddr,
     config: SrtListenerConfig,
 }
 
 impl SrtServer {
-    /// Binds the UDP socket (so the port is known, and kept across restarts).
+    /// Binds the UDP port and listens (so the port is known and callers' first
+    /// handshakes are answered; a caller that finishes its handshake before
+    /// [`SrtServer::serve`] runs is refused, and retries).
     ///
     /// # Errors
-    /// The configuration's error, or the system's.
+    /// The configuration's error; libsrt missing (the error names the package to
+    /// install); the system's.
     pub fn bind(config: SrtListenerConfig) -> std::io::Result<Self> {
         config
             .validate()
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let domain = socket2::Domain::for_address(config.bind);
-        let socket = socket2::Socket::new(domain, socket2::Type::DGRAM, None)?;
-        if let Err(e) = socket.set_recv_buffer_size(RECV_BUFFER) {
-            warn!(error = %e, "cannot enlarge the srt receive buffer");
-        }
-        socket.bind(&config.bind.into())?;
-        socket.set_nonblocking(true)?;
-        let socket: std::net::UdpSocket = socket.into();
-        // Datagrams srt-tokio would stop on never reach it (see `filter`).
-        super::filter::attach(&socket)?;
-        let local_addr = socket.local_addr()?;
+        ffi::load().map_err(std::io::Error::other)?;
+        // libsrt keeps a pointer to the slot: it lives as long as the process.
+        let hook = HookSlot::leak();
+        let socket = open(&config, config.bind, hook).map_err(io_error)?;
+        let local_addr = socket.local_addr().map_err(io_error)?;
         Ok(Self {
             socket,
+            hook,
             local_addr,
             config,
         })
@@ -76,185 +92,207 @@ impl SrtServer {
     }
 
     /// Accepts publishers until `shutdown` completes, then closes every connection
-    /// and returns once their tasks have ended.
+    /// and returns once they have ended.
     pub async fn serve(
         self,
         authorizer: Arc<dyn PublishAuthorizer>,
         stats: Arc<SrtStats>,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
+        let shared = match Shared::new(authorizer, stats, self.config.clone()) {
+            Ok(shared) => Arc::new(shared),
+            Err(e) => {
+                error!(addr = %self.local_addr, error = %e, "srt listener cannot start");
+                return;
+            }
+        };
+        let hook = self.hook;
+        hook.set(Some(Arc::clone(&shared) as Arc<dyn ListenHook>));
         let (stop_tx, stop_rx) = watch::channel(false);
-        let admission = Admission::new(
-            self.config.limits.max_connections,
-            self.config.limits.max_pending_per_address,
-        );
-        let shared = Arc::new(Shared {
-            authorizer,
-            stats,
-            config: self.config.clone(),
-            admission,
-        });
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (accepted_tx, mut accepted_rx) = mpsc::channel::<(Socket, Pending)>(64);
         let mut tasks = JoinSet::new();
+        let mut socket = Some(self.socket);
         tokio::pin!(shutdown);
         'restart: loop {
-            let (mut listener, mut incoming) = match self.start(&shared.config).await {
-                Ok(started) => started,
+            let listener = match socket.take() {
+                Some(listener) => Ok(listener),
+                None => open(&self.config, self.local_addr, hook),
+            };
+            let ended = match listener.and_then(|l| Acceptor::start(l, &shared)) {
+                Ok(acceptor) => acceptor.run(Arc::clone(&stopping), accepted_tx.clone()),
                 Err(e) => {
-                    warn!(error = %e, "srt listener cannot start");
+                    error!(addr = %self.local_addr, error = %e, "srt listener cannot start");
                     tokio::select! {
                         () = &mut shutdown => break 'restart,
                         () = tokio::time::sleep(RESTART_PAUSE) => continue 'restart,
                     }
                 }
             };
+            let Ok(mut ended) = ended else {
+                error!("srt listener thread cannot start");
+                break 'restart;
+            };
             info!(addr = %self.local_addr, "srt listener started");
-            let requests = incoming.incoming();
             loop {
                 tokio::select! {
-                    () = &mut shutdown => {
-                        listener.close().await;
-                        break 'restart;
-                    }
+                    () = &mut shutdown => break 'restart,
                     Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-                    request = requests.next() => {
-                        let Some(request) = request else {
-                            let count = shared.stats.restarts.fetch_add(1, Relaxed) + 1;
-                            let code = codes::InputFault::ListenerRestarted;
-                            warn!(addr = %self.local_addr, code = code.code(), reason = code.label(), count, "srt listener task ended; starting it again");
-                            tokio::time::sleep(RESTART_PAUSE).await;
-                            continue 'restart;
-                        };
+                    Some((socket, pending)) = accepted_rx.recv() => {
                         let shared = Arc::clone(&shared);
                         let stop = stop_rx.clone();
-                        tasks.spawn(async move { shared.handshake(request, stop).await });
+                        tasks.spawn(async move { publish(&shared, socket, pending, stop).await });
+                    }
+                    failure = &mut ended => {
+                        let count = shared.stats.restarts.fetch_add(1, Relaxed) + 1;
+                        let code = codes::InputFault::ListenerRestarted;
+                        let error = failure.map_or_else(|_| "ended".to_owned(), |e| e.to_string());
+                        warn!(addr = %self.local_addr, code = code.code(), reason = code.label(), count, %error, "srt listening socket failed; opening it again");
+                        tokio::time::sleep(RESTART_PAUSE).await;
+                        continue 'restart;
                     }
                 }
             }
         }
+        stopping.store(true, Relaxed);
+        hook.set(None);
         // Ignoring the error is fine: no receiver left means every task has ended.
         let _ = stop_tx.send(true);
         while tasks.join_next().await.is_some() {}
         info!("srt listener stopped");
     }
+}
 
-    async fn start(
-        &self,
-        config: &SrtListenerConfig,
-    ) -> std::io::Result<(SrtListener, srt_tokio::SrtIncoming)> {
-        let socket = UdpSocket::from_std(self.socket.try_clone()?)?;
-        SrtListener::builder()
-            .latency(config.latency)
-            .socket(socket)
-            .bind(self.local_addr)
-            .await
+fn io_error(e: SrtError) -> std::io::Error {
+    std::io::Error::other(e.to_string())
+}
+
+/// A listening socket: its options (accepted sockets inherit them), bind, listen.
+fn open(
+    config: &SrtListenerConfig,
+    addr: SocketAddr,
+    hook: &'static HookSlot,
+) -> Result<Socket, SrtError> {
+    let socket = Socket::new()?;
+    let latency_ms = i32::try_from(config.latency.as_millis()).unwrap_or(i32::MAX);
+    socket.set_int(Opt::Latency, latency_ms)?;
+    let idle_ms = i32::try_from(PEER_IDLE_TIMEOUT.as_millis()).unwrap_or(i32::MAX);
+    socket.set_int(Opt::PeerIdleTimeout, idle_ms)?;
+    socket.set_int(Opt::PayloadSize, PAYLOAD_SIZE)?;
+    socket.set_bool(Opt::RcvSyn, false)?;
+    if addr.is_ipv6() {
+        // Both families on `[::]`, as the other listeners.
+        socket.set_int(Opt::Ipv6Only, 0)?;
     }
+    socket.bind(addr)?;
+    socket.listen(BACKLOG, hook)?;
+    Ok(socket)
 }
 
-struct Shared {
-    authorizer: Arc<dyn PublishAuthorizer>,
-    stats: Arc<SrtStats>,
-    config: SrtListenerConfig,
-    admission: Arc<Admission>,
+/// The listening socket and its accepting thread.
+struct Acceptor {
+    socket: Socket,
+    epoll: Epoll,
+    shared: Arc<Shared>,
 }
 
-impl Shared {
-    /// Answers one handshake and, once accepted, runs the publisher to its end.
-    async fn handshake(&self, request: ConnectionRequest, stop: watch::Receiver<bool>) {
-        let accepted_at = Instant::now();
-        let peer = request.remote();
-        let raw_id = request.stream_id().map(|id| id.as_str().to_owned());
-        let mut slot = match self.admission.admit(peer.ip()) {
-            Ok(slot) => slot,
-            Err(refusal) => return self.refuse(request, Refused::Limit(refusal), "-").await,
-        };
-        let Some(id) = raw_id.as_deref().and_then(|raw| streamid::parse(raw).ok()) else {
-            let shown = streamid::redacted(raw_id.as_deref().unwrap_or_default());
-            return self.refuse(request, Refused::StreamId, &shown).await;
-        };
-        let key_settings = match self.config.key_settings(&id.stream, request.key_size()) {
-            Ok(settings) => settings,
-            Err(refused) => return self.refuse(request, refused, &id.stream).await,
-        };
-        let publish = PublishRequest {
-            app: id.app.clone().unwrap_or_default(),
-            stream: id.stream.clone(),
-            key: id.key.clone(),
-            peer,
-        };
-        let sender = match self.authorizer.authorize(&publish) {
-            Ok(sender) => sender,
-            Err(rejection) => {
-                return self
-                    .refuse(request, Refused::from(&rejection), &id.stream)
-                    .await
-            }
-        };
-        let encrypted = key_settings.is_some();
-        // srt-tokio may never finish an accepted handshake (a conclusion without its
-        // HSREQ is left unanswered): the publish deadline bounds it, so the address's
-        // place and the meeting's publish slot are not held for ever.
-        let deadline = accepted_at + self.config.limits.publish_deadline;
-        let accepted = match tokio::time::timeout_at(deadline.into(), request.accept(key_settings))
-            .await
-        {
-            Ok(accepted) => accepted,
-            Err(_) => {
-                let cut = Cut::PublishDeadline(self.config.limits.publish_deadline);
-                let count = self.stats.limits.cut(cut);
-                let code = cut.code();
-                warn!(%peer, stream = %id.stream, code = code.code(), reason = code.label(), error = %cut, count, "srt handshake not finished; cut");
-                return;
-            }
-        };
-        let socket = match accepted {
-            Ok(socket) => socket,
-            Err(e) => {
-                // With encryption, srt-protocol refuses a passphrase that does not
-                // unwrap the caller's key (BadSecret) after our accept.
-                if encrypted {
-                    self.count(
-                        Refused::Passphrase(srt_protocol::packet::CoreRejectReason::BadSecret),
-                        peer,
-                        &id.stream,
-                    );
-                } else {
-                    info!(%peer, stream = %id.stream, error = %e, "srt handshake failed after accept");
-                }
-                return;
-            }
-        };
-        self.stats.connections.fetch_add(1, Relaxed);
-        self.stats.active_connections.fetch_add(1, Relaxed);
-        info!(%peer, stream = %id.stream, user = id.user.as_deref().unwrap_or("-"), encrypted, "srt publish started");
-        let publisher = Publisher {
+impl Acceptor {
+    fn start(socket: Socket, shared: &Arc<Shared>) -> Result<Self, SrtError> {
+        let epoll = Epoll::new()?;
+        epoll.add(&socket)?;
+        epoll.add_system(&shared.wake)?;
+        Ok(Self {
             socket,
-            sender,
-            stream: id.stream,
-            peer,
-            stats: Arc::clone(&self.stats),
-        };
-        publisher
-            .run(&mut slot, &self.config.limits, accepted_at, stop)
-            .await;
-        self.stats.active_connections.fetch_sub(1, Relaxed);
-        drop::<Slot>(slot);
+            epoll,
+            shared: Arc::clone(shared),
+        })
     }
 
-    async fn refuse(&self, request: ConnectionRequest, refused: Refused, stream: &str) {
-        let peer = request.remote();
-        self.count(refused, peer, stream);
-        if let Err(e) = request.reject(refused.reason()).await {
-            debug!(%peer, error = %e, "srt reject not sent");
-        }
+    /// Runs the thread; the receiver completes with the listening socket's error
+    /// (or when the thread ends after `stopping`, when no one waits any more).
+    fn run(
+        self,
+        stopping: Arc<AtomicBool>,
+        accepted: mpsc::Sender<(Socket, Pending)>,
+    ) -> std::io::Result<oneshot::Receiver<SrtError>> {
+        let (failed_tx, failed) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("srt-accept".into())
+            .spawn(move || {
+                if let Err(e) = self.accept_until(&stopping, &accepted) {
+                    let _ = failed_tx.send(e);
+                }
+            })?;
+        Ok(failed)
     }
 
-    /// Counts and logs a refusal: the first of its code and then every power of two
-    /// for the caps (a flood is not a flood of log lines), every one for the others.
-    fn count(&self, refused: Refused, peer: SocketAddr, stream: &str) {
-        let code = refused.code();
-        let count = self.stats.refused(code);
-        if !matches!(refused, Refused::Limit(_)) || count.is_power_of_two() {
-            warn!(%peer, %stream, code = code.code(), reason = code.label(), count, "srt publisher refused");
+    fn accept_until(
+        &self,
+        stopping: &AtomicBool,
+        accepted: &mpsc::Sender<(Socket, Pending)>,
+    ) -> Result<(), SrtError> {
+        while !stopping.load(Relaxed) && !accepted.is_closed() {
+            let tick = if self.shared.has_fresh(Instant::now(), FRESH) {
+                PENDING_TICK
+            } else {
+                TICK
+            };
+            self.epoll.wait(tick)?;
+            self.shared.drain_wake();
+            while let Some(socket) = self.socket.accept()? {
+                match self.shared.take(socket.id()) {
+                    Some(pending) => {
+                        if accepted.blocking_send((socket, pending)).is_err() {
+                            return Ok(());
+                        }
+                    }
+                    // Its handshake outlived the publish deadline: already cut.
+                    None => drop(socket),
+                }
+            }
+            self.shared.sweep(Instant::now());
+        }
+        Ok(())
+    }
+}
+
+/// Runs one accepted publisher to its end.
+async fn publish(shared: &Shared, socket: Socket, pending: Pending, stop: watch::Receiver<bool>) {
+    let Pending {
+        mut slot,
+        sender,
+        id,
+        peer,
+        accepted_at,
+        encrypted,
+    } = pending;
+    if let (true, Some(wanted)) = (encrypted, shared.config.key_length) {
+        // libsrt takes the caller's key length: a required one is checked here.
+        let used = socket.get_int(Opt::KeyLength).unwrap_or(0);
+        if used != i32::from(wanted) {
+            shared.count(Refused::Passphrase, peer, &id.stream);
+            return;
         }
     }
+    let reader = match Reader::spawn(socket, "srt-publisher") {
+        Ok(reader) => reader,
+        Err(e) => {
+            warn!(%peer, stream = %id.stream, error = %e, "srt publisher cannot be read");
+            return;
+        }
+    };
+    shared.stats.connections.fetch_add(1, Relaxed);
+    shared.stats.active_connections.fetch_add(1, Relaxed);
+    info!(%peer, stream = %id.stream, user = id.user.as_deref().unwrap_or("-"), encrypted, "srt publish started");
+    let publisher = Publisher {
+        reader,
+        sender,
+        stream: id.stream,
+        peer,
+        stats: Arc::clone(&shared.stats),
+    };
+    publisher
+        .run(&mut slot, &shared.config.limits, accepted_at, stop)
+        .await;
+    shared.stats.active_connections.fetch_sub(1, Relaxed);
 }

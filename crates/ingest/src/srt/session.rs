@@ -6,14 +6,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::StreamExt;
 use media::ts::demux::Demuxer;
-use srt_tokio::SrtSocket;
 use tokio::sync::watch;
 use tokio::time::sleep_until;
 use tracing::{debug, info, warn};
 
-use super::stats::{LinkStats, SrtStats};
+use super::reader::{Incoming, Reader};
+use super::stats::SrtStats;
 use crate::listener_limits::{Cut, ListenerLimits, PhaseClock, Slot};
 use crate::status::{demux_events, InputCounters};
 use crate::{IngestEvent, IngestSender};
@@ -23,7 +22,7 @@ use crate::{IngestEvent, IngestSender};
 pub(crate) enum Ended {
     /// The publisher closed the connection, or SRT timed it out (no packet for the
     /// peer idle timeout).
-    Gone(Option<std::io::Error>),
+    Gone(Option<super::ffi::SrtError>),
     /// A limit cut it.
     Cut(Cut),
     /// The stream stopped taking its media (the meeting ended).
@@ -34,7 +33,7 @@ pub(crate) enum Ended {
 
 /// An accepted publisher, ready to run.
 pub(crate) struct Publisher {
-    pub(crate) socket: SrtSocket,
+    pub(crate) reader: Reader,
     pub(crate) sender: IngestSender,
     pub(crate) stream: String,
     pub(crate) peer: std::net::SocketAddr,
@@ -58,12 +57,22 @@ impl Publisher {
             _ = stop.wait_for(|stop| *stop) => Ended::Shutdown,
         };
         self.stats.remove_link(&self.stream);
-        let (peer, stream) = (self.peer, &self.stream);
+        let Self {
+            reader,
+            sender,
+            stream,
+            peer,
+            stats,
+        } = self;
+        // Closing the connection first; the stream learns its publisher is gone after.
+        reader.finish().await;
+        drop(sender);
+        let stream = &stream;
         match ended {
             Ended::Gone(None) => info!(%peer, %stream, "srt publisher left"),
             Ended::Gone(Some(e)) => info!(%peer, %stream, error = %e, "srt publisher lost"),
             Ended::Cut(cut) => {
-                let count = self.stats.limits.cut(cut);
+                let count = stats.limits.cut(cut);
                 let code = cut.code();
                 warn!(%peer, %stream, code = code.code(), reason = code.label(), error = %cut, count, "srt connection cut");
             }
@@ -76,29 +85,19 @@ impl Publisher {
         let mut demuxer = Demuxer::new();
         // The demuxer's damage counts; the stream's input counts frames and bytes.
         let counters = InputCounters::default();
-        let mut statistics = self.socket.statistics().clone();
-        let started = Instant::now();
-        let mut link: Option<LinkStats> = None;
         let mut events = Vec::new();
         loop {
             let payload = tokio::select! {
                 biased;
-                received = self.socket.next() => match received {
-                    Some(Ok((_, payload))) => payload,
-                    Some(Err(e)) => return Ended::Gone(Some(e)),
-                    None => break,
-                },
-                Some(mut reading) = statistics.next() => {
-                    // srt-tokio 0.4.4's connection loop sends its statistics without
-                    // refreshing elapsed_time: the time since this loop began stands in.
-                    if reading.elapsed_time.is_zero() {
-                        reading.elapsed_time = started.elapsed();
+                received = self.reader.incoming.recv() => match received {
+                    Some(Incoming::Payload(payload)) => payload,
+                    Some(Incoming::Stats(reading)) => {
+                        self.stats.set_link(&self.stream, reading);
+                        continue;
                     }
-                    let reading = LinkStats::from_socket(&reading, link.as_ref());
-                    self.stats.set_link(&self.stream, reading);
-                    link = Some(reading);
-                    continue;
-                }
+                    Some(Incoming::Ended(Some(e))) => return Ended::Gone(Some(e)),
+                    Some(Incoming::Ended(None)) | None => break,
+                },
                 () = sleep_until(clock.next_check().into()) => {
                     if let Err(cut) = clock.check(Instant::now()) {
                         return Ended::Cut(cut);

@@ -1,6 +1,6 @@
 //! The health of SRT links, for operators: per publisher (and per caller input) the
 //! round-trip time, packets received, lost, retransmitted and dropped, bytes and
-//! bitrate, read from srt-tokio's own statistics; per listener the handshakes it
+//! bitrate, read from libsrt's own statistics; per listener the handshakes it
 //! refused, by code.
 
 use std::collections::HashMap;
@@ -9,8 +9,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use codes::InputFault;
-use srt_tokio::SocketStatistics;
 
+use super::ffi::TraceStats;
 use crate::listener_limits::ListenerCounters;
 
 /// One SRT link's health at one moment (the receiving side's counters, totals since
@@ -40,28 +40,33 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
-    /// Reads srt-tokio's statistics; the bitrate is measured against `previous` (the
-    /// last reading of the same link), 0 for the first.
-    pub fn from_socket(stats: &SocketStatistics, previous: Option<&LinkStats>) -> Self {
+    /// Reads libsrt's statistics (never cleared, so its "local" counters are totals
+    /// too); the bitrate is measured against `previous` (the last reading of the same
+    /// link), 0 for the first.
+    pub fn from_trace(stats: &TraceStats, previous: Option<&LinkStats>) -> Self {
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        let elapsed = Duration::from_millis(count(stats.msTimeStamp));
         let bitrate_bps = previous.map_or(0, |previous| {
-            let span = stats.elapsed_time.saturating_sub(previous.elapsed);
-            let bytes = stats.rx_bytes.saturating_sub(previous.bytes_received);
+            let span = elapsed.saturating_sub(previous.elapsed);
+            let bytes = stats.byteRecvTotal.saturating_sub(previous.bytes_received);
             bits_per_second(bytes, span)
         });
+        let rtt_us = if stats.msRTT.is_finite() && stats.msRTT > 0.0 {
+            // At most an hour: a sane RTT, and a safe cast.
+            (stats.msRTT.min(3_600_000.0) * 1000.0) as u64
+        } else {
+            0
+        };
         LinkStats {
-            rtt: stats.rx_average_rtt,
-            packets_received: stats.rx_data,
-            // srt-tokio 0.4.4 never counts rx_loss_data: each gap its receiver found
-            // was either filled by a retransmission or given up on, so those two count it.
-            packets_lost: stats
-                .rx_loss_data
-                .max(stats.rx_retransmit_data + stats.rx_dropped_data),
-            packets_retransmitted: stats.rx_retransmit_data,
-            packets_dropped: stats.rx_dropped_data,
-            decrypt_errors: stats.rx_decrypt_errors,
-            bytes_received: stats.rx_bytes,
+            rtt: Duration::from_micros(rtt_us),
+            packets_received: count(stats.pktRecvTotal),
+            packets_lost: count(stats.pktRcvLossTotal.into()),
+            packets_retransmitted: count(stats.pktRcvRetrans.into()),
+            packets_dropped: count(stats.pktRcvDropTotal.into()),
+            decrypt_errors: count(stats.pktRcvUndecryptTotal.into()),
+            bytes_received: stats.byteRecvTotal,
             bitrate_bps,
-            elapsed: stats.elapsed_time,
+            elapsed,
         }
     }
 }
@@ -100,7 +105,7 @@ pub struct SrtStats {
     pub bytes: AtomicU64,
     /// Frames handed to streams.
     pub frames: AtomicU64,
-    /// Times srt-tokio's listener task ended and a new one was started (111031).
+    /// Times the listening socket failed and a new one was opened (111031).
     pub restarts: AtomicU64,
     /// Handshakes refused, by code (the order of [`REFUSAL_CODES`]).
     refusals: [AtomicU64; REFUSAL_CODES.len()],
@@ -165,31 +170,38 @@ impl SrtStats {
 mod tests {
     use super::*;
 
-    fn socket(elapsed_ms: u64, rx_bytes: u64) -> SocketStatistics {
-        let mut stats = SocketStatistics::default();
-        stats.elapsed_time = Duration::from_millis(elapsed_ms);
-        stats.rx_bytes = rx_bytes;
-        stats.rx_data = 7;
-        stats.rx_loss_data = 3;
-        stats.rx_retransmit_data = 2;
-        stats.rx_dropped_data = 1;
-        stats.rx_average_rtt = Duration::from_millis(12);
-        stats
+    fn trace(elapsed_ms: i64, rx_bytes: u64) -> TraceStats {
+        TraceStats {
+            msTimeStamp: elapsed_ms,
+            byteRecvTotal: rx_bytes,
+            pktRecvTotal: 7,
+            pktRcvLossTotal: 3,
+            pktRcvRetrans: 2,
+            pktRcvDropTotal: 1,
+            msRTT: 12.5,
+            ..TraceStats::default()
+        }
     }
 
     #[test]
     fn the_bitrate_is_measured_between_two_readings() {
-        let first = LinkStats::from_socket(&socket(1000, 1000), None);
+        let first = LinkStats::from_trace(&trace(1000, 1000), None);
         assert_eq!(first.bitrate_bps, 0);
+        assert_eq!(first.packets_received, 7);
         assert_eq!(first.packets_lost, 3);
         assert_eq!(first.packets_retransmitted, 2);
         assert_eq!(first.packets_dropped, 1);
-        assert_eq!(first.rtt, Duration::from_millis(12));
-        let second = LinkStats::from_socket(&socket(1500, 376_000), Some(&first));
+        assert_eq!(first.rtt, Duration::from_micros(12_500));
+        let second = LinkStats::from_trace(&trace(1500, 376_000), Some(&first));
         // 375 000 bytes in half a second: 6 Mbit/s.
         assert_eq!(second.bitrate_bps, 6_000_000);
-        let same_time = LinkStats::from_socket(&socket(1500, 400_000), Some(&second));
+        let same_time = LinkStats::from_trace(&trace(1500, 400_000), Some(&second));
         assert_eq!(same_time.bitrate_bps, 0);
+        let unmeasured = TraceStats {
+            msRTT: f64::NAN,
+            ..trace(0, 0)
+        };
+        assert_eq!(LinkStats::from_trace(&unmeasured, None).rtt, Duration::ZERO);
     }
 
     #[test]
