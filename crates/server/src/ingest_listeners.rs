@@ -13,6 +13,8 @@ use ingest::rtmp::RtmpStats;
 use ingest::srt::SrtStats;
 use serde_json::{json, Value};
 
+use crate::link_view::{link_json, split_publish_name};
+
 /// One listener's status, read when asked.
 type StatusFn = Box<dyn Fn() -> Value + Send + Sync>;
 
@@ -44,12 +46,7 @@ impl IngestListeners {
 
     /// Adds an SRT listener.
     pub fn add_srt(&self, addr: SocketAddr, stats: Arc<SrtStats>) {
-        self.add(Box::new(move || {
-            let mut value = crate::link_view::listener_json(&stats);
-            value["protocol"] = json!("srt");
-            value["addr"] = json!(addr.to_string());
-            value
-        }));
+        self.add(Box::new(move || srt_json(addr, &stats)));
     }
 
     fn add(&self, status: StatusFn) {
@@ -94,6 +91,29 @@ fn rtmp_json(protocol: &'static str, addr: SocketAddr, stats: &RtmpStats) -> Val
     value
 }
 
+/// An SRT listener: connections, the handshakes it refused and the publishers its
+/// limits cut, by code, and each publisher's link.
+fn srt_json(addr: SocketAddr, stats: &SrtStats) -> Value {
+    json!({
+        "protocol": "srt",
+        "addr": addr.to_string(),
+        "connections": stats.connections.load(Relaxed),
+        "active_connections": stats.active_connections.load(Relaxed),
+        "bytes": stats.bytes.load(Relaxed),
+        "frames": stats.frames.load(Relaxed),
+        "restarts": stats.restarts.load(Relaxed),
+        "refused": by_code_json(&stats.refusals()),
+        "limits": by_code_json(&stats.limits.by_code()),
+        "links": stats.links().iter().map(|(name, link)| {
+            let (stream, slot) = split_publish_name(name);
+            let mut value = link_json(link);
+            value["stream"] = json!(stream);
+            value["slot"] = json!(slot);
+            value
+        }).collect::<Vec<_>>(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +127,7 @@ mod tests {
         rtmps.tls_handshake_failures.fetch_add(2, Relaxed);
         let srt = Arc::new(SrtStats::default());
         srt.refused(codes::InputFault::BadPassphrase);
+        srt.set_link("m1@backup", ingest::srt::LinkStats::default());
         listeners.add_rtmp(
             "rtmps",
             "127.0.0.1:1936".parse().unwrap(),
@@ -140,6 +161,8 @@ mod tests {
             Some(json!(1)),
             "{doc}"
         );
+        assert_eq!(doc[1]["links"][0]["stream"], "m1");
+        assert_eq!(doc[1]["links"][0]["slot"], "backup");
         let plain = IngestListeners::default();
         plain.add_rtmp("rtmp", "127.0.0.1:1935".parse().unwrap(), rtmps);
         assert!(plain.to_json()[0].get("tls_handshakes").is_none());

@@ -1,6 +1,6 @@
 //! How SRT links show to operators: each SRT publisher's round-trip time, loss,
 //! retransmissions, drops and bitrate beside its input in `/api/streams/{name}` (and so
-//! on the Backups screen), the listener's refused handshakes in `/api/node`, and both
+//! on the Backups screen), and as
 //! as `/metrics` series (`brdyun_srt_…`).
 //!
 //! The figures are srt-tokio's own, as [`ingest::srt::SrtStats`] keeps them: one
@@ -66,29 +66,6 @@ pub fn add_links(inputs: &mut Value, publish_names: &[Option<String>], stats: &S
         let link = name.as_deref().and_then(|name| stats.link(name));
         input["link"] = link.as_ref().map_or(Value::Null, link_json);
     }
-}
-
-/// The SRT listener as JSON: connections, and the handshakes it refused and the
-/// publishers its limits cut, by code.
-pub fn listener_json(stats: &SrtStats) -> Value {
-    use std::sync::atomic::Ordering::Relaxed;
-    let by_code = crate::ingest_listeners::by_code_json;
-    json!({
-        "connections": stats.connections.load(Relaxed),
-        "active_connections": stats.active_connections.load(Relaxed),
-        "bytes": stats.bytes.load(Relaxed),
-        "frames": stats.frames.load(Relaxed),
-        "restarts": stats.restarts.load(Relaxed),
-        "refused": by_code(&stats.refusals()),
-        "limits": by_code(&stats.limits.by_code()),
-        "links": stats.links().iter().map(|(name, link)| {
-            let (stream, slot) = split_publish_name(name);
-            let mut value = link_json(link);
-            value["stream"] = json!(stream);
-            value["slot"] = json!(slot);
-            value
-        }).collect::<Vec<_>>(),
-    })
 }
 
 /// A publish name's stream and slot: `m1` is (`m1`, `primary`), `m1@backup` is
@@ -256,8 +233,5 @@ mod tests {
             .filter(|l| l.starts_with("brdyun_srt_refused_total"))
             .count();
         assert_eq!(refusal_lines, ingest::srt::stats::REFUSAL_CODES.len());
-        let doc = listener_json(&stats);
-        assert_eq!(doc["links"][1]["slot"], "backup");
-        assert_eq!(doc["links"][0]["stream"], "m1");
     }
 }
