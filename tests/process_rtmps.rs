@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::cluster::{self, McConfig};
 use common::{
     connect_from, ffmpeg_source, http_get, http_get_as_node, http_request, parse_media_playlist,
-    start_role, viewer_ip, wait_for, ChildGuard, NodeProcess, NODE_TOKEN,
+    start_role, viewer_ip, wait_for, ChildGuard, NodeProcess,
 };
 
 /// Writes a self-signed certificate for `localhost` and 127.0.0.1 into `dir`.
@@ -35,17 +36,18 @@ fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 fn start_mc(dir: &Path, cert: &Path, key: &Path) -> NodeProcess {
-    let config = format!(
-        "[mc]\nhttp = \"127.0.0.1:0\"\nrtmp = \"127.0.0.1:0\"\nrtmps = \"127.0.0.1:0\"\n\
-         rtmps_cert = \"{}\"\nrtmps_key = \"{}\"\nhostname = \"localhost\"\n\
-         data_dir = \"{}\"\nnode_token = \"{NODE_TOKEN}\"\n\
-         [mc.rtmp_limits]\npublish_deadline = 3\nmax_pending_per_address = 2\n\
-         [defaults]\nsegment_duration = 1\n",
-        cert.display(),
-        key.display(),
-        dir.join("mc-data").display()
-    );
-    start_role(dir, "mc", "mc", &config)
+    let config = McConfig {
+        admin_token: None,
+        lines: format!(
+            "rtmps = \"127.0.0.1:0\"\nrtmps_cert = \"{}\"\nrtmps_key = \"{}\"\n\
+             hostname = \"localhost\"\n\
+             [mc.rtmp_limits]\npublish_deadline = 3\nmax_pending_per_address = 2\n",
+            cert.display(),
+            key.display(),
+        ),
+        ..McConfig::default()
+    };
+    cluster::start_mc(dir, "mc", &config)
 }
 
 /// A started meeting `id` on the MC: its stream key.
