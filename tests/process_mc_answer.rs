@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use common::cluster::NodeConfig;
 use common::{http_get, wait_for, ChildGuard, NodeProcess};
 use serde_json::{json, Value};
 
@@ -125,10 +126,14 @@ fn a_forged_mc_answer_starts_no_bad_meeting_and_writes_nothing_outside_the_data_
     let mc = fake_mc(json!({ "meetings": meetings }));
 
     let data = dir.path().join("node").join("data");
-    let config = format!(
-        "[node]\nname = \"n\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n[mc]\nurl = \"http://{mc}\"\npoll_interval = 0.2\ntimeout = 2\n[mc.stream]\nsegment_duration = 1\ndvr = {{ enabled = true }}\n",
-        data.display()
-    );
+    let config = NodeConfig {
+        mc_urls: vec![format!("http://{mc}")],
+        token: None,
+        timeout: Some("2".to_owned()),
+        stream: Some("segment_duration = 1\ndvr = { enabled = true }\n".to_owned()),
+        ..NodeConfig::new("n")
+    }
+    .render(&data);
     let node = NodeProcess::start(dir.path(), "n", &config);
 
     // The good meeting is served: its stream runs and its archive is where it belongs.
