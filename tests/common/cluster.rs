@@ -321,11 +321,6 @@ impl Cluster {
         self.node_config(name).start(self.path())
     }
 
-    /// The MC's config as started.
-    pub fn mc_config(&self) -> &McConfig {
-        &self.mc_config
-    }
-
     /// Starts the MC again (after `mc.kill9()`) on its HTTP address, with its data.
     pub fn restart_mc(&mut self) {
         let config = McConfig {
