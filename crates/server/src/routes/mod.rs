@@ -7,6 +7,7 @@ pub mod answer;
 pub mod archive;
 pub mod backups;
 pub mod dash;
+pub mod fault_rules;
 pub mod fmp4;
 pub mod health;
 pub mod hls;
@@ -16,6 +17,7 @@ pub mod relay;
 pub mod steering;
 pub mod stream;
 pub mod subtitles;
+pub mod telemetry;
 pub mod watch;
 
 use axum::extract::State;
@@ -27,7 +29,6 @@ use axum::Router;
 use crate::app::{node_app, NodeApp};
 use crate::error::ApiError;
 use crate::experiments::api as experiments_api;
-use crate::shed::{fault_api, telemetry};
 use crate::state::AppState;
 use crate::url::Route;
 
@@ -71,8 +72,8 @@ fn handler(route: Route) -> MethodRouter<AppState> {
             .delete(backups::undrain),
         Route::Steering => get(steering::manifest),
         Route::Watch => get(watch::entry),
-        Route::FaultRules => get(fault_api::list).post(fault_api::add),
-        Route::FaultRule => delete(fault_api::remove),
+        Route::FaultRules => get(fault_rules::list).post(fault_rules::add),
+        Route::FaultRule => delete(fault_rules::remove),
         Route::Telemetry | Route::KpiBeacon => post(telemetry::beacon),
         Route::ExperimentsPage => get(experiments_api::page),
         Route::Experiments => get(experiments_api::status).post(experiments_api::upsert),

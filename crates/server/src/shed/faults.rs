@@ -1,5 +1,5 @@
 //! The operator's fault-injection rules (FIT-1) as the request path and the admin API
-//! ([`super::fault_api`]) share them. While no rule is active a request pays one atomic
+//! ([`crate::routes::fault_rules`]) share them. While no rule is active a request pays one atomic
 //! load; times are on the caller's monotonic axis ([`super::Shedder::now`]), passed in.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -13,10 +13,12 @@
 //!
 //! [`Shedder`] is a composition of small parts, each in its file with its tests:
 //! [`Policy`] (the pure decision), [`LevelMonitor`] (the level the decisions read and
-//! its override), [`FaultRuleSet`] (FIT-1 rules; [`fault_api`] is their authenticated
-//! admin API), [`DevicePauses`] (the device contract's pauses), [`LaneSettings`] (the
-//! priority lane), [`LimitTracker`] (the adaptive concurrency limit) and
-//! [`ShedMetrics`] (the counters behind `brdyun_shed_*`).
+//! its override), [`FaultRuleSet`] (FIT-1 rules; [`crate::routes::fault_rules`] is
+//! their authenticated admin API), [`DevicePauses`] (the device contract's pauses),
+//! [`LaneSettings`] (the priority lane), [`LimitTracker`] (the adaptive concurrency
+//! limit) and [`ShedMetrics`] (the counters behind `brdyun_shed_*`). The routes that
+//! reach it from outside (the fault-rule API, `/telemetry`) live in
+//! [`crate::routes`]: this folder does not know the node's state.
 //!
 //! In the background, [`overload::run_monitor`] samples the CPU utilisation (by default
 //! this process's, from `/proc/self/stat`; see [`CpuSource`]) every `cpu_sample_ms`
@@ -26,7 +28,6 @@
 //! its `Retry-After` is not read for a moment ([`gate`]). [`ShedSettings`] is the
 //! `[shedding]` config section.
 
-pub mod fault_api;
 mod faults;
 pub mod gate;
 pub mod kpi_layer;
@@ -41,7 +42,6 @@ mod policy;
 mod serving_probe;
 mod settings;
 mod shedder;
-pub mod telemetry;
 
 pub use faults::{FaultRuleSet, RuleView};
 pub use gate::{ConnectionGate, GatedStream};

@@ -16,11 +16,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::layer::{request_facts, MEMBER_HEADER};
-use super::member_id;
 use crate::experiments::api::ExperimentsApiError;
 use crate::experiments::beacon::{Beacon, MAX_BEACON_BYTES};
+use crate::shed::layer::{request_facts, MEMBER_HEADER};
 use crate::state::AppState;
+use shed::member_id;
 
 /// Accepts one beacon.
 pub async fn beacon(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
