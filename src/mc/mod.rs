@@ -6,7 +6,6 @@
 //!
 //! The node side lives here too: [`watcher`] is a node's loop over its MC.
 
-pub mod answer;
 pub mod config;
 pub mod streams;
 pub mod watcher;

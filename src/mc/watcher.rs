@@ -5,7 +5,7 @@
 //! node keeps every stream it has (viewers keep watching), the gate answers 102005 /
 //! 1041xx for the rest, and the next successful poll brings everything back.
 //!
-//! Every answer is screened first ([`super::answer`]): a meeting with a bad id, rung
+//! Every answer is screened first ([`server::access::mc_answer`]): a meeting with a bad id, rung
 //! or list is left out (logged with its 114xxx code when the refusals change), and
 //! private meetings and viewer keys are taken only over a protected link.
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use ingest::mc_client::{self, McClientConfig};
 use meeting::MeetingState;
-use server::mc::gate::MeetingGate;
+use server::access::gate::MeetingGate;
 use tokio::sync::watch;
 
 use super::config::McLinkConfig;
@@ -73,8 +73,10 @@ pub async fn run(
                         "mc reachable again"
                     );
                 }
-                let (answer, refusals) =
-                    super::answer::screen(answer, protected.get(preferred) == Some(&true));
+                let (answer, refusals) = server::access::mc_answer::screen(
+                    answer,
+                    protected.get(preferred) == Some(&true),
+                );
                 if refusals != last_refusals {
                     for refusal in &refusals {
                         tracing::warn!(mc = %mc_url, code = refusal.fault.code(), refused = %refusal.what, "mc answer entry refused");
@@ -85,7 +87,7 @@ pub async fn run(
                 if let Some(keys) = answer
                     .session_keys
                     .as_ref()
-                    .and_then(server::mc::session_keys::node_keys)
+                    .and_then(server::access::session_keys::node_keys)
                 {
                     gate.set_session_keys(keys);
                 }

@@ -213,7 +213,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     }
     if let Some(mc) = &config.mc {
         // Meetings of the MC become streams; viewers of them go through the gate.
-        let gate = Arc::new(server::mc::gate::MeetingGate::new());
+        let gate = Arc::new(server::access::gate::MeetingGate::new());
         if let Some(token) = &mc.token {
             gate.set_node_token(token.clone());
         }

@@ -16,6 +16,7 @@
 //! [`shed`] over the pure `shed` crate; the serving stack is [`serve`], [`connection`]
 //! and [`lane`]. The crates around this one are mapped in the README's "Code map".
 
+pub mod access;
 pub mod access_log;
 pub mod admin_door;
 pub mod app;

@@ -45,7 +45,7 @@ struct Shared {
     admin_token: Option<String>,
     started: Instant,
     shedder: Arc<Shedder>,
-    meeting_gate: std::sync::OnceLock<Arc<crate::mc::gate::MeetingGate>>,
+    meeting_gate: std::sync::OnceLock<Arc<crate::access::gate::MeetingGate>>,
     mc: std::sync::OnceLock<crate::mc::McState>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
     logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
@@ -164,12 +164,12 @@ impl AppState {
 
     /// Puts the node's streams behind its MC's meeting rules (set once, by a node with
     /// an `[mc]` section); returns false if a gate was already set.
-    pub fn set_meeting_gate(&self, gate: Arc<crate::mc::gate::MeetingGate>) -> bool {
+    pub fn set_meeting_gate(&self, gate: Arc<crate::access::gate::MeetingGate>) -> bool {
         self.inner.meeting_gate.set(gate).is_ok()
     }
 
     /// The meeting gate, when this node's streams are meetings of an MC.
-    pub fn meeting_gate(&self) -> Option<&Arc<crate::mc::gate::MeetingGate>> {
+    pub fn meeting_gate(&self) -> Option<&Arc<crate::access::gate::MeetingGate>> {
         self.inner.meeting_gate.get()
     }
 

@@ -197,6 +197,14 @@ impl WindowSnapshot {
         self.segments.back()
     }
 
+    /// The timeline marker of the newest segment (its first packet): where the
+    /// window's timeline stands, for the mesh's fingerprint and the MC's ownership.
+    pub fn newest_marker(&self) -> Option<media::timeline::TimelineMarker> {
+        let newest = self.newest()?;
+        let packet = newest.data.get(..media::ts::PACKET_SIZE)?;
+        media::timeline::TimelineMarker::parse(packet.get(4..)?).ok()
+    }
+
     /// The segments that have an fMP4 view, oldest first.
     pub fn fmp4_segments(&self) -> impl Iterator<Item = (&StoredSegment, &Fmp4View)> + '_ {
         self.segments

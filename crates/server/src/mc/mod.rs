@@ -4,24 +4,20 @@
 //!   its OpenAPI document ([`openapi`]) and its store ([`store`]). The MC's router
 //!   falls back to the ordinary node router, so `/{meeting}/mpegts` is the relay every
 //!   node pulls a meeting from.
-//! - On a node with an MC: the [`gate`] in front of every meeting's stream.
+//! - A node's side of meetings (its gate, private meetings' sessions) is
+//!   [`crate::access`].
 
-pub mod access;
 pub mod api;
 pub mod etcd_store;
-pub mod gate;
 pub mod media_now;
 pub mod minter;
 pub mod openapi;
 pub mod ownership;
 pub mod report;
 pub mod session_key_store;
-pub mod session_keys;
-pub mod session_uris;
 mod state;
 pub mod store;
 pub mod timeline;
-mod viewer_table;
 pub mod viewers;
 
 use axum::body::Body;

@@ -41,7 +41,7 @@ pub async fn run(
             let id = meeting.id.as_str();
             seen.insert(id.to_owned());
             let stream = node.channel(id).map(|channel| {
-                let marker = crate::redundancy::members::newest_marker(&channel.snapshot());
+                let marker = channel.snapshot().newest_marker();
                 (channel.active_input(), marker.map(|m| m.state))
             });
             let mode = mode_of(stream, peers, followed.contains(id));

@@ -62,7 +62,7 @@ pub(crate) struct McShared {
     /// Who each meeting's relay is served to, as the group timeline decides (a meeting
     /// absent here is served to all: a lone MC).
     pub(crate) relays: Mutex<std::collections::HashMap<String, Decision>>,
-    /// The keys private meetings' sessions are signed with (see [`super::session_keys`]).
+    /// The keys private meetings' sessions are signed with (see [`crate::access::session_keys`]).
     pub(crate) session_keys: SessionKeyStore,
 }
 

@@ -12,8 +12,8 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-use super::gate::MeetingGate;
 use super::{router, McSettings, McState};
+use crate::access::gate::MeetingGate;
 use crate::channel::{Channel, LiveSegment, TrackSummary};
 use crate::metrics::Metrics;
 use crate::{AppState, NodeIdentity};

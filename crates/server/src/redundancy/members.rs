@@ -34,7 +34,9 @@ fn fnv1a(parts: &[u64]) -> u64 {
 /// have equal fingerprints through a whole discontinuity period even while one is a
 /// segment behind; a node that cut its own timeline (its own anchor) never matches.
 pub fn timeline_fingerprint(window: &WindowSnapshot) -> Option<u64> {
-    newest_marker(window).map(|marker| marker_fingerprint(&marker))
+    window
+        .newest_marker()
+        .map(|marker| marker_fingerprint(&marker))
 }
 
 /// The fingerprint of the timeline law one marker carries: any difference in the
@@ -47,13 +49,6 @@ pub fn marker_fingerprint(marker: &media::timeline::TimelineMarker) -> u64 {
         state.anchor_unix_ms as u64,
         u64::from(marker.target_duration_ms),
     ])
-}
-
-/// The timeline marker of the window's newest segment (its first packet).
-pub fn newest_marker(window: &WindowSnapshot) -> Option<media::timeline::TimelineMarker> {
-    let newest = window.newest()?;
-    let packet = newest.data.get(..media::ts::PACKET_SIZE)?;
-    media::timeline::TimelineMarker::parse(packet.get(4..)?).ok()
 }
 
 /// The codec family the ladder announces (`h264`, `h265`, `aac`, …) from an RFC 6381

@@ -26,7 +26,7 @@ pub struct Viewer {
 /// The headers a viewer is read from, as names ready for lookup (a name given as text
 /// is parsed and checked at every lookup).
 const FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-const MEMBER: HeaderName = HeaderName::from_static(crate::mc::gate::VIEWER_HEADER);
+const MEMBER: HeaderName = HeaderName::from_static(crate::access::gate::VIEWER_HEADER);
 
 /// What a viewer's key is made of, read from a request.
 struct Parts<'a> {
@@ -220,7 +220,7 @@ mod tests {
                 .uri("/meeting/index.m3u8")
                 .header(header::USER_AGENT, "hls.js test");
             if let Some(member) = member {
-                builder = builder.header(crate::mc::gate::VIEWER_HEADER, member);
+                builder = builder.header(crate::access::gate::VIEWER_HEADER, member);
             }
             let mut request = builder.body(axum::body::Body::empty()).expect("a request");
             crate::request_context::RequestContext::of_mut(&mut request).connection =

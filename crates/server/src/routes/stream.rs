@@ -150,9 +150,9 @@ fn entry(
     let grant = match state.meeting_gate() {
         Some(gate) if gate.is_private(stream) && role != Some(FileRole::Relay) => {
             let asked = if rewritten {
-                crate::mc::access::Asked::Playlist
+                crate::access::private::Asked::Playlist
             } else {
-                crate::mc::access::Asked::Media
+                crate::access::private::Asked::Media
             };
             let address = arrival.connection().map(|c| c.peer.ip());
             match gate.authorize(stream, arrival.request.uri().query(), address, asked, now_s) {
@@ -177,10 +177,11 @@ fn entry(
     };
     let session = match grant.issued {
         Some(issued) => Some(issued),
-        None if rewritten => {
-            crate::mc::access::query_param(arrival.request.uri().query(), ott::SESSION_QUERY_PARAM)
-                .map(str::to_owned)
-        }
+        None if rewritten => crate::access::private::query_param(
+            arrival.request.uri().query(),
+            ott::SESSION_QUERY_PARAM,
+        )
+        .map(str::to_owned),
         None => None,
     };
     let answer = checked(state, stream, rung, file, arrival, Some(grant.viewer));
@@ -363,9 +364,9 @@ async fn with_session(response: Response, session: &str) -> Response {
         }
     };
     let rewritten = if is_mpd {
-        crate::mc::session_uris::mpd(&bytes, session)
+        crate::access::session_uris::mpd(&bytes, session)
     } else {
-        crate::mc::session_uris::m3u8(&bytes, session)
+        crate::access::session_uris::m3u8(&bytes, session)
     };
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(

@@ -7,7 +7,7 @@
 //!   starts a session ([`ott::SessionKeys::issue`], signed with the MC's session key)
 //!   bound to the viewer's address.
 //! - Every URI of the playlists and MPDs it answers carries the session
-//!   (`session=`, [`crate::mc::session_uris`]); every later request — playlists,
+//!   (`session=`, [`crate::access::session_uris`]); every later request — playlists,
 //!   parts, segments, inits, archive — is checked by it alone, without allocating,
 //!   and only from the address it was issued to.
 //! - Media asked with a session is served for [`ott::SESSION_MEDIA_LIFETIME_S`] from

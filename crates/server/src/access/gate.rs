@@ -61,7 +61,7 @@ pub struct MeetingGate {
     /// Exchanges with the MC that answered (`brdyun_mc_syncs_total`).
     syncs: std::sync::atomic::AtomicU64,
     /// The keys private meetings' sessions are signed with, as the MC last handed
-    /// them out (see [`crate::mc::access`]); none before the first sync.
+    /// them out (see [`crate::access::private`]); none before the first sync.
     session_keys: std::sync::RwLock<Arc<ott::SessionKeys>>,
     /// The credential of this node's MC link, which a node pulling a meeting's relay
     /// from this node must present (none: the relay is open, as the MC's is).

@@ -103,7 +103,7 @@ pub fn screen(answer: SyncAnswer, protected: bool) -> (SyncAnswer, Vec<Refusal>)
             refuse(McAnswerFault::Insecure, "session keys".to_owned());
             None
         }
-        Some(wire) if server::mc::session_keys::node_keys(&wire).is_none() => {
+        Some(wire) if crate::access::session_keys::node_keys(&wire).is_none() => {
             refuse(
                 McAnswerFault::BadKey,
                 format!("a session key ring of {} keys", wire.keys.len()),
@@ -133,7 +133,7 @@ fn check_meeting(
     if view.private && !protected {
         return Err((McAnswerFault::Insecure, "private".into()));
     }
-    if view.ladder.len() > server::ladder::MAX_RUNGS {
+    if view.ladder.len() > crate::ladder::MAX_RUNGS {
         return Err((
             McAnswerFault::TooMany,
             format!("{} rungs", view.ladder.len()),
@@ -141,7 +141,7 @@ fn check_meeting(
     }
     let mut rungs = HashSet::new();
     for rung in &view.ladder {
-        if server::ladder::check_name(rung).is_err() || !rungs.insert(rung.as_str()) {
+        if crate::ladder::check_name(rung).is_err() || !rungs.insert(rung.as_str()) {
             return Err((McAnswerFault::BadRung, format!("rung {}", excerpt(rung))));
         }
     }
