@@ -314,16 +314,13 @@ pub async fn set_viewer_limit(
 
 /// Whether a request for a meeting's file on the MC may be answered: the MC's
 /// streams (its relays above all) are for its nodes, public meetings' as private
-/// ones' — only with the node token or the admin token (an MC without either, on
-/// loopback by `trust_loopback`, serves anyone). Viewers watch from nodes, where every
-/// meeting rule applies.
+/// ones' — only with the node token or the admin token, the rule of the nodes' sync
+/// (an MC without a node token, on loopback by `trust_loopback`, serves this machine's
+/// callers, as it answers their syncs). Viewers watch from nodes, where every meeting
+/// rule applies.
 pub fn may_read_stream(mc: &McState, headers: &HeaderMap) -> bool {
     let token = bearer(headers);
-    let node = mc.inner.settings.node_token.as_deref();
-    let open_loopback_mc = mc.inner.settings.admin_token.is_none() && node.is_none();
-    node.is_some_and(|_| is_node(mc, token))
-        || (token.is_some() && is_admin(mc, token))
-        || open_loopback_mc
+    is_node(mc, token) || (token.is_some() && is_admin(mc, token))
 }
 
 fn is_node(mc: &McState, given: Option<&str>) -> bool {

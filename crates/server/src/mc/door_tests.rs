@@ -324,3 +324,30 @@ async fn a_players_playlist_and_preflight_keep_their_cors_grant() {
     );
     assert!(headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
 }
+
+/// A node reads the MC's streams under the rule it syncs by: with the node token (or
+/// the admin's), and, on an MC without a node token (loopback, `trust_loopback`),
+/// without one — even when the MC has an admin token.
+#[test]
+fn the_streams_are_read_under_the_sync_rule() {
+    use axum::http::HeaderMap;
+    let bearer = |token: &str| {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        headers
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let guarded = McState::open(settings(dir.path())).unwrap();
+    assert!(super::api::may_read_stream(&guarded, &bearer("nodes")));
+    assert!(super::api::may_read_stream(&guarded, &bearer("admin")));
+    assert!(!super::api::may_read_stream(&guarded, &bearer("guess")));
+    assert!(!super::api::may_read_stream(&guarded, &HeaderMap::new()));
+    let other = tempfile::tempdir().unwrap();
+    let mut loopback = settings(other.path());
+    loopback.node_token = None;
+    let loopback = McState::open(loopback).unwrap();
+    assert!(super::api::may_read_stream(&loopback, &HeaderMap::new()));
+}
