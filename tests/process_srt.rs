@@ -254,7 +254,8 @@ fn srt_publishers_play_and_every_refusal_and_cut_has_its_code() {
     }
 
     // A handshake that never completes: the induction is answered, nothing is held
-    // (no code: srt-tokio keeps no connection for it and asks nothing of brdyun).
+    // (no code: libsrt answers it with a cookie, keeps nothing and asks nothing of
+    // brdyun).
     let raw = UdpSocket::bind("127.0.0.1:0").expect("bind");
     raw.set_read_timeout(Some(Duration::from_secs(2)))
         .expect("timeout");

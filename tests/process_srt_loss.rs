@@ -452,8 +452,13 @@ fn srt_through_2_and_10_percent_loss_keeps_every_segment_and_reports_the_loss() 
         link2["packets_retransmitted"].as_u64().unwrap_or(0) > 0,
         "{link2}"
     );
-    // srt-tokio may count a few late retransmissions as dropped (0 to 15 in a run)
-    // though nothing is missing: the segments above are the clean feed's.
+    // The round trip SRT measured: the relay's 10 ms each way and a little more
+    // (libsrt starts from 100 ms before its first measurement).
+    let rtt2 = link2["rtt_ms"].as_f64().expect("rtt_ms of the 2 % link");
+    assert!(
+        (15.0..80.0).contains(&rtt2),
+        "rtt through the relay: {link2}"
+    );
 
     // 10 %: the loss is counted and reported, in the status API and /metrics.
     let link10 = links[2]

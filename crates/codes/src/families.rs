@@ -243,10 +243,10 @@ family! {
         /// An SRT caller was refused: its encryption does not match the meeting's (no
         /// passphrase where one is required, one where none is set, or a wrong one).
         BadPassphrase => (111_030, 403, "the SRT passphrase is missing, unexpected or wrong", "ingest_bad_passphrase", false),
-        /// The SRT listener's task ended (srt-tokio panics on a few malformed
-        /// handshakes) and a new one was started on the same socket; its publishers
-        /// were disconnected and reconnect.
-        ListenerRestarted => (111_031, 503, "the SRT listener was restarted after its task ended", "ingest_srt_restarted", true),
+        /// The SRT listening socket failed (libsrt reported an error on it) and a new
+        /// one was opened on the same port; connected publishers go on, a caller
+        /// handshaking at that moment retries.
+        ListenerRestarted => (111_031, 503, "the SRT listening socket failed and was opened again", "ingest_srt_restarted", true),
     }
 }
 

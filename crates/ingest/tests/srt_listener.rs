@@ -312,3 +312,50 @@ async fn an_accepted_handshake_that_never_finishes_is_cut_at_the_publish_deadlin
     let (video, _) = frames_in(&mut h.frames).await;
     assert!(video >= 60, "{video} video frames");
 }
+
+/// The process's resident memory in kB (Linux), read from /proc.
+fn resident_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
+/// Sends `count` inductions, each from a socket of its own (a new source port), in
+/// batches of 100 with the answers left unread.
+async fn flood(to: std::net::SocketAddr, count: usize) {
+    for _ in 0..count / 100 {
+        let mut batch = Vec::with_capacity(100);
+        for _ in 0..100 {
+            let raw = tokio::net::UdpSocket::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            raw.send_to(&induction(), to).await.expect("send");
+            batch.push(raw);
+        }
+        // Sockets dropped here: their ports are free for the next batch.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A flood of first handshakes (20 000 inductions from as many source ports) leaves
+/// the listener's memory flat — libsrt answers each with a cookie and keeps nothing —
+/// and a real publisher connects and publishes right after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_first_handshakes_keeps_nothing_and_a_publisher_connects() {
+    let mut h = start(SrtListenerConfig::new("127.0.0.1:0".parse().unwrap()));
+    // A first round so the allocator and libsrt's buffers are warm.
+    flood(h.addr, 2_000).await;
+    let before = resident_kb();
+    flood(h.addr, 20_000).await;
+    let grown = resident_kb().saturating_sub(before);
+    // A kilobyte and more kept for each of them would be 20 MB and more.
+    assert!(grown < 4_096, "resident memory grew by {grown} kB");
+    let url = format!("srt://{}?streamid=cam?key={KEY}", h.addr);
+    let status = publish(&url).await;
+    assert!(status.success(), "ffmpeg publish failed: {status}");
+    let (video, _) = frames_in(&mut h.frames).await;
+    assert!(video >= 60, "{video} video frames");
+}

@@ -3,7 +3,7 @@
 //! on the Backups screen), and as
 //! as `/metrics` series (`brdyun_srt_…`).
 //!
-//! The figures are srt-tokio's own, as [`ingest::srt::SrtStats`] keeps them: one
+//! The figures are libsrt's own, as [`ingest::srt::SrtStats`] keeps them: one
 //! [`LinkStats`] per connected publisher, by publish name (`<stream>` or
 //! `<stream>@<slot>`), totals since that connection began.
 
@@ -35,8 +35,7 @@ pub fn link_json(link: &LinkStats) -> Value {
     })
 }
 
-/// The link's round-trip time in ms to a tenth, or null when the SRT implementation
-/// did not report one (srt-tokio 0.4.4 measures RTT but leaves its statistic at 0).
+/// The link's round-trip time in ms to a tenth, or null when none was reported.
 fn rtt_ms(link: &LinkStats) -> Option<f64> {
     (!link.rtt.is_zero()).then(|| (link.rtt.as_secs_f64() * 10_000.0).round() / 10.0)
 }
