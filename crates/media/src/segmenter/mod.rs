@@ -50,6 +50,7 @@ mod replay;
 mod rung;
 mod segment;
 mod source;
+mod tail;
 
 use std::collections::VecDeque;
 

@@ -115,6 +115,9 @@ pub struct SegmenterStats {
     /// ([`SegmenterConfig::longest_segment_ticks`]), or dates running more than
     /// [`MAX_DATE_AHEAD_MS`] ahead of the wall clock.
     pub untimed: u64,
+    /// Silent audio frames written where the audio ended before the video when the
+    /// input ended or broke, so the last segments carry both tracks to their end.
+    pub silence_filled: u64,
 }
 
 /// What a segmenter placed, in the order it placed it: what the live relay sends

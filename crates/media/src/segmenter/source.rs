@@ -8,6 +8,7 @@ use super::segment::{
     emit, unwrap_ts, Placements, Segment, SegmenterConfig, SegmenterStats, Timed,
     MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
 };
+use super::tail;
 use crate::timeline::{TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind, CLOCK_HZ};
 
@@ -87,6 +88,9 @@ pub(super) struct Source {
     audio_queue: VecDeque<Timed>,
     /// Audio held while no segment is open, with its arrival wall clock.
     wait_audio: VecDeque<(Timed, i64)>,
+    /// The last audio frame taken since the timeline last broke: where silence
+    /// continues the audio if the video runs on past it ([`tail::silence`]).
+    last_audio: Option<Timed>,
     /// What was placed, for the live relay (when kept).
     pub(super) placed: Placements,
 }
@@ -172,6 +176,7 @@ impl Source {
             closing: None,
             audio_queue: VecDeque::new(),
             wait_audio: VecDeque::new(),
+            last_audio: None,
             placed: Placements::default(),
         }
     }
@@ -262,6 +267,7 @@ impl Source {
             }
             TrackKind::Audio => {
                 self.has_audio = true;
+                self.last_audio = Some(t.clone());
                 self.push_audio(t, now, ready, stats);
             }
         }
@@ -663,20 +669,43 @@ impl Source {
         if self.cur.is_none() && !self.has_video {
             self.start_audio_only(ready, stats);
         }
+        let mut end = None;
         if self.cur.is_some() {
             // Nothing more will arrive: every queued frame is decided now.
             self.last_video_dts = Some(u64::MAX);
             self.decide(stats);
+            end = self.cur.as_ref().map(|cur| self.estimated_end(cur));
+        }
+        if let Some(end) = end {
+            self.fill_audio_tail(end, stats);
         }
         self.seal_closing(ready, stats);
-        if let Some(cur) = self.cur.take() {
-            let end = self.estimated_end(&cur);
+        if let (Some(cur), Some(end)) = (self.cur.take(), end) {
             self.seal(cur, end, ready);
         }
+        self.last_audio = None;
         self.audio_queue.clear();
         stats.dropped_before_keyframe += self.wait_audio.len() as u64;
         self.wait_audio.clear();
         self.last_video_dts = None;
+    }
+
+    /// The audio ended before the video (an input that stopped with its audio behind,
+    /// as muxers send it): silent frames continue it to `end`, the open segment's end,
+    /// in the open segments, so no segment ends with video and no audio under it.
+    fn fill_audio_tail(&mut self, end: u64, stats: &mut SegmenterStats) {
+        let (Some(last), Some(cur), true) = (&self.last_audio, &mut self.cur, self.has_video)
+        else {
+            return;
+        };
+        let from = self.closing.as_ref().map_or(cur.start_ts, |c| c.start_ts);
+        for t in tail::silence(last, from, end, MAX_SEGMENT_FRAMES) {
+            stats.silence_filled += 1;
+            match self.closing.as_mut().filter(|_| t.ext_pts < cur.start_ts) {
+                Some(c) => push_bounded(&mut c.frames, t, c.state.msn, &mut self.placed, stats),
+                None => push_bounded(&mut cur.frames, t, cur.state.msn, &mut self.placed, stats),
+            }
+        }
     }
 
     /// Closes the timeline: what follows starts a new, discontinuous segment.
