@@ -231,6 +231,11 @@ pub struct StreamDefaults {
     /// How long the active input may deliver nothing before the next input takes over, seconds.
     #[serde(default = "default_source_timeout")]
     pub source_timeout: f64,
+    /// The same for a publish input (RTMP, RTMPS, SRT) when shorter, seconds: a
+    /// publisher sends steadily while it is there, and a lost SRT publisher just goes
+    /// silent, so its backup slot takes over after this much silence.
+    #[serde(default = "default_publish_timeout")]
+    pub publish_timeout: f64,
     /// DVR archive defaults (`[defaults.dvr]`).
     #[serde(default)]
     pub dvr: DvrConfig,
@@ -322,6 +327,7 @@ impl Default for StreamDefaults {
             part_duration: default_part_duration(),
             part_hold_back: None,
             source_timeout: default_source_timeout(),
+            publish_timeout: default_publish_timeout(),
             dvr: DvrConfig::default(),
         }
     }
@@ -345,6 +351,8 @@ pub struct StreamConfig {
     pub part_hold_back: Option<f64>,
     /// Overrides `defaults.source_timeout`.
     pub source_timeout: Option<f64>,
+    /// Overrides `defaults.publish_timeout`.
+    pub publish_timeout: Option<f64>,
     /// Overrides `defaults.dvr`, key by key.
     #[serde(default)]
     pub dvr: DvrConfig,
@@ -412,6 +420,9 @@ fn default_part_duration() -> f64 {
 fn default_source_timeout() -> f64 {
     5.0
 }
+fn default_publish_timeout() -> f64 {
+    1.0
+}
 
 /// A stream's settings with defaults applied.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -426,6 +437,8 @@ pub struct StreamSettings {
     pub part_hold_back_ms: Option<u64>,
     /// Input stall timeout, milliseconds.
     pub source_timeout_ms: u64,
+    /// A publish input's stall timeout, milliseconds.
+    pub publish_timeout_ms: u64,
     /// The archive's retention when the stream is recorded.
     pub dvr: Option<dvr::Retention>,
 }
@@ -445,6 +458,8 @@ impl StreamConfig {
                 .or(defaults.part_hold_back)
                 .map(|s| (s * 1000.0).round() as u64),
             source_timeout_ms: (self.source_timeout.unwrap_or(defaults.source_timeout) * 1000.0)
+                .round() as u64,
+            publish_timeout_ms: (self.publish_timeout.unwrap_or(defaults.publish_timeout) * 1000.0)
                 .round() as u64,
             dvr: self.dvr.resolve(&defaults.dvr),
         }
@@ -523,6 +538,7 @@ impl Config {
             &self.defaults.window.into(),
             &self.defaults.source_timeout.into(),
         )?;
+        check_publish_timeout("defaults", Some(self.defaults.publish_timeout))?;
         check_part(
             "defaults",
             self.defaults.part_duration,
@@ -594,6 +610,7 @@ impl Config {
                 &stream.window,
                 &stream.source_timeout,
             )?;
+            check_publish_timeout(&at, stream.publish_timeout)?;
             check_part(
                 &at,
                 stream.part_duration.unwrap_or(self.defaults.part_duration),
@@ -643,6 +660,16 @@ fn check_durations(
         }
     }
     Ok(())
+}
+
+/// `publish_timeout` is 0.2 to 600 seconds.
+fn check_publish_timeout(at: &str, timeout: Option<f64>) -> anyhow::Result<()> {
+    match timeout {
+        Some(t) if !(0.2..=600.0).contains(&t) => {
+            bail!("{at}.publish_timeout {t} must be between 0.2 and 600 seconds")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Stream names appear in URLs and file names: keep them to a safe alphabet.

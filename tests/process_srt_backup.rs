@@ -24,11 +24,11 @@ fn playlist(mc: &NodeProcess) -> Option<String> {
     (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())
 }
 
-/// An MC with SRT on `srt` and the started meeting `m`; `source_timeout` (seconds) is
-/// how long a silent input lasts before the next takes over.
-fn start_mc(dir: &Path, srt: SocketAddr, source_timeout: f64) -> NodeProcess {
+/// An MC with SRT on `srt` and the started meeting `m`, its inputs' timeouts the
+/// defaults (a silent publish input is taken over after `publish_timeout`, 1 s).
+fn start_mc(dir: &Path, srt: SocketAddr) -> NodeProcess {
     let config = format!(
-        "[mc]\nhttp = \"127.0.0.1:0\"\nsrt = \"{srt}\"\ndata_dir = \"{}\"\nadmin_token = \"{ADMIN}\"\nnode_token = \"{}\"\n[defaults]\nsegment_duration = 1\nsource_timeout = {source_timeout}\n[[meeting]]\nid = \"m\"\nstart = true\nladder = false\n",
+        "[mc]\nhttp = \"127.0.0.1:0\"\nsrt = \"{srt}\"\ndata_dir = \"{}\"\nadmin_token = \"{ADMIN}\"\nnode_token = \"{}\"\n[defaults]\nsegment_duration = 1\n[[meeting]]\nid = \"m\"\nstart = true\nladder = false\n",
         dir.join("mc-data").display(),
         common::NODE_TOKEN
     );
@@ -183,8 +183,8 @@ fn the_same_feed_on_the_backup_slot_takes_over_with_no_discontinuity() {
     // A killed SRT publisher goes silent rather than away (SRT notices after its 5-s
     // peer idle timeout): the backup must take over while the standby's replay (from
     // the keyframe before its last, 2 to 4 s back here) still reaches back to where
-    // the primary stopped, so well before the default 5 s.
-    let mc = start_mc(dir.path(), srt, 1.0);
+    // the primary stopped: the default publish_timeout, 1 s, is well within it.
+    let mc = start_mc(dir.path(), srt);
     let key = stream_key(&mc);
     let primary = copy_publisher("primary", &fixture, &srt_url(srt, "m", &key));
     let _backup = copy_publisher("backup", &fixture, &srt_url(srt, "m@backup", &key));
@@ -207,7 +207,7 @@ fn the_same_feed_on_the_backup_slot_takes_over_with_no_discontinuity() {
 fn two_encoders_on_the_two_slots_fail_over_with_exactly_one_discontinuity() {
     let dir = tempfile::tempdir().unwrap();
     let srt = SocketAddr::from(([127, 0, 0, 1], free_udp_port()));
-    let mc = start_mc(dir.path(), srt, 5.0);
+    let mc = start_mc(dir.path(), srt);
     let key = stream_key(&mc);
     let primary = ChildGuard::spawn(
         "primary encoder",
@@ -218,10 +218,13 @@ fn two_encoders_on_the_two_slots_fail_over_with_exactly_one_discontinuity() {
         let (_, list) = inputs(&mc)?;
         (list.first()?.0 == "live").then_some(())
     });
-    let _backup = ChildGuard::spawn(
-        "backup encoder",
-        &mut ffmpeg_source(90, "mpegts", &srt_url(srt, "m@backup", &key)),
-    );
+    // Another pattern and tone: an encoder of the primary's pattern would send
+    // byte-identical frames at the same timestamps, which is the same feed.
+    let mut backup = common::ffmpeg_encoder(90, "testsrc", 880);
+    backup
+        .args(["-f", "mpegts"])
+        .arg(srt_url(srt, "m@backup", &key));
+    let _backup = ChildGuard::spawn("backup encoder", &mut backup);
     let before = wait_primary_cutting(&mc);
     let killed = Instant::now();
     let _ = primary.kill();

@@ -43,13 +43,20 @@ export async function kill9(child) {
   await exited;
 }
 
+/** A `[defaults]` section with the keys whose value is given, or nothing. */
+function defaultsSection(values) {
+  const lines = Object.entries(values).filter(([, v]) => v !== undefined).map(([k, v]) => `${k} = ${v}`);
+  return lines.length ? `[defaults]\n${lines.join('\n')}\n` : '';
+}
+
 /**
  * Starts an MC (RTMP and SRT on loopback, the started meeting `meeting` with no ladder;
- * `sourceTimeout` seconds, when given, as `[defaults] source_timeout`) and a node that
+ * `sourceTimeout` and `publishTimeout` seconds, when given, as `[defaults]
+ * source_timeout` and `publish_timeout`; the product's defaults otherwise) and a node that
  * pulls it. Resolves with `{ dir, mc, node, key, rtmp, srt, publish, stopAll }` once both
  * listen and the meeting's stream key is known.
  */
-export async function startPublishMc({ sourceTimeout } = {}) {
+export async function startPublishMc({ sourceTimeout, publishTimeout } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-publish-'));
   const [mcHttp, rtmp, srt, nodeHttp] = await freePorts(4);
   const setup = { dir, children: [], rtmp, srt };
@@ -63,7 +70,7 @@ srt = ${q(`127.0.0.1:${srt}`)}
 data_dir = ${q(join(dir, 'mc'))}
 admin_token = ${q(ADMIN)}
 node_token = ${q(NODE_TOKEN)}
-${sourceTimeout === undefined ? '' : `[defaults]\nsource_timeout = ${sourceTimeout}\n`}
+${defaultsSection({ source_timeout: sourceTimeout, publish_timeout: publishTimeout })}
 [[meeting]]
 id = "meeting"
 title = "e2e primary and backup publish"

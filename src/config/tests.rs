@@ -83,6 +83,7 @@ fn a_full_config_parses_with_defaults() {
             part_duration_ms: 1000,
             part_hold_back_ms: None,
             source_timeout_ms: 5000,
+            publish_timeout_ms: 1000,
             dvr: None,
         }
     );

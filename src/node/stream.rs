@@ -82,6 +82,7 @@ pub fn start_stream(
         .collect();
     let mut supervisor_config = SupervisorConfig::new(stream.name.clone(), specs);
     supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
+    supervisor_config.publish_timeout = Some(Duration::from_millis(settings.publish_timeout_ms));
     supervisor_config
         .http_bearer
         .clone_from(&stream.relay_token);
@@ -363,6 +364,7 @@ fn start_inputs(
     let (events_tx, events_rx) = mpsc::channel(4096);
     let mut config = SupervisorConfig::new(name.to_owned(), inputs.specs);
     config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
+    config.publish_timeout = Some(Duration::from_millis(settings.publish_timeout_ms));
     config.http_bearer = inputs.bearer.map(str::to_owned);
     let handle = supervisor::spawn(config, inputs.registry, events_tx, stop.clone())
         .with_context(|| format!("stream {name}"))?;

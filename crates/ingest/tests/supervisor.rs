@@ -513,6 +513,66 @@ async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leave
     assert!(!seen.contains(&IngestEvent::Discontinuity), "{seen:?}");
 }
 
+/// A primary publisher that goes silent without leaving (a killed SRT caller: UDP has
+/// no close) is taken over by the live backup slot after the publish timeout, long
+/// before the stream's source timeout (OTT-OPS-4).
+#[tokio::test(start_paused = true)]
+async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
+    let registry = PublishRegistry::new();
+    let slot = |slot: Option<&str>| InputSpec::Rtmp {
+        key: Some("k".into()),
+        slot: slot.map(str::to_owned),
+    };
+    let mut config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
+    config.publish_timeout = Some(Duration::from_millis(500));
+    assert_eq!(config.source_timeout, Duration::from_secs(5));
+    let (output_tx, mut output) = mpsc::channel(10_000);
+    let (_stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
+    let mut status = handle.status();
+    let primary = registry
+        .authorize(&request("meeting", Some("k")))
+        .expect("primary accepted");
+    let backup = registry
+        .authorize(&request("meeting@backup", Some("k")))
+        .expect("backup accepted");
+    for n in 0..30u64 {
+        primary
+            .send(video(b"p", n, n % 25 == 0))
+            .await
+            .expect("send");
+        backup
+            .send(video(b"b", n, n % 25 == 0))
+            .await
+            .expect("send");
+    }
+    // The primary stays connected and sends nothing more; the backup goes on at 25 fps.
+    let silent_at = tokio::time::Instant::now();
+    wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
+    let feeder = tokio::spawn(async move {
+        for n in 30..130u64 {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            if backup.send(video(b"b", n, n % 25 == 0)).await.is_err() {
+                break;
+            }
+        }
+    });
+    events_until(
+        &mut output,
+        Duration::from_secs(5),
+        "the backup takes over",
+        |e| matches!(e, IngestEvent::Frame(f) if f.data[..] == b"b"[..]),
+    )
+    .await;
+    let after = silent_at.elapsed();
+    assert!(
+        after >= Duration::from_millis(500) && after < Duration::from_secs(2),
+        "the backup took over {after:?} after the primary went silent"
+    );
+    feeder.abort();
+    drop(primary);
+}
+
 #[test]
 fn configuration_errors() {
     let rt = tokio::runtime::Builder::new_current_thread()

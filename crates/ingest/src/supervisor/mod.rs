@@ -7,7 +7,8 @@
 //! input 2 (backup)  ─┘                             └──────► watch<StreamInputStatus>
 //! ```
 //!
-//! When the active input delivers nothing for `source_timeout`, the first live input
+//! When the active input delivers nothing for `source_timeout` (`publish_timeout` for a
+//! publish input, whose publisher sends steadily while it is there), the first live input
 //! (in configuration order) takes over; when a higher-priority input has delivered
 //! steadily for `hold_down`, it takes over again. Each switch, and each reconnect or
 //! resume of the active input, sends [`IngestEvent::Discontinuity`] first, and the new
@@ -134,6 +135,11 @@ pub struct SupervisorConfig {
     pub inputs: Vec<InputSpec>,
     /// How long the active input may deliver nothing before a backup takes over.
     pub source_timeout: Duration,
+    /// How long a publish input (RTMP, RTMPS, SRT) may deliver nothing before a backup
+    /// takes over, when shorter than `source_timeout`: a publisher that is connected
+    /// sends steadily, and an SRT publisher that is gone (killed, cut off) just goes
+    /// silent. `None` means `source_timeout`.
+    pub publish_timeout: Option<Duration>,
     /// How long a higher-priority input must deliver steadily before it takes over
     /// again; `None` means `source_timeout`.
     pub hold_down: Option<Duration>,
@@ -156,6 +162,7 @@ impl SupervisorConfig {
             stream: stream.into(),
             inputs,
             source_timeout: Duration::from_secs(5),
+            publish_timeout: None,
             hold_down: None,
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(5),
@@ -255,6 +262,17 @@ pub fn spawn(
 
     let source_timeout = config.source_timeout;
     let hold_down = config.hold_down.unwrap_or(source_timeout);
+    let publish_timeout = config
+        .publish_timeout
+        .map_or(source_timeout, |t| t.min(source_timeout));
+    let silence_timeouts: Vec<Duration> = config
+        .inputs
+        .iter()
+        .map(|spec| match spec {
+            InputSpec::Rtmp { .. } => publish_timeout,
+            _ => source_timeout,
+        })
+        .collect();
     let (merged_tx, merged_rx) = mpsc::channel::<(usize, InputEvent)>(256);
     let mut inputs = JoinSet::new();
     let mut counters = Vec::new();
@@ -307,12 +325,12 @@ pub fn spawn(
             .collect(),
         failures: FailureLog::new(descriptions.len()),
         stream,
-        switcher: Switcher::new(descriptions.len(), source_timeout, hold_down),
+        switcher: Switcher::with_silence_timeouts(&silence_timeouts, hold_down),
         descriptions,
         counters: counters.clone(),
         output,
         status: status_tx,
-        tick: (source_timeout.min(hold_down) / 4).max(Duration::from_millis(10)),
+        tick: (publish_timeout.min(hold_down) / 4).max(Duration::from_millis(10)),
     };
     let task = tokio::spawn(async move {
         let _registrations = registrations;

@@ -22,6 +22,8 @@ use crate::IngestEvent;
 pub(crate) struct Slot {
     pub(crate) state: InputState,
     pub(crate) last_media: Option<Instant>,
+    /// How long it may deliver nothing before it counts as stalled.
+    silence_timeout: Duration,
     /// Start of the current run of steady delivery (for the hold-down).
     live_since: Option<Instant>,
     connects: u64,
@@ -53,7 +55,6 @@ const MAX_GOP_EVENTS: usize = 4096;
 /// Decides which input's events reach the stream.
 #[derive(Debug)]
 pub(crate) struct Switcher {
-    source_timeout: Duration,
     hold_down: Duration,
     slots: Vec<Slot>,
     active: Option<usize>,
@@ -64,11 +65,19 @@ pub(crate) struct Switcher {
 }
 
 impl Switcher {
-    pub(crate) fn new(inputs: usize, source_timeout: Duration, hold_down: Duration) -> Self {
-        let slots = (0..inputs)
-            .map(|_| Slot {
+    /// A switcher whose input `i` counts as stalled after `silence_timeouts[i]` without
+    /// media (a publish input, which only goes silent when its publisher is lost, may be
+    /// given less than the stream's source timeout).
+    pub(crate) fn with_silence_timeouts(
+        silence_timeouts: &[Duration],
+        hold_down: Duration,
+    ) -> Self {
+        let slots = silence_timeouts
+            .iter()
+            .map(|&silence_timeout| Slot {
                 state: InputState::Connecting,
                 last_media: None,
+                silence_timeout,
                 live_since: None,
                 connects: 0,
                 has_video: false,
@@ -79,7 +88,6 @@ impl Switcher {
             })
             .collect();
         Switcher {
-            source_timeout,
             hold_down,
             slots,
             active: None,
@@ -214,7 +222,7 @@ impl Switcher {
         for slot in &mut self.slots {
             let quiet = slot
                 .last_media
-                .is_none_or(|at| now.saturating_duration_since(at) >= self.source_timeout);
+                .is_none_or(|at| now.saturating_duration_since(at) >= slot.silence_timeout);
             if slot.state == InputState::Live && quiet {
                 slot.state = InputState::Stalled;
                 slot.live_since = None;
