@@ -96,8 +96,9 @@ pub async fn start_cluster(
             ))),
             rtmps_cert: Some(rtmps_cert),
             rtmps_key: Some(rtmps_key),
-            // SRT on the RTMP port's number, over UDP.
-            srt: Some(SocketAddr::from(([127, 0, 0, 1], rtmp_port))),
+            // SRT on the RTMP port's number, over UDP, where libsrt is installed (the
+            // demo runs without it, and says why).
+            srt: demo_srt(rtmp_port),
             srt_options: Default::default(),
             hostname: Some("localhost".into()),
             data_dir: mc_data,
@@ -309,4 +310,15 @@ fn which_ffmpeg() -> Option<String> {
         .map(|dir| dir.join("ffmpeg"))
         .find(|candidate| candidate.is_file())
         .map(|found| found.display().to_string())
+}
+
+/// The demo's SRT address, or `None` (with the reason logged) without libsrt.
+fn demo_srt(port: u16) -> Option<SocketAddr> {
+    match ingest::srt::ffi::load() {
+        Ok(()) => Some(SocketAddr::from(([127, 0, 0, 1], port))),
+        Err(e) => {
+            tracing::warn!(error = %e, "the demo runs without SRT");
+            None
+        }
+    }
 }
