@@ -573,6 +573,51 @@ async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
     drop(primary);
 }
 
+/// A lone publisher's hiccup (no backup live) is not a switch: it waits the stream's
+/// source timeout, so a primary that pauses for longer than `publish_timeout` and goes
+/// on loses nothing and starts no new period.
+#[tokio::test(start_paused = true)]
+async fn a_lone_publishers_short_silence_is_no_discontinuity() {
+    let registry = PublishRegistry::new();
+    let slot = |slot: Option<&str>| InputSpec::Rtmp {
+        key: Some("k".into()),
+        slot: slot.map(str::to_owned),
+    };
+    let mut config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
+    config.publish_timeout = Some(Duration::from_millis(500));
+    let (output_tx, mut output) = mpsc::channel(10_000);
+    let (_stop_tx, stop) = watch::channel(false);
+    let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
+    let mut status = handle.status();
+    let primary = registry
+        .authorize(&request("meeting", Some("k")))
+        .expect("primary accepted");
+    for n in 0..30u64 {
+        primary
+            .send(video(b"p", n, n % 25 == 0))
+            .await
+            .expect("send");
+    }
+    wait_for_state(&mut status, 0, |s| *s == InputState::Live).await;
+    // Three times the publish timeout of silence, then the same publisher goes on.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(status.borrow().inputs[0].state, InputState::Live);
+    for n in 30..40u64 {
+        primary
+            .send(video(b"p", n, n % 25 == 0))
+            .await
+            .expect("send");
+    }
+    let seen = events_until(
+        &mut output,
+        Duration::from_secs(5),
+        "the frames after the silence",
+        |e| matches!(e, IngestEvent::Frame(f) if f.pts == 39 * 3600),
+    )
+    .await;
+    assert!(!seen.contains(&IngestEvent::Discontinuity), "{seen:?}");
+}
+
 #[test]
 fn configuration_errors() {
     let rt = tokio::runtime::Builder::new_current_thread()

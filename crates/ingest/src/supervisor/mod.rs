@@ -135,10 +135,11 @@ pub struct SupervisorConfig {
     pub inputs: Vec<InputSpec>,
     /// How long the active input may deliver nothing before a backup takes over.
     pub source_timeout: Duration,
-    /// How long a publish input (RTMP, RTMPS, SRT) may deliver nothing before a backup
-    /// takes over, when shorter than `source_timeout`: a publisher that is connected
-    /// sends steadily, and an SRT publisher that is gone (killed, cut off) just goes
-    /// silent. `None` means `source_timeout`.
+    /// How long an active publish input (RTMP, RTMPS, SRT) may deliver nothing before a
+    /// live backup takes over, when shorter than `source_timeout`: a publisher that is
+    /// connected sends steadily, and an SRT publisher that is gone (killed, cut off)
+    /// just goes silent. Without a live backup its silence counts after
+    /// `source_timeout`, as any input's. `None` means `source_timeout`.
     pub publish_timeout: Option<Duration>,
     /// How long a higher-priority input must deliver steadily before it takes over
     /// again; `None` means `source_timeout`.
@@ -325,7 +326,7 @@ pub fn spawn(
             .collect(),
         failures: FailureLog::new(descriptions.len()),
         stream,
-        switcher: Switcher::with_silence_timeouts(&silence_timeouts, hold_down),
+        switcher: Switcher::with_silence_timeouts(&silence_timeouts, source_timeout, hold_down),
         descriptions,
         counters: counters.clone(),
         output,

@@ -22,7 +22,8 @@ use crate::IngestEvent;
 pub(crate) struct Slot {
     pub(crate) state: InputState,
     pub(crate) last_media: Option<Instant>,
-    /// How long it may deliver nothing before it counts as stalled.
+    /// How long it may deliver nothing, while active with a live backup, before it
+    /// counts as stalled (otherwise the stream's source timeout).
     silence_timeout: Duration,
     /// Start of the current run of steady delivery (for the hold-down).
     live_since: Option<Instant>,
@@ -55,6 +56,7 @@ const MAX_GOP_EVENTS: usize = 4096;
 /// Decides which input's events reach the stream.
 #[derive(Debug)]
 pub(crate) struct Switcher {
+    source_timeout: Duration,
     hold_down: Duration,
     slots: Vec<Slot>,
     active: Option<usize>,
@@ -65,11 +67,13 @@ pub(crate) struct Switcher {
 }
 
 impl Switcher {
-    /// A switcher whose input `i` counts as stalled after `silence_timeouts[i]` without
-    /// media (a publish input, which only goes silent when its publisher is lost, may be
-    /// given less than the stream's source timeout).
+    /// A switcher whose inputs count as stalled after `source_timeout` without media,
+    /// but the active input `i` after `silence_timeouts[i]` when another input is live
+    /// to take over (a publish input, which only goes silent when its publisher is
+    /// lost, may be given less: a lone publisher's hiccup still waits `source_timeout`).
     pub(crate) fn with_silence_timeouts(
         silence_timeouts: &[Duration],
+        source_timeout: Duration,
         hold_down: Duration,
     ) -> Self {
         let slots = silence_timeouts
@@ -88,6 +92,7 @@ impl Switcher {
             })
             .collect();
         Switcher {
+            source_timeout,
             hold_down,
             slots,
             active: None,
@@ -219,10 +224,20 @@ impl Switcher {
 
     /// Periodic check: marks stalls, fails over, and goes back after the hold-down.
     pub(crate) fn on_tick(&mut self, now: Instant, out: &mut Vec<IngestEvent>) {
-        for slot in &mut self.slots {
+        let live = |slot: &Slot| slot.state == InputState::Live;
+        let live_count = self.slots.iter().filter(|slot| live(slot)).count();
+        let active = self.active;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            // The active input's own silence timeout counts while another is live.
+            let backup_live = live_count > usize::from(live(slot));
+            let timeout = if active == Some(i) && backup_live {
+                slot.silence_timeout
+            } else {
+                self.source_timeout
+            };
             let quiet = slot
                 .last_media
-                .is_none_or(|at| now.saturating_duration_since(at) >= slot.silence_timeout);
+                .is_none_or(|at| now.saturating_duration_since(at) >= timeout);
             if slot.state == InputState::Live && quiet {
                 slot.state = InputState::Stalled;
                 slot.live_since = None;
