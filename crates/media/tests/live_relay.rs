@@ -134,3 +134,20 @@ fn a_live_relay_of_a_live_relay_is_still_identical() {
     assert_same(&segments, &second_hop);
     assert_eq!(b.stats().incomplete, 0);
 }
+
+#[test]
+fn a_node_on_the_live_relay_writes_the_silence_where_the_audio_ended_first() {
+    // An input cut four frames after a keyframe with its audio 0.3 s behind: the last
+    // two segments are written with silent audio to the video's end
+    // (docs/timeline.md, "A track that ends first"), placed as they are filled.
+    let start = 900_000;
+    let mut seg = fresh(SegmenterConfig::default());
+    let (segments, bytes) = live_relay(&mut seg, &cut_source(start, 105, 27_000), start);
+    assert!(seg.stats().silence_filled > 0, "{:?}", seg.stats());
+    for chunk in [188, 1000] {
+        let (followed, b) = relay(&bytes, chunk);
+        assert_same(&segments, &followed);
+        assert_eq!(b.stats().incomplete, 0);
+        assert_eq!(b.stats().dropped_unmatched, 0);
+    }
+}

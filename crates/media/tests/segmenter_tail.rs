@@ -9,7 +9,7 @@ use media::codec::aac::{adts_frame_ranges, AudioSpecificConfig};
 use media::codec::aac_silence::silent_adts_frame;
 use media::segmenter::Placed;
 use media::ts::demux_frames;
-use media::{Codec, Frame, Segment, Segmenter, SegmenterConfig, TrackKind};
+use media::{Frame, Segment, Segmenter, SegmenterConfig, TrackKind};
 
 mod timeline_util;
 
@@ -17,46 +17,6 @@ use timeline_util::*;
 
 /// Audio arrives this far behind the video of the same timestamp (0.3 s).
 const AUDIO_LAG: u64 = 27_000;
-
-/// A source of 1-s GOPs at 25 fps with 48-kHz audio arriving `AUDIO_LAG` behind,
-/// cut off (as a killed publisher is) after video frame `video_frames - 1`: the audio
-/// that would have arrived after that never does.
-fn cut_source(start: u64, video_frames: u64) -> Vec<Frame> {
-    let mut out: Vec<(u64, Frame)> = Vec::new();
-    for i in 0..video_frames {
-        let ts = start + i * FRAME;
-        out.push((
-            ts,
-            Frame {
-                codec: Codec::H264,
-                pts: ts,
-                dts: ts,
-                keyframe: i % 25 == 0,
-                data: h264(i, i % 25 == 0),
-            },
-        ));
-    }
-    let last_arrival = start + (video_frames - 1) * FRAME;
-    for j in 0.. {
-        let ts = start + j * AAC_FRAME;
-        let arrival = ts + AUDIO_LAG;
-        if arrival > last_arrival {
-            break;
-        }
-        out.push((
-            arrival,
-            Frame {
-                codec: Codec::Aac,
-                pts: ts,
-                dts: ts,
-                keyframe: true,
-                data: adts(j),
-            },
-        ));
-    }
-    out.sort_by_key(|(arrival, _)| *arrival);
-    out.into_iter().map(|(_, f)| f).collect()
-}
 
 /// The audio frames of a segment's bytes as (PTS, ADTS frame) and its video PTSs.
 fn tracks(segment: &Segment) -> (Vec<(u64, Vec<u8>)>, Vec<u64>) {
@@ -109,7 +69,7 @@ fn input_ending_after_a_keyframe_ends_with_silence_under_the_video() {
     let start = 900_000;
     // Keyframes every second, target 2 s: cuts at 2 s and 4 s; the input ends four
     // frames after the 4-s keyframe, with the audio 0.3 s behind.
-    let frames = cut_source(start, 105);
+    let frames = cut_source(start, 105, AUDIO_LAG);
     let mut seg = fresh(SegmenterConfig::default());
     let out = run(&mut seg, &frames, start);
     assert_eq!(out.len(), 3, "{out:?}");
@@ -155,7 +115,7 @@ fn a_switch_fills_the_old_input_only_and_places_the_silence_for_the_relay() {
     let start = 900_000;
     let mut seg = fresh(SegmenterConfig::default());
     seg.keep_placements(true);
-    let mut out = run_open(&mut seg, &cut_source(start, 104), start);
+    let mut out = run_open(&mut seg, &cut_source(start, 104, AUDIO_LAG), start);
     // Another encoder takes over: a new period from its first keyframe.
     seg.discontinuity();
     while let Some(s) = seg.pop_ready() {
@@ -177,7 +137,11 @@ fn a_switch_fills_the_old_input_only_and_places_the_silence_for_the_relay() {
         "the live relay is sent every silent frame of the segment"
     );
     let fills = seg.stats().silence_filled;
-    out.extend(run(&mut seg, &cut_source(7_000_000, 60), 7_000_000));
+    out.extend(run(
+        &mut seg,
+        &cut_source(7_000_000, 60, AUDIO_LAG),
+        7_000_000,
+    ));
     assert!(out[sealed].discontinuous);
     // The new input ends with its audio behind too; nothing of the old input's
     // audio reaches its period.

@@ -115,7 +115,7 @@ pub fn frames_later(start: u64, frames: u64, sample_rate: u32) -> u64 {
     let ticks = frames
         .saturating_mul(SAMPLES_PER_FRAME)
         .saturating_mul(CLOCK_HZ);
-    start.saturating_add((ticks + rate / 2) / rate)
+    start.saturating_add(ticks.saturating_add(rate / 2) / rate)
 }
 
 #[cfg(test)]

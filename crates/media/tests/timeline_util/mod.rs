@@ -141,6 +141,46 @@ impl Synth {
     }
 }
 
+/// A source of 1-s GOPs at 25 fps (no B-frames) with 48-kHz audio arriving
+/// `audio_lag` behind the video of the same timestamp (as ffmpeg's MPEG-TS muxer sends
+/// it), cut off after video frame `video_frames - 1` as a killed publisher is: the
+/// audio that would have arrived after that never does.
+pub fn cut_source(start: u64, video_frames: u64, audio_lag: u64) -> Vec<Frame> {
+    let mut out: Vec<(u64, Frame)> = Vec::new();
+    for i in 0..video_frames {
+        let ts = start + i * FRAME;
+        out.push((
+            ts,
+            Frame {
+                codec: Codec::H264,
+                pts: ts,
+                dts: ts,
+                keyframe: i % 25 == 0,
+                data: h264(i, i % 25 == 0),
+            },
+        ));
+    }
+    let last_arrival = start + (video_frames - 1) * FRAME;
+    for j in 0.. {
+        let ts = start + j * AAC_FRAME;
+        if ts + audio_lag > last_arrival {
+            break;
+        }
+        out.push((
+            ts + audio_lag,
+            Frame {
+                codec: Codec::Aac,
+                pts: ts,
+                dts: ts,
+                keyframe: true,
+                data: adts(j),
+            },
+        ));
+    }
+    out.sort_by_key(|(arrival, _)| *arrival);
+    out.into_iter().map(|(_, f)| f).collect()
+}
+
 /// Feeds frames with a wall clock that follows the media clock.
 pub fn run(seg: &mut Segmenter, frames: &[Frame], clock_base: u64) -> Vec<Segment> {
     let mut out = Vec::new();
