@@ -359,3 +359,112 @@ async fn a_flood_of_first_handshakes_keeps_nothing_and_a_publisher_connects() {
     let (video, _) = frames_in(&mut h.frames).await;
     assert!(video >= 60, "{video} video frames");
 }
+
+/// A v5 conclusion for `streamid` with the cookie `cookie`, an HSREQ extension and the
+/// caller's socket id `socket` (libsrt makes one socket for each caller id it sees).
+fn conclusion(cookie: u32, socket: u32, streamid: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    for word in [0x8000_0000u32, 0, 0, 0, 5] {
+        p.extend_from_slice(&word.to_be_bytes());
+    }
+    p.extend_from_slice(&0u16.to_be_bytes()); // no encryption
+    p.extend_from_slice(&5u16.to_be_bytes()); // extension flags: HSREQ, CONFIG
+    for word in [socket, 1500, 8192, 0xffff_ffff, socket, cookie] {
+        p.extend_from_slice(&word.to_be_bytes()); // seq, MTU, window, conclusion, id, cookie
+    }
+    p.extend_from_slice(&[127, 0, 0, 1]);
+    p.extend_from_slice(&[0; 12]);
+    p.extend_from_slice(&1u16.to_be_bytes()); // SRT_CMD_HSREQ
+    p.extend_from_slice(&3u16.to_be_bytes());
+    for word in [0x0001_0501u32, 0xbf, (120 << 16) | 120] {
+        p.extend_from_slice(&word.to_be_bytes()); // version 1.5.1, flags, latencies
+    }
+    let mut id = streamid.as_bytes().to_vec();
+    id.resize(id.len().div_ceil(4) * 4, 0);
+    p.extend_from_slice(&5u16.to_be_bytes()); // SRT_CMD_SID
+    p.extend_from_slice(&((id.len() / 4) as u16).to_be_bytes());
+    for word in id.chunks(4) {
+        p.extend(word.iter().rev());
+    }
+    p
+}
+
+/// The cookie libsrt gives `raw`'s address, from an induction.
+async fn cookie(raw: &tokio::net::UdpSocket, to: std::net::SocketAddr) -> u32 {
+    raw.send_to(&induction(), to).await.expect("send");
+    let mut answer = [0u8; 1500];
+    let (n, _) = timeout(Duration::from_secs(5), raw.recv_from(&mut answer))
+        .await
+        .expect("the induction is answered")
+        .expect("recv");
+    assert!(n >= 48, "{n} bytes");
+    u32::from_be_bytes(answer[44..48].try_into().unwrap())
+}
+
+/// Sends 5 000 wrong-key conclusions from `raw`, each with a caller socket id of its
+/// own, with a fresh cookie.
+async fn conclusion_flood(raw: &tokio::net::UdpSocket, to: std::net::SocketAddr, first: u32) {
+    let cookie = cookie(raw, to).await;
+    for socket in first..first + 5_000 {
+        let datagram = conclusion(cookie, socket, "cam?key=WRONG");
+        raw.send_to(&datagram, to).await.expect("send");
+    }
+}
+
+/// The largest resident memory over `span`, sampled every 100 ms.
+async fn peak_kb(span: Duration) -> u64 {
+    let mut peak = resident_kb();
+    for _ in 0..span.as_millis() / 100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(resident_kb());
+    }
+    peak
+}
+
+/// libsrt makes a socket (about 22 kB) for every conclusion with a valid cookie before
+/// brdyun's callback refuses it, and keeps it 1–2 s: 5 000 wrong-key conclusions, with
+/// one cookie and no key, mid-publish. The publisher on the port publishes on, every
+/// refusal is counted (111028), and the memory is bounded: the first flood grew the
+/// process by 109 MB (the allocator keeps what libsrt freed), a second one after
+/// libsrt closed the first's sockets reuses it instead of growing as much again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_wrong_key_conclusions_keeps_a_publisher_and_its_memory_bounded() {
+    let mut h = start(SrtListenerConfig::new("127.0.0.1:0".parse().unwrap()));
+    let url = format!("srt://{}?streamid=cam?key={KEY}", h.addr);
+    let raw = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let before = resident_kb();
+    let publisher = tokio::spawn(async move { publish(&url).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    conclusion_flood(&raw, h.addr, 0x10_0000).await;
+    let status = publisher.await.expect("publisher task");
+    assert!(status.success(), "the publisher was cut: {status}");
+    let (video, audio) = frames_in(&mut h.frames).await;
+    assert!(
+        video >= 60 && audio >= 100,
+        "{video} video, {audio} audio frames"
+    );
+    let first = resident_kb().saturating_sub(before);
+    conclusion_flood(&raw, h.addr, 0x20_0000).await;
+    let second = peak_kb(Duration::from_secs(3))
+        .await
+        .saturating_sub(before)
+        .saturating_sub(first);
+    eprintln!("first flood +{first} kB, the second +{second} kB more");
+    assert!(
+        first < 163_840,
+        "the first flood grew the process by {first} kB"
+    );
+    assert!(
+        second < 16_384,
+        "the second flood grew it by {second} kB more"
+    );
+    // Every one the kernel delivered reaches the callback and is counted.
+    let refused = refusals(&h.stats, 111_028);
+    assert!(
+        (9_000..=10_000).contains(&refused),
+        "{:?}",
+        h.stats.refusals()
+    );
+}
