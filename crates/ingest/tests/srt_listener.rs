@@ -404,9 +404,21 @@ async fn cookie(raw: &tokio::net::UdpSocket, to: std::net::SocketAddr) -> u32 {
 /// Sends 5 000 wrong-key conclusions from `raw`, each with a caller socket id of its
 /// own, with a fresh cookie.
 async fn conclusion_flood(raw: &tokio::net::UdpSocket, to: std::net::SocketAddr, first: u32) {
+    wrong_key_flood(raw, to, first, "cam").await;
+}
+
+/// Sends 5 000 conclusions for `stream` with a wrong key from `raw`, each with a
+/// caller socket id of its own, with a fresh cookie.
+async fn wrong_key_flood(
+    raw: &tokio::net::UdpSocket,
+    to: std::net::SocketAddr,
+    first: u32,
+    stream: &str,
+) {
     let cookie = cookie(raw, to).await;
+    let streamid = format!("{stream}?key=WRONG");
     for socket in first..first + 5_000 {
-        let datagram = conclusion(cookie, socket, "cam?key=WRONG");
+        let datagram = conclusion(cookie, socket, &streamid);
         raw.send_to(&datagram, to).await.expect("send");
     }
 }
@@ -466,5 +478,99 @@ async fn a_flood_of_wrong_key_conclusions_keeps_a_publisher_and_its_memory_bound
         (9_000..=10_000).contains(&refused),
         "{:?}",
         h.stats.refusals()
+    );
+}
+
+/// Counts the refusal lines logged for one stream, and those logged on a thread that
+/// is not the listener's accepting thread (libsrt's receiving thread must not write).
+#[derive(Default)]
+struct RefusalLines {
+    stream: &'static str,
+    lines: std::sync::atomic::AtomicU64,
+    off_thread: std::sync::atomic::AtomicU64,
+}
+
+/// The `stream` field of an event.
+#[derive(Default)]
+struct StreamField(String);
+
+impl tracing::field::Visit for StreamField {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "stream" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for RefusalLines {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut stream = StreamField::default();
+        event.record(&mut stream);
+        if stream.0 != self.stream {
+            return;
+        }
+        self.lines
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if std::thread::current().name() != Some("srt-accept") {
+            self.off_thread
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// A burst of refused handshakes (5 000 wrong keys) is counted in full but logged
+/// only the first time and at each power of two, never on libsrt's receiving thread:
+/// a flood is not a flood of log lines, and a slow log never stalls libsrt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_refusals_is_counted_and_logged_at_powers_of_two_off_libsrts_thread() {
+    let recorder = Arc::new(RefusalLines {
+        stream: "flooded",
+        ..RefusalLines::default()
+    });
+    tracing::subscriber::set_global_default(Arc::clone(&recorder))
+        .expect("the only subscriber of this test process");
+    let h = start(SrtListenerConfig::new("127.0.0.1:0".parse().unwrap()));
+    let raw = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    wrong_key_flood(&raw, h.addr, 0x30_0000, "flooded").await;
+    let lines = || recorder.lines.load(std::sync::atomic::Ordering::Relaxed);
+    // The first, then 2, 4, … 4096: 13 lines for 5 000 (fewer if datagrams were lost).
+    let expected = |refused: u64| u64::from(refused.max(1).ilog2()) + 1;
+    // Settled: no refusal counted for 100 ms and every line of those written.
+    let settled = timeout(Duration::from_secs(10), async {
+        let mut last = 0;
+        loop {
+            let refused = refusals(&h.stats, 111_028);
+            if refused >= 4_500 && refused == last && lines() == expected(refused) {
+                return refused;
+            }
+            last = refused;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        settled.is_ok(),
+        "{} refused, {} lines",
+        refusals(&h.stats, 111_028),
+        lines()
+    );
+    assert_eq!(
+        recorder
+            .off_thread
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "lines logged off the accepting thread"
     );
 }

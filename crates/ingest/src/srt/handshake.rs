@@ -1,7 +1,7 @@
 //! The decisions of the SRT listener at each handshake, taken in libsrt's listen
 //! callback: admission within the caps, the streamid, the meeting's passphrase, the
-//! [`PublishAuthorizer`]. A refusal goes back as an SRT reject reason and is logged
-//! and counted with its code; an accepted caller's publish slot waits in the pending
+//! [`PublishAuthorizer`]. A refusal goes back as an SRT reject reason and is counted
+//! with its code, its log line written later by the accepting thread; an accepted caller's publish slot waits in the pending
 //! table, keyed by libsrt's socket id, until the connection is accepted, fails, or
 //! outlives the publish deadline.
 //!
@@ -18,6 +18,7 @@ use tracing::{info, warn};
 
 use super::access::{Refused, SrtListenerConfig};
 use super::ffi::{self, Handshake, ListenHook, SocketState};
+use super::refusal_log::{self, RefusalLog};
 use super::stats::SrtStats;
 use super::streamid::{self, StreamId};
 use crate::listener_limits::{Admission, Cut, Slot};
@@ -48,6 +49,8 @@ pub(crate) struct Shared {
     pub(crate) config: SrtListenerConfig,
     pub(crate) admission: Arc<Admission>,
     pending: Mutex<HashMap<i32, Pending>>,
+    /// Refusal lines from the listen callback, written by the accepting thread.
+    log: RefusalLog,
     /// A UDP socket on 127.0.0.1 connected to itself: a datagram wakes the accepting
     /// thread when a handshake is granted, so libsrt's verdict on it is seen at once.
     pub(crate) wake: std::net::UdpSocket,
@@ -76,6 +79,7 @@ impl Shared {
             config,
             admission,
             pending: Mutex::default(),
+            log: RefusalLog::default(),
             wake,
         })
     }
@@ -165,18 +169,25 @@ impl Shared {
         }
     }
 
-    /// Counts and logs a refusal: the first of its code and then every power of two
-    /// for the caps (a flood is not a flood of log lines), every one for the others.
+    /// Counts and logs a refusal off libsrt's thread: the first of its code and then
+    /// every power of two (a flood is not a flood of log lines).
     pub(crate) fn count(&self, refused: Refused, peer: SocketAddr, stream: &str) {
-        let code = refused.code();
-        let count = self.stats.refused(code);
-        if !matches!(refused, Refused::Limit(_)) || count.is_power_of_two() {
-            warn!(%peer, %stream, code = code.code(), reason = code.label(), count, "srt publisher refused");
+        let count = self.stats.refused(refused.code());
+        if refusal_log::logged(count) {
+            refusal_log::write(refused, peer, stream, count);
         }
     }
 
+    /// Writes the lines the listen callback queued (on the accepting thread).
+    pub(crate) fn flush_log(&self) {
+        self.log.flush();
+    }
+
+    /// Counts a refusal in the listen callback, its line queued for the accepting
+    /// thread: libsrt's receiving thread never writes a log line.
     fn refuse(&self, refused: Refused, peer: SocketAddr, stream: &str) -> i32 {
-        self.count(refused, peer, stream);
+        let count = self.stats.refused(refused.code());
+        self.log.queue(refused, peer, stream, count);
         refused.reason()
     }
 }

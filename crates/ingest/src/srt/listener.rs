@@ -239,6 +239,7 @@ impl Acceptor {
             };
             self.epoll.wait(tick)?;
             self.shared.drain_wake();
+            self.shared.flush_log();
             while let Some(socket) = self.socket.accept()? {
                 match self.shared.take(socket.id()) {
                     Some(pending) => {
@@ -252,6 +253,7 @@ impl Acceptor {
             }
             self.shared.sweep(Instant::now());
         }
+        self.shared.flush_log();
         Ok(())
     }
 }

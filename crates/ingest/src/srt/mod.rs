@@ -11,6 +11,7 @@ pub mod ffi;
 mod handshake;
 mod listener;
 mod reader;
+mod refusal_log;
 mod session;
 pub mod stats;
 pub mod streamid;
