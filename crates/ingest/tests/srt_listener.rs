@@ -129,6 +129,8 @@ async fn ffmpeg_publishes_over_srt_plain_and_encrypted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_key_bad_streamid_and_wrong_passphrase_are_refused_with_their_codes() {
+    // 111030 both ways: none where the meeting has one, one where it has none, a
+    // wrong one.
     let mut config = SrtListenerConfig::new("127.0.0.1:0".parse().unwrap());
     config
         .passphrases
@@ -157,6 +159,16 @@ async fn wrong_key_bad_streamid_and_wrong_passphrase_are_refused_with_their_code
     let status = publish(&url).await;
     assert!(!status.success(), "a wrong passphrase must fail");
     assert_eq!(refusals(&h.stats, 111_030), 2);
+    let url = format!(
+        "srt://{}?streamid=cam?key={KEY}&passphrase=a-long-passphrase",
+        h.addr
+    );
+    let status = publish(&url).await;
+    assert!(
+        !status.success(),
+        "a passphrase where none is set must fail"
+    );
+    assert_eq!(refusals(&h.stats, 111_030), 3, "{:?}", h.stats.refusals());
     assert_eq!(frames_in(&mut h.frames).await, (0, 0));
 }
 

@@ -160,8 +160,11 @@ impl Shared {
                 warn!(%peer, %stream, code = code.code(), reason = code.label(), error = %cut, count, "srt handshake not finished; cut");
                 continue;
             }
+            // libsrt keeps no reason for a socket it rolled back (0): what it checks
+            // after the grant is the encryption (no passphrase where one is set, one
+            // where none is, a wrong one); a libsrt caller's handshake is well formed.
             let reason = ffi::reject_reason(id);
-            if pending.encrypted || REJECT_ENCRYPTION.contains(&reason) {
+            if encryption_mismatch(pending.encrypted, reason) {
                 self.count(Refused::Passphrase, peer, stream);
             } else {
                 info!(%peer, %stream, reason, "srt handshake failed after access was granted");
@@ -190,6 +193,13 @@ impl Shared {
         self.log.queue(refused, peer, stream, count);
         refused.reason()
     }
+}
+
+/// Whether a granted handshake libsrt ended before its accept failed on the
+/// encryption: always when the meeting encrypts, else unless libsrt named another
+/// reason (it names none for a rolled-back socket, `0`).
+fn encryption_mismatch(encrypted: bool, reason: i32) -> bool {
+    encrypted || reason == 0 || REJECT_ENCRYPTION.contains(&reason)
 }
 
 impl ListenHook for Shared {
@@ -233,5 +243,20 @@ impl ListenHook for Shared {
         // Non-blocking; a full buffer already holds a wake-up.
         let _ = self.wake.send(&[1]);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encryption_mismatch;
+
+    #[test]
+    fn a_failure_after_the_grant_is_an_encryption_mismatch_unless_libsrt_names_another() {
+        assert!(encryption_mismatch(true, 0));
+        assert!(encryption_mismatch(true, 13));
+        assert!(encryption_mismatch(false, 0));
+        assert!(encryption_mismatch(false, 10));
+        assert!(encryption_mismatch(false, 11));
+        assert!(!encryption_mismatch(false, 13));
     }
 }
