@@ -457,21 +457,59 @@ async fn a_standby_that_was_active_a_moment_ago_still_replays_its_gops() {
     );
 }
 
-/// A platform's primary and backup feeds publish to `<meeting>` and `<meeting>@backup`:
-/// both are accepted at once, the backup waits as a hot standby and, when the primary
-/// publisher leaves, takes over with its last GOPs (a takeover, not a fresh start).
-#[tokio::test(start_paused = true)]
-async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leaves() {
+/// A meeting `meeting` with a primary and a backup publish slot (key `k`), its
+/// silent publish input taken over after `publish_timeout` when given.
+struct TwoSlots {
+    registry: PublishRegistry,
+    output: mpsc::Receiver<IngestEvent>,
+    status: watch::Receiver<ingest::status::StreamInputStatus>,
+    _handle: ingest::supervisor::SupervisorHandle,
+    _stop: watch::Sender<bool>,
+}
+
+fn two_slots(publish_timeout: Option<Duration>) -> TwoSlots {
     let registry = PublishRegistry::new();
     let slot = |slot: Option<&str>| InputSpec::Rtmp {
         key: Some("k".into()),
         slot: slot.map(str::to_owned),
     };
-    let config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
-    let (output_tx, mut output) = mpsc::channel(10_000);
-    let (_stop_tx, stop) = watch::channel(false);
+    let mut config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
+    config.publish_timeout = publish_timeout;
+    let (output_tx, output) = mpsc::channel(10_000);
+    let (stop_tx, stop) = watch::channel(false);
     let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
-    let mut status = handle.status();
+    TwoSlots {
+        registry,
+        output,
+        status: handle.status(),
+        _handle: handle,
+        _stop: stop_tx,
+    }
+}
+
+/// Sends frames `from..to` (a keyframe every 25) tagged `tag` as `sender`.
+async fn send_frames(
+    sender: &ingest::IngestSender,
+    tag: &'static [u8],
+    frames: std::ops::Range<u64>,
+) {
+    for n in frames {
+        sender.send(video(tag, n, n % 25 == 0)).await.expect("send");
+    }
+}
+
+/// A platform's primary and backup feeds publish to `<meeting>` and `<meeting>@backup`:
+/// both are accepted at once, the backup waits as a hot standby and, when the primary
+/// publisher leaves, takes over with its last GOPs (a takeover, not a fresh start).
+#[tokio::test(start_paused = true)]
+async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leaves() {
+    let TwoSlots {
+        registry,
+        mut output,
+        mut status,
+        _handle,
+        _stop,
+    } = two_slots(None);
     assert_eq!(
         registry
             .authorize(&request("meeting@backup", Some("wrong")))
@@ -490,16 +528,8 @@ async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leave
             .err(),
         Some(PublishRejection::Busy)
     );
-    for n in 0..30u64 {
-        primary
-            .send(video(b"p", n, n % 25 == 0))
-            .await
-            .expect("send");
-        backup
-            .send(video(b"b", n, n % 25 == 0))
-            .await
-            .expect("send");
-    }
+    send_frames(&primary, b"p", 0..30).await;
+    send_frames(&backup, b"b", 0..30).await;
     wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
     drop(primary);
     let seen = events_until(
@@ -518,35 +548,23 @@ async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leave
 /// before the stream's source timeout (OTT-OPS-4).
 #[tokio::test(start_paused = true)]
 async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
-    let registry = PublishRegistry::new();
-    let slot = |slot: Option<&str>| InputSpec::Rtmp {
-        key: Some("k".into()),
-        slot: slot.map(str::to_owned),
-    };
-    let mut config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
-    config.publish_timeout = Some(Duration::from_millis(500));
-    assert_eq!(config.source_timeout, Duration::from_secs(5));
-    let (output_tx, mut output) = mpsc::channel(10_000);
-    let (_stop_tx, stop) = watch::channel(false);
-    let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
-    let mut status = handle.status();
+    let TwoSlots {
+        registry,
+        mut output,
+        mut status,
+        _handle,
+        _stop,
+    } = two_slots(Some(Duration::from_millis(500)));
     let primary = registry
         .authorize(&request("meeting", Some("k")))
         .expect("primary accepted");
     let backup = registry
         .authorize(&request("meeting@backup", Some("k")))
         .expect("backup accepted");
-    for n in 0..30u64 {
-        primary
-            .send(video(b"p", n, n % 25 == 0))
-            .await
-            .expect("send");
-        backup
-            .send(video(b"b", n, n % 25 == 0))
-            .await
-            .expect("send");
-    }
-    // The primary stays connected and sends nothing more; the backup goes on at 25 fps.
+    send_frames(&primary, b"p", 0..30).await;
+    send_frames(&backup, b"b", 0..30).await;
+    // The primary stays connected and sends nothing more; the backup goes on at 25 fps
+    // (the stream's source timeout is the default 5 s).
     let silent_at = tokio::time::Instant::now();
     wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
     let feeder = tokio::spawn(async move {
@@ -578,36 +596,22 @@ async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
 /// on loses nothing and starts no new period.
 #[tokio::test(start_paused = true)]
 async fn a_lone_publishers_short_silence_is_no_discontinuity() {
-    let registry = PublishRegistry::new();
-    let slot = |slot: Option<&str>| InputSpec::Rtmp {
-        key: Some("k".into()),
-        slot: slot.map(str::to_owned),
-    };
-    let mut config = SupervisorConfig::new("meeting", vec![slot(None), slot(Some("backup"))]);
-    config.publish_timeout = Some(Duration::from_millis(500));
-    let (output_tx, mut output) = mpsc::channel(10_000);
-    let (_stop_tx, stop) = watch::channel(false);
-    let handle = supervisor::spawn(config, Some(&registry), output_tx, stop).expect("starts");
-    let mut status = handle.status();
+    let TwoSlots {
+        registry,
+        mut output,
+        mut status,
+        _handle,
+        _stop,
+    } = two_slots(Some(Duration::from_millis(500)));
     let primary = registry
         .authorize(&request("meeting", Some("k")))
         .expect("primary accepted");
-    for n in 0..30u64 {
-        primary
-            .send(video(b"p", n, n % 25 == 0))
-            .await
-            .expect("send");
-    }
+    send_frames(&primary, b"p", 0..30).await;
     wait_for_state(&mut status, 0, |s| *s == InputState::Live).await;
     // Three times the publish timeout of silence, then the same publisher goes on.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(status.borrow().inputs[0].state, InputState::Live);
-    for n in 30..40u64 {
-        primary
-            .send(video(b"p", n, n % 25 == 0))
-            .await
-            .expect("send");
-    }
+    send_frames(&primary, b"p", 30..40).await;
     let seen = events_until(
         &mut output,
         Duration::from_secs(5),
