@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use tracing::{error, info, warn};
 
 use super::access::{Refused, SrtListenerConfig};
-use super::ffi::{self, Epoll, HookSlot, ListenHook, Opt, Socket, SrtError};
+use super::ffi::{self, Epoll, HookSlot, ListenHook, Opt, Socket, SocketState, SrtError};
 use super::handshake::{Pending, Shared};
 use super::reader::Reader;
 use super::session::Publisher;
@@ -240,7 +240,19 @@ impl Acceptor {
             self.epoll.wait(tick)?;
             self.shared.drain_wake();
             self.shared.flush_log();
-            while let Some(socket) = self.socket.accept()? {
+            loop {
+                let socket = match self.socket.accept() {
+                    Ok(Some(socket)) => socket,
+                    Ok(None) => break,
+                    // libsrt's 1005 also means a queued connection closed before it
+                    // was accepted: only a listening socket that is no longer live
+                    // has failed. Back to the wait (a bounded retry).
+                    Err(e) if listener_live(ffi::state(self.socket.id())) => {
+                        info!(error = %e, "srt connection ended before it was accepted");
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
                 match self.shared.take(socket.id()) {
                     Some(pending) => {
                         if accepted.blocking_send((socket, pending)).is_err() {
@@ -256,6 +268,12 @@ impl Acceptor {
         self.shared.flush_log();
         Ok(())
     }
+}
+
+/// Whether a listening socket in `state` still listens, so that a failed accept
+/// concerned one queued connection rather than the listener.
+fn listener_live(state: SocketState) -> bool {
+    state == SocketState::Live
 }
 
 /// Runs one accepted publisher to its end.
@@ -297,4 +315,30 @@ async fn publish(shared: &Shared, socket: Socket, pending: Pending, stop: watch:
         .run(&mut slot, &shared.config.limits, accepted_at, stop)
         .await;
     shared.stats.active_connections.fetch_sub(1, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_accept_restarts_the_listener_only_when_it_no_longer_listens() {
+        assert!(listener_live(SocketState::Live));
+        assert!(!listener_live(SocketState::Ended));
+        assert!(!listener_live(SocketState::Unknown));
+    }
+
+    /// A live listening socket reads as live, a closed one as not: what decides
+    /// whether an accept error restarts the listener.
+    #[test]
+    fn a_listening_socket_reads_live_until_it_is_closed() {
+        ffi::load().expect("libsrt 1.5 (apt install libsrt1.5-openssl)");
+        let config = SrtListenerConfig::new("127.0.0.1:0".parse().unwrap());
+        let hook = HookSlot::leak();
+        let socket = open(&config, config.bind, hook).expect("listen");
+        let id = socket.id();
+        assert!(listener_live(ffi::state(id)));
+        drop(socket);
+        assert!(!listener_live(ffi::state(id)));
+    }
 }
