@@ -267,10 +267,21 @@ fn try_enter() -> Option<Entered> {
     (*gate).then_some(Entered { api, _gate: gate })
 }
 
+/// The code of [`closing`]'s error.
+const EXITING: i32 = -2;
+
 fn closing() -> SrtError {
     SrtError {
-        code: -1,
+        code: EXITING,
         message: "the process is exiting".into(),
+    }
+}
+
+impl SrtError {
+    /// Whether the call failed because the process is exiting (libsrt is being shut
+    /// down), not because of libsrt or the peer.
+    pub fn is_exiting(&self) -> bool {
+        self.code == EXITING
     }
 }
 
@@ -731,12 +742,20 @@ pub struct Handshake<'a> {
 }
 
 impl Handshake<'_> {
-    /// Sets the passphrase this connection must use.
+    /// Sets the passphrase this connection must use. Runs on libsrt's thread, so it
+    /// never waits for the gate: at exit, with the gate closing, it fails at once
+    /// ([`SrtError::is_exiting`]) and the handshake is refused.
     ///
     /// # Errors
-    /// libsrt's.
+    /// libsrt's; the process is exiting.
     pub fn set_passphrase(&self, passphrase: &[u8]) -> Result<(), SrtError> {
-        set_bytes(self.socket, Opt::Passphrase, passphrase)
+        let api = try_enter().ok_or_else(closing)?;
+        let len = c_int::try_from(passphrase.len()).unwrap_or(c_int::MAX);
+        let opt = Opt::Passphrase as c_int;
+        // SAFETY: libsrt copies `len` bytes from the slice, valid for the call.
+        let result =
+            unsafe { (api.setsockflag)(self.socket, opt, passphrase.as_ptr().cast(), len) };
+        check(&api, result)
     }
 }
 
@@ -779,8 +798,8 @@ impl HookSlot {
     }
 }
 
-/// `SRT_REJX_ISE`: the hook is gone or failed.
-const REJECT_INTERNAL: c_int = 1500;
+/// `SRT_REJX_ISE`: the hook is gone or failed, or the process is exiting.
+pub const REJECT_INTERNAL: c_int = 1500;
 
 /// The C entry libsrt calls for each conclusion handshake.
 unsafe extern "C" fn listen_trampoline(
@@ -922,6 +941,42 @@ impl Drop for Epoll {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// At exit the gate's writer (the exit handler) waits for the calls in flight;
+    /// a passphrase set in the listen callback meanwhile must not wait behind it (a
+    /// waiting writer blocks new readers: libsrt's thread would deadlock with exit).
+    #[test]
+    fn setting_a_passphrase_never_waits_for_a_closing_gate() {
+        load().expect("libsrt 1.5 (apt install libsrt1.5-openssl)");
+        let in_flight = GATE.read().unwrap_or_else(PoisonError::into_inner);
+        let closer = std::thread::spawn(|| {
+            // The exit handler's lock, left open: the test only makes it wait.
+            drop(GATE.write().unwrap_or_else(PoisonError::into_inner));
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        // A reader is refused once the writer waits.
+        while GATE.try_read().is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer never waited"
+            );
+            std::thread::yield_now();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let handshake = Handshake {
+                socket: -1,
+                peer: "127.0.0.1:9".parse().unwrap(),
+                stream_id: None,
+            };
+            let _ = tx.send(handshake.set_passphrase(b"a-long-passphrase"));
+        });
+        let result = rx.recv_timeout(Duration::from_secs(5));
+        drop(in_flight);
+        closer.join().expect("closer");
+        let error = result.expect("set_passphrase waited for the gate");
+        assert!(error.expect_err("the gate is closing").is_exiting());
+    }
 
     /// The layout of `SRT_TRACEBSTATS` in the libsrt 1.5.1 header, as a C program
     /// compiled against it printed (`sizeof` and `offsetof`).

@@ -219,7 +219,13 @@ impl ListenHook for Shared {
         if let Some(passphrase) = passphrase {
             handshake
                 .set_passphrase(passphrase.as_bytes())
-                .map_err(|_| self.refuse(Refused::Passphrase, peer, &id.stream))?;
+                .map_err(|e| {
+                    if e.is_exiting() {
+                        ffi::REJECT_INTERNAL
+                    } else {
+                        self.refuse(Refused::Passphrase, peer, &id.stream)
+                    }
+                })?;
         }
         let publish = PublishRequest {
             app: id.app.clone().unwrap_or_default(),
