@@ -58,6 +58,10 @@ pub enum StreamIdError {
     /// `s=` and `k=` both given, and different.
     #[error("the stream id gives two different keys")]
     TwoKeys,
+    /// The publish name is not a meeting id (1 to 64 letters, digits, `-` or `_`),
+    /// optionally with `@<slot>` of the same alphabet.
+    #[error("the stream id's name is not a meeting id (1 to 64 letters, digits, '-' or '_'), with an optional @slot")]
+    BadName,
 }
 
 /// Reads a streamid.
@@ -104,10 +108,7 @@ fn parse_access_control(entries: &str) -> Result<StreamId, StreamIdError> {
         (Some(key), _) | (None, Some(key)) => Some(checked(key)?),
         (None, None) => None,
     };
-    let stream = checked(resource.unwrap_or_default())?;
-    if stream.is_empty() {
-        return Err(StreamIdError::NoStream);
-    }
+    let stream = publish_name(resource.unwrap_or_default())?;
     Ok(StreamId {
         stream,
         app: None,
@@ -122,10 +123,7 @@ fn parse_plain(raw: &str) -> Result<StreamId, StreamIdError> {
         Some((app, stream)) => (Some(checked(app)?), stream),
         None => (None, path),
     };
-    let stream = checked(stream)?;
-    if stream.is_empty() {
-        return Err(StreamIdError::NoStream);
-    }
+    let stream = publish_name(stream)?;
     let mut key = None;
     if !query.is_empty() {
         for pair in query.split('&') {
@@ -144,6 +142,26 @@ fn parse_plain(raw: &str) -> Result<StreamId, StreamIdError> {
         key,
         user: None,
     })
+}
+
+/// `text` as a publish name, `<meeting>` or `<meeting>@<slot>`: both parts in the
+/// meeting-id grammar, the one every node URL and the RTMP path name a stream with
+/// (no look-alike or direction-changing character reaches a log or the authorizer).
+fn publish_name(text: &str) -> Result<String, StreamIdError> {
+    let name = checked(text)?;
+    if name.is_empty() {
+        return Err(StreamIdError::NoStream);
+    }
+    let (meeting, slot) = match name.split_once('@') {
+        Some((meeting, slot)) => (meeting, Some(slot)),
+        None => (name.as_str(), None),
+    };
+    let valid = |part: &str| meeting::MeetingId::parse(part).is_ok();
+    if valid(meeting) && slot.is_none_or(valid) {
+        Ok(name)
+    } else {
+        Err(StreamIdError::BadName)
+    }
 }
 
 /// `text` as an owned name or key, if it holds no character that is not allowed.
@@ -307,10 +325,43 @@ mod tests {
 
     #[test]
     fn a_stream_id_is_at_most_512_bytes() {
-        let name = "a".repeat(MAX_STREAM_ID);
-        assert_eq!(parse(&name).map(|id| id.stream.len()), Ok(MAX_STREAM_ID));
-        let longer = "a".repeat(MAX_STREAM_ID + 1);
+        let key = "k".repeat(MAX_STREAM_ID - "a?key=".len());
+        let raw = format!("a?key={key}");
+        assert_eq!(raw.len(), MAX_STREAM_ID);
+        assert_eq!(
+            parse(&raw).map(|id| id.key.map(|k| k.len())),
+            Ok(Some(key.len()))
+        );
+        let longer = format!("{raw}k");
         assert_eq!(parse(&longer), Err(StreamIdError::TooLong));
+    }
+
+    #[test]
+    fn a_publish_name_is_a_meeting_id_with_an_optional_slot() {
+        assert_eq!(
+            parse("Town_hall-2@backup").map(|id| id.stream),
+            Ok("Town_hall-2@backup".into())
+        );
+        assert_eq!(parse(&"m".repeat(64)).map(|id| id.stream.len()), Ok(64));
+        for name in [
+            "m1\u{202e}",
+            "m1\u{fffd}",
+            "caf\u{e9}",
+            "m.1",
+            "m1@",
+            "@backup",
+            "m1@backup@x",
+            "m1@back:up",
+            &"m".repeat(65),
+        ] {
+            assert_eq!(parse(name), Err(StreamIdError::BadName), "{name:?}");
+            let access = format!("#!::r={name},s=k");
+            assert_eq!(parse(&access), Err(StreamIdError::BadName), "{access:?}");
+            assert_eq!(
+                parse(&format!("live/{name}?key=k")),
+                Err(StreamIdError::BadName)
+            );
+        }
     }
 
     #[test]
