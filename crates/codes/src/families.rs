@@ -232,7 +232,7 @@ family! {
         TlsHandshakeFailed => (111_025, 400, "the ingest connection's TLS handshake failed", "ingest_tls_handshake", false),
         /// An SRT caller was refused at the handshake: its streamid cannot be read, or
         /// asks for something other than publishing (`m=request`, a file transfer).
-        BadStreamId => (111_026, 400, "the ingest connection's stream id cannot be read or is not a publish", "ingest_bad_stream_id", false),
+        BadStreamId => (111_026, 400, "the ingest connection's stream id cannot be read, names no meeting id (1 to 64 letters, digits, `-`, `_`) or is not a publish", "ingest_bad_stream_id", false),
         /// A publisher was refused: no meeting of that name takes publish on this listener.
         UnknownStream => (111_027, 404, "no meeting of that name takes publish here", "ingest_unknown_stream", false),
         /// A publisher was refused: its stream key is missing or wrong.
