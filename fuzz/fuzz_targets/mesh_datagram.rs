@@ -14,5 +14,5 @@ fuzz_target!(|data: &[u8]| {
     assert!(cipher.open(&mut datagram).is_none());
     let text = String::from_utf8_lossy(data);
     let _ = mesh::state::decode_node(&text);
-    let _ = mesh::state::decode_member(&text);
+    let _ = mesh::state::decode_member(&text, ott::NodeId::new("fuzzed peer"));
 });
