@@ -1,31 +1,12 @@
 // An MC pair for the end-to-end tests (docs/mc-pair.md): a real etcd on loopback, two
 // `brdyun mc` processes that follow each other's timeline, one ffmpeg publishing the
 // same MPEG-TS to both over UDP (a dual publish), and nodes that list both MCs. Every
-// child is killed by `stopAll()`, and by the process-exit hooks of processes.mjs for
-// the brdyun ones.
-import { spawn } from 'node:child_process';
+// child is killed by `stopAll()`, and by the process-exit hooks of processes.mjs.
 import { once } from 'node:events';
-import { mkdtempSync, openSync, closeSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts, Proc, NodeProc } from './processes.mjs';
-
-/** Children that are not brdyun (etcd, ffmpeg), killed with the pair and at exit. */
-const others = new Set();
-process.on('exit', () => {
-  for (const child of others) {
-    try { child.kill('SIGKILL'); } catch { /* gone */ }
-  }
-});
-
-function startChild(command, args, logPath) {
-  const log = openSync(logPath, 'a');
-  const child = spawn(command, args, { stdio: ['ignore', log, log] });
-  closeSync(log);
-  others.add(child);
-  child.on('exit', () => others.delete(child));
-  return child;
-}
+import { freePorts, startChild, Proc, NodeProc } from './processes.mjs';
 
 async function killChild(child) {
   if (child.exitCode !== null || child.signalCode !== null) return;

@@ -37,6 +37,19 @@ function killLive() {
   for (const pid of livePids) signalPid(pid, 'SIGKILL');
 }
 
+/**
+ * Starts a child that is not brdyun (etcd, ffmpeg) with its output appended to
+ * `logPath`; it is killed with the others at exit, like every child started here.
+ */
+export function startChild(command, args, logPath) {
+  const log = openSync(logPath, 'a');
+  const child = spawn(command, args, { stdio: ['ignore', log, log] });
+  closeSync(log);
+  live.add(child);
+  child.on('exit', () => live.delete(child));
+  return child;
+}
+
 /** Sends `signal` to `pid`; false when there is no such process any more. */
 function signalPid(pid, signal) {
   try {

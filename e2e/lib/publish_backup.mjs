@@ -2,21 +2,13 @@
 // the end-to-end tests: the MC with its RTMP and SRT listeners, a node that pulls the
 // meeting from it, and ffmpeg publishers — each its own process, so a test can kill -9
 // the primary publisher the way a platform's primary encoder or path dies. Every child
-// is killed by `stopAll()`, and at exit (processes.mjs for the brdyun ones).
+// is killed by `stopAll()`, and at exit by processes.mjs.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, openSync, closeSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePorts, Proc, NodeProc, pollUntil } from './processes.mjs';
-
-/** Children that are not brdyun (ffmpeg), killed with the setup and at exit. */
-const others = new Set();
-process.on('exit', () => {
-  for (const child of others) {
-    try { child.kill('SIGKILL'); } catch { /* gone */ }
-  }
-});
+import { freePorts, startChild, Proc, NodeProc, pollUntil } from './processes.mjs';
 
 const q = (s) => JSON.stringify(String(s));
 
@@ -26,14 +18,6 @@ const ADMIN = 'brdyun-e2e-admin-token-loopback-only';
 const NODE_TOKEN = 'brdyun-e2e-node-token-loopback-only';
 const asAdmin = { headers: { Authorization: `Bearer ${ADMIN}` } };
 
-function startChild(command, args, logPath) {
-  const log = openSync(logPath, 'a');
-  const child = spawn(command, args, { stdio: ['ignore', log, log] });
-  closeSync(log);
-  others.add(child);
-  child.on('exit', () => others.delete(child));
-  return child;
-}
 
 /** `kill -9` of one child by its pid; resolves once it has exited. */
 export async function kill9(child) {
