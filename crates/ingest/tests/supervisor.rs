@@ -487,6 +487,15 @@ fn two_slots(publish_timeout: Option<Duration>) -> TwoSlots {
     }
 }
 
+impl TwoSlots {
+    /// A publisher of `name` (`meeting` or `meeting@backup`) with the right key.
+    fn publish(&self, name: &str) -> ingest::IngestSender {
+        self.registry
+            .authorize(&request(name, Some("k")))
+            .unwrap_or_else(|e| panic!("{name} refused: {e:?}"))
+    }
+}
+
 /// Sends frames `from..to` (a keyframe every 25) tagged `tag` as `sender`.
 async fn send_frames(
     sender: &ingest::IngestSender,
@@ -503,37 +512,29 @@ async fn send_frames(
 /// publisher leaves, takes over with its last GOPs (a takeover, not a fresh start).
 #[tokio::test(start_paused = true)]
 async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leaves() {
-    let TwoSlots {
-        registry,
-        mut output,
-        mut status,
-        _handle,
-        _stop,
-    } = two_slots(None);
+    let mut slots = two_slots(None);
     assert_eq!(
-        registry
+        slots
+            .registry
             .authorize(&request("meeting@backup", Some("wrong")))
             .err(),
         Some(PublishRejection::WrongKey)
     );
-    let primary = registry
-        .authorize(&request("meeting", Some("k")))
-        .expect("primary accepted");
-    let backup = registry
-        .authorize(&request("meeting@backup", Some("k")))
-        .expect("backup accepted beside the primary");
+    let primary = slots.publish("meeting");
+    let backup = slots.publish("meeting@backup");
     assert_eq!(
-        registry
+        slots
+            .registry
             .authorize(&request("meeting@backup", Some("k")))
             .err(),
         Some(PublishRejection::Busy)
     );
     send_frames(&primary, b"p", 0..30).await;
     send_frames(&backup, b"b", 0..30).await;
-    wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
+    wait_for_state(&mut slots.status, 1, |s| *s == InputState::Live).await;
     drop(primary);
     let seen = events_until(
-        &mut output,
+        &mut slots.output,
         Duration::from_secs(5),
         "the backup takes over",
         |e| matches!(e, IngestEvent::Frame(f) if f.data[..] == b"b"[..]),
@@ -548,25 +549,15 @@ async fn a_backup_slot_publishes_beside_the_primary_and_takes_over_when_it_leave
 /// before the stream's source timeout (OTT-OPS-4).
 #[tokio::test(start_paused = true)]
 async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
-    let TwoSlots {
-        registry,
-        mut output,
-        mut status,
-        _handle,
-        _stop,
-    } = two_slots(Some(Duration::from_millis(500)));
-    let primary = registry
-        .authorize(&request("meeting", Some("k")))
-        .expect("primary accepted");
-    let backup = registry
-        .authorize(&request("meeting@backup", Some("k")))
-        .expect("backup accepted");
+    let mut slots = two_slots(Some(Duration::from_millis(500)));
+    let primary = slots.publish("meeting");
+    let backup = slots.publish("meeting@backup");
     send_frames(&primary, b"p", 0..30).await;
     send_frames(&backup, b"b", 0..30).await;
     // The primary stays connected and sends nothing more; the backup goes on at 25 fps
     // (the stream's source timeout is the default 5 s).
     let silent_at = tokio::time::Instant::now();
-    wait_for_state(&mut status, 1, |s| *s == InputState::Live).await;
+    wait_for_state(&mut slots.status, 1, |s| *s == InputState::Live).await;
     let feeder = tokio::spawn(async move {
         for n in 30..130u64 {
             tokio::time::sleep(Duration::from_millis(40)).await;
@@ -576,7 +567,7 @@ async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
         }
     });
     events_until(
-        &mut output,
+        &mut slots.output,
         Duration::from_secs(5),
         "the backup takes over",
         |e| matches!(e, IngestEvent::Frame(f) if f.data[..] == b"b"[..]),
@@ -596,24 +587,16 @@ async fn a_silent_primary_publisher_is_taken_over_after_the_publish_timeout() {
 /// on loses nothing and starts no new period.
 #[tokio::test(start_paused = true)]
 async fn a_lone_publishers_short_silence_is_no_discontinuity() {
-    let TwoSlots {
-        registry,
-        mut output,
-        mut status,
-        _handle,
-        _stop,
-    } = two_slots(Some(Duration::from_millis(500)));
-    let primary = registry
-        .authorize(&request("meeting", Some("k")))
-        .expect("primary accepted");
+    let mut slots = two_slots(Some(Duration::from_millis(500)));
+    let primary = slots.publish("meeting");
     send_frames(&primary, b"p", 0..30).await;
-    wait_for_state(&mut status, 0, |s| *s == InputState::Live).await;
+    wait_for_state(&mut slots.status, 0, |s| *s == InputState::Live).await;
     // Three times the publish timeout of silence, then the same publisher goes on.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    assert_eq!(status.borrow().inputs[0].state, InputState::Live);
+    assert_eq!(slots.status.borrow().inputs[0].state, InputState::Live);
     send_frames(&primary, b"p", 30..40).await;
     let seen = events_until(
-        &mut output,
+        &mut slots.output,
         Duration::from_secs(5),
         "the frames after the silence",
         |e| matches!(e, IngestEvent::Frame(f) if f.pts == 39 * 3600),
