@@ -498,7 +498,7 @@ impl Config {
         if let Some(token) = &node.admin_token {
             crate::admin_token::check_configured("node.admin_token", token)?;
         }
-        if !server::mc::report::valid_node_name(&node.name) {
+        if !::mc::report::valid_node_name(&node.name) {
             bail!(
                 "node.name {:?}: 1 to 64 letters, digits, '-', '_', '.' or ':' (it names the \
                  node in its MC's viewer reports)",

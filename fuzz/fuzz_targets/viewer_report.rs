@@ -25,8 +25,8 @@ fuzz_target!(|data: &[u8]| {
             .create(MeetingId::parse(id).expect("an id"), &request, secrets, 0)
             .expect("a new meeting");
     }
-    if let Ok(report) = server::mc::report::parse(node, viewers, &meetings) {
-        assert!(server::mc::report::valid_node_name(&report.node));
+    if let Ok(report) = mc::report::parse(node, viewers, &meetings) {
+        assert!(mc::report::valid_node_name(&report.node));
         let mut seen = std::collections::HashSet::new();
         for (id, count) in &report.counts {
             assert!(seen.insert(id.clone()), "{id} twice");

@@ -71,7 +71,7 @@ pub async fn start_cluster(
     // The operator's pages (backups, experiments) call the admin API without a token:
     // the demo trusts loopback, explicitly. Nodes still sync with a node token, made
     // fresh for each run and handed to every node, as a real deployment does.
-    let node_token = server::mc::store::random_secret();
+    let node_token = ::mc::store::random_secret();
     let rtmp_port = 1935 + port.saturating_sub(8080);
     let (rtmps_cert, rtmps_key) = tls::self_signed(&data.join("tls"))?;
     let preset = |id: &str, title: &str, inputs: Vec<String>| PresetMeeting {

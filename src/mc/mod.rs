@@ -14,10 +14,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ::mc::{McSettings, McState};
 use anyhow::Context;
 use ingest::supervisor::PublishRegistry;
 use meeting::{Action, MeetingId, MeetingSecrets, MeetingState, Meetings, NewMeeting};
-use server::mc::{McSettings, McState};
 use server::metrics::Metrics;
 use server::{AppState, NodeIdentity};
 use tokio::net::TcpListener;
@@ -121,7 +121,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     )?;
     crate::admin_token::log_node_token_source(&node_token_source);
     let (shutdown, shutdown_rx) = watch::channel(false);
-    let etcd = (!section.etcd.is_empty()).then(|| server::mc::EtcdSettings {
+    let etcd = (!section.etcd.is_empty()).then(|| ::mc::EtcdSettings {
         endpoints: section.etcd.clone(),
         prefix: section.etcd_prefix.clone(),
         timeout: Duration::from_secs(2),
@@ -152,7 +152,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
                 .collect::<Result<_, _>>()
                 .map_err(|e| anyhow::anyhow!("mc.viewer_keys: {e}"))?,
             minter: Some(Arc::new(
-                server::mc::minter::Minter::load_or_create(&section.data_dir)
+                ::mc::minter::Minter::load_or_create(&section.data_dir)
                     .context("the mc's viewer-token key")?,
             )),
         },
@@ -186,7 +186,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     };
 
     let app_state = state.clone();
-    let app = server::mc::router(mc.clone(), state);
+    let app = ::mc::router(mc.clone(), state);
     let listener = TcpListener::bind(section.http)
         .await
         .with_context(|| format!("binding mc.http {}", section.http))?;
@@ -276,7 +276,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         node_token,
     };
     if !section.peers.is_empty() {
-        tasks.spawn(server::mc::ownership::run(
+        tasks.spawn(::mc::ownership::run(
             mc.clone(),
             app_state.clone(),
             section.name.clone(),
@@ -319,8 +319,8 @@ async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Resul
                 private: preset.private,
             };
             let secrets = MeetingSecrets {
-                stream_key: server::mc::store::random_secret(),
-                host_token: server::mc::store::random_secret(),
+                stream_key: ::mc::store::random_secret(),
+                host_token: ::mc::store::random_secret(),
             };
             let created = mc
                 .change(&id, |m| {
@@ -330,7 +330,7 @@ async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Resul
                 .await;
             match created {
                 // Another MC of the pair made it first: the same preset.
-                Err(server::mc::store::ChangeError::Meeting(meeting::MeetingError::Exists)) => {}
+                Err(::mc::store::ChangeError::Meeting(meeting::MeetingError::Exists)) => {}
                 other => other.with_context(|| format!("creating preset meeting {id}"))?,
             }
         }
@@ -357,7 +357,7 @@ struct MeetingPlan {
     presets: Vec<PresetMeeting>,
     ladder: Option<server::ladder::LadderSettings>,
     /// The other MCs of the group: their relays come first (see
-    /// [`server::mc::ownership`]).
+    /// [`::mc::ownership`]).
     peers: Vec<String>,
     /// The token MCs of a group pull each other's private relays with.
     node_token: Option<String>,
@@ -375,7 +375,7 @@ fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Res
                 "{}/{}/mpegts?{}",
                 peer.trim_end_matches('/'),
                 meeting.id,
-                server::mc::timeline::PEER_QUERY
+                ::mc::timeline::PEER_QUERY
             )
         })
         .collect();

@@ -34,7 +34,7 @@ use crate::state::AppState;
 use crate::url::Route;
 
 /// A node's (or an MC's) whole HTTP application: routes behind the shedding layer and
-/// the edge. Built by [`crate::routes::router`] and [`crate::mc::router`].
+/// the edge. Built by [`crate::routes::router`] and by the `mc` crate's router.
 pub type NodeApp = Edge<ShedService<KpiService<Dispatch>>>;
 
 /// Puts `router` (with the node's `state`) behind the shedding layer and the edge. The

@@ -11,10 +11,10 @@
 //! is a row of the `codes` table ([`error`]).
 //!
 //! Where to start reading, by role: a stream from ingest to viewer is [`pipeline`] →
-//! [`window`] → [`routes`]; the MC role is [`mc`] (its API, stores and minter);
-//! redundancy (backups, steering, redirects) is [`redundancy`]; load shedding is
-//! [`shed`] over the pure `shed` crate; the serving stack is [`serve`], [`connection`]
-//! and [`lane`]. The crates around this one are mapped in the README's "Code map".
+//! [`window`] → [`routes`]; the MC role is the `mc` crate, which reaches a node through
+//! [`role`]; redundancy (backups, steering, redirects) is [`redundancy`]; load shedding
+//! is [`shed`] over the pure `shed` crate; the serving stack is [`serve`],
+//! [`connection`] and [`lane`]. The crates around this one are mapped in the README's "Code map".
 
 pub mod access;
 pub mod access_log;
@@ -51,7 +51,6 @@ pub mod link_view;
 pub mod live_relay;
 pub mod llhls;
 pub mod logins;
-pub mod mc;
 pub mod metrics;
 pub mod notify;
 pub mod pipeline;
@@ -62,6 +61,7 @@ pub mod rendition;
 pub mod request_context;
 pub mod request_id;
 mod request_log;
+pub mod role;
 pub mod routes;
 pub mod serve;
 pub mod shed;

@@ -1,7 +1,8 @@
 //! The state every route shares, on a node and on an MC: the process's identity, its
 //! streams (each channel with its inputs' status), metrics, shedder (and the clock it
 //! holds), health and the cap on archive scans; and what is set once at start when
-//! configured: the meeting gate, OTT redundancy, logins and, on an MC, the MC's state.
+//! configured: the meeting gate, OTT redundancy, logins and, on an MC, its role
+//! ([`crate::role`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -46,7 +47,7 @@ struct Shared {
     started: Instant,
     shedder: Arc<Shedder>,
     meeting_gate: std::sync::OnceLock<Arc<crate::access::gate::MeetingGate>>,
-    mc: std::sync::OnceLock<crate::mc::McState>,
+    role: std::sync::OnceLock<Arc<dyn crate::role::Role>>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
     logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
     archive_scans: crate::archive_scans::ArchiveScans,
@@ -87,7 +88,7 @@ impl AppState {
                 started: Instant::now(),
                 shedder,
                 meeting_gate: std::sync::OnceLock::new(),
-                mc: std::sync::OnceLock::new(),
+                role: std::sync::OnceLock::new(),
                 redundancy: std::sync::OnceLock::new(),
                 logins: std::sync::OnceLock::new(),
                 archive_scans,
@@ -173,15 +174,15 @@ impl AppState {
         self.inner.meeting_gate.get()
     }
 
-    /// Marks this node as an MC's (set once, by the MC's router): the relays and files
-    /// of its private meetings are for its nodes only (their node token).
-    pub fn set_mc(&self, mc: crate::mc::McState) -> bool {
-        self.inner.mc.set(mc).is_ok()
+    /// Gives the process its role (set once, by the MC's router): its rules for the
+    /// streams' files and its part of readiness. Returns false if one was already set.
+    pub fn set_role(&self, role: Arc<dyn crate::role::Role>) -> bool {
+        self.inner.role.set(role).is_ok()
     }
 
-    /// The MC this node's streams are the meetings of, on an MC.
-    pub fn mc(&self) -> Option<&crate::mc::McState> {
-        self.inner.mc.get()
+    /// The process's role, on an MC.
+    pub fn role(&self) -> Option<&Arc<dyn crate::role::Role>> {
+        self.inner.role.get()
     }
 
     /// Makes the node part of an OTT domain (set once, by a node with an `[ott]`

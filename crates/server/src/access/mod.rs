@@ -4,7 +4,7 @@
 //! viewer count the MC enforces across nodes, [`viewer_table`]), a private meeting's
 //! requests also its viewer's session ([`private`]), written into every URI the viewer
 //! is answered ([`session_uris`]) and signed with the keys its MC hands it
-//! ([`session_keys`]). The MC role itself is [`crate::mc`].
+//! ([`session_keys`]). The MC role itself is the `mc` crate.
 
 pub mod gate;
 pub mod mc_answer;

@@ -3,7 +3,6 @@
 //! or takes an upstream's ([`origin`]), the subtitle renditions served from the
 //! segments' caption blocks ([`serve`]), and the caption API itself ([`api`]).
 
-pub mod api;
 pub mod feed;
 pub mod files;
 pub mod inbox;

@@ -45,11 +45,8 @@ fn may_see_meetings(state: &AppState, headers: &HeaderMap) -> bool {
     let matches = |token: Option<&str>| {
         token.is_some_and(|t| constant_time_eq(t.as_bytes(), given.as_bytes()))
     };
-    match state.mc() {
-        Some(mc) => {
-            let settings = &mc.inner.settings;
-            matches(settings.admin_token.as_deref()) || matches(settings.node_token.as_deref())
-        }
+    match state.role() {
+        Some(role) => role.may_see_meetings(given),
         None => matches(state.admin_token()),
     }
 }
@@ -88,7 +85,7 @@ fn no_store(mut response: Response) -> Response {
 fn facts(state: &AppState) -> Facts {
     let redundancy = state.redundancy();
     let gate = state.meeting_gate();
-    let mc = state.mc();
+    let role = state.role();
     let now_ms = state.clock().unix_ms();
     let stale_after_ms = redundancy.map_or_else(
         || RedundancySettings::default().stale_after_ms,
@@ -104,20 +101,20 @@ fn facts(state: &AppState) -> Facts {
                 name: name.to_owned(),
                 pushed_at_ms: channel.pushed_at_ms(),
                 paused: channel.input_paused(),
-                meeting: mc.is_some() || gate.is_some_and(|g| g.is_managed(name)),
+                meeting: role.is_some() || gate.is_some_and(|g| g.is_managed(name)),
             }
         })
         .collect();
     // An MC of a group with media for a meeting it serves to no node cuts a timeline
     // of its own: its nodes cannot pull it.
-    let off_timeline = match mc {
-        Some(mc) => streams
+    let off_timeline = match role {
+        Some(role) => streams
             .iter()
             .filter(|s| {
                 s.pushed_at_ms
                     .is_some_and(|at| now_ms.saturating_sub(at) < stale_after_ms)
             })
-            .filter(|s| !mc.relay_open(&s.name, false))
+            .filter(|s| role.off_timeline(&s.name))
             .map(|s| s.name.clone())
             .collect(),
         None => Vec::new(),
@@ -129,7 +126,7 @@ fn facts(state: &AppState) -> Facts {
         streams,
         stale_after_ms,
         now_ms,
-        store_reachable: mc.and_then(crate::mc::McState::store_reachable),
+        store_reachable: role.and_then(|r| r.store_reachable()),
         off_timeline,
     }
 }

@@ -50,7 +50,7 @@ pub fn routes(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The handler of a node route; an MC route has none here (see [`crate::mc::router`]).
+/// The handler of a node route; an MC route has none here (the `mc` crate serves them).
 fn handler(route: Route) -> MethodRouter<AppState> {
     match route {
         Route::Root => get(|| async { Redirect::temporary("/player") }),

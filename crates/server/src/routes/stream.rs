@@ -1,7 +1,8 @@
 //! Every file of a stream, `/{stream}/{file}` and a ladder rung's
 //! `/{stream}/{rung}/{file}`: the one entry point, which runs the node's checks in
 //! order — the OTT door when the node is in a mesh domain (passes, backup refusals,
-//! redirects), the login limits, the meeting gate when the node has an MC — and then
+//! redirects), the login limits, the meeting gate when the node has an MC, after the
+//! process's role when it has one ([`crate::role`]) — and then
 //! serves the file ([`crate::routes::hls::serve`]).
 
 use axum::extract::{Request, State};
@@ -11,13 +12,14 @@ use meeting::CLIENT_VERSION_HEADER;
 use crate::error::ApiError;
 use crate::extract::CodedPath;
 use crate::request_context::Arrival;
+use crate::role::StreamRule;
 use crate::routes::answer::Answer;
 use crate::routes::hls;
 use crate::state::AppState;
 use crate::url::stream_file::FileRole;
 use crate::viewer_id::ViewerId;
 
-/// `response` (a relay) ending before the first segment sent after `open` turns false:
+/// `response` (a relay) ending before the first chunk sent after `open` turns false:
 /// an MC whose timeline changes must not hand the change to whoever follows it.
 fn while_open(response: Response, open: impl Fn() -> bool + Send + 'static) -> Response {
     use futures_util::StreamExt;
@@ -103,30 +105,16 @@ fn entry(
     file: &str,
     arrival: Arrival,
 ) -> Answer {
-    // On an MC, a meeting's files (the relays its nodes pull) need the node token.
-    if let Some(mc) = state.mc() {
-        if !crate::mc::api::may_read_stream(mc, arrival.request.headers()) {
-            return ApiError::Access(codes::AccessRefusal::TokenMissing)
-                .into_response()
-                .into();
-        }
-        // A relay off the group's timeline is served to nobody (crate::mc::timeline),
-        // and one that leaves it ends.
-        if rung.is_none() && file == "mpegts" {
-            let peer = arrival
-                .request
-                .uri()
-                .query()
-                .is_some_and(|q| q.split('&').any(|p| p == crate::mc::timeline::PEER_QUERY));
-            if !mc.relay_open(stream, peer) {
-                return ApiError::Meeting(meeting::ErrorCode::McUnavailable)
-                    .into_response()
-                    .into();
+    // The process's role first (on an MC: its nodes' token, its timeline).
+    if let Some(role) = state.role() {
+        let request = &arrival.request;
+        match role.stream_rule(stream, rung, file, request.headers(), request.uri().query()) {
+            StreamRule::Serve => {}
+            StreamRule::Refuse(error) => return error.into_response().into(),
+            StreamRule::ServeWhile(open) => {
+                return checked(state, stream, rung, file, arrival, None)
+                    .map(move |response| while_open(response, move || open()));
             }
-            let mc = mc.clone();
-            let name = stream.to_owned();
-            return checked(state, stream, None, file, arrival, None)
-                .map(move |response| while_open(response, move || mc.relay_open(&name, peer)));
         }
     }
     if let Some(redundancy) = state.redundancy() {

@@ -18,9 +18,9 @@ use serde_json::{json, Value};
 
 use super::state::McState;
 use super::store::{random_secret, ChangeError};
-use crate::auth::{bearer, constant_time_eq, token_matches};
-use crate::extract::{CodedPath, CodedQuery};
-use crate::state::AppState;
+use server::auth::{bearer, constant_time_eq, token_matches};
+use server::extract::{CodedPath, CodedQuery};
+use server::state::AppState;
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -57,16 +57,16 @@ impl IntoResponse for McApiError {
     fn into_response(self) -> Response {
         use codes::{Code, RequestError};
         match self {
-            McApiError::Meeting(code) => crate::error::respond(Code::Meeting(code), None),
+            McApiError::Meeting(code) => server::error::respond(Code::Meeting(code), None),
             McApiError::Invalid { field, reason } => {
                 tracing::info!(field, reason = %reason, "meeting api request refused");
-                crate::error::respond(Code::Request(RequestError::InvalidField), Some(field))
+                server::error::respond(Code::Request(RequestError::InvalidField), Some(field))
             }
             McApiError::TooLarge => {
-                crate::error::respond(Code::Request(RequestError::TooLarge), None)
+                server::error::respond(Code::Request(RequestError::TooLarge), None)
             }
             McApiError::Unauthorized => {
-                crate::error::respond(Code::Request(RequestError::Unauthorized), None)
+                server::error::respond(Code::Request(RequestError::Unauthorized), None)
             }
         }
     }
@@ -268,7 +268,7 @@ pub async fn action(
         "lock" => Action::Lock,
         "unlock" => Action::Unlock,
         "close" => Action::Close,
-        _ => return crate::error::ApiError::NotFound.into_response(),
+        _ => return server::error::ApiError::NotFound.into_response(),
     };
     match change_meeting(&mc, &headers, &id, action).await {
         Ok(meeting) => Json(full(&meeting)).into_response(),

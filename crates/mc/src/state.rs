@@ -12,7 +12,7 @@ use super::etcd_store::{EtcdSettings, EtcdStore, SharedReport};
 use super::session_key_store::SessionKeyStore;
 use super::store::{self, Store, StoreError};
 use super::timeline::{Decision, TimelineRecord};
-use crate::clock::Clock;
+use server::clock::Clock;
 
 /// How the MC's API behaves.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub(crate) struct McShared {
     /// Who each meeting's relay is served to, as the group timeline decides (a meeting
     /// absent here is served to all: a lone MC).
     pub(crate) relays: Mutex<std::collections::HashMap<String, Decision>>,
-    /// The keys private meetings' sessions are signed with (see [`crate::access::session_keys`]).
+    /// The keys private meetings' sessions are signed with (see [`server::access::session_keys`]).
     pub(crate) session_keys: SessionKeyStore,
 }
 

@@ -1,6 +1,6 @@
 //! The MC's API of private meetings: a token for a viewer (signed with the MC's key,
-//! [`crate::mc::minter`]) and the host's removal of a viewer. Nodes learn the keys
-//! tokens verify with ([`crate::mc::api::key_set`]) and each meeting's removed viewers
+//! [`crate::minter`]) and the host's removal of a viewer. Nodes learn the keys
+//! tokens verify with ([`crate::api::key_set`]) and each meeting's removed viewers
 //! with every sync, and verify locally.
 
 use axum::body::Body;
@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::api::{authorize_host, parse_id, McApiError, MAX_BODY};
 use super::state::McState;
-use crate::extract::CodedPath;
+use server::extract::CodedPath;
 
 /// The longest lifetime of a token the MC mints: a week.
 pub const MAX_TOKEN_TTL_S: u32 = 7 * 24 * 3600;
@@ -25,7 +25,7 @@ pub const DEFAULT_TOKEN_TTL_S: u32 = 4 * 3600;
 
 fn refused(field: &'static str, reason: &str) -> Response {
     tracing::info!(field, reason, "viewer request refused");
-    crate::error::respond(Code::Access(AccessRefusal::BadRequest), Some(field))
+    server::error::respond(Code::Access(AccessRefusal::BadRequest), Some(field))
 }
 
 fn valid_viewer(viewer: &str) -> bool {

@@ -5,9 +5,9 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::channel::Channel;
-use crate::ladder::SOURCE;
-use crate::state::AppState;
+use server::channel::Channel;
+use server::ladder::SOURCE;
+use server::state::AppState;
 
 /// Source segments after which a node stops waiting for an encoder that has produced
 /// nothing: the meeting is then delivered with the rungs that exist (the source alone).
@@ -81,15 +81,15 @@ fn of_channel(channel: &Channel, ladder: &[String]) -> MediaNow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{LiveSegment, TrackSummary};
     use bytes::Bytes;
+    use server::channel::{LiveSegment, TrackSummary};
 
     fn ladder() -> Vec<String> {
         vec!["240p".into(), SOURCE.into(), "144p".into()]
     }
 
     fn channel() -> Channel {
-        Channel::with_rungs("m", 10, crate::render::renderer(2000), &ladder())
+        Channel::with_rungs("m", 10, server::render::renderer(2000), &ladder())
     }
 
     fn push(channel: &Channel, rung: Option<&str>, msn: u64) {
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn a_meeting_without_a_ladder_waits_for_its_source_only() {
-        let channel = Channel::new("m", 10, crate::render::renderer(2000));
+        let channel = Channel::new("m", 10, server::render::renderer(2000));
         assert!(of_channel(&channel, &[]).waiting);
         push(&channel, None, 0);
         assert_eq!(

@@ -10,8 +10,8 @@ use tower::ServiceExt;
 
 use super::tests::{app, call, create, live_channel, node_state, settings};
 use super::McState;
-use crate::app::NodeApp;
-use crate::clock::Clock;
+use server::app::NodeApp;
+use server::clock::Clock;
 
 async fn sync(app: &NodeApp, node: &str, viewers: &str) -> (StatusCode, Value) {
     call(
@@ -297,7 +297,7 @@ async fn the_operator_api_grants_no_origin_and_refuses_other_origins_and_non_jso
 async fn a_players_playlist_and_preflight_keep_their_cors_grant() {
     let state = node_state();
     live_channel(&state, "own");
-    let app = crate::router(state);
+    let app = server::router(state);
     let origin = ("origin", "https://player.example");
     let (status, headers, _) = raw(&app, Method::GET, "/own/index.m3u8", &[origin], "").await;
     assert_eq!(status, StatusCode::OK);

@@ -11,8 +11,8 @@ use tokio::sync::watch;
 
 use super::timeline::{self, decide, Mode, TimelineRecord};
 use super::McState;
-use crate::AppState;
 use media::timeline::TimelineState;
+use server::AppState;
 
 /// Runs until `shutdown`. `peers` is how many other MCs' relays come first among
 /// every meeting stream's inputs.

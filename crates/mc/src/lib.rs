@@ -1,19 +1,25 @@
-//! Meetings over HTTP.
+//! The MC role (`brdyun mc`): the meeting API ([`router`], handlers in [`api`]), its
+//! OpenAPI document ([`openapi`]), its stores ([`store`], [`etcd_store`]), the viewer
+//! token minter ([`minter`], [`viewers`]), the nodes' sync and viewer reports
+//! ([`report`]), the group's timeline ownership ([`timeline`], [`ownership`]) and the
+//! caption API ([`captions`]).
 //!
-//! - On the MC (`brdyun mc`): the meeting API ([`router`], handlers in [`api`]),
-//!   its OpenAPI document ([`openapi`]) and its store ([`store`]). The MC's router
-//!   falls back to the ordinary node router, so `/{meeting}/mpegts` is the relay every
-//!   node pulls a meeting from.
-//! - A node's side of meetings (its gate, private meetings' sessions) is
-//!   [`crate::access`].
+//! The MC serves its meetings' relays through an ordinary node ([`server`]): its
+//! router falls back to the node's routes, so `/{meeting}/mpegts` is the relay every
+//! node pulls a meeting from, and its rules for those files (its nodes' token, its
+//! timeline) and its part of readiness reach the node as a [`server::role::Role`]
+//! ([`role`]). A node's side of meetings (its gate, private meetings' sessions) is
+//! [`server::access`].
 
 pub mod api;
+pub mod captions;
 pub mod etcd_store;
 pub mod media_now;
 pub mod minter;
 pub mod openapi;
 pub mod ownership;
 pub mod report;
+mod role;
 pub mod session_key_store;
 mod state;
 pub mod store;
@@ -26,30 +32,30 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post, put, MethodRouter};
 use axum::Router;
 
-use crate::extract::CodedPath;
+use server::extract::CodedPath;
 
 pub use etcd_store::EtcdSettings;
 pub use state::{McSettings, McState};
 
-use crate::state::AppState;
-use crate::url::Route;
+use server::state::AppState;
+use server::url::Route;
 
 /// The MC's HTTP application: the meeting API (the MC rows of the route table), then the
 /// node's routes (the meeting streams and their relays), all behind the node's shedding
 /// layer and edge, so the meeting API is classified and shed like every other route.
-pub fn router(mc: McState, node: AppState) -> crate::app::NodeApp {
-    node.set_mc(mc.clone());
+pub fn router(mc: McState, node: AppState) -> server::app::NodeApp {
+    node.set_role(std::sync::Arc::new(role::McRole(mc.clone())));
     let api = Route::MC
         .into_iter()
         .fold(Router::new(), |router, route| {
             router.route(route.pattern(), handler(route, &node))
         })
-        .method_not_allowed_fallback(|| async { crate::error::ApiError::MethodNotAllowed })
+        .method_not_allowed_fallback(|| async { server::error::ApiError::MethodNotAllowed })
         .with_state(mc);
-    crate::app::node_app(api.merge(crate::routes::routes(node.clone())), &node)
+    server::app::node_app(api.merge(server::routes::routes(node.clone())), &node)
 }
 
-/// The handler of an MC route; a node route has none here (see [`crate::routes`]).
+/// The handler of an MC route; a node route has none here (see [`server::routes`]).
 /// The caption API also needs the node's streams (`node`): cues go to the meeting's
 /// pipeline on this MC; so does the nodes' sync, which tells what media each meeting
 /// has here ([`media_now`]).
@@ -63,7 +69,7 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
                       headers: HeaderMap,
                       body: Body| {
                     let node = node.clone();
-                    async move { crate::captions::api::post(mc, node, id, headers, body).await }
+                    async move { crate::captions::post(mc, node, id, headers, body).await }
                 },
             )
         }
@@ -79,7 +85,7 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
             get(
                 move |State(mc): State<McState>,
                       headers: HeaderMap,
-                      query: crate::extract::CodedQuery<
+                      query: server::extract::CodedQuery<
                     std::collections::HashMap<String, String>,
                 >| {
                     let node = node.clone();

@@ -1,4 +1,4 @@
-//! Where the MC keeps its session-key ring ([`crate::access::session_keys`]) and when it
+//! Where the MC keeps its session-key ring ([`server::access::session_keys`]) and when it
 //! rotates it: a lone MC in `session_keys.json` beside its store (mode 0600), an MC
 //! pair in etcd under `<prefix>session-keys`, replaced only with a compare-and-swap so
 //! both MCs hand their nodes the same ring.
@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use super::etcd_store::EtcdStore;
 use super::store::{write_secret_json, StoreError};
-use crate::access::session_keys::SessionKeyRing;
+use server::access::session_keys::SessionKeyRing;
 
 pub use super::etcd_store::SESSION_KEYS_KEY as ETCD_KEY;
 
@@ -156,7 +156,7 @@ mod tests {
         // Rotation when due, written before it is used.
         again.maintain(t0 + 60).await.unwrap();
         assert_eq!(again.ring(), first.ring());
-        let due = t0 + crate::access::session_keys::ROTATE_EVERY_S;
+        let due = t0 + server::access::session_keys::ROTATE_EVERY_S;
         again.maintain(due).await.unwrap();
         let (now_current, was_next) = (again.ring().current, first.ring().next);
         assert_eq!(

@@ -27,10 +27,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::inbox::{CueRefusal, CueRequest, CueTiming, StampedCue};
-use crate::mc::api::{authorize_host, parse_id, McApiError, MAX_BODY};
-use crate::mc::McState;
-use crate::state::AppState;
+use crate::api::{authorize_host, parse_id, McApiError, MAX_BODY};
+use crate::McState;
+use server::captions::inbox::{CueRefusal, CueRequest, CueTiming, StampedCue};
+use server::state::AppState;
 
 /// The most cues one request may hold.
 pub const MAX_CUES_PER_REQUEST: usize = 20;
@@ -80,7 +80,7 @@ impl IntoResponse for Refusal {
         match self {
             Refusal::Caption(code, field) => {
                 tracing::info!(code = code.code(), field = %field, "caption refused");
-                crate::error::respond(Code::Caption(code), Some(&field))
+                server::error::respond(Code::Caption(code), Some(&field))
             }
             Refusal::Mc(e) => e.into_response(),
         }

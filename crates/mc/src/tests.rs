@@ -4,19 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::app::NodeApp;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
+use server::app::NodeApp;
 use tower::ServiceExt;
 
 use super::{router, McSettings, McState};
-use crate::access::gate::MeetingGate;
-use crate::channel::{Channel, LiveSegment, TrackSummary};
-use crate::metrics::Metrics;
-use crate::{AppState, NodeIdentity};
+use server::access::gate::MeetingGate;
+use server::channel::{Channel, LiveSegment, TrackSummary};
+use server::metrics::Metrics;
+use server::{AppState, NodeIdentity};
 
 pub(super) fn settings(dir: &std::path::Path) -> McSettings {
     McSettings {
@@ -92,8 +92,8 @@ async fn call_from(
         request = request.header(*k, *v);
     }
     let mut request = request.body(Body::empty()).unwrap();
-    crate::request_context::RequestContext::of_mut(&mut request).connection =
-        Some(crate::request_context::Connection {
+    server::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(server::request_context::Connection {
             peer: std::net::SocketAddr::new(peer, 40_000),
             secure: false,
             gate: None,
@@ -549,7 +549,7 @@ async fn the_openapi_document_parses_and_names_every_route() {
 }
 
 pub(super) fn live_channel(state: &AppState, name: &str) {
-    let channel = Arc::new(Channel::new(name, 5, crate::render::renderer(2000)));
+    let channel = Arc::new(Channel::new(name, 5, server::render::renderer(2000)));
     let segment = LiveSegment {
         msn: 0,
         discontinuity_seq: 0,
@@ -596,7 +596,7 @@ async fn the_node_gate_answers_with_meeting_codes() {
     live_channel(&state, "own");
     live_channel(&state, "live");
     gate.set_managed("live", true);
-    let app = crate::router(state.clone());
+    let app = server::router(state.clone());
     let get = |path: &'static str, viewer: &'static str| {
         let app = app.clone();
         async move { call_from(&app, path, peer(viewer), &[]).await }
@@ -693,7 +693,7 @@ async fn the_node_gate_counts_what_it_observed_at_every_door() {
         std::collections::HashMap::new(),
         &[],
     );
-    let app = crate::router(state.clone());
+    let app = server::router(state.clone());
     // One client, twenty invented member ids: one viewer, and the limit of 2 still
     // admits a second real viewer.
     for n in 0..20 {
@@ -758,8 +758,8 @@ async fn the_node_gate_counts_what_it_observed_at_every_door() {
             .header("authorization", "Bearer node-secret")
             .body(Body::empty())
             .unwrap();
-        crate::request_context::RequestContext::of_mut(&mut request).connection =
-            Some(crate::request_context::Connection {
+        server::request_context::RequestContext::of_mut(&mut request).connection =
+            Some(server::request_context::Connection {
                 peer: std::net::SocketAddr::new(peer("n"), 40_000),
                 secure: false,
                 gate: None,
@@ -787,7 +787,7 @@ async fn without_a_node_token_a_meetings_relay_is_for_this_machine_only() {
         std::collections::HashMap::new(),
         &[],
     );
-    let app = crate::router(state.clone());
+    let app = server::router(state.clone());
     let (status, body) = call_from(&app, "/live/mpegts", peer("z"), &[]).await;
     assert_eq!(
         (status, body["code"].as_u64()),
@@ -797,8 +797,8 @@ async fn without_a_node_token_a_meetings_relay_is_for_this_machine_only() {
         .uri("/live/mpegts")
         .body(Body::empty())
         .unwrap();
-    crate::request_context::RequestContext::of_mut(&mut request).connection =
-        Some(crate::request_context::Connection {
+    server::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(server::request_context::Connection {
             peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
             secure: false,
             gate: None,

@@ -1,5 +1,5 @@
 //! The MC's own Ed25519 key for the viewer tokens of private meetings it mints on
-//! request (see [`crate::mc::viewers`]): created on the MC's first start, kept in its
+//! request (see [`crate::viewers`]): created on the MC's first start, kept in its
 //! data directory.
 
 use std::io::{Read, Write};
