@@ -6,7 +6,7 @@
 //!
 //! Trust is a setting, never inferred from a bind address: only `trust_loopback = true`
 //! (the demo sets it) with every listener on loopback leaves a token unset, and then
-//! the API still refuses browsers' cross-origin calls (see `server::auth`). A node
+//! the API still refuses browsers' cross-origin calls (see `server::routes::auth`). A node
 //! bound to 127.0.0.1 behind a reverse proxy is reachable from anywhere.
 
 use std::io::{Read, Write};

@@ -144,7 +144,7 @@ pub fn check_shutdown_delay(section: &str, seconds: f64) -> anyhow::Result<()> {
 
 /// The default of `body_timeout` (`[node]` and `[mc]`), seconds.
 pub fn default_body_timeout() -> f64 {
-    server::edge_limits::BODY_TIMEOUT.as_secs_f64()
+    server::http::edge_limits::BODY_TIMEOUT.as_secs_f64()
 }
 
 /// Checks the connection settings of `[node]` or `[mc]` (`section`).
@@ -378,8 +378,8 @@ pub struct StreamConfig {
 /// How a meeting stream gets its ladder rungs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LadderPlan {
-    /// The MC encodes them from the source ([`server::ladder::encoder`]).
-    Encode(server::ladder::LadderSettings),
+    /// The MC encodes them from the source ([`server::stream::ladder::encoder`]).
+    Encode(server::stream::ladder::LadderSettings),
     /// A node pulls each rung from the MC's relays of it, in step with the source.
     Pull {
         /// The rung names in master-playlist order (`source` for the source).

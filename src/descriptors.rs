@@ -4,7 +4,7 @@
 //! At start the soft `RLIMIT_NOFILE` is raised to the hard limit (a login shell's soft
 //! limit is often 1,024 under a hard limit of 524,288; systemd's `LimitNOFILE` sets
 //! both). The connection caps of a node and of an MC, unless configured, are then
-//! derived below what the process holds ([`server::conn_limits::DerivedCaps`]), so a
+//! derived below what the process holds ([`server::http::conn_limits::DerivedCaps`]), so a
 //! client opening connections without end meets the caps' coded refusals, not `EMFILE`
 //! for everyone (syncs, relays, etcd, RTMP, archive files).
 
@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-use server::conn_limits::{ConnectionLimits, DerivedCaps};
-use server::edge_limits::EdgeLimits;
+use server::http::conn_limits::{ConnectionLimits, DerivedCaps};
+use server::http::edge_limits::EdgeLimits;
 
 /// The soft and hard descriptor limits before and after [`raise_soft_limit`]
 /// (`None`: unlimited).

@@ -10,7 +10,7 @@
 //!   `input`, `rung` ...), then the event's own fields.
 //!
 //! A line written while a request is answered carries its id (`request_id`,
-//! [`server::request_id::current`]) in both formats.
+//! [`server::http::request_id::current`]) in both formats.
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -89,8 +89,8 @@ impl LogConfig {
     }
 
     /// The access log's settings.
-    pub fn access_settings(&self) -> server::access_log::AccessLogSettings {
-        server::access_log::AccessLogSettings {
+    pub fn access_settings(&self) -> server::http::access_log::AccessLogSettings {
+        server::http::access_log::AccessLogSettings {
             enabled: self.access,
             sample: self.access_sample,
             errors: self.access_errors,
@@ -105,7 +105,7 @@ pub fn init(flag: Option<LogFormat>, config: Option<&LogConfig>) {
         .or_else(|| config.and_then(|c| c.format))
         .unwrap_or_default();
     if let Some(config) = config {
-        server::access_log::configure(&config.access_settings());
+        server::http::access_log::configure(&config.access_settings());
     }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -188,7 +188,7 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let Some(id) = server::request_id::current() else {
+        let Some(id) = server::http::request_id::current() else {
             return self.full.format_event(ctx, writer, event);
         };
         SystemTime.format_time(&mut writer)?;
@@ -239,7 +239,7 @@ where
         let mut visitor = JsonVisitor::new(&mut writer);
         event.record(&mut visitor);
         visitor.result?;
-        if let Some(id) = server::request_id::current() {
+        if let Some(id) = server::http::request_id::current() {
             write!(writer, ",\"request_id\":\"{id}\"")?;
         }
         writer.write_str("}\n")
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(set.log.format, Some(LogFormat::Json));
         assert_eq!(
             set.log.access_settings(),
-            server::access_log::AccessLogSettings {
+            server::http::access_log::AccessLogSettings {
                 enabled: true,
                 sample: 0.01,
                 errors: false,

@@ -381,7 +381,7 @@ fn ffmpeg_rtmp_server(port: u16, name: &str) -> Command {
 /// on a loopback port with `cert`/`key` and forwards each connection's plain bytes to
 /// `upstream`, for at most `life`. Returns the TLS port.
 fn tls_terminator(cert: &Path, key: &Path, upstream: SocketAddr, life: Duration) -> u16 {
-    let acceptor = server::tls::tls_acceptor(cert, key).expect("the test certificate");
+    let acceptor = server::http::tls::tls_acceptor(cert, key).expect("the test certificate");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();

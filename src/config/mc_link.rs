@@ -84,7 +84,7 @@ impl McLinkConfig {
             bail!("mc.stream must not set name or inputs: they come from the meeting");
         }
         // The live relay: frames as the MC places them, so LL-HLS parts are cut here
-        // when the MC cuts them (server::live_relay); the rungs alike, so they stay in
+        // when the MC cuts them (server::stream::live_relay); the rungs alike, so they stay in
         // step with the source.
         let query = if self.live_relay { "?live=1" } else { "" };
         let relays = |path: &str| -> Vec<String> {
@@ -98,7 +98,7 @@ impl McLinkConfig {
         if !ladder.is_empty() {
             let inputs = ladder
                 .iter()
-                .filter(|rung| rung.as_str() != server::ladder::SOURCE)
+                .filter(|rung| rung.as_str() != server::stream::ladder::SOURCE)
                 .map(|rung| (rung.clone(), relays(&format!("{rung}/mpegts"))))
                 .collect();
             stream.ladder = Some(LadderPlan::Pull {

@@ -199,7 +199,7 @@ pub async fn start_cluster(
 /// posted through the MC's caption API with the meeting's host token, as a live
 /// transcription service would (docs/captions.md).
 pub fn start_captioners(mc: &RunningMc) -> Vec<tokio::task::JoinHandle<()>> {
-    use server::captions::feed;
+    use server::stream::captions::feed;
     let url = format!("http://{}/api/meetings/{STREAM}/captions", mc.http);
     let token = mc.host_token(STREAM);
     [
@@ -286,8 +286,8 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
 /// The demo's ABR ladder: the source (640x360) and two transcoded rungs, small enough
 /// for one encoder to run in real time on a 2-core machine beside the MC and three
 /// nodes ([docs/ladder.md](../../docs/ladder.md) has the measured cost).
-fn demo_ladder() -> anyhow::Result<server::ladder::LadderSettings> {
-    let ladder: server::ladder::LadderSettings = toml::from_str(
+fn demo_ladder() -> anyhow::Result<server::stream::ladder::LadderSettings> {
+    let ladder: server::stream::ladder::LadderSettings = toml::from_str(
         r#"preset = "veryfast"
 threads = 1
 rungs = [

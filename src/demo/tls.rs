@@ -47,7 +47,7 @@ mod tests {
     fn the_certificate_loads_and_covers_localhost_and_the_loopback_address() {
         let dir = tempfile::tempdir().unwrap();
         let (cert, key) = super::self_signed(dir.path()).unwrap();
-        let store = server::tls::CertificateStore::load(&cert, &key).unwrap();
+        let store = server::http::tls::CertificateStore::load(&cert, &key).unwrap();
         assert!(store.covers("localhost"));
         assert!(store.covers("127.0.0.1"));
         assert!(!store.covers("example.net"));

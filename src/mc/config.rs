@@ -78,7 +78,7 @@ pub struct McSection {
     #[serde(default = "default_ttl")]
     pub viewer_report_ttl: f64,
     /// `[mc.ladder]`: the ABR ladder every meeting's stream is encoded into.
-    pub ladder: Option<server::ladder::LadderSettings>,
+    pub ladder: Option<server::stream::ladder::LadderSettings>,
     /// `[[mc.viewer_keys]]`: the meeting platform's Ed25519 public keys its viewer
     /// tokens for private meetings are signed with (several during a rotation).
     #[serde(default)]
@@ -354,7 +354,10 @@ mod tests {
             ["http://mc1:9000/m/mpegts", "http://mc2:9000/m/mpegts"]
         );
         // By default the whole-segment relays, the source and every rung.
-        let ladder = ["720p".to_string(), server::ladder::SOURCE.to_string()];
+        let ladder = [
+            "720p".to_string(),
+            server::stream::ladder::SOURCE.to_string(),
+        ];
         let Some(LadderPlan::Pull { inputs, .. }) =
             link.meeting_stream_with("m", &ladder).unwrap().ladder
         else {

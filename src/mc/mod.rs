@@ -137,7 +137,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
             ladder: section
                 .ladder
                 .as_ref()
-                .map(server::ladder::LadderSettings::names)
+                .map(server::stream::ladder::LadderSettings::names)
                 .unwrap_or_default(),
             without_ladder: config
                 .meetings
@@ -200,7 +200,7 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         Duration::from_secs_f64(section.body_timeout),
     );
     limits.register_metrics(&metrics);
-    tasks.spawn(server::serve::run_with_lane(
+    tasks.spawn(server::http::serve::run_with_lane(
         listener,
         app,
         None,
@@ -355,7 +355,7 @@ pub const BACKUP_SLOT: &str = "backup";
 /// and the ladder.
 struct MeetingPlan {
     presets: Vec<PresetMeeting>,
-    ladder: Option<server::ladder::LadderSettings>,
+    ladder: Option<server::stream::ladder::LadderSettings>,
     /// The other MCs of the group: their relays come first (see
     /// [`::mc::ownership`]).
     peers: Vec<String>,

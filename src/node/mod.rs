@@ -182,7 +182,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     experiments
         .set_definitions(config.experiments.clone(), server::clock::unix_ms_u64())
         .context("experiment config")?;
-    tasks.spawn(server::experiments::peers::run(
+    tasks.spawn(server::experiment_pull::run(
         state.clone(),
         until(shutdown_rx.clone()),
     ));
@@ -190,8 +190,8 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
 
     if !config.logins.is_empty() {
-        state.set_logins(Arc::new(server::logins::Logins::new(
-            config.logins.iter().map(|l| server::logins::Login {
+        state.set_logins(Arc::new(server::access::logins::Logins::new(
+            config.logins.iter().map(|l| server::access::logins::Login {
                 name: l.name.clone(),
                 token: l.token.clone(),
                 max_connections: l.max_connections,
@@ -249,7 +249,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let app = server::router(state.clone());
     // Connections opening with a CRITICAL request get a thread above the others
     // (`[shedding] priority_lane`, `lane_threads`; nice −10, one per core by default).
-    let lane = server::lane::PriorityLane::start(
+    let lane = server::http::lane::PriorityLane::start(
         app.clone(),
         std::sync::Arc::clone(state.shedder()),
         shutdown_rx.clone(),
@@ -270,13 +270,13 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     );
     limits.register_metrics(&metrics);
     let http_listeners = match placement {
-        Some(placement) => server::serve::bind_reuseport_placed(node_config.http, placement),
-        None => server::serve::bind_reuseport(node_config.http, threads),
+        Some(placement) => server::http::serve::bind_reuseport_placed(node_config.http, placement),
+        None => server::http::serve::bind_reuseport(node_config.http, threads),
     }
     .with_context(|| format!("binding node.http {}", node_config.http))?;
     let http = http_listeners.local_addr();
     tasks.spawn(
-        server::serve::serve_on_threads(
+        server::http::serve::serve_on_threads(
             http_listeners,
             app.clone(),
             None,
@@ -303,11 +303,11 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         node_tls.reload_on_sighup(shutdown_rx.clone(), &mut tasks);
         let acceptor = node_tls.store.acceptor()?;
         certificate_mismatch = Arc::clone(&node_tls.mismatch);
-        let listeners = server::serve::bind_reuseport(addr, threads)
+        let listeners = server::http::serve::bind_reuseport(addr, threads)
             .with_context(|| format!("binding node.https {addr}"))?;
         https = Some(listeners.local_addr());
         tasks.spawn(
-            server::serve::serve_on_threads(
+            server::http::serve::serve_on_threads(
                 listeners,
                 app,
                 Some(acceptor),

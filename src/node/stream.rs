@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use ingest::supervisor::{self, InputSpec, PublishRegistry, SupervisorConfig};
-use server::channel::Channel;
 use server::metrics::Metrics;
-use server::pipeline::{self, PipelineSettings};
-use server::recorder::{Recorder, RecorderSettings};
+use server::stream::package::Package;
+use server::stream::pipeline::{self, PipelineSettings};
+use server::stream::recorder::{Recorder, RecorderSettings};
 use server::AppState;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -54,10 +54,10 @@ pub fn start_stream(
         .as_ref()
         .map(LadderPlan::names)
         .unwrap_or_default();
-    let channel = Arc::new(Channel::with_rungs(
+    let channel = Arc::new(Package::with_rungs(
         stream.name.clone(),
         settings.window_segments,
-        server::render::renderer(settings.segment_duration_ms),
+        server::stream::render::renderer(settings.segment_duration_ms),
         &ladder_names,
     ));
     if let Some(language) = &stream.cc_language {
@@ -114,7 +114,7 @@ pub fn start_stream(
         .state
         .add_stream(Arc::clone(&channel), Some(status_source));
     let metrics = &context.metrics;
-    server::channel::register_metrics(&channel, metrics);
+    server::stream::package::register_metrics(&channel, metrics);
     server::ingest_view::register_inputs(
         metrics,
         &stream.name,
@@ -162,7 +162,7 @@ pub fn start_stream(
     };
     match &stream.ladder {
         Some(LadderPlan::Encode(ladder))
-            if ladder.from == server::ladder::RungSource::Publisher =>
+            if ladder.from == server::stream::ladder::RungSource::Publisher =>
         {
             start_published_ladder(context, &channel, stream, ladder, &stop, tasks)?;
         }
@@ -170,7 +170,7 @@ pub fn start_stream(
             let rungs = ladder
                 .validate()
                 .map_err(|e| anyhow::anyhow!("stream {}: ladder {e}", stream.name))?;
-            let (status, task) = server::ladder::encoder::start(
+            let (status, task) = server::stream::ladder::encoder::start(
                 Arc::clone(&channel),
                 ladder.clone(),
                 rungs,
@@ -213,12 +213,12 @@ pub fn start_stream(
 
 /// Starts the rungs a publisher sends itself (`[mc.ladder] from = "publisher"`): an RTMP
 /// publish point per rung, `live/{stream}@{rung}` with the stream's own key, whose
-/// frames are cut on the source's segments ([`server::ladder::published`]).
+/// frames are cut on the source's segments ([`server::stream::ladder::published`]).
 fn start_published_ladder(
     context: &StreamContext,
-    channel: &Arc<Channel>,
+    channel: &Arc<Package>,
     stream: &StreamConfig,
-    ladder: &server::ladder::LadderSettings,
+    ladder: &server::stream::ladder::LadderSettings,
     stop: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<()> {
@@ -241,7 +241,7 @@ fn start_published_ladder(
     let settings = stream.settings(&context.defaults);
     let mut rungs = Vec::with_capacity(names.len());
     for name in names {
-        let publish = server::ladder::published_stream_name(&stream.name, &name);
+        let publish = server::stream::ladder::published_stream_name(&stream.name, &name);
         let specs = vec![InputSpec::Rtmp {
             key: key.clone(),
             slot: None,
@@ -253,12 +253,12 @@ fn start_published_ladder(
             bearer: None,
         };
         let events_rx = start_inputs(context, &publish, inputs, &settings, stop, tasks)?;
-        rungs.push(server::ladder::published::PublishedRung {
+        rungs.push(server::stream::ladder::published::PublishedRung {
             name,
             events: events_rx,
         });
     }
-    let (status, cutters) = server::ladder::published::start(channel, rungs, stop)
+    let (status, cutters) = server::stream::ladder::published::start(channel, rungs, stop)
         .map_err(|e| anyhow::anyhow!("stream {}: {e}", stream.name))?;
     channel.set_ladder(Arc::clone(&status));
     let label = server::metrics::label(&stream.name);
@@ -283,7 +283,7 @@ struct RungPull<'a> {
 /// rendition, on the source's timeline.
 fn start_rung(
     context: &StreamContext,
-    channel: &Arc<Channel>,
+    channel: &Arc<Package>,
     pull: RungPull<'_>,
     settings: &crate::config::StreamSettings,
     stop: &watch::Receiver<bool>,
@@ -382,17 +382,19 @@ fn start_inputs(
 /// metrics), before its pipeline starts.
 fn start_llhls(
     context: &StreamContext,
-    rendition: &server::rendition::Rendition,
+    rendition: &server::stream::rendition::Rendition,
     name: &str,
     settings: &crate::config::StreamSettings,
 ) {
-    let ll = Arc::new(server::llhls::LlChannel::new(server::llhls::LlSettings {
-        part_ms: settings.part_duration_ms,
-        hold_back_ms: settings.part_hold_back_ms,
-        target_ms: settings.segment_duration_ms,
-    }));
+    let ll = Arc::new(server::stream::llhls::LlChannel::new(
+        server::stream::llhls::LlSettings {
+            part_ms: settings.part_duration_ms,
+            hold_back_ms: settings.part_hold_back_ms,
+            target_ms: settings.segment_duration_ms,
+        },
+    ));
     rendition.set_llhls(Arc::clone(&ll));
-    server::llhls::register_metrics(&ll, name, &context.metrics);
+    server::stream::llhls::register_metrics(&ll, name, &context.metrics);
 }
 
 /// A rung is pulled over HTTP only: a built-in source there is a wiring error.

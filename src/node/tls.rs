@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use server::tls::CertificateStore;
+use server::http::tls::CertificateStore;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 

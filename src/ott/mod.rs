@@ -180,14 +180,14 @@ async fn run(
         announce.draining = redundancy.drain.is_draining();
         announce.certificate_mismatch =
             certificate_mismatch.load(std::sync::atomic::Ordering::Relaxed);
-        redundancy.observe_viewers(&state, now);
+        redundancy.observe_viewers(state.stream_table(), now);
         let published = handle.set_node(announce.clone()).await;
         crate::logging::attempt(
             &mut node_publish,
             "publishing the node's state to the mesh",
             &published,
         );
-        let members = redundancy.own_members(&state, handle.node_id(), now);
+        let members = redundancy.own_members(state.stream_table(), handle.node_id(), now);
         let published = handle.set_members(members).await;
         crate::logging::attempt(
             &mut members_publish,
@@ -211,7 +211,7 @@ async fn run(
         ));
         if last_alert_tick.elapsed() >= ALERT_TICK {
             last_alert_tick = tokio::time::Instant::now();
-            let changes = redundancy.tick_alerts(&state, now);
+            let changes = redundancy.tick_alerts(state.stream_table(), now);
             if let (Some(url), false) = (&webhook, changes.is_empty()) {
                 let body = server::redundancy::alerts::alertmanager_body(&changes, &node_name);
                 let url = url.clone();

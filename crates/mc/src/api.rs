@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use super::state::McState;
 use super::store::{random_secret, ChangeError};
-use server::auth::{bearer, constant_time_eq, token_matches};
-use server::extract::{CodedPath, CodedQuery};
+use server::http::extract::{CodedPath, CodedQuery};
+use server::routes::auth::{bearer, constant_time_eq, token_matches};
 use server::state::AppState;
 
 /// Largest request body accepted.

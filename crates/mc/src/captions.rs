@@ -29,8 +29,8 @@ use tokio::sync::oneshot;
 
 use crate::api::{authorize_host, parse_id, McApiError, MAX_BODY};
 use crate::McState;
-use server::captions::inbox::{CueRefusal, CueRequest, CueTiming, StampedCue};
 use server::state::AppState;
+use server::stream::captions::inbox::{CueRefusal, CueRequest, CueTiming, StampedCue};
 
 /// The most cues one request may hold.
 pub const MAX_CUES_PER_REQUEST: usize = 20;

@@ -32,7 +32,7 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post, put, MethodRouter};
 use axum::Router;
 
-use server::extract::CodedPath;
+use server::http::extract::CodedPath;
 
 pub use etcd_store::EtcdSettings;
 pub use state::{McSettings, McState};
@@ -85,7 +85,7 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
             get(
                 move |State(mc): State<McState>,
                       headers: HeaderMap,
-                      query: server::extract::CodedQuery<
+                      query: server::http::extract::CodedQuery<
                     std::collections::HashMap<String, String>,
                 >| {
                     let node = node.clone();

@@ -5,9 +5,9 @@
 
 use std::sync::atomic::Ordering;
 
-use server::channel::Channel;
-use server::ladder::SOURCE;
 use server::state::AppState;
+use server::stream::ladder::SOURCE;
+use server::stream::package::Package;
 
 /// Source segments after which a node stops waiting for an encoder that has produced
 /// nothing: the meeting is then delivered with the rungs that exist (the source alone).
@@ -36,7 +36,7 @@ pub fn of(node: &AppState, meeting: &str, ladder: &[String]) -> MediaNow {
     }
 }
 
-fn has_media(channel: &Channel, rung: &str) -> bool {
+fn has_media(channel: &Package, rung: &str) -> bool {
     let rendition = if rung == SOURCE {
         Some(channel.main())
     } else {
@@ -45,7 +45,7 @@ fn has_media(channel: &Channel, rung: &str) -> bool {
     rendition.is_some_and(|r| !r.snapshot().segments.is_empty())
 }
 
-fn of_channel(channel: &Channel, ladder: &[String]) -> MediaNow {
+fn of_channel(channel: &Package, ladder: &[String]) -> MediaNow {
     let source_segments = channel.main().snapshot().segments.len();
     let rungs: Vec<String> = ladder
         .iter()
@@ -82,17 +82,17 @@ fn of_channel(channel: &Channel, ladder: &[String]) -> MediaNow {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use server::channel::{LiveSegment, TrackSummary};
+    use server::stream::package::{LiveSegment, TrackSummary};
 
     fn ladder() -> Vec<String> {
         vec!["240p".into(), SOURCE.into(), "144p".into()]
     }
 
-    fn channel() -> Channel {
-        Channel::with_rungs("m", 10, server::render::renderer(2000), &ladder())
+    fn channel() -> Package {
+        Package::with_rungs("m", 10, server::stream::render::renderer(2000), &ladder())
     }
 
-    fn push(channel: &Channel, rung: Option<&str>, msn: u64) {
+    fn push(channel: &Package, rung: Option<&str>, msn: u64) {
         let segment = LiveSegment {
             msn,
             discontinuity_seq: 0,
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn a_meeting_without_a_ladder_waits_for_its_source_only() {
-        let channel = Channel::new("m", 10, server::render::renderer(2000));
+        let channel = Package::new("m", 10, server::stream::render::renderer(2000));
         assert!(of_channel(&channel, &[]).waiting);
         push(&channel, None, 0);
         assert_eq!(

@@ -14,8 +14,8 @@ use tower::ServiceExt;
 
 use super::{router, McSettings, McState};
 use server::access::gate::MeetingGate;
-use server::channel::{Channel, LiveSegment, TrackSummary};
 use server::metrics::Metrics;
+use server::stream::package::{LiveSegment, Package, TrackSummary};
 use server::{AppState, NodeIdentity};
 
 pub(super) fn settings(dir: &std::path::Path) -> McSettings {
@@ -92,8 +92,8 @@ async fn call_from(
         request = request.header(*k, *v);
     }
     let mut request = request.body(Body::empty()).unwrap();
-    server::request_context::RequestContext::of_mut(&mut request).connection =
-        Some(server::request_context::Connection {
+    server::http::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(server::http::request_context::Connection {
             peer: std::net::SocketAddr::new(peer, 40_000),
             secure: false,
             gate: None,
@@ -549,7 +549,11 @@ async fn the_openapi_document_parses_and_names_every_route() {
 }
 
 pub(super) fn live_channel(state: &AppState, name: &str) {
-    let channel = Arc::new(Channel::new(name, 5, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new(
+        name,
+        5,
+        server::stream::render::renderer(2000),
+    ));
     let segment = LiveSegment {
         msn: 0,
         discontinuity_seq: 0,
@@ -758,8 +762,8 @@ async fn the_node_gate_counts_what_it_observed_at_every_door() {
             .header("authorization", "Bearer node-secret")
             .body(Body::empty())
             .unwrap();
-        server::request_context::RequestContext::of_mut(&mut request).connection =
-            Some(server::request_context::Connection {
+        server::http::request_context::RequestContext::of_mut(&mut request).connection =
+            Some(server::http::request_context::Connection {
                 peer: std::net::SocketAddr::new(peer("n"), 40_000),
                 secure: false,
                 gate: None,
@@ -797,8 +801,8 @@ async fn without_a_node_token_a_meetings_relay_is_for_this_machine_only() {
         .uri("/live/mpegts")
         .body(Body::empty())
         .unwrap();
-    server::request_context::RequestContext::of_mut(&mut request).connection =
-        Some(server::request_context::Connection {
+    server::http::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(server::http::request_context::Connection {
             peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
             secure: false,
             gate: None,

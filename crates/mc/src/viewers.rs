@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::api::{authorize_host, parse_id, McApiError, MAX_BODY};
 use super::state::McState;
-use server::extract::CodedPath;
+use server::http::extract::CodedPath;
 
 /// The longest lifetime of a token the MC mints: a week.
 pub const MAX_TOKEN_TTL_S: u32 = 7 * 24 * 3600;

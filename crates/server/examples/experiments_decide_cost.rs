@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use axum::http::{HeaderMap, HeaderValue};
 use experiments::ExperimentDefinition;
-use server::shed::layer::request_facts;
+use server::http::shed_layer::request_facts;
 use server::shed::{ShedSettings, Shedder};
 
 const ROUNDS: usize = 200;

@@ -21,9 +21,9 @@ use bytes::Bytes;
 use dvr::Retention;
 use http_body_util::BodyExt;
 use media::{Segmenter, SegmenterConfig, StartPoint};
-use server::channel::{Channel, LiveSegment};
 use server::metrics::Metrics;
-use server::recorder::{Recorder, RecorderSettings};
+use server::stream::package::{LiveSegment, Package};
+use server::stream::recorder::{Recorder, RecorderSettings};
 use server::{router, AppState, NodeIdentity};
 use tower::ServiceExt;
 
@@ -86,7 +86,11 @@ async fn main() {
     let mut settings = RecorderSettings::new(dir.path().to_owned(), Retention::default());
     settings.queue = SEGMENTS as usize;
     let recorder = Recorder::start("s", settings).expect("recorder");
-    let channel = Arc::new(Channel::new("s", 30, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new(
+        "s",
+        30,
+        server::stream::render::renderer(2000),
+    ));
     assert!(channel.set_archive(Arc::clone(&recorder)));
     for msn in 0..SEGMENTS {
         recorder.record(&LiveSegment {

@@ -1,7 +1,7 @@
 //! The floor of the HTTP stack the server is built on: hyper's HTTP/1.1 on the tokio
 //! runtime answering every request with the same bytes, with no routing, shedding or
 //! per-viewer work. With `FLOOR_SERVER=1` in the environment the same answer comes from
-//! an axum router on the node's own serving threads ([`server::serve::serve_on_threads`]:
+//! an axum router on the node's own serving threads ([`server::http::serve::serve_on_threads`]:
 //! a current-thread runtime per core on `SO_REUSEPORT` listeners, the connection path
 //! of every node). `bench/http_floor.py` runs wrk against both, brdyun and nginx serving
 //! the same master playlist, to tell the stack's own cost from the server's.
@@ -26,7 +26,7 @@ async fn main() -> std::io::Result<()> {
         None => Bytes::from_static(b"#EXTM3U\n"),
     };
     if std::env::var_os("FLOOR_SERVER").is_some() {
-        let listeners = server::serve::bind_reuseport(addr.parse().expect("an address"), 2)?;
+        let listeners = server::http::serve::bind_reuseport(addr.parse().expect("an address"), 2)?;
         println!("listening on {}", listeners.local_addr());
         let spin = std::env::var("FLOOR_SPIN_NS")
             .ok()
@@ -49,7 +49,8 @@ async fn main() -> std::io::Result<()> {
             }
         });
         let (_stop, stopped) = tokio::sync::watch::channel(false);
-        server::serve::serve_on_threads(listeners, app, None, stopped, None, None, None)?.await;
+        server::http::serve::serve_on_threads(listeners, app, None, stopped, None, None, None)?
+            .await;
         return Ok(());
     }
     let listener = tokio::net::TcpListener::bind(&addr).await?;

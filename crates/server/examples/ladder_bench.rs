@@ -1,5 +1,5 @@
 //! The ladder encoder's cost on this machine: ffmpeg run with exactly the arguments the
-//! MC gives it ([`server::ladder::ffmpeg_args`]), fed a generated source as fast as it
+//! MC gives it ([`server::stream::ladder::ffmpeg_args`]), fed a generated source as fast as it
 //! encodes, for the demo ladder (640x360 source → 240p, 144p) and for a 720p30 source →
 //! 720p, 480p, 360p, whole and one rung at a time. Prints the realtime factor (media
 //! seconds per wall second) and the CPU per media second, from ffmpeg's `-benchmark`.
@@ -10,7 +10,7 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use server::ladder::{ffmpeg_args, LadderSettings};
+use server::stream::ladder::{ffmpeg_args, LadderSettings};
 
 /// A source of `seconds` at `size` and `fps`, H.264 with a keyframe every second, as
 /// a meeting platform would publish it (video only: the ladder encodes video only).

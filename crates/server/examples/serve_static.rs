@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use server::channel::{Channel, LiveSegment, TrackSummary};
 use server::metrics::Metrics;
+use server::stream::package::{LiveSegment, Package, TrackSummary};
 use server::{AppState, NodeIdentity};
 
 #[tokio::main]
@@ -22,7 +22,11 @@ async fn main() -> std::io::Result<()> {
         Metrics::new(),
         None,
     );
-    let channel = Arc::new(Channel::new("s", 30, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new(
+        "s",
+        30,
+        server::stream::render::renderer(2000),
+    ));
     let tracks = TrackSummary {
         codecs: vec!["avc1.64001f".into(), "mp4a.40.2".into()],
         resolution: Some((1280, 720)),

@@ -1,11 +1,11 @@
-//! The node's HTTP application as one tower service: the edge ([`crate::edge`]), then
-//! the shedding layer ([`crate::shed::layer`]), then the experiments' KPI layer
-//! ([`crate::shed::kpi_layer`]), then [`Dispatch`], which calls the
+//! The node's HTTP application as one tower service: the edge ([`crate::http::edge`]), then
+//! the shedding layer ([`crate::http::shed_layer`]), then the experiments' KPI layer
+//! ([`crate::http::kpi_layer`]), then [`Dispatch`], which calls the
 //! stream-file entry ([`crate::routes::stream`]) directly for a `GET` of
 //! `/{stream}/{file}` or `/{stream}/{rung}/{file}` — the playlists and segments that
 //! make nearly all of a node's requests — and hands everything else to the axum router.
 //! A request from a connection comes with its context beside it
-//! ([`crate::request_context::ContextService`]), and a stream file's entry gets it so
+//! ([`crate::http::request_context::ContextService`]), and a stream file's entry gets it so
 //! ([`Arrival`]); the router's handlers find it in the request's extensions.
 //!
 //! The edge has already found the request's route in the route table ([`crate::url::Target`]), so a
@@ -26,15 +26,21 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower::{Layer as _, Service};
 
-use crate::edge::{Edge, EdgeLayer};
-use crate::request_context::{Arrival, ContextService, RequestContext};
+use crate::http::edge::{Edge, EdgeLayer};
+use crate::http::kpi_layer::{KpiLayer, KpiService};
+use crate::http::request_context::{Arrival, ContextService, RequestContext};
+use crate::http::shed_layer::{ShedLayer, ShedService};
 use crate::routes::answer::{Answer, Waiting};
-use crate::shed::{KpiLayer, KpiService, ShedLayer, ShedService};
 use crate::state::AppState;
 use crate::url::Route;
 
+/// Builds the node's HTTP application: its routes behind the shedding layer and the edge.
+pub fn router(state: AppState) -> NodeApp {
+    node_app(crate::routes::routes(state.clone()), &state)
+}
+
 /// A node's (or an MC's) whole HTTP application: routes behind the shedding layer and
-/// the edge. Built by [`crate::routes::router`] and by the `mc` crate's router.
+/// the edge. Built by [`router`] and by the `mc` crate's router.
 pub type NodeApp = Edge<ShedService<KpiService<Dispatch>>>;
 
 /// Puts `router` (with the node's `state`) behind the shedding layer and the edge. The

@@ -1,5 +1,5 @@
 //! Comparing credentials: the bearer token of a request, and secrets compared in
-//! constant time. A leaf every check of a token uses (the operator API's [`crate::auth`],
+//! constant time. A leaf every check of a token uses (the operator API's [`crate::routes::auth`],
 //! the meeting gate's node token, logins), so none of them depends on another.
 
 use axum::http::{header, HeaderMap};

@@ -4,13 +4,12 @@
 //! configured: the meeting gate, OTT redundancy, logins and, on an MC, its role
 //! ([`crate::role`]).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Instant;
 
-use crate::channel::Channel;
 use crate::metrics::Metrics;
 use crate::shed::{ShedSettings, Shedder};
+use crate::stream::package::Package;
 
 /// Who this node is, as it tells viewers and operators.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,17 +20,7 @@ pub struct NodeIdentity {
     pub hostname: Option<String>,
 }
 
-/// Produces a stream's input status as JSON for the admin API.
-pub type StatusSource = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
-
-/// A channel with the status source of its inputs.
-#[derive(Clone)]
-pub struct StreamEntry {
-    /// The live window.
-    pub channel: Arc<Channel>,
-    /// The stream's input status, if it has inputs.
-    pub inputs: Option<StatusSource>,
-}
+pub use crate::stream::streams::{StatusSource, StreamEntry};
 
 /// Shared, cheaply clonable application state.
 #[derive(Clone)]
@@ -41,7 +30,7 @@ pub struct AppState {
 
 struct Shared {
     node: NodeIdentity,
-    streams: RwLock<BTreeMap<String, StreamEntry>>,
+    streams: crate::stream::streams::Streams,
     metrics: Arc<Metrics>,
     admin_token: Option<String>,
     started: Instant,
@@ -49,8 +38,8 @@ struct Shared {
     meeting_gate: std::sync::OnceLock<Arc<crate::access::gate::MeetingGate>>,
     role: std::sync::OnceLock<Arc<dyn crate::role::Role>>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
-    logins: std::sync::OnceLock<Arc<crate::logins::Logins>>,
-    archive_scans: crate::archive_scans::ArchiveScans,
+    logins: std::sync::OnceLock<Arc<crate::access::logins::Logins>>,
+    archive_scans: crate::stream::archive_scans::ArchiveScans,
     health: crate::health::Health,
     ingest_listeners: crate::ingest_listeners::IngestListeners,
 }
@@ -76,13 +65,13 @@ impl AppState {
         metrics.register(Box::new(move |out: &mut String| {
             for_metrics.render_metrics(out);
         }));
-        let archive_scans = crate::archive_scans::ArchiveScans::default();
+        let archive_scans = crate::stream::archive_scans::ArchiveScans::default();
         let scans = archive_scans.clone();
         metrics.register(Box::new(move |out: &mut String| scans.render_metrics(out)));
         Self {
             inner: Arc::new(Shared {
                 node,
-                streams: RwLock::new(BTreeMap::new()),
+                streams: crate::stream::streams::Streams::default(),
                 metrics,
                 admin_token,
                 started: Instant::now(),
@@ -111,7 +100,7 @@ impl AppState {
 
     /// The node's cap on archive scans (transcripts, catch-up probes): the expensive
     /// reads anyone may ask for.
-    pub fn archive_scans(&self) -> &crate::archive_scans::ArchiveScans {
+    pub fn archive_scans(&self) -> &crate::stream::archive_scans::ArchiveScans {
         &self.inner.archive_scans
     }
 
@@ -123,6 +112,11 @@ impl AppState {
     /// The process's RTMP, RTMPS and SRT listeners, as `/api/node` shows them.
     pub fn ingest_listeners(&self) -> &crate::ingest_listeners::IngestListeners {
         &self.inner.ingest_listeners
+    }
+
+    /// The node's table of streams, for the parts that need nothing else of the node.
+    pub fn stream_table(&self) -> &crate::stream::streams::Streams {
+        &self.inner.streams
     }
 
     /// This node's identity.
@@ -146,21 +140,13 @@ impl AppState {
     }
 
     /// Adds (or replaces) a stream.
-    pub fn add_stream(&self, channel: Arc<Channel>, inputs: Option<StatusSource>) {
-        let name = channel.name().to_owned();
-        let entry = StreamEntry { channel, inputs };
-        match self.inner.streams.write() {
-            Ok(mut map) => map.insert(name, entry),
-            Err(poisoned) => poisoned.into_inner().insert(name, entry),
-        };
+    pub fn add_stream(&self, channel: Arc<Package>, inputs: Option<StatusSource>) {
+        self.inner.streams.add(channel, inputs);
     }
 
     /// Removes a stream (a meeting closed); its viewers get the meeting's code from then on.
     pub fn remove_stream(&self, name: &str) -> Option<StreamEntry> {
-        match self.inner.streams.write() {
-            Ok(mut map) => map.remove(name),
-            Err(poisoned) => poisoned.into_inner().remove(name),
-        }
+        self.inner.streams.remove(name)
     }
 
     /// Puts the node's streams behind its MC's meeting rules (set once, by a node with
@@ -202,40 +188,28 @@ impl AppState {
     }
 
     /// Sets the node's logins (once); returns false if they were already set.
-    pub fn set_logins(&self, logins: Arc<crate::logins::Logins>) -> bool {
+    pub fn set_logins(&self, logins: Arc<crate::access::logins::Logins>) -> bool {
         self.inner.logins.set(logins).is_ok()
     }
 
     /// The node's logins, when it has any (OTT-GRP-6).
-    pub fn logins(&self) -> Option<&Arc<crate::logins::Logins>> {
+    pub fn logins(&self) -> Option<&Arc<crate::access::logins::Logins>> {
         self.inner.logins.get()
     }
 
     /// The stream of that name.
     pub fn stream(&self, name: &str) -> Option<StreamEntry> {
-        match self.inner.streams.read() {
-            Ok(map) => map.get(name).cloned(),
-            Err(poisoned) => poisoned.into_inner().get(name).cloned(),
-        }
+        self.inner.streams.get(name)
     }
 
     /// The live channel of that name: the hot path's lookup, which (unlike
     /// [`AppState::stream`]) does not clone the status source.
-    pub fn channel(&self, name: &str) -> Option<Arc<Channel>> {
-        match self.inner.streams.read() {
-            Ok(map) => map.get(name).map(|entry| Arc::clone(&entry.channel)),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .get(name)
-                .map(|entry| Arc::clone(&entry.channel)),
-        }
+    pub fn channel(&self, name: &str) -> Option<Arc<Package>> {
+        self.inner.streams.channel(name)
     }
 
     /// All streams, by name.
     pub fn streams(&self) -> Vec<StreamEntry> {
-        match self.inner.streams.read() {
-            Ok(map) => map.values().cloned().collect(),
-            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
-        }
+        self.inner.streams.all()
     }
 }

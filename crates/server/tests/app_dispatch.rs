@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
-use server::edge::EdgeLayer;
-use server::shed::ShedLayer;
+use server::http::edge::EdgeLayer;
+use server::http::shed_layer::ShedLayer;
 use tower::ServiceExt;
 
 /// Status, sorted headers and body. A `Content-Length` equal to the body's length is

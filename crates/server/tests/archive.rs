@@ -13,8 +13,8 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use dvr::files::{FileLayer, RealFiles};
 use dvr::Retention;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::recorder::{Recorder, RecorderSettings};
+use server::stream::package::{LiveSegment, Package, TrackSummary};
+use server::stream::recorder::{Recorder, RecorderSettings};
 use server::AppState;
 
 use harness::{get, json, media_playlist, ts_segment, Answer};
@@ -43,13 +43,13 @@ fn segment(msn: u64) -> LiveSegment {
 
 struct Node {
     state: AppState,
-    channel: Arc<Channel>,
+    channel: Arc<Package>,
     recorder: Arc<Recorder>,
 }
 
 fn node(dir: &Path, files: Arc<dyn FileLayer>, queue: usize) -> Node {
     let state = harness::node(None);
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new("s", 5, server::stream::render::renderer(2000)));
     let mut settings = RecorderSettings::new(dir.to_owned(), Retention::default());
     settings.files = files;
     settings.queue = queue;
@@ -261,7 +261,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
         assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
     }
     // A stream that is not recorded has no archive.
-    let plain = Arc::new(Channel::new("p", 5, server::render::renderer(2000)));
+    let plain = Arc::new(Package::new("p", 5, server::stream::render::renderer(2000)));
     plain.push(segment(1), TrackSummary::default());
     node.state.add_stream(plain, None);
     let Answer { status, body, .. } =
@@ -431,7 +431,7 @@ proptest::proptest! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_numbering_continues_after_the_archive() {
     use media::ts::demux::{DemuxEvent, Demuxer};
-    use server::pipeline::{self, PersistedTimeline, PipelineSettings};
+    use server::stream::pipeline::{self, PersistedTimeline, PipelineSettings};
 
     let dir = tempfile::tempdir().unwrap();
     // An archive left by an earlier run, newest segment 500.

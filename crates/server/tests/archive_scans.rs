@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use harness::{as_text, demo_frames, get, json, tracks};
 use media::segmenter::{Segmenter, SegmenterConfig, StartPoint};
-use server::archive_master::probe_counts;
-use server::archive_scans::{ScanPermit, DEFAULT_ARCHIVE_SCANS};
-use server::channel::{Channel, LiveSegment};
-use server::recorder::{Recorder, RecorderSettings};
+use server::stream::archive_master::probe_counts;
+use server::stream::archive_scans::{ScanPermit, DEFAULT_ARCHIVE_SCANS};
+use server::stream::package::{LiveSegment, Package};
+use server::stream::recorder::{Recorder, RecorderSettings};
 use server::AppState;
 
 /// The demo clip is dated from this moment (Unix ms) by the segmenter below.
@@ -69,7 +69,7 @@ fn captioned(segments: Vec<LiveSegment>) -> Vec<LiveSegment> {
 
 /// A node with stream `s`, a package of the source and the rung `240p` (the source's
 /// own segments), both recorded in `dir`.
-fn recorded_package(dir: &std::path::Path) -> (AppState, Arc<Channel>, Vec<Arc<Recorder>>) {
+fn recorded_package(dir: &std::path::Path) -> (AppState, Arc<Package>, Vec<Arc<Recorder>>) {
     recorded_package_of(dir, clip_segments())
 }
 
@@ -77,12 +77,12 @@ fn recorded_package(dir: &std::path::Path) -> (AppState, Arc<Channel>, Vec<Arc<R
 fn recorded_package_of(
     dir: &std::path::Path,
     segments: Vec<LiveSegment>,
-) -> (AppState, Arc<Channel>, Vec<Arc<Recorder>>) {
+) -> (AppState, Arc<Package>, Vec<Arc<Recorder>>) {
     let state = harness::node(None);
-    let channel = Arc::new(Channel::with_rungs(
+    let channel = Arc::new(Package::with_rungs(
         "s",
         5,
-        server::render::renderer(2000),
+        server::stream::render::renderer(2000),
         &["source".to_owned(), "240p".to_owned()],
     ));
     state.add_stream(Arc::clone(&channel), None);

@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 use experiments::{Assigner, ExperimentDefinition, Group};
-use server::shed::layer::request_facts;
+use server::http::shed_layer::request_facts;
 use server::shed::{member_id, Decision, ShedSettings, Shedder};
 
 #[global_allocator]

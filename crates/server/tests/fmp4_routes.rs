@@ -13,16 +13,16 @@ use dvr::Retention;
 use ingest::IngestEvent;
 use media::fmp4::frames_from_ts;
 use media::TrackKind;
-use server::channel::Channel;
-use server::pipeline::PipelineSettings;
-use server::recorder::{Recorder, RecorderSettings};
+use server::stream::package::Package;
+use server::stream::pipeline::PipelineSettings;
+use server::stream::recorder::{Recorder, RecorderSettings};
 use server::{router, AppState};
 
 use harness::{demo_frames, get, get_ok, media_playlist, Answer};
 
 struct Node {
     state: AppState,
-    channel: Arc<Channel>,
+    channel: Arc<Package>,
 }
 
 /// A node whose stream `s` got the whole demo clip through the real pipeline,
@@ -39,7 +39,11 @@ async fn node_with(
     events: Vec<IngestEvent>,
 ) -> Node {
     let state = harness::node(None);
-    let channel = Arc::new(Channel::new("s", window, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new(
+        "s",
+        window,
+        server::stream::render::renderer(2000),
+    ));
     let recorder = archive.map(|dir| {
         let recorder = Recorder::start(
             "s",
@@ -56,7 +60,7 @@ async fn node_with(
         state_file: None,
         publish_latency: Arc::default(),
     };
-    let pipeline = tokio::spawn(server::pipeline::run_recording(
+    let pipeline = tokio::spawn(server::stream::pipeline::run_recording(
         Arc::clone(&channel),
         rx,
         settings,
@@ -123,7 +127,7 @@ fn decode_times(segment: &[u8]) -> Vec<(u32, u64)> {
 
 /// The first DTS of each track in a TS segment (video = track 1, audio = track 2).
 fn ts_first_dts(ts: &[u8]) -> Vec<(u32, u64)> {
-    let marker = server::fmp4::marker_of(ts).expect("marker");
+    let marker = server::stream::fmp4::marker_of(ts).expect("marker");
     let frames = frames_from_ts(ts, marker.start_ts);
     let mut out = Vec::new();
     for (track, kind) in [(1, TrackKind::Video), (2, TrackKind::Audio)] {
@@ -229,7 +233,7 @@ async fn the_live_mpd_parses_back_on_the_ts_timeline() {
     let mpd = dash_mpd_core::parse(text).expect("dash-mpd-core parses the MPD");
     assert_eq!(mpd.mpdtype.as_deref(), Some("dynamic"), "{text}");
     let first = window.segments.front().unwrap();
-    let marker = server::fmp4::marker_of(&first.data).unwrap();
+    let marker = server::stream::fmp4::marker_of(&first.data).unwrap();
     assert_eq!(
         mpd.availabilityStartTime.map(|t| t.timestamp_millis()),
         Some(0),
@@ -368,7 +372,7 @@ async fn archived_fmp4_equals_the_live_packaging_and_has_its_manifests() {
     let period = &mpd.periods[0];
     let template = period.adaptations[0].SegmentTemplate.as_ref().unwrap();
     assert_eq!(template.startNumber, Some(first.msn));
-    let marker = server::fmp4::marker_of(&first.data).unwrap();
+    let marker = server::stream::fmp4::marker_of(&first.data).unwrap();
     assert_eq!(template.presentationTimeOffset, Some(marker.start_ts));
     assert_eq!(template.media.as_deref(), Some("dvr-$Number$-v.m4s"));
     assert_eq!(

@@ -7,7 +7,7 @@ mod harness;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use server::channel::Channel;
+use server::stream::package::Package;
 use shed::OverloadLevel;
 
 use harness::{add_stream, get, node};
@@ -38,7 +38,7 @@ async fn readyz_names_a_starting_stream_and_the_shutdown() {
     let state = node(None);
     // A configured stream with no segment yet.
     state.add_stream(
-        Arc::new(Channel::new("s", 5, server::render::renderer(2000))),
+        Arc::new(Package::new("s", 5, server::stream::render::renderer(2000))),
         None,
     );
     let ready = get(&state, "/readyz").await;

@@ -18,8 +18,8 @@ use futures_util::StreamExt as _;
 use http_body_util::BodyExt as _;
 use hyper::body::Frame;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use server::conn_limits::ConnectionLimits;
-use server::edge_limits::{EdgeLimits, MAX_BODY_BYTES};
+use server::http::conn_limits::ConnectionLimits;
+use server::http::edge_limits::{EdgeLimits, MAX_BODY_BYTES};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -51,7 +51,7 @@ async fn serve(
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server::serve::run_with_lane(
+    tokio::spawn(server::http::serve::run_with_lane(
         listener,
         server::router(harness::node(None)),
         tls,
@@ -136,7 +136,7 @@ async fn a_body_that_stops_arriving_is_cut_with_its_code_while_others_are_served
         "cut too early: {after:?}"
     );
     let mut metrics = String::new();
-    server::bounded_body::render_metrics(&mut metrics);
+    server::http::bounded_body::render_metrics(&mut metrics);
     let cut = metrics
         .lines()
         .find(|l| l.contains("code=\"108011\",reason=\"body_timed_out\""))
@@ -275,7 +275,7 @@ async fn open_for(connection: tokio::task::JoinHandle<()>, limit: Duration) -> O
 async fn idle_h2_connections_are_closed_and_a_slow_h2_body_gets_its_code() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cert, key) = self_signed(dir.path());
-    let acceptor = server::serve::tls_acceptor(&cert, &key).expect("acceptor");
+    let acceptor = server::http::serve::tls_acceptor(&cert, &key).expect("acceptor");
     let (addr, _stop) = serve(Some(acceptor)).await;
 
     // Connected, then nothing: closed a head deadline later.
@@ -341,7 +341,7 @@ async fn idle_h2_connections_are_closed_and_a_slow_h2_body_gets_its_code() {
 async fn an_h2_client_that_grants_no_window_is_closed_after_the_send_deadline() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (cert, key) = self_signed(dir.path());
-    let acceptor = server::serve::tls_acceptor(&cert, &key).expect("acceptor");
+    let acceptor = server::http::serve::tls_acceptor(&cert, &key).expect("acceptor");
     let (addr, _stop) = serve(Some(acceptor)).await;
 
     let (mut stalled, connection) = h2_connect(addr, &cert, Some(0)).await;

@@ -1,7 +1,7 @@
 //! The HTTP edge holds no socket for a client that does not send (the head deadline and
 //! the connection caps of docs/security.md#listeners): a request head trickled a byte
 //! at a time (slowloris) and a keep-alive connection left idle are both closed after
-//! [`server::connection::HEADER_READ_TIMEOUT`], while a client beside them is served
+//! [`server::http::connection::HEADER_READ_TIMEOUT`], while a client beside them is served
 //! at once; connections over the per-address or the node's cap are answered with the
 //! cap's code and closed.
 
@@ -10,7 +10,7 @@ mod harness;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use server::connection::HEADER_READ_TIMEOUT;
+use server::http::connection::HEADER_READ_TIMEOUT;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -142,9 +142,9 @@ async fn connections_over_a_cap_get_the_caps_code_and_a_closed_one_frees_its_pla
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let limits = std::sync::Arc::new(server::conn_limits::ConnectionLimits::new(3, 2));
+    let limits = std::sync::Arc::new(server::http::conn_limits::ConnectionLimits::new(3, 2));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(server::serve::run_with_lane(
+    let served = tokio::spawn(server::http::serve::run_with_lane(
         listener,
         server::router(harness::node(None)),
         None,

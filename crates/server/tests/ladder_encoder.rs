@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use ingest::IngestEvent;
 use media::TimelineMarker;
-use server::channel::Channel;
-use server::ladder::{encoder, LadderSettings};
-use server::pipeline::PipelineSettings;
-use server::rendition::Rendition;
+use server::stream::ladder::{encoder, LadderSettings};
+use server::stream::package::Package;
+use server::stream::pipeline::PipelineSettings;
+use server::stream::rendition::Rendition;
 use tokio::sync::{mpsc, watch};
 
 /// 30 s of 320x180 H.264 (25 fps, a keyframe every second, B-frames) and AAC, made by
@@ -161,14 +161,14 @@ rungs = [{ name = "source" }, { name = "144p", height = 144, video_kbps = 200 },
     )
     .expect("settings");
     let rungs = settings.validate().expect("valid");
-    let channel = Arc::new(Channel::with_rungs(
+    let channel = Arc::new(Package::with_rungs(
         "m",
         20,
-        server::render::renderer(2000),
+        server::stream::render::renderer(2000),
         &settings.names(),
     ));
     let (events, events_rx) = mpsc::channel(64);
-    let pipeline = tokio::spawn(server::pipeline::run(
+    let pipeline = tokio::spawn(server::stream::pipeline::run(
         Arc::clone(&channel),
         events_rx,
         PipelineSettings {

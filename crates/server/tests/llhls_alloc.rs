@@ -17,10 +17,10 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use ingest::IngestEvent;
-use server::channel::Channel;
-use server::llhls::{LlChannel, LlSettings};
-use server::pipeline::{self, PipelineSettings};
 use server::router;
+use server::stream::llhls::{LlChannel, LlSettings};
+use server::stream::package::Package;
+use server::stream::pipeline::{self, PipelineSettings};
 use tokio::sync::mpsc;
 use tower::ServiceExt;
 
@@ -62,7 +62,11 @@ const HELD: usize = 10_000;
 #[tokio::test]
 async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
     let state = harness::node(None);
-    let channel = Arc::new(Channel::new("s", 30, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new(
+        "s",
+        30,
+        server::stream::render::renderer(2000),
+    ));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms: 1000,
         hold_back_ms: None,

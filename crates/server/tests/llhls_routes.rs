@@ -15,10 +15,10 @@ use media::fmp4::{package_ts_segment, InitConfig, NextDts};
 use media::segmenter::Segment;
 use media::ts::{DemuxEvent, Demuxer};
 use media::{Frame, TrackKind, PTS_MASK};
-use server::channel::Channel;
-use server::llhls::{LlChannel, LlSettings};
 use server::metrics::Metrics;
-use server::pipeline::{self, PipelineSettings};
+use server::stream::llhls::{LlChannel, LlSettings};
+use server::stream::package::Package;
+use server::stream::pipeline::{self, PipelineSettings};
 use server::AppState;
 use tokio::sync::mpsc;
 
@@ -55,7 +55,7 @@ fn looped(laps: u64) -> Vec<Frame> {
 
 struct Node {
     state: AppState,
-    channel: Arc<Channel>,
+    channel: Arc<Package>,
     ll: Arc<LlChannel>,
     events: Option<mpsc::Sender<IngestEvent>>,
     pipeline: tokio::task::JoinHandle<()>,
@@ -63,7 +63,11 @@ struct Node {
 
 fn node(target_ms: u64, part_ms: u64) -> Node {
     let state = harness::node(None);
-    let channel = Arc::new(Channel::new("s", 30, server::render::renderer(target_ms)));
+    let channel = Arc::new(Package::new(
+        "s",
+        30,
+        server::stream::render::renderer(target_ms),
+    ));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms,
         hold_back_ms: None,
@@ -155,7 +159,7 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
     assert_eq!(mismatches, 0);
     assert!(packaged <= 1, "only the first segment lacks live parts");
     let metrics = Metrics::new();
-    server::llhls::register_metrics(&node.ll, "s", &metrics);
+    server::stream::llhls::register_metrics(&node.ll, "s", &metrics);
     let rendered = metrics.render();
     assert!(rendered.contains(&format!(
         "brdyun_llhls_live_segments_total{{stream=\"s\"}} {live}\n"
@@ -201,7 +205,7 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
         // … and the bytes are the fMP4 packaging of the TS segment.
         let t = ts.segment(s.msn).expect("ts");
         let tn = ts.segment(next.msn).expect("next ts");
-        let seg = |x: &server::channel::LiveSegment| Segment {
+        let seg = |x: &server::stream::package::LiveSegment| Segment {
             msn: x.msn,
             discontinuity_seq: x.discontinuity_seq,
             discontinuous: x.discontinuous,

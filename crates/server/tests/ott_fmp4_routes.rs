@@ -11,7 +11,7 @@ use server::AppState;
 
 struct Cluster {
     state: AppState,
-    channel: std::sync::Arc<server::channel::Channel>,
+    channel: std::sync::Arc<server::stream::package::Package>,
 }
 
 /// Node `a` serving `s` in group `g`; `b` packages MPEG-TS only and archives TS,

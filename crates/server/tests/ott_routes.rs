@@ -18,7 +18,7 @@ const HLS_JS_UA: &str =
 
 struct Cluster {
     state: AppState,
-    channel: Arc<server::channel::Channel>,
+    channel: Arc<server::stream::package::Package>,
     redundancy: Arc<server::redundancy::Redundancy>,
 }
 
@@ -305,8 +305,8 @@ async fn a_logins_limit_applies_here_and_travels_to_the_backups() {
     let cluster = cluster(this_node(), Vec::new());
     cluster
         .state
-        .set_logins(Arc::new(server::logins::Logins::new([
-            server::logins::Login {
+        .set_logins(Arc::new(server::access::logins::Logins::new([
+            server::access::logins::Login {
                 name: "alice".into(),
                 token: "alice-token".into(),
                 max_connections: 1,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use harness::{as_text, demo_frames, get, media_playlist, tracks};
 use media::segmenter::{RungCutter, RungSegment, Segment, Segmenter, SegmenterConfig, StartPoint};
 use media::TimelineMarker;
-use server::channel::{Channel, LiveSegment};
+use server::stream::package::{LiveSegment, Package};
 
 /// The demo clip cut as the source, and two rungs cut on its segments: `240p` with the
 /// source's own frames (aligned), `bad` with every keyframe flag cleared (misaligned).
@@ -70,8 +70,8 @@ fn variant_uris(master: &str) -> Vec<&str> {
 
 /// Pushes a copy of `segment` to one of the channel's renditions.
 fn push_segment(
-    channel: &Channel,
-    rendition: &Arc<server::rendition::Rendition>,
+    channel: &Package,
+    rendition: &Arc<server::stream::rendition::Rendition>,
     segment: &Segment,
 ) {
     channel.push_to(
@@ -83,12 +83,12 @@ fn push_segment(
 }
 
 /// A node with stream `s`, a package of the source and the rungs `240p` and `bad`.
-fn package_node() -> (server::AppState, Arc<Channel>) {
+fn package_node() -> (server::AppState, Arc<Package>) {
     let state = harness::node(None);
-    let channel = Arc::new(Channel::with_rungs(
+    let channel = Arc::new(Package::with_rungs(
         "s",
         5,
-        server::render::renderer(2000),
+        server::stream::render::renderer(2000),
         &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
     ));
     state.add_stream(Arc::clone(&channel), None);
@@ -110,7 +110,7 @@ async fn every_switchable_rung_is_a_variant_of_the_master_and_serves_its_own_win
         Arc::clone(channel.rendition("240p").expect("the rung")),
         Arc::clone(channel.rendition("bad").expect("the rung")),
     );
-    let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
+    let push = |rendition: &Arc<server::stream::rendition::Rendition>, segment: &Segment| {
         push_segment(&channel, rendition, segment);
     };
     // The rungs start late: their first three segments come after the source's were
@@ -282,7 +282,7 @@ async fn a_rung_late_for_one_segment_leaves_it_out_and_every_period_id_is_unique
     let (source, good, _) = cut();
     let (state, channel) = package_node();
     let rung = Arc::clone(channel.rendition("240p").expect("the rung"));
-    let push = |rendition: &Arc<server::rendition::Rendition>, segment: &Segment| {
+    let push = |rendition: &Arc<server::stream::rendition::Rendition>, segment: &Segment| {
         push_segment(&channel, rendition, segment);
     };
     // The rung follows the source segment by segment, but its segment `late` comes
@@ -323,10 +323,10 @@ async fn a_rung_late_for_one_segment_leaves_it_out_and_every_period_id_is_unique
     assert!(last_period.contains("<Representation id=\"240p\""), "{mpd}");
 }
 
-fn recorder(dir: &std::path::Path, name: &str) -> Arc<server::recorder::Recorder> {
+fn recorder(dir: &std::path::Path, name: &str) -> Arc<server::stream::recorder::Recorder> {
     let settings =
-        server::recorder::RecorderSettings::new(dir.join(name), dvr::Retention::default());
-    server::recorder::Recorder::start(name, settings).expect("the archive opens")
+        server::stream::recorder::RecorderSettings::new(dir.join(name), dvr::Retention::default());
+    server::stream::recorder::Recorder::start(name, settings).expect("the archive opens")
 }
 
 #[tokio::test]

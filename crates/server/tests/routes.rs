@@ -9,14 +9,14 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use server::channel::Channel;
+use server::stream::package::Package;
 use server::{router, AppState};
 use tower::ServiceExt;
 
 use harness::{add_stream, get, node, node_at, request, segment, tracks, Answer};
 use server::clock::Clock;
 
-fn node_with(segments: std::ops::Range<u64>) -> (AppState, Arc<Channel>) {
+fn node_with(segments: std::ops::Range<u64>) -> (AppState, Arc<Package>) {
     let state = node(None);
     let channel = add_stream(&state, segments);
     (state, channel)
@@ -165,7 +165,11 @@ async fn errors_are_json_with_their_codes() {
         assert_eq!(json["message"], row.message(), "{uri}");
     }
     // A stream with no segment yet: the meeting has not started, retry later.
-    let empty = Arc::new(Channel::new("later", 5, server::render::renderer(2000)));
+    let empty = Arc::new(Package::new(
+        "later",
+        5,
+        server::stream::render::renderer(2000),
+    ));
     state.add_stream(empty, None);
     let Answer {
         status,

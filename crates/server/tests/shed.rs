@@ -257,7 +257,7 @@ async fn fault_rule_api_validates_fields_authenticates_and_caps() {
     // plain text.
     let huge = format!(
         r#"{{"duration_seconds":10,"pad":"{}"}}"#,
-        "x".repeat(server::extract::MAX_API_BODY)
+        "x".repeat(server::http::extract::MAX_API_BODY)
     );
     let a = post_rule(&state, &huge).await;
     assert_eq!(a.status, StatusCode::PAYLOAD_TOO_LARGE);

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue};
-use server::shed::layer::request_facts;
+use server::http::shed_layer::request_facts;
 use server::shed::{member_id, Decision, ShedSettings, Shedder};
 use shed::{FaultRuleSpec, OverloadLevel, Priority};
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use axum::response::Response;
-use server::shed::{ShedLayer, ShedSettings, Shedder};
+use server::http::shed_layer::ShedLayer;
+use server::shed::{ShedSettings, Shedder};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 /// The sum of every bucket's request durations, from the shedder's metrics.

@@ -19,7 +19,7 @@ use meeting::{
 };
 
 use super::viewer_table::ViewerTable;
-use crate::viewer_id::ViewerId;
+use crate::access::viewer_id::ViewerId;
 
 /// A viewer stays counted this long after their last playlist request.
 pub const VIEWER_IDLE: Duration = Duration::from_secs(20);

@@ -133,7 +133,7 @@ fn check_meeting(
     if view.private && !protected {
         return Err((McAnswerFault::Insecure, "private".into()));
     }
-    if view.ladder.len() > crate::ladder::MAX_RUNGS {
+    if view.ladder.len() > crate::stream::ladder::MAX_RUNGS {
         return Err((
             McAnswerFault::TooMany,
             format!("{} rungs", view.ladder.len()),
@@ -141,7 +141,7 @@ fn check_meeting(
     }
     let mut rungs = HashSet::new();
     for rung in &view.ladder {
-        if crate::ladder::check_name(rung).is_err() || !rungs.insert(rung.as_str()) {
+        if crate::stream::ladder::check_name(rung).is_err() || !rungs.insert(rung.as_str()) {
             return Err((McAnswerFault::BadRung, format!("rung {}", excerpt(rung))));
         }
     }

@@ -7,8 +7,10 @@
 //! ([`session_keys`]). The MC role itself is the `mc` crate.
 
 pub mod gate;
+pub mod logins;
 pub mod mc_answer;
 pub mod private;
 pub mod session_keys;
 pub mod session_uris;
+pub mod viewer_id;
 mod viewer_table;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::viewer_id::ViewerId;
+use crate::access::viewer_id::ViewerId;
 
 /// How often a meeting's idle viewers are swept (the count may include viewers idle
 /// for up to this much longer than the idle period).

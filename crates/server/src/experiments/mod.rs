@@ -23,7 +23,6 @@
 //!   `GET /api/experiments/report`; the node pulls its peers' and feeds
 //!   [`NodeExperiments::apply_report`] ([`peers`]).
 
-pub mod api;
 pub mod beacon;
 pub mod peer_auth;
 pub mod peers;

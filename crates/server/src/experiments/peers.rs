@@ -1,5 +1,6 @@
 //! Combining the domain's KPIs (EXP-1): a node pulls each alive peer's
-//! `GET /api/experiments/report` over HTTP and applies it. A run's id is the same on
+//! `GET /api/experiments/report` over HTTP ([`fetch_report`]; the loop is
+//! [`crate::experiment_pull`]) and applies it. A run's id is the same on
 //! every node, and a peer's latest report replaces its previous one, so repeated or
 //! lost pulls never double-count.
 
@@ -31,15 +32,7 @@ pub enum PeerError {
     BadBody,
 }
 
-/// The peers to pull from: `(node id, url base)` of each alive node of the mesh view
-/// with an `http://` address.
-pub fn peer_urls(redundancy: &crate::redundancy::Redundancy) -> Vec<(String, String)> {
-    redundancy
-        .view()
-        .map_or_else(Vec::new, |view| peers_of(&view.snapshot))
-}
-
-/// [`peer_urls`] of one mesh snapshot: the other nodes that are alive, each with its
+/// The peers to pull from in one mesh snapshot: the other nodes that are alive, each with its
 /// first plain-HTTP announced address (a peer announcing only HTTPS is skipped).
 pub fn peers_of(snapshot: &ott::Snapshot) -> Vec<(String, String)> {
     snapshot
@@ -110,59 +103,6 @@ pub const PULL_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How long one peer may take to answer.
 pub const PULL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The node's experiments loop: [`super::NodeExperiments::tick`] every second with the
-/// wall clock, and while a run is in progress in an OTT domain, every [`PULL_EVERY`] a
-/// pull of each alive peer's report (in the background, one round at a time, signed
-/// with the domain's peer key). Ends when `shutdown` does.
-pub async fn run(state: crate::state::AppState, shutdown: impl std::future::Future<Output = ()>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_pull = tokio::time::Instant::now();
-    let mut pulling: Option<tokio::task::JoinHandle<()>> = None;
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = &mut shutdown => break,
-        }
-        let experiments = state.shedder().experiments();
-        experiments.tick(state.clock().unix_ms_u64());
-        let Some(redundancy) = state.redundancy() else {
-            continue;
-        };
-        if !experiments.is_running()
-            || last_pull.elapsed() < PULL_EVERY
-            || pulling.as_ref().is_some_and(|h| !h.is_finished())
-        {
-            continue;
-        }
-        last_pull = tokio::time::Instant::now();
-        if redundancy.peer_key.get().is_none() {
-            continue;
-        }
-        let peers = peer_urls(redundancy);
-        let state = state.clone();
-        let redundancy = std::sync::Arc::clone(redundancy);
-        pulling = Some(tokio::spawn(async move {
-            let Some(key) = redundancy.peer_key.get() else {
-                return;
-            };
-            for (node, url) in peers {
-                let now_s = state.clock().unix_ms() / 1000;
-                match fetch_report(&url, key, now_s, PULL_TIMEOUT).await {
-                    Ok(report) => state.shedder().experiments().apply_report(&node, report),
-                    Err(error) => {
-                        tracing::debug!(node = %node, %error, "cannot pull a peer's experiment report");
-                    }
-                }
-            }
-        }));
-    }
-    if let Some(handle) = pulling {
-        handle.abort();
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! [`PROBES_PER_SECOND`] probes a second unshed and uncounted; beyond that, a probe is
 //! classified (as an operator request) and counted like any other, so a flood of
 //! `/healthz` or `/readyz` is shed under load instead of crowding out viewers. The
-//! watchdog's own probe is always exempt (`crate::conn_limits::ProbePeer`).
+//! watchdog's own probe is always exempt (`crate::http::conn_limits::ProbePeer`).
 //!
 //! One fixed one-second window for the process, in one atomic word: no lock.
 

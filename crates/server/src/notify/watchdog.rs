@@ -9,7 +9,7 @@
 //! A listener bound to every address is probed on loopback.
 //!
 //! The probe's socket is bound first and its exact address published
-//! ([`crate::conn_limits::ProbePeer`]) for as long as it is open, so the accept path
+//! ([`crate::http::conn_limits::ProbePeer`]) for as long as it is open, so the accept path
 //! admits it outside the connection caps: a flood that fills them refuses new viewers
 //! but never gets a process that still serves killed.
 
@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Notifier;
-use crate::conn_limits::ProbePeer;
+use crate::http::conn_limits::ProbePeer;
 
 /// Pause before a failed probe is tried again, within the same ping period.
 const RETRY: Duration = Duration::from_millis(100);

@@ -10,14 +10,14 @@
 //! two broken nodes cannot bounce a player between them — unless this node drains
 //! (it is not broken, and no draining node is ever a redirect target).
 
-use crate::request_context::Arrival;
+use crate::http::request_context::Arrival;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, OttRefusal};
 pub use crate::redundancy::viewer::Viewer;
 use crate::redundancy::{MeshView, Redundancy};
-use crate::state::AppState;
+use crate::stream::streams::Streams;
 use crate::url::{period_ms, ArchiveRequest, LlFile, StreamFile};
 
 /// The door's decision.
@@ -120,7 +120,7 @@ fn refuse(redundancy: &Redundancy, refusal: OttRefusal) -> Door {
 /// Decides a request for `file` of `stream`, or of its ladder rung `rung` (see the
 /// module doc); a redirect keeps the rung in the path.
 pub fn check(
-    state: &AppState,
+    streams: &Streams,
     redundancy: &Redundancy,
     stream: &str,
     rung: Option<&str>,
@@ -166,7 +166,7 @@ pub fn check(
     // do not steer, are sent to a node that serves the stream.
     let draining = redundancy.drain.is_draining();
     let working = period.is_none()
-        && state
+        && streams
             .channel(stream)
             .is_some_and(|channel| redundancy.works_here(&channel, now_ms));
     // The common case: a live playlist of a stream that works here, without a pass.
@@ -187,7 +187,7 @@ pub fn check(
     if !at_the_door {
         return Door::Continue;
     }
-    let observed = crate::viewer_id::ViewerId::of_address(viewer.ip);
+    let observed = crate::access::viewer_id::ViewerId::of_address(viewer.ip);
     // The address a redirect's pass is bound to: the connection's (none in-process).
     let bound = arrival.connection().map(|c| c.peer.ip());
     if with_pass && !redundancy.sessions.is_known(observed) {

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::request_context::Arrival;
+use crate::http::request_context::Arrival;
 use bytes::Bytes;
 
 use crate::redundancy::door::Viewer;
@@ -48,7 +48,7 @@ impl ViewerBackups {
             query,
             viewer: self
                 .viewer
-                .map_or([0; 16], crate::viewer_id::address_prefix),
+                .map_or([0; 16], crate::access::viewer_id::address_prefix),
         }
     }
 

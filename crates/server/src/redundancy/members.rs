@@ -1,14 +1,14 @@
 //! What this node announces about its own members (OTT-GRP-1, OTT-ELIG-1..3,
 //! OTT-ARCH-1), computed from its live channels.
 
-use crate::channel::{Channel, WindowSnapshot};
 use crate::redundancy::{Membership, Redundancy};
-use crate::state::AppState;
+use crate::stream::package::{Package, WindowSnapshot};
+use crate::stream::streams::Streams;
 
 /// Whether a stream works here now: its input is not paused and its newest segment
 /// was published less than `stale_after_ms` ago. A stream that does not work sends new
 /// viewers elsewhere (OTT-PROT-2) and announces no live window.
-pub fn stream_working(channel: &Channel, now_ms: i64, stale_after_ms: i64) -> bool {
+pub fn stream_working(channel: &Package, now_ms: i64, stale_after_ms: i64) -> bool {
     !channel.input_paused()
         && channel
             .pushed_at_ms()
@@ -68,7 +68,7 @@ pub fn own_member(
     node: &ott::NodeId,
     stream: &str,
     membership: &Membership,
-    channel: &Channel,
+    channel: &Package,
     now_ms: i64,
     stale_after_ms: i64,
 ) -> ott::MemberView {
@@ -76,7 +76,7 @@ pub fn own_member(
     let working = stream_working(channel, now_ms, stale_after_ms);
     // The real ladder (OTT-ELIG-3): every rendition the master playlist offers, with its
     // video and audio codecs and peak bit rate. Every rendition is packaged in both
-    // containers: fMP4 is made from the TS segments (crate::fmp4), so each announces an
+    // containers: fMP4 is made from the TS segments (crate::stream::fmp4), so each announces an
     // fMP4 rung alike (OTT-PROT-4).
     let ladder = channel
         .offered()
@@ -105,7 +105,7 @@ pub fn own_member(
                 .map(|r| vec![(r.from_ms, r.to_ms)])
                 .unwrap_or_default();
             // The fMP4 archive is derived from the TS archive on request
-            // (crate::fmp4::archive): the same ranges (OTT-ARCH-1).
+            // (crate::stream::fmp4::archive): the same ranges (OTT-ARCH-1).
             ott::ArchiveRanges {
                 fmp4: ts.clone(),
                 ts,
@@ -130,15 +130,15 @@ pub fn own_member(
 impl Redundancy {
     /// Whether this node serves `channel`'s stream to viewers now: the stream works
     /// here (see [`stream_working`]) and the node is not draining.
-    pub fn works_here(&self, channel: &Channel, now_ms: i64) -> bool {
+    pub fn works_here(&self, channel: &Package, now_ms: i64) -> bool {
         !self.drain.is_draining() && stream_working(channel, now_ms, self.settings().stale_after_ms)
     }
 
     /// Feeds the drain what this node served so far (live playlists and segments of
     /// every stream), at `now_ms`.
-    pub fn observe_viewers(&self, state: &AppState, now_ms: i64) {
-        let served = state
-            .streams()
+    pub fn observe_viewers(&self, streams: &Streams, now_ms: i64) {
+        let served = streams
+            .all()
             .iter()
             .map(|entry| {
                 let c = &entry.channel.counters;
@@ -153,14 +153,14 @@ impl Redundancy {
     /// Every member of this node (`node` is its mesh id), for the mesh to announce.
     pub fn own_members(
         &self,
-        state: &AppState,
+        streams: &Streams,
         node: &ott::NodeId,
         now_ms: i64,
     ) -> Vec<ott::MemberView> {
         self.memberships()
             .into_iter()
             .filter_map(|(stream, membership)| {
-                let channel = state.channel(&stream)?;
+                let channel = streams.channel(&stream)?;
                 Some(own_member(
                     node,
                     &stream,

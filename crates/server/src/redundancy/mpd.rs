@@ -10,7 +10,7 @@
 //!   backup (the same manifests as HLS), so dash.js moves off a hung or draining node
 //!   before its requests time out.
 
-use crate::request_context::Arrival;
+use crate::http::request_context::Arrival;
 use axum::http::header;
 use bytes::Bytes;
 

@@ -35,7 +35,7 @@ pub struct RenderKey<'a> {
     pub picked: [Option<usize>; 2],
     /// A login's query, written on every variant URI.
     pub query: Option<&'a str>,
-    /// The viewer's address as passes bind it ([`crate::viewer_id::address_prefix`]):
+    /// The viewer's address as passes bind it ([`crate::access::viewer_id::address_prefix`]):
     /// each viewer's backups carry passes only it can use.
     pub viewer: [u8; 16],
 }

@@ -143,7 +143,7 @@ impl Redundancy {
     /// there is nothing to protect yet.
     pub fn tick_alerts(
         &self,
-        state: &crate::state::AppState,
+        streams: &crate::stream::streams::Streams,
         now_ms: i64,
     ) -> Vec<ott::AlertChange> {
         let Some(view) = self.view() else {
@@ -153,7 +153,7 @@ impl Redundancy {
             .memberships()
             .into_iter()
             .filter(|(stream, _)| {
-                state
+                streams
                     .channel(stream)
                     .is_some_and(|c| c.pushed_at_ms().is_some())
             })

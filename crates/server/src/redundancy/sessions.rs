@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::viewer_id::ViewerId;
+use crate::access::viewer_id::ViewerId;
 
 /// Most sessions tracked at once; a viewer beyond it is still served, not counted.
 const MAX_TRACKED: usize = 500_000;
@@ -89,7 +89,7 @@ impl BackupSessions {
 #[cfg(test)]
 mod tests {
     use super::BackupSessions;
-    use crate::viewer_id::ViewerId;
+    use crate::access::viewer_id::ViewerId;
 
     #[test]
     fn sessions_are_counted_once_and_forgotten_when_idle() {

@@ -6,9 +6,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderName};
 
-use crate::connection::Connection;
-use crate::header_walk::first_values;
-use crate::request_context::Arrival;
+use crate::http::connection::Connection;
+use crate::http::header_walk::first_values;
+use crate::http::request_context::Arrival;
 
 /// Who is asking, as the OTT rules see it.
 #[derive(Debug, Clone)]
@@ -19,7 +19,7 @@ pub struct Viewer {
     pub context: ott::ViewerContext,
     /// The bytes backups are balanced by (OTT-CAP-1): the member header when the
     /// player sends one, else the address and User-Agent. A claim, fit to pick a
-    /// viewer's backups and never to count viewers (see [`crate::viewer_id`]).
+    /// viewer's backups and never to count viewers (see [`crate::access::viewer_id`]).
     pub key: String,
 }
 
@@ -223,7 +223,7 @@ mod tests {
                 builder = builder.header(crate::access::gate::VIEWER_HEADER, member);
             }
             let mut request = builder.body(axum::body::Body::empty()).expect("a request");
-            crate::request_context::RequestContext::of_mut(&mut request).connection =
+            crate::http::request_context::RequestContext::of_mut(&mut request).connection =
                 Some(Connection {
                     peer: std::net::SocketAddr::from(([203, 0, 113, 7], 4000)),
                     secure: false,

@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::auth::Admin;
 use crate::error::ApiError;
-use crate::extract::CodedPath;
+use crate::http::extract::CodedPath;
+use crate::routes::auth::Admin;
 use crate::state::{AppState, StreamEntry};
 
 /// `GET /api/node`: who this node is, and what its ingest listeners refused.
@@ -86,24 +86,24 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
         "inputs": entry.inputs.as_ref().map(|source| source()),
         "renditions": renditions(channel),
         "ladder": channel.ladder().map(|ladder| ladder.json()),
-        "captions": crate::captions::status::json(&channel.caption_counters, &channel.snapshot()),
+        "captions": crate::stream::captions::status::json(&channel.caption_counters, &channel.snapshot()),
         "dvr": channel.archive().map(|recorder| recorder.status()),
     })
 }
 
 /// Each rendition of the stream's package: whether the master playlist offers it now
 /// (a rung only while switchable), its window, its measured bit rate and its archive.
-fn renditions(channel: &crate::channel::Channel) -> Vec<Value> {
+fn renditions(channel: &crate::stream::package::Package) -> Vec<Value> {
     channel
         .renditions()
         .iter()
         .map(|rendition| {
             let window = rendition.snapshot();
-            let source = rendition.name() == crate::rendition::MAIN;
-            let offered =
-                channel.lists(rendition) && crate::render::offered(rendition.name(), &window);
+            let source = rendition.name() == crate::stream::rendition::MAIN;
+            let offered = channel.lists(rendition)
+                && crate::stream::render::offered(rendition.name(), &window);
             json!({
-                "name": if source { crate::ladder::SOURCE } else { rendition.name() },
+                "name": if source { crate::stream::ladder::SOURCE } else { rendition.name() },
                 "listed": offered,
                 "switchable": window.switchable,
                 "last_msn": window.newest().map(|s| s.msn),

@@ -10,7 +10,7 @@
 //! | `dvr-{msn}.ts` | one archived segment (the URIs inside the playlists above) |
 //!
 //! For a package (an ABR ladder) the three playlists without `mono-` are master
-//! playlists ([`crate::archive_master`]) listing each recorded rendition's `mono-`
+//! playlists ([`crate::stream::archive_master`]) listing each recorded rendition's `mono-`
 //! playlist: the source's `mono-…` and each rung's `{rung}/mono-…`, whose segments are
 //! the rung's own archive (`/{stream}/{rung}/dvr-{msn}.ts`).
 //!
@@ -27,14 +27,14 @@ use bytes::Bytes;
 use dvr::index::{Entry, Index};
 use media::hls::PlaylistType;
 
-use crate::archive_master::RecordedRendition;
-use crate::archive_scans::ArchiveScans;
-use crate::channel::Channel;
 use crate::clock::Clock;
 use crate::error::ApiError;
-use crate::http_util::{self, Cache, M3U8, MPEG_TS};
-use crate::recorder::Recorder;
-use crate::rendition::Rendition;
+use crate::http::http_util::{self, Cache, M3U8, MPEG_TS};
+use crate::stream::archive_master::RecordedRendition;
+use crate::stream::archive_scans::ArchiveScans;
+use crate::stream::package::Package;
+use crate::stream::recorder::Recorder;
+use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 
 /// Segments in a time-shift window when the live window is empty.
@@ -49,7 +49,7 @@ pub fn archive_segment_uri(entry: &Entry) -> String {
 /// rendition, or a rung). A catch-up master that must probe a segment is an archive
 /// scan: over the node's cap (`scans`) it is answered with the back-pressure 503.
 pub async fn serve(
-    channel: &Channel,
+    channel: &Package,
     rendition: &Rendition,
     request: ArchiveRequest,
     headers: &HeaderMap,
@@ -156,17 +156,17 @@ enum MasterSpan {
 /// The span of a catch-up master playlist, when `request` asks for one: a playlist
 /// name without `mono-`, of a package's stream, at the stream (not under a rung).
 fn master_span(
-    channel: &Channel,
+    channel: &Package,
     rendition: &Rendition,
     request: ArchiveRequest,
     clock: &Clock,
 ) -> Option<MasterSpan> {
-    if rendition.name() != crate::rendition::MAIN {
+    if rendition.name() != crate::stream::rendition::MAIN {
         return None;
     }
     // A one-rendition stream answers a master only to list its captions (a period's).
     if !channel.is_package() {
-        let captioned = !crate::captions::serve::tracks(&channel.snapshot()).is_empty();
+        let captioned = !crate::stream::captions::serve::tracks(&channel.snapshot()).is_empty();
         return match request {
             ArchiveRequest::Period {
                 from_secs,
@@ -224,7 +224,7 @@ fn mono_name(request: ArchiveRequest) -> String {
 /// renditions' probes come from the cache; one that must read a segment takes an
 /// archive-scan permit for its job, or is refused when none is free.
 async fn master(
-    channel: &Channel,
+    channel: &Package,
     span: MasterSpan,
     request: ArchiveRequest,
     scans: &ArchiveScans,
@@ -244,7 +244,7 @@ async fn master(
                     .unwrap_or_default()
             }
         });
-        let uri = if rendition.name() == crate::rendition::MAIN {
+        let uri = if rendition.name() == crate::stream::rendition::MAIN {
             mono.clone()
         } else {
             format!("{}/{mono}", rendition.name())
@@ -253,7 +253,7 @@ async fn master(
             uri,
             reader,
             entries,
-            rung: rendition.name() != crate::rendition::MAIN,
+            rung: rendition.name() != crate::stream::rendition::MAIN,
         });
     }
     let stream = channel.name().to_owned();
@@ -265,10 +265,10 @@ async fn master(
         } => Some(format!("{from_secs}-{duration_secs}")),
         _ => None,
     };
-    let permit = if crate::archive_master::needs_probe(&recorded) {
+    let permit = if crate::stream::archive_master::needs_probe(&recorded) {
         match scans.try_start() {
             Some(permit) => Some(permit),
-            None => return crate::archive_scans::busy_response(),
+            None => return crate::stream::archive_scans::busy_response(),
         }
     } else {
         None
@@ -276,10 +276,12 @@ async fn master(
     let job = move || {
         let _permit = permit;
         let subtitles = match (&period, recorded.iter().find(|r| !r.rung)) {
-            (Some(period), Some(source)) => crate::archive_master::subtitles(source, period),
+            (Some(period), Some(source)) => {
+                crate::stream::archive_master::subtitles(source, period)
+            }
             _ => Vec::new(),
         };
-        crate::archive_master::render(&stream, &recorded, subtitles)
+        crate::stream::archive_master::render(&stream, &recorded, subtitles)
     };
     match tokio::task::spawn_blocking(job).await {
         Ok(Some(text)) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),

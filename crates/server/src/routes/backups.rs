@@ -11,16 +11,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::auth::Admin;
 use crate::error::ApiError;
-use crate::extract::CodedPath;
+use crate::http::extract::CodedPath;
+use crate::routes::auth::Admin;
 use crate::state::AppState;
 
 static BACKUPS_HTML: &str = include_str!("../../assets/backups.html");
 
 /// `GET /backups`: the page.
 pub async fn page() -> Response {
-    crate::http_util::page(BACKUPS_HTML)
+    crate::http::http_util::page(BACKUPS_HTML)
 }
 
 /// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters, and the

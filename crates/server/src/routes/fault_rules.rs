@@ -25,8 +25,8 @@ use serde_json::{json, Map, Value};
 use shed::fault::MAX_MEMBERS_PER_RULE;
 use shed::{DeviceSet, DeviceType, FaultError, FaultRuleSpec, Priority, RuleId};
 
-use crate::auth::Admin;
-use crate::extract::{CodedBody, CodedPath};
+use crate::http::extract::{CodedBody, CodedPath};
+use crate::routes::auth::Admin;
 use crate::state::AppState;
 use shed::member_id;
 

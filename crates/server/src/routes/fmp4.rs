@@ -19,12 +19,12 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use crate::channel::Channel;
 use crate::error::ApiError;
-use crate::fmp4::archive;
-use crate::http_util::{self, Cache, M3U8};
-use crate::rendition::Rendition;
+use crate::http::http_util::{self, Cache, M3U8};
 use crate::routes::dash;
+use crate::stream::fmp4::archive;
+use crate::stream::package::Package;
+use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, Fmp4File};
 
 /// Content type of fMP4 init and media segments.
@@ -41,11 +41,11 @@ fn media(headers: &HeaderMap, body: Option<Bytes>) -> Response {
 /// window, archive files from `rendition`'s archive (the master is [`master`]). The static catch-up MPD reads a
 /// segment per run: an archive scan under the node's cap (`scans`).
 pub async fn serve(
-    channel: &Channel,
+    channel: &Package,
     rendition: &Rendition,
     file: Fmp4File,
     headers: &HeaderMap,
-    scans: &crate::archive_scans::ArchiveScans,
+    scans: &crate::stream::archive_scans::ArchiveScans,
 ) -> Response {
     let counters = &channel.counters;
     if file.is_archive() {
@@ -91,9 +91,9 @@ pub async fn serve(
 /// package fMP4 (the protocol counted with LL-HLS: same container).
 pub fn master(
     state: &crate::state::AppState,
-    channel: &Channel,
+    channel: &Package,
     stream: &str,
-    arrival: &crate::request_context::Arrival,
+    arrival: &crate::http::request_context::Arrival,
     login: Option<&str>,
 ) -> Response {
     if channel.main().snapshot().fmp4_segments().next().is_none() {
@@ -119,11 +119,11 @@ pub fn master(
 }
 
 async fn serve_archive(
-    channel: &Channel,
+    channel: &Package,
     rendition: &Rendition,
     file: Fmp4File,
     headers: &HeaderMap,
-    scans: &crate::archive_scans::ArchiveScans,
+    scans: &crate::stream::archive_scans::ArchiveScans,
 ) -> Response {
     let Some(recorder) = rendition.archive() else {
         return ApiError::NotFound.into_response();
@@ -168,13 +168,13 @@ async fn serve_archive(
                 return ApiError::NotFound.into_response();
             }
             let Some(permit) = scans.try_start() else {
-                return crate::archive_scans::busy_response();
+                return crate::stream::archive_scans::busy_response();
             };
             let for_job = reader.clone();
             // A package's recorded rungs are Representations of the same periods.
             let rungs: Vec<archive::ArchivedRung> = channel
                 .listed()
-                .filter(|r| r.name() != crate::rendition::MAIN)
+                .filter(|r| r.name() != crate::stream::rendition::MAIN)
                 .filter_map(|r| {
                     r.archive().map(|recorder| archive::ArchivedRung {
                         name: r.name().to_owned(),

@@ -13,12 +13,12 @@ use axum::extract::Request;
 use axum::response::IntoResponse;
 
 use crate::error::ApiError;
-use crate::http_util::{self, Cache, M3U8, MPEG_TS};
-use crate::rendition::MAIN;
-use crate::request_context::Arrival;
+use crate::http::http_util::{self, Cache, M3U8, MPEG_TS};
+use crate::http::request_context::Arrival;
 use crate::routes::answer::Answer;
 use crate::routes::relay;
 use crate::state::AppState;
+use crate::stream::rendition::MAIN;
 use crate::url::{relay_query, StreamFile};
 
 /// Serves every per-stream file: of the stream's muxed rendition (`/{stream}/{file}`)
@@ -191,6 +191,6 @@ pub fn serve(
 fn login_query(state: &AppState, request: &Request) -> Option<String> {
     state
         .logins()
-        .and(crate::logins::credentials(request.uri().query()))
+        .and(crate::access::logins::credentials(request.uri().query()))
         .map(|(login, token)| format!("login={login}&token={token}"))
 }

@@ -11,11 +11,11 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use media::hls::{MasterPlaylist, Variant};
 
-use crate::channel::Channel;
 use crate::error::ApiError;
-use crate::http_util::{self, Cache, M3U8};
-use crate::llhls::{LlChannel, Position};
-use crate::rendition::Rendition;
+use crate::http::http_util::{self, Cache, M3U8};
+use crate::stream::llhls::{LlChannel, Position};
+use crate::stream::package::Package;
+use crate::stream::rendition::Rendition;
 use crate::url::{Directives, LlFile};
 
 /// Content type of fMP4 init segments, segments and parts.
@@ -80,7 +80,7 @@ fn too_far(ll: &LlChannel, msn: u64) -> bool {
 
 /// Serves one LL-HLS file of `channel`'s `rendition`.
 pub async fn serve(
-    channel: &Channel,
+    channel: &Package,
     rendition: &Rendition,
     file: LlFile,
     query: Option<&str>,
@@ -166,12 +166,12 @@ fn last_listed(position: Position) -> Option<(u64, Option<usize>)> {
 /// `body` (one rendition's LL-HLS playlist of a package) with an EXT-X-RENDITION-REPORT
 /// for every other rendition the LL-HLS master offers, as current as this answer, so a
 /// player switching rungs asks the sibling for the right segment and part at once.
-fn with_rendition_reports(body: Bytes, channel: &Channel, rendition: &Rendition) -> Bytes {
-    let from_rung = rendition.name() != crate::rendition::MAIN;
+fn with_rendition_reports(body: Bytes, channel: &Package, rendition: &Rendition) -> Bytes {
+    let from_rung = rendition.name() != crate::stream::rendition::MAIN;
     let mut reports = String::new();
     for sibling in channel.listed() {
         if std::ptr::eq(&**sibling, rendition)
-            || !crate::render::offered(sibling.name(), &sibling.snapshot())
+            || !crate::stream::render::offered(sibling.name(), &sibling.snapshot())
         {
             continue;
         }
@@ -181,7 +181,7 @@ fn with_rendition_reports(body: Bytes, channel: &Channel, rendition: &Rendition)
         else {
             continue;
         };
-        let uri = match (from_rung, sibling.name() == crate::rendition::MAIN) {
+        let uri = match (from_rung, sibling.name() == crate::stream::rendition::MAIN) {
             (false, _) => format!("{}/ll.m3u8", sibling.name()),
             (true, true) => "../ll.m3u8".to_owned(),
             (true, false) => format!("../{}/ll.m3u8", sibling.name()),
@@ -207,19 +207,19 @@ fn with_rendition_reports(body: Bytes, channel: &Channel, rendition: &Rendition)
 /// (every offered rendition that has LL-HLS, at its `ll.m3u8`), which hls.js opens. A
 /// switching player gets it with its backups as pathways
 /// ([`crate::redundancy::master::personalised`]).
-pub fn master_body(channel: &Channel) -> Bytes {
+pub fn master_body(channel: &Package) -> Bytes {
     if channel.is_package() {
         let renditions: Vec<_> = channel
             .listed()
             .filter(|r| r.llhls().is_some())
             .map(|r| (r.name(), r.snapshot()))
             .collect();
-        return crate::render::package_master(&renditions, "ll.m3u8");
+        return crate::stream::render::package_master(&renditions, "ll.m3u8");
     }
     let snapshot = channel.snapshot();
     let (peak, average) = snapshot.bandwidth;
     let tracks = &snapshot.tracks;
-    let (subtitles, closed_captions) = crate::captions::serve::master_media(&snapshot);
+    let (subtitles, closed_captions) = crate::stream::captions::serve::master_media(&snapshot);
     let playlist = MasterPlaylist {
         independent_segments: true,
         subtitles,

@@ -5,8 +5,10 @@
 pub mod admin;
 pub mod answer;
 pub mod archive;
+pub mod auth;
 pub mod backups;
 pub mod dash;
+pub mod experiments;
 pub mod fault_rules;
 pub mod fmp4;
 pub mod health;
@@ -26,19 +28,13 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
 
-use crate::app::{node_app, NodeApp};
 use crate::error::ApiError;
-use crate::experiments::api as experiments_api;
+use crate::routes::experiments as experiments_api;
 use crate::state::AppState;
 use crate::url::Route;
 
-/// Builds the node's HTTP application: its routes behind the shedding layer and the edge.
-pub fn router(state: AppState) -> NodeApp {
-    node_app(routes(state.clone()), &state)
-}
-
 /// The node's routes with its state and fallback, without the layers (an MC adds its
-/// own routes before [`node_app`]).
+/// own routes before [`crate::app::node_app`]).
 pub fn routes(state: AppState) -> Router {
     Route::NODE
         .into_iter()

@@ -10,7 +10,7 @@ static PLAYER_HTML: &str = include_str!("../../assets/player.html");
 
 /// `GET /player`: the player page.
 pub async fn page() -> Response {
-    crate::http_util::page(PLAYER_HTML)
+    crate::http::http_util::page(PLAYER_HTML)
 }
 
 /// `GET /player/hls.min.js`: the embedded hls.js.

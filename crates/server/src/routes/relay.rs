@@ -4,7 +4,7 @@
 //!
 //! It starts with the window's whole segments concatenated (each starts with its
 //! marker). Asked with `live=1`, once it has sent the newest whole segment it joins the
-//! rendition's live log ([`crate::live_relay`]) where the next segment opens, and from
+//! rendition's live log ([`crate::stream::live_relay`]) where the next segment opens, and from
 //! then on sends each frame as the segmenter places it, so the node cuts the same
 //! LL-HLS parts at the same moment. A reader too slow for the log
 //! goes back to whole segments and joins again.
@@ -20,9 +20,9 @@ use bytes::{Bytes, BytesMut};
 use media::ts::restamp::CcRestamp;
 use tokio::sync::watch;
 
-use crate::http_util::MPEG_TS;
-use crate::live_relay::Since;
-use crate::rendition::Rendition;
+use crate::http::http_util::MPEG_TS;
+use crate::stream::live_relay::Since;
+use crate::stream::rendition::Rendition;
 
 /// How long the relay waits for a new segment (or frame) before it ends the response.
 const IDLE_LIMIT: Duration = Duration::from_secs(30);

@@ -12,7 +12,7 @@ use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, OttRefusal};
-use crate::extract::CodedPath;
+use crate::http::extract::CodedPath;
 use crate::redundancy::door::Viewer;
 use crate::state::AppState;
 

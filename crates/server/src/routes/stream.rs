@@ -9,15 +9,15 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use meeting::CLIENT_VERSION_HEADER;
 
+use crate::access::viewer_id::ViewerId;
 use crate::error::ApiError;
-use crate::extract::CodedPath;
-use crate::request_context::Arrival;
+use crate::http::extract::CodedPath;
+use crate::http::request_context::Arrival;
 use crate::role::StreamRule;
 use crate::routes::answer::Answer;
 use crate::routes::hls;
 use crate::state::AppState;
 use crate::url::stream_file::FileRole;
-use crate::viewer_id::ViewerId;
 
 /// `response` (a relay) ending before the first chunk sent after `open` turns false:
 /// an MC whose timeline changes must not hand the change to whoever follows it.
@@ -119,9 +119,15 @@ fn entry(
     }
     if let Some(redundancy) = state.redundancy() {
         let now = state.clock().unix_ms();
-        if let crate::redundancy::door::Door::Answer(response) =
-            crate::redundancy::door::check(state, redundancy, stream, rung, file, &arrival, now)
-        {
+        if let crate::redundancy::door::Door::Answer(response) = crate::redundancy::door::check(
+            state.stream_table(),
+            redundancy,
+            stream,
+            rung,
+            file,
+            &arrival,
+            now,
+        ) {
             return response.into();
         }
     }
@@ -222,7 +228,7 @@ fn checked(
     if let Some(logins) = state.logins() {
         if let (true, Some((login, token))) = (
             viewer_playlist,
-            crate::logins::credentials(arrival.request.uri().query()),
+            crate::access::logins::credentials(arrival.request.uri().query()),
         ) {
             if let Err(refusal) = logins.admit(login, token, viewer) {
                 tracing::debug!(stream = %stream, login, code = refusal.code(), "login refused");
@@ -274,7 +280,7 @@ fn checked(
 /// [`hls::serve`], but a live manifest (a master, a media playlist, an MPD) of a stream
 /// whose segments arrive in a burst — a node that has just (re)joined replays its
 /// origin's window — waits the burst out (at most [`CATCH_UP_WAIT`]), so no player reads
-/// a manifest that ends a window behind live ([`crate::channel::Channel::catching_up`]).
+/// a manifest that ends a window behind live ([`crate::stream::package::Package::catching_up`]).
 fn serve_live(
     state: &AppState,
     stream: &str,
@@ -331,7 +337,7 @@ async fn with_session(response: Response, session: &str) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(|t| {
-            if t.starts_with(crate::http_util::M3U8) {
+            if t.starts_with(crate::http::http_util::M3U8) {
                 Some(false)
             } else if t.starts_with("application/dash+xml") {
                 Some(true)

@@ -25,12 +25,12 @@ use media::captions::webvtt::{segment_vtt, transcript_cues, transcript_vtt, CONT
 use media::captions::CaptionBlock;
 use media::hls::PlaylistType;
 
-use crate::archive_scans::ArchiveScans;
-use crate::captions::files::{TranscriptCache, TranscriptKey};
-use crate::captions::serve::segment_file;
-use crate::channel::Channel;
 use crate::error::ApiError;
-use crate::http_util::{self, Cache, M3U8};
+use crate::http::http_util::{self, Cache, M3U8};
+use crate::stream::archive_scans::ArchiveScans;
+use crate::stream::captions::files::{TranscriptCache, TranscriptKey};
+use crate::stream::captions::serve::segment_file;
+use crate::stream::package::Package;
 use crate::url::period_ms;
 use crate::url::subtitles::{SubtitleFile, TrackName};
 
@@ -49,7 +49,7 @@ pub const MAX_TRANSCRIPT_SECS: u32 = 4 * 3600;
 
 /// Answers a subtitle file of `channel`'s stream; a transcript takes one of the node's
 /// archive-scan permits (`scans`).
-pub async fn serve(channel: &Channel, file: SubtitleFile, scans: &ArchiveScans) -> Response {
+pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) -> Response {
     let snapshot = channel.snapshot();
     match file {
         SubtitleFile::Malformed => ApiError::BadRequest.into_response(),
@@ -82,7 +82,7 @@ pub async fn serve(channel: &Channel, file: SubtitleFile, scans: &ArchiveScans) 
                 Some(segment) => http_util::ok(
                     MP4,
                     Cache::Immutable,
-                    crate::captions::serve::segment_fmp4(segment, track.as_str()),
+                    crate::stream::captions::serve::segment_fmp4(segment, track.as_str()),
                 ),
                 None => ApiError::SegmentGone.into_response(),
             }
@@ -139,7 +139,7 @@ pub async fn serve(channel: &Channel, file: SubtitleFile, scans: &ArchiveScans) 
 }
 
 /// The archive of the stream's muxed rendition (where its captions travel).
-fn archive(channel: &Channel) -> Option<ArchiveReader> {
+fn archive(channel: &Package) -> Option<ArchiveReader> {
     Some(channel.main().archive()?.reader().clone())
 }
 
@@ -191,7 +191,7 @@ fn on_dates(mut block: CaptionBlock, segment_start_ts: u64, start_ms: i64) -> Ca
 /// The reading job holds an archive-scan permit; without a free one the answer is the
 /// back-pressure 503.
 async fn transcript(
-    channel: &Channel,
+    channel: &Package,
     track: Option<TrackName>,
     (from_secs, duration_secs): (i64, u32),
     scans: &ArchiveScans,
@@ -218,7 +218,7 @@ async fn transcript(
         return transcript_response(text, from_secs, duration_secs);
     }
     let Some(permit) = scans.try_start() else {
-        return crate::archive_scans::busy_response();
+        return crate::stream::archive_scans::busy_response();
     };
     let job = move || {
         let _permit = permit;

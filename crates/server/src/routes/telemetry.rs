@@ -16,9 +16,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::experiments::api::ExperimentsApiError;
 use crate::experiments::beacon::{Beacon, MAX_BEACON_BYTES};
-use crate::shed::layer::{request_facts, MEMBER_HEADER};
+use crate::http::shed_layer::{request_facts, MEMBER_HEADER};
+use crate::routes::experiments::ExperimentsApiError;
 use crate::state::AppState;
 use shed::member_id;
 

@@ -10,7 +10,7 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, OttRefusal};
-use crate::extract::CodedPath;
+use crate::http::extract::CodedPath;
 use crate::redundancy::door::{query_without_pass, redirect, sign_for, Viewer};
 use crate::redundancy::members::stream_working;
 use crate::state::AppState;
@@ -86,7 +86,7 @@ pub async fn entry(
     ) {
         Ok(ott::Entry::Here(stream)) => redirect(&here_location(&stream)),
         Ok(ott::Entry::There(target)) => {
-            let bound = crate::connection::Connection::of(&request).map(|c| c.peer.ip());
+            let bound = crate::http::connection::Connection::of(&request).map(|c| c.peer.ip());
             let Some(pass) = sign_for(
                 redundancy,
                 &view,

@@ -1,6 +1,6 @@
 //! The connection side of the device contract (SHED-3): every HTTP connection carries
 //! a [`ConnectionGate`] (each request reaches it through its connection's
-//! [`crate::connection::Connection`]), and its socket is read through a
+//! [`crate::http::connection::Connection`]), and its socket is read through a
 //! [`GatedStream`]. When the shedding layer refuses a request that breaks the
 //! contract (see [`shed::ContractTracker`]), the gate is paused: the refusal is
 //! answered, and the stream reads again, only when the pause ends, so the device's

@@ -1,6 +1,6 @@
 //! The priority lane's settings (`[shedding] priority_lane`, `lane_threads`,
 //! `lane_pinned`) and the count of connections it served: read by
-//! [`crate::lane::PriorityLane`] when it starts and per handed-over connection.
+//! [`crate::http::lane::PriorityLane`] when it starts and per handed-over connection.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

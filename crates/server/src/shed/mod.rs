@@ -1,14 +1,14 @@
 //! Prioritized load shedding in the HTTP stack (SHED-1..3, FIT-1): the I/O edge of the
 //! pure `shed` crate.
 //!
-//! Per request, [`layer::ShedService`] gathers the facts (route kind from the path via
+//! Per request, [`crate::http::shed_layer::ShedService`] gathers the facts (route kind from the path via
 //! the route table ([`crate::url::Target::shed_kind`]), device from `X-Brdyun-Device` or `User-Agent`,
 //! member from `X-Brdyun-Member`, in playback from `X-Brdyun-Playback: 1` or a
 //! segment/media-playlist request), asks [`Shedder::decide`] (classify, shed curve at the
 //! current overload level, then the operator's fault rules) and either answers the
 //! back-pressure 503 at once, without reading the body, or calls the routes with an
 //! in-flight guard and feeds the request's latency to the adaptive limit. Just inside
-//! it, [`kpi_layer::KpiLayer`] reports the requests it admitted to the node's
+//! it, [`crate::http::kpi_layer::KpiLayer`] reports the requests it admitted to the node's
 //! experiments (EXP-1).
 //!
 //! [`Shedder`] is a composition of small parts, each in its file with its tests:
@@ -30,9 +30,7 @@
 
 mod faults;
 pub mod gate;
-pub mod kpi_layer;
 mod lane_settings;
-pub mod layer;
 mod levels;
 mod limit;
 mod metrics;
@@ -45,9 +43,7 @@ mod shedder;
 
 pub use faults::{FaultRuleSet, RuleView};
 pub use gate::{ConnectionGate, GatedStream};
-pub use kpi_layer::{KpiLayer, KpiService};
 pub use lane_settings::LaneSettings;
-pub use layer::{ShedLayer, ShedService};
 pub use levels::LevelMonitor;
 pub use limit::LimitTracker;
 pub use metrics::{Readings, ShedCounts, ShedMetrics};

@@ -348,7 +348,7 @@ pub async fn run_monitor(shedder: Arc<Shedder>, shutdown: impl Future<Output = (
 /// Probes the queueing delay of the runtime it runs on every `tick_ms` until
 /// `shutdown` completes, where `shedder`'s monitor reads it. Spawn it on each runtime
 /// that serves requests apart from the monitor's (the node's per-core HTTP threads,
-/// [`crate::serve`]): a flood queues there, where the monitor's
+/// [`crate::http::serve`]): a flood queues there, where the monitor's
 /// own probe cannot see it. A reading is at most the probe's limit (100 ms, or a tick
 /// if longer).
 pub async fn run_serving_probe(shedder: Arc<Shedder>, shutdown: impl Future<Output = ()>) {

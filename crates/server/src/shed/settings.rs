@@ -85,7 +85,7 @@ pub struct ShedSettings {
     pub marginal_pause_ms: u64,
     /// Whether plain-HTTP connections whose first request is CRITICAL are served on a
     /// thread of their own, ahead of the others in the OS scheduler
-    /// ([`crate::lane::PriorityLane`]).
+    /// ([`crate::http::lane::PriorityLane`]).
     pub priority_lane: LanePriority,
     /// How many lane threads share the CRITICAL connections (0: one per core the
     /// process may use), so the lane never caps a node's viewers at one core.
@@ -93,7 +93,7 @@ pub struct ShedSettings {
     /// With a `"nice"` lane and one lane thread per CPU of the affinity mask (no CPU
     /// quota below it): each pinned to its CPU, and a connection handed to the lane
     /// thread of the CPU its packets arrive on (within a fair share), so no request
-    /// crosses CPUs ([`crate::lane::PriorityLane::cpu_placement`]).
+    /// crosses CPUs ([`crate::http::lane::PriorityLane::cpu_placement`]).
     pub lane_pinned: bool,
 }
 

@@ -292,7 +292,7 @@ const LITERAL_FIRST_SEGMENTS: [&str; 11] = [
 ];
 
 /// A request's place in the route table, found once at the edge and carried in the
-/// request's context ([`crate::request_context::RequestContext`]): the route, and for
+/// request's context ([`crate::http::request_context::RequestContext`]): the route, and for
 /// the stream route its parsed file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {

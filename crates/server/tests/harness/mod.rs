@@ -16,11 +16,11 @@ use axum::http::{HeaderMap, Method, Request, StatusCode};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use media::Frame;
-use server::channel::{Channel, LiveSegment, TrackSummary};
 use server::clock::Clock;
 use server::metrics::Metrics;
-use server::recorder::Recorder;
 use server::shed::{ShedSettings, Shedder};
+use server::stream::package::{LiveSegment, Package, TrackSummary};
+use server::stream::recorder::Recorder;
 use server::{router, AppState, NodeIdentity};
 use tower::ServiceExt;
 
@@ -69,8 +69,8 @@ pub fn identity(name: &str) -> NodeIdentity {
 }
 
 /// Adds stream `s` (a window of 5, 2-s targets) to `state` with [`segment`]s `msns`.
-pub fn add_stream(state: &AppState, msns: std::ops::Range<u64>) -> Arc<Channel> {
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
+pub fn add_stream(state: &AppState, msns: std::ops::Range<u64>) -> Arc<Package> {
+    let channel = Arc::new(Package::new("s", 5, server::stream::render::renderer(2000)));
     for msn in msns {
         channel.push(segment(msn), tracks());
     }

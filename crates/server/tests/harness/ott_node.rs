@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
-use server::channel::Channel;
-use server::connection::Connection;
+use server::http::connection::Connection;
 use server::redundancy::{Membership, MeshView, Redundancy, RedundancySettings};
+use server::stream::package::Package;
 use server::AppState;
 
 pub use super::{segment, tracks};
@@ -84,7 +84,7 @@ pub struct Node {
     /// The routes' state.
     pub state: AppState,
     /// Stream `s`.
-    pub channel: Arc<Channel>,
+    pub channel: Arc<Package>,
     /// The node's OTT state (attached to `state`).
     pub redundancy: Arc<Redundancy>,
     /// Its membership of `g`.
@@ -94,7 +94,7 @@ pub struct Node {
 /// A fresh node `a`.
 pub fn node() -> Node {
     let state = AppState::new(super::identity("a"), server::metrics::Metrics::new(), None);
-    let channel = Arc::new(Channel::new("s", 5, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new("s", 5, server::stream::render::renderer(2000)));
     for msn in 10..15 {
         channel.push(segment(msn), tracks());
     }
@@ -148,11 +148,12 @@ pub async fn call_from(
     }
     let mut request = request.body(Body::empty()).expect("a valid request");
     let peer: SocketAddr = peer.parse().expect("an address");
-    server::request_context::RequestContext::of_mut(&mut request).connection = Some(Connection {
-        peer,
-        secure: false,
-        gate: None,
-    });
+    server::http::request_context::RequestContext::of_mut(&mut request).connection =
+        Some(Connection {
+            peer,
+            secure: false,
+            gate: None,
+        });
     let a = super::answer(state, request).await;
     let text = String::from_utf8_lossy(&a.body).into_owned();
     (a.status, a.headers, text)

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use server::channel::{Channel, LiveSegment, TrackSummary};
-use server::lane::PriorityLane;
+use server::http::lane::PriorityLane;
 use server::metrics::Metrics;
 use server::shed::overload::run_monitor;
 use server::shed::{ShedSettings, Shedder};
+use server::stream::package::{LiveSegment, Package, TrackSummary};
 use server::{router, AppState, NodeIdentity};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -142,7 +142,11 @@ pub fn start_node_on(
         hostname: None,
     };
     let state = AppState::with_shedder(identity, Metrics::new(), None, Arc::clone(&shedder));
-    let channel = Arc::new(Channel::new(STREAM, 5, server::render::renderer(2000)));
+    let channel = Arc::new(Package::new(
+        STREAM,
+        5,
+        server::stream::render::renderer(2000),
+    ));
     let tracks = TrackSummary {
         codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
         resolution: Some((640, 360)),
@@ -194,7 +198,7 @@ pub fn start_node_on(
             addr_tx
                 .send(listener.local_addr().expect("local addr"))
                 .expect("test waits for the address");
-            server::serve::run_with_lane(
+            server::http::serve::run_with_lane(
                 listener,
                 app,
                 None,

@@ -1,0 +1,333 @@
+//! The per-rendition pipeline: ingest events → segmenter → one rendition of a live
+//! channel (the stream's muxed rendition, or a ladder rung a node pulls from its relay).
+//!
+//! The segmenter starts `Fresh` (this node may be the first to see the source) and adopts
+//! an upstream brdyun's timeline as soon as a timeline marker arrives. The last media
+//! sequence and discontinuity numbers are persisted after every segment, so after a
+//! restart (even `kill -9`) the numbers continue forward and never go back, nor below
+//! the archive's newest segment.
+//!
+//! Beside the segments, the pipeline cuts the LL-HLS parts in step with the segmenter,
+//! carries the stream's captions in the muxed rendition's segments, feeds the live
+//! relay log and the frame tap (a ladder encoder's input), hands every published
+//! segment to the DVR recorder without waiting for the disk, drops the input while the
+//! operator has paused it (OTT-OPS-2), and counts the source's timestamp faults.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ingest::IngestEvent;
+use media::segmenter::{Segment, Segmenter, SegmenterConfig, StartPoint};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::clock::unix_ms;
+use crate::metrics::Histogram;
+use crate::stream::package::{LiveSegment, Package};
+use crate::stream::recorder::Recorder;
+use crate::stream::rendition::Rendition;
+use crate::stream::tracks::TrackProbe;
+
+/// How a stream's pipeline cuts and where it remembers its place.
+#[derive(Debug, Clone)]
+pub struct PipelineSettings {
+    /// Target segment duration, milliseconds.
+    pub target_duration_ms: u64,
+    /// Where the timeline counters are persisted; `None` keeps nothing across restarts.
+    pub state_file: Option<PathBuf>,
+    /// Time from the event that completes a segment to the segment being listed.
+    pub publish_latency: Arc<Histogram>,
+}
+
+/// The numbers that must never go backwards across a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersistedTimeline {
+    /// The last media sequence number published.
+    pub msn: u64,
+    /// Its discontinuity sequence number.
+    pub discontinuity_seq: u64,
+}
+
+/// Runs until the event channel closes.
+pub async fn run(
+    channel: Arc<Package>,
+    events: mpsc::Receiver<IngestEvent>,
+    settings: PipelineSettings,
+) {
+    run_recording(channel, events, settings, None).await;
+}
+
+/// [`run`], handing every published segment to `recorder` as well (without waiting
+/// for the disk). The numbering continues after the newer of the persisted counters and
+/// the archive's newest segment, so the live MSN never reuses an archived one.
+pub async fn run_recording(
+    channel: Arc<Package>,
+    events: mpsc::Receiver<IngestEvent>,
+    settings: PipelineSettings,
+    recorder: Option<Arc<Recorder>>,
+) {
+    let main = Arc::clone(channel.main());
+    run_rendition(channel, main, events, settings, recorder).await;
+}
+
+/// [`run_recording`] into one rendition of the channel's package (a ladder rung that
+/// a node pulls from its own relay, in step with the stream's timeline by its markers).
+pub async fn run_rendition(
+    channel: Arc<Package>,
+    rendition: Arc<Rendition>,
+    mut events: mpsc::Receiver<IngestEvent>,
+    settings: PipelineSettings,
+    recorder: Option<Arc<Recorder>>,
+) {
+    let persisted = match &settings.state_file {
+        Some(path) => load(path).await,
+        None => None,
+    };
+    let archived = recorder.as_ref().and_then(|r| r.newest());
+    let persisted = match (persisted, archived) {
+        (Some(p), Some((msn, discontinuity_seq))) if msn > p.msn => Some(PersistedTimeline {
+            msn,
+            discontinuity_seq: discontinuity_seq.max(p.discontinuity_seq),
+        }),
+        (None, Some((msn, discontinuity_seq))) => Some(PersistedTimeline {
+            msn,
+            discontinuity_seq,
+        }),
+        (p, _) => p,
+    };
+    let start = StartPoint::Fresh {
+        // After a restart the next segment follows the last one, after a discontinuity.
+        min_msn: persisted.map_or(0, |p| p.msn + 1),
+        min_discontinuity_seq: persisted.map_or(0, |p| p.discontinuity_seq + 1),
+    };
+    let config = SegmenterConfig {
+        target_duration_ms: u32::try_from(settings.target_duration_ms).unwrap_or(u32::MAX),
+        ..SegmenterConfig::default()
+    };
+    let mut segmenter = Segmenter::new(config, start);
+    // The live relay sends what the segmenter places as it places it: kept once one
+    // was asked for.
+    let mut placing = false;
+    let mut tracks = TrackProbe::default();
+    let mut was_paused = false;
+    let mut faults_logged: Option<std::time::Instant> = None;
+    // LL-HLS parts are cut from the frames in step with the segmenter (see `llhls`).
+    let mut ll = rendition
+        .llhls()
+        .map(|c| crate::stream::llhls::Feed::new(Arc::clone(c)));
+    // The stream's captions travel in its muxed rendition's segments.
+    let mut captioner = (rendition.name() == crate::stream::rendition::MAIN)
+        .then(|| crate::stream::captions::Captioner::new(channel.captions.cc_language()));
+    while let Some(event) = events.recv().await {
+        // An operator's pause drops the input (OTT-OPS-2); what comes after it follows
+        // a discontinuity, as after a source switch.
+        if channel.input_paused() {
+            was_paused = true;
+            continue;
+        }
+        if std::mem::take(&mut was_paused) {
+            segmenter.discontinuity();
+            tracks.reset();
+            if let Some(ll) = ll.as_mut() {
+                ll.discontinuity();
+            }
+        }
+        let received = std::time::Instant::now();
+        if !placing && rendition.live_log().wanted() {
+            placing = true;
+            segmenter.keep_placements(true);
+        }
+        let segment = match event {
+            IngestEvent::Frame(frame) => {
+                tracks.observe(&frame);
+                rendition.tap(&frame);
+                if let Some(captioner) = captioner.as_mut() {
+                    captioner.frame(
+                        &frame,
+                        segmenter.state(),
+                        segmenter.is_following(),
+                        &channel.captions,
+                        &channel.caption_counters,
+                    );
+                }
+                match ll.as_mut() {
+                    Some(ll) => {
+                        let before = segmenter.state();
+                        let segment = segmenter.push(frame.clone(), unix_ms());
+                        ll.frame(frame, before, segmenter.state());
+                        segment
+                    }
+                    None => segmenter.push(frame, unix_ms()),
+                }
+            }
+            IngestEvent::Marker(payload) => {
+                if let Some(ll) = ll.as_mut() {
+                    ll.marker(&payload);
+                }
+                match segmenter.push_marker(&payload) {
+                    Ok(segment) => segment,
+                    Err(error) => {
+                        tracing::warn!(stream = %channel.name(), %error, "bad timeline marker ignored");
+                        None
+                    }
+                }
+            }
+            IngestEvent::Captions(block) => {
+                if let Some(captioner) = captioner.as_mut() {
+                    captioner.upstream_block(&block, &channel.caption_counters);
+                }
+                None
+            }
+            event @ (IngestEvent::Discontinuity | IngestEvent::Takeover) => {
+                match event {
+                    IngestEvent::Takeover => segmenter.takeover(),
+                    _ => segmenter.discontinuity(),
+                }
+                tracks.reset();
+                if let Some(ll) = ll.as_mut() {
+                    ll.discontinuity();
+                }
+                None
+            }
+        };
+        // What this step placed goes out before the close of any segment it finished.
+        rendition.live_log().placed(segmenter.take_placed());
+        // One event can finish several segments (a marker that cuts while a segment was
+        // being cut locally, a discontinuity): publish every one that is ready.
+        let mut next = segment;
+        while let Some(mut segment) = next.take().or_else(|| segmenter.pop_ready()) {
+            if let Some(captioner) = captioner.as_mut() {
+                caption(&mut segment, captioner, segmenter.is_following());
+            }
+            publish(
+                &channel,
+                &rendition,
+                segment,
+                &tracks,
+                settings.state_file.as_ref(),
+                recorder.as_deref(),
+                ll.as_mut(),
+            )
+            .await;
+            settings.publish_latency.observe(received.elapsed());
+        }
+        if rendition.name() == crate::stream::rendition::MAIN {
+            note_timestamp_faults(&channel, segmenter.stats(), &mut faults_logged);
+        }
+    }
+    while let Some(mut segment) = segmenter.flush() {
+        rendition.live_log().placed(segmenter.take_placed());
+        if let Some(captioner) = captioner.as_mut() {
+            caption(&mut segment, captioner, segmenter.is_following());
+        }
+        publish(
+            &channel,
+            &rendition,
+            segment,
+            &tracks,
+            settings.state_file.as_ref(),
+            recorder.as_deref(),
+            ll.as_mut(),
+        )
+        .await;
+    }
+}
+
+/// Splices the segment's caption block (the upstream's, or the origin's cut) into its
+/// bytes after the timeline marker, where the relay and the archive carry it on.
+fn caption(
+    segment: &mut Segment,
+    captioner: &mut crate::stream::captions::Captioner,
+    following: bool,
+) {
+    if let Some(block) = captioner.block_for(segment, following) {
+        segment.data = media::captions::splice_block(&segment.data, &block);
+    }
+}
+
+/// How often a stream's timestamp faults are logged at most.
+const FAULT_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Publishes the source segmenter's timestamp-fault counts in the channel's counters
+/// (status and metrics) and logs, at most every [`FAULT_LOG_INTERVAL`], when they grew.
+fn note_timestamp_faults(
+    channel: &Package,
+    stats: &media::SegmenterStats,
+    logged_at: &mut Option<std::time::Instant>,
+) {
+    if !channel.counters.note_timestamp_faults(stats) {
+        return;
+    }
+    if logged_at.is_some_and(|at| at.elapsed() < FAULT_LOG_INTERVAL) {
+        return;
+    }
+    *logged_at = Some(std::time::Instant::now());
+    tracing::warn!(
+        stream = %channel.name(),
+        bad_pts_frames = stats.dropped_bad_pts,
+        timestamp_jumps = stats.jumps,
+        untimed = stats.untimed,
+        "the source's timestamps are damaged: frames dropped or the timeline broken"
+    );
+}
+
+/// Stores one finished segment: its LL-HLS twin completed first (when LL-HLS is on),
+/// the counters persisted, the archive handed the segment, then the segment and its
+/// views pushed into the one window and the LL-HLS playlists rendered from it.
+async fn publish(
+    channel: &Package,
+    rendition: &Rendition,
+    segment: Segment,
+    tracks: &TrackProbe,
+    state_file: Option<&PathBuf>,
+    recorder: Option<&Recorder>,
+    mut ll: Option<&mut crate::stream::llhls::Feed>,
+) {
+    let ll_view = ll.as_mut().and_then(|feed| {
+        feed.segment(&segment);
+        feed.take_ready(segment.msn)
+    });
+    let persisted = PersistedTimeline {
+        msn: segment.msn,
+        discontinuity_seq: segment.discontinuity_seq,
+    };
+    // The live relay closes the segment when whole-segment relays get it (an MC
+    // following its peer's whole relay is then no later than a node on the live one).
+    // (Only once a live relay was asked for: nobody reads the log before.)
+    let closing = rendition.live_log().wanted().then(|| segment.clone());
+    let live = LiveSegment::from(segment);
+    // Persist before publishing: a number a viewer has seen is never handed out again.
+    if let Some(path) = state_file {
+        if let Err(error) = save(path, persisted).await {
+            tracing::warn!(stream = %channel.name(), %error, "cannot persist timeline counters");
+        }
+    }
+    if let Some(recorder) = recorder {
+        recorder.record(&live);
+    }
+    channel.push_to(rendition, live, tracks.summary(), ll_view);
+    if let Some(closing) = closing {
+        rendition.live_log().written(&closing);
+    }
+    if let Some(feed) = ll {
+        feed.publish(rendition.snapshot());
+    }
+}
+
+async fn load(path: &PathBuf) -> Option<PersistedTimeline> {
+    let text = tokio::fs::read_to_string(path).await.ok()?;
+    match serde_json::from_str(&text) {
+        Ok(state) => Some(state),
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "timeline state unreadable, starting fresh");
+            None
+        }
+    }
+}
+
+async fn save(path: &PathBuf, state: PersistedTimeline) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_vec(&state).map_err(std::io::Error::other)?;
+    tokio::fs::write(&tmp, text).await?;
+    tokio::fs::rename(&tmp, path).await
+}
