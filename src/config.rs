@@ -9,10 +9,12 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 
 mod mc_link;
+pub(crate) mod ott;
 mod rtmp_limits;
 mod srt;
 
 pub use mc_link::McLinkConfig;
+pub use ott::OttConfig;
 pub use rtmp_limits::RtmpLimitsConfig;
 pub use srt::SrtOptionsConfig;
 
@@ -37,7 +39,7 @@ pub struct Config {
     pub mc: Option<McLinkConfig>,
     /// The node's mesh domain and OTT redundancy (`[ott]`).
     #[serde(default)]
-    pub ott: Option<crate::ott::OttConfig>,
+    pub ott: Option<OttConfig>,
     /// Continuous shedding experiments (`[[experiment]]`, EXP-1, EXP-2): the fields of
     /// `experiments::ExperimentDefinition`, unknown keys refused.
     #[serde(default, rename = "experiment")]

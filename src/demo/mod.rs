@@ -6,7 +6,6 @@
 //! timeline: their playlists and segments are identical. The MC and every node are
 //! built from ordinary configs, so the demo exercises the same code as production.
 
-pub mod source;
 pub mod tls;
 
 use std::net::SocketAddr;

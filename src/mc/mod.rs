@@ -7,8 +7,6 @@
 //! The node side lives here too: [`watcher`] is a node's loop over its MC.
 
 pub mod config;
-pub mod streams;
-pub mod watcher;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,9 +23,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::config::StreamConfig;
+use crate::node::meeting_streams::MeetingStreams;
 use crate::node::stream::StreamContext;
 use config::{McConfig, PresetMeeting};
-use streams::MeetingStreams;
 
 /// A running MC: its addresses and a way to stop it.
 pub struct RunningMc {

@@ -1,6 +1,9 @@
 //! Wiring one delivery node: listeners, RTMP, and per stream its input supervisor,
 //! pipeline (segmenter) and live channel (`stream`).
 
+pub mod looped_clip;
+pub mod mc_link;
+pub mod meeting_streams;
 pub(crate) mod rtmps;
 mod shutdown;
 pub(crate) mod srt;
@@ -237,7 +240,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         metrics.register(Box::new(move |out: &mut String| {
             for_metrics.render_metrics(out);
         }));
-        tasks.spawn(crate::mc::watcher::run(
+        tasks.spawn(mc_link::run(
             context.clone(),
             mc.clone(),
             node_config.name.clone(),

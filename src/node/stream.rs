@@ -16,8 +16,8 @@ use server::AppState;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use super::looped_clip::{LoopedClip, DEMO_CLIP};
 use crate::config::{LadderPlan, StreamConfig, StreamDefaults};
-use crate::demo::source::{LoopedClip, DEMO_CLIP};
 use crate::inputs::InputUrl;
 
 /// What a node shares with every stream it starts.

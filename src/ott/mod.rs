@@ -4,8 +4,6 @@
 //! the HTTP side ([`server::redundancy`]), and once a second advances alerts 70/78/79
 //! and sends their changes to the webhook.
 
-pub mod config;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +15,7 @@ use server::AppState;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-pub use config::OttConfig;
+pub use crate::config::OttConfig;
 
 /// How often the node republishes its state and refreshes the HTTP side's view.
 const ROUND: Duration = Duration::from_millis(250);
@@ -89,7 +87,7 @@ pub async fn start(
     shutdown: watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<SocketAddr> {
-    let addresses = config::announced(config, node.hostname.as_deref(), http, https)?;
+    let addresses = crate::config::ott::announced(config, node.hostname.as_deref(), http, https)?;
     let _ = runtime
         .redundancy
         .peer_key

@@ -29,7 +29,7 @@ pub enum IngestEvent {
     /// The payload (184 bytes after the TS header) of a packet on
     /// [`media::ts::MARKER_PID`]: an upstream brdyun's timeline marker.
     Marker(Bytes),
-    /// A caption block of an upstream brdyun (packets on [`media::captions::CAPTION_PID`]
+    /// A caption block of an upstream brdyun (packets on [`media::ts::captions::CAPTION_PID`]
     /// right after a marker): the captions of the marker's segment.
     Captions(Bytes),
     /// The source changed under the stream (backup switch, reconnect, publisher

@@ -14,6 +14,7 @@
 
 pub mod captions;
 pub mod codec;
+pub mod crc;
 pub mod dash;
 pub mod fmp4;
 pub mod frame;

@@ -43,7 +43,7 @@
 
 use thiserror::Error;
 
-use crate::ts::psi::crc32_mpeg2;
+use crate::crc::crc32_mpeg2;
 use crate::Codec;
 
 /// Size of a marker payload: one TS packet minus its 4-byte header.

@@ -61,7 +61,7 @@ fn captioned(segments: Vec<LiveSegment>) -> Vec<LiveSegment> {
                     text: format!("said in {}", segment.msn),
                 }],
             };
-            segment.data = media::captions::carriage::splice_block(&segment.data, &block);
+            segment.data = media::ts::captions::splice_block(&segment.data, &block);
             segment
         })
         .collect()

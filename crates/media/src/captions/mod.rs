@@ -17,7 +17,6 @@
 
 pub mod block;
 pub mod book;
-pub mod carriage;
 pub mod cea608;
 pub mod cea608_encode;
 mod cea608_tables;
@@ -27,7 +26,6 @@ pub mod webvtt;
 
 pub use block::{CaptionBlock, CaptionTrack, Cue};
 pub use book::{BookError, CaptionBook};
-pub use carriage::{segment_block, splice_block, CAPTION_PID};
 
 /// How far ahead of the live edge a cue may be placed: 30 s, as far as a segment's date
 /// may run ahead of the wall clock (`segmenter::MAX_DATE_AHEAD_MS`).

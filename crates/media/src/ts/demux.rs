@@ -51,7 +51,7 @@ pub enum DemuxEvent {
     /// The payload of a packet on [`MARKER_PID`] (not listed in the PMT).
     Marker(Bytes),
     /// A whole caption block reassembled from the packets on
-    /// [`crate::captions::CAPTION_PID`] (not listed in the PMT; its CRC is checked
+    /// [`crate::ts::captions::CAPTION_PID`] (not listed in the PMT; its CRC is checked
     /// when it is parsed).
     Captions(Bytes),
     /// A break in the stream the consumer should know about.
@@ -145,7 +145,7 @@ struct State {
     audio: Option<Stream>,
     continuity: Vec<Continuity>,
     sections: Vec<Vec<u8>>,
-    captions: crate::captions::carriage::BlockAssembler,
+    captions: crate::ts::captions::BlockAssembler,
     stats: DemuxStats,
 }
 
@@ -264,7 +264,7 @@ impl State {
             }
             return;
         }
-        if pkt.pid == crate::captions::CAPTION_PID {
+        if pkt.pid == crate::ts::captions::CAPTION_PID {
             // A block checks itself (length, CRC): no continuity across segments.
             match self.captions.push(pkt.pusi, pkt.payload) {
                 Ok(Some(block)) => out.push(DemuxEvent::Captions(block)),

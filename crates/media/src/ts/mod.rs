@@ -1,5 +1,6 @@
 //! MPEG-TS (ISO/IEC 13818-1): packets, the demuxer and the muxer.
 
+pub mod captions;
 pub mod demux;
 pub mod mux;
 pub mod packet;

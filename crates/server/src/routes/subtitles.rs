@@ -147,10 +147,10 @@ fn archive(channel: &Package) -> Option<ArchiveReader> {
 /// none or it cannot be read.
 fn archived_block(reader: &ArchiveReader, entry: &Entry) -> Option<(CaptionBlock, u64)> {
     let mut head = reader.read_head(entry, HEAD_BYTES).ok()?;
-    let block = match media::captions::segment_block(&head) {
+    let block = match media::ts::captions::segment_block(&head) {
         Err(media::captions::block::BlockError::Truncated) => {
             head = reader.read(entry).ok()?;
-            media::captions::segment_block(&head)
+            media::ts::captions::segment_block(&head)
         }
         other => other,
     };

@@ -138,10 +138,10 @@ pub fn subtitles(source: &RecordedRendition, period: &str) -> Vec<SubtitleRendit
         .reader
         .read_head(last, 188 * 24)
         .ok()
-        .and_then(|head| media::captions::segment_block(&head).ok().flatten())
+        .and_then(|head| media::ts::captions::segment_block(&head).ok().flatten())
         .or_else(|| {
             let data = source.reader.read(last).ok()?;
-            media::captions::segment_block(&data).ok().flatten()
+            media::ts::captions::segment_block(&data).ok().flatten()
         });
     block.map_or_else(Vec::new, |block| {
         block

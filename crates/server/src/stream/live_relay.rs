@@ -153,7 +153,7 @@ impl LiveLog {
         let captions: Vec<u8> = segment
             .data
             .chunks_exact(PACKET_SIZE)
-            .filter(|p| packet_pid(p) == media::captions::CAPTION_PID)
+            .filter(|p| packet_pid(p) == media::ts::captions::CAPTION_PID)
             .flatten()
             .copied()
             .collect();

@@ -241,7 +241,7 @@ fn caption(
     following: bool,
 ) {
     if let Some(block) = captioner.block_for(segment, following) {
-        segment.data = media::captions::splice_block(&segment.data, &block);
+        segment.data = media::ts::captions::splice_block(&segment.data, &block);
     }
 }
 

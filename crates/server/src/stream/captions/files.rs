@@ -22,7 +22,7 @@ impl SegmentCaptions {
     /// The caption view of a segment's TS bytes; `None` without a block (or with a
     /// damaged one: its segment then has empty subtitle files).
     pub fn of(data: &Bytes) -> Option<Self> {
-        let block = media::captions::segment_block(data).ok().flatten()?;
+        let block = media::ts::captions::segment_block(data).ok().flatten()?;
         let start = media::fmp4::marker_of(data)?.start_ts;
         let files = block
             .tracks

@@ -17,8 +17,8 @@ use meeting::MeetingState;
 use server::access::gate::MeetingGate;
 use tokio::sync::watch;
 
-use super::config::McLinkConfig;
-use super::streams::MeetingStreams;
+use super::meeting_streams::MeetingStreams;
+use crate::config::McLinkConfig;
 use crate::node::stream::StreamContext;
 
 /// Runs until `shutdown`.

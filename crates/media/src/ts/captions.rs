@@ -9,8 +9,8 @@
 
 use bytes::Bytes;
 
-use super::block::{BlockError, CaptionBlock, MAX_BLOCK_LEN};
-use crate::ts::{PACKET_SIZE, SYNC_BYTE};
+use super::{PACKET_SIZE, SYNC_BYTE};
+use crate::captions::block::{BlockError, CaptionBlock, MAX_BLOCK_LEN};
 
 /// PID of the caption block packets (beside [`crate::ts::MARKER_PID`]).
 pub const CAPTION_PID: u16 = 0x1ff1;
