@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::lossy_relay::{Impairment, LossyRelay};
@@ -21,50 +23,76 @@ use serde_json::Value;
 const RELAY_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 
 /// A UDP socket on loopback that records the datagrams it receives (their first 8
-/// bytes, a big-endian index) on a thread of its own, so none waits in its buffer.
+/// bytes, a big-endian index) on a thread of its own, counting them as they come so the
+/// sender can wait for them: nothing waits in its buffer long enough to overflow it.
 struct Sink {
     addr: SocketAddr,
+    count: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
     reader: std::thread::JoinHandle<Vec<u64>>,
 }
 
 impl Sink {
-    /// Reads until `expected` datagrams came, or nothing came for `quiet` after the
-    /// first (at most 30 s in all).
-    fn start(expected: usize, quiet: Duration) -> Sink {
+    /// Reads until told to stop ([`Sink::received`]), at most 30 s.
+    fn start() -> Sink {
         let socket = UdpSocket::bind((RELAY_IP, 0)).expect("bind the sink");
         socket
             .set_read_timeout(Some(Duration::from_millis(20)))
             .expect("timeout");
         let addr = socket.local_addr().expect("sink address");
+        let count = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (counted, stopped) = (Arc::clone(&count), Arc::clone(&stop));
         let reader = std::thread::spawn(move || {
             let mut got = Vec::new();
             let mut buf = [0u8; 64];
             let started = Instant::now();
-            let mut last = Instant::now();
-            while got.len() < expected
-                && (got.is_empty() || last.elapsed() < quiet)
-                && started.elapsed() < Duration::from_secs(30)
-            {
+            while !stopped.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(30) {
                 if let Ok(n) = socket.recv(&mut buf) {
                     assert_eq!(n, 8, "datagram size");
                     got.push(u64::from_be_bytes(buf[..8].try_into().expect("8 bytes")));
-                    last = Instant::now();
+                    counted.store(got.len() as u64, Ordering::Relaxed);
                 }
             }
             got
         });
-        Sink { addr, reader }
+        Sink {
+            addr,
+            count,
+            stop,
+            reader,
+        }
     }
 
     /// The indexes received, in arrival order.
     fn received(self) -> Vec<u64> {
+        self.stop.store(true, Ordering::Relaxed);
         self.reader.join().expect("the sink's thread")
     }
 }
 
-/// Sends `count` numbered datagrams through `relay` in batches, each batch once the
-/// relay has read the one before (no loss in the host's buffers).
-fn send_numbered(relay: &LossyRelay, count: u64) {
+/// Waits until `relay` has decided every datagram it read (sent on or dropped, none
+/// held) and `sink` has every one it sent on.
+fn wait_drained(relay: &LossyRelay, sink: &Sink) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let up = relay.stats().up;
+        if up.forwarded + up.dropped == up.received
+            && sink.count.load(Ordering::Relaxed) == up.forwarded
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the relay or the sink fell behind: {up:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Sends `count` numbered datagrams through `relay` to `sink` in batches, each batch
+/// once the one before has crossed (no loss in the host's buffers).
+fn send_numbered(relay: &LossyRelay, sink: &Sink, count: u64) {
     let client = UdpSocket::bind((RELAY_IP, 0)).expect("bind the client");
     for batch in (0..count).collect::<Vec<_>>().chunks(50) {
         for i in batch {
@@ -78,14 +106,15 @@ fn send_numbered(relay: &LossyRelay, count: u64) {
             assert!(Instant::now() < deadline, "the relay did not read a batch");
             std::thread::sleep(Duration::from_millis(1));
         }
+        wait_drained(relay, sink);
     }
 }
 
 /// The indexes that crossed a relay with `impairment` when 2000 were sent.
 fn crossing(impairment: Impairment) -> (Vec<u64>, common::lossy_relay::RelayStats) {
-    let sink = Sink::start(2000, Duration::from_millis(500));
+    let sink = Sink::start();
     let relay = LossyRelay::start(RELAY_IP, sink.addr, impairment);
-    send_numbered(&relay, 2000);
+    send_numbered(&relay, &sink, 2000);
     let got = sink.received();
     (got, relay.stats())
 }

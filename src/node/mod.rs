@@ -159,12 +159,10 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     };
     let shedder =
         Arc::new(server::shed::Shedder::new(&config.shedding).context("shedding config")?);
-    let state = AppState::with_shedder(
-        identity,
-        Arc::clone(&metrics),
-        admin_token,
-        Arc::clone(&shedder),
-    );
+    let state = AppState::builder(identity, Arc::clone(&metrics))
+        .admin_token(admin_token)
+        .shedder(Arc::clone(&shedder))
+        .build();
     let (shutdown, shutdown_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     // The main runtime's heartbeat: `/healthz` fails if ingest and pipelines hang.

@@ -51,9 +51,9 @@ pub fn node_app(router: Router, state: &AppState) -> NodeApp {
         router,
         state: state.clone(),
     };
-    let kpis = KpiLayer::new(Arc::clone(state.shedder())).layer(dispatch);
+    let kpis = KpiLayer::new(Arc::clone(state.shedder()), state.clock().clone()).layer(dispatch);
     EdgeLayer::new(Arc::clone(state.metrics()))
-        .layer(ShedLayer::new(Arc::clone(state.shedder())).layer(kpis))
+        .layer(ShedLayer::new(Arc::clone(state.shedder()), state.clock().clone()).layer(kpis))
 }
 
 /// The innermost service: a stream file's `GET` straight to its entry, anything else

@@ -1,20 +1,26 @@
-//! HTTP(S) delivery for brdyun.
+//! A brdyun node: its streams, how they are packaged and served over HTTP(S), and what
+//! guards them. Folders point one way (CI checks it): leaves ([`error`], [`url`],
+//! [`metrics`], [`clock`]) and the shedding and experiments cores at the bottom, then
+//! [`http`] and [`stream`] (which know nothing of each other), then [`access`] and
+//! [`redundancy`], then the node's [`state`], then [`routes`] and [`app`].
 //!
-//! A node's streams live in [`package::Package`]s: a package of
-//! [`rendition::Rendition`]s on one timeline, each with one live [`window`] of stored
-//! segments whose TS, fMP4 and LL-HLS forms are views of one segment, swapped
-//! atomically per segment with every manifest pre-rendered. [`pipeline`] turns a
-//! stream's ingest events into those segments. [`url`] is the URL grammar and the one
-//! route table; [`app::router`] builds the application from it ([`app`]); [`serve`]
-//! serves it over HTTP or HTTPS (a node on one thread per core,
-//! [`serve::serve_on_threads`], with the priority [`lane`]). Every error a client sees
-//! is a row of the `codes` table ([`error`]).
+//! | Folder | What it owns |
+//! |---|---|
+//! | [`http`] | The serving stack: listeners, TLS, connections and their limits, the priority lanes, the edge, the shedding and KPI layers, extractors |
+//! | [`stream`] | The stream model: a [`stream::package::Package`] of renditions on one timeline, each with one live [`stream::window`]; the [`stream::pipeline`] from ingest events to segments, the ladder, captions, the archive's recorder and packaging, the table of streams |
+//! | [`access`] | Who a viewer is and what a node checks before a meeting's stream: the gate, private meetings' sessions, logins |
+//! | [`redundancy`] | OTT groups: backups, Content Steering, redirects with passes, drain, alerts |
+//! | [`shed`] | Load shedding over the pure `shed` crate: policy, levels, fault rules, pauses |
+//! | [`experiments`] | Continuous shedding experiments over the pure `experiments` crate |
+//! | [`health`], [`notify`] | Liveness and readiness; the service manager's notifications |
+//! | [`state`] | The node's state every route shares, and the [`role`] an MC gives it |
+//! | [`routes`], [`app`] | The handlers of the route table ([`url`]) and the application built from them |
 //!
-//! Where to start reading, by role: a stream from ingest to viewer is [`pipeline`] →
-//! [`window`] → [`routes`]; the MC role is the `mc` crate, which reaches a node through
-//! [`role`]; redundancy (backups, steering, redirects) is [`redundancy`]; load shedding
-//! is [`shed`] over the pure `shed` crate; the serving stack is [`serve`],
-//! [`connection`] and [`lane`]. The crates around this one are mapped in the README's "Code map".
+//! Start reading at [`stream::pipeline`] → [`stream::window`] → [`routes::stream`] for a
+//! stream from ingest to viewer, and at [`http::serve`] for a request from the socket in.
+//! The MC role is the `mc` crate, which reaches a node through [`role`]; every error a
+//! client sees is a row of the `codes` table ([`error`]). The crates around this one are
+//! mapped in the README's "Code map".
 
 pub mod access;
 pub mod app;

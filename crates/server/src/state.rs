@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::shed::{ShedSettings, Shedder};
 use crate::stream::package::Package;
@@ -34,6 +35,7 @@ struct Shared {
     metrics: Arc<Metrics>,
     admin_token: Option<String>,
     started: Instant,
+    clock: Clock,
     shedder: Arc<Shedder>,
     meeting_gate: std::sync::OnceLock<Arc<crate::access::gate::MeetingGate>>,
     role: std::sync::OnceLock<Arc<dyn crate::role::Role>>,
@@ -44,23 +46,48 @@ struct Shared {
     ingest_listeners: crate::ingest_listeners::IngestListeners,
 }
 
-impl AppState {
-    /// State for a node with no streams yet, shedding with the default
-    /// [`ShedSettings`] (no monitor yet: see [`crate::shed::overload::run_monitor`]).
-    pub fn new(node: NodeIdentity, metrics: Arc<Metrics>, admin_token: Option<String>) -> Self {
-        let shedder =
-            Shedder::new(&ShedSettings::default()).expect("the default shed settings are valid");
-        Self::with_shedder(node, metrics, admin_token, Arc::new(shedder))
+/// Builds an [`AppState`] once, with everything it owns from the start: the node's
+/// shedder (the default settings unless given) and its one wall clock (the system's
+/// unless given, a test's manual clock), which every route, layer and loop reads.
+pub struct AppStateBuilder {
+    node: NodeIdentity,
+    metrics: Arc<Metrics>,
+    admin_token: Option<String>,
+    shedder: Option<Arc<Shedder>>,
+    clock: Clock,
+}
+
+impl AppStateBuilder {
+    /// The admin token that protects the operator API.
+    #[must_use]
+    pub fn admin_token(mut self, token: Option<String>) -> Self {
+        self.admin_token = token;
+        self
     }
 
-    /// State for a node with its own shedder (built from the `[shedding]` config);
-    /// registers the shedder's metrics.
-    pub fn with_shedder(
-        node: NodeIdentity,
-        metrics: Arc<Metrics>,
-        admin_token: Option<String>,
-        shedder: Arc<Shedder>,
-    ) -> Self {
+    /// The node's shedder (built from the `[shedding]` config).
+    #[must_use]
+    pub fn shedder(mut self, shedder: Arc<Shedder>) -> Self {
+        self.shedder = Some(shedder);
+        self
+    }
+
+    /// The node's wall clock.
+    #[must_use]
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The state, with the shedder's and the archive scans' metrics registered.
+    pub fn build(self) -> AppState {
+        let shedder = self.shedder.unwrap_or_else(|| {
+            Arc::new(
+                Shedder::new(&ShedSettings::default())
+                    .expect("the default shed settings are valid"),
+            )
+        });
+        let metrics = self.metrics;
         let for_metrics = Arc::clone(&shedder);
         metrics.register(Box::new(move |out: &mut String| {
             for_metrics.render_metrics(out);
@@ -68,13 +95,14 @@ impl AppState {
         let archive_scans = crate::stream::archive_scans::ArchiveScans::default();
         let scans = archive_scans.clone();
         metrics.register(Box::new(move |out: &mut String| scans.render_metrics(out)));
-        Self {
+        AppState {
             inner: Arc::new(Shared {
-                node,
+                node: self.node,
                 streams: crate::stream::streams::Streams::default(),
                 metrics,
-                admin_token,
+                admin_token: self.admin_token,
                 started: Instant::now(),
+                clock: self.clock,
                 shedder,
                 meeting_gate: std::sync::OnceLock::new(),
                 role: std::sync::OnceLock::new(),
@@ -86,16 +114,37 @@ impl AppState {
             }),
         }
     }
+}
+
+impl AppState {
+    /// The builder of a node's state (see [`AppStateBuilder`]).
+    pub fn builder(node: NodeIdentity, metrics: Arc<Metrics>) -> AppStateBuilder {
+        AppStateBuilder {
+            node,
+            metrics,
+            admin_token: None,
+            shedder: None,
+            clock: Clock::system(),
+        }
+    }
+
+    /// State for a node with no streams yet, the default [`ShedSettings`] (no monitor
+    /// yet: see [`crate::shed::overload::run_monitor`]) and the system clock.
+    pub fn new(node: NodeIdentity, metrics: Arc<Metrics>, admin_token: Option<String>) -> Self {
+        Self::builder(node, metrics)
+            .admin_token(admin_token)
+            .build()
+    }
 
     /// The node's load shedder (the layer, the fault-rule API and the monitor share it).
     pub fn shedder(&self) -> &Arc<Shedder> {
         &self.inner.shedder
     }
 
-    /// The node's wall clock (its shedder's, which dates the experiments' records):
-    /// every route that dates an answer reads it.
-    pub fn clock(&self) -> &crate::clock::Clock {
-        self.inner.shedder.clock()
+    /// The node's one wall clock: every route, layer and loop that dates something
+    /// reads it.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
     }
 
     /// The node's cap on archive scans (transcripts, catch-up probes): the expensive

@@ -34,7 +34,10 @@ async fn a_stream_file_is_answered_as_the_router_answers_it() {
     harness::add_stream(&state, 0..5);
     let layered_router = || {
         server::routes::routes(state.clone())
-            .layer(ShedLayer::new(Arc::clone(state.shedder())))
+            .layer(ShedLayer::new(
+                Arc::clone(state.shedder()),
+                state.clock().clone(),
+            ))
             .layer(EdgeLayer::new(Arc::clone(state.metrics())))
     };
     let paths = [

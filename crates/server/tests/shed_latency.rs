@@ -27,11 +27,13 @@ fn seconds_timed(shedder: &Shedder) -> f64 {
 #[tokio::test]
 async fn an_answer_made_in_the_call_is_timed_with_its_work() {
     let shedder = Arc::new(Shedder::new(&ShedSettings::default()).expect("valid settings"));
-    let mut service = ShedLayer::new(Arc::clone(&shedder)).layer(service_fn(|_: Request<Body>| {
-        // The work is done in the call; the future is ready at once.
-        std::thread::sleep(Duration::from_millis(30));
-        std::future::ready(Ok::<_, Infallible>(Response::new(Body::empty())))
-    }));
+    let mut service = ShedLayer::new(Arc::clone(&shedder), server::clock::Clock::system()).layer(
+        service_fn(|_: Request<Body>| {
+            // The work is done in the call; the future is ready at once.
+            std::thread::sleep(Duration::from_millis(30));
+            std::future::ready(Ok::<_, Infallible>(Response::new(Body::empty())))
+        }),
+    );
     let request = Request::builder()
         .uri("/meeting/index.m3u8")
         .body(Body::empty())

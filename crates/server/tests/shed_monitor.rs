@@ -49,15 +49,16 @@ async fn in_flight_past_the_limit_raises_the_level_and_it_decays_after() {
     };
     let shedder = Arc::new(Shedder::new(&settings).expect("valid"));
     let (open_tx, open_rx) = watch::channel(false);
-    let service =
-        ShedLayer::new(Arc::clone(&shedder)).layer(service_fn(move |_: Request<Body>| {
+    let service = ShedLayer::new(Arc::clone(&shedder), server::clock::Clock::system()).layer(
+        service_fn(move |_: Request<Body>| {
             let mut open = open_rx.clone();
             // Boxed: the layer needs an `Unpin` inner future, as axum's routes have.
             Box::pin(async move {
                 let _ = open.wait_for(|o| *o).await;
                 Ok::<_, Infallible>(Response::new(Body::empty()))
             })
-        }));
+        }),
+    );
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let monitor = tokio::spawn(run_monitor(Arc::clone(&shedder), async move {
         let _ = stop_rx.await;

@@ -19,6 +19,7 @@ use futures_util::future::Either;
 use shed::Bucket;
 use tower::{Layer, Service};
 
+use crate::clock::Clock;
 use crate::experiments::Observed;
 use crate::http::request_context::{Admitted, ContextService, RequestContext};
 use crate::shed::Shedder;
@@ -27,12 +28,13 @@ use crate::shed::Shedder;
 #[derive(Debug, Clone)]
 pub struct KpiLayer {
     shedder: Arc<Shedder>,
+    clock: Clock,
 }
 
 impl KpiLayer {
-    /// A layer reporting to `shedder`'s experiments, dated by its clock.
-    pub fn new(shedder: Arc<Shedder>) -> Self {
-        Self { shedder }
+    /// A layer reporting to `shedder`'s experiments, dated by the node's `clock`.
+    pub fn new(shedder: Arc<Shedder>, clock: Clock) -> Self {
+        Self { shedder, clock }
     }
 }
 
@@ -43,6 +45,7 @@ impl<S> Layer<S> for KpiLayer {
         KpiService {
             inner,
             shedder: Arc::clone(&self.shedder),
+            clock: self.clock.clone(),
         }
     }
 }
@@ -52,6 +55,7 @@ impl<S> Layer<S> for KpiLayer {
 pub struct KpiService<S> {
     inner: S,
     shedder: Arc<Shedder>,
+    clock: Clock,
 }
 
 /// The routes' future of an observed CRITICAL request: its answer is a KPI event.
@@ -59,6 +63,7 @@ pub struct ObservedFuture<F> {
     inner: F,
     observed: Option<Observed>,
     shedder: Arc<Shedder>,
+    clock: Clock,
 }
 
 impl<F> Future for ObservedFuture<F>
@@ -74,7 +79,7 @@ where
             this.shedder.experiments().critical_answered(
                 o,
                 r.status().is_server_error(),
-                this.shedder.clock().unix_ms_u64(),
+                this.clock.unix_ms_u64(),
             );
         }
         Poll::Ready(response)
@@ -92,7 +97,7 @@ impl<S> KpiService<S> {
             o,
             admitted.facts.route,
             request.uri().path(),
-            self.shedder.clock().unix_ms_u64(),
+            self.clock.unix_ms_u64(),
         );
         (admitted.bucket == Bucket::Critical).then_some(o)
     }
@@ -104,6 +109,7 @@ impl<S> KpiService<S> {
                 inner,
                 observed: Some(o),
                 shedder: Arc::clone(&self.shedder),
+                clock: self.clock.clone(),
             }),
         }
     }
@@ -177,7 +183,7 @@ mod tests {
                 Ok::<_, Infallible>(response)
             })
         });
-        let mut service = KpiLayer::new(shedder()).layer(routes);
+        let mut service = KpiLayer::new(shedder(), Clock::system()).layer(routes);
         for admission in [None, Some(admitted(Bucket::Critical))] {
             let context = RequestContext {
                 admitted: admission,

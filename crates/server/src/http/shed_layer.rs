@@ -19,6 +19,7 @@ use shed::{Advice, Bucket, DeviceType, RequestFacts, RouteKind};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use crate::clock::Clock;
 use crate::http::header_walk::first_values;
 use crate::http::request_context::{Admitted, Connection, ContextService, RequestContext};
 use crate::shed::Decision;
@@ -116,12 +117,14 @@ pub fn shed_response(advice: &Advice) -> Response {
 #[derive(Debug, Clone)]
 pub struct ShedLayer {
     shedder: Arc<Shedder>,
+    clock: Clock,
 }
 
 impl ShedLayer {
-    /// A layer deciding with this shedder.
-    pub fn new(shedder: Arc<Shedder>) -> Self {
-        Self { shedder }
+    /// A layer deciding with this shedder; the experiments' records of what it refused
+    /// are dated by the node's `clock`.
+    pub fn new(shedder: Arc<Shedder>, clock: Clock) -> Self {
+        Self { shedder, clock }
     }
 }
 
@@ -132,6 +135,7 @@ impl<S> Layer<S> for ShedLayer {
         ShedService {
             inner,
             shedder: Arc::clone(&self.shedder),
+            clock: self.clock.clone(),
         }
     }
 }
@@ -141,6 +145,7 @@ impl<S> Layer<S> for ShedLayer {
 pub struct ShedService<S> {
     inner: S,
     shedder: Arc<Shedder>,
+    clock: Clock,
 }
 
 /// Counts one admitted request in flight until dropped (answered or cancelled).
@@ -384,7 +389,7 @@ impl<S> ShedService<S> {
                 if classified.bucket == Bucket::Critical {
                     let experiments = self.shedder.experiments();
                     if let Some(o) = experiments.observe(&facts, request.headers()) {
-                        let now = self.shedder.clock().unix_ms_u64();
+                        let now = self.clock.unix_ms_u64();
                         experiments.critical_answered(o, true, now);
                     }
                 }

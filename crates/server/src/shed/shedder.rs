@@ -19,7 +19,6 @@ use super::metrics::{Readings, ShedMetrics};
 use super::pauses::DevicePauses;
 use super::policy::{Decision, Injection, Policy};
 use super::settings::{ShedSettings, ShedSettingsError};
-use crate::clock::Clock;
 use crate::experiments::NodeExperiments;
 
 /// Shedding state of one node (see the module docs).
@@ -38,8 +37,6 @@ pub struct Shedder {
     sequence: AtomicU64,
     /// The origin of [`Shedder::now`].
     origin: Instant,
-    /// The node's wall clock (the experiments' records and KPIs are dated by it).
-    clock: Clock,
 }
 
 impl Shedder {
@@ -79,20 +76,7 @@ impl Shedder {
             experiments: NodeExperiments::default(),
             sequence: AtomicU64::new(0),
             origin: Instant::now(),
-            clock: Clock::system(),
         })
-    }
-
-    /// This shedder with `clock` as the node's wall clock (a test's manual clock).
-    #[must_use]
-    pub fn with_clock(mut self, clock: Clock) -> Shedder {
-        self.clock = clock;
-        self
-    }
-
-    /// The node's wall clock.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
     }
 
     /// Time since this shedder was created: the time axis of fault-rule expiry, of

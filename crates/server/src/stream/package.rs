@@ -1,4 +1,4 @@
-//! A live channel: one stream, a package of renditions on one timeline
+//! A stream's package: one stream, its renditions on one timeline
 //! ([`crate::stream::rendition::Rendition`], one live window each: the muxed source,
 //! [`crate::stream::rendition::MAIN`], and for an ABR ladder one rendition per rung), with
 //! what the stream has as a whole: its name, counters and metrics, the package's
@@ -25,7 +25,7 @@ pub use crate::stream::window::{LiveSegment, StoredSegment, TrackSummary, Window
 
 /// Counters of one channel that metrics and the status API read.
 #[derive(Debug, Default)]
-pub struct ChannelCounters {
+pub struct PackageCounters {
     /// Segments cut since start.
     pub segments: AtomicU64,
     /// Bytes of segments cut since start.
@@ -47,7 +47,7 @@ pub struct ChannelCounters {
     pub untimed: AtomicU64,
 }
 
-impl ChannelCounters {
+impl PackageCounters {
     /// Takes the source segmenter's timestamp-fault counts; true when one grew.
     pub fn note_timestamp_faults(&self, stats: &media::SegmenterStats) -> bool {
         let mut grew = false;
@@ -68,7 +68,7 @@ pub struct Package {
     /// The renditions, the muxed one first.
     renditions: Vec<Arc<Rendition>>,
     /// Counters for metrics and status.
-    pub counters: ChannelCounters,
+    pub counters: PackageCounters,
     pushed_at_ms: std::sync::atomic::AtomicI64,
     /// Until when (Unix ms) the source's segments arrive in a burst — a relay's window
     /// replayed at a (re)join, a backup's takeover — and live manifests wait it out
@@ -142,7 +142,7 @@ impl Package {
             caption_counters: crate::stream::captions::CaptionCounters::default(),
             name: name.into(),
             renditions,
-            counters: ChannelCounters::default(),
+            counters: PackageCounters::default(),
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             burst_until_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),

@@ -41,23 +41,17 @@ pub fn node(token: Option<&str>) -> AppState {
 /// [`node`] with its own shedding settings.
 pub fn node_shedding(settings: &ShedSettings, token: Option<&str>) -> AppState {
     let shedder = Arc::new(Shedder::new(settings).expect("valid shedding settings"));
-    AppState::with_shedder(
-        identity("t"),
-        Metrics::new(),
-        token.map(Into::into),
-        shedder,
-    )
+    AppState::builder(identity("t"), Metrics::new())
+        .admin_token(token.map(Into::into))
+        .shedder(shedder)
+        .build()
 }
 
 /// [`node`] whose wall clock is `clock` (a [`Clock::manual`] the test moves).
 pub fn node_at(clock: Clock) -> AppState {
-    let shedder = Shedder::new(&ShedSettings::default()).expect("the default settings");
-    AppState::with_shedder(
-        identity("t"),
-        Metrics::new(),
-        None,
-        Arc::new(shedder.with_clock(clock)),
-    )
+    AppState::builder(identity("t"), Metrics::new())
+        .clock(clock)
+        .build()
 }
 
 /// A node's identity with no hostname.

@@ -141,7 +141,9 @@ pub fn start_node_on(
         name: "load".into(),
         hostname: None,
     };
-    let state = AppState::with_shedder(identity, Metrics::new(), None, Arc::clone(&shedder));
+    let state = AppState::builder(identity, Metrics::new())
+        .shedder(Arc::clone(&shedder))
+        .build();
     let channel = Arc::new(Package::new(
         STREAM,
         5,
