@@ -57,7 +57,7 @@ pub fn start_stream(
     let channel = Arc::new(Package::with_rungs(
         stream.name.clone(),
         settings.window_segments,
-        server::stream::render::renderer(settings.segment_duration_ms),
+        packaging::render::renderer(settings.segment_duration_ms),
         &ladder_names,
     ));
     if let Some(language) = &stream.cc_language {

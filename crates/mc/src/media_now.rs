@@ -89,7 +89,7 @@ mod tests {
     }
 
     fn channel() -> Package {
-        Package::with_rungs("m", 10, server::stream::render::renderer(2000), &ladder())
+        Package::with_rungs("m", 10, packaging::render::renderer(2000), &ladder())
     }
 
     fn push(channel: &Package, rung: Option<&str>, msn: u64) {
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn a_meeting_without_a_ladder_waits_for_its_source_only() {
-        let channel = Package::new("m", 10, server::stream::render::renderer(2000));
+        let channel = Package::new("m", 10, packaging::render::renderer(2000));
         assert!(of_channel(&channel, &[]).waiting);
         push(&channel, None, 0);
         assert_eq!(

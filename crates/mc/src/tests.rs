@@ -549,11 +549,7 @@ async fn the_openapi_document_parses_and_names_every_route() {
 }
 
 pub(super) fn live_channel(state: &AppState, name: &str) {
-    let channel = Arc::new(Package::new(
-        name,
-        5,
-        server::stream::render::renderer(2000),
-    ));
+    let channel = Arc::new(Package::new(name, 5, packaging::render::renderer(2000)));
     let segment = LiveSegment {
         msn: 0,
         discontinuity_seq: 0,

@@ -86,11 +86,7 @@ async fn main() {
     let mut settings = RecorderSettings::new(dir.path().to_owned(), Retention::default());
     settings.queue = SEGMENTS as usize;
     let recorder = Recorder::start("s", settings).expect("recorder");
-    let channel = Arc::new(Package::new(
-        "s",
-        30,
-        server::stream::render::renderer(2000),
-    ));
+    let channel = Arc::new(Package::new("s", 30, packaging::render::renderer(2000)));
     assert!(channel.set_archive(Arc::clone(&recorder)));
     for msn in 0..SEGMENTS {
         recorder.record(&LiveSegment {

@@ -22,11 +22,7 @@ async fn main() -> std::io::Result<()> {
         Metrics::new(),
         None,
     );
-    let channel = Arc::new(Package::new(
-        "s",
-        30,
-        server::stream::render::renderer(2000),
-    ));
+    let channel = Arc::new(Package::new("s", 30, packaging::render::renderer(2000)));
     let tracks = TrackSummary {
         codecs: vec!["avc1.64001f".into(), "mp4a.40.2".into()],
         resolution: Some((1280, 720)),

@@ -49,7 +49,7 @@ struct Node {
 
 fn node(dir: &Path, files: Arc<dyn FileLayer>, queue: usize) -> Node {
     let state = harness::node(None);
-    let channel = Arc::new(Package::new("s", 5, server::stream::render::renderer(2000)));
+    let channel = Arc::new(Package::new("s", 5, packaging::render::renderer(2000)));
     let mut settings = RecorderSettings::new(dir.to_owned(), Retention::default());
     settings.files = files;
     settings.queue = queue;
@@ -261,7 +261,7 @@ async fn malformed_and_hostile_names_are_400_never_a_file() {
         assert_eq!(status, StatusCode::NOT_FOUND, "{uri}");
     }
     // A stream that is not recorded has no archive.
-    let plain = Arc::new(Package::new("p", 5, server::stream::render::renderer(2000)));
+    let plain = Arc::new(Package::new("p", 5, packaging::render::renderer(2000)));
     plain.push(segment(1), TrackSummary::default());
     node.state.add_stream(plain, None);
     let Answer { status, body, .. } =

@@ -82,7 +82,7 @@ fn recorded_package_of(
     let channel = Arc::new(Package::with_rungs(
         "s",
         5,
-        server::stream::render::renderer(2000),
+        packaging::render::renderer(2000),
         &["source".to_owned(), "240p".to_owned()],
     ));
     state.add_stream(Arc::clone(&channel), None);

@@ -39,11 +39,7 @@ async fn node_with(
     events: Vec<IngestEvent>,
 ) -> Node {
     let state = harness::node(None);
-    let channel = Arc::new(Package::new(
-        "s",
-        window,
-        server::stream::render::renderer(2000),
-    ));
+    let channel = Arc::new(Package::new("s", window, packaging::render::renderer(2000)));
     let recorder = archive.map(|dir| {
         let recorder = Recorder::start(
             "s",
@@ -127,7 +123,7 @@ fn decode_times(segment: &[u8]) -> Vec<(u32, u64)> {
 
 /// The first DTS of each track in a TS segment (video = track 1, audio = track 2).
 fn ts_first_dts(ts: &[u8]) -> Vec<(u32, u64)> {
-    let marker = server::stream::fmp4::marker_of(ts).expect("marker");
+    let marker = packaging::fmp4::marker_of(ts).expect("marker");
     let frames = frames_from_ts(ts, marker.start_ts);
     let mut out = Vec::new();
     for (track, kind) in [(1, TrackKind::Video), (2, TrackKind::Audio)] {
@@ -233,7 +229,7 @@ async fn the_live_mpd_parses_back_on_the_ts_timeline() {
     let mpd = dash_mpd_core::parse(text).expect("dash-mpd-core parses the MPD");
     assert_eq!(mpd.mpdtype.as_deref(), Some("dynamic"), "{text}");
     let first = window.segments.front().unwrap();
-    let marker = server::stream::fmp4::marker_of(&first.data).unwrap();
+    let marker = packaging::fmp4::marker_of(&first.data).unwrap();
     assert_eq!(
         mpd.availabilityStartTime.map(|t| t.timestamp_millis()),
         Some(0),
@@ -372,7 +368,7 @@ async fn archived_fmp4_equals_the_live_packaging_and_has_its_manifests() {
     let period = &mpd.periods[0];
     let template = period.adaptations[0].SegmentTemplate.as_ref().unwrap();
     assert_eq!(template.startNumber, Some(first.msn));
-    let marker = server::stream::fmp4::marker_of(&first.data).unwrap();
+    let marker = packaging::fmp4::marker_of(&first.data).unwrap();
     assert_eq!(template.presentationTimeOffset, Some(marker.start_ts));
     assert_eq!(template.media.as_deref(), Some("dvr-$Number$-v.m4s"));
     assert_eq!(

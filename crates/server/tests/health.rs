@@ -38,7 +38,7 @@ async fn readyz_names_a_starting_stream_and_the_shutdown() {
     let state = node(None);
     // A configured stream with no segment yet.
     state.add_stream(
-        Arc::new(Package::new("s", 5, server::stream::render::renderer(2000))),
+        Arc::new(Package::new("s", 5, packaging::render::renderer(2000))),
         None,
     );
     let ready = get(&state, "/readyz").await;

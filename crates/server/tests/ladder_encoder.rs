@@ -164,7 +164,7 @@ rungs = [{ name = "source" }, { name = "144p", height = 144, video_kbps = 200 },
     let channel = Arc::new(Package::with_rungs(
         "m",
         20,
-        server::stream::render::renderer(2000),
+        packaging::render::renderer(2000),
         &settings.names(),
     ));
     let (events, events_rx) = mpsc::channel(64);

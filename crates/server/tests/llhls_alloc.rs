@@ -62,11 +62,7 @@ const HELD: usize = 10_000;
 #[tokio::test]
 async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
     let state = harness::node(None);
-    let channel = Arc::new(Package::new(
-        "s",
-        30,
-        server::stream::render::renderer(2000),
-    ));
+    let channel = Arc::new(Package::new("s", 30, packaging::render::renderer(2000)));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms: 1000,
         hold_back_ms: None,

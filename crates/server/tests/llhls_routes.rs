@@ -66,7 +66,7 @@ fn node(target_ms: u64, part_ms: u64) -> Node {
     let channel = Arc::new(Package::new(
         "s",
         30,
-        server::stream::render::renderer(target_ms),
+        packaging::render::renderer(target_ms),
     ));
     let ll = Arc::new(LlChannel::new(LlSettings {
         part_ms,

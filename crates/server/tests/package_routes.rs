@@ -88,7 +88,7 @@ fn package_node() -> (server::AppState, Arc<Package>) {
     let channel = Arc::new(Package::with_rungs(
         "s",
         5,
-        server::stream::render::renderer(2000),
+        packaging::render::renderer(2000),
         &["source".to_owned(), "240p".to_owned(), "bad".to_owned()],
     ));
     state.add_stream(Arc::clone(&channel), None);

@@ -165,11 +165,7 @@ async fn errors_are_json_with_their_codes() {
         assert_eq!(json["message"], row.message(), "{uri}");
     }
     // A stream with no segment yet: the meeting has not started, retry later.
-    let empty = Arc::new(Package::new(
-        "later",
-        5,
-        server::stream::render::renderer(2000),
-    ));
+    let empty = Arc::new(Package::new("later", 5, packaging::render::renderer(2000)));
     state.add_stream(empty, None);
     let Answer {
         status,

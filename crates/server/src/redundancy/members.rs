@@ -76,7 +76,7 @@ pub fn own_member(
     let working = stream_working(channel, now_ms, stale_after_ms);
     // The real ladder (OTT-ELIG-3): every rendition the master playlist offers, with its
     // video and audio codecs and peak bit rate. Every rendition is packaged in both
-    // containers: fMP4 is made from the TS segments (crate::stream::fmp4), so each announces an
+    // containers: fMP4 is made from the TS segments (packaging::fmp4), so each announces an
     // fMP4 rung alike (OTT-PROT-4).
     let ladder = channel
         .offered()
@@ -105,7 +105,7 @@ pub fn own_member(
                 .map(|r| vec![(r.from_ms, r.to_ms)])
                 .unwrap_or_default();
             // The fMP4 archive is derived from the TS archive on request
-            // (crate::stream::fmp4::archive): the same ranges (OTT-ARCH-1).
+            // (crate::stream::fmp4_archive): the same ranges (OTT-ARCH-1).
             ott::ArchiveRanges {
                 fmp4: ts.clone(),
                 ts,

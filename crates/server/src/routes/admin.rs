@@ -100,8 +100,8 @@ fn renditions(channel: &crate::stream::package::Package) -> Vec<Value> {
         .map(|rendition| {
             let window = rendition.snapshot();
             let source = rendition.name() == crate::stream::rendition::MAIN;
-            let offered = channel.lists(rendition)
-                && crate::stream::render::offered(rendition.name(), &window);
+            let offered =
+                channel.lists(rendition) && packaging::render::offered(rendition.name(), &window);
             json!({
                 "name": if source { crate::stream::ladder::SOURCE } else { rendition.name() },
                 "listed": offered,

@@ -166,7 +166,7 @@ fn master_span(
     }
     // A one-rendition stream answers a master only to list its captions (a period's).
     if !channel.is_package() {
-        let captioned = !crate::stream::captions::serve::tracks(&channel.snapshot()).is_empty();
+        let captioned = !packaging::captions::serve::tracks(&channel.snapshot()).is_empty();
         return match request {
             ArchiveRequest::Period {
                 from_secs,

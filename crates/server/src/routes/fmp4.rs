@@ -22,7 +22,7 @@ use bytes::Bytes;
 use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8};
 use crate::routes::dash;
-use crate::stream::fmp4::archive;
+use crate::stream::fmp4_archive as archive;
 use crate::stream::package::Package;
 use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, Fmp4File};

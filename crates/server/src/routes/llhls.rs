@@ -171,7 +171,7 @@ fn with_rendition_reports(body: Bytes, channel: &Package, rendition: &Rendition)
     let mut reports = String::new();
     for sibling in channel.listed() {
         if std::ptr::eq(&**sibling, rendition)
-            || !crate::stream::render::offered(sibling.name(), &sibling.snapshot())
+            || !packaging::render::offered(sibling.name(), &sibling.snapshot())
         {
             continue;
         }
@@ -214,12 +214,12 @@ pub fn master_body(channel: &Package) -> Bytes {
             .filter(|r| r.llhls().is_some())
             .map(|r| (r.name(), r.snapshot()))
             .collect();
-        return crate::stream::render::package_master(&renditions, "ll.m3u8");
+        return packaging::render::package_master(&renditions, "ll.m3u8");
     }
     let snapshot = channel.snapshot();
     let (peak, average) = snapshot.bandwidth;
     let tracks = &snapshot.tracks;
-    let (subtitles, closed_captions) = crate::stream::captions::serve::master_media(&snapshot);
+    let (subtitles, closed_captions) = packaging::captions::serve::master_media(&snapshot);
     let playlist = MasterPlaylist {
         independent_segments: true,
         subtitles,

@@ -28,11 +28,11 @@ use media::hls::PlaylistType;
 use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8};
 use crate::stream::archive_scans::ArchiveScans;
-use crate::stream::captions::files::{TranscriptCache, TranscriptKey};
-use crate::stream::captions::serve::segment_file;
 use crate::stream::package::Package;
 use crate::url::period_ms;
 use crate::url::subtitles::{SubtitleFile, TrackName};
+use packaging::captions::serve::segment_file;
+use packaging::segment::captions::{TranscriptCache, TranscriptKey};
 
 /// How much of an archived segment is read first for its caption block: the marker
 /// and a block of a few dozen cues. A longer block is read whole.
@@ -82,7 +82,7 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
                 Some(segment) => http_util::ok(
                     MP4,
                     Cache::Immutable,
-                    crate::stream::captions::serve::segment_fmp4(segment, track.as_str()),
+                    packaging::captions::serve::segment_fmp4(segment, track.as_str()),
                 ),
                 None => ApiError::SegmentGone.into_response(),
             }

@@ -28,8 +28,8 @@ use dvr::index::Entry;
 use dvr::ArchiveReader;
 use media::hls::{MasterPlaylist, SubtitleRendition, Variant};
 
-use crate::stream::tracks::TrackProbe;
-use crate::stream::window::TrackSummary;
+use packaging::tracks::TrackProbe;
+use packaging::window::TrackSummary;
 
 /// Probes kept (archives × discontinuity runs); past it the cache starts again empty,
 /// so a node with thousands of archived runs still holds a bounded amount.
@@ -158,7 +158,7 @@ pub fn subtitles(source: &RecordedRendition, period: &str) -> Vec<SubtitleRendit
 
 /// Peak and average bit rate of archived segments, bits per second.
 pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
-    crate::stream::window::peak_and_average(
+    packaging::window::peak_and_average(
         entries
             .iter()
             .map(|e| (u64::from(e.size), e.duration_ticks)),

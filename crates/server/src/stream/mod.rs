@@ -8,15 +8,12 @@
 pub mod archive_master;
 pub mod archive_scans;
 pub mod captions;
-pub mod fmp4;
+pub mod fmp4_archive;
 pub mod ladder;
 pub mod live_relay;
 pub mod llhls;
 pub mod package;
 pub mod pipeline;
 pub mod recorder;
-pub mod render;
 pub mod rendition;
 pub mod streams;
-pub mod tracks;
-pub mod window;

@@ -19,9 +19,9 @@ use bytes::Bytes;
 
 use tokio::sync::watch;
 
-use crate::stream::render::Renderer;
 use crate::stream::rendition::{Rendition, MAIN};
-pub use crate::stream::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
+use packaging::render::Renderer;
+pub use packaging::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
 
 /// Counters of one channel that metrics and the status API read.
 #[derive(Debug, Default)]
@@ -83,7 +83,7 @@ pub struct Package {
     /// Held while the package's master playlist and MPD are rendered and published, so
     /// renditions pushed at once (one pipeline each) never publish an older render over
     /// a newer one; it holds the rungs each listed MPD segment was first listed with.
-    package_render: std::sync::Mutex<crate::stream::fmp4::package_mpd::Membership>,
+    package_render: std::sync::Mutex<packaging::fmp4::package_mpd::Membership>,
     /// Indices into `renditions` in the order the master playlist lists them.
     listing: Vec<usize>,
     ladder: std::sync::OnceLock<Arc<crate::stream::ladder::status::LadderStatus>>,
@@ -223,13 +223,13 @@ impl Package {
 
     /// The renditions the master playlist offers now, in its order, with their windows:
     /// listed, with segments, and for a rung, switchable (see
-    /// [`crate::stream::render::package_master`]). What the mesh announces as the ladder.
+    /// [`packaging::render::package_master`]). What the mesh announces as the ladder.
     pub fn offered(&self) -> Vec<(&str, Arc<WindowSnapshot>)> {
         self.listing
             .iter()
             .map(|&i| &self.renditions[i])
             .map(|r| (r.name(), r.snapshot()))
-            .filter(|(name, window)| crate::stream::render::offered(name, window))
+            .filter(|(name, window)| packaging::render::offered(name, window))
             .collect()
     }
 
@@ -268,7 +268,7 @@ impl Package {
 
     /// The master playlist (`index.m3u8`): the muxed rendition's, or, for a ladder,
     /// one variant per rendition a player can switch into (see
-    /// [`crate::stream::render::package_master`]).
+    /// [`packaging::render::package_master`]).
     pub fn master_playlist(&self) -> Bytes {
         if !self.is_package() {
             return self.main().snapshot().master_playlist.clone();
@@ -279,12 +279,12 @@ impl Package {
     /// The fMP4 HLS master playlist (`fmp4-index.m3u8`): the offered renditions' `fmp4.m3u8`
     /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`.
     pub fn fmp4_master(&self) -> Bytes {
-        crate::stream::render::package_master(&self.offered(), "fmp4.m3u8")
+        packaging::render::package_master(&self.offered(), "fmp4.m3u8")
     }
 
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
     /// Representation per offered rung on the same timeline (see
-    /// [`crate::stream::fmp4::package_mpd::package_mpd`]).
+    /// [`packaging::fmp4::package_mpd::package_mpd`]).
     pub fn mpd(&self) -> Bytes {
         if !self.is_package() {
             return self.main().snapshot().mpd.clone();
@@ -364,7 +364,7 @@ impl Package {
             let offered = self.offered();
             replace(
                 &self.package_master,
-                crate::stream::render::package_master(&offered, "mono.m3u8"),
+                packaging::render::package_master(&offered, "mono.m3u8"),
             );
             replace(
                 &self.package_mpd,
@@ -401,7 +401,7 @@ impl Package {
     /// an fMP4 segment).
     fn render_package_mpd(
         &self,
-        membership: &mut crate::stream::fmp4::package_mpd::Membership,
+        membership: &mut packaging::fmp4::package_mpd::Membership,
         now_ms: i64,
     ) -> Bytes {
         let main = self.main().snapshot();
@@ -411,7 +411,7 @@ impl Package {
             .map(|r| (r.name(), r.snapshot()))
             .collect();
         match main.fmp4_segments().last() {
-            Some((_, newest)) => Bytes::from(crate::stream::fmp4::package_mpd::package_mpd(
+            Some((_, newest)) => Bytes::from(packaging::fmp4::package_mpd::package_mpd(
                 &main,
                 &rungs,
                 membership,
@@ -523,7 +523,7 @@ mod tests {
     }
 
     fn renderer() -> Renderer {
-        crate::stream::render::renderer(2000)
+        packaging::render::renderer(2000)
     }
 
     #[test]

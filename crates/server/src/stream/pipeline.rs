@@ -26,7 +26,7 @@ use crate::metrics::Histogram;
 use crate::stream::package::{LiveSegment, Package};
 use crate::stream::recorder::Recorder;
 use crate::stream::rendition::Rendition;
-use crate::stream::tracks::TrackProbe;
+use packaging::tracks::TrackProbe;
 
 /// How a stream's pipeline cuts and where it remembers its place.
 #[derive(Debug, Clone)]

@@ -22,7 +22,7 @@ use dvr::{ArchiveReader, Protocol, Recovery, Retention, Store, StoreError};
 use serde_json::{json, Value};
 
 use crate::clock::unix_ms;
-use crate::stream::window::LiveSegment;
+use packaging::window::LiveSegment;
 
 /// How a stream's archive is kept.
 #[derive(Debug, Clone)]

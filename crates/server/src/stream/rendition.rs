@@ -15,13 +15,13 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use tokio::sync::watch;
 
-use crate::stream::render::Renderer;
-use crate::stream::window::{
+use packaging::render::Renderer;
+use packaging::window::{
     bandwidth, switchable, LiveSegment, StoredSegment, TargetDuration, TrackSummary, WindowSnapshot,
 };
 
 /// The name of a stream's muxed audio+video rendition.
-pub const MAIN: &str = crate::stream::render::MAIN;
+pub const MAIN: &str = packaging::render::MAIN;
 
 /// One rendition's live window; see the module docs.
 #[derive(Debug)]

@@ -9,13 +9,9 @@
 //! does I/O or allocates; the module depends on no other module of the crate but
 //! `metrics` (for the label type).
 
-pub mod archive;
-pub mod fmp4;
-pub mod llhls;
-pub mod number;
 pub mod route;
-pub mod stream_file;
-pub mod subtitles;
+
+pub use packaging::url::{archive, fmp4, llhls, number, stream_file, subtitles};
 
 pub use archive::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 pub use fmp4::Fmp4File;

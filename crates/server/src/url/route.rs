@@ -147,7 +147,7 @@ impl Route {
             Route::Healthz => "/healthz",
             Route::Readyz => "/readyz",
             Route::NodeStatus => "/api/node",
-            Route::UtcTiming => "/api/time",
+            Route::UtcTiming => packaging::url::UTC_TIMING_PATH,
             Route::Streams => "/api/streams",
             Route::StreamStatus => "/api/streams/{name}",
             Route::StreamPause => "/api/streams/{name}/pause",

@@ -64,7 +64,7 @@ pub fn identity(name: &str) -> NodeIdentity {
 
 /// Adds stream `s` (a window of 5, 2-s targets) to `state` with [`segment`]s `msns`.
 pub fn add_stream(state: &AppState, msns: std::ops::Range<u64>) -> Arc<Package> {
-    let channel = Arc::new(Package::new("s", 5, server::stream::render::renderer(2000)));
+    let channel = Arc::new(Package::new("s", 5, packaging::render::renderer(2000)));
     for msn in msns {
         channel.push(segment(msn), tracks());
     }

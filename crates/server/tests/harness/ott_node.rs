@@ -94,7 +94,7 @@ pub struct Node {
 /// A fresh node `a`.
 pub fn node() -> Node {
     let state = AppState::new(super::identity("a"), server::metrics::Metrics::new(), None);
-    let channel = Arc::new(Package::new("s", 5, server::stream::render::renderer(2000)));
+    let channel = Arc::new(Package::new("s", 5, packaging::render::renderer(2000)));
     for msn in 10..15 {
         channel.push(segment(msn), tracks());
     }

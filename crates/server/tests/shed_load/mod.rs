@@ -144,11 +144,7 @@ pub fn start_node_on(
     let state = AppState::builder(identity, Metrics::new())
         .shedder(Arc::clone(&shedder))
         .build();
-    let channel = Arc::new(Package::new(
-        STREAM,
-        5,
-        server::stream::render::renderer(2000),
-    ));
+    let channel = Arc::new(Package::new(STREAM, 5, packaging::render::renderer(2000)));
     let tracks = TrackSummary {
         codecs: vec!["avc1.64001e".into(), "mp4a.40.2".into()],
         resolution: Some((640, 360)),

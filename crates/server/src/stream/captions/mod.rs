@@ -4,10 +4,8 @@
 //! segments' caption blocks ([`serve`]), and the caption API itself ([`api`]).
 
 pub mod feed;
-pub mod files;
 pub mod inbox;
 pub mod origin;
-pub mod serve;
 pub mod status;
 
 use std::sync::atomic::AtomicU64;

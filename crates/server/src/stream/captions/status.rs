@@ -7,14 +7,15 @@ use std::sync::atomic::Ordering;
 use serde_json::{json, Value};
 
 use super::CaptionCounters;
-use crate::stream::window::WindowSnapshot;
+use packaging::window::WindowSnapshot;
 
 /// The `captions` object of a stream's status: its tracks (those of the live window)
 /// and the counters.
 pub fn json(counters: &CaptionCounters, window: &WindowSnapshot) -> Value {
-    let tracks: Vec<Value> = super::serve::menu_order(super::serve::tracks(window))
-        .map(|t| json!({"id": t.id, "language": t.language, "name": t.name}))
-        .collect();
+    let tracks: Vec<Value> =
+        packaging::captions::serve::menu_order(packaging::captions::serve::tracks(window))
+            .map(|t| json!({"id": t.id, "language": t.language, "name": t.name}))
+            .collect();
     let c = counters;
     json!({
         "tracks": tracks,
@@ -41,6 +42,6 @@ pub fn metrics(
     ] {
         let _ = writeln!(out, "brdyun_caption_{name}{{stream=\"{stream}\"}} {value}");
     }
-    let tracks = super::serve::tracks(window).len();
+    let tracks = packaging::captions::serve::tracks(window).len();
     let _ = writeln!(out, "brdyun_caption_tracks{{stream=\"{stream}\"}} {tracks}");
 }

@@ -25,7 +25,7 @@ use super::status::LadderStatus;
 use super::{ffmpeg_args, EncodedRung, LadderSettings};
 use crate::stream::package::Package;
 use crate::stream::rendition::Rendition;
-use crate::stream::tracks::TrackProbe;
+use packaging::tracks::TrackProbe;
 
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);

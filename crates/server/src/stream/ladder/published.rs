@@ -5,7 +5,7 @@
 //! segments by a [`RungCutter`] with the rung's own audio, exactly as the MC's encoder's
 //! rungs are, and checked segment by segment: a rung whose keyframes are not where the
 //! source cuts is counted and logged (110004) and not offered in the master playlists
-//! while such a segment is in its window (see [`crate::stream::window::switchable`]), so players
+//! while such a segment is in its window (see [`packaging::window::switchable`]), so players
 //! are never given a ladder they cannot switch in.
 
 use std::sync::atomic::Ordering;
@@ -19,7 +19,7 @@ use super::status::LadderStatus;
 use super::RungSource;
 use crate::stream::package::Package;
 use crate::stream::rendition::Rendition;
-use crate::stream::tracks::TrackProbe;
+use packaging::tracks::TrackProbe;
 
 /// One published rung: its name (a rendition of the channel) and the events of its
 /// publish (the rung's input supervisor's output).

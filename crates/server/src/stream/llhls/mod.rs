@@ -60,20 +60,17 @@
 //! per second of media. A shorter hold-back lowers latency and leaves the player less
 //! margin for network jitter.
 
-mod position;
-mod window;
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use media::{Frame, Segment, TimelineState};
 
-use crate::stream::window::WindowSnapshot;
+use packaging::window::WindowSnapshot;
 use tokio::sync::watch;
 
 pub use media::llhls::{Opened, Output, Packager, PackagerStats, PartOut, PartSpan, SegmentOut};
-pub use position::Position;
-pub use window::{LlSnapshot, LlWindow, PendingParts, Uris};
+pub use packaging::llhls::position::Position;
+pub use packaging::llhls::window::{LlSnapshot, LlWindow, PendingParts, Uris};
 
 /// Default LL-HLS part duration, milliseconds.
 pub const DEFAULT_PART_MS: u64 = 1000;

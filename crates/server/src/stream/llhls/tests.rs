@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{LlWindow, Opened, Output, PartOut, PartSpan, Position, SegmentOut};
-use crate::stream::window::{LiveSegment, StoredSegment, WindowSnapshot};
+use packaging::window::{LiveSegment, StoredSegment, WindowSnapshot};
 
 #[test]
 fn a_position_satisfies_what_it_lists_and_nothing_later() {

@@ -1,7 +1,7 @@
 //! The LL-HLS state of one stream: the parts of the segment being cut, the init
 //! segments, and the playlists rendered once per change. Complete segments are not
 //! kept here: each is stored once, with its TS bytes, in the stream's one window
-//! ([`crate::stream::window::StoredSegment::ll`]), and the LL-HLS playlist lists the window's
+//! ([`crate::window::StoredSegment::ll`]), and the LL-HLS playlist lists the window's
 //! segments that have their LL-HLS view.
 
 use std::collections::VecDeque;
@@ -13,7 +13,7 @@ use media::hls::{
 };
 
 use super::position::Position;
-use crate::stream::window::WindowSnapshot;
+use crate::window::WindowSnapshot;
 use media::llhls::{Opened, Output, PartOut, SegmentOut};
 
 /// What EXT-X-TARGETDURATION adds to the segment target from the start. A segment ends

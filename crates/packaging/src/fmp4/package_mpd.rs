@@ -30,8 +30,8 @@ use std::sync::Arc;
 use media::dash::{MpdPeriod, MpdRung, MpdSegment};
 
 use super::mpd::{bps, dynamic_mpd, periods, representations};
-use super::view::Fmp4View;
-use crate::stream::window::WindowSnapshot;
+use crate::segment::fmp4::Fmp4View;
+use crate::window::WindowSnapshot;
 
 /// How long the newest source segment waits for the rungs' segments of its MSN.
 pub const HOLD_BACK_MS: i64 = 500;
@@ -40,7 +40,7 @@ pub const HOLD_BACK_MS: i64 = 500;
 struct RungSegments<'a> {
     name: &'a str,
     segments: BTreeMap<u64, &'a Fmp4View>,
-    /// The master playlist offers the rung now ([`crate::stream::render::offered`]).
+    /// The master playlist offers the rung now ([`crate::render::offered`]).
     offered: bool,
     /// The rung has no segment at all yet (its encoder or publisher has not started).
     unstarted: bool,
@@ -148,7 +148,7 @@ pub fn package_mpd(
         .map(|(name, w)| RungSegments {
             name,
             segments: w.fmp4_segments().map(|(s, v)| (s.msn, v)).collect(),
-            offered: crate::stream::render::offered(name, w),
+            offered: crate::render::offered(name, w),
             unstarted: w.segments.is_empty(),
         })
         .collect();

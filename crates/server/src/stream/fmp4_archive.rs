@@ -22,8 +22,8 @@ use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::PlaylistType;
 use media::{TimelineMarker, TrackKind};
 
-use super::mpd::{bps, representations};
 use media::fmp4::{marker_of, package_segment, write_track_init, Track};
+use packaging::fmp4::mpd::{bps, representations};
 
 /// How many earlier segments of its run are tried for the init configuration of a
 /// segment that carries no parameter sets (a forced cut without a keyframe).
@@ -57,7 +57,7 @@ pub fn vod_playlist(slice: Slice<'_>) -> String {
     let text = dvr::playlist::render(slice, PlaylistType::Vod, 1, true, |e| {
         format!("dvr-{}.m4s", e.msn)
     });
-    super::playlist::with_maps(&text, &maps)
+    packaging::fmp4::playlist::with_maps(&text, &maps)
 }
 
 /// Names of the archive's DASH files; a Period's "sequence" is its run's first MSN.

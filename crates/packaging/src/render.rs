@@ -7,9 +7,9 @@
 use bytes::Bytes;
 use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistType, Variant};
 
-use crate::stream::fmp4::{mpd, playlist};
-use crate::stream::window::WindowSnapshot;
+use crate::fmp4::{mpd, playlist};
 use crate::url::segment_uri;
+use crate::window::WindowSnapshot;
 
 /// The rendered manifests of one window.
 #[derive(Debug, Clone, Default)]
@@ -23,7 +23,7 @@ pub struct Manifests {
     /// `index.mpd`.
     pub mpd: Bytes,
     /// `sub-{track}.m3u8`, per subtitle track.
-    pub subtitles: Vec<crate::stream::captions::files::SubtitlePlaylist>,
+    pub subtitles: Vec<crate::segment::captions::SubtitlePlaylist>,
 }
 
 /// How a stream's manifests are rendered: its configured segment target.
@@ -69,7 +69,7 @@ impl Renderer {
             None => (Bytes::new(), Bytes::new()),
         };
         Manifests {
-            subtitles: crate::stream::captions::serve::render_playlists(window, &playlist),
+            subtitles: crate::captions::serve::render_playlists(window, &playlist),
             media: Bytes::from(media),
             master: Bytes::from(master),
             fmp4,
@@ -80,7 +80,7 @@ impl Renderer {
 
 /// The master playlist of one stream: one variant, this node's media playlist.
 pub fn master_playlist(window: &WindowSnapshot) -> MasterPlaylist {
-    let (subtitles, closed_captions) = crate::stream::captions::serve::master_media(window);
+    let (subtitles, closed_captions) = crate::captions::serve::master_media(window);
     MasterPlaylist {
         independent_segments: true,
         subtitles,
@@ -102,16 +102,7 @@ fn variant(window: &WindowSnapshot, uri: String) -> Variant {
     }
 }
 
-/// Whether a rendition named `name` with this window can be offered to players: it has
-/// segments and, for a rung, every one of them is switchable (the source is the
-/// timeline the rungs are cut on, always offered once it has segments).
-pub fn offered(name: &str, window: &WindowSnapshot) -> bool {
-    !window.segments.is_empty() && (name == MAIN || window.switchable)
-}
-
-/// The name of a stream's muxed rendition (the source); [`crate::stream::rendition::MAIN`]
-/// is this name.
-pub const MAIN: &str = "main";
+pub use crate::window::{offered, MAIN};
 
 /// The master playlist of a package (an ABR ladder): its renditions (name and window)
 /// in ladder order, each at its own media playlist `playlist` (`mono.m3u8` for HLS,
@@ -129,7 +120,7 @@ pub fn package_master(
     let (subtitles, closed_captions) = renditions
         .iter()
         .find(|(name, _)| *name == MAIN)
-        .map(|(_, window)| crate::stream::captions::serve::master_media(window))
+        .map(|(_, window)| crate::captions::serve::master_media(window))
         .unwrap_or_default();
     for (name, window) in renditions {
         if !offered(name, window) {

@@ -3,7 +3,7 @@
 //! A [`StoredSegment`] keeps what the segmenter produced, once: the MPEG-TS bytes
 //! (marker packet, PAT, PMT, the frames' PES) and their place on the timeline. The
 //! other containers are views of it, derived once and kept with it: the fMP4 view
-//! ([`crate::stream::fmp4::view::Fmp4View`]: marker, init, per-track files packaged on first
+//! ([`crate::segment::fmp4::Fmp4View`]: marker, init, per-track files packaged on first
 //! request) and the LL-HLS view ([`media::llhls::SegmentOut`]: the parts cut as the
 //! frames arrived, checked against this segment's frames by the packager). Playlists and MPDs of every protocol are rendered from one
 //! [`WindowSnapshot`], so they list the same segments with the same MSN, duration and
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use media::hls::PlaylistSegment;
 
-use crate::stream::fmp4::view::{Fmp4Init, Fmp4View};
+use crate::segment::fmp4::{Fmp4Init, Fmp4View};
 use media::llhls::SegmentOut;
 
 /// One segment as the segmenter published it.
@@ -75,7 +75,7 @@ pub struct StoredSegment {
     segment: LiveSegment,
     fmp4: Option<Fmp4View>,
     ll: Option<Arc<SegmentOut>>,
-    captions: Option<crate::stream::captions::files::SegmentCaptions>,
+    captions: Option<crate::segment::captions::SegmentCaptions>,
 }
 
 impl std::ops::Deref for StoredSegment {
@@ -107,7 +107,7 @@ impl StoredSegment {
                     )
             })
             .map(Arc::new);
-        let captions = crate::stream::captions::files::SegmentCaptions::of(&segment.data);
+        let captions = crate::segment::captions::SegmentCaptions::of(&segment.data);
         Self {
             segment,
             fmp4,
@@ -118,7 +118,7 @@ impl StoredSegment {
 
     /// The WebVTT view: the segment's caption block and its files, when the segment
     /// carries a block.
-    pub fn captions(&self) -> Option<&crate::stream::captions::files::SegmentCaptions> {
+    pub fn captions(&self) -> Option<&crate::segment::captions::SegmentCaptions> {
         self.captions.as_ref()
     }
 
@@ -176,7 +176,7 @@ pub struct WindowSnapshot {
     pub published_ms: i64,
     /// The stream's subtitle tracks (those of the newest segment with a caption block)
     /// with their rendered media playlists, in the order players list them.
-    pub subtitles: Vec<crate::stream::captions::files::SubtitlePlaylist>,
+    pub subtitles: Vec<crate::segment::captions::SubtitlePlaylist>,
 }
 
 impl WindowSnapshot {
@@ -188,7 +188,7 @@ impl WindowSnapshot {
     }
 
     /// The subtitle track with this id, with its playlist.
-    pub fn subtitle(&self, id: &str) -> Option<&crate::stream::captions::files::SubtitlePlaylist> {
+    pub fn subtitle(&self, id: &str) -> Option<&crate::segment::captions::SubtitlePlaylist> {
         self.subtitles.iter().find(|s| s.track.id == id)
     }
 
@@ -296,3 +296,14 @@ impl TargetDuration {
             .max(needed)
     }
 }
+
+/// Whether a rendition named `name` with this window can be offered to players: it has
+/// segments and, for a rung, every one of them is switchable (the source is the
+/// timeline the rungs are cut on, always offered once it has segments).
+pub fn offered(name: &str, window: &WindowSnapshot) -> bool {
+    !window.segments.is_empty() && (name == MAIN || window.switchable)
+}
+
+/// The name of a stream's muxed rendition (the source); the node's
+/// renditions use this name.
+pub const MAIN: &str = "main";

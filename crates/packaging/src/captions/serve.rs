@@ -1,5 +1,5 @@
 //! The subtitle renditions of a stream, as views of its segments: each stored segment
-//! that carries a caption block keeps its WebVTT files ([`super::files::SegmentCaptions`]);
+//! that carries a caption block keeps its WebVTT files ([`crate::segment::captions::SegmentCaptions`]);
 //! each window renders one media playlist per track ([`SubtitlePlaylist`]) listing the same
 //! segments as the media playlist (same MSN, duration, date, discontinuities); the
 //! master playlists list the tracks ([`master_media`]).
@@ -10,9 +10,9 @@ use media::captions::CaptionTrack;
 use media::fmp4::wvtt::TextCue;
 use media::hls::{ClosedCaptions, MediaPlaylist, SubtitleRendition};
 
-use super::files::SubtitlePlaylist;
-use crate::stream::window::{StoredSegment, WindowSnapshot};
+use crate::segment::captions::SubtitlePlaylist;
 use crate::url::subtitles::{playlist_uri, segment_uri};
+use crate::window::{StoredSegment, WindowSnapshot};
 
 /// The WebVTT file of track `id` for a segment: its own, or an empty one (the header
 /// and the timestamp map) when the segment has no cue of the track.

@@ -10,9 +10,8 @@ use media::fmp4::InitConfig;
 use media::TrackKind;
 
 use super::Track;
-use crate::stream::fmp4::view::Fmp4View;
-use crate::stream::window::WindowSnapshot;
-use crate::url::Route;
+use crate::segment::fmp4::Fmp4View;
+use crate::window::WindowSnapshot;
 
 /// Bit rate announced for audio when a period has no measured audio bytes.
 const DEFAULT_AUDIO_BPS: u64 = 128_000;
@@ -89,10 +88,10 @@ pub fn live_mpd(window: &WindowSnapshot, target_ms: u64, now_ms: i64) -> String 
 }
 
 /// Gives every period the stream's subtitle tracks (those of the live window: see
-/// [`crate::stream::captions::serve::tracks`]), each a text adaptation set of WebVTT in fMP4.
+/// [`crate::captions::serve::tracks`]), each a text adaptation set of WebVTT in fMP4.
 pub fn with_texts(periods: &mut [MpdPeriod], window: &WindowSnapshot) {
-    let tracks = crate::stream::captions::serve::tracks(window);
-    let texts: Vec<MpdText> = crate::stream::captions::serve::menu_order(tracks)
+    let tracks = crate::captions::serve::tracks(window);
+    let texts: Vec<MpdText> = crate::captions::serve::menu_order(tracks)
         .map(|t| MpdText {
             id: t.id.clone(),
             language: t.language.clone(),
@@ -230,7 +229,7 @@ pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> Stri
         availability_start_unix_ms: LIVE_AVAILABILITY_START_MS,
         min_buffer_time_ms: target_ms,
         periods,
-        utc_timing_uri: Some(Route::UtcTiming.pattern().to_owned()),
+        utc_timing_uri: Some(crate::url::UTC_TIMING_PATH.to_owned()),
     };
     mpd.render(&LiveUris)
 }

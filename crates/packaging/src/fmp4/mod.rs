@@ -35,11 +35,9 @@
 //! - **The archive stays MPEG-TS**: fMP4 catch-up is derived on request (~0.1 ms of CPU
 //!   per second of media), so the fMP4 archive range equals the TS one.
 
-pub mod archive;
 pub mod mpd;
 pub mod package_mpd;
 pub mod playlist;
-pub mod view;
 
+pub use crate::segment::fmp4::{Fmp4Init, Fmp4View};
 pub use media::fmp4::{marker_of, package_segment, write_track_init, Track};
-pub use view::{Fmp4Init, Fmp4View};

@@ -4,7 +4,7 @@
 use media::codec::probe::{probe_audio, probe_video};
 use media::{Frame, TrackKind};
 
-use crate::stream::package::TrackSummary;
+use crate::window::TrackSummary;
 
 /// Probes the first video keyframe and audio frame after each (re)start.
 #[derive(Debug, Default)]

@@ -5,7 +5,7 @@
 
 use media::hls::{MediaPlaylist, PlaylistType};
 
-use crate::stream::window::WindowSnapshot;
+use crate::window::WindowSnapshot;
 
 /// The live fMP4 HLS playlist of `window`: its segments that have an fMP4 view, with
 /// the window's target duration and an EXT-X-MAP per init.

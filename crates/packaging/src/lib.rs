@@ -1,0 +1,16 @@
+//! Pure packaging: what a node serves, rendered from what the segmenter produced. A
+//! rendition's live [`window`] of stored segments, the manifests rendered from one
+//! window snapshot (HLS over TS, [`fmp4`] HLS and DASH, [`llhls`], subtitle playlists
+//! and files, [`captions`]), a package's master playlist and MPD over its renditions
+//! ([`render`]), and the file-name grammar they write ([`url`]). No I/O, no clock, no
+//! lock held while rendering: the node (`server`) stores windows and answers with
+//! these bytes.
+
+pub mod captions;
+pub mod fmp4;
+pub mod llhls;
+pub mod render;
+pub mod segment;
+pub mod tracks;
+pub mod url;
+pub mod window;
