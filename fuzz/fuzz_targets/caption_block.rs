@@ -10,9 +10,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use media::captions::block::CaptionBlock;
-use media::captions::carriage::BlockAssembler;
 use media::captions::text::{is_language_tag, normalize_text};
 use media::captions::webvtt::{segment_vtt, transcript_cues, transcript_vtt};
+use media::ts::captions::BlockAssembler;
 
 fuzz_target!(|data: &[u8]| {
     check_block(&framed(data));
@@ -59,7 +59,7 @@ fn check_payloads(data: &[u8]) {
             let _ = CaptionBlock::parse(&bytes);
         }
     }
-    let _ = media::captions::segment_block(rest);
+    let _ = media::ts::captions::segment_block(rest);
 }
 
 fn check_text(data: &[u8]) {
