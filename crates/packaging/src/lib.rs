@@ -2,10 +2,12 @@
 //! rendition's live [`window`] of stored segments, the manifests rendered from one
 //! window snapshot (HLS over TS, [`fmp4`] HLS and DASH, [`llhls`], subtitle playlists
 //! and files, [`captions`]), a package's master playlist and MPD over its renditions
-//! ([`render`]), and the file-name grammar they write ([`url`]). No I/O, no clock, no
+//! ([`render`]), the file-name grammar they write ([`url`]), and the archive's
+//! catch-up packaging over a [`archive::SegmentSource`] ([`archive`]). No I/O, no clock, no
 //! lock held while rendering: the node (`server`) stores windows and answers with
 //! these bytes.
 
+pub mod archive;
 pub mod captions;
 pub mod fmp4;
 pub mod llhls;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use harness::{as_text, demo_frames, get, json, tracks};
 use media::segmenter::{Segmenter, SegmenterConfig, StartPoint};
-use server::stream::archive_master::probe_counts;
+use packaging::archive::master::probe_counts;
 use server::stream::archive_scans::{ScanPermit, DEFAULT_ARCHIVE_SCANS};
 use server::stream::package::{LiveSegment, Package};
 use server::stream::recorder::{Recorder, RecorderSettings};

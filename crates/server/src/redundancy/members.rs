@@ -105,7 +105,7 @@ pub fn own_member(
                 .map(|r| vec![(r.from_ms, r.to_ms)])
                 .unwrap_or_default();
             // The fMP4 archive is derived from the TS archive on request
-            // (crate::stream::fmp4_archive): the same ranges (OTT-ARCH-1).
+            // (packaging::archive::fmp4): the same ranges (OTT-ARCH-1).
             ott::ArchiveRanges {
                 fmp4: ts.clone(),
                 ts,

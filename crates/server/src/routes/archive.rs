@@ -10,7 +10,7 @@
 //! | `dvr-{msn}.ts` | one archived segment (the URIs inside the playlists above) |
 //!
 //! For a package (an ABR ladder) the three playlists without `mono-` are master
-//! playlists ([`crate::stream::archive_master`]) listing each recorded rendition's `mono-`
+//! playlists ([`packaging::archive::master`]) listing each recorded rendition's `mono-`
 //! playlist: the source's `mono-…` and each rung's `{rung}/mono-…`, whose segments are
 //! the rung's own archive (`/{stream}/{rung}/dvr-{msn}.ts`).
 //!
@@ -30,12 +30,12 @@ use media::hls::PlaylistType;
 use crate::clock::Clock;
 use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8, MPEG_TS};
-use crate::stream::archive_master::RecordedRendition;
 use crate::stream::archive_scans::ArchiveScans;
 use crate::stream::package::Package;
 use crate::stream::recorder::Recorder;
 use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
+use packaging::archive::master::RecordedRendition;
 
 /// Segments in a time-shift window when the live window is empty.
 const DEFAULT_WINDOW_SEGMENTS: usize = 30;
@@ -251,7 +251,7 @@ async fn master(
         };
         recorded.push(RecordedRendition {
             uri,
-            reader,
+            reader: std::sync::Arc::new(reader),
             entries,
             rung: rendition.name() != crate::stream::rendition::MAIN,
         });
@@ -265,7 +265,7 @@ async fn master(
         } => Some(format!("{from_secs}-{duration_secs}")),
         _ => None,
     };
-    let permit = if crate::stream::archive_master::needs_probe(&recorded) {
+    let permit = if packaging::archive::master::needs_probe(&recorded) {
         match scans.try_start() {
             Some(permit) => Some(permit),
             None => return crate::stream::archive_scans::busy_response(),
@@ -276,12 +276,10 @@ async fn master(
     let job = move || {
         let _permit = permit;
         let subtitles = match (&period, recorded.iter().find(|r| !r.rung)) {
-            (Some(period), Some(source)) => {
-                crate::stream::archive_master::subtitles(source, period)
-            }
+            (Some(period), Some(source)) => packaging::archive::master::subtitles(source, period),
             _ => Vec::new(),
         };
-        crate::stream::archive_master::render(&stream, &recorded, subtitles)
+        packaging::archive::master::render(&stream, &recorded, subtitles)
     };
     match tokio::task::spawn_blocking(job).await {
         Ok(Some(text)) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),

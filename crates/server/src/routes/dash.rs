@@ -1,6 +1,6 @@
 //! MPEG-DASH: the live MPD of a stream (`/{stream}/index.mpd`), the static MPD of an
 //! archive period (`/{stream}/index-{from}-{duration}.mpd`, built in
-//! [`crate::stream::fmp4_archive`]) and the node's clock for `UTCTiming` (`/api/time`).
+//! [`packaging::archive::fmp4`]) and the node's clock for `UTCTiming` (`/api/time`).
 //!
 //! The MPDs are written by [`media::dash::Mpd`] from the fMP4 window: one Period per
 //! discontinuity sequence, anchored like EXT-X-PROGRAM-DATE-TIME, `$Number$` = MSN,

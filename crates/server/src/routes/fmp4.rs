@@ -22,10 +22,10 @@ use bytes::Bytes;
 use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8};
 use crate::routes::dash;
-use crate::stream::fmp4_archive as archive;
 use crate::stream::package::Package;
 use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, Fmp4File};
+use packaging::archive::fmp4 as archive;
 
 /// Content type of fMP4 init and media segments.
 pub const VIDEO_MP4: &str = "video/mp4";
@@ -178,7 +178,7 @@ async fn serve_archive(
                 .filter_map(|r| {
                     r.archive().map(|recorder| archive::ArchivedRung {
                         name: r.name().to_owned(),
-                        reader: recorder.reader().clone(),
+                        reader: std::sync::Arc::new(recorder.reader().clone()),
                     })
                 })
                 .collect();

@@ -5,10 +5,8 @@
 //! archive and its packaging, the live relay between nodes, and the node's table of
 //! streams ([`streams`]).
 
-pub mod archive_master;
 pub mod archive_scans;
 pub mod captions;
-pub mod fmp4_archive;
 pub mod ladder;
 pub mod live_relay;
 pub mod llhls;

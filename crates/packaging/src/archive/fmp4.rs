@@ -16,14 +16,16 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use dvr::index::{is_gap, Entry, Slice};
-use dvr::ArchiveReader;
+use std::sync::Arc;
+
+use super::SegmentSource;
 use media::dash::{Mpd, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris};
 use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::PlaylistType;
 use media::{TimelineMarker, TrackKind};
 
+use crate::fmp4::mpd::{bps, representations};
 use media::fmp4::{marker_of, package_segment, write_track_init, Track};
-use packaging::fmp4::mpd::{bps, representations};
 
 /// How many earlier segments of its run are tried for the init configuration of a
 /// segment that carries no parameter sets (a forced cut without a keyframe).
@@ -57,7 +59,7 @@ pub fn vod_playlist(slice: Slice<'_>) -> String {
     let text = dvr::playlist::render(slice, PlaylistType::Vod, 1, true, |e| {
         format!("dvr-{}.m4s", e.msn)
     });
-    packaging::fmp4::playlist::with_maps(&text, &maps)
+    crate::fmp4::playlist::with_maps(&text, &maps)
 }
 
 /// Names of the archive's DASH files; a Period's "sequence" is its run's first MSN.
@@ -90,7 +92,7 @@ pub enum ArchiveFmp4Error {
 
 /// An archived segment read back: its bytes and marker.
 fn read_marked(
-    reader: &ArchiveReader,
+    reader: &dyn SegmentSource,
     entry: &Entry,
 ) -> Result<(Bytes, TimelineMarker), ArchiveFmp4Error> {
     let ts = Bytes::from(reader.read(entry)?);
@@ -101,7 +103,7 @@ fn read_marked(
 /// The init configuration of an archived segment: from its own frames, else from up
 /// to [`CONFIG_LOOKBACK`] earlier segments of its run.
 fn config_at(
-    reader: &ArchiveReader,
+    reader: &dyn SegmentSource,
     entries: &[Entry],
     at: usize,
     first: (&Bytes, &TimelineMarker),
@@ -120,21 +122,14 @@ fn config_at(
 }
 
 /// The entries around `msn` that [`config_at`] may need (its run's, up to the lookback).
-fn neighbourhood(reader: &ArchiveReader, msn: u64) -> Option<(Vec<Entry>, usize)> {
-    reader.with_index(|index| {
-        let all = index.entries();
-        let at = all.partition_point(|e| e.msn < msn);
-        (all.get(at)?.msn == msn).then(|| {
-            let lo = at.saturating_sub(CONFIG_LOOKBACK);
-            (all[lo..=at].to_vec(), at - lo)
-        })
-    })
+fn neighbourhood(reader: &dyn SegmentSource, msn: u64) -> Option<(Vec<Entry>, usize)> {
+    reader.around(msn, CONFIG_LOOKBACK)
 }
 
 /// Archived segment `msn` read from disk with its timeline marker and the init
 /// configuration of its run; `Ok(None)` when it is not archived.
 fn archived(
-    reader: &ArchiveReader,
+    reader: &dyn SegmentSource,
     msn: u64,
 ) -> Result<Option<(Bytes, TimelineMarker, InitConfig)>, ArchiveFmp4Error> {
     let Some((entries, at)) = neighbourhood(reader, msn) else {
@@ -152,7 +147,7 @@ fn archived(
 /// # Errors
 /// [`ArchiveFmp4Error`] when it is archived but cannot be read or packaged.
 pub fn segment(
-    reader: &ArchiveReader,
+    reader: &dyn SegmentSource,
     msn: u64,
     track: Track,
 ) -> Result<Option<Bytes>, ArchiveFmp4Error> {
@@ -170,7 +165,7 @@ pub fn segment(
 /// # Errors
 /// As [`segment`].
 pub fn init(
-    reader: &ArchiveReader,
+    reader: &dyn SegmentSource,
     msn: u64,
     track: Track,
 ) -> Result<Option<Bytes>, ArchiveFmp4Error> {
@@ -188,7 +183,7 @@ pub struct ArchivedRung {
     /// The rung's name: its Representation id and the folder of its files.
     pub name: String,
     /// Its archive.
-    pub reader: ArchiveReader,
+    pub reader: Arc<dyn SegmentSource>,
 }
 
 /// The rung's Representation in a run of the source's archive: when the rung archived
@@ -201,19 +196,16 @@ fn rung_in_run(
     segments: &[MpdSegment],
     audio_bps: u64,
 ) -> Option<MpdRung> {
-    let theirs: Vec<Entry> = rung.reader.with_index(|index| {
-        run_entries
-            .iter()
-            .map(|e| {
-                index
-                    .by_msn(e.msn)
-                    .copied()
-                    .filter(|r| r.duration_ticks == e.duration_ticks)
-            })
-            .collect::<Option<_>>()
-    })?;
+    let theirs: Vec<Entry> = run_entries
+        .iter()
+        .map(|e| {
+            rung.reader
+                .entry(e.msn)
+                .filter(|r| r.duration_ticks == e.duration_ticks)
+        })
+        .collect::<Option<_>>()?;
     let first = theirs.first()?;
-    let (_, marker, config) = archived(&rung.reader, first.msn).ok()??;
+    let (_, marker, config) = archived(rung.reader.as_ref(), first.msn).ok()??;
     if !marker.keyframe_start {
         return None;
     }
@@ -241,7 +233,7 @@ fn rung_in_run(
 /// [`ArchiveFmp4Error`] when a run's first segment cannot be read or has no
 /// configuration.
 pub fn static_mpd(
-    reader: &ArchiveReader,
+    reader: &dyn SegmentSource,
     entries: &[Entry],
     rungs: &[ArchivedRung],
 ) -> Result<String, ArchiveFmp4Error> {

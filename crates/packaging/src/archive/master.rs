@@ -22,14 +22,14 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use dvr::index::Entry;
-use dvr::ArchiveReader;
 use media::hls::{MasterPlaylist, SubtitleRendition, Variant};
 
-use packaging::tracks::TrackProbe;
-use packaging::window::TrackSummary;
+use super::SegmentSource;
+use crate::tracks::TrackProbe;
+use crate::window::TrackSummary;
 
 /// Probes kept (archives × discontinuity runs); past it the cache starts again empty,
 /// so a node with thousands of archived runs still holds a bounded amount.
@@ -59,8 +59,8 @@ fn cache() -> &'static ProbeCache {
     CACHE.get_or_init(ProbeCache::default)
 }
 
-fn key(reader: &ArchiveReader, entry: &Entry) -> (PathBuf, u64) {
-    (reader.dir().to_owned(), entry.discontinuity_seq)
+fn key(reader: &dyn SegmentSource, entry: &Entry) -> (PathBuf, u64) {
+    (reader.key().to_owned(), entry.discontinuity_seq)
 }
 
 fn cached(key: &(PathBuf, u64)) -> Option<TrackSummary> {
@@ -82,7 +82,7 @@ pub fn needs_probe(renditions: &[RecordedRendition]) -> bool {
     renditions.iter().any(|r| {
         r.entries
             .first()
-            .is_some_and(|first| cached(&key(&r.reader, first)).is_none())
+            .is_some_and(|first| cached(&key(r.reader.as_ref(), first)).is_none())
     })
 }
 
@@ -91,7 +91,7 @@ pub fn needs_probe(renditions: &[RecordedRendition]) -> bool {
 ///
 /// # Errors
 /// The segment cannot be read (retention removed it meanwhile, a disk error).
-pub fn probe(reader: &ArchiveReader, entry: &Entry) -> std::io::Result<TrackSummary> {
+pub fn probe(reader: &dyn SegmentSource, entry: &Entry) -> std::io::Result<TrackSummary> {
     let key = key(reader, entry);
     if let Some(summary) = cached(&key) {
         cache().hits.fetch_add(1, Ordering::Relaxed);
@@ -119,7 +119,7 @@ pub struct RecordedRendition {
     /// The media playlist's URI, e.g. `240p/mono-{from}-{duration}.m3u8`.
     pub uri: String,
     /// The rendition's archive.
-    pub reader: ArchiveReader,
+    pub reader: Arc<dyn SegmentSource>,
     /// Its segments of the period, oldest first.
     pub entries: Vec<Entry>,
     /// A ladder rung (offered only where it is switchable), not the source.
@@ -158,7 +158,7 @@ pub fn subtitles(source: &RecordedRendition, period: &str) -> Vec<SubtitleRendit
 
 /// Peak and average bit rate of archived segments, bits per second.
 pub fn entries_bandwidth(entries: &[Entry]) -> (u64, u64) {
-    packaging::window::peak_and_average(
+    crate::window::peak_and_average(
         entries
             .iter()
             .map(|e| (u64::from(e.size), e.duration_ticks)),
@@ -196,7 +196,7 @@ pub fn render(
                 }
             }
         }
-        let tracks = match probe(&rendition.reader, first) {
+        let tracks = match probe(rendition.reader.as_ref(), first) {
             Ok(tracks) => tracks,
             Err(error) => {
                 unreadable(error);
