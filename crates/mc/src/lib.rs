@@ -8,7 +8,7 @@
 //! router falls back to the node's routes, so `/{meeting}/mpegts` is the relay every
 //! node pulls a meeting from, and its rules for those files (its nodes' token, its
 //! timeline) and its part of readiness reach the node as a [`server::role::Role`]
-//! ([`role`]). A node's side of meetings (its gate, private meetings' sessions) is
+//! (its `role` module). A node's side of meetings (its gate, private meetings' sessions) is
 //! [`server::access`].
 
 pub mod api;

@@ -8,7 +8,7 @@
 //! frames arrived, checked against this segment's frames by the packager). Playlists and MPDs of every protocol are rendered from one
 //! [`WindowSnapshot`], so they list the same segments with the same MSN, duration and
 //! PDT; one trim, one swap, one MSN rule and one target-duration rule
-//! ([`TargetDuration`]) serve them all ([`crate::stream::rendition::Rendition::push`]).
+//! ([`TargetDuration`]) serve them all (the node's `Rendition::push`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! The DASH MPDs of the fMP4 window, written by [`media::dash::Mpd`]: one Period per
 //! discontinuity sequence, anchored like EXT-X-PROGRAM-DATE-TIME, `$Number$` = MSN,
 //! `SegmentTimeline` on the TS timeline, one adaptation set per track. The routes serve
-//! what is rendered here ([`crate::routes::dash`]).
+//! what is rendered here (the node's DASH routes).
 
 use media::dash::{
     Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdText, MpdUris, MpdVideo, ReloadEvents,

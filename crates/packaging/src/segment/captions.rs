@@ -72,7 +72,7 @@ pub struct TranscriptKey {
 
 /// Transcripts of closed periods (recorded past their end), kept so a period asked for
 /// again — a transcript link shared with many people — is not read again from the
-/// archive. Bounded: past [`MAX_TRANSCRIPTS`] or 16 MiB it starts again empty.
+/// archive. Bounded: past `MAX_TRANSCRIPTS` or 16 MiB it starts again empty.
 #[derive(Debug, Default)]
 pub struct TranscriptCache {
     kept: std::sync::Mutex<(std::collections::HashMap<TranscriptKey, Bytes>, usize)>,

@@ -164,7 +164,7 @@ pub struct RelayQuery {
     /// `msn=N`: where to start (clamped into the window); without it, the oldest
     /// segment, so a pulling node gets the whole window at once.
     pub start: Option<u64>,
-    /// `live=1`: after the window, frames as they are placed ([`crate::stream::live_relay`]).
+    /// `live=1`: after the window, frames as they are placed (the node's live relay).
     pub live: bool,
 }
 

@@ -1,5 +1,5 @@
 //! The stream model: a stream's package ([`package::Package`]: renditions on one
-//! timeline, each with one live [`window`] of stored segments whose TS, fMP4 and LL-HLS
+//! timeline, each with one live window (`packaging::window`) of stored segments whose TS, fMP4 and LL-HLS
 //! forms are views of one segment), the [`pipeline`] that turns ingest events into
 //! those segments, the [`ladder`] of encoded rungs, captions, the [`recorder`] of the
 //! archive and its packaging, the live relay between nodes, and the node's table of

@@ -1,7 +1,8 @@
 //! Live captions on a node and an MC (see `docs/captions.md`): the inbox the caption
 //! API feeds ([`inbox`]), the pipeline's captioner that cuts cues into every segment
-//! or takes an upstream's ([`origin`]), the subtitle renditions served from the
-//! segments' caption blocks ([`serve`]), and the caption API itself ([`api`]).
+//! or takes an upstream's ([`origin`]), and what the status API shows ([`status`]). The
+//! subtitle renditions are rendered by the `packaging` crate; the caption API is the
+//! `mc` crate's.
 
 pub mod feed;
 pub mod inbox;
