@@ -1,8 +1,8 @@
 //! The stream model: a stream's package ([`package::Package`]: renditions on one
-//! timeline, each with one live window (`packaging::window`) of stored segments whose TS, fMP4 and LL-HLS
-//! forms are views of one segment), the [`pipeline`] that turns ingest events into
-//! those segments, the [`ladder`] of encoded rungs, captions, the [`recorder`] of the
-//! archive and its packaging, the live relay between nodes, and the node's table of
+//! timeline, each with one live window, `packaging::window`, of stored segments whose
+//! TS, fMP4 and LL-HLS forms are views of one segment), the [`pipeline`] that turns
+//! ingest events into those segments, the [`ladder`] of encoded rungs, captions, the
+//! [`recorder`] of the archive, the live relay between nodes, and the node's table of
 //! streams ([`streams`]).
 
 pub mod archive_scans;
