@@ -7,7 +7,16 @@
 //! steering server needs no session). DASH: `media`, `initialization` (segment
 //! templates, `$Number$` and all) and `Location` (where the MPD is reloaded from);
 //! `BaseURL`s are prefixes the template URIs are resolved against, and stay.
+//!
+//! The rewriting is done once per rendered manifest, not per viewer: a manifest
+//! answered a second time is cut into a [`SessionTemplate`] whose holes each viewer's
+//! session fills ([`Templates`]).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use bytes::Bytes;
 use ott::SESSION_QUERY_PARAM;
 
 /// Appends `session=` to `uri` (`?` or `&`, XML-escaped for an MPD), unless it has one.
@@ -119,9 +128,157 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+/// What a manifest this node renders never holds (a NUL byte): where a viewer's
+/// session goes in a [`SessionTemplate`].
+const HOLE: &str = "\0";
+
+/// A playlist or MPD cut where a viewer's session goes: the text rewriting is done once
+/// per rendered manifest, and each private viewer's copy is then the pieces with its
+/// session between them — a copy, no parsing ([`SessionTemplate::fill`]).
+#[derive(Debug)]
+pub struct SessionTemplate {
+    /// The manifest it was cut from, kept so that its bytes (and their address, the
+    /// key of [`Templates`]) stay.
+    source: Bytes,
+    /// The manifest with the session's holes written in.
+    text: Vec<u8>,
+    /// Where the holes are in `text`.
+    holes: Vec<usize>,
+}
+
+impl SessionTemplate {
+    /// The template of `body` (an MPD when `is_mpd`); `None` when `body` holds a NUL
+    /// byte (never rendered here: such a body is rewritten as it is).
+    pub fn cut(body: Bytes, is_mpd: bool) -> Option<Self> {
+        if body.contains(&0) {
+            return None;
+        }
+        let text = if is_mpd {
+            mpd(&body, HOLE)
+        } else {
+            m3u8(&body, HOLE)
+        };
+        let holes = text
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &b)| (b == 0).then_some(i))
+            .collect();
+        Some(Self {
+            source: body,
+            text,
+            holes,
+        })
+    }
+
+    /// The manifest with `session` in every hole: what [`m3u8`] or [`mpd`] answers.
+    pub fn fill(&self, session: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.text.len() + self.holes.len() * session.len());
+        let mut from = 0;
+        for &hole in &self.holes {
+            out.extend_from_slice(&self.text[from..hole]);
+            out.extend_from_slice(session.as_bytes());
+            from = hole + 1;
+        }
+        out.extend_from_slice(&self.text[from..]);
+        out
+    }
+}
+
+/// Templates kept, at most; past it the cache starts again empty.
+const MAX_TEMPLATES: usize = 512;
+
+/// What the cache knows of one manifest's bytes.
+enum Slot {
+    /// Answered once: rewritten as it was, its template not cut yet (a manifest made
+    /// for one request, a personalised master, never pays for one).
+    Seen,
+    /// Answered more than once: its template.
+    Cut(Arc<SessionTemplate>),
+}
+
+/// The session templates of the manifests a node answers its private viewers, by the
+/// address and length of the manifest's bytes: a rendered manifest is one shared
+/// allocation that every viewer is answered from until the next segment replaces it,
+/// and a template keeps its bytes, so no other manifest can take their address while
+/// it is cached.
+#[derive(Default)]
+pub struct Templates {
+    slots: Mutex<HashMap<(usize, usize, bool), Slot>>,
+    cut: AtomicU64,
+    filled: AtomicU64,
+}
+
+impl Templates {
+    /// `body` (an MPD when `is_mpd`) with `session` in every URI, from its template once
+    /// the same bytes were answered before.
+    pub fn answer(&self, body: &Bytes, is_mpd: bool, session: &str) -> Vec<u8> {
+        let key = (body.as_ptr() as usize, body.len(), is_mpd);
+        let template = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            match slots.get(&key) {
+                Some(Slot::Cut(template)) if template.source.as_ptr() == body.as_ptr() => {
+                    Some(Arc::clone(template))
+                }
+                Some(Slot::Cut(_)) => {
+                    drop(slots);
+                    return rewrite(body, is_mpd, session);
+                }
+                Some(Slot::Seen) => None,
+                None => {
+                    if slots.len() >= MAX_TEMPLATES {
+                        slots.clear();
+                    }
+                    slots.insert(key, Slot::Seen);
+                    drop(slots);
+                    return rewrite(body, is_mpd, session);
+                }
+            }
+        };
+        if let Some(template) = template {
+            self.filled.fetch_add(1, Ordering::Relaxed);
+            return template.fill(session);
+        }
+        let Some(template) = SessionTemplate::cut(body.clone(), is_mpd) else {
+            return rewrite(body, is_mpd, session);
+        };
+        let template = Arc::new(template);
+        self.cut.fetch_add(1, Ordering::Relaxed);
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, Slot::Cut(Arc::clone(&template)));
+        self.filled.fetch_add(1, Ordering::Relaxed);
+        template.fill(session)
+    }
+
+    /// How many templates were cut and how many answers were filled from one.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.cut.load(Ordering::Relaxed),
+            self.filled.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The process's [`Templates`].
+pub fn templates() -> &'static Templates {
+    static TEMPLATES: OnceLock<Templates> = OnceLock::new();
+    TEMPLATES.get_or_init(Templates::default)
+}
+
+fn rewrite(body: &[u8], is_mpd: bool, session: &str) -> Vec<u8> {
+    if is_mpd {
+        mpd(body, session)
+    } else {
+        m3u8(body, session)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{m3u8, mpd};
+    use bytes::Bytes;
+
+    use super::{m3u8, mpd, SessionTemplate, Templates};
 
     #[test]
     fn every_uri_of_a_playlist_carries_the_session() {
@@ -187,5 +344,65 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("value=\"/time?iso&amp;ms\""), "{out}");
+    }
+
+    const PLAYLIST: &str = "#EXTM3U\n#EXT-X-MAP:URI=\"init-0.mp4\"\n#EXT-X-PART:DURATION=1.0,URI=\"part-1-0.m4s\"\n\
+#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part-1-1.m4s\"\r\n#EXTINF:2.0,\nseg-1.m4s\nhttp://b:8080/m/seg-2.ts?pass=P\n\
+already.ts?session=X\n\n";
+    const MPD: &str = "<MPD><Location serviceLocation=\"b\">http://b/m/index.mpd?pass=P</Location>\
+<SegmentTemplate initialization=\"video/init-d0.mp4\" media=\"video/d0-$Number$.m4s\"/></MPD>";
+
+    proptest::proptest! {
+        #[test]
+        fn a_filled_template_is_the_rewritten_manifest(session in "[A-Za-z0-9_-]{1,48}") {
+            for (body, is_mpd) in [(PLAYLIST, false), (MPD, true)] {
+                let template = SessionTemplate::cut(Bytes::from_static(body.as_bytes()), is_mpd)
+                    .expect("no NUL");
+                let direct = if is_mpd {
+                    mpd(body.as_bytes(), &session)
+                } else {
+                    m3u8(body.as_bytes(), &session)
+                };
+                proptest::prop_assert_eq!(template.fill(&session), direct);
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_bytes_answered_again_are_filled_from_their_template() {
+        let templates = Templates::default();
+        let body = Bytes::from(PLAYLIST.as_bytes().to_vec());
+        let expected = m3u8(&body, "S");
+        assert_eq!(templates.answer(&body, false, "S"), expected);
+        assert_eq!(
+            templates.counts(),
+            (0, 0),
+            "answered once: rewritten as it is"
+        );
+        assert_eq!(templates.answer(&body, false, "S"), expected);
+        assert_eq!(templates.answer(&body.clone(), false, "S"), expected);
+        assert_eq!(templates.counts(), (1, 2));
+        // Equal bytes elsewhere are another manifest.
+        let copy = Bytes::from(PLAYLIST.as_bytes().to_vec());
+        assert_eq!(templates.answer(&copy, false, "T"), m3u8(&copy, "T"));
+        assert_eq!(templates.counts(), (1, 2));
+        // A NUL byte is never a hole: rewritten as it is.
+        let odd = Bytes::from_static(b"#EXTM3U\nseg\0.ts\n");
+        for _ in 0..3 {
+            assert_eq!(templates.answer(&odd, false, "S"), m3u8(&odd, "S"));
+        }
+        assert_eq!(templates.counts(), (1, 2));
+    }
+
+    #[tokio::test]
+    async fn a_manifest_read_back_from_its_answer_keeps_its_address() {
+        // The route reads a private viewer's manifest back from the response body: the
+        // templates are found by the bytes' address, so that read must not copy.
+        let body = Bytes::from(PLAYLIST.as_bytes().to_vec());
+        let read = axum::body::to_bytes(axum::body::Body::from(body.clone()), usize::MAX)
+            .await
+            .expect("a full body");
+        assert_eq!(read.as_ptr(), body.as_ptr());
+        assert_eq!(read.len(), body.len());
     }
 }

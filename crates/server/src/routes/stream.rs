@@ -357,11 +357,7 @@ async fn with_session(response: Response, session: &str) -> Response {
             return ApiError::NotFound.into_response();
         }
     };
-    let rewritten = if is_mpd {
-        crate::access::session_uris::mpd(&bytes, session)
-    } else {
-        crate::access::session_uris::m3u8(&bytes, session)
-    };
+    let rewritten = crate::access::session_uris::templates().answer(&bytes, is_mpd, session);
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(
         header::CACHE_CONTROL,
