@@ -589,7 +589,7 @@ impl Config {
                 bail!("{at}.inputs is empty: a stream needs at least one input");
             }
             for (j, input) in stream.inputs.iter().enumerate() {
-                crate::inputs::InputUrl::parse(input)
+                ingest::input_url::InputUrl::parse(input)
                     .with_context(|| format!("{at}.inputs[{j}]"))?;
             }
             if let Some(group) = &stream.backup_group {

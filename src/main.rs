@@ -8,7 +8,6 @@ mod admin_token;
 mod config;
 mod demo;
 mod descriptors;
-mod inputs;
 mod logging;
 mod mc;
 mod node;

@@ -304,7 +304,7 @@ impl McConfig {
         for (i, preset) in config.meetings.iter().enumerate() {
             meeting::MeetingId::parse(&preset.id).with_context(|| format!("meeting[{i}].id"))?;
             for (j, input) in preset.inputs.iter().enumerate() {
-                crate::inputs::InputUrl::parse(input)
+                ingest::input_url::InputUrl::parse(input)
                     .with_context(|| format!("meeting[{i}].inputs[{j}]"))?;
             }
             if let Some(language) = &preset.cc_language {

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 
 use super::looped_clip::{LoopedClip, DEMO_CLIP};
 use crate::config::{LadderPlan, StreamConfig, StreamDefaults};
-use crate::inputs::InputUrl;
+use ingest::input_url::InputUrl;
 
 /// What a node shares with every stream it starts.
 #[derive(Clone)]

@@ -8,6 +8,7 @@
 
 pub mod http_pull;
 pub mod input_errors;
+pub mod input_url;
 pub mod listener_limits;
 pub mod mc_client;
 pub mod publish;
