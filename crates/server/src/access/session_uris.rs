@@ -184,8 +184,11 @@ impl SessionTemplate {
     }
 }
 
-/// Templates kept, at most; past it the cache starts again empty.
+/// Manifests known, at most; past it the cache starts again empty.
 const MAX_TEMPLATES: usize = 512;
+/// Bytes of template text kept, at most (a long DVR window's playlist is large); past
+/// it the cache starts again empty.
+const MAX_TEMPLATE_BYTES: usize = 32 << 20;
 
 /// What the cache knows of one manifest's bytes.
 enum Slot {
@@ -204,6 +207,8 @@ enum Slot {
 #[derive(Default)]
 pub struct Templates {
     slots: Mutex<HashMap<(usize, usize, bool), Slot>>,
+    /// The bytes the cut templates hold (their text and their source).
+    held: AtomicU64,
     cut: AtomicU64,
     filled: AtomicU64,
 }
@@ -227,6 +232,7 @@ impl Templates {
                 None => {
                     if slots.len() >= MAX_TEMPLATES {
                         slots.clear();
+                        self.held.store(0, Ordering::Relaxed);
                     }
                     slots.insert(key, Slot::Seen);
                     drop(slots);
@@ -243,10 +249,14 @@ impl Templates {
         };
         let template = Arc::new(template);
         self.cut.fetch_add(1, Ordering::Relaxed);
-        self.slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, Slot::Cut(Arc::clone(&template)));
+        let size = (template.text.len() + body.len()) as u64;
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.held.fetch_add(size, Ordering::Relaxed) + size > MAX_TEMPLATE_BYTES as u64 {
+            slots.clear();
+            self.held.store(size, Ordering::Relaxed);
+        }
+        slots.insert(key, Slot::Cut(Arc::clone(&template)));
+        drop(slots);
         self.filled.fetch_add(1, Ordering::Relaxed);
         template.fill(session)
     }
