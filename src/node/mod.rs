@@ -131,6 +131,89 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     let node_config = &config.node;
     std::fs::create_dir_all(node_config.data_dir.join("streams"))
         .with_context(|| format!("creating data_dir {}", node_config.data_dir.display()))?;
+    let (state, metrics, shedder) = node_state(&config)?;
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    start_loops(&config, &state, &shedder, &shutdown_rx, &mut tasks)?;
+    let registry = PublishRegistry::new();
+    let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
+
+    if !config.logins.is_empty() {
+        state.set_logins(Arc::new(server::access::logins::Logins::new(
+            config.logins.iter().map(|l| server::access::logins::Login {
+                name: l.name.clone(),
+                token: l.token.clone(),
+                max_connections: l.max_connections,
+            }),
+        )));
+    }
+    // The OTT state exists before the streams, which register their group membership.
+    let redundancy = config.ott.as_ref().map(|_| crate::ott::attach(&state));
+    let context = StreamContext {
+        state: state.clone(),
+        metrics: Arc::clone(&metrics),
+        registry: registry.clone(),
+        srt: Arc::clone(&srt_stats),
+        data_dir: node_config.data_dir.clone(),
+        defaults: config.defaults,
+    };
+    for stream in &config.streams {
+        stream::start_stream(&context, stream, shutdown_rx.clone(), &mut tasks)?;
+    }
+    if let Some(mc) = &config.mc {
+        attach_mc(&context, mc, &node_config.name, &shutdown_rx, &mut tasks);
+    }
+    let served = serve_http(&config, &state, &metrics, &shutdown_rx, &mut tasks)?;
+    let (http, https) = (served.http, served.https);
+    let gossip = match (&config.ott, redundancy) {
+        (Some(ott), Some(redundancy)) => Some(
+            crate::ott::start(
+                ott,
+                node_config,
+                http,
+                https,
+                crate::ott::OttRuntime {
+                    state: state.clone(),
+                    redundancy,
+                    shedder: Arc::clone(&shedder),
+                    certificate_mismatch: served.certificate_mismatch,
+                },
+                shutdown_rx.clone(),
+                &mut tasks,
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+    let (rtmp, rtmps, srt) = start_ingest(
+        &config,
+        &registry,
+        &state,
+        srt_stats,
+        &shutdown_rx,
+        &mut tasks,
+    )
+    .await?;
+    tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, ?rtmps, ?srt, streams = config.streams.len(), "node started");
+    Ok(RunningNode {
+        http,
+        https,
+        rtmp,
+        gossip,
+        rtmps,
+        srt,
+        health: state.health().clone(),
+        shutdown,
+        tasks,
+    })
+}
+
+/// The node's state: its identity, metrics, shedder (from `[shedding]`) and admin
+/// token (configured, or made and kept in the data directory).
+fn node_state(
+    config: &Config,
+) -> anyhow::Result<(AppState, Arc<Metrics>, Arc<server::shed::Shedder>)> {
+    let node_config = &config.node;
     let listeners: Vec<_> = std::iter::once(node_config.http)
         .chain(node_config.https)
         .collect();
@@ -163,8 +246,18 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         .admin_token(admin_token)
         .shedder(Arc::clone(&shedder))
         .build();
-    let (shutdown, shutdown_rx) = watch::channel(false);
-    let mut tasks = JoinSet::new();
+    Ok((state, metrics, shedder))
+}
+
+/// The loops every node runs: its main runtime's heartbeat, the overload monitor and
+/// the continuous experiments.
+fn start_loops(
+    config: &Config,
+    state: &AppState,
+    shedder: &Arc<server::shed::Shedder>,
+    shutdown_rx: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<()> {
     // The main runtime's heartbeat: `/healthz` fails if ingest and pipelines hang.
     tasks.spawn(server::health::heartbeat::beat(
         "main",
@@ -173,7 +266,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     // The overload monitor publishes the level the shedding layer reads (CPU of this
     // process, in-flight vs the adaptive limit, runtime queueing delay).
     tasks.spawn(server::shed::overload::run_monitor(
-        Arc::clone(&shedder),
+        Arc::clone(shedder),
         until(shutdown_rx.clone()),
     ));
     // Continuous shedding experiments (EXP-1, EXP-2): the configured definitions, a
@@ -187,66 +280,69 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         state.clone(),
         until(shutdown_rx.clone()),
     ));
-    let registry = PublishRegistry::new();
-    let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
+    Ok(())
+}
 
-    if !config.logins.is_empty() {
-        state.set_logins(Arc::new(server::access::logins::Logins::new(
-            config.logins.iter().map(|l| server::access::logins::Login {
-                name: l.name.clone(),
-                token: l.token.clone(),
-                max_connections: l.max_connections,
-            }),
-        )));
+/// Puts the node behind its MC (`[mc]`): the meetings become streams, and their
+/// viewers go through the meeting gate.
+fn attach_mc(
+    context: &StreamContext,
+    mc: &crate::config::McLinkConfig,
+    node_name: &str,
+    shutdown_rx: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) {
+    let (state, metrics) = (&context.state, &context.metrics);
+    // Meetings of the MC become streams; viewers of them go through the gate.
+    let gate = Arc::new(server::access::gate::MeetingGate::new());
+    if let Some(token) = &mc.token {
+        gate.set_node_token(token.clone());
     }
-    // The OTT state exists before the streams, which register their group membership.
-    let redundancy = config.ott.as_ref().map(|_| crate::ott::attach(&state));
-    let context = StreamContext {
-        state: state.clone(),
-        metrics: Arc::clone(&metrics),
-        registry: registry.clone(),
-        srt: Arc::clone(&srt_stats),
-        data_dir: node_config.data_dir.clone(),
-        defaults: config.defaults,
-    };
-    for stream in &config.streams {
-        stream::start_stream(&context, stream, shutdown_rx.clone(), &mut tasks)?;
-    }
-    if let Some(mc) = &config.mc {
-        // Meetings of the MC become streams; viewers of them go through the gate.
-        let gate = Arc::new(server::access::gate::MeetingGate::new());
-        if let Some(token) = &mc.token {
-            gate.set_node_token(token.clone());
-        }
-        state.set_meeting_gate(Arc::clone(&gate));
-        metrics.describe(
-            "brdyun_meeting_refusals_total",
-            "counter",
-            "Viewers of meetings answered with a meeting code instead of the stream, by code.",
-        );
-        metrics.describe(
-            "brdyun_meeting_viewers",
-            "gauge",
-            "Viewers of each meeting on this node, as reported to the MC (seen within the idle period).",
-        );
-        metrics.describe(
-            "brdyun_mc_syncs_total",
-            "counter",
-            "Exchanges with the MC that answered (meetings and viewer counts synced).",
-        );
-        let for_metrics = Arc::clone(&gate);
-        metrics.register(Box::new(move |out: &mut String| {
-            for_metrics.render_metrics(out);
-        }));
-        tasks.spawn(mc_link::run(
-            context.clone(),
-            mc.clone(),
-            node_config.name.clone(),
-            gate,
-            shutdown_rx.clone(),
-        ));
-    }
+    state.set_meeting_gate(Arc::clone(&gate));
+    metrics.describe(
+        "brdyun_meeting_refusals_total",
+        "counter",
+        "Viewers of meetings answered with a meeting code instead of the stream, by code.",
+    );
+    metrics.describe(
+        "brdyun_meeting_viewers",
+        "gauge",
+        "Viewers of each meeting on this node, as reported to the MC (seen within the idle period).",
+    );
+    metrics.describe(
+        "brdyun_mc_syncs_total",
+        "counter",
+        "Exchanges with the MC that answered (meetings and viewer counts synced).",
+    );
+    let for_metrics = Arc::clone(&gate);
+    metrics.register(Box::new(move |out: &mut String| {
+        for_metrics.render_metrics(out);
+    }));
+    tasks.spawn(mc_link::run(
+        context.clone(),
+        mc.clone(),
+        node_name.to_owned(),
+        gate,
+        shutdown_rx.clone(),
+    ));
+}
 
+/// Where the node serves HTTP(S), and whether its certificate names what it announces.
+struct Served {
+    http: SocketAddr,
+    https: Option<SocketAddr>,
+    certificate_mismatch: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Serves the node's application over HTTP and, when configured, HTTPS.
+fn serve_http(
+    config: &Config,
+    state: &AppState,
+    metrics: &Arc<Metrics>,
+    shutdown_rx: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<Served> {
+    let node_config = &config.node;
     let app = server::router(state.clone());
     // Connections opening with a CRITICAL request get a thread above the others
     // (`[shedding] priority_lane`, `lane_threads`; nice −10, one per core by default).
@@ -269,7 +365,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         node_config.max_connections_per_client,
         std::time::Duration::from_secs_f64(node_config.body_timeout),
     );
-    limits.register_metrics(&metrics);
+    limits.register_metrics(metrics);
     let http_listeners = match placement {
         Some(placement) => server::http::serve::bind_reuseport_placed(node_config.http, placement),
         None => server::http::serve::bind_reuseport(node_config.http, threads),
@@ -301,7 +397,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             config.ott.as_ref().map_or(&[][..], |o| &o.announce[..]),
         );
         let node_tls = tls::NodeTls::load(cert, key, names)?;
-        node_tls.reload_on_sighup(shutdown_rx.clone(), &mut tasks);
+        node_tls.reload_on_sighup(shutdown_rx.clone(), tasks);
         let acceptor = node_tls.store.acceptor()?;
         certificate_mismatch = Arc::clone(&node_tls.mismatch);
         let listeners = server::http::serve::bind_reuseport(addr, threads)
@@ -321,27 +417,23 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
         );
     }
 
-    let gossip = match (&config.ott, redundancy) {
-        (Some(ott), Some(redundancy)) => Some(
-            crate::ott::start(
-                ott,
-                node_config,
-                http,
-                https,
-                crate::ott::OttRuntime {
-                    state: state.clone(),
-                    redundancy,
-                    shedder: Arc::clone(&shedder),
-                    certificate_mismatch,
-                },
-                shutdown_rx.clone(),
-                &mut tasks,
-            )
-            .await?,
-        ),
-        _ => None,
-    };
+    Ok(Served {
+        http,
+        https,
+        certificate_mismatch,
+    })
+}
 
+/// The node's RTMP, RTMPS and SRT listeners, when configured.
+async fn start_ingest(
+    config: &Config,
+    registry: &PublishRegistry,
+    state: &AppState,
+    srt_stats: Arc<ingest::srt::SrtStats>,
+    shutdown_rx: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<(Option<SocketAddr>, Option<SocketAddr>, Option<SocketAddr>)> {
+    let node_config = &config.node;
     let rtmp = match node_config.rtmp {
         Some(addr) => Some(
             start_rtmp(
@@ -349,9 +441,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                 "node.rtmp",
                 &node_config.rtmp_limits,
                 Arc::new(registry.clone()),
-                &state,
-                &shutdown_rx,
-                &mut tasks,
+                state,
+                shutdown_rx,
+                tasks,
             )
             .await?,
         ),
@@ -369,9 +461,9 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
                     settings: &node_config.rtmp_limits,
                 },
                 Arc::new(registry.clone()),
-                &state,
-                &shutdown_rx,
-                &mut tasks,
+                state,
+                shutdown_rx,
+                tasks,
             )
             .await?,
         ),
@@ -379,7 +471,7 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     };
     if node_config.srt.is_some() {
         // The listener's counters and its publishers' links as brdyun_srt_*.
-        server::link_view::register_srt(&metrics, Arc::clone(&srt_stats));
+        server::link_view::register_srt(state.metrics(), Arc::clone(&srt_stats));
     }
     let srt = match node_config.srt {
         Some(addr) => Some(srt::start_srt(
@@ -391,26 +483,15 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
             },
             Arc::new(registry.clone()),
             Arc::clone(&srt_stats),
-            &shutdown_rx,
-            &mut tasks,
+            shutdown_rx,
+            tasks,
         )?),
         None => None,
     };
     if let Some(addr) = srt {
         state.ingest_listeners().add_srt(addr, srt_stats);
     }
-    tracing::info!(node = %config.node.name, %http, ?https, ?rtmp, ?rtmps, ?srt, streams = config.streams.len(), "node started");
-    Ok(RunningNode {
-        http,
-        https,
-        rtmp,
-        gossip,
-        rtmps,
-        srt,
-        health: state.health().clone(),
-        shutdown,
-        tasks,
-    })
+    Ok((rtmp, rtmps, srt))
 }
 
 /// Binds `addr` and accepts RTMP publishers there, each authorized by `authorizer`,
