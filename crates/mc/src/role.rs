@@ -51,12 +51,9 @@ impl Role for McRole {
 
     /// The MC's admin or node token, matched in constant time.
     fn may_see_meetings(&self, bearer: &str) -> bool {
+        use server::credentials::is_configured_token;
         let settings = &self.0.inner.settings;
-        let matches = |token: Option<&str>| {
-            token.is_some_and(|t| {
-                server::credentials::constant_time_eq(t.as_bytes(), bearer.as_bytes())
-            })
-        };
-        matches(settings.admin_token.as_deref()) || matches(settings.node_token.as_deref())
+        is_configured_token(settings.admin_token.as_deref(), bearer)
+            || is_configured_token(settings.node_token.as_deref(), bearer)
     }
 }

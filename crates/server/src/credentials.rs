@@ -17,6 +17,12 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Whether `given` is the configured token `expected`, in constant time; an unset
+/// token matches nothing.
+pub fn is_configured_token(expected: Option<&str>, given: &str) -> bool {
+    expected.is_some_and(|t| constant_time_eq(t.as_bytes(), given.as_bytes()))
+}
+
 /// `given` is the `expected` token, or no token is expected.
 pub fn token_matches(expected: Option<&str>, given: Option<&str>) -> bool {
     match expected {

@@ -139,7 +139,7 @@ const HOLE: &str = "\0";
 pub struct SessionTemplate {
     /// The manifest it was cut from, kept so that its bytes (and their address, the
     /// key of [`Templates`]) stay.
-    source: Bytes,
+    _source: Bytes,
     /// The manifest with the session's holes written in.
     text: Vec<u8>,
     /// Where the holes are in `text`.
@@ -164,7 +164,7 @@ impl SessionTemplate {
             .filter_map(|(i, &b)| (b == 0).then_some(i))
             .collect();
         Some(Self {
-            source: body,
+            _source: body,
             text,
             holes,
         })
@@ -221,13 +221,7 @@ impl Templates {
         let template = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             match slots.get(&key) {
-                Some(Slot::Cut(template)) if template.source.as_ptr() == body.as_ptr() => {
-                    Some(Arc::clone(template))
-                }
-                Some(Slot::Cut(_)) => {
-                    drop(slots);
-                    return rewrite(body, is_mpd, session);
-                }
+                Some(Slot::Cut(template)) => Some(Arc::clone(template)),
                 Some(Slot::Seen) => None,
                 None => {
                     if slots.len() >= MAX_TEMPLATES {

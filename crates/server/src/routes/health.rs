@@ -9,7 +9,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use codes::Code;
 
-use crate::credentials::{bearer, constant_time_eq};
+use crate::credentials::{bearer, is_configured_token};
 use crate::health::{heartbeat, ready, Facts, StreamFacts, Verdict};
 use crate::redundancy::RedundancySettings;
 use crate::state::AppState;
@@ -42,12 +42,9 @@ fn may_see_meetings(state: &AppState, headers: &HeaderMap) -> bool {
     let Some(given) = bearer(headers) else {
         return false;
     };
-    let matches = |token: Option<&str>| {
-        token.is_some_and(|t| constant_time_eq(t.as_bytes(), given.as_bytes()))
-    };
     match state.role() {
         Some(role) => role.may_see_meetings(given),
-        None => matches(state.admin_token()),
+        None => is_configured_token(state.admin_token(), given),
     }
 }
 
