@@ -100,6 +100,7 @@ mod tests {
             duration_ticks: 180_000,
             program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
             data: Bytes::from(vec![0u8; 188]),
+            ..LiveSegment::default()
         };
         let rendition = match rung {
             Some(name) => channel.rendition(name).expect("a rung"),

@@ -557,6 +557,7 @@ pub(super) fn live_channel(state: &AppState, name: &str) {
         duration_ticks: 180_000,
         program_date_time_ms: 0,
         data: Bytes::from(vec![0x47u8; 188]),
+        ..LiveSegment::default()
     };
     let tracks = TrackSummary {
         codecs: vec!["avc1.64001e".into()],

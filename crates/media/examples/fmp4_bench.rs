@@ -50,7 +50,7 @@ fn main() {
         "path", "us/s media", "MB/s out", "vs TS"
     );
     let ts_row = measure(&prepared, |p| {
-        let (bytes, _) = mux::write_segment(&p.marker, &p.frames);
+        let (bytes, _) = mux::write_segment(&p.marker, &p.frames, None);
         bytes.len()
     });
     report("ts mux (segmenter's write)", ts_row, ts_row, media_secs);

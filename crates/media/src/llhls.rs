@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use crate::fmp4::{
-    frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts, Part, PartBuilder,
+    package_ts_segment, segment_frames, write_init, InitConfig, NextDts, Part, PartBuilder,
     ProducerTime, TimedFrame,
 };
 use crate::{Frame, Segment, TimelineMarker, TimelineState, TrackKind};
@@ -465,7 +465,7 @@ impl Packager {
                 .iter()
                 .any(|a| a.marker.state.msn > segment.msn);
         }
-        let frames = frames_from_ts(&segment.data, segment.start_ts);
+        let frames = segment_frames(segment);
         let built = match self.building.front() {
             Some(b) if b.info.msn == segment.msn => self.building.pop_front(),
             _ => None,

@@ -1,10 +1,13 @@
 //! A rendition's live window: the one list of segments every container is served from.
 //!
 //! A [`StoredSegment`] keeps what the segmenter produced, once: the MPEG-TS bytes
-//! (marker packet, PAT, PMT, the frames' PES) and their place on the timeline. The
-//! other containers are views of it, derived once and kept with it: the fMP4 view
-//! ([`crate::segment::fmp4::Fmp4View`]: marker, init, per-track files packaged on first
-//! request) and the LL-HLS view ([`media::llhls::SegmentOut`]: the parts cut as the
+//! (marker packet, caption block, PAT, PMT, the frames' PES), the marker and caption
+//! block they were written with, and their place on the timeline. The other containers
+//! are views of it, derived once from what the segmenter handed over (never by reading
+//! the bytes back) and kept with it: the fMP4 view
+//! ([`crate::segment::fmp4::Fmp4View`]: init and per-track sizes from the segment's
+//! frames, per-track files packaged on first request), the WebVTT view
+//! ([`crate::segment::captions::SegmentCaptions`]) and the LL-HLS view ([`media::llhls::SegmentOut`]: the parts cut as the
 //! frames arrived, checked against this segment's frames by the packager). Playlists and MPDs of every protocol are rendered from one
 //! [`WindowSnapshot`], so they list the same segments with the same MSN, duration and
 //! PDT; one trim, one swap, one MSN rule and one target-duration rule
@@ -21,7 +24,7 @@ use crate::segment::fmp4::{Fmp4Init, Fmp4View};
 use media::llhls::SegmentOut;
 
 /// One segment as the segmenter published it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveSegment {
     /// Media sequence number.
     pub msn: u64,
@@ -35,6 +38,15 @@ pub struct LiveSegment {
     pub program_date_time_ms: i64,
     /// The MPEG-TS bytes, shared with every viewer without copying.
     pub data: Bytes,
+    /// The timeline marker the bytes start with, as the segmenter wrote it; `None` for
+    /// bytes from elsewhere (then read from them once, when the segment is stored).
+    pub marker: Option<media::TimelineMarker>,
+    /// The caption block the bytes carry after the marker, as it was written.
+    pub captions: Option<Arc<media::captions::CaptionBlock>>,
+    /// The frames the bytes were written from (the fMP4 view is derived from them
+    /// without reading the bytes back); dropped once the segment is stored. Empty for
+    /// bytes from elsewhere.
+    pub frames: Arc<[media::Frame]>,
 }
 
 impl From<media::Segment> for LiveSegment {
@@ -46,6 +58,9 @@ impl From<media::Segment> for LiveSegment {
             duration_ticks: segment.duration_ticks,
             program_date_time_ms: segment.program_date_time_ms,
             data: segment.data,
+            marker: Some(segment.marker),
+            captions: segment.captions,
+            frames: segment.frames,
         }
     }
 }
@@ -92,11 +107,26 @@ impl StoredSegment {
     /// init when it is of the same discontinuity sequence). The LL-HLS view is kept only
     /// when it is of this very segment (same MSN, duration and date).
     pub fn new(
-        segment: LiveSegment,
+        mut segment: LiveSegment,
         previous: Option<&StoredSegment>,
         ll: Option<SegmentOut>,
     ) -> Self {
-        let fmp4 = Fmp4View::of(&segment.data, previous.and_then(StoredSegment::fmp4));
+        if segment.marker.is_none() {
+            segment.marker = media::fmp4::marker_of(&segment.data);
+            segment.captions = media::ts::captions::segment_block(&segment.data)
+                .ok()
+                .flatten()
+                .map(Arc::new);
+        }
+        let frames = std::mem::replace(&mut segment.frames, Arc::from(Vec::new()));
+        let fmp4 = segment.marker.and_then(|marker| {
+            Fmp4View::of(
+                &marker,
+                &frames,
+                &segment.data,
+                previous.and_then(StoredSegment::fmp4),
+            )
+        });
         let ll = ll
             .filter(|ll| {
                 (ll.msn, ll.duration_ticks, ll.program_date_time_ms)
@@ -107,7 +137,13 @@ impl StoredSegment {
                     )
             })
             .map(Arc::new);
-        let captions = crate::segment::captions::SegmentCaptions::of(&segment.data);
+        let captions = segment
+            .captions
+            .clone()
+            .zip(segment.marker)
+            .map(|(block, marker)| {
+                crate::segment::captions::SegmentCaptions::new(block, marker.start_ts)
+            });
         Self {
             segment,
             fmp4,
@@ -200,9 +236,7 @@ impl WindowSnapshot {
     /// The timeline marker of the newest segment (its first packet): where the
     /// window's timeline stands, for the mesh's fingerprint and the MC's ownership.
     pub fn newest_marker(&self) -> Option<media::timeline::TimelineMarker> {
-        let newest = self.newest()?;
-        let packet = newest.data.get(..media::ts::PACKET_SIZE)?;
-        media::timeline::TimelineMarker::parse(packet.get(4..)?).ok()
+        self.newest()?.marker
     }
 
     /// The segments that have an fMP4 view, oldest first.

@@ -96,6 +96,7 @@ async fn main() {
             duration_ticks: 180_000,
             program_date_time_ms: T0_MS + msn as i64 * 2000,
             data: clip[(msn as usize) % clip.len()].clone(),
+            ..LiveSegment::default()
         });
     }
     let deadline = Instant::now() + Duration::from_secs(120);

@@ -37,6 +37,7 @@ async fn main() -> std::io::Result<()> {
                 duration_ticks: 180_000,
                 program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
                 data: Bytes::from(vec![0x47; 188 * 4255]),
+                ..LiveSegment::default()
             },
             tracks.clone(),
         );

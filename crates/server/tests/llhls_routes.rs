@@ -218,7 +218,7 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
             duration_ticks: x.duration_ticks,
             program_date_time_ms: x.program_date_time_ms,
             keyframe_start: true,
-            data: x.data.clone(),
+            ..Segment::from_marker(&x.marker.expect("a marker"), x.data.clone())
         };
         let (ts_seg, ts_next) = (seg(t), seg(tn));
         let frames = media::fmp4::frames_from_ts(&ts_seg.data, ts_seg.start_ts);

@@ -60,8 +60,8 @@ pub use fragment::{write_fragment, FragmentInfo, FragmentOptions, ProducerTime, 
 pub use init::write_init;
 pub use live::{PartBuilder, MAX_TRACK_WAIT_TICKS};
 pub use segment::{
-    frames_from_ts, package_ts_segment, part_starts, sequence_number, write_segment, NextDts, Part,
-    SegmentOptions,
+    frames_from_ts, package_ts_segment, part_starts, segment_frames, sequence_number,
+    write_segment, NextDts, Part, SegmentOptions,
 };
 pub use track::{marker_of, package_segment, write_track_init, Track, TrackCache};
 

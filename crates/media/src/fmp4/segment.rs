@@ -148,6 +148,15 @@ pub fn frames_from_ts(ts: &[u8], reference_ts: u64) -> Vec<TimedFrame> {
     TimedFrame::unwrap_all(crate::ts::demux_frames(ts), reference_ts)
 }
 
+/// The frames of `segment` with their extended timestamps: those the segmenter wrote it
+/// from, or (for a segment made from bytes alone) read back from its bytes.
+pub fn segment_frames(segment: &Segment) -> Vec<TimedFrame> {
+    if segment.frames.is_empty() {
+        return frames_from_ts(&segment.data, segment.start_ts);
+    }
+    TimedFrame::unwrap_all(segment.frames.iter().cloned(), segment.start_ts)
+}
+
 /// The extended DTS of the first video and first audio frame of a segment: what the
 /// previous segment needs to end its last samples exactly. Reads only as far as it must.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -211,7 +220,7 @@ pub fn package_ts_segment(
     part_ticks: Option<u64>,
     out: &mut Vec<u8>,
 ) -> Result<Vec<Part>, Fmp4Error> {
-    let frames = frames_from_ts(&segment.data, segment.start_ts);
+    let frames = segment_frames(segment);
     let end = segment.start_ts.saturating_add(segment.duration_ticks);
     let estimated_video = frames
         .iter()

@@ -17,8 +17,7 @@
 use std::collections::VecDeque;
 
 use super::segment::{
-    emit, unwrap_ts, Placements, Segment, SegmenterConfig, SegmenterStats, Timed,
-    MAX_SEGMENT_FRAMES,
+    unwrap_ts, Output, Placements, SegmenterConfig, SegmenterStats, Timed, MAX_SEGMENT_FRAMES,
 };
 
 /// The most adopted markers waiting for their frames; older ones are written as they are.
@@ -185,7 +184,7 @@ impl Follow {
         &mut self,
         phase: MarkerPhase,
         marker: TimelineMarker,
-        ready: &mut VecDeque<Segment>,
+        ready: &mut Output,
         stats: &mut SegmenterStats,
     ) {
         if phase == MarkerPhase::Close {
@@ -237,7 +236,7 @@ impl Follow {
     pub(super) fn push(
         &mut self,
         frame: Frame,
-        ready: &mut VecDeque<Segment>,
+        ready: &mut Output,
         stats: &mut SegmenterStats,
     ) -> Option<Fallback> {
         let ext_dts = unwrap_ts(frame.dts, self.last_ext);
@@ -308,7 +307,7 @@ impl Follow {
     /// Writes the segments at the front that are done: complete, or whole and passed by
     /// a later segment's start (they can get no more frames of the leading track; an
     /// open one waits for its close marker).
-    fn emit_complete(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn emit_complete(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         while let Some(front) = self.segs.front() {
             let passed = !front.open && self.segs.iter().skip(1).any(|s| s.started);
             if !(front.complete() || passed) {
@@ -319,7 +318,7 @@ impl Follow {
     }
 
     /// Writes the oldest followed segment (complete or not) if it started.
-    fn emit_front(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn emit_front(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         let Some(s) = self.segs.pop_front() else {
             return;
         };
@@ -336,19 +335,18 @@ impl Follow {
             stats.incomplete += 1;
         }
         let marker = s.marker;
-        let (segment, cc) = emit(&marker, s.frames);
+        let cc = ready.write(&marker, s.frames, true);
         let mut state = marker.state;
         state.msn = state.msn.saturating_add(1);
         state.cc = cc;
         let end_ts = marker.start_ts.saturating_add(marker.duration_ticks);
         self.next = Some((state, end_ts, marker.state.unix_ms_at(end_ts)));
-        ready.push_back(segment);
     }
 
     /// Writes the complete segments; the first incomplete one (and any after it) is
     /// dropped and the timeline continues from its start, so a source replaying it
     /// cuts it whole, with the same state.
-    fn rewind_to_incomplete(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn rewind_to_incomplete(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         self.emit_complete(ready, stats);
         if let Some(first) = self.segs.front() {
             let marker = first.marker;
@@ -359,7 +357,7 @@ impl Follow {
         }
     }
 
-    pub(super) fn flush(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    pub(super) fn flush(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         while !self.segs.is_empty() {
             self.emit_front(ready, stats);
         }

@@ -52,15 +52,15 @@ mod segment;
 mod source;
 mod tail;
 
-use std::collections::VecDeque;
-
 use crate::timeline::{MarkerError, MarkerPhase, TimelineMarker, TimelineState};
 use crate::Frame;
 
 pub use rung::{RungCutter, RungSegment, RungStats};
 pub use segment::unwrap_ts;
+use segment::Output;
 pub use segment::{
-    Placed, Segment, SegmenterConfig, SegmenterStats, MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
+    CaptionSource, Placed, Segment, SegmenterConfig, SegmenterStats, MAX_DATE_AHEAD_MS,
+    MAX_SEGMENT_FRAMES,
 };
 
 use follow::Follow;
@@ -98,7 +98,7 @@ enum Mode {
 pub struct Segmenter {
     config: SegmenterConfig,
     mode: Mode,
-    ready: VecDeque<Segment>,
+    ready: Output,
     stats: SegmenterStats,
     /// Placements of a mode that was left, not yet taken.
     carried: Vec<Placed>,
@@ -121,7 +121,7 @@ impl Segmenter {
         Self {
             config,
             mode,
-            ready: VecDeque::new(),
+            ready: Output::default(),
             stats: SegmenterStats::default(),
             carried: Vec::new(),
         }
@@ -130,6 +130,10 @@ impl Segmenter {
     /// Feeds one frame; `now_unix_ms` is the wall clock at its arrival (used only to
     /// anchor a fresh timeline). Returns the segment this frame completed, if any.
     pub fn push(&mut self, frame: Frame, now_unix_ms: i64) -> Option<Segment> {
+        let (state, following) = (self.state(), self.is_following());
+        if let Some(captions) = self.ready.captions.as_mut() {
+            captions.frame(&frame, state, following);
+        }
         match &mut self.mode {
             Mode::Source(s) => s.push(frame, now_unix_ms, &mut self.ready, &mut self.stats),
             Mode::Follow(f) => {
@@ -176,6 +180,21 @@ impl Segmenter {
             }
         }
         Ok(self.ready.pop_front())
+    }
+
+    /// Writes every segment from now on with the caption block `source` gives for it
+    /// (and shows it every frame and upstream block first).
+    pub fn set_captions(&mut self, source: Box<dyn CaptionSource>) {
+        self.ready.captions = Some(source);
+    }
+
+    /// An upstream brdyun's caption block (the payload of a packet group on
+    /// [`crate::ts::captions::CAPTION_PID`]), for the segment it names: handed to the
+    /// caption source, if there is one.
+    pub fn push_captions(&mut self, block: &bytes::Bytes) {
+        if let Some(captions) = self.ready.captions.as_mut() {
+            captions.upstream(block);
+        }
     }
 
     /// The input changed under the stream (backup switch, reconnect, publisher

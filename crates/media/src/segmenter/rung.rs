@@ -356,7 +356,7 @@ impl RungCutter {
         if pending.video != source.video_frames || pending.audio != source.audio_frames {
             self.stats.count_mismatch += 1;
         }
-        let (segment, cc) = emit(&marker, pending.frames);
+        let (segment, cc) = emit(&marker, pending.frames, None);
         self.cc = cc;
         self.stats.segments += 1;
         if !aligned {

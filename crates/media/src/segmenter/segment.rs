@@ -1,10 +1,16 @@
-//! What both segmenting modes share: the configuration, the finished segment, the
-//! counters, and the two helpers that make a segment's bytes a pure function of its
-//! marker and frames ([`emit`]) and unwrap 33-bit timestamps ([`unwrap_ts`]).
+//! What both segmenting modes share: the configuration, the finished segment (the one
+//! record every container is a view of), the counters, where a segment's captions come
+//! from ([`CaptionSource`]), and the helpers that make a segment's bytes a pure function
+//! of its marker, frames and caption block ([`emit`]) and unwrap 33-bit timestamps
+//! ([`unwrap_ts`]).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::timeline::{ContinuityCounters, TimelineMarker};
+use crate::captions::CaptionBlock;
+use crate::timeline::{ContinuityCounters, TimelineMarker, TimelineState};
 use crate::ts::mux::write_segment;
 use crate::{Frame, TrackKind, CLOCK_HZ, PTS_MASK};
 
@@ -47,7 +53,9 @@ impl SegmenterConfig {
     }
 }
 
-/// One finished segment.
+/// One finished segment, as the segmenter wrote it: its place on the timeline, its
+/// TS bytes, and what the bytes were written from (the marker, the frames, the caption
+/// block), so the fMP4, LL-HLS, WebVTT and relay views never parse the bytes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
     /// Media sequence number.
@@ -64,8 +72,16 @@ pub struct Segment {
     pub program_date_time_ms: i64,
     /// The first frame is a random access point (false only after a forced cut).
     pub keyframe_start: bool,
-    /// The MPEG-TS bytes: marker packet, PAT, PMT, then the frames' PES.
+    /// The MPEG-TS bytes: marker packet, caption block (if any), PAT, PMT, then the
+    /// frames' PES.
     pub data: Bytes,
+    /// The marker written in the first packet.
+    pub marker: TimelineMarker,
+    /// The frames in the order they were written; empty for a segment made from bytes
+    /// alone ([`Segment::from_marker`]: read from an archive, or a test's).
+    pub frames: Arc<[Frame]>,
+    /// The caption block written after the marker.
+    pub captions: Option<Arc<CaptionBlock>>,
 }
 
 impl Segment {
@@ -81,7 +97,64 @@ impl Segment {
             program_date_time_ms: marker.program_date_time_ms,
             keyframe_start: marker.keyframe_start,
             data,
+            marker: *marker,
+            frames: Arc::from(Vec::new()),
+            captions: None,
         }
+    }
+
+    /// The TS packets of the caption block (right after the marker; empty without
+    /// one): what a live relay sends before the close marker.
+    pub fn caption_packets(&self) -> &[u8] {
+        if self.captions.is_none() {
+            return &[];
+        }
+        crate::ts::captions::block_packets_of(&self.data)
+    }
+}
+
+/// Where a stream's caption blocks come from: the segmenter shows it every frame and
+/// every upstream block as they arrive, and asks it for a segment's block just before
+/// writing the segment, so the block is written in place (no second copy of the bytes).
+pub trait CaptionSource: Send + std::fmt::Debug {
+    /// A frame is about to be placed; `state` is the open segment's (or the next one's),
+    /// `following` whether an upstream's markers cut the segments.
+    fn frame(&mut self, frame: &Frame, state: Option<TimelineState>, following: bool);
+    /// An upstream brdyun's caption block for one of its segments (encoded).
+    fn upstream(&mut self, block: &Bytes);
+    /// The block of the segment `marker` describes, if it has one.
+    fn block_for(&mut self, marker: &TimelineMarker, following: bool) -> Option<CaptionBlock>;
+}
+
+/// Where the segmenting modes put what they finish: each segment written with its
+/// caption block (asked of the [`CaptionSource`], if any), queued in order.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    queue: VecDeque<Segment>,
+    pub(crate) captions: Option<Box<dyn CaptionSource>>,
+}
+
+impl Output {
+    /// Writes the segment of `marker` from `frames` and queues it; returns the
+    /// continuity counters the next segment starts from.
+    pub(crate) fn write(
+        &mut self,
+        marker: &TimelineMarker,
+        frames: Vec<Timed>,
+        following: bool,
+    ) -> ContinuityCounters {
+        let block = self
+            .captions
+            .as_mut()
+            .and_then(|c| c.block_for(marker, following));
+        let (segment, cc) = emit(marker, frames, block);
+        self.queue.push_back(segment);
+        cc
+    }
+
+    /// The oldest segment not yet taken.
+    pub(crate) fn pop_front(&mut self) -> Option<Segment> {
+        self.queue.pop_front()
     }
 }
 
@@ -178,15 +251,45 @@ pub(crate) struct Timed {
     pub(crate) frame: Frame,
 }
 
-/// Writes a segment from its complete marker and frames (sorted here).
+/// Writes a segment from its complete marker, frames (sorted here) and caption block.
 pub(crate) fn emit(
     marker: &TimelineMarker,
     mut frames: Vec<Timed>,
+    captions: Option<CaptionBlock>,
 ) -> (Segment, ContinuityCounters) {
     frames.sort_by_key(|t| (t.ext_dts, t.frame.kind() == TrackKind::Audio));
-    let plain: Vec<Frame> = frames.into_iter().map(|t| t.frame).collect();
-    let (data, cc) = write_segment(marker, &plain);
-    (Segment::from_marker(marker, data), cc)
+    let plain: Vec<Frame> = frames.into_iter().map(|t| as_written(t.frame)).collect();
+    let (data, cc) = write_segment(marker, &plain, captions.as_ref());
+    // A frame a demuxer would split (an audio PES of several ADTS frames) is not kept
+    // as it would come back: the views then read the bytes.
+    let split = plain.iter().any(|f| {
+        f.kind() == TrackKind::Audio && crate::codec::aac::adts_frame_ranges(&f.data).len() > 1
+    });
+    let frames = if split { Vec::new() } else { plain };
+    let segment = Segment {
+        frames: Arc::from(frames),
+        captions: captions.map(Arc::new),
+        ..Segment::from_marker(marker, data)
+    };
+    (segment, cc)
+}
+
+/// `frame` as the segment's bytes carry it: a video access unit with the delimiter
+/// the writer puts before it when it lacks one (so the kept frame is what a demuxer
+/// reads back, and the writer adds nothing).
+fn as_written(frame: Frame) -> Frame {
+    match crate::codec::aud::missing_delimiter(frame.codec, &frame.data) {
+        Some(delimiter) => {
+            let mut data = Vec::with_capacity(delimiter.as_bytes().len() + frame.data.len());
+            data.extend_from_slice(delimiter.as_bytes());
+            data.extend_from_slice(&frame.data);
+            Frame {
+                data: Bytes::from(data),
+                ..frame
+            }
+        }
+        None => frame,
+    }
 }
 
 /// Unwraps a 33-bit timestamp to the extended value nearest to `reference`.

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 
 use super::replay::{RecentFrames, Standby, Verdict};
 use super::segment::{
-    emit, unwrap_ts, Placements, Segment, SegmenterConfig, SegmenterStats, Timed,
-    MAX_DATE_AHEAD_MS, MAX_SEGMENT_FRAMES,
+    unwrap_ts, Output, Placements, SegmenterConfig, SegmenterStats, Timed, MAX_DATE_AHEAD_MS,
+    MAX_SEGMENT_FRAMES,
 };
 use super::tail;
 use crate::timeline::{TimelineMarker, TimelineState};
@@ -189,7 +189,7 @@ impl Source {
         &mut self,
         frame: Frame,
         now: i64,
-        ready: &mut VecDeque<Segment>,
+        ready: &mut Output,
         stats: &mut SegmenterStats,
     ) {
         let ext_dts = unwrap_ts(frame.dts, self.last_ext);
@@ -278,7 +278,7 @@ impl Source {
         &mut self,
         kind: TrackKind,
         ext_dts: u64,
-        ready: &mut VecDeque<Segment>,
+        ready: &mut Output,
         stats: &mut SegmenterStats,
     ) -> bool {
         let idx = track_index(kind);
@@ -317,13 +317,7 @@ impl Source {
         true
     }
 
-    fn push_video(
-        &mut self,
-        t: Timed,
-        now: i64,
-        ready: &mut VecDeque<Segment>,
-        stats: &mut SegmenterStats,
-    ) {
+    fn push_video(&mut self, t: Timed, now: i64, ready: &mut Output, stats: &mut SegmenterStats) {
         self.last_video_dts = Some(self.last_video_dts.map_or(t.ext_dts, |d| d.max(t.ext_dts)));
         let Some(cur) = &self.cur else {
             if t.frame.keyframe {
@@ -361,13 +355,7 @@ impl Source {
         self.maybe_seal_closing(false, ready, stats);
     }
 
-    fn push_audio(
-        &mut self,
-        t: Timed,
-        now: i64,
-        ready: &mut VecDeque<Segment>,
-        stats: &mut SegmenterStats,
-    ) {
+    fn push_audio(&mut self, t: Timed, now: i64, ready: &mut Output, stats: &mut SegmenterStats) {
         let Some(cur) = &self.cur else {
             self.wait_audio.push_back((t, now));
             self.trim_wait_audio(stats);
@@ -429,11 +417,7 @@ impl Source {
 
     /// No video after a second of audio: the stream is audio-only; start at the first
     /// held frame.
-    fn maybe_start_audio_only(
-        &mut self,
-        ready: &mut VecDeque<Segment>,
-        stats: &mut SegmenterStats,
-    ) {
+    fn maybe_start_audio_only(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         let span = match (self.wait_audio.front(), self.wait_audio.back()) {
             (Some((f, _)), Some((b, _))) => b.ext_pts.saturating_sub(f.ext_pts),
             _ => return,
@@ -444,7 +428,7 @@ impl Source {
         self.start_audio_only(ready, stats);
     }
 
-    fn start_audio_only(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn start_audio_only(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         let mut held = std::mem::take(&mut self.wait_audio).into_iter();
         let Some((first, first_now)) = held.next() else {
             return;
@@ -518,13 +502,7 @@ impl Source {
     }
 
     /// Ends the current segment at `t`, which starts the next one.
-    fn cut(
-        &mut self,
-        t: Timed,
-        now: i64,
-        ready: &mut VecDeque<Segment>,
-        stats: &mut SegmenterStats,
-    ) {
+    fn cut(&mut self, t: Timed, now: i64, ready: &mut Output, stats: &mut SegmenterStats) {
         let span = self
             .cur
             .as_ref()
@@ -585,7 +563,7 @@ impl Source {
     fn maybe_seal_closing(
         &mut self,
         audio_passed: bool,
-        ready: &mut VecDeque<Segment>,
+        ready: &mut Output,
         stats: &mut SegmenterStats,
     ) {
         let (Some(_), Some(cur)) = (&self.closing, &self.cur) else {
@@ -600,7 +578,7 @@ impl Source {
     }
 
     /// Writes the segment waiting for late audio; its end is the open segment's start.
-    fn seal_closing(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn seal_closing(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         self.decide(stats);
         let Some(closing) = self.closing.take() else {
             return;
@@ -609,7 +587,7 @@ impl Source {
         self.seal(closing, end, ready);
     }
 
-    fn seal(&mut self, open: Open, end_ts: u64, ready: &mut VecDeque<Segment>) {
+    fn seal(&mut self, open: Open, end_ts: u64, ready: &mut Output) {
         let mut state = open.state;
         state.tracks = state
             .tracks
@@ -633,7 +611,7 @@ impl Source {
             video_frames: video,
             audio_frames: audio,
         };
-        let (segment, cc) = emit(&marker, open.frames);
+        let cc = ready.write(&marker, open.frames, false);
         self.last_end_unix_ms = Some(state.unix_ms_at(end_ts));
         // The successor (if open) and the template both continue from here.
         if let Some(cur) = &mut self.cur {
@@ -642,7 +620,6 @@ impl Source {
         }
         self.next.cc = cc;
         self.next.tracks = state.tracks;
-        ready.push_back(segment);
     }
 
     /// The end of the open segment when no successor tells it: the latest frame end.
@@ -665,7 +642,7 @@ impl Source {
     }
 
     /// Writes everything open, deciding queued audio by the known boundaries.
-    fn seal_all(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn seal_all(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         if self.cur.is_none() && !self.has_video {
             self.start_audio_only(ready, stats);
         }
@@ -709,7 +686,7 @@ impl Source {
     }
 
     /// Closes the timeline: what follows starts a new, discontinuous segment.
-    fn break_timeline(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    fn break_timeline(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         self.seal_all(ready, stats);
         self.resume_at = None;
         self.standby = None;
@@ -719,11 +696,7 @@ impl Source {
         }
     }
 
-    pub(super) fn discontinuity(
-        &mut self,
-        ready: &mut VecDeque<Segment>,
-        stats: &mut SegmenterStats,
-    ) {
+    pub(super) fn discontinuity(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         self.break_timeline(ready, stats);
         self.clocks = [TrackClock::default(); 2];
         self.epoch_ref = None;
@@ -734,7 +707,7 @@ impl Source {
     /// encoder's second output), and the open segment goes on with no discontinuity;
     /// anything else starts a new period. Either way, what was already segmented is
     /// dropped.
-    pub(super) fn takeover(&mut self, ready: &mut VecDeque<Segment>, stats: &mut SegmenterStats) {
+    pub(super) fn takeover(&mut self, ready: &mut Output, stats: &mut SegmenterStats) {
         if self.first || self.newest_pts.is_none() {
             let newest = self.newest_pts;
             self.discontinuity(ready, stats);
@@ -748,11 +721,7 @@ impl Source {
     }
 
     /// Writes everything open; returns the last extended timestamp seen.
-    pub(super) fn flush(
-        &mut self,
-        ready: &mut VecDeque<Segment>,
-        stats: &mut SegmenterStats,
-    ) -> Option<u64> {
+    pub(super) fn flush(&mut self, ready: &mut Output, stats: &mut SegmenterStats) -> Option<u64> {
         self.seal_all(ready, stats);
         self.last_ext
     }

@@ -45,6 +45,18 @@ pub fn splice_block(data: &Bytes, block: &CaptionBlock) -> Bytes {
     Bytes::from(out)
 }
 
+/// The caption packets of a segment's bytes (right after its marker packet, where
+/// [`splice_block`] and the segment writer put them); empty when it has none.
+pub fn block_packets_of(data: &[u8]) -> &[u8] {
+    let count = data
+        .chunks_exact(PACKET_SIZE)
+        .skip(1)
+        .take_while(|p| p[0] == SYNC_BYTE && pid(p) == CAPTION_PID)
+        .count();
+    data.get(PACKET_SIZE..PACKET_SIZE * (1 + count))
+        .unwrap_or_default()
+}
+
 /// The caption block of a segment's bytes, if it carries one; a damaged block is an
 /// error. Reads only the packets right after the marker, where [`splice_block`] puts it.
 ///

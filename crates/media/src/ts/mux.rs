@@ -20,9 +20,11 @@
 
 use bytes::Bytes;
 
+use super::captions::block_packets;
 use super::pcr::PcrClock;
 use super::psi::crc32_mpeg2;
 use super::{AUDIO_PID, MARKER_PID, PACKET_SIZE, PMT_PID, SYNC_BYTE, VIDEO_PID};
+use crate::captions::CaptionBlock;
 use crate::codec::aud::missing_delimiter;
 use crate::timeline::{ContinuityCounters, MarkerPhase, TimelineMarker, Tracks};
 use crate::{Frame, TrackKind, PTS_MASK};
@@ -42,15 +44,22 @@ const STREAM_ID_AUDIO: u8 = 0xc0;
 /// Payload bytes of one packet after its 4-byte header.
 const PAYLOAD_SIZE: usize = PACKET_SIZE - 4;
 
-/// Writes one segment: the marker packet, PAT, PMT, then one PES per frame in the
-/// given order, continuing the continuity counters of `marker.state.cc`.
+/// Writes one segment: the marker packet, the caption block's packets (when it has
+/// one), PAT, PMT, then one PES per frame in the given order, continuing the
+/// continuity counters of `marker.state.cc`.
 ///
 /// The PMT lists `marker.state.tracks`; frames of a kind the PMT does not list are still
 /// written on their kind's PID (the caller keeps the tracks up to date, see
 /// [`Tracks::with_frames`]). Returns the bytes (a multiple of 188) and the counters
 /// for the next segment.
-pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, ContinuityCounters) {
-    let estimate: usize = frames.iter().map(|f| f.data.len() + 40).sum();
+pub fn write_segment(
+    marker: &TimelineMarker,
+    frames: &[Frame],
+    captions: Option<&CaptionBlock>,
+) -> (Bytes, ContinuityCounters) {
+    let captions = captions.map(|block| block_packets(&block.encode()));
+    let estimate: usize = frames.iter().map(|f| f.data.len() + 40).sum::<usize>()
+        + captions.as_ref().map_or(0, Vec::len);
     let mut w = Writer {
         out: Vec::with_capacity((estimate / PAYLOAD_SIZE + 4 + frames.len()) * PACKET_SIZE),
         cc: marker.state.cc,
@@ -58,6 +67,9 @@ pub fn write_segment(marker: &TimelineMarker, frames: &[Frame]) -> (Bytes, Conti
     };
     let tracks = marker.state.tracks;
     w.packet(MARKER_PID, false, None, &marker.encode());
+    if let Some(packets) = &captions {
+        w.out.extend_from_slice(packets);
+    }
     w.section(PAT_PID, &pat_section());
     w.section(PMT_PID, &pmt_section(tracks));
     let pcr_pid = pcr_pid(tracks);
@@ -494,7 +506,7 @@ mod tests {
             video: Some(Codec::H264),
             audio: None,
         };
-        let (ts, _) = write_segment(&marker, frames);
+        let (ts, _) = write_segment(&marker, frames, None);
         crate::ts::demux_frames(&ts)
             .into_iter()
             .filter(|f| f.kind() == TrackKind::Video)
@@ -532,7 +544,7 @@ mod tests {
         let mut marker = TimelineMarker::default();
         marker.state.tracks.video = Some(Codec::H264);
         // Half a second between two pictures.
-        let (ts, _) = write_segment(&marker, &[frame(90_000), frame(135_000)]);
+        let (ts, _) = write_segment(&marker, &[frame(90_000), frame(135_000)], None);
         let pcrs: Vec<u64> = ts
             .chunks(PACKET_SIZE)
             .filter(|p| p[3] & 0x20 != 0 && p[4] > 0 && p[5] & 0x10 != 0)

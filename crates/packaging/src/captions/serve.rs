@@ -20,14 +20,14 @@ pub fn segment_file(segment: &StoredSegment, id: &str) -> Bytes {
     if let Some(file) = segment.captions().and_then(|c| c.file(id)) {
         return file;
     }
-    let start = media::fmp4::marker_of(&segment.data).map_or(0, |m| m.start_ts);
+    let start = segment.marker.map_or(0, |m| m.start_ts);
     Bytes::from(segment_vtt(None, id, start))
 }
 
 /// The WebVTT-in-fMP4 segment of track `id` for a segment (DASH): its cues of the
 /// track, times from the segment's start, `tfdt` the segment's start.
 pub fn segment_fmp4(segment: &StoredSegment, id: &str) -> Bytes {
-    let start = media::fmp4::marker_of(&segment.data).map_or(0, |m| m.start_ts);
+    let start = segment.marker.map_or(0, |m| m.start_ts);
     let block = segment.captions().map(|c| &c.block);
     let cues: Vec<TextCue<'_>> = match block.and_then(|b| b.track(id).map(|(i, _)| (b, i))) {
         Some((block, index)) => block

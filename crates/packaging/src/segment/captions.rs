@@ -19,20 +19,15 @@ pub struct SegmentCaptions {
 }
 
 impl SegmentCaptions {
-    /// The caption view of a segment's TS bytes; `None` without a block (or with a
-    /// damaged one: its segment then has empty subtitle files).
-    pub fn of(data: &Bytes) -> Option<Self> {
-        let block = media::ts::captions::segment_block(data).ok().flatten()?;
-        let start = media::fmp4::marker_of(data)?.start_ts;
+    /// The caption view of a segment whose block is `block` and whose first frame is
+    /// at `start` (extended 90 kHz).
+    pub fn new(block: Arc<CaptionBlock>, start: u64) -> Self {
         let files = block
             .tracks
             .iter()
             .map(|t| Bytes::from(segment_vtt(Some(&block), &t.id, start)))
             .collect();
-        Some(Self {
-            block: Arc::new(block),
-            files,
-        })
+        Self { block, files }
     }
 
     /// The WebVTT file of track `id`, if the block has the track.

@@ -1,15 +1,15 @@
 //! The fMP4 view of a stored segment: its timeline marker, the init it decodes with
 //! (one per discontinuity sequence), the bytes of its frames per track (for
-//! `@bandwidth`), and its fMP4 files, packaged from the segment's own TS bytes on first
-//! request and kept with it.
+//! `@bandwidth`), both taken from the frames the segmenter wrote, and its fMP4 files,
+//! packaged from the segment's TS bytes on first request and kept with it.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use media::fmp4::{
-    frames_from_ts, marker_of, package_segment, write_track_init, InitConfig, Track, TrackCache,
+    frames_from_ts, package_segment, write_track_init, InitConfig, Track, TrackCache,
 };
-use media::{TimelineMarker, TrackKind};
+use media::{Frame, TimelineMarker, TrackKind};
 
 /// The init segment(s) of one discontinuity sequence.
 #[derive(Debug)]
@@ -53,21 +53,34 @@ pub struct Fmp4View {
 }
 
 impl Fmp4View {
-    /// The view of the TS segment `ts`, decoding with `previous`'s init when that is of
-    /// the same discontinuity sequence; `None` when the segment has no timeline marker,
-    /// or its sequence has no init yet and its frames give none (logged). A parameter-set
-    /// change without a discontinuity keeps the sequence's first init (logged).
-    pub fn of(ts: &Bytes, previous: Option<&Fmp4View>) -> Option<Self> {
-        let Some(marker) = marker_of(ts) else {
-            tracing::debug!("segment without a timeline marker: no fmp4");
-            return None;
+    /// The view of the segment `marker` places, decoding with `previous`'s init when
+    /// that is of the same discontinuity sequence. Its init and per-track sizes come from
+    /// `frames`, the frames the segmenter wrote (read from `ts`, its bytes, only when the
+    /// segment came without them). `None` when its sequence has no init yet and its
+    /// frames give none (logged). A parameter-set change without a discontinuity keeps
+    /// the sequence's first init (logged).
+    pub fn of(
+        marker: &TimelineMarker,
+        frames: &[Frame],
+        ts: &Bytes,
+        previous: Option<&Fmp4View>,
+    ) -> Option<Self> {
+        let marker = *marker;
+        let read_back;
+        let frames: &[Frame] = if frames.is_empty() {
+            read_back = frames_from_ts(ts, marker.start_ts)
+                .into_iter()
+                .map(|t| t.frame)
+                .collect::<Vec<_>>();
+            &read_back
+        } else {
+            frames
         };
-        let frames = frames_from_ts(ts, marker.start_ts);
         let mut media_bytes = (0u64, 0u64);
-        for t in &frames {
-            match t.frame.kind() {
-                TrackKind::Video => media_bytes.0 += t.frame.data.len() as u64,
-                TrackKind::Audio => media_bytes.1 += t.frame.data.len() as u64,
+        for frame in frames {
+            match frame.kind() {
+                TrackKind::Video => media_bytes.0 += frame.data.len() as u64,
+                TrackKind::Audio => media_bytes.1 += frame.data.len() as u64,
             }
         }
         let seq = marker.state.discontinuity_seq;
@@ -75,7 +88,7 @@ impl Fmp4View {
             .map(|v| &v.init)
             .filter(|i| i.discontinuity_seq == seq)
             .cloned();
-        let config = InitConfig::from_frames(frames.iter().map(|t| &t.frame));
+        let config = InitConfig::from_frames(frames);
         let init = match (same_sequence, config) {
             (Some(init), Ok(config)) => {
                 if config != init.config {

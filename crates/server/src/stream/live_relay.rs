@@ -19,8 +19,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use media::segmenter::Placed;
 use media::ts::mux::RelayMuxer;
-use media::ts::PACKET_SIZE;
-use media::{Segment, TimelineMarker};
+use media::Segment;
 use tokio::sync::watch;
 
 /// The most chunks kept (a frame each, about 25 s of 25-fps video with its audio): a
@@ -143,22 +142,8 @@ impl LiveLog {
     /// The pipeline's call when a segment is written (its caption block spliced in):
     /// its caption block and close marker; chunks of older segments are dropped.
     pub fn written(&self, segment: &Segment) {
-        let Some(marker) = segment
-            .data
-            .get(4..PACKET_SIZE)
-            .and_then(|payload| TimelineMarker::parse(payload).ok())
-        else {
-            return;
-        };
-        let captions: Vec<u8> = segment
-            .data
-            .chunks_exact(PACKET_SIZE)
-            .filter(|p| packet_pid(p) == media::ts::captions::CAPTION_PID)
-            .flatten()
-            .copied()
-            .collect();
         self.with_log(|log| {
-            let bytes = log.mux.close(&marker, &captions);
+            let bytes = log.mux.close(&segment.marker, segment.caption_packets());
             log.append(segment.msn, ChunkKind::Close, bytes);
             while log.chunks.front().is_some_and(|c| c.msn < segment.msn) {
                 log.chunks.pop_front();
@@ -201,8 +186,4 @@ impl LiveLog {
     pub fn wanted(&self) -> bool {
         self.wanted.load(Ordering::Relaxed)
     }
-}
-
-fn packet_pid(packet: &[u8]) -> u16 {
-    (u16::from(packet[1] & 0x1f) << 8) | u16::from(packet[2])
 }

@@ -519,6 +519,7 @@ mod tests {
             duration_ticks: 180_000,
             program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
             data: Bytes::from(vec![0u8; 1000]),
+            ..LiveSegment::default()
         }
     }
 

@@ -17,12 +17,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ingest::IngestEvent;
-use media::segmenter::{Segment, Segmenter, SegmenterConfig, StartPoint};
+use media::segmenter::{CaptionSource, Segment, Segmenter, SegmenterConfig, StartPoint};
+use media::TimelineState;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::clock::unix_ms;
 use crate::metrics::Histogram;
+use crate::stream::captions::Captioner;
 use crate::stream::package::{LiveSegment, Package};
 use crate::stream::recorder::Recorder;
 use crate::stream::rendition::Rendition;
@@ -115,9 +117,14 @@ pub async fn run_rendition(
     let mut ll = rendition
         .llhls()
         .map(|c| crate::stream::llhls::Feed::new(Arc::clone(c)));
-    // The stream's captions travel in its muxed rendition's segments.
-    let mut captioner = (rendition.name() == crate::stream::rendition::MAIN)
-        .then(|| crate::stream::captions::Captioner::new(channel.captions.cc_language()));
+    // The stream's captions travel in its muxed rendition's segments, written in them by
+    // the segmenter.
+    if rendition.name() == crate::stream::rendition::MAIN {
+        segmenter.set_captions(Box::new(PackageCaptions {
+            captioner: Captioner::new(channel.captions.cc_language()),
+            package: Arc::clone(&channel),
+        }));
+    }
     while let Some(event) = events.recv().await {
         // An operator's pause drops the input (OTT-OPS-2); what comes after it follows
         // a discontinuity, as after a source switch.
@@ -141,15 +148,6 @@ pub async fn run_rendition(
             IngestEvent::Frame(frame) => {
                 tracks.observe(&frame);
                 rendition.tap(&frame);
-                if let Some(captioner) = captioner.as_mut() {
-                    captioner.frame(
-                        &frame,
-                        segmenter.state(),
-                        segmenter.is_following(),
-                        &channel.captions,
-                        &channel.caption_counters,
-                    );
-                }
                 match ll.as_mut() {
                     Some(ll) => {
                         let before = segmenter.state();
@@ -173,9 +171,7 @@ pub async fn run_rendition(
                 }
             }
             IngestEvent::Captions(block) => {
-                if let Some(captioner) = captioner.as_mut() {
-                    captioner.upstream_block(&block, &channel.caption_counters);
-                }
+                segmenter.push_captions(&block);
                 None
             }
             event @ (IngestEvent::Discontinuity | IngestEvent::Takeover) => {
@@ -195,10 +191,7 @@ pub async fn run_rendition(
         // One event can finish several segments (a marker that cuts while a segment was
         // being cut locally, a discontinuity): publish every one that is ready.
         let mut next = segment;
-        while let Some(mut segment) = next.take().or_else(|| segmenter.pop_ready()) {
-            if let Some(captioner) = captioner.as_mut() {
-                caption(&mut segment, captioner, segmenter.is_following());
-            }
+        while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
             publish(
                 &channel,
                 &rendition,
@@ -215,11 +208,8 @@ pub async fn run_rendition(
             note_timestamp_faults(&channel, segmenter.stats(), &mut faults_logged);
         }
     }
-    while let Some(mut segment) = segmenter.flush() {
+    while let Some(segment) = segmenter.flush() {
         rendition.live_log().placed(segmenter.take_placed());
-        if let Some(captioner) = captioner.as_mut() {
-            caption(&mut segment, captioner, segmenter.is_following());
-        }
         publish(
             &channel,
             &rendition,
@@ -233,15 +223,37 @@ pub async fn run_rendition(
     }
 }
 
-/// Splices the segment's caption block (the upstream's, or the origin's cut) into its
-/// bytes after the timeline marker, where the relay and the archive carry it on.
-fn caption(
-    segment: &mut Segment,
-    captioner: &mut crate::stream::captions::Captioner,
-    following: bool,
-) {
-    if let Some(block) = captioner.block_for(segment, following) {
-        segment.data = media::ts::captions::splice_block(&segment.data, &block);
+/// A package's [`Captioner`] as its muxed rendition's segmenter asks for it, with the
+/// package's caption inbox and counters.
+#[derive(Debug)]
+struct PackageCaptions {
+    captioner: Captioner,
+    package: Arc<Package>,
+}
+
+impl CaptionSource for PackageCaptions {
+    fn frame(&mut self, frame: &media::Frame, state: Option<TimelineState>, following: bool) {
+        let package = &self.package;
+        self.captioner.frame(
+            frame,
+            state,
+            following,
+            &package.captions,
+            &package.caption_counters,
+        );
+    }
+
+    fn upstream(&mut self, block: &bytes::Bytes) {
+        self.captioner
+            .upstream_block(block, &self.package.caption_counters);
+    }
+
+    fn block_for(
+        &mut self,
+        marker: &media::TimelineMarker,
+        following: bool,
+    ) -> Option<media::captions::CaptionBlock> {
+        self.captioner.block_for(marker, following)
     }
 }
 

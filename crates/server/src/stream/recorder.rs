@@ -134,7 +134,12 @@ impl Recorder {
     /// Hands a published segment to the writer without waiting; a full queue drops it
     /// (counted, and a gap in the archive).
     pub fn record(&self, segment: &LiveSegment) {
-        match self.tx.try_send(segment.clone()) {
+        // The disk takes the bytes; the frames they were written from stay behind.
+        let segment = LiveSegment {
+            frames: std::sync::Arc::from(Vec::new()),
+            ..segment.clone()
+        };
+        match self.tx.try_send(segment) {
             Ok(()) => {}
             Err(TrySendError::Full(segment)) => {
                 let dropped = self.stats.dropped.fetch_add(1, Ordering::Relaxed) + 1;

@@ -93,6 +93,7 @@ pub fn ts_segment(msn: u64, t0_ms: i64, packets: usize) -> LiveSegment {
         duration_ticks: 180_000,
         program_date_time_ms: t0_ms + msn as i64 * 2000,
         data: Bytes::from(data),
+        ..LiveSegment::default()
     }
 }
 

@@ -159,6 +159,7 @@ pub fn start_node_on(
             duration_ticks: 180_000,
             program_date_time_ms: 1_700_000_000_000 + msn as i64 * 2000,
             data: payload.clone(),
+            ..LiveSegment::default()
         };
         channel.push(segment, tracks.clone());
     }

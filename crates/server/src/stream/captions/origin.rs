@@ -1,9 +1,9 @@
 //! The pipeline's part in captions ([`Captioner`]): on the origin, it decodes CEA-608
 //! from the source's video, stamps the caption API's cues on the timeline and cuts
 //! them with every segment into the segment's caption block; on a node that follows an
-//! upstream, it hands each segment the block the upstream cut. Either way the block is
-//! spliced into the segment's bytes after the timeline marker, so the relay, the
-//! archive and every node downstream carry the same captions.
+//! upstream, it hands each segment the block the upstream cut. Either way the segmenter
+//! writes the block into the segment's bytes after the timeline marker, so the relay,
+//! the archive and every node downstream carry the same captions.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -12,7 +12,7 @@ use bytes::Bytes;
 use media::captions::cea608::Cea608Decoder;
 use media::captions::sei::{cc_pairs, CcCodec};
 use media::captions::{BookError, CaptionBlock, CaptionBook, MAX_CUE_AHEAD_TICKS};
-use media::{Codec, Frame, Segment, TimelineState, TrackKind};
+use media::{Codec, Frame, TimelineMarker, TimelineState, TrackKind};
 
 use super::inbox::{CaptionInbox, CueRefusal, CueRequest, CueTiming, StampedCue};
 use super::CaptionCounters;
@@ -156,21 +156,22 @@ impl Captioner {
 
     /// The caption block of a finished segment: the upstream's for a followed segment,
     /// else (on the origin) the book's cut. `None` while the stream has no captions.
-    pub fn block_for(&mut self, segment: &Segment, following: bool) -> Option<CaptionBlock> {
-        if let Some(i) = self.upstream.iter().position(|b| b.msn == segment.msn) {
+    pub fn block_for(&mut self, marker: &TimelineMarker, following: bool) -> Option<CaptionBlock> {
+        let msn = marker.state.msn;
+        if let Some(i) = self.upstream.iter().position(|b| b.msn == msn) {
             let block = self.upstream.remove(i);
-            self.upstream.retain(|b| b.msn > segment.msn);
+            self.upstream.retain(|b| b.msn > msn);
             return block;
         }
         if following {
             return None;
         }
-        let end = segment.start_ts.saturating_add(segment.duration_ticks);
+        let end = marker.start_ts.saturating_add(marker.duration_ticks);
         if self.last_ext.is_some_and(|ext| ext.abs_diff(end) > 1 << 32) {
             // Unwrapped on another turn of the 33-bit clock than the segmenter: follow it.
             self.last_ext = Some(end);
         }
-        self.book.cut(segment.msn, segment.start_ts, end)
+        self.book.cut(msn, marker.start_ts, end)
     }
 }
 

@@ -81,6 +81,7 @@ fn stream_window(msns: impl IntoIterator<Item = u64>, without_ll: &[u64]) -> Win
                 duration_ticks: ll.duration_ticks,
                 program_date_time_ms: ll.program_date_time_ms,
                 data: Bytes::new(),
+                ..LiveSegment::default()
             };
             let ll = (!without_ll.contains(&msn)).then_some(ll);
             Arc::new(StoredSegment::new(live, None, ll))
