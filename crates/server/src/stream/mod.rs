@@ -7,6 +7,7 @@
 
 pub mod archive_scans;
 pub mod captions;
+pub mod cutter;
 pub mod ladder;
 pub mod live_relay;
 pub mod llhls;

@@ -7,11 +7,12 @@
 //! restart (even `kill -9`) the numbers continue forward and never go back, nor below
 //! the archive's newest segment.
 //!
-//! Beside the segments, the pipeline cuts the LL-HLS parts in step with the segmenter,
-//! carries the stream's captions in the muxed rendition's segments, feeds the live
-//! relay log and the frame tap (a ladder encoder's input), hands every published
-//! segment to the DVR recorder without waiting for the disk, drops the input while the
-//! operator has paused it (OTT-OPS-2), and counts the source's timestamp faults.
+//! What to do with each event is decided by the [`Cutter`] (no I/O, tested without a
+//! runtime); this loop applies its steps: the LL-HLS parts cut in step with the
+//! segmenter, the stream's captions written in the muxed rendition's segments, the live
+//! relay log and the frame tap (a ladder encoder's input) fed, every published segment
+//! handed to the DVR recorder without waiting for the disk, the input dropped while the
+//! operator has paused it (OTT-OPS-2), and the source's timestamp faults counted.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,16 +20,17 @@ use std::sync::Arc;
 use ingest::IngestEvent;
 use media::segmenter::{CaptionSource, Segment, Segmenter, SegmenterConfig, StartPoint};
 use media::TimelineState;
+use packaging::window::TrackSummary;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::clock::unix_ms;
 use crate::metrics::Histogram;
 use crate::stream::captions::Captioner;
+use crate::stream::cutter::{Context, Cutter, LlInput, Step};
 use crate::stream::package::{LiveSegment, Package};
 use crate::stream::recorder::Recorder;
 use crate::stream::rendition::Rendition;
-use packaging::tracks::TrackProbe;
 
 /// How a stream's pipeline cuts and where it remembers its place.
 #[derive(Debug, Clone)]
@@ -106,120 +108,95 @@ pub async fn run_rendition(
         target_duration_ms: u32::try_from(settings.target_duration_ms).unwrap_or(u32::MAX),
         ..SegmenterConfig::default()
     };
-    let mut segmenter = Segmenter::new(config, start);
-    // The live relay sends what the segmenter places as it places it: kept once one
-    // was asked for.
-    let mut placing = false;
-    let mut tracks = TrackProbe::default();
-    let mut was_paused = false;
-    let mut faults_logged: Option<std::time::Instant> = None;
     // LL-HLS parts are cut from the frames in step with the segmenter (see `llhls`).
     let mut ll = rendition
         .llhls()
         .map(|c| crate::stream::llhls::Feed::new(Arc::clone(c)));
+    let mut cutter = Cutter::new(Segmenter::new(config, start), ll.is_some());
     // The stream's captions travel in its muxed rendition's segments, written in them by
     // the segmenter.
     if rendition.name() == crate::stream::rendition::MAIN {
-        segmenter.set_captions(Box::new(PackageCaptions {
+        cutter.set_captions(Box::new(PackageCaptions {
             captioner: Captioner::new(channel.captions.cc_language()),
             package: Arc::clone(&channel),
         }));
     }
+    let mut faults_logged: Option<std::time::Instant> = None;
+    let out = Out {
+        channel: &channel,
+        rendition: &rendition,
+        state_file: settings.state_file.as_ref(),
+        recorder: recorder.as_deref(),
+        publish_latency: &settings.publish_latency,
+    };
     while let Some(event) = events.recv().await {
-        // An operator's pause drops the input (OTT-OPS-2); what comes after it follows
-        // a discontinuity, as after a source switch.
-        if channel.input_paused() {
-            was_paused = true;
-            continue;
-        }
-        if std::mem::take(&mut was_paused) {
-            segmenter.discontinuity();
-            tracks.reset();
-            if let Some(ll) = ll.as_mut() {
-                ll.discontinuity();
-            }
-        }
         let received = std::time::Instant::now();
-        if !placing && rendition.live_log().wanted() {
-            placing = true;
-            segmenter.keep_placements(true);
-        }
-        let segment = match event {
-            IngestEvent::Frame(frame) => {
-                tracks.observe(&frame);
-                rendition.tap(&frame);
-                match ll.as_mut() {
-                    Some(ll) => {
-                        let before = segmenter.state();
-                        let segment = segmenter.push(frame.clone(), unix_ms());
-                        ll.frame(frame, before, segmenter.state());
-                        segment
-                    }
-                    None => segmenter.push(frame, unix_ms()),
-                }
-            }
-            IngestEvent::Marker(payload) => {
-                if let Some(ll) = ll.as_mut() {
-                    ll.marker(&payload);
-                }
-                match segmenter.push_marker(&payload) {
-                    Ok(segment) => segment,
-                    Err(error) => {
-                        tracing::warn!(stream = %channel.name(), %error, "bad timeline marker ignored");
-                        None
-                    }
-                }
-            }
-            IngestEvent::Captions(block) => {
-                segmenter.push_captions(&block);
-                None
-            }
-            event @ (IngestEvent::Discontinuity | IngestEvent::Takeover) => {
-                match event {
-                    IngestEvent::Takeover => segmenter.takeover(),
-                    _ => segmenter.discontinuity(),
-                }
-                tracks.reset();
-                if let Some(ll) = ll.as_mut() {
-                    ll.discontinuity();
-                }
-                None
-            }
+        let context = Context {
+            paused: channel.input_paused(),
+            relay_wanted: rendition.live_log().wanted(),
         };
-        // What this step placed goes out before the close of any segment it finished.
-        rendition.live_log().placed(segmenter.take_placed());
-        // One event can finish several segments (a marker that cuts while a segment was
-        // being cut locally, a discontinuity): publish every one that is ready.
-        let mut next = segment;
-        while let Some(segment) = next.take().or_else(|| segmenter.pop_ready()) {
-            publish(
-                &channel,
-                &rendition,
-                segment,
-                &tracks,
-                settings.state_file.as_ref(),
-                recorder.as_deref(),
-                ll.as_mut(),
-            )
-            .await;
-            settings.publish_latency.observe(received.elapsed());
+        let step = cutter.on_event(event, unix_ms(), context);
+        if let Some(error) = &step.bad_marker {
+            tracing::warn!(stream = %channel.name(), %error, "bad timeline marker ignored");
         }
+        out.apply(step, ll.as_mut(), Some(received)).await;
         if rendition.name() == crate::stream::rendition::MAIN {
-            note_timestamp_faults(&channel, segmenter.stats(), &mut faults_logged);
+            note_timestamp_faults(&channel, cutter.stats(), &mut faults_logged);
         }
     }
-    while let Some(segment) = segmenter.flush() {
-        rendition.live_log().placed(segmenter.take_placed());
-        publish(
-            &channel,
-            &rendition,
-            segment,
-            &tracks,
-            settings.state_file.as_ref(),
-            recorder.as_deref(),
-            ll.as_mut(),
-        )
-        .await;
+    let step = cutter.finish();
+    out.apply(step, ll.as_mut(), None).await;
+}
+
+/// Where a pipeline's steps go: the frame tap, the LL-HLS packager, the live relay,
+/// the timeline counters on disk, the archive and the window.
+struct Out<'a> {
+    channel: &'a Package,
+    rendition: &'a Rendition,
+    state_file: Option<&'a PathBuf>,
+    recorder: Option<&'a Recorder>,
+    publish_latency: &'a Histogram,
+}
+
+impl Out<'_> {
+    /// Applies one step in its order (see [`Step`]), timing each segment's publication
+    /// from `received` (when the event that finished it arrived).
+    async fn apply(
+        &self,
+        step: Step,
+        mut ll: Option<&mut crate::stream::llhls::Feed>,
+        received: Option<std::time::Instant>,
+    ) {
+        if let Some(frame) = &step.tap {
+            self.rendition.tap(frame);
+        }
+        if let Some(feed) = ll.as_mut() {
+            for input in step.ll {
+                match input {
+                    LlInput::Frame(frame, before, after) => feed.frame(frame, before, after),
+                    LlInput::Marker(payload) => feed.marker(&payload),
+                    LlInput::Discontinuity => feed.discontinuity(),
+                }
+            }
+        }
+        // What this step placed goes out before the close of any segment it finished.
+        self.rendition.live_log().placed(step.placed);
+        let tracks = step.tracks.unwrap_or_default();
+        for segment in step.finished {
+            publish(
+                self.channel,
+                self.rendition,
+                segment,
+                &tracks,
+                self.state_file,
+                self.recorder,
+                ll.as_deref_mut(),
+            )
+            .await;
+            if let Some(received) = received {
+                self.publish_latency.observe(received.elapsed());
+            }
+        }
     }
 }
 
@@ -290,7 +267,7 @@ async fn publish(
     channel: &Package,
     rendition: &Rendition,
     segment: Segment,
-    tracks: &TrackProbe,
+    tracks: &TrackSummary,
     state_file: Option<&PathBuf>,
     recorder: Option<&Recorder>,
     mut ll: Option<&mut crate::stream::llhls::Feed>,
@@ -317,7 +294,7 @@ async fn publish(
     if let Some(recorder) = recorder {
         recorder.record(&live);
     }
-    channel.push_to(rendition, live, tracks.summary(), ll_view);
+    channel.push_to(rendition, live, tracks.clone(), ll_view);
     if let Some(closing) = closing {
         rendition.live_log().written(&closing);
     }
