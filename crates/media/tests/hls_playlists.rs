@@ -2,7 +2,8 @@
 
 use m3u8_rs::{MediaPlaylistType, Playlist};
 use media::hls::{
-    LiveWindow, MasterPlaylist, MediaPlaylist, PlaylistSegment, PlaylistType, Variant,
+    ClosedCaptions, LiveWindow, MasterPlaylist, MediaPlaylist, Personalisation, PlaylistSegment,
+    PlaylistType, SubtitleRendition, Variant,
 };
 
 const T0: i64 = 1_714_564_800_000; // 2024-05-01T12:00:00.000Z
@@ -225,6 +226,99 @@ https://node-b.example.net/live/stream/mono.m3u8?pass=abc
         p.variants[1].uri,
         "https://node-b.example.net/live/stream/mono.m3u8?pass=abc"
     );
+}
+
+/// A master with subtitles, in-band captions and a two-rung ladder.
+fn captioned_ladder() -> MasterPlaylist {
+    let rung = |uri: &str, bandwidth: u64, height: u32| Variant {
+        uri: uri.into(),
+        bandwidth,
+        average_bandwidth: None,
+        codecs: vec!["avc1.64001f".into(), "mp4a.40.2".into()],
+        resolution: Some((height * 16 / 9, height)),
+        frame_rate_milli: Some(25_000),
+    };
+    MasterPlaylist {
+        independent_segments: true,
+        subtitles: vec![
+            SubtitleRendition {
+                name: "English".into(),
+                language: "en".into(),
+                uri: "sub-en.m3u8".into(),
+            },
+            SubtitleRendition {
+                name: "Deutsch".into(),
+                language: "de".into(),
+                uri: "sub-de.m3u8".into(),
+            },
+        ],
+        closed_captions: Some(ClosedCaptions {
+            name: "CC".into(),
+            language: "en".into(),
+            instream_id: "CC1".into(),
+        }),
+        variants: vec![
+            rung("mono.m3u8", 2_000_000, 720),
+            rung("240p/mono.m3u8", 400_000, 240),
+        ],
+    }
+}
+
+#[test]
+fn a_viewers_master_is_rendered_from_the_parts() {
+    let master = captioned_ladder();
+    assert_eq!(
+        master.render_for(&Personalisation::default()),
+        master.render(),
+        "no personalisation: the shared bytes"
+    );
+    let backup = |base: &'static str| {
+        Box::new(move |uri: &str| {
+            let sep = if uri.contains('?') { '&' } else { '?' };
+            format!("{base}/m/{uri}{sep}pass=P")
+        }) as Box<dyn Fn(&str) -> String>
+    };
+    let viewer = Personalisation {
+        query: Some("login=v&token=t"),
+        steering: Some((
+            "http://b:1/steer?g=x".into(),
+            vec!["a".into(), "b".into(), "c".into()],
+        )),
+        backups: vec![backup("http://b:1"), backup("http://c:2")],
+    };
+    let golden = "\
+#EXTM3U
+#EXT-X-VERSION:3
+#EXT-X-INDEPENDENT-SEGMENTS
+#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"sub-en.m3u8\"
+#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs\",NAME=\"Deutsch\",LANGUAGE=\"de\",DEFAULT=NO,AUTOSELECT=YES,URI=\"sub-de.m3u8\"
+#EXT-X-MEDIA:TYPE=CLOSED-CAPTIONS,GROUP-ID=\"cc\",NAME=\"CC\",LANGUAGE=\"en\",DEFAULT=NO,AUTOSELECT=YES,INSTREAM-ID=\"CC1\"
+#EXT-X-CONTENT-STEERING:SERVER-URI=\"http://b:1/steer?g=x\",PATHWAY-ID=\"a\"
+#EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=25.000,SUBTITLES=\"subs\",CLOSED-CAPTIONS=\"cc\",PATHWAY-ID=\"a\"
+mono.m3u8?login=v&token=t
+#EXT-X-STREAM-INF:BANDWIDTH=400000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=426x240,FRAME-RATE=25.000,SUBTITLES=\"subs\",CLOSED-CAPTIONS=\"cc\",PATHWAY-ID=\"a\"
+240p/mono.m3u8?login=v&token=t
+#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs-b1\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"http://b:1/m/sub-en.m3u8?pass=P\"
+#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs-b1\",NAME=\"Deutsch\",LANGUAGE=\"de\",DEFAULT=NO,AUTOSELECT=YES,URI=\"http://b:1/m/sub-de.m3u8?pass=P\"
+#EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=25.000,SUBTITLES=\"subs-b1\",CLOSED-CAPTIONS=\"cc\",PATHWAY-ID=\"b\"
+http://b:1/m/mono.m3u8?login=v&token=t&pass=P
+#EXT-X-STREAM-INF:BANDWIDTH=400000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=426x240,FRAME-RATE=25.000,SUBTITLES=\"subs-b1\",CLOSED-CAPTIONS=\"cc\",PATHWAY-ID=\"b\"
+http://b:1/m/240p/mono.m3u8?login=v&token=t&pass=P
+#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs-b2\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"http://c:2/m/sub-en.m3u8?pass=P\"
+#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs-b2\",NAME=\"Deutsch\",LANGUAGE=\"de\",DEFAULT=NO,AUTOSELECT=YES,URI=\"http://c:2/m/sub-de.m3u8?pass=P\"
+#EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=25.000,SUBTITLES=\"subs-b2\",CLOSED-CAPTIONS=\"cc\",PATHWAY-ID=\"c\"
+http://c:2/m/mono.m3u8?login=v&token=t&pass=P
+#EXT-X-STREAM-INF:BANDWIDTH=400000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=426x240,FRAME-RATE=25.000,SUBTITLES=\"subs-b2\",CLOSED-CAPTIONS=\"cc\",PATHWAY-ID=\"c\"
+http://c:2/m/240p/mono.m3u8?login=v&token=t&pass=P
+";
+    let text = master.render_for(&viewer);
+    assert_eq!(text, golden);
+    let p = match m3u8_rs::parse_playlist_res(text.as_bytes()) {
+        Ok(Playlist::MasterPlaylist(p)) => p,
+        other => panic!("not a master playlist: {other:?}"),
+    };
+    assert_eq!(p.variants.len(), 6);
+    assert_eq!(p.alternatives.len(), 7);
 }
 
 #[test]

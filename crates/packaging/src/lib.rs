@@ -11,6 +11,7 @@ pub mod archive;
 pub mod captions;
 pub mod fmp4;
 pub mod llhls;
+pub mod master;
 pub mod render;
 pub mod segment;
 pub mod tracks;

@@ -4,8 +4,12 @@
 //! duration; and a package's master playlist over its renditions' windows
 //! ([`package_master`]).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistType, Variant};
+
+pub use crate::master::Master;
 
 use crate::fmp4::{mpd, playlist};
 use crate::url::segment_uri;
@@ -17,7 +21,7 @@ pub struct Manifests {
     /// `mono.m3u8`.
     pub media: Bytes,
     /// `index.m3u8`.
-    pub master: Bytes,
+    pub master: Master,
     /// `fmp4.m3u8`.
     pub fmp4: Bytes,
     /// `index.mpd`.
@@ -56,7 +60,7 @@ impl Renderer {
             ended: false,
         };
         let media = playlist.render(segment_uri);
-        let master = master_playlist(window).render();
+        let master = Master::new(master_playlist(window));
         // The MPD updates every target duration the newest segment's marker states.
         let (fmp4, mpd) = match window.fmp4_segments().last() {
             Some((_, newest)) => {
@@ -71,7 +75,7 @@ impl Renderer {
         Manifests {
             subtitles: crate::captions::serve::render_playlists(window, &playlist),
             media: Bytes::from(media),
-            master: Bytes::from(master),
+            master,
             fmp4,
             mpd,
         }
@@ -111,10 +115,7 @@ pub use crate::window::{offered, MAIN};
 /// window is switchable ([`WindowSnapshot::switchable`]): a player must be able to move
 /// between the variants at any segment boundary. The source is the timeline every rung
 /// is cut on, so it is listed whenever it has segments.
-pub fn package_master(
-    renditions: &[(&str, std::sync::Arc<WindowSnapshot>)],
-    playlist: &str,
-) -> Bytes {
+pub fn package_master(renditions: &[(&str, Arc<WindowSnapshot>)], playlist: &str) -> Master {
     let mut variants = Vec::with_capacity(renditions.len());
     // The stream's captions travel in its muxed rendition (the source).
     let (subtitles, closed_captions) = renditions
@@ -133,13 +134,10 @@ pub fn package_master(
         };
         variants.push(variant(window, uri));
     }
-    Bytes::from(
-        MasterPlaylist {
-            independent_segments: true,
-            subtitles,
-            closed_captions,
-            variants,
-        }
-        .render(),
-    )
+    Master::new(MasterPlaylist {
+        independent_segments: true,
+        subtitles,
+        closed_captions,
+        variants,
+    })
 }

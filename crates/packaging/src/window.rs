@@ -194,7 +194,7 @@ pub struct WindowSnapshot {
     /// The media playlist (`mono.m3u8`).
     pub media_playlist: Bytes,
     /// The master playlist (`index.m3u8`).
-    pub master_playlist: Bytes,
+    pub master_playlist: crate::master::Master,
     /// The fMP4 HLS media playlist (`fmp4.m3u8`).
     pub fmp4_playlist: Bytes,
     /// The live DASH MPD (`index.mpd`).

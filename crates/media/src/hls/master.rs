@@ -71,23 +71,50 @@ fn quoted(value: &str) -> String {
         .collect()
 }
 
+/// Maps a URI of a master playlist to the same file on a backup node (with its pass).
+pub type BackupUri<'a> = Box<dyn Fn(&str) -> String + 'a>;
+
+/// How one viewer's copy of a master playlist differs from the shared one: a login's
+/// query on every variant, and the viewer's backups (OTT-PROT-1) with their pathways
+/// (RFC 8216bis §7). Rendered from the typed parts ([`MasterPlaylist::render_for`]),
+/// never by editing the shared text.
+#[derive(Default)]
+pub struct Personalisation<'a> {
+    /// Appended to every variant's URI (a login's `login=…&token=…`).
+    pub query: Option<&'a str>,
+    /// `EXT-X-CONTENT-STEERING`'s server URI and the pathways: this node's first, then
+    /// one per backup, each named by its copy of the variants.
+    pub steering: Option<(String, Vec<String>)>,
+    /// The viewer's backups, first backup first: each maps a URI of this playlist to the
+    /// backup's (with its pass). Each backup gets a copy of every variant, byte for byte
+    /// but for its URI, pathway and subtitle group: its own subtitle renditions at its
+    /// address, so the subtitles follow a player that moves.
+    pub backups: Vec<BackupUri<'a>>,
+}
+
+impl std::fmt::Debug for Personalisation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Personalisation")
+            .field("query", &self.query)
+            .field("steering", &self.steering)
+            .field("backups", &self.backups.len())
+            .finish()
+    }
+}
+
 impl MasterPlaylist {
     /// Writes the playlist.
     pub fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
+        self.write_for(w, &Personalisation::default())
+    }
+
+    /// Writes the playlist as one viewer gets it (see [`Personalisation`]).
+    pub fn write_for(&self, w: &mut impl fmt::Write, p: &Personalisation<'_>) -> fmt::Result {
         w.write_str("#EXTM3U\n#EXT-X-VERSION:3\n")?;
         if self.independent_segments {
             w.write_str("#EXT-X-INDEPENDENT-SEGMENTS\n")?;
         }
-        for (i, sub) in self.subtitles.iter().enumerate() {
-            writeln!(
-                w,
-                "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"{SUBTITLES_GROUP}\",NAME=\"{}\",LANGUAGE=\"{}\",DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
-                quoted(&sub.name),
-                quoted(&sub.language),
-                if i == 0 { "YES" } else { "NO" },
-                quoted(&sub.uri),
-            )?;
-        }
+        self.write_subtitles(w, SUBTITLES_GROUP, &|uri| uri.to_owned())?;
         if let Some(cc) = &self.closed_captions {
             writeln!(
                 w,
@@ -97,36 +124,98 @@ impl MasterPlaylist {
                 quoted(&cc.instream_id),
             )?;
         }
+        let pathways = p.steering.as_ref().map(|(_, pathways)| pathways);
+        if let Some((uri, pathways)) = &p.steering {
+            writeln!(
+                w,
+                "#EXT-X-CONTENT-STEERING:SERVER-URI=\"{}\",PATHWAY-ID=\"{}\"",
+                quoted(uri),
+                pathways.first().map_or("", |id| id.as_str()),
+            )?;
+        }
+        let with_query = |uri: &str| match p.query {
+            Some(q) if uri.contains('?') => format!("{uri}&{q}"),
+            Some(q) => format!("{uri}?{q}"),
+            None => uri.to_owned(),
+        };
+        let pathway = |i: usize| pathways.and_then(|p| p.get(i)).map(String::as_str);
         for v in &self.variants {
-            write!(w, "#EXT-X-STREAM-INF:BANDWIDTH={}", v.bandwidth)?;
-            if let Some(avg) = v.average_bandwidth {
-                write!(w, ",AVERAGE-BANDWIDTH={avg}")?;
+            self.write_variant(w, v, SUBTITLES_GROUP, pathway(0), &with_query(&v.uri))?;
+        }
+        for (i, backup) in p.backups.iter().enumerate() {
+            let group = format!("{SUBTITLES_GROUP}-b{}", i + 1);
+            self.write_subtitles(w, &group, backup)?;
+            for v in &self.variants {
+                let uri = backup(&with_query(&v.uri));
+                self.write_variant(w, v, &group, pathway(i + 1), &uri)?;
             }
-            if !v.codecs.is_empty() {
-                // A quoted-string may hold neither quotes nor line breaks.
-                let codecs: String = v
-                    .codecs
-                    .join(",")
-                    .chars()
-                    .filter(|c| !matches!(c, '"' | '\r' | '\n'))
-                    .collect();
-                write!(w, ",CODECS=\"{codecs}\"")?;
-            }
-            if let Some((width, height)) = v.resolution {
-                write!(w, ",RESOLUTION={width}x{height}")?;
-            }
-            if let Some(fr) = v.frame_rate_milli {
-                write!(w, ",FRAME-RATE={}.{:03}", fr / 1000, fr % 1000)?;
-            }
-            if !self.subtitles.is_empty() {
-                write!(w, ",SUBTITLES=\"{SUBTITLES_GROUP}\"")?;
-            }
-            if self.closed_captions.is_some() {
-                write!(w, ",CLOSED-CAPTIONS=\"{CLOSED_CAPTIONS_GROUP}\"")?;
-            }
-            writeln!(w, "\n{}", line_safe(&v.uri))?;
         }
         Ok(())
+    }
+
+    /// The playlist as one viewer gets it (see [`Personalisation`]).
+    pub fn render_for(&self, p: &Personalisation<'_>) -> String {
+        let copies = 1 + p.backups.len();
+        let mut s = String::with_capacity(64 + copies * (self.variants.len() * 240 + 200));
+        self.write_for(&mut s, p)
+            .expect("writing to a String cannot fail");
+        s
+    }
+
+    /// The subtitle renditions in `group`, each at `uri(its URI)`.
+    fn write_subtitles(
+        &self,
+        w: &mut impl fmt::Write,
+        group: &str,
+        uri: &dyn Fn(&str) -> String,
+    ) -> fmt::Result {
+        for (i, sub) in self.subtitles.iter().enumerate() {
+            writeln!(
+                w,
+                "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"{group}\",NAME=\"{}\",LANGUAGE=\"{}\",DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
+                quoted(&sub.name),
+                quoted(&sub.language),
+                if i == 0 { "YES" } else { "NO" },
+                quoted(&uri(&sub.uri)),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One `EXT-X-STREAM-INF` and its URI; `subtitles` names the group of its subtitle
+    /// renditions, `pathway` its Content Steering pathway.
+    fn write_variant(
+        &self,
+        w: &mut impl fmt::Write,
+        v: &Variant,
+        subtitles: &str,
+        pathway: Option<&str>,
+        uri: &str,
+    ) -> fmt::Result {
+        write!(w, "#EXT-X-STREAM-INF:BANDWIDTH={}", v.bandwidth)?;
+        if let Some(avg) = v.average_bandwidth {
+            write!(w, ",AVERAGE-BANDWIDTH={avg}")?;
+        }
+        if !v.codecs.is_empty() {
+            // A quoted-string may hold neither quotes nor line breaks.
+            write!(w, ",CODECS=\"{}\"", quoted(&v.codecs.join(",")))?;
+        }
+        if let Some((width, height)) = v.resolution {
+            write!(w, ",RESOLUTION={width}x{height}")?;
+        }
+        if let Some(fr) = v.frame_rate_milli {
+            write!(w, ",FRAME-RATE={}.{:03}", fr / 1000, fr % 1000)?;
+        }
+        if !self.subtitles.is_empty() {
+            write!(w, ",SUBTITLES=\"{subtitles}\"")?;
+        }
+        if self.closed_captions.is_some() {
+            write!(w, ",CLOSED-CAPTIONS=\"{CLOSED_CAPTIONS_GROUP}\"")?;
+        }
+        if let Some(pathway) = pathway {
+            write!(w, ",PATHWAY-ID=\"{}\"", quoted(pathway))?;
+        }
+        writeln!(w, "\n{}", line_safe(uri))
     }
 
     /// The playlist as a `String`.

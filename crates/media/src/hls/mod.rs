@@ -22,7 +22,9 @@ pub use date::format_rfc3339_ms;
 pub use ll::{
     LlSegment, LlUris, LowLatencyPlaylist, PendingSegment, PlaylistPart, RenditionReport,
 };
-pub use master::{ClosedCaptions, MasterPlaylist, SubtitleRendition, Variant};
+pub use master::{
+    BackupUri, ClosedCaptions, MasterPlaylist, Personalisation, SubtitleRendition, Variant,
+};
 pub use media::{LiveWindow, MediaPlaylist, PlaylistSegment, PlaylistType};
 
 /// Makes a caller-supplied URI safe for one playlist line (CR/LF would inject tags).

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use crate::http::request_context::Arrival;
 use bytes::Bytes;
+use media::hls::Personalisation;
+use packaging::render::Master;
 
 use crate::redundancy::door::Viewer;
 use crate::redundancy::render_cache::RenderKey;
@@ -106,7 +108,7 @@ pub(crate) fn backups_for(
 pub fn personalised(
     redundancy: Option<&Redundancy>,
     stream: &str,
-    plain: &Bytes,
+    master: &Master,
     arrival: &Arrival,
     query: Option<&str>,
     protocol: ott::Protocol,
@@ -123,7 +125,7 @@ pub fn personalised(
             .targets()
             .filter(|t| ott::Pass::can_sign(&t.stream))
             .count();
-        let key = backups.render_key(stream, plain, protocol, query);
+        let key = backups.render_key(stream, &master.plain, protocol, query);
         (*redundancy, Arc::clone(&backups.view), key, signed)
     });
     if let Some((redundancy, view, key, signed)) = &cached {
@@ -132,7 +134,7 @@ pub fn personalised(
             return Some(body);
         }
     }
-    let body = render(backups, plain, query)?;
+    let body = render(backups, master, query);
     if let Some((_, view, key, _)) = cached {
         view.rendered.put(&key, body.clone());
     }
@@ -154,28 +156,11 @@ pub(crate) fn count_backups(redundancy: &Redundancy, passes: usize) {
 
 type Backups<'a> = Option<(&'a Redundancy, ViewerBackups)>;
 
-/// Writes the personalised master playlist.
-fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Bytes> {
-    // The plain master playlist is rendered once per segment; each backup repeats every
-    // variant's EXT-X-STREAM-INF line byte for byte (OTT-PROT-1) with the backup's URI
-    // and pass, so a switching player sees the whole ladder on every pathway — but for
-    // its SUBTITLES group: each backup's subtitle renditions are the backup's own, so
-    // the subtitles follow a player that moves (players key redundant variants on
-    // bandwidth, resolution, codecs and frame rate, not on the groups).
-    let plain = std::str::from_utf8(plain).ok()?;
-    let (header, variants) = split_variants(plain)?;
-    let with_query = |uri: &str| match query {
-        Some(q) if uri.contains('?') => format!("{uri}&{q}"),
-        Some(q) => format!("{uri}?{q}"),
-        None => uri.to_owned(),
-    };
-    let variants: Vec<(&str, String)> = variants
-        .into_iter()
-        .map(|(attributes, uri)| (attributes, with_query(uri)))
-        .collect();
-    let per_copy: usize = variants.iter().map(|(a, u)| a.len() + u.len() + 2).sum();
-    let mut text = String::with_capacity(header.len() + 3 * (per_copy + 240 * variants.len()));
-    // The backups that get a pass, with their pathways; the own node's pathway first.
+/// Renders the personalised master playlist from the typed parts: the viewer's backups
+/// that get a pass, each a copy of every variant at its address (OTT-PROT-1), with
+/// this node's and their pathways under a steering server on the first backup, and
+/// the login's query on every variant.
+fn render(backups: Backups<'_>, master: &Master, query: Option<&str>) -> Bytes {
     let signed: Vec<(&ott::Target, String)> = backups
         .as_ref()
         .map(|(_, backups)| {
@@ -185,163 +170,27 @@ fn render(backups: Backups<'_>, plain: &[u8], query: Option<&str>) -> Option<Byt
                 .collect()
         })
         .unwrap_or_default();
-    let pathways: Vec<String> = match &backups {
-        Some((_, backups)) if !signed.is_empty() => {
-            std::iter::once(ott::pathway_id(&backups.view.snapshot.this.id))
-                .chain(signed.iter().map(|(t, _)| ott::pathway_id(&t.node)))
-                .collect()
-        }
-        _ => Vec::new(),
+    let mut personalisation = Personalisation {
+        query,
+        ..Personalisation::default()
     };
-    for line in &header {
-        text.push_str(line);
-        text.push('\n');
+    if let Some((redundancy, _)) = &backups {
+        count_backups(redundancy, signed.len());
     }
     if let (Some((_, backups)), Some((first, _))) = (&backups, signed.first()) {
+        let pathways: Vec<String> =
+            std::iter::once(ott::pathway_id(&backups.view.snapshot.this.id))
+                .chain(signed.iter().map(|(t, _)| ott::pathway_id(&t.node)))
+                .collect();
         let uri = ott::steering_uri(&first.url_base, &backups.group, &pathways);
-        text.push_str(&format!(
-            "#EXT-X-CONTENT-STEERING:SERVER-URI=\"{uri}\",PATHWAY-ID=\"{}\"\n",
-            pathways[0]
-        ));
+        personalisation.steering = Some((uri, pathways));
+        personalisation.backups = signed
+            .into_iter()
+            .map(|(target, pass)| {
+                let link = target.link(pass);
+                Box::new(move |uri: &str| ott::backup_uri(uri, &link)) as media::hls::BackupUri<'_>
+            })
+            .collect();
     }
-
-    let subtitles: Vec<&str> = header
-        .iter()
-        .copied()
-        .filter(|l| l.starts_with(SUBTITLE_MEDIA))
-        .collect();
-    for (attributes, uri) in &variants {
-        push_variant(&mut text, &on_pathway(attributes, pathways.first()), uri);
-    }
-    if let Some((redundancy, _)) = backups {
-        count_backups(redundancy, signed.len());
-        for (i, (target, pass)) in signed.into_iter().enumerate() {
-            let link = target.link(pass);
-            // The backup's own subtitle renditions (the same on every node), in a group
-            // of its own that its variants name: a player that moves to the backup's
-            // pathway takes its subtitles from the backup too.
-            let group = format!("{SUBTITLES_GROUP_ATTR}\"subs-b{}\"", i + 1);
-            for line in &subtitles {
-                push_backup_media(&mut text, line, &group, &link);
-            }
-            for (attributes, uri) in &variants {
-                let attributes = if subtitles.is_empty() {
-                    std::borrow::Cow::Borrowed(*attributes)
-                } else {
-                    std::borrow::Cow::Owned(
-                        attributes.replace(VARIANT_SUBTITLES, &variant_group(i)),
-                    )
-                };
-                push_variant(
-                    &mut text,
-                    &on_pathway(&attributes, pathways.get(i + 1)),
-                    &ott::backup_uri(uri, &link),
-                );
-            }
-        }
-    }
-    Some(Bytes::from(text))
-}
-
-/// How the stream's subtitle renditions start (`media::hls::master`).
-const SUBTITLE_MEDIA: &str = "#EXT-X-MEDIA:TYPE=SUBTITLES,";
-/// The group attribute of the stream's subtitle renditions, and a variant's reference.
-const SUBTITLES_GROUP_ATTR: &str = "GROUP-ID=";
-const VARIANT_SUBTITLES: &str = ",SUBTITLES=\"subs\"";
-
-fn variant_group(backup: usize) -> String {
-    format!(",SUBTITLES=\"subs-b{}\"", backup + 1)
-}
-
-/// A subtitle rendition line of the stream, for a backup: in `group`, its URI on the
-/// backup with the pass.
-fn push_backup_media(text: &mut String, line: &str, group: &str, link: &ott::BackupLink) {
-    let mut out = line.replace(&format!("{SUBTITLES_GROUP_ATTR}\"subs\""), group);
-    if let Some(at) = out.find(",URI=\"") {
-        let start = at + ",URI=\"".len();
-        if let Some(len) = out[start..].find('"') {
-            let uri = out[start..start + len].to_owned();
-            out.replace_range(start..start + len, &ott::backup_uri(&uri, link));
-        }
-    }
-    // One DEFAULT per group is the stream's own choice; keep it as it is.
-    text.push_str(&out);
-    text.push('\n');
-}
-
-/// A variant's attributes on its pathway (none without steering).
-fn on_pathway<'a>(attributes: &'a str, pathway: Option<&String>) -> std::borrow::Cow<'a, str> {
-    match pathway {
-        Some(pathway) => std::borrow::Cow::Owned(format!("{attributes},PATHWAY-ID=\"{pathway}\"")),
-        None => std::borrow::Cow::Borrowed(attributes),
-    }
-}
-
-fn push_variant(text: &mut String, attributes: &str, uri: &str) {
-    text.push_str(attributes);
-    text.push('\n');
-    text.push_str(uri);
-    text.push('\n');
-}
-
-/// A variant of a master playlist: its `#EXT-X-STREAM-INF` line and its URI.
-type VariantLines<'a> = (&'a str, &'a str);
-
-/// A master playlist's lines before its first variant, and every variant. `None`
-/// without a variant.
-fn split_variants(master: &str) -> Option<(Vec<&str>, Vec<VariantLines<'_>>)> {
-    let mut header = Vec::new();
-    let mut variants = Vec::new();
-    let mut lines = master.lines().filter(|l| !l.is_empty());
-    while let Some(line) = lines.next() {
-        if line.starts_with("#EXT-X-STREAM-INF:") {
-            let uri = lines.by_ref().find(|l| !l.starts_with('#'))?;
-            variants.push((line, uri));
-        } else if variants.is_empty() {
-            header.push(line);
-        }
-    }
-    (!variants.is_empty()).then_some((header, variants))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{push_backup_media, split_variants, variant_group, VARIANT_SUBTITLES};
-
-    #[test]
-    fn a_backups_subtitles_are_its_own_group_at_its_address() {
-        let link = ott::BackupLink {
-            url_base: "http://b.example:8081".into(),
-            stream: "m".into(),
-            pass: "P".into(),
-        };
-        let mut text = String::new();
-        let line = "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"sub-en.m3u8\"";
-        push_backup_media(&mut text, line, "GROUP-ID=\"subs-b1\"", &link);
-        assert_eq!(
-            text,
-            "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs-b1\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES,URI=\"http://b.example:8081/m/sub-en.m3u8?pass=P\"\n"
-        );
-        let variant = "#EXT-X-STREAM-INF:BANDWIDTH=1,SUBTITLES=\"subs\",CLOSED-CAPTIONS=\"cc\"";
-        assert_eq!(
-            variant.replace(VARIANT_SUBTITLES, &variant_group(0)),
-            "#EXT-X-STREAM-INF:BANDWIDTH=1,SUBTITLES=\"subs-b1\",CLOSED-CAPTIONS=\"cc\""
-        );
-    }
-
-    #[test]
-    fn every_variant_is_found() {
-        let text = "#EXTM3U\n#EXT-X-INDEPENDENT-SEGMENTS\n#EXT-X-STREAM-INF:BANDWIDTH=1\na.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2\n\nb/mono.m3u8\n";
-        assert_eq!(
-            split_variants(text),
-            Some((
-                vec!["#EXTM3U", "#EXT-X-INDEPENDENT-SEGMENTS"],
-                vec![
-                    ("#EXT-X-STREAM-INF:BANDWIDTH=1", "a.m3u8"),
-                    ("#EXT-X-STREAM-INF:BANDWIDTH=2", "b/mono.m3u8")
-                ]
-            ))
-        );
-        assert_eq!(split_variants("#EXTM3U\n"), None);
-    }
+    master.render_for(&personalisation)
 }

@@ -103,18 +103,18 @@ pub fn master(
         .counters
         .playlists_served
         .fetch_add(1, Ordering::Relaxed);
-    let plain = channel.fmp4_master();
+    let master = channel.fmp4_master();
     match crate::redundancy::master::personalised(
         state.redundancy().map(|r| &**r),
         stream,
-        &plain,
+        &master,
         arrival,
         login,
         ott::Protocol::LlHls,
     ) {
         // Per viewer (its backups and passes): never cached by a proxy.
         Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-        None => http_util::ok(M3U8, Cache::LivePlaylist, plain),
+        None => http_util::ok(M3U8, Cache::LivePlaylist, master.plain),
     }
 }
 

@@ -59,11 +59,11 @@ pub fn serve(
                 .fetch_add(1, Ordering::Relaxed);
             // A login (admitted by the gate before this) travels on to every variant.
             let login = login_query(state, &arrival.request);
-            let plain = channel.master_playlist();
+            let master = channel.master_playlist();
             let with_backups = crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
                 stream,
-                &plain,
+                &master,
                 &arrival,
                 login.as_deref(),
                 ott::Protocol::Hls,
@@ -71,7 +71,7 @@ pub fn serve(
             match with_backups {
                 // Per viewer (its backups and passes): never cached by a proxy.
                 Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-                None => http_util::ok(M3U8, Cache::LivePlaylist, plain),
+                None => http_util::ok(M3U8, Cache::LivePlaylist, master.plain),
             }
         }
         StreamFile::Media => {
@@ -119,17 +119,17 @@ pub fn serve(
             if rung.is_none() && rendition.llhls().is_some() =>
         {
             let login = login_query(state, &arrival.request);
-            let plain = crate::routes::llhls::master_body(&channel);
+            let master = crate::routes::llhls::master_body(&channel);
             match crate::redundancy::master::personalised(
                 state.redundancy().map(|r| &**r),
                 stream,
-                &plain,
+                &master,
                 &arrival,
                 login.as_deref(),
                 ott::Protocol::LlHls,
             ) {
                 Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-                None => http_util::ok(M3U8, Cache::LivePlaylist, plain),
+                None => http_util::ok(M3U8, Cache::LivePlaylist, master.plain),
             }
         }
         StreamFile::LowLatency(file) => {

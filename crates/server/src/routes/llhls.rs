@@ -90,7 +90,7 @@ pub async fn serve(
         return ApiError::NotFound.into_response();
     };
     match file {
-        LlFile::Master => http_util::ok(M3U8, Cache::LivePlaylist, master_body(channel)),
+        LlFile::Master => http_util::ok(M3U8, Cache::LivePlaylist, master_body(channel).plain),
         LlFile::Playlist => {
             let directives = match Directives::parse(query) {
                 Ok(d) => d,
@@ -207,7 +207,7 @@ fn with_rendition_reports(body: Bytes, channel: &Package, rendition: &Rendition)
 /// (every offered rendition that has LL-HLS, at its `ll.m3u8`), which hls.js opens. A
 /// switching player gets it with its backups as pathways
 /// ([`crate::redundancy::master::personalised`]).
-pub fn master_body(channel: &Package) -> Bytes {
+pub fn master_body(channel: &Package) -> packaging::render::Master {
     if channel.is_package() {
         let renditions: Vec<_> = channel
             .listed()
@@ -233,5 +233,5 @@ pub fn master_body(channel: &Package) -> Bytes {
             frame_rate_milli: tracks.frame_rate_milli,
         }],
     };
-    Bytes::from(playlist.render())
+    packaging::render::Master::new(playlist)
 }

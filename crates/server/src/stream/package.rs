@@ -20,7 +20,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::stream::rendition::{Rendition, MAIN};
-use packaging::render::Renderer;
+use packaging::render::{Master, Renderer};
 pub use packaging::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
 
 /// Counters of one channel that metrics and the status API read.
@@ -76,7 +76,7 @@ pub struct Package {
     burst_until_ms: std::sync::atomic::AtomicI64,
     input_paused: std::sync::atomic::AtomicBool,
     /// The master playlist listing every rendition, when there are several.
-    package_master: RwLock<Bytes>,
+    package_master: RwLock<Master>,
     /// The live MPD with a video Representation per rung that shares the source's
     /// timeline, when there are several renditions.
     package_mpd: RwLock<Bytes>,
@@ -146,7 +146,7 @@ impl Package {
             pushed_at_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             burst_until_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
-            package_master: RwLock::new(Bytes::new()),
+            package_master: RwLock::new(Master::default()),
             package_mpd: RwLock::new(Bytes::new()),
             package_render: std::sync::Mutex::new(Default::default()),
         }
@@ -269,7 +269,7 @@ impl Package {
     /// The master playlist (`index.m3u8`): the muxed rendition's, or, for a ladder,
     /// one variant per rendition a player can switch into (see
     /// [`packaging::render::package_master`]).
-    pub fn master_playlist(&self) -> Bytes {
+    pub fn master_playlist(&self) -> Master {
         if !self.is_package() {
             return self.main().snapshot().master_playlist.clone();
         }
@@ -278,7 +278,7 @@ impl Package {
 
     /// The fMP4 HLS master playlist (`fmp4-index.m3u8`): the offered renditions' `fmp4.m3u8`
     /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`.
-    pub fn fmp4_master(&self) -> Bytes {
+    pub fn fmp4_master(&self) -> Master {
         packaging::render::package_master(&self.offered(), "fmp4.m3u8")
     }
 
@@ -425,7 +425,7 @@ impl Package {
 
 /// What a lock holds now (a poisoned lock still holds a whole value: every write is
 /// one assignment).
-fn read(lock: &RwLock<Bytes>) -> Bytes {
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
     match lock.read() {
         Ok(guard) => guard.clone(),
         Err(poisoned) => poisoned.into_inner().clone(),
@@ -433,7 +433,7 @@ fn read(lock: &RwLock<Bytes>) -> Bytes {
 }
 
 /// Publishes a newly rendered value.
-fn replace(lock: &RwLock<Bytes>, value: Bytes) {
+fn replace<T>(lock: &RwLock<T>, value: T) {
     match lock.write() {
         Ok(mut guard) => *guard = value,
         Err(poisoned) => *poisoned.into_inner() = value,
