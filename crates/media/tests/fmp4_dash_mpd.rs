@@ -6,6 +6,7 @@ mod fmp4_util;
 use fmp4_util::*;
 use media::dash::{
     Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo, ReloadEvents,
+    ServiceLocation, ServiceLocations,
 };
 use media::fmp4::{frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts};
 use media::ts::PACKET_SIZE;
@@ -200,6 +201,54 @@ fn live_mpd_golden_and_parse_back() {
         mpd.periods[1].adaptations.len(),
         1,
         "video only after the discontinuity"
+    );
+}
+
+#[test]
+fn a_viewers_mpd_names_every_node_from_the_parts() {
+    let mpd = live();
+    assert_eq!(mpd.render_for(&Uris, None), mpd.render(&Uris));
+    let service = ServiceLocations {
+        nodes: vec![
+            ServiceLocation {
+                pathway: "a".into(),
+                base: "http://a:1/s/".into(),
+                location: "http://a:1/s/index.mpd?login=l&token=t".into(),
+            },
+            ServiceLocation {
+                pathway: "b".into(),
+                base: "http://b:1/s-b/".into(),
+                location: "http://b:1/s-b/index.mpd?login=l&token=t&pass=P".into(),
+            },
+        ],
+        steering: "http://b:1/steering/g?p=a,b".into(),
+    };
+    let out = mpd.render_for(&Uris, Some(&service));
+    // The shared MPD, with the DVB namespace and the nodes right after the root's tag.
+    let plain = mpd.render(&Uris);
+    let root = "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\"";
+    let expected = plain.replacen(
+        root,
+        &format!("{root} xmlns:dvb=\"urn:dvb:dash-extensions:2014-1\""),
+        1,
+    );
+    let tag_end = expected.find(">\n  <Period").expect("the root's tag") + 2;
+    let nodes = "  <BaseURL serviceLocation=\"a\" dvb:priority=\"1\" dvb:weight=\"1\">http://a:1/s/</BaseURL>
+  <BaseURL serviceLocation=\"b\" dvb:priority=\"2\" dvb:weight=\"1\">http://b:1/s-b/</BaseURL>
+  <Location serviceLocation=\"a\">http://a:1/s/index.mpd?login=l&amp;token=t</Location>
+  <Location serviceLocation=\"b\">http://b:1/s-b/index.mpd?login=l&amp;token=t&amp;pass=P</Location>
+  <ContentSteering defaultServiceLocation=\"a\" queryBeforeStart=\"false\">http://b:1/steering/g?p=a,b</ContentSteering>
+";
+    assert_eq!(
+        out,
+        format!("{}{nodes}{}", &expected[..tag_end], &expected[tag_end..])
+    );
+    let parsed = dash_mpd_core::parse(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(parsed.base_url.len(), 2);
+    assert_eq!(parsed.base_url[1].serviceLocation.as_deref(), Some("b"));
+    assert_eq!(
+        parsed.locations[1].url,
+        "http://b:1/s-b/index.mpd?login=l&token=t&pass=P"
     );
 }
 

@@ -25,7 +25,7 @@ pub struct Manifests {
     /// `fmp4.m3u8`.
     pub fmp4: Bytes,
     /// `index.mpd`.
-    pub mpd: Bytes,
+    pub mpd: crate::live_mpd::LiveMpd,
     /// `sub-{track}.m3u8`, per subtitle track.
     pub subtitles: Vec<crate::segment::captions::SubtitlePlaylist>,
 }
@@ -67,10 +67,10 @@ impl Renderer {
                 let target_ms = u64::from(newest.marker.target_duration_ms);
                 (
                     Bytes::from(playlist::live(window)),
-                    Bytes::from(mpd::live_mpd(window, target_ms, window.published_ms)),
+                    mpd::live_mpd(window, target_ms, window.published_ms),
                 )
             }
-            None => (Bytes::new(), Bytes::new()),
+            None => (Bytes::new(), Default::default()),
         };
         Manifests {
             subtitles: crate::captions::serve::render_playlists(window, &playlist),

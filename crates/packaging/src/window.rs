@@ -198,7 +198,7 @@ pub struct WindowSnapshot {
     /// The fMP4 HLS media playlist (`fmp4.m3u8`).
     pub fmp4_playlist: Bytes,
     /// The live DASH MPD (`index.mpd`).
-    pub mpd: Bytes,
+    pub mpd: crate::live_mpd::LiveMpd,
     /// Codecs and resolution.
     pub tracks: TrackSummary,
     /// Peak and average bandwidth over the window, bits per second.

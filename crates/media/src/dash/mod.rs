@@ -13,5 +13,5 @@ mod mpd;
 
 pub use mpd::{
     Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdText, MpdUris, MpdVideo,
-    ReloadEvents, MPD_RELOAD_SCHEME,
+    ReloadEvents, ServiceLocation, ServiceLocations, MPD_RELOAD_SCHEME,
 };

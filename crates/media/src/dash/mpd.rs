@@ -174,6 +174,68 @@ pub struct Mpd {
     pub utc_timing_uri: Option<String>,
 }
 
+/// The nodes one viewer's MPD names, first the default: a `BaseURL` each with DVB
+/// priority in this order and equal weight (a player whose segment requests fail moves
+/// to the next), a `Location` each (the MPD's reloads follow), and a `ContentSteering`
+/// element naming the steering server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceLocations {
+    /// The nodes, the default first.
+    pub nodes: Vec<ServiceLocation>,
+    /// The steering server's URI.
+    pub steering: String,
+}
+
+/// One node of a viewer's MPD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceLocation {
+    /// Its pathway id (`serviceLocation`).
+    pub pathway: String,
+    /// Where its files of the stream are (`BaseURL`), ending in `/`.
+    pub base: String,
+    /// Its MPD's URL (`Location`), with whatever query it needs.
+    pub location: String,
+}
+
+impl ServiceLocations {
+    fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
+        for (i, node) in self.nodes.iter().enumerate() {
+            writeln!(
+                w,
+                "  <BaseURL serviceLocation=\"{}\" dvb:priority=\"{}\" dvb:weight=\"1\">{}</BaseURL>",
+                xml_attr(&node.pathway),
+                i + 1,
+                xml_text(&node.base)
+            )?;
+        }
+        for node in &self.nodes {
+            writeln!(
+                w,
+                "  <Location serviceLocation=\"{}\">{}</Location>",
+                xml_attr(&node.pathway),
+                xml_text(&node.location)
+            )?;
+        }
+        writeln!(
+            w,
+            "  <ContentSteering defaultServiceLocation=\"{}\" queryBeforeStart=\"false\">{}</ContentSteering>",
+            xml_attr(self.nodes.first().map_or("", |n| n.pathway.as_str())),
+            xml_text(&self.steering)
+        )
+    }
+}
+
+/// `text` escaped for XML character data.
+fn xml_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['&', '<', '>']) {
+        return text.into();
+    }
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .into()
+}
+
 /// The bit rate announced for a subtitle track (text is a few hundred bytes a segment).
 const TEXT_BANDWIDTH: u64 = 1_000;
 
@@ -243,12 +305,23 @@ impl Mpd {
 
     /// Writes the MPD.
     pub fn write_to(&self, w: &mut impl fmt::Write, uris: &impl MpdUris) -> fmt::Result {
+        self.write_for(w, uris, None)
+    }
+
+    /// Writes the MPD as one viewer gets it: naming `service`'s nodes, when given.
+    pub fn write_for(
+        &self,
+        w: &mut impl fmt::Write,
+        uris: &impl MpdUris,
+        service: Option<&ServiceLocations>,
+    ) -> fmt::Result {
         let ast = self.availability_start_unix_ms;
         w.write_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")?;
-        w.write_str(
-            "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" \
-             profiles=\"urn:mpeg:dash:profile:isoff-live:2011\"",
-        )?;
+        w.write_str("<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\"")?;
+        if service.is_some() {
+            w.write_str(" xmlns:dvb=\"urn:dvb:dash-extensions:2014-1\"")?;
+        }
+        w.write_str(" profiles=\"urn:mpeg:dash:profile:isoff-live:2011\"")?;
         match self.kind {
             MpdKind::Dynamic {
                 publish_unix_ms,
@@ -282,6 +355,9 @@ impl Mpd {
         w.write_str("\" minBufferTime=\"")?;
         duration_ms(w, self.min_buffer_time_ms)?;
         w.write_str("\">\n")?;
+        if let Some(service) = service {
+            service.write_to(w)?;
+        }
         let first_start = self.periods.first().map_or(0, |p| p.start_ms(ast));
         for (i, p) in self.periods.iter().enumerate() {
             // A static presentation starts at its first period.
@@ -429,9 +505,16 @@ impl Mpd {
 
     /// The MPD as a `String`.
     pub fn render(&self, uris: &impl MpdUris) -> String {
+        self.render_for(uris, None)
+    }
+
+    /// The MPD as one viewer gets it (see [`Mpd::write_for`]).
+    pub fn render_for(&self, uris: &impl MpdUris, service: Option<&ServiceLocations>) -> String {
         let segments: usize = self.periods.iter().map(|p| p.segments.len()).sum();
-        let mut s = String::with_capacity(1024 + self.periods.len() * 1024 + segments * 40);
-        self.write_to(&mut s, uris)
+        let nodes = service.map_or(0, |s| s.nodes.len());
+        let mut s =
+            String::with_capacity(1024 + self.periods.len() * 1024 + segments * 40 + nodes * 400);
+        self.write_for(&mut s, uris, service)
             .expect("writing to a String cannot fail");
         s
     }

@@ -3,35 +3,16 @@
 //! `SegmentTimeline` on the TS timeline, one adaptation set per track. The routes serve
 //! what is rendered here (the node's DASH routes).
 
-use media::dash::{
-    Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdText, MpdUris, MpdVideo, ReloadEvents,
-};
+use media::dash::{Mpd, MpdAudio, MpdKind, MpdPeriod, MpdSegment, MpdText, MpdVideo, ReloadEvents};
 use media::fmp4::InitConfig;
-use media::TrackKind;
 
-use super::Track;
 use crate::segment::fmp4::Fmp4View;
 use crate::window::WindowSnapshot;
 
+pub use crate::live_mpd::{LiveMpd, LiveUris};
+
 /// Bit rate announced for audio when a period has no measured audio bytes.
 const DEFAULT_AUDIO_BPS: u64 = 128_000;
-
-/// Names of the live DASH files, relative to the MPD.
-#[derive(Debug, Clone, Copy)]
-pub struct LiveUris;
-
-impl MpdUris for LiveUris {
-    fn init(&self, discontinuity_seq: u64, track: TrackKind) -> String {
-        format!(
-            "init-{discontinuity_seq}{}.mp4",
-            Track::of_kind(track).suffix()
-        )
-    }
-
-    fn media(&self, _discontinuity_seq: u64, track: TrackKind) -> String {
-        format!("seg-$Number${}.m4s", Track::of_kind(track).suffix())
-    }
-}
 
 /// Bits per second of `bytes` over `ticks` of 90 kHz.
 pub fn bps(bytes: u64, ticks: u64) -> u64 {
@@ -80,7 +61,7 @@ const RELOAD_EVENT_EVERY_MS: u64 = 250;
 /// The dynamic MPD of a live window's fMP4 segments: `minimumUpdatePeriod` one target
 /// duration, players starting [`presentation_delay_ms`] behind the live edge, the
 /// window as the time-shift buffer.
-pub fn live_mpd(window: &WindowSnapshot, target_ms: u64, now_ms: i64) -> String {
+pub fn live_mpd(window: &WindowSnapshot, target_ms: u64, now_ms: i64) -> LiveMpd {
     let views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
     let mut periods = periods(&views, |_| None);
     with_texts(&mut periods, window);
@@ -199,7 +180,7 @@ fn reload_events_span_ms(target_ms: u64) -> u64 {
 /// The dynamic MPD of `periods` (see [`live_mpd`]); the time-shift buffer is what they
 /// list, and `publishTime` the wall-clock end of their newest segment (`now_ms` when
 /// they list none), so it too is the same on every node.
-pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> String {
+pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> LiveMpd {
     let publish_unix_ms = periods
         .iter()
         .rev()
@@ -231,5 +212,5 @@ pub fn dynamic_mpd(periods: Vec<MpdPeriod>, target_ms: u64, now_ms: i64) -> Stri
         periods,
         utc_timing_uri: Some(crate::url::UTC_TIMING_PATH.to_owned()),
     };
-    mpd.render(&LiveUris)
+    LiveMpd::new(mpd)
 }

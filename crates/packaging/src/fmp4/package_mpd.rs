@@ -142,7 +142,7 @@ pub fn package_mpd(
     membership: &mut Membership,
     target_ms: u64,
     now_ms: i64,
-) -> String {
+) -> crate::live_mpd::LiveMpd {
     let rungs: Vec<RungSegments<'_>> = rungs
         .iter()
         .map(|(name, w)| RungSegments {

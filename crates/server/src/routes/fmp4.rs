@@ -62,7 +62,7 @@ pub async fn serve(
         }
         Fmp4File::Mpd => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
-            dash::mpd_response(Cache::LivePlaylist, channel.mpd())
+            dash::mpd_response(Cache::LivePlaylist, channel.mpd().plain)
         }
         Fmp4File::Init {
             discontinuity_seq,

@@ -150,19 +150,19 @@ pub fn serve(
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
             let login = login_query(state, &arrival.request);
-            let plain = channel.mpd();
-            if plain.is_empty() {
+            let mpd = channel.mpd();
+            if mpd.plain.is_empty() {
                 return channel.no_media_error().into_response().into();
             }
             match crate::redundancy::mpd::personalised(
                 state.redundancy().map(|r| &**r),
                 stream,
-                &plain,
+                &mpd,
                 &arrival,
                 login.as_deref(),
             ) {
                 Some(body) => crate::routes::dash::mpd_response(Cache::NoStore, body),
-                None => crate::routes::dash::mpd_response(Cache::LivePlaylist, plain),
+                None => crate::routes::dash::mpd_response(Cache::LivePlaylist, mpd.plain),
             }
         }
         StreamFile::Fmp4(crate::url::Fmp4File::Master) if rung.is_none() => {

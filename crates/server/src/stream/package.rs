@@ -15,11 +15,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use bytes::Bytes;
-
 use tokio::sync::watch;
 
 use crate::stream::rendition::{Rendition, MAIN};
+use packaging::live_mpd::LiveMpd;
 use packaging::render::{Master, Renderer};
 pub use packaging::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
 
@@ -79,7 +78,7 @@ pub struct Package {
     package_master: RwLock<Master>,
     /// The live MPD with a video Representation per rung that shares the source's
     /// timeline, when there are several renditions.
-    package_mpd: RwLock<Bytes>,
+    package_mpd: RwLock<LiveMpd>,
     /// Held while the package's master playlist and MPD are rendered and published, so
     /// renditions pushed at once (one pipeline each) never publish an older render over
     /// a newer one; it holds the rungs each listed MPD segment was first listed with.
@@ -147,7 +146,7 @@ impl Package {
             burst_until_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             input_paused: std::sync::atomic::AtomicBool::new(false),
             package_master: RwLock::new(Master::default()),
-            package_mpd: RwLock::new(Bytes::new()),
+            package_mpd: RwLock::new(LiveMpd::default()),
             package_render: std::sync::Mutex::new(Default::default()),
         }
     }
@@ -285,7 +284,7 @@ impl Package {
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
     /// Representation per offered rung on the same timeline (see
     /// [`packaging::fmp4::package_mpd::package_mpd`]).
-    pub fn mpd(&self) -> Bytes {
+    pub fn mpd(&self) -> LiveMpd {
         if !self.is_package() {
             return self.main().snapshot().mpd.clone();
         }
@@ -403,7 +402,7 @@ impl Package {
         &self,
         membership: &mut packaging::fmp4::package_mpd::Membership,
         now_ms: i64,
-    ) -> Bytes {
+    ) -> LiveMpd {
         let main = self.main().snapshot();
         let rungs: Vec<(&str, Arc<WindowSnapshot>)> = self
             .listed()
@@ -411,14 +410,14 @@ impl Package {
             .map(|r| (r.name(), r.snapshot()))
             .collect();
         match main.fmp4_segments().last() {
-            Some((_, newest)) => Bytes::from(packaging::fmp4::package_mpd::package_mpd(
+            Some((_, newest)) => packaging::fmp4::package_mpd::package_mpd(
                 &main,
                 &rungs,
                 membership,
                 u64::from(newest.marker.target_duration_ms),
                 now_ms,
-            )),
-            None => Bytes::new(),
+            ),
+            None => LiveMpd::default(),
         }
     }
 }
@@ -548,7 +547,7 @@ mod tests {
         );
         assert_eq!(playlist.matches("#EXTINF:").count(), 3, "{playlist}");
         // Test bytes carry no timeline marker: no fMP4 view, no fMP4 manifests.
-        assert!(snap.fmp4_playlist.is_empty() && snap.mpd.is_empty());
+        assert!(snap.fmp4_playlist.is_empty() && snap.mpd.plain.is_empty());
         assert_eq!(*channel.subscribe().borrow(), Some(14));
         // 1000 bytes per 2 s = 4000 bit/s.
         assert_eq!(snap.bandwidth, (4000, 4000));
