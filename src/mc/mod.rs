@@ -90,7 +90,8 @@ pub async fn run_until_signal(config: McConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the MC.
+/// Starts the MC: its meeting store, its HTTP API and relays, its publish listeners,
+/// and the loops that follow the meetings and their timeline ownership.
 ///
 /// # Errors
 /// A listener cannot bind, the data directory cannot be made, the store is unreadable.
@@ -98,6 +99,83 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
     let section = &config.mc;
     std::fs::create_dir_all(section.data_dir.join("streams"))
         .with_context(|| format!("creating data_dir {}", section.data_dir.display()))?;
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let (mc, admin_token, node_token) = open_store(&config, shutdown_rx.clone()).await?;
+    apply_presets(&mc, &config.meetings).await?;
+
+    let metrics = Metrics::new();
+    let identity = NodeIdentity {
+        name: section.name.clone(),
+        hostname: None,
+    };
+    let state = AppState::new(identity, Arc::clone(&metrics), admin_token);
+    let mut tasks = JoinSet::new();
+    // The main runtime's heartbeat: `/healthz` fails if meetings and pipelines hang.
+    tasks.spawn(server::health::heartbeat::beat(
+        "main",
+        crate::node::until(shutdown_rx.clone()),
+    ));
+    let registry = PublishRegistry::new();
+    let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
+    let context = StreamContext {
+        state: state.clone(),
+        metrics: Arc::clone(&metrics),
+        registry: registry.clone(),
+        srt: Arc::clone(&srt_stats),
+        data_dir: section.data_dir.clone(),
+        defaults: config.defaults,
+    };
+    let http = serve_http(section, &mc, &state, &shutdown_rx, &mut tasks).await?;
+    let publish = PublishListeners {
+        registry,
+        srt_stats,
+        state: &state,
+        shutdown: &shutdown_rx,
+    };
+    let (rtmp, rtmps, srt) = publish.start(section, &mut tasks).await?;
+
+    let plan = MeetingPlan {
+        presets: config.meetings.clone(),
+        ladder: section.ladder.clone(),
+        peers: section.peers.clone(),
+        node_token,
+    };
+    if !section.peers.is_empty() {
+        tasks.spawn(::mc::ownership::run(
+            mc.clone(),
+            state.clone(),
+            section.name.clone(),
+            section.peers.len(),
+            shutdown_rx.clone(),
+        ));
+    }
+    tasks.spawn(mc.clone().keep_session_keys(shutdown_rx.clone()));
+    tasks.spawn(follow_meetings(
+        MeetingStreams::new(context),
+        mc.subscribe(),
+        plan,
+        shutdown_rx,
+    ));
+    tracing::info!(mc = %section.name, %http, ?rtmp, ?srt, meetings = mc.meetings().len(), "mc started");
+    Ok(RunningMc {
+        http,
+        rtmp,
+        rtmps,
+        srt,
+        health: state.health().clone(),
+        meetings: mc,
+        shutdown,
+        tasks,
+    })
+}
+
+/// Opens the meeting store (the local file, or the etcd cluster) with the MC's admin
+/// and node tokens (resolved as a node resolves its own) and its viewer-token keys.
+async fn open_store(
+    config: &McConfig,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<(McState, Option<String>, Option<String>)> {
+    let section = &config.mc;
     let min_client_version = match &section.min_client_version {
         Some(v) => Some(v.parse().context("mc.min_client_version")?),
         None => None,
@@ -118,7 +196,6 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         &section.data_dir,
     )?;
     crate::admin_token::log_node_token_source(&node_token_source);
-    let (shutdown, shutdown_rx) = watch::channel(false);
     let etcd = (!section.etcd.is_empty()).then(|| ::mc::EtcdSettings {
         endpoints: section.etcd.clone(),
         prefix: section.etcd_prefix.clone(),
@@ -154,37 +231,23 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
                     .context("the mc's viewer-token key")?,
             )),
         },
-        shutdown_rx.clone(),
+        shutdown,
     )
     .await
     .context("opening the meeting store")?;
-    apply_presets(&mc, &config.meetings).await?;
+    Ok((mc, admin_token, node_token))
+}
 
-    let metrics = Metrics::new();
-    let identity = NodeIdentity {
-        name: section.name.clone(),
-        hostname: None,
-    };
-    let state = AppState::new(identity, Arc::clone(&metrics), admin_token);
-    let mut tasks = JoinSet::new();
-    // The main runtime's heartbeat: `/healthz` fails if meetings and pipelines hang.
-    tasks.spawn(server::health::heartbeat::beat(
-        "main",
-        crate::node::until(shutdown_rx.clone()),
-    ));
-    let registry = PublishRegistry::new();
-    let srt_stats: Arc<ingest::srt::SrtStats> = Arc::default();
-    let context = StreamContext {
-        state: state.clone(),
-        metrics: Arc::clone(&metrics),
-        registry: registry.clone(),
-        srt: Arc::clone(&srt_stats),
-        data_dir: section.data_dir.clone(),
-        defaults: config.defaults,
-    };
-
-    let app_state = state.clone();
-    let app = ::mc::router(mc.clone(), state);
+/// Binds the MC's HTTP listener and serves its API and relays under a node's caps
+/// and deadlines; returns the bound address.
+async fn serve_http(
+    section: &config::McSection,
+    mc: &McState,
+    state: &AppState,
+    shutdown: &watch::Receiver<bool>,
+    tasks: &mut JoinSet<()>,
+) -> anyhow::Result<SocketAddr> {
+    let app = ::mc::router(mc.clone(), state.clone());
     let listener = TcpListener::bind(section.http)
         .await
         .with_context(|| format!("binding mc.http {}", section.http))?;
@@ -197,109 +260,97 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         section.max_connections_per_client,
         Duration::from_secs_f64(section.body_timeout),
     );
-    limits.register_metrics(&metrics);
+    limits.register_metrics(state.metrics());
     tasks.spawn(server::http::serve::run_with_lane(
         listener,
         app,
         None,
-        crate::node::until(shutdown_rx.clone()),
+        crate::node::until(shutdown.clone()),
         None,
         Some(limits),
     ));
+    Ok(http)
+}
 
-    // The registry holds exactly the live meetings, each with its stream key: a publish
-    // to a meeting that is not live, or with another key, is refused.
-    let rtmp = match section.rtmp {
-        Some(addr) => Some(
-            crate::node::start_rtmp(
-                addr,
-                "mc.rtmp",
-                &section.rtmp_limits,
-                Arc::new(registry.clone()),
-                &app_state,
-                &shutdown_rx,
-                &mut tasks,
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    if section.srt.is_some() {
-        // The listener's counters and its publishers' links as brdyun_srt_*.
-        server::link_view::register_srt(&metrics, Arc::clone(&srt_stats));
-    }
-    let srt = match section.srt {
-        Some(addr) => Some(crate::node::srt::start_srt(
-            crate::node::srt::SrtListener {
-                addr,
-                key: "mc.srt",
-                options: &section.srt_options,
-                limits: &section.rtmp_limits,
-            },
-            Arc::new(registry.clone()),
-            Arc::clone(&srt_stats),
-            &shutdown_rx,
-            &mut tasks,
-        )?),
-        None => None,
-    };
-    if let Some(addr) = srt {
-        app_state.ingest_listeners().add_srt(addr, srt_stats);
-    }
-    let rtmps = match (section.rtmps, &section.rtmps_cert, &section.rtmps_key) {
-        (Some(addr), Some(cert), Some(tls_key)) => Some(
-            crate::node::rtmps::start_rtmps(
-                crate::node::rtmps::RtmpsListener {
+/// What the MC's publish listeners share: the registry that holds exactly the live
+/// meetings, each with its stream key (a publish to a meeting that is not live, or
+/// with another key, is refused), and the SRT counters.
+struct PublishListeners<'a> {
+    registry: PublishRegistry,
+    srt_stats: Arc<ingest::srt::SrtStats>,
+    state: &'a AppState,
+    shutdown: &'a watch::Receiver<bool>,
+}
+
+/// The RTMP, RTMPS and SRT addresses bound, each when configured.
+type Bound = (Option<SocketAddr>, Option<SocketAddr>, Option<SocketAddr>);
+
+impl PublishListeners<'_> {
+    /// Starts the configured RTMP, RTMPS and SRT listeners.
+    async fn start(
+        self,
+        section: &config::McSection,
+        tasks: &mut JoinSet<()>,
+    ) -> anyhow::Result<Bound> {
+        let (registry, state, shutdown) = (self.registry, self.state, self.shutdown);
+        let rtmp = match section.rtmp {
+            Some(addr) => Some(
+                crate::node::start_rtmp(
                     addr,
-                    key: "mc.rtmps",
-                    cert: cert.clone(),
-                    tls_key: tls_key.clone(),
-                    names: section.hostname.clone().into_iter().collect(),
-                    settings: &section.rtmp_limits,
-                },
-                Arc::new(registry),
-                &app_state,
-                &shutdown_rx,
-                &mut tasks,
-            )
-            .await?,
-        ),
-        _ => None,
-    };
-
-    let plan = MeetingPlan {
-        presets: config.meetings.clone(),
-        ladder: section.ladder.clone(),
-        peers: section.peers.clone(),
-        node_token,
-    };
-    if !section.peers.is_empty() {
-        tasks.spawn(::mc::ownership::run(
-            mc.clone(),
-            app_state.clone(),
-            section.name.clone(),
-            section.peers.len(),
-            shutdown_rx.clone(),
-        ));
+                    "mc.rtmp",
+                    &section.rtmp_limits,
+                    Arc::new(registry.clone()),
+                    state,
+                    shutdown,
+                    tasks,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let srt = match section.srt {
+            Some(addr) => {
+                // The listener's counters and its publishers' links as brdyun_srt_*.
+                server::link_view::register_srt(state.metrics(), Arc::clone(&self.srt_stats));
+                let bound = crate::node::srt::start_srt(
+                    crate::node::srt::SrtListener {
+                        addr,
+                        key: "mc.srt",
+                        options: &section.srt_options,
+                        limits: &section.rtmp_limits,
+                    },
+                    Arc::new(registry.clone()),
+                    Arc::clone(&self.srt_stats),
+                    shutdown,
+                    tasks,
+                )?;
+                state.ingest_listeners().add_srt(bound, self.srt_stats);
+                Some(bound)
+            }
+            None => None,
+        };
+        let rtmps = match (section.rtmps, &section.rtmps_cert, &section.rtmps_key) {
+            (Some(addr), Some(cert), Some(tls_key)) => Some(
+                crate::node::rtmps::start_rtmps(
+                    crate::node::rtmps::RtmpsListener {
+                        addr,
+                        key: "mc.rtmps",
+                        cert: cert.clone(),
+                        tls_key: tls_key.clone(),
+                        names: section.hostname.clone().into_iter().collect(),
+                        settings: &section.rtmp_limits,
+                    },
+                    Arc::new(registry),
+                    state,
+                    shutdown,
+                    tasks,
+                )
+                .await?,
+            ),
+            _ => None,
+        };
+        Ok((rtmp, rtmps, srt))
     }
-    tasks.spawn(mc.clone().keep_session_keys(shutdown_rx.clone()));
-    tasks.spawn(follow_meetings(
-        MeetingStreams::new(context),
-        mc.subscribe(),
-        plan,
-        shutdown_rx,
-    ));
-    tracing::info!(mc = %section.name, %http, ?rtmp, ?srt, meetings = mc.meetings().len(), "mc started");
-    Ok(RunningMc {
-        http,
-        rtmp,
-        rtmps,
-        srt,
-        health: app_state.health().clone(),
-        meetings: mc,
-        shutdown,
-        tasks,
-    })
 }
 
 /// Creates the preset meetings that do not exist yet, and starts those marked `start`
