@@ -8,14 +8,15 @@
 //! Rows: the TS mux (`ts::mux::write_segment`, what the segmenter runs per segment),
 //! the fMP4 packaging of the same frames as one fragment and as 200 ms LL-HLS parts
 //! (whole segment, and frame by frame through `PartBuilder`), and deriving fMP4 from the TS bytes (demux + package), the cost of serving the fMP4
-//! archive from a TS archive on request.
+//! archive from a TS archive on request; then what a segment's views need at publish,
+//! its frames, read back from its bytes or taken from the segmenter's record.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use media::fmp4::{
-    frames_from_ts, package_ts_segment, write_segment, InitConfig, NextDts, PartBuilder,
-    ProducerTime, SegmentOptions, TimedFrame,
+    frames_from_ts, package_ts_segment, segment_frames, write_segment, InitConfig, NextDts,
+    PartBuilder, ProducerTime, SegmentOptions, TimedFrame,
 };
 use media::ts::{mux, PACKET_SIZE};
 use media::{Frame, Segment, Segmenter, SegmenterConfig, StartPoint, TimelineMarker, CLOCK_HZ};
@@ -92,11 +93,23 @@ fn main() {
         ts_row,
         media_secs,
     );
+    // What publishing a segment's views (fMP4 init and sizes, the LL-HLS check) needs:
+    // its frames, read back from the bytes or taken from the segmenter's record.
+    let frame_bytes = |frames: &[TimedFrame]| frames.iter().map(|t| t.frame.data.len()).sum();
+    let read_back = measure(&prepared, |p| {
+        frame_bytes(&frames_from_ts(&p.segment.data, p.segment.start_ts))
+    });
+    report("frames read back (demux)", read_back, ts_row, media_secs);
+    let from_record = measure(&prepared, |p| frame_bytes(&segment_frames(&p.record)));
+    report("frames from the record", from_record, ts_row, media_secs);
 }
 
 /// One segment's inputs, prepared outside the timed loops.
 struct Prepared {
+    /// The segment as bytes alone (as an archive reads it back).
     segment: Segment,
+    /// The segment as the segmenter handed it over (with its frames).
+    record: Segment,
     marker: TimelineMarker,
     frames: Vec<Frame>,
     timed: Vec<TimedFrame>,
@@ -107,7 +120,8 @@ impl Prepared {
         let marker = TimelineMarker::parse(&s.data[4..PACKET_SIZE]).expect("marker packet");
         let timed = frames_from_ts(&s.data, s.start_ts);
         Self {
-            segment: s.clone(),
+            segment: Segment::from_marker(&marker, s.data.clone()),
+            record: s.clone(),
             marker,
             frames: timed.iter().map(|t| t.frame.clone()).collect(),
             timed,

@@ -7,7 +7,7 @@
 //! | Folder | What it owns |
 //! |---|---|
 //! | [`http`] | The serving stack: listeners, TLS, connections and their limits, the priority lanes, the edge, the shedding and KPI layers, extractors |
-//! | [`stream`] | The stream model: a [`stream::package::Package`] of renditions on one timeline, each with one live window (the `packaging` crate's, which renders every manifest); the [`stream::pipeline`] from ingest events to segments, the ladder, captions, the archive's recorder and packaging, the table of streams |
+//! | [`stream`] | The stream model: a [`stream::package::Package`] of renditions on one timeline, each with one live window (the `packaging` crate's, which renders every manifest); the [`stream::pipeline`] from ingest events to segments (its decisions in the pure [`stream::cutter`]), the ladder, captions, the archive's recorder and packaging, the table of streams |
 //! | [`access`] | Who a viewer is and what a node checks before a meeting's stream: the gate, private meetings' sessions, logins |
 //! | [`redundancy`] | OTT groups: backups, Content Steering, redirects with passes, drain, alerts |
 //! | [`shed`] | Load shedding over the pure `shed` crate: policy, levels, fault rules, pauses |
@@ -16,7 +16,7 @@
 //! | [`state`] | The node's state every route shares, and the [`role`] an MC gives it |
 //! | [`routes`], [`app`] | The handlers of the route table ([`url`]) and the application built from them |
 //!
-//! Start reading at [`stream::pipeline`] → `packaging::window` → [`routes::stream`] for a
+//! Start reading at [`stream::cutter`] → [`stream::pipeline`] → `packaging::window` → [`routes::stream`] for a
 //! stream from ingest to viewer, and at [`http::serve`] for a request from the socket in.
 //! The MC role is the `mc` crate, which reaches a node through [`role`]; every error a
 //! client sees is a row of the `codes` table ([`error`]). The crates around this one are
