@@ -67,6 +67,9 @@ pub struct SegmentOut {
     /// True when the parts were cut live as the frames arrived; false when the segment
     /// was packaged from the finished TS segment (its parts appear only now).
     pub live: bool,
+    /// The init configuration the bytes were written for (`ll-init-{seq}.mp4`): when
+    /// it is the fMP4 view's, these bytes are also that view's muxed file (`seg-`).
+    pub config: InitConfig,
 }
 
 /// A segment whose parts are being cut.
@@ -470,14 +473,10 @@ impl Packager {
             Some(b) if b.info.msn == segment.msn => self.building.pop_front(),
             _ => None,
         };
-        let next = NextDts {
-            video: self.building.front().and_then(|b| b.first_video_dts),
-            audio: self
-                .building
-                .front()
-                .and_then(|b| b.first_audio_dts)
-                .or(self.held_audio.front().map(|a| a.ext_dts)),
-        };
+        // Ended as the fMP4 HLS and DASH files of the segment are (not with the next
+        // segment's first DTS, which depends on when its frames arrived): the LL-HLS
+        // segment is then the node's one muxed fMP4 form of this MSN, `seg-` and `llseg-`.
+        let next = NextDts::estimated(segment, &frames);
         let seq = segment.discontinuity_seq;
         let started = b_started(&built);
         let carried = |b: &Building| {
@@ -505,7 +504,12 @@ impl Packager {
                     }
                     parts.extend(more);
                     self.stats.live_segments += 1;
-                    out.push(Output::Segment(segment_out(segment, bytes, &parts, true)));
+                    out.push(Output::Segment(segment_out(
+                        segment,
+                        bytes,
+                        &parts,
+                        b.builder_config,
+                    )));
                     return;
                 }
                 Err(error) => {
@@ -536,12 +540,11 @@ impl Packager {
             Some(self.part_ticks),
             &mut buf,
         ) {
-            Ok(parts) => out.push(Output::Segment(segment_out(
-                segment,
-                Bytes::from(buf),
-                &parts,
-                false,
-            ))),
+            Ok(parts) => {
+                let mut made = segment_out(segment, Bytes::from(buf), &parts, config);
+                made.live = false;
+                out.push(Output::Segment(made));
+            }
             Err(error) => {
                 tracing::debug!(msn = segment.msn, %error, "ll-hls segment not packaged");
             }
@@ -572,7 +575,8 @@ fn same_frames(assigned: &[(u64, bool)], frames: &[TimedFrame]) -> bool {
     a == b
 }
 
-fn segment_out(segment: &Segment, bytes: Bytes, parts: &[Part], live: bool) -> SegmentOut {
+/// A segment whose parts were cut live (the caller marks one packaged afterwards).
+fn segment_out(segment: &Segment, bytes: Bytes, parts: &[Part], config: InitConfig) -> SegmentOut {
     SegmentOut {
         msn: segment.msn,
         discontinuity_seq: segment.discontinuity_seq,
@@ -588,6 +592,7 @@ fn segment_out(segment: &Segment, bytes: Bytes, parts: &[Part], live: bool) -> S
                 independent: p.independent,
             })
             .collect(),
-        live,
+        live: true,
+        config,
     }
 }

@@ -103,13 +103,15 @@ impl std::ops::Deref for StoredSegment {
 
 impl StoredSegment {
     /// Stores `segment` with its LL-HLS view `ll` (the parts cut as its frames
-    /// arrived, when LL-HLS is on), deriving its fMP4 view (decoding with `previous`'s
-    /// init when it is of the same discontinuity sequence). The LL-HLS view is kept only
-    /// when it is of this very segment (same MSN, duration and date).
+    /// arrived, when LL-HLS is on, on a grid of `part_ticks`), deriving its fMP4 view
+    /// (decoding with `previous`'s init when it is of the same discontinuity sequence).
+    /// The LL-HLS view is kept only when it is of this very segment (same MSN, duration
+    /// and date); it is then also the fMP4 view's muxed file (one form per MSN).
     pub fn new(
         mut segment: LiveSegment,
         previous: Option<&StoredSegment>,
         ll: Option<SegmentOut>,
+        part_ticks: Option<u64>,
     ) -> Self {
         if segment.marker.is_none() {
             segment.marker = media::fmp4::marker_of(&segment.data);
@@ -125,6 +127,7 @@ impl StoredSegment {
                 &frames,
                 &segment.data,
                 previous.and_then(StoredSegment::fmp4),
+                part_ticks,
             )
         });
         let ll = ll
@@ -137,6 +140,9 @@ impl StoredSegment {
                     )
             })
             .map(Arc::new);
+        if let (Some(view), Some(ll)) = (&fmp4, &ll) {
+            view.share_ll(ll);
+        }
         let captions = segment
             .captions
             .clone()

@@ -88,10 +88,12 @@ fn the_records_views_are_the_views_of_its_bytes() {
             live.clone(),
             from_record.as_deref(),
             None,
+            None,
         ));
         let bytes = Arc::new(StoredSegment::new(
             bytes_only(&live),
             from_bytes.as_deref(),
+            None,
             None,
         ));
         assert!(

@@ -168,6 +168,21 @@ pub struct NextDts {
 }
 
 impl NextDts {
+    /// What the live edge ends `segment` with when the next segment is not waited for:
+    /// its last video sample ends at `start_ts + duration_ticks` minus the reorder delay
+    /// of its first video frame (exact for a constant delay), the last audio sample
+    /// lasts as long as the one before it (no audio DTS). `frames` are the segment's.
+    /// Known as soon as the segment is, the same on every node and at every request.
+    pub fn estimated(segment: &Segment, frames: &[TimedFrame]) -> Self {
+        let end = segment.start_ts.saturating_add(segment.duration_ticks);
+        let video = frames
+            .iter()
+            .find(|t| t.frame.kind() == TrackKind::Video)
+            .map(|t| end.saturating_sub(t.ext_pts.saturating_sub(t.ext_dts)))
+            .filter(|_| segment.duration_ticks > 0);
+        Self { video, audio: None }
+    }
+
     /// Reads the first frames of `segment` (its TS bytes), stopping once it has seen a
     /// frame of each kind the segment's marker says it holds.
     pub fn of_segment(segment: &Segment) -> Self {
@@ -205,11 +220,9 @@ impl NextDts {
 /// its EXT-X-PROGRAM-DATE-TIME.
 ///
 /// The last samples end where `next` (the next segment's first DTS, see
-/// [`NextDts::of_segment`]) says. Without it, the last video sample ends at
-/// `start_ts + duration_ticks` minus the reorder delay of the segment's first video
-/// frame (exact for a constant delay), and the last audio sample lasts as long as the
-/// one before it (exact at 48 kHz; at 44.1 kHz the next fragment's `tfdt` may then be
-/// one tick off).
+/// [`NextDts::of_segment`]) says; without it (what every brdyun file is packaged with),
+/// as [`NextDts::estimated`] says: exact for a constant reorder delay and at 48 kHz; at
+/// 44.1 kHz the next fragment's `tfdt` may be one tick off.
 ///
 /// # Errors
 /// As [`write_segment`].
@@ -221,17 +234,12 @@ pub fn package_ts_segment(
     out: &mut Vec<u8>,
 ) -> Result<Vec<Part>, Fmp4Error> {
     let frames = segment_frames(segment);
-    let end = segment.start_ts.saturating_add(segment.duration_ticks);
-    let estimated_video = frames
-        .iter()
-        .find(|t| t.frame.kind() == TrackKind::Video)
-        .map(|t| end.saturating_sub(t.ext_pts.saturating_sub(t.ext_dts)))
-        .filter(|_| segment.duration_ticks > 0);
+    let estimate = NextDts::estimated(segment, &frames);
     let next = next.unwrap_or_default();
     let options = SegmentOptions {
         msn: segment.msn,
         part_ticks,
-        next_video_dts: next.video.or(estimated_video),
+        next_video_dts: next.video.or(estimate.video),
         next_audio_dts: next.audio,
         producer_time: Some(ProducerTime {
             unix_ms: segment.program_date_time_ms,

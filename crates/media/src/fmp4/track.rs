@@ -72,6 +72,10 @@ pub fn marker_of(ts: &[u8]) -> Option<TimelineMarker> {
 /// edge): the last sample's duration is estimated, and the bytes do not depend on when
 /// they were asked for.
 ///
+/// The muxed file is cut into fragments at the LL-HLS part grid (`part_ticks`, when
+/// the stream has one): it is then, byte for byte, the LL-HLS segment of the same MSN
+/// (`llseg-`), one form for both names. A track's file (DASH) is one fragment.
+///
 /// # Errors
 /// [`Fmp4Error::Empty`] when `config` has no such track or the segment no frame of it;
 /// other [`Fmp4Error`]s as [`package_ts_segment`].
@@ -80,11 +84,13 @@ pub fn package_segment(
     ts: &Bytes,
     config: &InitConfig,
     track: Track,
+    part_ticks: Option<u64>,
 ) -> Result<Bytes, Fmp4Error> {
     let config = track.select(config).ok_or(Fmp4Error::Empty)?;
     let segment = Segment::from_marker(marker, ts.clone());
+    let part_ticks = part_ticks.filter(|_| track == Track::Muxed);
     let mut out = Vec::with_capacity(ts.len());
-    package_ts_segment(&config, &segment, None, None, &mut out)?;
+    package_ts_segment(&config, &segment, None, part_ticks, &mut out)?;
     Ok(Bytes::from(out))
 }
 
@@ -118,6 +124,12 @@ impl TrackCache {
         make: impl FnOnce() -> Result<Bytes, Fmp4Error>,
     ) -> Result<Bytes, Fmp4Error> {
         self.cells[track.index()].get_or_init(make).clone()
+    }
+
+    /// Makes `bytes` the file of `track` (made elsewhere, e.g. the LL-HLS segment that
+    /// is this view's muxed file); `false` when the file was already made.
+    pub fn set(&self, track: Track, bytes: Bytes) -> bool {
+        self.cells[track.index()].set(Ok(bytes)).is_ok()
     }
 
     /// Bytes held by this cache (what packaging has cost in memory so far).

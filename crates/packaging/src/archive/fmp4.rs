@@ -141,8 +141,10 @@ fn archived(
     Ok(Some((ts, marker, config)))
 }
 
-/// `dvr-{msn}{suffix}.m4s`: the archived segment `msn` packaged as `track`. Blocking
-/// (reads the disk); `Ok(None)` when `msn` is not archived.
+/// `dvr-{msn}{suffix}.m4s`: the archived segment `msn` packaged as `track`, the muxed
+/// file cut at the stream's part grid `part_ticks` as the live one is (the same bytes
+/// as `seg-{msn}.m4s` was). Blocking (reads the disk); `Ok(None)` when `msn` is not
+/// archived.
 ///
 /// # Errors
 /// [`ArchiveFmp4Error`] when it is archived but cannot be read or packaged.
@@ -150,11 +152,12 @@ pub fn segment(
     reader: &dyn SegmentSource,
     msn: u64,
     track: Track,
+    part_ticks: Option<u64>,
 ) -> Result<Option<Bytes>, ArchiveFmp4Error> {
     let Some((ts, marker, config)) = archived(reader, msn)? else {
         return Ok(None);
     };
-    package_segment(&marker, &ts, &config, track)
+    package_segment(&marker, &ts, &config, track, part_ticks)
         .map(Some)
         .map_err(|_| ArchiveFmp4Error::Package)
 }

@@ -25,8 +25,10 @@
 //!   video with a constant reorder delay and for 48 kHz audio; at 44.1 kHz the audio
 //!   may overlap the next fragment by a tick). The next fragment's `tfdt` is exact
 //!   anyway, and the bytes do not depend on when they were asked for.
-//! - **Packaged on first request**, then kept with the segment: a stream nobody
-//!   watches in fMP4 costs one demux per segment (for its init configuration).
+//! - **One muxed form per MSN**: the muxed file is cut on the LL-HLS part grid and is
+//!   the LL-HLS segment itself (`seg-N.m4s` = `llseg-N.m4s`, taken from the LL-HLS view
+//!   when there is one); DASH track files are **packaged on first request**, then kept
+//!   with the segment.
 //! - **One init per discontinuity sequence** (`init-{d}.mp4`), as the LL-HLS and DASH
 //!   writers of `media` name them. A parameter-set change without a discontinuity
 //!   keeps the sequence's first init (logged).

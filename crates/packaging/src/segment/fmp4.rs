@@ -1,7 +1,8 @@
 //! The fMP4 view of a stored segment: its timeline marker, the init it decodes with
 //! (one per discontinuity sequence), the bytes of its frames per track (for
 //! `@bandwidth`), both taken from the frames the segmenter wrote, and its fMP4 files,
-//! packaged from the segment's TS bytes on first request and kept with it.
+//! packaged from the segment's TS bytes on first request and kept with it — but for the
+//! muxed file, which is the LL-HLS segment of the same MSN when that was cut.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use bytes::Bytes;
 use media::fmp4::{
     frames_from_ts, package_segment, write_track_init, InitConfig, Track, TrackCache,
 };
+use media::llhls::SegmentOut;
 use media::{Frame, TimelineMarker, TrackKind};
 
 /// The init segment(s) of one discontinuity sequence.
@@ -49,6 +51,8 @@ pub struct Fmp4View {
     pub media_bytes: (u64, u64),
     /// The init segment this one decodes with.
     pub init: Arc<Fmp4Init>,
+    /// The LL-HLS part grid the muxed file is cut at (90 kHz), when the stream has one.
+    part_ticks: Option<u64>,
     cache: TrackCache,
 }
 
@@ -58,12 +62,14 @@ impl Fmp4View {
     /// `frames`, the frames the segmenter wrote (read from `ts`, its bytes, only when the
     /// segment came without them). `None` when its sequence has no init yet and its
     /// frames give none (logged). A parameter-set change without a discontinuity keeps
-    /// the sequence's first init (logged).
+    /// the sequence's first init (logged). The muxed file is cut at `part_ticks`, the
+    /// stream's LL-HLS part grid (see [`media::fmp4::package_segment`]).
     pub fn of(
         marker: &TimelineMarker,
         frames: &[Frame],
         ts: &Bytes,
         previous: Option<&Fmp4View>,
+        part_ticks: Option<u64>,
     ) -> Option<Self> {
         let marker = *marker;
         let read_back;
@@ -111,8 +117,25 @@ impl Fmp4View {
             marker,
             media_bytes,
             init,
+            part_ticks,
             cache: TrackCache::default(),
         })
+    }
+
+    /// Takes the LL-HLS segment of this MSN as the muxed file when it was written for
+    /// this view's init (its bytes are then what packaging would write: same frames,
+    /// part grid and ending), so `seg-N.m4s` and `llseg-N.m4s` are one allocation and
+    /// nothing is packaged again. `false` (logged) when it was written for another
+    /// init: the muxed file is then packaged on request.
+    pub fn share_ll(&self, ll: &SegmentOut) -> bool {
+        if self.part_ticks.is_none() || ll.config != self.init.config {
+            tracing::debug!(
+                msn = self.marker.state.msn,
+                "ll-hls segment written for another init: fmp4 packages its own"
+            );
+            return false;
+        }
+        self.cache.set(Track::Muxed, ll.bytes.clone())
     }
 
     /// The fMP4 segment of `track`, packaged from `ts` (the stored segment's bytes);
@@ -120,7 +143,7 @@ impl Fmp4View {
     pub fn bytes(&self, ts: &Bytes, track: Track) -> Option<Bytes> {
         self.cache
             .get_or_make(track, || {
-                package_segment(&self.marker, ts, &self.init.config, track)
+                package_segment(&self.marker, ts, &self.init.config, track, self.part_ticks)
             })
             .map_err(|error| tracing::debug!(?track, %error, "fmp4 segment not packaged"))
             .ok()

@@ -197,7 +197,11 @@ async fn serve_archive(
             media(headers, body)
         }
         Fmp4File::ArchiveSegment { msn, track } => {
-            let body = blocking(Box::new(move || archive::segment(&reader, msn, track))).await;
+            let part_ticks = rendition.fmp4_part_ticks();
+            let body = blocking(Box::new(move || {
+                archive::segment(&reader, msn, track, part_ticks)
+            }))
+            .await;
             media(headers, body)
         }
         _ => ApiError::NotFound.into_response(),

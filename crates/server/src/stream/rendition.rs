@@ -123,6 +123,12 @@ impl Rendition {
         self.llhls.get()
     }
 
+    /// The part grid (90 kHz) the rendition's muxed fMP4 files are cut at: its LL-HLS
+    /// parts, so that `seg-N.m4s` is `llseg-N.m4s`; `None` without LL-HLS.
+    pub fn fmp4_part_ticks(&self) -> Option<u64> {
+        self.llhls().map(|ll| ll.settings().part_ticks())
+    }
+
     /// Appends a segment with its views (the LL-HLS one given, see
     /// [`StoredSegment::new`]), drops what falls out of the window, renders every
     /// manifest and publishes the new snapshot: one trim, one swap, one MSN rule and one
@@ -146,7 +152,12 @@ impl Rendition {
             segments.clear();
         }
         let msn = segment.msn;
-        let stored = StoredSegment::new(segment, segments.back().map(|s| &**s), ll);
+        let stored = StoredSegment::new(
+            segment,
+            segments.back().map(|s| &**s),
+            ll,
+            self.fmp4_part_ticks(),
+        );
         segments.push_back(Arc::new(stored));
         while segments.len() > self.window_len {
             segments.pop_front();

@@ -33,9 +33,11 @@
 //!   crosses the next part-grid line and audio has passed it).
 //! - **Completion and verification.** When the segmenter publishes TS segment N, the
 //!   packager compares the frames its builder got with the frames of the TS segment
-//!   (same DTS and tracks). Equal: the builder finishes with the exact next DTS (the
-//!   first frames of N+1), and the fMP4 segment is the concatenation of the live parts,
-//!   byte-identical to `write_segment` of the TS segment's frames. Different (the first
+//!   (same DTS and tracks). Equal: the builder finishes its last samples as the live
+//!   edge estimates them (`NextDts::estimated`, not the next segment's first frames,
+//!   which depend on arrival), and the fMP4 segment is the concatenation of the live
+//!   parts, byte-identical to the packaging of the TS segment — the stream's muxed
+//!   fMP4 file of that MSN (`seg-N.m4s` is `llseg-N.m4s`). Different (the first
 //!   segment, after a discontinuity, a forced cut the state did not show, late audio):
 //!   N is packaged from its TS bytes with the same part rule (`package_ts_segment`); its
 //!   parts appear at once, and a mismatch is counted (it replaces parts already listed).
@@ -85,6 +87,14 @@ pub struct LlSettings {
     pub hold_back_ms: Option<u64>,
     /// The stream's segment target, milliseconds.
     pub target_ms: u64,
+}
+
+impl LlSettings {
+    /// The part grid in 90 kHz ticks: what the packager cuts at and the muxed fMP4 file
+    /// of every segment is fragmented at.
+    pub fn part_ticks(&self) -> u64 {
+        self.part_ms.saturating_mul(90).max(1)
+    }
 }
 
 /// Counters of one stream's LL-HLS.
@@ -178,7 +188,7 @@ impl Feed {
     pub fn new(channel: Arc<LlChannel>) -> Self {
         let s = channel.settings();
         Self {
-            packager: Packager::new(s.part_ms.saturating_mul(90)),
+            packager: Packager::new(s.part_ticks()),
             window: LlWindow::new(s.target_ms, s.part_ms, s.hold_back_ms),
             stream: Arc::default(),
             channel,

@@ -64,6 +64,7 @@ fn segment_out(msn: u64, parts: &[u64]) -> SegmentOut {
         bytes: Bytes::from(vec![0u8; at]),
         parts: spans,
         live: true,
+        config: media::fmp4::InitConfig::default(),
     }
 }
 
@@ -84,7 +85,7 @@ fn stream_window(msns: impl IntoIterator<Item = u64>, without_ll: &[u64]) -> Win
                 ..LiveSegment::default()
             };
             let ll = (!without_ll.contains(&msn)).then_some(ll);
-            Arc::new(StoredSegment::new(live, None, ll))
+            Arc::new(StoredSegment::new(live, None, ll, Some(90_000)))
         })
         .collect();
     WindowSnapshot {
