@@ -155,6 +155,29 @@ fn a_private_meeting_needs_a_token_and_its_session_carries_the_viewer() {
     let (status, ll, _) = get(node.http, &format!("/board/ll.m3u8?session={session}"));
     assert_eq!(status, 200, "{ll}");
     assert!(ll.contains("m4s?session="), "{ll}");
+    // Every manifest the node answers carries it after every URI a player requests
+    // (the writers mark their URIs; a route that forgot would show here).
+    for file in [
+        "index.m3u8",
+        "mono.m3u8",
+        "ll-index.m3u8",
+        "ll.m3u8",
+        "fmp4-index.m3u8",
+        "fmp4.m3u8",
+        "index.mpd",
+    ] {
+        let (status, text, _) = get(node.http, &format!("/board/{file}?session={session}"));
+        assert_eq!(status, 200, "{file}: {text}");
+        let uris = requested_uris(&text);
+        assert!(!uris.is_empty(), "{file}: {text}");
+        for uri in uris {
+            assert_eq!(
+                uri.matches("session=").count(),
+                1,
+                "{file}: {uri} in {text}"
+            );
+        }
+    }
 
     // Tokens refused, each with its code.
     // One character inside the signature (not its last, whose low bits must stay zero).
@@ -318,4 +341,34 @@ fn a_copied_segment_url_dies_with_its_session_and_the_relay_is_for_nodes() {
         r#"{"viewer": "", "ttl_seconds": 10}"#,
     );
     assert_eq!((status, body["code"].as_u64()), (400, Some(113_020)));
+}
+
+/// The URIs a player requests from a playlist (URI lines, `URI="…"` but `SERVER-URI`)
+/// or an MPD (`media`, `initialization`, `Location`), read independently of the writers.
+fn requested_uris(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let quoted_after = |line: &str, key: &str| -> Vec<String> {
+        line.match_indices(key)
+            .filter(|(i, _)| *i == 0 || !line[..*i].ends_with('-'))
+            .filter_map(|(i, _)| line[i + key.len()..].split('"').next().map(str::to_owned))
+            .collect()
+    };
+    if text.starts_with("<?xml") {
+        for key in ["media=\"", "initialization=\""] {
+            out.extend(quoted_after(text, key));
+        }
+        for part in text.split("<Location").skip(1) {
+            let inner = part.split_once('>').map_or("", |(_, r)| r);
+            out.extend(inner.split("</Location>").next().map(str::to_owned));
+        }
+        return out;
+    }
+    for line in text.lines() {
+        if line.starts_with('#') {
+            out.extend(quoted_after(line, "URI=\""));
+        } else if !line.trim().is_empty() {
+            out.push(line.to_owned());
+        }
+    }
+    out
 }

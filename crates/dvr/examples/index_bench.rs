@@ -80,7 +80,7 @@ fn main() {
         let text = playlist::render(slice, PlaylistType::Vod, 2, true, |e| {
             format!("archive/{}.ts", e.msn)
         });
-        black_box(text.len());
+        black_box(text.bytes.len());
     });
     let sample = playlist::render(
         index.query(T0, T0 + hour_ms),
@@ -91,7 +91,7 @@ fn main() {
     );
     println!(
         "1-hour VOD playlist render (1,800 segments, {} bytes): {:.3} ms (goal < 5 ms)",
-        sample.len(),
+        sample.bytes.len(),
         render.as_secs_f64() * 1e3
     );
 

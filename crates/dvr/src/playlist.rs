@@ -8,6 +8,7 @@
 //! tells it the wall-clock time it jumped to.
 
 use media::hls::{MediaPlaylist, PlaylistSegment, PlaylistType};
+use media::manifest::Manifest;
 
 use crate::index::{is_gap, Entry, Slice};
 
@@ -20,7 +21,20 @@ pub fn render(
     target_duration_secs: u64,
     ended: bool,
     uri: impl Fn(&Entry) -> String,
-) -> String {
+) -> Manifest {
+    render_with_maps(slice, kind, target_duration_secs, ended, uri, &[])
+}
+
+/// [`render`] for fMP4 segments: `maps[i]` is the init segment of the i-th entry
+/// (see [`MediaPlaylist::write_with_maps`]).
+pub fn render_with_maps(
+    slice: Slice<'_>,
+    kind: PlaylistType,
+    target_duration_secs: u64,
+    ended: bool,
+    uri: impl Fn(&Entry) -> String,
+    maps: &[String],
+) -> Manifest {
     let mut segments = Vec::with_capacity(slice.entries.len());
     let mut disc = slice.first_discontinuity;
     let mut previous: Option<&Entry> = None;
@@ -47,10 +61,13 @@ pub fn render(
         ended,
     };
     let first = slice.first_ordinal;
-    playlist.render(|ordinal| {
-        usize::try_from(ordinal - first)
-            .ok()
-            .and_then(|i| slice.entries.get(i))
-            .map_or_else(String::new, &uri)
-    })
+    playlist.manifest_with_maps(
+        |ordinal| {
+            usize::try_from(ordinal - first)
+                .ok()
+                .and_then(|i| slice.entries.get(i))
+                .map_or_else(String::new, &uri)
+        },
+        maps,
+    )
 }

@@ -20,6 +20,7 @@ pub mod fmp4;
 pub mod frame;
 pub mod hls;
 pub mod llhls;
+pub mod manifest;
 pub mod segmenter;
 pub mod timeline;
 pub mod ts;

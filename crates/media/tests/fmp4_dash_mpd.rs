@@ -417,3 +417,40 @@ fn a_ladders_rungs_are_representations_with_their_own_files() {
     let second = text.split("<Period").nth(2).expect("the second period");
     assert_eq!(second.matches("<SegmentTemplate").count(), 1, "{second}");
 }
+
+#[test]
+fn a_session_goes_into_templates_and_locations_not_base_urls() {
+    let mpd = live();
+    let service = ServiceLocations {
+        nodes: vec![ServiceLocation {
+            pathway: "a".into(),
+            base: "http://a:1/s/".into(),
+            location: "http://a:1/s/index.mpd?login=l&token=t".into(),
+        }],
+        steering: "http://b:1/steering/g?p=a".into(),
+    };
+    let manifest = mpd.manifest_for(&Uris, Some(&service));
+    assert_eq!(manifest.bytes, mpd.render_for(&Uris, Some(&service)).as_bytes());
+    let out = String::from_utf8(manifest.with_query("session", "S")).unwrap();
+    let parsed = dash_mpd_core::parse(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(parsed.base_url[0].base, "http://a:1/s/");
+    assert_eq!(
+        parsed.locations[0].url,
+        "http://a:1/s/index.mpd?login=l&token=t&session=S"
+    );
+    let mut templates = 0;
+    for period in &parsed.periods {
+        for set in &period.adaptations {
+            let reps = set.representations.iter().filter_map(|r| r.SegmentTemplate.as_ref());
+            for t in set.SegmentTemplate.iter().chain(reps) {
+                for uri in [&t.initialization, &t.media] {
+                    let uri = uri.as_deref().expect("a template URI");
+                    assert!(uri.ends_with("?session=S"), "{uri}");
+                    templates += 1;
+                }
+            }
+        }
+    }
+    assert!(templates >= 4, "{out}");
+    assert!(out.contains(">http://b:1/steering/g?p=a</ContentSteering>"), "{out}");
+}

@@ -314,3 +314,19 @@ fn ll_playlist_of_fixture_segments_plays_in_ffmpeg() {
     }
     decode_clean(&path);
 }
+
+#[test]
+fn a_session_goes_after_every_uri_of_an_ll_playlist() {
+    let manifest = live(4, 2).manifest(&Uris, false);
+    assert_eq!(manifest.bytes, LIVE_EDGE.as_bytes());
+    let with = String::from_utf8(manifest.with_query("session", "S")).unwrap();
+    // Every URI of this playlist ends in one of these (maps, parts, the hint, the
+    // report and the segment lines), and nothing else does.
+    let expected = LIVE_EDGE
+        .replace(".mp4\"", ".mp4?session=S\"")
+        .replace(".m4s\"", ".m4s?session=S\"")
+        .replace(".m3u8\"", ".m3u8?session=S\"")
+        .replace(".m4s\n", ".m4s?session=S\n");
+    assert_eq!(with, expected);
+    assert_eq!(manifest.uri_ends.len(), with.matches("session=S").count());
+}

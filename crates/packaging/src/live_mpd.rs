@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use media::dash::{Mpd, MpdUris, ServiceLocations};
+use media::manifest::Manifest;
 use media::fmp4::Track;
 use media::TrackKind;
 
@@ -34,13 +34,13 @@ pub struct LiveMpd {
     /// The parts; `None` while there is nothing to list.
     pub parts: Option<Arc<Mpd>>,
     /// The shared rendering.
-    pub plain: Bytes,
+    pub plain: Manifest,
 }
 
 impl LiveMpd {
     /// The live MPD of `parts`, rendered once.
     pub fn new(parts: Mpd) -> Self {
-        let plain = Bytes::from(parts.render(&LiveUris));
+        let plain = parts.manifest_for(&LiveUris, None);
         Self {
             parts: Some(Arc::new(parts)),
             plain,
@@ -49,8 +49,8 @@ impl LiveMpd {
 
     /// The copy a viewer gets with `service`'s nodes; `None` while there is nothing
     /// to list.
-    pub fn render_for(&self, service: &ServiceLocations) -> Option<Bytes> {
+    pub fn render_for(&self, service: &ServiceLocations) -> Option<Manifest> {
         let parts = self.parts.as_ref()?;
-        Some(Bytes::from(parts.render_for(&LiveUris, Some(service))))
+        Some(parts.manifest_for(&LiveUris, Some(service)))
     }
 }

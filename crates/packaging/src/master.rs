@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use media::hls::{MasterPlaylist, Personalisation};
+use media::manifest::Manifest;
 
 /// A master playlist kept as its typed parts, with the one rendering every viewer
 /// without a personal copy shares: a viewer's own copy (backups, passes, pathways, a
@@ -15,13 +15,13 @@ pub struct Master {
     /// The parts.
     pub parts: Arc<MasterPlaylist>,
     /// The shared rendering.
-    pub plain: Bytes,
+    pub plain: Manifest,
 }
 
 impl Master {
     /// The master playlist of `parts`, rendered once.
     pub fn new(parts: MasterPlaylist) -> Self {
-        let plain = Bytes::from(parts.render());
+        let plain = parts.manifest_for(&Personalisation::default());
         Self {
             parts: Arc::new(parts),
             plain,
@@ -29,7 +29,7 @@ impl Master {
     }
 
     /// The copy one viewer gets (see [`Personalisation`]).
-    pub fn render_for(&self, personalisation: &Personalisation<'_>) -> Bytes {
-        Bytes::from(self.parts.render_for(personalisation))
+    pub fn render_for(&self, personalisation: &Personalisation<'_>) -> Manifest {
+        self.parts.manifest_for(personalisation)
     }
 }

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use media::hls::{MasterPlaylist, MediaPlaylist, PlaylistType, Variant};
+use media::manifest::Manifest;
 
 pub use crate::master::Master;
 
@@ -19,11 +19,11 @@ use crate::window::WindowSnapshot;
 #[derive(Debug, Clone, Default)]
 pub struct Manifests {
     /// `mono.m3u8`.
-    pub media: Bytes,
+    pub media: Manifest,
     /// `index.m3u8`.
     pub master: Master,
     /// `fmp4.m3u8`.
-    pub fmp4: Bytes,
+    pub fmp4: Manifest,
     /// `index.mpd`.
     pub mpd: crate::live_mpd::LiveMpd,
     /// `sub-{track}.m3u8`, per subtitle track.
@@ -59,22 +59,22 @@ impl Renderer {
                 .collect(),
             ended: false,
         };
-        let media = playlist.render(segment_uri);
+        let media = playlist.manifest(segment_uri);
         let master = Master::new(master_playlist(window));
         // The MPD updates every target duration the newest segment's marker states.
         let (fmp4, mpd) = match window.fmp4_segments().last() {
             Some((_, newest)) => {
                 let target_ms = u64::from(newest.marker.target_duration_ms);
                 (
-                    Bytes::from(playlist::live(window)),
+                    playlist::live(window),
                     mpd::live_mpd(window, target_ms, window.published_ms),
                 )
             }
-            None => (Bytes::new(), Default::default()),
+            None => (Manifest::default(), Default::default()),
         };
         Manifests {
             subtitles: crate::captions::serve::render_playlists(window, &playlist),
-            media: Bytes::from(media),
+            media,
             master,
             fmp4,
             mpd,

@@ -198,11 +198,11 @@ pub struct WindowSnapshot {
     /// Segments, oldest first.
     pub segments: VecDeque<Arc<StoredSegment>>,
     /// The media playlist (`mono.m3u8`).
-    pub media_playlist: Bytes,
+    pub media_playlist: media::manifest::Manifest,
     /// The master playlist (`index.m3u8`).
     pub master_playlist: crate::master::Master,
     /// The fMP4 HLS media playlist (`fmp4.m3u8`).
-    pub fmp4_playlist: Bytes,
+    pub fmp4_playlist: media::manifest::Manifest,
     /// The live DASH MPD (`index.mpd`).
     pub mpd: crate::live_mpd::LiveMpd,
     /// Codecs and resolution.

@@ -211,7 +211,7 @@ rungs = [{ name = "source" }, { name = "144p", height = 144, video_kbps = 200 },
         .sum();
     assert_eq!(decoded, u64::from(window_frames), "every frame decodes");
     assert_eq!(probe(dir.path(), &low).1, 96);
-    let master = String::from_utf8(channel.master_playlist().plain.to_vec()).expect("utf-8");
+    let master = String::from_utf8(channel.master_playlist().plain.bytes.to_vec()).expect("utf-8");
     let uris: Vec<&str> = master.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(
         uris,

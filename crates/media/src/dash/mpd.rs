@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::hls::format_rfc3339_ms;
+use crate::manifest::{Manifest, ManifestWrite, MarkedText};
 use crate::segmenter::Segment;
 use crate::{TrackKind, CLOCK_HZ};
 
@@ -198,7 +199,7 @@ pub struct ServiceLocation {
 }
 
 impl ServiceLocations {
-    fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
+    fn write_to(&self, w: &mut impl ManifestWrite) -> fmt::Result {
         for (i, node) in self.nodes.iter().enumerate() {
             writeln!(
                 w,
@@ -209,12 +210,13 @@ impl ServiceLocations {
             )?;
         }
         for node in &self.nodes {
-            writeln!(
+            write!(
                 w,
-                "  <Location serviceLocation=\"{}\">{}</Location>",
+                "  <Location serviceLocation=\"{}\">",
                 xml_attr(&node.pathway),
-                xml_text(&node.location)
             )?;
+            w.uri(&xml_text(&node.location))?;
+            w.write_str("</Location>\n")?;
         }
         writeln!(
             w,
@@ -304,14 +306,14 @@ impl Mpd {
     }
 
     /// Writes the MPD.
-    pub fn write_to(&self, w: &mut impl fmt::Write, uris: &impl MpdUris) -> fmt::Result {
+    pub fn write_to(&self, w: &mut impl ManifestWrite, uris: &impl MpdUris) -> fmt::Result {
         self.write_for(w, uris, None)
     }
 
     /// Writes the MPD as one viewer gets it: naming `service`'s nodes, when given.
     pub fn write_for(
         &self,
-        w: &mut impl fmt::Write,
+        w: &mut impl ManifestWrite,
         uris: &impl MpdUris,
         service: Option<&ServiceLocations>,
     ) -> fmt::Result {
@@ -508,6 +510,17 @@ impl Mpd {
         self.render_for(uris, None)
     }
 
+    /// The MPD as one viewer gets it (see [`Mpd::write_for`]), with where its URIs end.
+    pub fn manifest_for(&self, uris: &impl MpdUris, service: Option<&ServiceLocations>) -> Manifest {
+        let segments: usize = self.periods.iter().map(|p| p.segments.len()).sum();
+        let nodes = service.map_or(0, |s| s.nodes.len());
+        let mut text =
+            MarkedText::xml(1024 + self.periods.len() * 1024 + segments * 40 + nodes * 400);
+        self.write_for(&mut text, uris, service)
+            .expect("writing to memory cannot fail");
+        text.finish()
+    }
+
     /// The MPD as one viewer gets it (see [`Mpd::write_for`]).
     pub fn render_for(&self, uris: &impl MpdUris, service: Option<&ServiceLocations>) -> String {
         let segments: usize = self.periods.iter().map(|p| p.segments.len()).sum();
@@ -569,7 +582,7 @@ struct Timeline<'a> {
 /// A video Representation; with `own`, its own `SegmentTemplate` (a ladder's rungs
 /// each have their files), else the adaptation set's.
 fn video_representation(
-    w: &mut impl fmt::Write,
+    w: &mut impl ManifestWrite,
     id: &str,
     v: &MpdVideo,
     own: Option<(&Timeline<'_>, &str, &str)>,
@@ -596,7 +609,7 @@ fn video_representation(
 /// `SegmentTemplate` with its `SegmentTimeline`: `S@t` on the first entry and after a
 /// gap, equal consecutive durations folded into `S@r`.
 fn template(
-    w: &mut impl fmt::Write,
+    w: &mut impl ManifestWrite,
     indent: &str,
     timeline: &Timeline<'_>,
     init: &str,
@@ -604,14 +617,16 @@ fn template(
 ) -> fmt::Result {
     let segments = timeline.segments;
     let start_number = segments.first().map_or(0, |s| s.msn);
-    writeln!(
+    write!(
         w,
         "{indent}<SegmentTemplate timescale=\"{CLOCK_HZ}\" presentationTimeOffset=\"{}\" \
-         startNumber=\"{start_number}\" initialization=\"{}\" media=\"{}\">",
+         startNumber=\"{start_number}\" initialization=\"",
         timeline.anchor_ts,
-        xml_attr(init),
-        xml_attr(media)
     )?;
+    w.uri(&xml_attr(init))?;
+    w.write_str("\" media=\"")?;
+    w.uri(&xml_attr(media))?;
+    w.write_str("\">\n")?;
     writeln!(w, "{indent}  <SegmentTimeline>")?;
     let mut i = 0;
     let mut expected_start = None;

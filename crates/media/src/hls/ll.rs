@@ -11,6 +11,7 @@
 use std::fmt;
 
 use super::{format_rfc3339_ms, line_safe, PlaylistSegment};
+use crate::manifest::{Manifest, ManifestWrite, MarkedText};
 
 /// One part (partial segment) as a playlist lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,13 +64,10 @@ impl RenditionReport {
     ///
     /// # Errors
     /// Whatever `w` returns.
-    pub fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
-        write!(
-            w,
-            "#EXT-X-RENDITION-REPORT:URI=\"{}\",LAST-MSN={}",
-            quoted_safe(&self.uri),
-            self.last_msn
-        )?;
+    pub fn write_to(&self, w: &mut impl ManifestWrite) -> fmt::Result {
+        w.write_str("#EXT-X-RENDITION-REPORT:URI=\"")?;
+        w.uri(&quoted_safe(&self.uri))?;
+        write!(w, "\",LAST-MSN={}", self.last_msn)?;
         if let Some(part) = self.last_part {
             write!(w, ",LAST-PART={part}")?;
         }
@@ -211,7 +209,7 @@ impl LowLatencyPlaylist {
     /// playlist allows skipping, else the full playlist.
     pub fn write_to(
         &self,
-        w: &mut impl fmt::Write,
+        w: &mut impl ManifestWrite,
         uris: &impl LlUris,
         delta: bool,
     ) -> fmt::Result {
@@ -273,7 +271,8 @@ impl LowLatencyPlaylist {
             if seg.gap {
                 w.write_str("#EXT-X-GAP\n")?;
             }
-            writeln!(w, "{}", line_safe(&uris.segment(seg.msn)))?;
+            w.uri(&line_safe(&uris.segment(seg.msn)))?;
+            w.write_char('\n')?;
         }
         if !self.ended {
             let next_msn = self
@@ -299,11 +298,9 @@ impl LowLatencyPlaylist {
                 }
                 None => (next_msn, 0),
             };
-            writeln!(
-                w,
-                "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"{}\"",
-                quoted_safe(&uris.part(hint_msn, hint_part))
-            )?;
+            w.write_str("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"")?;
+            w.uri(&quoted_safe(&uris.part(hint_msn, hint_part)))?;
+            w.write_str("\"\n")?;
         }
         for r in &self.rendition_reports {
             r.write_to(w)?;
@@ -312,6 +309,16 @@ impl LowLatencyPlaylist {
             w.write_str("#EXT-X-ENDLIST\n")?;
         }
         Ok(())
+    }
+
+    /// The playlist (or its delta update) with where its URIs end.
+    pub fn manifest(&self, uris: &impl LlUris, delta: bool) -> Manifest {
+        let parts: usize = self.segments.iter().map(|s| s.parts.len()).sum();
+        let mut text =
+            MarkedText::with_capacity(512 + self.segments.len() * 112 + parts * 80);
+        self.write_to(&mut text, uris, delta)
+            .expect("writing to memory cannot fail");
+        text.finish()
     }
 
     /// The playlist (or its delta update) as a `String`.
@@ -327,7 +334,7 @@ impl LowLatencyPlaylist {
 /// EXT-X-DISCONTINUITY and, when the init segment changes (first listed segment, or a
 /// new discontinuity sequence), EXT-X-MAP.
 fn write_head(
-    w: &mut impl fmt::Write,
+    w: &mut impl ManifestWrite,
     uris: &impl LlUris,
     discontinuous: bool,
     discontinuity_seq: u64,
@@ -337,18 +344,16 @@ fn write_head(
         w.write_str("#EXT-X-DISCONTINUITY\n")?;
     }
     if *map_written != Some(discontinuity_seq) {
-        writeln!(
-            w,
-            "#EXT-X-MAP:URI=\"{}\"",
-            quoted_safe(&uris.map(discontinuity_seq))
-        )?;
+        w.write_str("#EXT-X-MAP:URI=\"")?;
+        w.uri(&quoted_safe(&uris.map(discontinuity_seq)))?;
+        w.write_str("\"\n")?;
         *map_written = Some(discontinuity_seq);
     }
     Ok(())
 }
 
 fn write_parts(
-    w: &mut impl fmt::Write,
+    w: &mut impl ManifestWrite,
     uris: &impl LlUris,
     msn: u64,
     parts: &[PlaylistPart],
@@ -356,7 +361,9 @@ fn write_parts(
     for (i, p) in parts.iter().enumerate() {
         w.write_str("#EXT-X-PART:DURATION=")?;
         write_secs(w, p.duration_ticks)?;
-        write!(w, ",URI=\"{}\"", quoted_safe(&uris.part(msn, i)))?;
+        w.write_str(",URI=\"")?;
+        w.uri(&quoted_safe(&uris.part(msn, i)))?;
+        w.write_char('"')?;
         if p.independent {
             w.write_str(",INDEPENDENT=YES")?;
         }

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use super::line_safe;
+use crate::manifest::{Manifest, ManifestWrite, MarkedText};
 
 /// One EXT-X-STREAM-INF entry. Backup nodes are variants with identical attributes
 /// and another URI; players switch between them on failure (OTT-PROT-1).
@@ -104,12 +105,12 @@ impl std::fmt::Debug for Personalisation<'_> {
 
 impl MasterPlaylist {
     /// Writes the playlist.
-    pub fn write_to(&self, w: &mut impl fmt::Write) -> fmt::Result {
+    pub fn write_to(&self, w: &mut impl ManifestWrite) -> fmt::Result {
         self.write_for(w, &Personalisation::default())
     }
 
     /// Writes the playlist as one viewer gets it (see [`Personalisation`]).
-    pub fn write_for(&self, w: &mut impl fmt::Write, p: &Personalisation<'_>) -> fmt::Result {
+    pub fn write_for(&self, w: &mut impl ManifestWrite, p: &Personalisation<'_>) -> fmt::Result {
         w.write_str("#EXTM3U\n#EXT-X-VERSION:3\n")?;
         if self.independent_segments {
             w.write_str("#EXT-X-INDEPENDENT-SEGMENTS\n")?;
@@ -153,6 +154,17 @@ impl MasterPlaylist {
         Ok(())
     }
 
+    /// The playlist as one viewer gets it (see [`Personalisation`]), with where its
+    /// URIs end.
+    pub fn manifest_for(&self, p: &Personalisation<'_>) -> Manifest {
+        let copies = 1 + p.backups.len();
+        let mut text =
+            MarkedText::with_capacity(64 + copies * (self.variants.len() * 240 + 200));
+        self.write_for(&mut text, p)
+            .expect("writing to memory cannot fail");
+        text.finish()
+    }
+
     /// The playlist as one viewer gets it (see [`Personalisation`]).
     pub fn render_for(&self, p: &Personalisation<'_>) -> String {
         let copies = 1 + p.backups.len();
@@ -165,19 +177,20 @@ impl MasterPlaylist {
     /// The subtitle renditions in `group`, each at `uri(its URI)`.
     fn write_subtitles(
         &self,
-        w: &mut impl fmt::Write,
+        w: &mut impl ManifestWrite,
         group: &str,
         uri: &dyn Fn(&str) -> String,
     ) -> fmt::Result {
         for (i, sub) in self.subtitles.iter().enumerate() {
-            writeln!(
+            write!(
                 w,
-                "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"{group}\",NAME=\"{}\",LANGUAGE=\"{}\",DEFAULT={},AUTOSELECT=YES,URI=\"{}\"",
+                "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"{group}\",NAME=\"{}\",LANGUAGE=\"{}\",DEFAULT={},AUTOSELECT=YES,URI=\"",
                 quoted(&sub.name),
                 quoted(&sub.language),
                 if i == 0 { "YES" } else { "NO" },
-                quoted(&uri(&sub.uri)),
             )?;
+            w.uri(&quoted(&uri(&sub.uri)))?;
+            w.write_str("\"\n")?;
         }
         Ok(())
     }
@@ -186,7 +199,7 @@ impl MasterPlaylist {
     /// renditions, `pathway` its Content Steering pathway.
     fn write_variant(
         &self,
-        w: &mut impl fmt::Write,
+        w: &mut impl ManifestWrite,
         v: &Variant,
         subtitles: &str,
         pathway: Option<&str>,
@@ -215,7 +228,9 @@ impl MasterPlaylist {
         if let Some(pathway) = pathway {
             write!(w, ",PATHWAY-ID=\"{}\"", quoted(pathway))?;
         }
-        writeln!(w, "\n{}", line_safe(uri))
+        w.write_char('\n')?;
+        w.uri(&line_safe(uri))?;
+        w.write_char('\n')
     }
 
     /// The playlist as a `String`.

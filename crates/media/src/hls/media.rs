@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::{format_rfc3339_ms, line_safe};
+use crate::manifest::{Manifest, ManifestWrite, MarkedText};
 use crate::segmenter::Segment;
 
 /// Which kind of media playlist to write.
@@ -87,14 +88,29 @@ impl MediaPlaylist {
     }
 
     /// Writes the playlist; `uri` names the segment with the given MSN.
-    pub fn write_to(&self, w: &mut impl fmt::Write, uri: impl Fn(u64) -> String) -> fmt::Result {
+    pub fn write_to(&self, w: &mut impl ManifestWrite, uri: impl Fn(u64) -> String) -> fmt::Result {
+        self.write_with_maps(w, uri, &[])
+    }
+
+    /// Writes the playlist of fMP4 segments: `maps[i]` is the init segment's URI of the
+    /// i-th segment (later segments keep the last), written as an EXT-X-MAP before each
+    /// segment whose init differs from the previous one's (after its
+    /// EXT-X-DISCONTINUITY); with maps the version is 7 (EXT-X-MAP in a playlist that is
+    /// not I-frame only needs 6 or more), else 3.
+    pub fn write_with_maps(
+        &self,
+        w: &mut impl ManifestWrite,
+        uri: impl Fn(u64) -> String,
+        maps: &[String],
+    ) -> fmt::Result {
         let first = self.segments.first();
         let media_sequence = first.map_or(0, |s| s.msn);
         let discontinuity_sequence = first.map_or(0, |s| {
             s.discontinuity_seq
                 .saturating_sub(u64::from(s.discontinuous))
         });
-        w.write_str("#EXTM3U\n#EXT-X-VERSION:3\n")?;
+        let version = if maps.is_empty() { 3 } else { 7 };
+        writeln!(w, "#EXTM3U\n#EXT-X-VERSION:{version}")?;
         writeln!(w, "#EXT-X-TARGETDURATION:{}", self.target_duration())?;
         writeln!(w, "#EXT-X-MEDIA-SEQUENCE:{media_sequence}")?;
         writeln!(w, "#EXT-X-DISCONTINUITY-SEQUENCE:{discontinuity_sequence}")?;
@@ -104,9 +120,18 @@ impl MediaPlaylist {
             PlaylistType::Vod => w.write_str("#EXT-X-PLAYLIST-TYPE:VOD\n")?,
         }
         w.write_str("#EXT-X-INDEPENDENT-SEGMENTS\n")?;
-        for s in &self.segments {
+        let mut current_map: Option<&str> = None;
+        for (i, s) in self.segments.iter().enumerate() {
             if s.discontinuous {
                 w.write_str("#EXT-X-DISCONTINUITY\n")?;
+            }
+            if let Some(map) = maps.get(i).map(String::as_str) {
+                if current_map != Some(map) {
+                    w.write_str("#EXT-X-MAP:URI=\"")?;
+                    w.uri(&map.replace(['"', '\r', '\n'], ""))?;
+                    w.write_str("\"\n")?;
+                    current_map = Some(map);
+                }
             }
             w.write_str("#EXT-X-PROGRAM-DATE-TIME:")?;
             format_rfc3339_ms(w, s.program_date_time_ms)?;
@@ -115,12 +140,27 @@ impl MediaPlaylist {
             if s.gap {
                 w.write_str("#EXT-X-GAP\n")?;
             }
-            writeln!(w, "{}", line_safe(&uri(s.msn)))?;
+            w.uri(&line_safe(&uri(s.msn)))?;
+            w.write_char('\n')?;
         }
         if self.ended || self.playlist_type == PlaylistType::Vod {
             w.write_str("#EXT-X-ENDLIST\n")?;
         }
         Ok(())
+    }
+
+    /// The playlist with where its URIs end (what viewers are answered from).
+    pub fn manifest(&self, uri: impl Fn(u64) -> String) -> Manifest {
+        self.manifest_with_maps(uri, &[])
+    }
+
+    /// The playlist of fMP4 segments (see [`MediaPlaylist::write_with_maps`]) with where
+    /// its URIs end.
+    pub fn manifest_with_maps(&self, uri: impl Fn(u64) -> String, maps: &[String]) -> Manifest {
+        let mut text = MarkedText::with_capacity(256 + self.segments.len() * 104);
+        self.write_with_maps(&mut text, uri, maps)
+            .expect("writing to memory cannot fail");
+        text.finish()
     }
 
     /// The playlist as a `String`.

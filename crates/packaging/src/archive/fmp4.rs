@@ -22,6 +22,7 @@ use super::SegmentSource;
 use media::dash::{Mpd, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris};
 use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::PlaylistType;
+use media::manifest::Manifest;
 use media::{TimelineMarker, TrackKind};
 
 use crate::fmp4::mpd::{bps, representations};
@@ -49,17 +50,21 @@ pub fn runs(entries: &[Entry]) -> Vec<Range<usize>> {
 
 /// The VOD fMP4 HLS playlist of an archive slice: the TS archive playlist's timeline
 /// with `dvr-{msn}.m4s` segments and one EXT-X-MAP per run. Reads the index only.
-pub fn vod_playlist(slice: Slice<'_>) -> String {
+pub fn vod_playlist(slice: Slice<'_>) -> Manifest {
     let entries = slice.entries;
     let mut maps = Vec::with_capacity(entries.len());
     for run in runs(entries) {
         let name = format!("dvr-init-{}.mp4", entries[run.start].msn);
         maps.extend(std::iter::repeat_n(name, run.len()));
     }
-    let text = dvr::playlist::render(slice, PlaylistType::Vod, 1, true, |e| {
-        format!("dvr-{}.m4s", e.msn)
-    });
-    crate::fmp4::playlist::with_maps(&text, &maps)
+    dvr::playlist::render_with_maps(
+        slice,
+        PlaylistType::Vod,
+        1,
+        true,
+        |e| format!("dvr-{}.m4s", e.msn),
+        &maps,
+    )
 }
 
 /// Names of the archive's DASH files; a Period's "sequence" is its run's first MSN.
@@ -239,7 +244,7 @@ pub fn static_mpd(
     reader: &dyn SegmentSource,
     entries: &[Entry],
     rungs: &[ArchivedRung],
-) -> Result<String, ArchiveFmp4Error> {
+) -> Result<Manifest, ArchiveFmp4Error> {
     let mut periods = Vec::new();
     for run in runs(entries) {
         let run_entries = &entries[run.clone()];
@@ -298,7 +303,7 @@ pub fn static_mpd(
         periods,
         utc_timing_uri: None,
     };
-    Ok(mpd.render(&ArchiveUris))
+    Ok(mpd.manifest_for(&ArchiveUris, None))
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ pub fn render(
     stream: &str,
     renditions: &[RecordedRendition],
     subtitles: Vec<SubtitleRendition>,
-) -> Option<String> {
+) -> Option<media::manifest::Manifest> {
     let mut variants = Vec::with_capacity(renditions.len());
     for rendition in renditions {
         let Some(first) = rendition.entries.first() else {
@@ -220,7 +220,7 @@ pub fn render(
             variants,
             ..Default::default()
         }
-        .render()
+        .manifest_for(&media::hls::Personalisation::default())
     })
 }
 

@@ -66,7 +66,7 @@ pub fn render_playlists(window: &WindowSnapshot, media: &MediaPlaylist) -> Vec<S
         .iter()
         .map(|track| SubtitlePlaylist {
             track: track.clone(),
-            playlist: Bytes::from(media.render(|msn| segment_uri(&track.id, msn))),
+            playlist: media.manifest(|msn| segment_uri(&track.id, msn)),
         })
         .collect()
 }

@@ -1,15 +1,16 @@
-//! fMP4 HLS media playlists: the TS playlist's text (same MSNs, dates, durations,
-//! discontinuities, written by the same [`media::hls::MediaPlaylist`]) with
-//! EXT-X-MAP before the first segment and wherever the init segment changes, and
-//! EXT-X-VERSION 7 (EXT-X-MAP in a playlist that is not I-frame only needs 6 or more).
+//! fMP4 HLS media playlists: the TS playlist (same MSNs, dates, durations,
+//! discontinuities, written by the same [`media::hls::MediaPlaylist`]) with EXT-X-MAP
+//! before the first segment and wherever the init segment changes
+//! ([`MediaPlaylist::write_with_maps`]).
 
 use media::hls::{MediaPlaylist, PlaylistType};
+use media::manifest::Manifest;
 
 use crate::window::WindowSnapshot;
 
 /// The live fMP4 HLS playlist of `window`: its segments that have an fMP4 view, with
 /// the window's target duration and an EXT-X-MAP per init.
-pub fn live(window: &WindowSnapshot) -> String {
+pub fn live(window: &WindowSnapshot) -> Manifest {
     let listed: Vec<_> = window.fmp4_segments().collect();
     let playlist = MediaPlaylist {
         playlist_type: PlaylistType::Live,
@@ -17,62 +18,37 @@ pub fn live(window: &WindowSnapshot) -> String {
         segments: listed.iter().map(|(s, _)| s.playlist_segment()).collect(),
         ended: false,
     };
-    let text = playlist.render(|msn| format!("seg-{msn}.m4s"));
     let maps: Vec<String> = listed
         .iter()
         .map(|(_, v)| format!("init-{}.mp4", v.init.discontinuity_seq))
         .collect();
-    with_maps(&text, &maps)
-}
-
-/// Adds the EXT-X-MAP tags to a rendered TS media playlist.
-///
-/// `maps[i]` is the init URI of the i-th listed segment; a tag is written before a
-/// segment whose map differs from the previous segment's (after its
-/// EXT-X-DISCONTINUITY, before its EXT-X-PROGRAM-DATE-TIME). Every segment of a
-/// brdyun playlist has exactly one EXT-X-PROGRAM-DATE-TIME, which is how segments are
-/// found; segments beyond `maps` keep the last map.
-pub fn with_maps(ts_playlist: &str, maps: &[String]) -> String {
-    let mut out = String::with_capacity(ts_playlist.len() + maps.len() * 8 + 64);
-    let mut index = 0usize;
-    let mut current: Option<&str> = None;
-    for line in ts_playlist.lines() {
-        if line == "#EXT-X-VERSION:3" {
-            out.push_str("#EXT-X-VERSION:7\n");
-            continue;
-        }
-        if line.starts_with("#EXT-X-PROGRAM-DATE-TIME:") {
-            if let Some(map) = maps.get(index).map(String::as_str) {
-                if current != Some(map) {
-                    out.push_str("#EXT-X-MAP:URI=\"");
-                    out.push_str(&map.replace(['"', '\r', '\n'], ""));
-                    out.push_str("\"\n");
-                    current = Some(map);
-                }
-            }
-            index += 1;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
+    playlist.manifest_with_maps(|msn| format!("seg-{msn}.m4s"), &maps)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::with_maps;
+    use media::hls::{MediaPlaylist, PlaylistSegment, PlaylistType};
 
     #[test]
     fn maps_go_before_the_date_of_each_new_init() {
-        let ts = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n\
-                  #EXT-X-MEDIA-SEQUENCE:7\n#EXT-X-DISCONTINUITY-SEQUENCE:0\n\
-                  #EXT-X-INDEPENDENT-SEGMENTS\n\
-                  #EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:00.000Z\n#EXTINF:2.000,\nseg-7.m4s\n\
-                  #EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:00:02.000Z\n#EXTINF:2.000,\nseg-8.m4s\n\
-                  #EXT-X-DISCONTINUITY\n\
-                  #EXT-X-PROGRAM-DATE-TIME:2024-05-01T12:01:00.000Z\n#EXTINF:2.000,\nseg-9.m4s\n";
+        const T0: i64 = 1_714_564_800_000; // 2024-05-01T12:00:00.000Z
+        let seg = |msn: u64, seq: u64, at_ms: i64| PlaylistSegment {
+            msn,
+            discontinuity_seq: seq,
+            discontinuous: msn == 9,
+            duration_ticks: 180_000,
+            program_date_time_ms: T0 + at_ms,
+            gap: false,
+        };
+        let playlist = MediaPlaylist {
+            playlist_type: PlaylistType::Live,
+            target_duration_secs: 2,
+            segments: vec![seg(7, 0, 0), seg(8, 0, 2000), seg(9, 1, 60_000)],
+            ended: false,
+        };
         let maps = ["init-0.mp4", "init-0.mp4", "init-1.mp4"].map(String::from);
-        let text = with_maps(ts, &maps);
+        let manifest = playlist.manifest_with_maps(|msn| format!("seg-{msn}.m4s"), &maps);
+        let text = std::str::from_utf8(&manifest.bytes).expect("utf-8").to_owned();
         assert_eq!(
             text,
             "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:2\n\

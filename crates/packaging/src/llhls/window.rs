@@ -15,6 +15,7 @@ use media::hls::{
 use super::position::Position;
 use crate::window::WindowSnapshot;
 use media::llhls::{Opened, Output, PartOut, SegmentOut};
+use media::manifest::Manifest;
 
 /// What EXT-X-TARGETDURATION adds to the segment target from the start. A segment ends
 /// at the first keyframe past its grid line, so it is often longer than the target
@@ -46,9 +47,9 @@ pub struct LlSnapshot {
     /// Init segments by discontinuity sequence.
     pub inits: Vec<(u64, Bytes)>,
     /// `ll.m3u8`: the full playlist.
-    pub full: Bytes,
+    pub full: Manifest,
     /// `ll.m3u8?_HLS_skip=YES`: the delta update.
-    pub delta: Bytes,
+    pub delta: Manifest,
     /// What the playlists list.
     pub position: Position,
 }
@@ -277,8 +278,8 @@ impl LlWindow {
                 .filter(|p| Some(p.info.msn) == listed_pending)
                 .map(|p| Arc::new(p.clone())),
             inits: self.inits.clone(),
-            full: Bytes::from(playlist.render(&Uris, false)),
-            delta: Bytes::from(playlist.render(&Uris, true)),
+            full: playlist.manifest(&Uris, false),
+            delta: playlist.manifest(&Uris, true),
             position: Position {
                 last_complete: segments.back().map(|s| (s.msn, s.parts.len())),
                 pending: listed_pending.zip(playlist.pending.as_ref().map(|p| p.parts.len())),

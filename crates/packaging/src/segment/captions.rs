@@ -43,7 +43,7 @@ pub struct SubtitlePlaylist {
     /// The track.
     pub track: CaptionTrack,
     /// Its media playlist (`sub-{id}.m3u8`).
-    pub playlist: Bytes,
+    pub playlist: media::manifest::Manifest,
 }
 
 /// Most transcripts kept, and most bytes they may hold together.

@@ -4,6 +4,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use media::manifest::Manifest;
 
 /// Content type of HLS playlists (RFC 8216bis §4).
 pub const M3U8: &str = "application/vnd.apple.mpegurl";
@@ -65,6 +66,15 @@ pub fn page(html: &'static str) -> Response {
 pub fn ok(content_type: &'static str, cache: Cache, body: Bytes) -> Response {
     let mut response = Response::new(Body::from(body));
     set_common(response.headers_mut(), content_type, cache);
+    response
+}
+
+/// Answers a playlist or MPD: its bytes, with where its URIs end in the response's
+/// extensions, so that a private meeting's answer is the same text with the viewer's
+/// session after each URI (see `access::session_uris`).
+pub fn manifest(content_type: &'static str, cache: Cache, manifest: Manifest) -> Response {
+    let mut response = ok(content_type, cache, manifest.bytes);
+    response.extensions_mut().insert(manifest.uri_ends);
     response
 }
 

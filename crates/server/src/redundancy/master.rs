@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::http::request_context::Arrival;
 use bytes::Bytes;
+use media::manifest::Manifest;
 use media::hls::Personalisation;
 use packaging::render::Master;
 
@@ -112,7 +113,7 @@ pub fn personalised(
     arrival: &Arrival,
     query: Option<&str>,
     protocol: ott::Protocol,
-) -> Option<Bytes> {
+) -> Option<Manifest> {
     let backups =
         redundancy.and_then(|r| backups_for(r, stream, arrival, protocol).map(|b| (r, b)));
     if backups.is_none() && query.is_none() {
@@ -125,7 +126,7 @@ pub fn personalised(
             .targets()
             .filter(|t| ott::Pass::can_sign(&t.stream))
             .count();
-        let key = backups.render_key(stream, &master.plain, protocol, query);
+        let key = backups.render_key(stream, &master.plain.bytes, protocol, query);
         (*redundancy, Arc::clone(&backups.view), key, signed)
     });
     if let Some((redundancy, view, key, signed)) = &cached {
@@ -160,7 +161,7 @@ type Backups<'a> = Option<(&'a Redundancy, ViewerBackups)>;
 /// that get a pass, each a copy of every variant at its address (OTT-PROT-1), with
 /// this node's and their pathways under a steering server on the first backup, and
 /// the login's query on every variant.
-fn render(backups: Backups<'_>, master: &Master, query: Option<&str>) -> Bytes {
+fn render(backups: Backups<'_>, master: &Master, query: Option<&str>) -> Manifest {
     let signed: Vec<(&ott::Target, String)> = backups
         .as_ref()
         .map(|(_, backups)| {

@@ -67,7 +67,7 @@ pub struct MeshView {
     /// render of this snapshot, so the viewer's render can be cached.
     master_expires_ms: i64,
     /// The personalised master playlists written under this snapshot.
-    pub(crate) rendered: render_cache::RenderCache,
+    pub(crate) rendered: render_cache::RenderCache<media::manifest::Manifest>,
     /// This node's rendezvous key.
     pub this_key: ott::NodeKey,
 }

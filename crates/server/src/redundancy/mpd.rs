@@ -12,7 +12,6 @@
 
 use crate::http::request_context::Arrival;
 use axum::http::header;
-use bytes::Bytes;
 
 use media::dash::{ServiceLocation, ServiceLocations};
 use packaging::live_mpd::LiveMpd;
@@ -29,7 +28,7 @@ pub fn personalised(
     mpd: &LiveMpd,
     arrival: &Arrival,
     query: Option<&str>,
-) -> Option<Bytes> {
+) -> Option<media::manifest::Manifest> {
     let redundancy = redundancy?;
     let backups = backups_for(redundancy, stream, arrival, ott::Protocol::Dash)?;
     let view = &backups.view;

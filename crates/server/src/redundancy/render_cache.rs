@@ -128,15 +128,15 @@ impl Hasher for DigestHasher {
     }
 }
 
-/// The renders of one snapshot.
+/// The renders of one snapshot (`V`: a rendered playlist).
 #[derive(Debug, Default)]
-pub struct RenderCache {
-    slots: RwLock<HashMap<u64, (OwnedKey, Bytes), BuildHasherDefault<DigestHasher>>>,
+pub struct RenderCache<V = Bytes> {
+    slots: RwLock<HashMap<u64, (OwnedKey, V), BuildHasherDefault<DigestHasher>>>,
 }
 
-impl RenderCache {
+impl<V: Clone> RenderCache<V> {
     /// The playlist written before for `key`, if any.
-    pub fn get(&self, key: &RenderKey<'_>) -> Option<Bytes> {
+    pub fn get(&self, key: &RenderKey<'_>) -> Option<V> {
         let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
         let (stored, body) = slots.get(&key.digest())?;
         stored.is(key).then(|| body.clone())
@@ -144,7 +144,7 @@ impl RenderCache {
 
     /// Keeps `body` for the next viewer with the same key (replacing a different key
     /// that shares its digest).
-    pub fn put(&self, key: &RenderKey<'_>, body: Bytes) {
+    pub fn put(&self, key: &RenderKey<'_>, body: V) {
         let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
         if slots.len() >= MAX_RENDERED {
             slots.clear();

@@ -26,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use dvr::index::{Entry, Index};
 use media::hls::PlaylistType;
+use media::manifest::Manifest;
 
 use crate::clock::Clock;
 use crate::error::ApiError;
@@ -282,7 +283,7 @@ async fn master(
         packaging::archive::master::render(&stream, &recorded, subtitles)
     };
     match tokio::task::spawn_blocking(job).await {
-        Ok(Some(text)) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+        Ok(Some(master)) => http_util::manifest(M3U8, Cache::LivePlaylist, master),
         _ => ApiError::NotFound.into_response(),
     }
 }
@@ -300,7 +301,7 @@ fn timeshift_slice(index: &Index, edge_ms: i64, window: usize) -> Option<dvr::in
 }
 
 /// The sliding window of `window` segments whose live edge is `edge_ms`.
-fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<String> {
+fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<Manifest> {
     let slice = timeshift_slice(index, edge_ms, window)?;
     Some(dvr::playlist::render(
         slice,
@@ -311,9 +312,9 @@ fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<String> {
     ))
 }
 
-fn playlist(recorder: &Recorder, render: impl FnOnce(&Index) -> Option<String>) -> Response {
+fn playlist(recorder: &Recorder, render: impl FnOnce(&Index) -> Option<Manifest>) -> Response {
     match recorder.reader().with_index(render) {
-        Some(text) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+        Some(playlist) => http_util::manifest(M3U8, Cache::LivePlaylist, playlist),
         None => ApiError::NotFound.into_response(),
     }
 }

@@ -20,8 +20,8 @@ pub const DASH_MPD: &str = "application/dash+xml";
 pub const UTC_TIMING_PATH: &str = crate::url::Route::UtcTiming.pattern();
 
 /// An MPD response.
-pub fn mpd_response(cache: Cache, body: Bytes) -> Response {
-    http_util::ok(DASH_MPD, cache, body)
+pub fn mpd_response(cache: Cache, mpd: media::manifest::Manifest) -> Response {
+    http_util::manifest(DASH_MPD, cache, mpd)
 }
 
 /// `GET /api/time`: the node's clock as ISO 8601 with milliseconds, for DASH

@@ -58,7 +58,7 @@ pub async fn serve(
     match file {
         Fmp4File::Playlist => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
-            http_util::ok(M3U8, Cache::LivePlaylist, window.fmp4_playlist.clone())
+            http_util::manifest(M3U8, Cache::LivePlaylist, window.fmp4_playlist.clone())
         }
         Fmp4File::Mpd => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
@@ -113,8 +113,8 @@ pub fn master(
         ott::Protocol::LlHls,
     ) {
         // Per viewer (its backups and passes): never cached by a proxy.
-        Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-        None => http_util::ok(M3U8, Cache::LivePlaylist, master.plain),
+        Some(body) => http_util::manifest(M3U8, Cache::NoStore, body),
+        None => http_util::manifest(M3U8, Cache::LivePlaylist, master.plain),
     }
 }
 
@@ -149,12 +149,12 @@ async fn serve_archive(
             duration_secs,
         } => {
             let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-            let text = reader.with_index(|index| {
+            let playlist = reader.with_index(|index| {
                 let slice = index.query(from_ms, to_ms);
                 (!slice.entries.is_empty()).then(|| archive::vod_playlist(slice))
             });
-            match text {
-                Some(text) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+            match playlist {
+                Some(playlist) => http_util::manifest(M3U8, Cache::LivePlaylist, playlist),
                 None => ApiError::NotFound.into_response(),
             }
         }
@@ -182,14 +182,17 @@ async fn serve_archive(
                     })
                 })
                 .collect();
-            let body = blocking(Box::new(move || {
+            let job = move || {
                 let _permit = permit;
-                archive::static_mpd(&for_job, &entries, &rungs).map(|text| Some(Bytes::from(text)))
-            }))
-            .await;
-            match body {
-                Some(body) => dash::mpd_response(Cache::LivePlaylist, body),
-                None => ApiError::NotFound.into_response(),
+                archive::static_mpd(&for_job, &entries, &rungs)
+            };
+            match tokio::task::spawn_blocking(job).await {
+                Ok(Ok(mpd)) => dash::mpd_response(Cache::LivePlaylist, mpd),
+                Ok(Err(error)) => {
+                    tracing::warn!(stream = channel.name(), %error, "fmp4 from the archive failed");
+                    ApiError::NotFound.into_response()
+                }
+                Err(_) => ApiError::NotFound.into_response(),
             }
         }
         Fmp4File::ArchiveInit { msn, track } => {

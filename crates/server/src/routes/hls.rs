@@ -70,8 +70,8 @@ pub fn serve(
             );
             match with_backups {
                 // Per viewer (its backups and passes): never cached by a proxy.
-                Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-                None => http_util::ok(M3U8, Cache::LivePlaylist, master.plain),
+                Some(body) => http_util::manifest(M3U8, Cache::NoStore, body),
+                None => http_util::manifest(M3U8, Cache::LivePlaylist, master.plain),
             }
         }
         StreamFile::Media => {
@@ -79,7 +79,7 @@ pub fn serve(
                 .counters
                 .playlists_served
                 .fetch_add(1, Ordering::Relaxed);
-            http_util::ok(M3U8, Cache::LivePlaylist, snapshot.media_playlist.clone())
+            http_util::manifest(M3U8, Cache::LivePlaylist, snapshot.media_playlist.clone())
         }
         StreamFile::Segment(msn) => match snapshot.segment(msn) {
             Some(segment) => {
@@ -128,8 +128,8 @@ pub fn serve(
                 login.as_deref(),
                 ott::Protocol::LlHls,
             ) {
-                Some(body) => http_util::ok(M3U8, Cache::NoStore, body),
-                None => http_util::ok(M3U8, Cache::LivePlaylist, master.plain),
+                Some(body) => http_util::manifest(M3U8, Cache::NoStore, body),
+                None => http_util::manifest(M3U8, Cache::LivePlaylist, master.plain),
             }
         }
         StreamFile::LowLatency(file) => {
@@ -151,7 +151,7 @@ pub fn serve(
                 .fetch_add(1, Ordering::Relaxed);
             let login = login_query(state, &arrival.request);
             let mpd = channel.mpd();
-            if mpd.plain.is_empty() {
+            if mpd.plain.bytes.is_empty() {
                 return channel.no_media_error().into_response().into();
             }
             match crate::redundancy::mpd::personalised(

@@ -10,6 +10,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use media::hls::{MasterPlaylist, Variant};
+use media::manifest::Manifest;
 
 use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8};
@@ -90,7 +91,9 @@ pub async fn serve(
         return ApiError::NotFound.into_response();
     };
     match file {
-        LlFile::Master => http_util::ok(M3U8, Cache::LivePlaylist, master_body(channel).plain),
+        LlFile::Master => {
+            http_util::manifest(M3U8, Cache::LivePlaylist, master_body(channel).plain)
+        }
         LlFile::Playlist => {
             let directives = match Directives::parse(query) {
                 Ok(d) => d,
@@ -105,7 +108,7 @@ pub async fn serve(
                 }
             }
             let snapshot = ll.snapshot();
-            if snapshot.full.is_empty() {
+            if snapshot.full.bytes.is_empty() {
                 return channel.no_media_error().into_response();
             }
             channel
@@ -122,7 +125,7 @@ pub async fn serve(
             } else {
                 body
             };
-            http_util::ok(M3U8, Cache::LivePlaylist, body)
+            http_util::manifest(M3U8, Cache::LivePlaylist, body)
         }
         LlFile::Part(msn, index) => {
             if let Some(bytes) = ll.snapshot().part(msn, index) {
@@ -166,9 +169,9 @@ fn last_listed(position: Position) -> Option<(u64, Option<usize>)> {
 /// `body` (one rendition's LL-HLS playlist of a package) with an EXT-X-RENDITION-REPORT
 /// for every other rendition the LL-HLS master offers, as current as this answer, so a
 /// player switching rungs asks the sibling for the right segment and part at once.
-fn with_rendition_reports(body: Bytes, channel: &Package, rendition: &Rendition) -> Bytes {
+fn with_rendition_reports(body: Manifest, channel: &Package, rendition: &Rendition) -> Manifest {
     let from_rung = rendition.name() != crate::stream::rendition::MAIN;
-    let mut reports = String::new();
+    let mut reports = Vec::new();
     for sibling in channel.listed() {
         if std::ptr::eq(&**sibling, rendition)
             || !packaging::render::offered(sibling.name(), &sibling.snapshot())
@@ -186,21 +189,16 @@ fn with_rendition_reports(body: Bytes, channel: &Package, rendition: &Rendition)
             (true, true) => "../ll.m3u8".to_owned(),
             (true, false) => format!("../{}/ll.m3u8", sibling.name()),
         };
-        let report = media::hls::RenditionReport {
+        reports.push(media::hls::RenditionReport {
             uri,
             last_msn,
             last_part,
-        };
-        // Writing to a String cannot fail.
-        let _ = report.write_to(&mut reports);
+        });
     }
     if reports.is_empty() {
         return body;
     }
-    let mut joined = Vec::with_capacity(body.len() + reports.len());
-    joined.extend_from_slice(&body);
-    joined.extend_from_slice(reports.as_bytes());
-    Bytes::from(joined)
+    body.extended(|text| reports.iter().try_for_each(|r| r.write_to(text)))
 }
 
 /// The LL-HLS master playlist: the one variant of a stream, or a package's ladder

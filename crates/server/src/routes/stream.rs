@@ -328,28 +328,24 @@ const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How often a waiting manifest looks again.
 const CATCH_UP_STEP: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// A private meeting's answer: a playlist or MPD gets the session in every URI (and is
-/// never cached by a proxy); anything else goes out as it is.
+/// A private meeting's answer: a playlist or MPD (an answer that says where its URIs
+/// end) gets the session after every URI and is never cached by a proxy; anything else
+/// goes out as it is.
 async fn with_session(response: Response, session: &str) -> Response {
     use axum::http::header;
-    let kind = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|t| {
-            if t.starts_with(crate::http::http_util::M3U8) {
-                Some(false)
-            } else if t.starts_with("application/dash+xml") {
-                Some(true)
-            } else {
-                None
-            }
-        });
-    let (Some(Some(is_mpd)), true) = (kind, response.status().is_success()) else {
+    let Some(uri_ends) = response
+        .extensions()
+        .get::<media::manifest::UriEnds>()
+        .cloned()
+    else {
         return response;
     };
+    if !response.status().is_success() {
+        return response;
+    }
     let (mut parts, body) = response.into_parts();
-    // Playlists and MPDs are answered from memory: reading them back cannot fail.
+    // Manifests are answered from memory: reading them back cannot fail, and does not
+    // copy.
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
         Err(error) => {
@@ -357,11 +353,12 @@ async fn with_session(response: Response, session: &str) -> Response {
             return ApiError::NotFound.into_response();
         }
     };
-    let rewritten = crate::access::session_uris::templates().answer(&bytes, is_mpd, session);
+    let manifest = media::manifest::Manifest { bytes, uri_ends };
+    let answer = crate::access::session_uris::answer(&manifest, session);
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("private, no-store"),
     );
-    Response::from_parts(parts, axum::body::Body::from(rewritten))
+    Response::from_parts(parts, axum::body::Body::from(answer))
 }

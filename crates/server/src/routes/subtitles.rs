@@ -54,7 +54,7 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
     match file {
         SubtitleFile::Malformed => ApiError::BadRequest.into_response(),
         SubtitleFile::Playlist(track) => match snapshot.subtitle(track.as_str()) {
-            Some(sub) => http_util::ok(M3U8, Cache::LivePlaylist, sub.playlist.clone()),
+            Some(sub) => http_util::manifest(M3U8, Cache::LivePlaylist, sub.playlist.clone()),
             None => ApiError::NotFound.into_response(),
         },
         SubtitleFile::Segment(track, msn) => {
@@ -96,7 +96,7 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
                 return ApiError::NotFound.into_response();
             };
             let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-            let text = reader.with_index(|index| {
+            let playlist = reader.with_index(|index| {
                 let slice = index.query(from_ms, to_ms);
                 (!slice.entries.is_empty()).then(|| {
                     dvr::playlist::render(slice, PlaylistType::Vod, 1, true, |e: &Entry| {
@@ -104,8 +104,8 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
                     })
                 })
             });
-            match text {
-                Some(text) => http_util::ok(M3U8, Cache::LivePlaylist, Bytes::from(text)),
+            match playlist {
+                Some(playlist) => http_util::manifest(M3U8, Cache::LivePlaylist, playlist),
                 None => ApiError::NotFound.into_response(),
             }
         }

@@ -540,14 +540,14 @@ mod tests {
         assert!(snap.segment(11).is_none());
         assert_eq!(snap.segment(13).map(|s| s.msn), Some(13));
         assert!(snap.segment(15).is_none());
-        let playlist = std::str::from_utf8(&snap.media_playlist).expect("utf-8");
+        let playlist = std::str::from_utf8(&snap.media_playlist.bytes).expect("utf-8");
         assert!(
             playlist.contains("#EXT-X-MEDIA-SEQUENCE:12\n"),
             "{playlist}"
         );
         assert_eq!(playlist.matches("#EXTINF:").count(), 3, "{playlist}");
         // Test bytes carry no timeline marker: no fMP4 view, no fMP4 manifests.
-        assert!(snap.fmp4_playlist.is_empty() && snap.mpd.plain.is_empty());
+        assert!(snap.fmp4_playlist.bytes.is_empty() && snap.mpd.plain.bytes.is_empty());
         assert_eq!(*channel.subscribe().borrow(), Some(14));
         // 1000 bytes per 2 s = 4000 bit/s.
         assert_eq!(snap.bandwidth, (4000, 4000));

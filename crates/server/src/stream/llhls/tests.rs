@@ -154,7 +154,7 @@ llseg-103.m4s
 #EXT-X-PART:DURATION=1.000,URI=\"part-104-0.m4s\",INDEPENDENT=YES
 #EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"part-104-1.m4s\"
 ";
-    assert_eq!(std::str::from_utf8(&snapshot.full).unwrap(), expected);
+    assert_eq!(std::str::from_utf8(&snapshot.full.bytes).unwrap(), expected);
     assert_eq!(
         snapshot.position,
         Position {
@@ -186,11 +186,11 @@ llseg-103.m4s
 fn a_configured_hold_back_is_never_below_two_parts() {
     let window = stream_window([1], &[]);
     let w = LlWindow::new(2000, 1000, Some(1500));
-    assert!(std::str::from_utf8(&w.snapshot(&window).full)
+    assert!(std::str::from_utf8(&w.snapshot(&window).full.bytes)
         .unwrap()
         .contains(",PART-HOLD-BACK=2.000\n"));
     let w = LlWindow::new(2000, 1000, Some(2500));
-    assert!(std::str::from_utf8(&w.snapshot(&window).full)
+    assert!(std::str::from_utf8(&w.snapshot(&window).full.bytes)
         .unwrap()
         .contains(",PART-HOLD-BACK=2.500\n"));
 }
