@@ -2,6 +2,8 @@
 """Instructions a node spends per request, counted by callgrind: an A/B of builds.
 
     python3 bench/request_cost.py --binary A --binary B [--requests 20000] [--path /api/node]
+    python3 bench/request_cost.py --binary A --binary B --stream s --path /s/index.m3u8 \
+        --function serve_accepted
 
 Starts each build's node (no streams: nothing runs beside the requests) under
 `valgrind --tool=callgrind`, zeroes the counters once it listens and has answered a
@@ -10,6 +12,12 @@ connections, dumps the counters, and prints the instructions per request (every 
 of the process, the requests' whole path: accept, hyper, the node's layers, the
 answer). Run each build twice or more: the count moves by a few dozen instructions
 between runs.
+
+`--stream NAME` gives the node one stream fed by the built-in source (for playlist and
+segment routes: the path is asked until it answers 200 before the warm-up). Its
+pipeline then runs beside the requests, so count a function's inclusive instructions
+instead of the process's (`--function serve_accepted`: the connection task, every
+request's whole path on the node, read with `callgrind_annotate --inclusive=yes`).
 """
 
 import argparse
@@ -23,11 +31,13 @@ import threading
 import time
 
 
-def start(binary, work):
+def start(binary, work, stream=None):
     config = os.path.join(work, "node.toml")
     with open(config, "w") as f:
         f.write('[node]\nname = "cost"\nhttp = "127.0.0.1:0"\n'
                 'data_dir = "%s"\ntrust_loopback = true\n' % os.path.join(work, "data"))
+        if stream:
+            f.write('\n[[stream]]\nname = "%s"\ninputs = ["builtin://%s"]\n' % (stream, stream))
     out = os.path.join(work, "callgrind.out")
     node = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
@@ -65,10 +75,39 @@ def load(host, port, path, requests, connections=4):
         t.join()
 
 
-def measure(binary, requests, path):
-    with tempfile.TemporaryDirectory() as work:
-        node, host, port, out = start(binary, work)
+def wait_ok(host, port, path, seconds=120):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         try:
+            conn = http.client.HTTPConnection(host, port, timeout=10)
+            conn.request("GET", path)
+            answer = conn.getresponse()
+            answer.read()
+            conn.close()
+            if answer.status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit("%s never answered 200" % path)
+
+
+def inclusive(dump, function):
+    """The inclusive instructions of the first function whose name contains `function`."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+                          check=True, capture_output=True, text=True).stdout
+    for line in text.splitlines():
+        if function in line:
+            return int(line.split()[0].replace(",", ""))
+    raise SystemExit("%s not in the profile" % function)
+
+
+def measure(binary, requests, path, stream=None, function=None):
+    with tempfile.TemporaryDirectory() as work:
+        node, host, port, out = start(binary, work, stream)
+        try:
+            if stream:
+                wait_ok(host, port, path)
             load(host, port, path, 400)  # warm-up: connections, allocator, caches
             time.sleep(1)
             subprocess.run(["callgrind_control", "-z", str(node.pid)], check=True,
@@ -81,8 +120,12 @@ def measure(binary, requests, path):
             if not dumps:
                 raise SystemExit("no callgrind dump")
             latest = max(dumps, key=lambda n: os.path.getmtime(os.path.join(work, n)))
-            with open(os.path.join(work, latest)) as f:
-                ir = next(int(l.split()[1]) for l in f if l.startswith(("totals:", "summary:")))
+            if function:
+                ir = inclusive(os.path.join(work, latest), function)
+            else:
+                with open(os.path.join(work, latest)) as f:
+                    ir = next(int(l.split()[1]) for l in f
+                              if l.startswith(("totals:", "summary:")))
         finally:
             node.terminate()
             node.wait(timeout=60)
@@ -95,13 +138,16 @@ def main():
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--path", default="/api/node")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--stream", help="a stream fed by the built-in source")
+    parser.add_argument("--function", help="count this function's inclusive instructions")
     args = parser.parse_args()
     results = {b: [] for b in args.binary}
     for _ in range(args.rounds):
         for binary in args.binary:
-            results[binary].append(round(measure(binary, args.requests, args.path)))
+            ir = measure(binary, args.requests, args.path, args.stream, args.function)
+            results[binary].append(round(ir))
     print(json.dumps({"path": args.path, "requests": args.requests,
-                      "instructions_per_request": results}))
+                      "function": args.function, "instructions_per_request": results}))
 
 
 if __name__ == "__main__":

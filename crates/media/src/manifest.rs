@@ -162,16 +162,33 @@ impl Manifest {
     /// a URI and in XML (a session token is: letters, digits, `-`, `_`).
     pub fn with_query(&self, name: &str, value: &str) -> Vec<u8> {
         let ends = &self.uri_ends.0;
-        let mut out =
-            Vec::with_capacity(self.bytes.len() + ends.len() * (name.len() + value.len() + 6));
+        // The three suffixes (`?name=value`, `&…`, `&amp;…`) in one buffer: two copies
+        // per URI.
+        let pair = name.len() + 1 + value.len();
+        let mut suffixes = Vec::with_capacity(3 * pair + 7);
+        let mut spans = [0..0, 0..0, 0..0];
+        for (span, joint) in spans
+            .iter_mut()
+            .zip([Joint::Question, Joint::Ampersand, Joint::XmlAmpersand])
+        {
+            let start = suffixes.len();
+            suffixes.extend_from_slice(joint.text().as_bytes());
+            suffixes.extend_from_slice(name.as_bytes());
+            suffixes.push(b'=');
+            suffixes.extend_from_slice(value.as_bytes());
+            *span = start..suffixes.len();
+        }
+        let mut out = Vec::with_capacity(self.bytes.len() + ends.len() * spans[2].len());
         let mut from = 0;
         for end in ends.iter() {
-            let at = (end.at as usize).min(self.bytes.len());
+            let at = (end.at as usize).clamp(from, self.bytes.len());
             out.extend_from_slice(&self.bytes[from..at]);
-            out.extend_from_slice(end.joint.text().as_bytes());
-            out.extend_from_slice(name.as_bytes());
-            out.push(b'=');
-            out.extend_from_slice(value.as_bytes());
+            let span = match end.joint {
+                Joint::Question => &spans[0],
+                Joint::Ampersand => &spans[1],
+                Joint::XmlAmpersand => &spans[2],
+            };
+            out.extend_from_slice(&suffixes[span.clone()]);
             from = at;
         }
         out.extend_from_slice(&self.bytes[from..]);

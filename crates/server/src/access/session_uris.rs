@@ -16,13 +16,13 @@ use ott::SESSION_QUERY_PARAM;
 /// character of `session` that is not URL-unreserved is percent-encoded (a session the
 /// node minted has none), so the value is safe in a URI and in XML.
 pub fn answer(manifest: &Manifest, session: &str) -> Vec<u8> {
-    let unreserved = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~');
-    if session.chars().all(unreserved) {
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    if session.bytes().all(unreserved) {
         return manifest.with_query(SESSION_QUERY_PARAM, session);
     }
     let mut encoded = String::with_capacity(session.len() * 3);
     for byte in session.bytes() {
-        if unreserved(char::from(byte)) {
+        if unreserved(byte) {
             encoded.push(char::from(byte));
         } else {
             encoded.push_str(&format!("%{byte:02X}"));

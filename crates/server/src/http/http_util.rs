@@ -4,7 +4,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use media::manifest::Manifest;
+use media::manifest::{Manifest, UriEnds};
 
 /// Content type of HLS playlists (RFC 8216bis §4).
 pub const M3U8: &str = "application/vnd.apple.mpegurl";
@@ -69,13 +69,40 @@ pub fn ok(content_type: &'static str, cache: Cache, body: Bytes) -> Response {
     response
 }
 
-/// Answers a playlist or MPD: its bytes, with where its URIs end in the response's
-/// extensions, so that a private meeting's answer is the same text with the viewer's
-/// session after each URI (see `access::session_uris`).
+tokio::task_local! {
+    /// Where the URIs of the manifest answered in a [`marking_uris`] scope end.
+    static MARKS: std::cell::RefCell<Option<UriEnds>>;
+}
+
+/// Runs `answer` (what makes a response) and returns, with what it returned, where the
+/// URIs end of the playlist or MPD it answered (`None`: it answered none): a private
+/// meeting's answer is then the same text with the viewer's session after each URI
+/// (see `access::session_uris`). Everyone else's answer is made outside such a scope
+/// and carries nothing more.
+pub fn marking_uris<T>(answer: impl FnOnce() -> T) -> (T, Option<UriEnds>) {
+    MARKS.sync_scope(std::cell::RefCell::new(None), || {
+        let made = answer();
+        (made, MARKS.with(|marks| marks.borrow_mut().take()))
+    })
+}
+
+/// [`marking_uris`] for an answer made when `future` completes.
+pub async fn marking_uris_later<F: std::future::Future>(future: F) -> (F::Output, Option<UriEnds>) {
+    MARKS
+        .scope(std::cell::RefCell::new(None), async move {
+            let made = future.await;
+            (made, MARKS.with(|marks| marks.borrow_mut().take()))
+        })
+        .await
+}
+
+/// Answers a playlist or MPD: its bytes (and, in a [`marking_uris`] scope, where its
+/// URIs end, for the scope's caller).
 pub fn manifest(content_type: &'static str, cache: Cache, manifest: Manifest) -> Response {
-    let mut response = ok(content_type, cache, manifest.bytes);
-    response.extensions_mut().insert(manifest.uri_ends);
-    response
+    let Manifest { bytes, uri_ends } = manifest;
+    // Outside a scope (every public answer) this is one failed thread-local look-up.
+    let _ = MARKS.try_with(|marks| *marks.borrow_mut() = Some(uri_ends));
+    ok(content_type, cache, bytes)
 }
 
 /// Answers `body` honouring a single `Range: bytes=…` request (206 / 416), else 200.

@@ -178,12 +178,23 @@ fn entry(
         .map(str::to_owned),
         None => None,
     };
-    let answer = checked(state, stream, rung, file, arrival, Some(grant.viewer));
     match session {
         Some(session) if rewritten => {
-            answer.then(move |response| async move { with_session(response, &session).await })
+            use crate::http::http_util::{marking_uris, marking_uris_later};
+            let (answer, marks) =
+                marking_uris(|| checked(state, stream, rung, file, arrival, Some(grant.viewer)));
+            match answer {
+                Answer::Now(response) => {
+                    Answer::later(async move { with_session(response, marks, &session).await })
+                }
+                Answer::Later(future) => Answer::later(async move {
+                    let (response, marks) = marking_uris_later(future).await;
+                    with_session(response, marks, &session).await
+                }),
+            }
         }
         _ => {
+            let answer = checked(state, stream, rung, file, arrival, Some(grant.viewer));
             // A private meeting's media is the viewer's alone: no shared cache keeps
             // it, and the viewer's own keeps it no longer than its session opens media.
             let max_age = (grant.media_until_unix_s - now_s).clamp(0, 86_400);
@@ -328,16 +339,28 @@ const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How often a waiting manifest looks again.
 const CATCH_UP_STEP: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// A private meeting's answer: a playlist or MPD (an answer that says where its URIs
-/// end) gets the session after every URI and is never cached by a proxy; anything else
-/// goes out as it is.
-async fn with_session(response: Response, session: &str) -> Response {
+/// A private meeting's answer: a playlist or MPD (`marks`: where its URIs end) gets the
+/// session after every URI and is never cached by a proxy; anything else goes out as it
+/// is.
+async fn with_session(
+    response: Response,
+    marks: Option<media::manifest::UriEnds>,
+    session: &str,
+) -> Response {
     use axum::http::header;
-    let Some(uri_ends) = response
-        .extensions()
-        .get::<media::manifest::UriEnds>()
-        .cloned()
-    else {
+    let Some(uri_ends) = marks else {
+        let manifest = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| {
+                t.starts_with(crate::http::http_util::M3U8) || t.starts_with("application/dash+xml")
+            });
+        if manifest && response.status().is_success() {
+            // Made outside the marking scope: its URIs would go out without the session.
+            tracing::error!("a private viewer's manifest came without its URI marks");
+            return ApiError::NotFound.into_response();
+        }
         return response;
     };
     if !response.status().is_success() {
