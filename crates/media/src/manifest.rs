@@ -167,9 +167,10 @@ impl Manifest {
         let pair = name.len() + 1 + value.len();
         let mut suffixes = Vec::with_capacity(3 * pair + 7);
         let mut spans = [0..0, 0..0, 0..0];
-        for (span, joint) in spans
-            .iter_mut()
-            .zip([Joint::Question, Joint::Ampersand, Joint::XmlAmpersand])
+        for (span, joint) in
+            spans
+                .iter_mut()
+                .zip([Joint::Question, Joint::Ampersand, Joint::XmlAmpersand])
         {
             let start = suffixes.len();
             suffixes.extend_from_slice(joint.text().as_bytes());
@@ -229,7 +230,8 @@ mod tests {
         let mut xml = MarkedText::xml(64);
         xml.write_str("<Location>").unwrap();
         xml.uri("http://b/m/index.mpd?pass=P").unwrap();
-        xml.write_str("</Location><BaseURL>http://a/</BaseURL>").unwrap();
+        xml.write_str("</Location><BaseURL>http://a/</BaseURL>")
+            .unwrap();
         assert_eq!(
             String::from_utf8(xml.finish().with_query("session", "S")).unwrap(),
             "<Location>http://b/m/index.mpd?pass=P&amp;session=S</Location><BaseURL>http://a/</BaseURL>"

@@ -430,7 +430,10 @@ fn a_session_goes_into_templates_and_locations_not_base_urls() {
         steering: "http://b:1/steering/g?p=a".into(),
     };
     let manifest = mpd.manifest_for(&Uris, Some(&service));
-    assert_eq!(manifest.bytes, mpd.render_for(&Uris, Some(&service)).as_bytes());
+    assert_eq!(
+        manifest.bytes,
+        mpd.render_for(&Uris, Some(&service)).as_bytes()
+    );
     let out = String::from_utf8(manifest.with_query("session", "S")).unwrap();
     let parsed = dash_mpd_core::parse(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(parsed.base_url[0].base, "http://a:1/s/");
@@ -441,7 +444,10 @@ fn a_session_goes_into_templates_and_locations_not_base_urls() {
     let mut templates = 0;
     for period in &parsed.periods {
         for set in &period.adaptations {
-            let reps = set.representations.iter().filter_map(|r| r.SegmentTemplate.as_ref());
+            let reps = set
+                .representations
+                .iter()
+                .filter_map(|r| r.SegmentTemplate.as_ref());
             for t in set.SegmentTemplate.iter().chain(reps) {
                 for uri in [&t.initialization, &t.media] {
                     let uri = uri.as_deref().expect("a template URI");
@@ -452,5 +458,8 @@ fn a_session_goes_into_templates_and_locations_not_base_urls() {
         }
     }
     assert!(templates >= 4, "{out}");
-    assert!(out.contains(">http://b:1/steering/g?p=a</ContentSteering>"), "{out}");
+    assert!(
+        out.contains(">http://b:1/steering/g?p=a</ContentSteering>"),
+        "{out}"
+    );
 }

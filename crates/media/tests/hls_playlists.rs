@@ -365,7 +365,8 @@ fn with_session_oracle(text: &str) -> String {
     for line in text.lines() {
         if !line.starts_with('#') {
             out.push_str(&join(line));
-        } else if let Some((head, rest)) = line.split_once(",URI=\"").or(line.split_once(":URI=\"")) {
+        } else if let Some((head, rest)) = line.split_once(",URI=\"").or(line.split_once(":URI=\""))
+        {
             let (uri, tail) = rest.split_once('"').expect("a closing quote");
             let sep = &line[head.len()..head.len() + 6];
             out.push_str(&format!("{head}{sep}{}\"{tail}", join(uri)));
@@ -396,13 +397,21 @@ fn a_session_goes_after_every_uri_a_player_requests_and_nowhere_else() {
     assert_eq!(manifest.bytes, text.as_bytes(), "the same text as rendered");
     let with = String::from_utf8(manifest.with_query("session", "S")).unwrap();
     assert_eq!(with, with_session_oracle(&text));
-    assert!(with.contains("SERVER-URI=\"http://b:1/steer?g=x\""), "{with}");
-    assert!(with.contains("\nhttp://b:1/m/mono.m3u8?login=v&token=t&pass=P&session=S\n"), "{with}");
+    assert!(
+        with.contains("SERVER-URI=\"http://b:1/steer?g=x\""),
+        "{with}"
+    );
+    assert!(
+        with.contains("\nhttp://b:1/m/mono.m3u8?login=v&token=t&pass=P&session=S\n"),
+        "{with}"
+    );
     // A media playlist, TS and fMP4 (with its maps).
     let playlist = MediaPlaylist {
         playlist_type: PlaylistType::Live,
         target_duration_secs: 2,
-        segments: (0..3).map(|i| seg(i, 0, false, 180_000, T0 + i as i64 * 2000)).collect(),
+        segments: (0..3)
+            .map(|i| seg(i, 0, false, 180_000, T0 + i as i64 * 2000))
+            .collect(),
         ended: false,
     };
     let ts = playlist.manifest(uri);
@@ -412,7 +421,11 @@ fn a_session_goes_after_every_uri_a_player_requests_and_nowhere_else() {
     let maps = vec!["init-0.mp4".to_owned(); 3];
     let fmp4 = playlist.manifest_with_maps(uri, &maps);
     let text = std::str::from_utf8(&fmp4.bytes).unwrap().to_owned();
-    assert_eq!(text.matches("#EXT-X-MAP:URI=\"init-0.mp4\"").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("#EXT-X-MAP:URI=\"init-0.mp4\"").count(),
+        1,
+        "{text}"
+    );
     assert!(text.starts_with("#EXTM3U\n#EXT-X-VERSION:7\n"), "{text}");
     assert_eq!(parse_media(&text).segments.len(), 3);
     let with = String::from_utf8(fmp4.with_query("session", "S")).unwrap();

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use media::dash::{Mpd, MpdUris, ServiceLocations};
-use media::manifest::Manifest;
 use media::fmp4::Track;
+use media::manifest::Manifest;
 use media::TrackKind;
 
 /// Names of the live DASH files, relative to the MPD.

@@ -222,8 +222,7 @@ async fn parts_concatenate_to_segments_equal_to_the_ts_packaging() {
         let frames = media::fmp4::frames_from_ts(&ts_seg.data, ts_seg.start_ts);
         let config = InitConfig::from_frames(frames.iter().map(|t| &t.frame)).expect("config");
         let mut expected = Vec::new();
-        package_ts_segment(&config, &ts_seg, None, Some(90_000), &mut expected)
-            .expect("packaging");
+        package_ts_segment(&config, &ts_seg, None, Some(90_000), &mut expected).expect("packaging");
         assert_eq!(
             whole.to_vec(),
             expected,

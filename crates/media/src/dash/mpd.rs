@@ -511,7 +511,11 @@ impl Mpd {
     }
 
     /// The MPD as one viewer gets it (see [`Mpd::write_for`]), with where its URIs end.
-    pub fn manifest_for(&self, uris: &impl MpdUris, service: Option<&ServiceLocations>) -> Manifest {
+    pub fn manifest_for(
+        &self,
+        uris: &impl MpdUris,
+        service: Option<&ServiceLocations>,
+    ) -> Manifest {
         let segments: usize = self.periods.iter().map(|p| p.segments.len()).sum();
         let nodes = service.map_or(0, |s| s.nodes.len());
         let mut text =

@@ -314,8 +314,7 @@ impl LowLatencyPlaylist {
     /// The playlist (or its delta update) with where its URIs end.
     pub fn manifest(&self, uris: &impl LlUris, delta: bool) -> Manifest {
         let parts: usize = self.segments.iter().map(|s| s.parts.len()).sum();
-        let mut text =
-            MarkedText::with_capacity(512 + self.segments.len() * 112 + parts * 80);
+        let mut text = MarkedText::with_capacity(512 + self.segments.len() * 112 + parts * 80);
         self.write_to(&mut text, uris, delta)
             .expect("writing to memory cannot fail");
         text.finish()

@@ -158,8 +158,7 @@ impl MasterPlaylist {
     /// URIs end.
     pub fn manifest_for(&self, p: &Personalisation<'_>) -> Manifest {
         let copies = 1 + p.backups.len();
-        let mut text =
-            MarkedText::with_capacity(64 + copies * (self.variants.len() * 240 + 200));
+        let mut text = MarkedText::with_capacity(64 + copies * (self.variants.len() * 240 + 200));
         self.write_for(&mut text, p)
             .expect("writing to memory cannot fail");
         text.finish()

@@ -48,7 +48,9 @@ mod tests {
         };
         let maps = ["init-0.mp4", "init-0.mp4", "init-1.mp4"].map(String::from);
         let manifest = playlist.manifest_with_maps(|msn| format!("seg-{msn}.m4s"), &maps);
-        let text = std::str::from_utf8(&manifest.bytes).expect("utf-8").to_owned();
+        let text = std::str::from_utf8(&manifest.bytes)
+            .expect("utf-8")
+            .to_owned();
         assert_eq!(
             text,
             "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:2\n\

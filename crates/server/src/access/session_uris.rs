@@ -46,6 +46,9 @@ mod tests {
         assert_eq!(out, b"<S media=\"a.m4s?session=a%22b%26c\"/>");
         let mut text = MarkedText::with_capacity(8);
         text.uri("a.ts").unwrap();
-        assert_eq!(super::answer(&text.finish(), "Ab-9_.~"), b"a.ts?session=Ab-9_.~");
+        assert_eq!(
+            super::answer(&text.finish(), "Ab-9_.~"),
+            b"a.ts?session=Ab-9_.~"
+        );
     }
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use crate::http::request_context::Arrival;
 use bytes::Bytes;
-use media::manifest::Manifest;
 use media::hls::Personalisation;
+use media::manifest::Manifest;
 use packaging::render::Master;
 
 use crate::redundancy::door::Viewer;
