@@ -48,18 +48,13 @@ def uris(playlist):
     return [l for l in playlist.decode().splitlines() if l and not l.startswith("#")]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    seconds = 3 if args.quick else 10
-    binary = os.path.join(REPO, "target", "release", "brdyun")
-    workdir = tempfile.mkdtemp(prefix="brdyun-private-bench-")
-    procs = harness.Processes()
-    results = {"seconds": seconds, "runs": []}
-    try:
-        mc_port = harness.free_port()
-        mc, _ = harness.start_role(procs, binary, workdir, "mc", f"""[mc]
+def start_meetings(procs, binary, workdir, node_binary=None, wait_s=60):
+    """An MC hosting `open` (public) and `board` (private), both fed by the built-in
+    source, and one node pulling them, run by `node_binary` (a wrapper, e.g. under
+    valgrind) or `binary`: (node, port, board's master playlist for a viewer's token)
+    once both meetings play."""
+    mc_port = harness.free_port()
+    harness.start_role(procs, binary, workdir, "mc", f"""[mc]
 trust_loopback = true
 http = "127.0.0.1:{mc_port}"
 data_dir = "{workdir}/mc"
@@ -75,7 +70,7 @@ start = true
 private = true
 inputs = ["builtin://meeting"]
 """, role="mc")
-        node, port = harness.start_role(procs, binary, workdir, "node", f"""[node]
+    node, port = harness.start_role(procs, node_binary or binary, workdir, "node", f"""[node]
 name = "n"
 trust_loopback = true
 http = "127.0.0.1:0"
@@ -84,21 +79,35 @@ data_dir = "{workdir}/node"
 url = "http://127.0.0.1:{mc_port}"
 poll_interval = 0.5
 """)
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{mc_port}/api/meetings/board/viewer-tokens",
-            data=json.dumps({"viewer": "bench", "ttl_seconds": 3600}).encode(),
-            headers={"content-type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=5) as r:
-            token = json.loads(r.read())["token"]
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{mc_port}/api/meetings/board/viewer-tokens",
+        data=json.dumps({"viewer": "bench", "ttl_seconds": 3600}).encode(),
+        headers={"content-type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=5) as r:
+        token = json.loads(r.read())["token"]
 
-        def ready():
-            status, master = get(port, f"/board/index.m3u8?access_token={token}")
-            open_status, open_media = get(port, "/open/mono.m3u8")
-            if status != 200 or open_status != 200 or open_media.count(b"#EXTINF") < 3:
-                return None
-            return master
+    def ready():
+        status, master = get(port, f"/board/index.m3u8?access_token={token}")
+        open_status, open_media = get(port, "/open/mono.m3u8")
+        if status != 200 or open_status != 200 or open_media.count(b"#EXTINF") < 3:
+            return None
+        return master
 
-        master = harness.wait_until("both meetings on the node", ready, 60)
+    master = harness.wait_until("both meetings on the node", ready, wait_s)
+    return node, port, master
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    seconds = 3 if args.quick else 10
+    binary = os.path.join(REPO, "target", "release", "brdyun")
+    workdir = tempfile.mkdtemp(prefix="brdyun-private-bench-")
+    procs = harness.Processes()
+    results = {"seconds": seconds, "runs": []}
+    try:
+        node, port, master = start_meetings(procs, binary, workdir)
         variant = uris(master)[0]
         _, media = get(port, f"/board/{variant}")
         private_segment = uris(media)[-2]
@@ -127,8 +136,6 @@ poll_interval = 0.5
             record["ratio"] = ratio
             print(f"   {what:<9} ratio    {ratio:>8.2f}x req/s")
             results["runs"].append(record)
-        procs.stop(node)
-        procs.stop(mc)
     finally:
         procs.stop_all()
     out = os.path.join(HERE, "private_results.json")

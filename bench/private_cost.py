@@ -22,14 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
 import request_cost  # noqa: E402
-from private import get, uris  # noqa: E402
+from private import start_meetings, uris  # noqa: E402
 
 
 def measure(binary, requests):
@@ -44,47 +43,8 @@ def measure(binary, requests):
     os.chmod(wrapper, 0o755)
     procs = harness.Processes()
     try:
-        mc_port = harness.free_port()
-        harness.start_role(procs, binary, work, "mc", f"""[mc]
-trust_loopback = true
-http = "127.0.0.1:{mc_port}"
-data_dir = "{work}/mc"
-[defaults]
-segment_duration = 2
-[[meeting]]
-id = "open"
-start = true
-inputs = ["builtin://meeting"]
-[[meeting]]
-id = "board"
-start = true
-private = true
-inputs = ["builtin://meeting"]
-""", role="mc")
-        node, port = harness.start_role(procs, wrapper, work, "node", f"""[node]
-name = "n"
-trust_loopback = true
-http = "127.0.0.1:0"
-data_dir = "{work}/node"
-[mc]
-url = "http://127.0.0.1:{mc_port}"
-poll_interval = 0.5
-""")
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{mc_port}/api/meetings/board/viewer-tokens",
-            data=json.dumps({"viewer": "bench", "ttl_seconds": 3600}).encode(),
-            headers={"content-type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=5) as r:
-            token = json.loads(r.read())["token"]
-
-        def ready():
-            status, master = get(port, f"/board/index.m3u8?access_token={token}")
-            open_status, open_media = get(port, "/open/mono.m3u8")
-            if status != 200 or open_status != 200 or open_media.count(b"#EXTINF") < 5:
-                return None
-            return master
-
-        master = harness.wait_until("both meetings on the node", ready, 180)
+        node, port, master = start_meetings(procs, binary, work, node_binary=wrapper,
+                                            wait_s=180)
         variant = uris(master)[0]
         result = []
         for path in ("/open/mono.m3u8", f"/board/{variant}"):

@@ -264,6 +264,14 @@ fn captioned_ladder() -> MasterPlaylist {
     }
 }
 
+/// A backup at `base` that maps a URI to its node's with a pass.
+fn backup(base: &'static str) -> Box<dyn Fn(&str) -> String> {
+    Box::new(move |uri: &str| {
+        let sep = if uri.contains('?') { '&' } else { '?' };
+        format!("{base}/m/{uri}{sep}pass=P")
+    })
+}
+
 #[test]
 fn a_viewers_master_is_rendered_from_the_parts() {
     let master = captioned_ladder();
@@ -272,12 +280,6 @@ fn a_viewers_master_is_rendered_from_the_parts() {
         master.render(),
         "no personalisation: the shared bytes"
     );
-    let backup = |base: &'static str| {
-        Box::new(move |uri: &str| {
-            let sep = if uri.contains('?') { '&' } else { '?' };
-            format!("{base}/m/{uri}{sep}pass=P")
-        }) as Box<dyn Fn(&str) -> String>
-    };
     let viewer = Personalisation {
         query: Some("login=v&token=t"),
         steering: Some((
@@ -381,12 +383,6 @@ fn with_session_oracle(text: &str) -> String {
 #[test]
 fn a_session_goes_after_every_uri_a_player_requests_and_nowhere_else() {
     let master = captioned_ladder();
-    let backup = |base: &'static str| {
-        Box::new(move |uri: &str| {
-            let sep = if uri.contains('?') { '&' } else { '?' };
-            format!("{base}/m/{uri}{sep}pass=P")
-        }) as Box<dyn Fn(&str) -> String>
-    };
     let viewer = Personalisation {
         query: Some("login=v&token=t"),
         steering: Some(("http://b:1/steer?g=x".into(), vec!["a".into(), "b".into()])),

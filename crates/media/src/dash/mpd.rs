@@ -527,13 +527,7 @@ impl Mpd {
 
     /// The MPD as one viewer gets it (see [`Mpd::write_for`]).
     pub fn render_for(&self, uris: &impl MpdUris, service: Option<&ServiceLocations>) -> String {
-        let segments: usize = self.periods.iter().map(|p| p.segments.len()).sum();
-        let nodes = service.map_or(0, |s| s.nodes.len());
-        let mut s =
-            String::with_capacity(1024 + self.periods.len() * 1024 + segments * 40 + nodes * 400);
-        self.write_for(&mut s, uris, service)
-            .expect("writing to a String cannot fail");
-        s
+        String::from_utf8_lossy(&self.manifest_for(uris, service).bytes).into_owned()
     }
 }
 
