@@ -275,32 +275,7 @@ impl LowLatencyPlaylist {
             w.write_char('\n')?;
         }
         if !self.ended {
-            let next_msn = self
-                .segments
-                .last()
-                .map_or(media_sequence, |s| s.segment.msn.saturating_add(1));
-            let (hint_msn, hint_part) = match &self.pending {
-                Some(p) => {
-                    if !p.parts.is_empty() {
-                        write_head(
-                            w,
-                            uris,
-                            p.discontinuous,
-                            p.discontinuity_seq,
-                            &mut map_written,
-                        )?;
-                        w.write_str("#EXT-X-PROGRAM-DATE-TIME:")?;
-                        format_rfc3339_ms(w, p.program_date_time_ms)?;
-                        w.write_char('\n')?;
-                        write_parts(w, uris, p.msn, &p.parts)?;
-                    }
-                    (p.msn, p.parts.len())
-                }
-                None => (next_msn, 0),
-            };
-            w.write_str("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"")?;
-            w.uri(&quoted_safe(&uris.part(hint_msn, hint_part)))?;
-            w.write_str("\"\n")?;
+            self.write_live_edge(w, uris, media_sequence, &mut map_written)?;
         }
         for r in &self.rendition_reports {
             r.write_to(w)?;
@@ -309,6 +284,36 @@ impl LowLatencyPlaylist {
             w.write_str("#EXT-X-ENDLIST\n")?;
         }
         Ok(())
+    }
+
+    /// The parts of the segment being cut and the preload hint of the next part.
+    fn write_live_edge(
+        &self,
+        w: &mut impl ManifestWrite,
+        uris: &impl LlUris,
+        media_sequence: u64,
+        map_written: &mut Option<u64>,
+    ) -> fmt::Result {
+        let next_msn = self
+            .segments
+            .last()
+            .map_or(media_sequence, |s| s.segment.msn.saturating_add(1));
+        let (hint_msn, hint_part) = match &self.pending {
+            Some(p) => {
+                if !p.parts.is_empty() {
+                    write_head(w, uris, p.discontinuous, p.discontinuity_seq, map_written)?;
+                    w.write_str("#EXT-X-PROGRAM-DATE-TIME:")?;
+                    format_rfc3339_ms(w, p.program_date_time_ms)?;
+                    w.write_char('\n')?;
+                    write_parts(w, uris, p.msn, &p.parts)?;
+                }
+                (p.msn, p.parts.len())
+            }
+            None => (next_msn, 0),
+        };
+        w.write_str("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"")?;
+        w.uri(&quoted_safe(&uris.part(hint_msn, hint_part)))?;
+        w.write_str("\"\n")
     }
 
     /// The playlist (or its delta update) with where its URIs end.

@@ -180,18 +180,10 @@ fn entry(
     };
     match session {
         Some(session) if rewritten => {
-            use crate::http::http_util::{marking_uris, marking_uris_later};
-            let (answer, marks) =
-                marking_uris(|| checked(state, stream, rung, file, arrival, Some(grant.viewer)));
-            match answer {
-                Answer::Now(response) => {
-                    Answer::later(async move { with_session(response, marks, &session).await })
-                }
-                Answer::Later(future) => Answer::later(async move {
-                    let (response, marks) = marking_uris_later(future).await;
-                    with_session(response, marks, &session).await
-                }),
-            }
+            let (answer, marks) = crate::http::http_util::marking_uris(|| {
+                checked(state, stream, rung, file, arrival, Some(grant.viewer))
+            });
+            in_session(answer, marks, session)
         }
         _ => {
             let answer = checked(state, stream, rung, file, arrival, Some(grant.viewer));
@@ -200,6 +192,20 @@ fn entry(
             let max_age = (grant.media_until_unix_s - now_s).clamp(0, 86_400);
             answer.map(move |response| private_cache(response, max_age))
         }
+    }
+}
+
+/// A private viewer's playlist or MPD answer (`marks`: where its URIs end, when made at
+/// once) with `session` after every URI.
+fn in_session(answer: Answer, marks: Option<media::manifest::UriEnds>, session: String) -> Answer {
+    match answer {
+        Answer::Now(response) => {
+            Answer::later(async move { with_session(response, marks, &session).await })
+        }
+        Answer::Later(future) => Answer::later(async move {
+            let (response, marks) = crate::http::http_util::marking_uris_later(future).await;
+            with_session(response, marks, &session).await
+        }),
     }
 }
 
