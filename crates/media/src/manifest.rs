@@ -81,11 +81,6 @@ impl MarkedText {
         }
     }
 
-    /// The text written so far.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
     /// The finished manifest.
     pub fn finish(self) -> Manifest {
         Manifest {
@@ -197,16 +192,6 @@ impl Manifest {
     }
 }
 
-impl From<String> for Manifest {
-    /// Text without URIs a player requests.
-    fn from(text: String) -> Self {
-        Manifest {
-            bytes: Bytes::from(text),
-            uri_ends: UriEnds::default(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::fmt::Write as _;
@@ -247,7 +232,10 @@ mod tests {
             t.uri("b.m3u8")
         });
         assert_eq!(m.with_query("s", "1"), b"a.m3u8?s=1\nb.m3u8?s=1");
-        let plain = Manifest::from("#EXTM3U\n".to_owned());
+        let plain = Manifest {
+            bytes: Bytes::from_static(b"#EXTM3U\n"),
+            uri_ends: UriEnds::default(),
+        };
         assert_eq!(plain.with_query("s", "1"), b"#EXTM3U\n");
     }
 }
