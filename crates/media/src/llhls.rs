@@ -509,6 +509,7 @@ impl Packager {
                         bytes,
                         &parts,
                         b.builder_config,
+                        true,
                     )));
                     return;
                 }
@@ -540,11 +541,13 @@ impl Packager {
             Some(self.part_ticks),
             &mut buf,
         ) {
-            Ok(parts) => {
-                let mut made = segment_out(segment, Bytes::from(buf), &parts, config);
-                made.live = false;
-                out.push(Output::Segment(made));
-            }
+            Ok(parts) => out.push(Output::Segment(segment_out(
+                segment,
+                Bytes::from(buf),
+                &parts,
+                config,
+                false,
+            ))),
             Err(error) => {
                 tracing::debug!(msn = segment.msn, %error, "ll-hls segment not packaged");
             }
@@ -575,8 +578,13 @@ fn same_frames(assigned: &[(u64, bool)], frames: &[TimedFrame]) -> bool {
     a == b
 }
 
-/// A segment whose parts were cut live (the caller marks one packaged afterwards).
-fn segment_out(segment: &Segment, bytes: Bytes, parts: &[Part], config: InitConfig) -> SegmentOut {
+fn segment_out(
+    segment: &Segment,
+    bytes: Bytes,
+    parts: &[Part],
+    config: InitConfig,
+    live: bool,
+) -> SegmentOut {
     SegmentOut {
         msn: segment.msn,
         discontinuity_seq: segment.discontinuity_seq,
@@ -592,7 +600,7 @@ fn segment_out(segment: &Segment, bytes: Bytes, parts: &[Part], config: InitConf
                 independent: p.independent,
             })
             .collect(),
-        live: true,
+        live,
         config,
     }
 }

@@ -138,15 +138,19 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Appends `text` (with its URIs, written as [`MarkedText`]) to this manifest.
+    /// This playlist with `more` written after it (its URIs marked as in a
+    /// [`MarkedText`]); unchanged when `more` fails or the text is not UTF-8 (the writers
+    /// only write UTF-8).
     pub fn extended(&self, more: impl FnOnce(&mut MarkedText) -> fmt::Result) -> Manifest {
+        let Ok(existing) = std::str::from_utf8(&self.bytes) else {
+            return self.clone();
+        };
         let mut text = MarkedText {
-            text: String::with_capacity(self.bytes.len() + 256),
+            text: String::with_capacity(existing.len() + 256),
             ends: self.uri_ends.0.to_vec(),
             xml: false,
         };
-        text.text
-            .push_str(std::str::from_utf8(&self.bytes).unwrap_or_default());
+        text.text.push_str(existing);
         if more(&mut text).is_err() {
             return self.clone();
         }
