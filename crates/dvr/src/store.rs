@@ -154,6 +154,7 @@ pub struct Store {
 pub struct ArchiveReader {
     dir: Arc<PathBuf>,
     protocol: Protocol,
+    span_ms: i64,
     index: Arc<RwLock<Index>>,
 }
 
@@ -181,6 +182,24 @@ impl ArchiveReader {
     /// The archive directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The time span of one data file, milliseconds: data file `n` holds the segments
+    /// that start in `[n × span, (n + 1) × span)`.
+    pub fn file_span_ms(&self) -> i64 {
+        self.span_ms
+    }
+
+    /// Reads `len` bytes at `offset` of data file `file`: a whole closed file's
+    /// segments, for the copy kept on object storage.
+    ///
+    /// # Errors
+    /// The data file is gone (retention ran meanwhile), short or unreadable.
+    pub fn read_span(&self, file: u32, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let file = std::fs::File::open(self.data_path(file))?;
+        let mut data = vec![0u8; len];
+        file.read_exact_at(&mut data, offset)?;
+        Ok(data)
     }
 
     /// The path of data file `file`.
@@ -308,9 +327,11 @@ impl Store {
             let slot = file_ends.entry(e.file).or_insert(0);
             *slot = (*slot).max(end);
         }
+        let span_ms = span_ms.max(1000);
         let reader = ArchiveReader {
             dir: Arc::new(dir.to_owned()),
             protocol,
+            span_ms,
             index: Arc::new(RwLock::new(Index::new())),
         };
         for (&file, &len) in &on_disk {
@@ -355,7 +376,7 @@ impl Store {
             log_path,
             log_len,
             file_ends,
-            span_ms: span_ms.max(1000),
+            span_ms,
             dead_records: 0,
         };
         Ok((store, recovery))

@@ -1,0 +1,173 @@
+//! What the uploader has done: counters for metrics, and the state the status API and
+//! the Backups screen show (failing since when, and why).
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+/// How a closed file ended up in the bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// This node put it there.
+    Uploaded,
+    /// Another node had (the same recording, or one covering it).
+    Found,
+}
+
+/// The uploader's counters.
+#[derive(Debug)]
+pub struct Stats {
+    store: String,
+    queued_files: AtomicU64,
+    queued_bytes: AtomicU64,
+    uploaded_files: AtomicU64,
+    uploaded_bytes: AtomicU64,
+    found_files: AtomicU64,
+    found_bytes: AtomicU64,
+    failed: AtomicU64,
+    removed_redundant: AtomicU64,
+    removed_expired: AtomicU64,
+    failing: AtomicBool,
+    last_success_ms: AtomicI64,
+    last_error: Mutex<Option<(i64, String)>>,
+}
+
+impl Stats {
+    /// Counters for the store described as `store`.
+    pub fn new(store: &str) -> Stats {
+        Stats {
+            store: store.to_owned(),
+            queued_files: AtomicU64::new(0),
+            queued_bytes: AtomicU64::new(0),
+            uploaded_files: AtomicU64::new(0),
+            uploaded_bytes: AtomicU64::new(0),
+            found_files: AtomicU64::new(0),
+            found_bytes: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            removed_redundant: AtomicU64::new(0),
+            removed_expired: AtomicU64::new(0),
+            failing: AtomicBool::new(false),
+            last_success_ms: AtomicI64::new(0),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    /// Closed files (and their bytes) waiting for the bucket.
+    pub fn set_queue(&self, files: u64, bytes: u64) {
+        self.queued_files.store(files, Ordering::Relaxed);
+        self.queued_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// A file is in the bucket.
+    pub fn succeeded(&self, outcome: Outcome, bytes: u64) {
+        let (files, total) = match outcome {
+            Outcome::Uploaded => (&self.uploaded_files, &self.uploaded_bytes),
+            Outcome::Found => (&self.found_files, &self.found_bytes),
+        };
+        files.fetch_add(1, Ordering::Relaxed);
+        total.fetch_add(bytes, Ordering::Relaxed);
+        self.last_success_ms.store(now_ms(), Ordering::Relaxed);
+        if self.failing.swap(false, Ordering::Relaxed) {
+            tracing::info!(store = %self.store, "recordings bucket reachable again, uploads resumed");
+        }
+    }
+
+    /// An upload failed; it is retried at the next look.
+    pub fn failed(&self, error: &str) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((now_ms(), error.to_owned()));
+        if !self.failing.swap(true, Ordering::Relaxed) {
+            tracing::warn!(store = %self.store, error, "recordings upload failed; recording goes on locally, the upload is retried");
+        }
+    }
+
+    /// An object covered by a fuller one was removed.
+    pub fn removed_redundant(&self) {
+        self.removed_redundant.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An object past the bucket's depth was removed.
+    pub fn removed_expired(&self) {
+        self.removed_expired.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the last upload failed.
+    pub fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
+    }
+
+    /// The status object.
+    pub fn status(&self) -> Value {
+        let last_error = self
+            .last_error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        json!({
+            "store": self.store,
+            "state": if self.is_failing() { "failing" } else { "ok" },
+            "queued": { "files": get(&self.queued_files), "bytes": get(&self.queued_bytes) },
+            "uploaded": { "files": get(&self.uploaded_files), "bytes": get(&self.uploaded_bytes) },
+            "deduplicated": { "files": get(&self.found_files), "bytes": get(&self.found_bytes) },
+            "failed_uploads": get(&self.failed),
+            "removed": {
+                "redundant": get(&self.removed_redundant),
+                "expired": get(&self.removed_expired),
+            },
+            "last_success_ms": match self.last_success_ms.load(Ordering::Relaxed) {
+                0 => Value::Null,
+                ms => json!(ms),
+            },
+            "last_error": last_error.map(|(at_ms, message)| json!({ "at_ms": at_ms, "message": message })),
+        })
+    }
+
+    /// Appends the `brdyun_recordings_*` metrics.
+    pub fn render(&self, out: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for (name, kind, value) in [
+            ("queued_files", "gauge", get(&self.queued_files)),
+            ("queued_bytes", "gauge", get(&self.queued_bytes)),
+            ("uploaded_files_total", "counter", get(&self.uploaded_files)),
+            ("uploaded_bytes_total", "counter", get(&self.uploaded_bytes)),
+            (
+                "deduplicated_files_total",
+                "counter",
+                get(&self.found_files),
+            ),
+            (
+                "deduplicated_bytes_total",
+                "counter",
+                get(&self.found_bytes),
+            ),
+            ("failed_uploads_total", "counter", get(&self.failed)),
+            (
+                "removed_redundant_total",
+                "counter",
+                get(&self.removed_redundant),
+            ),
+            (
+                "removed_expired_total",
+                "counter",
+                get(&self.removed_expired),
+            ),
+            ("failing", "gauge", u64::from(self.is_failing())),
+        ] {
+            let _ = writeln!(out, "# TYPE brdyun_recordings_{name} {kind}");
+            let _ = writeln!(out, "brdyun_recordings_{name} {value}");
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

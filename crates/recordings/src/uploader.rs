@@ -1,0 +1,389 @@
+//! The uploader: copies every closed archive data file of the node to the bucket, once
+//! per group.
+//!
+//! Every few seconds it looks at each registered archive. A data file is *closed* when a
+//! later file has begun or its time span ended more than a grace period ago; a closed
+//! file not yet handled is listed against its span's objects ([`crate::key::plan`]): if
+//! an object there holds all its segments (another node uploaded the same recording) it
+//! is *found*; otherwise it is uploaded with a create-only put, and objects it makes
+//! redundant are removed. A put refused because the key appeared meanwhile is *found*
+//! too. A failure (bucket unreachable, refused) is counted, shown, and retried at the
+//! next look; the local file is held back from retention until its upload is done, so
+//! nothing recorded is lost while the bucket is away.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dvr::{ArchiveReader, Entry};
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::bucket::Bucket;
+use crate::key::{plan, ObjectKey, Plan};
+use crate::object;
+use crate::stats::{Outcome, Stats};
+
+/// An archive the uploader copies.
+#[derive(Debug, Clone)]
+pub struct ArchiveSource {
+    /// The archive's directory levels under `data_dir/archive` (`["meeting", "ts"]`):
+    /// its key prefix in the bucket.
+    pub names: Vec<String>,
+    /// The archive.
+    pub reader: ArchiveReader,
+    /// Start (Unix ms) of the oldest data file not yet in the bucket, `i64::MAX` when
+    /// none: the recorder keeps the local archive from there on whatever its depth.
+    pub hold: Arc<AtomicI64>,
+}
+
+/// How the uploader works.
+#[derive(Debug, Clone)]
+pub struct UploaderSettings {
+    /// This node's name, in the logs of what it uploaded and found.
+    pub node: String,
+    /// Uploads at once.
+    pub concurrency: usize,
+    /// How long after its span ends a data file is taken as closed, milliseconds (a
+    /// segment that started just before the boundary is still being written).
+    pub grace_ms: i64,
+    /// How often the archives are looked at.
+    pub interval: Duration,
+    /// How long the bucket keeps an object after its span ended, milliseconds (`None`:
+    /// until someone removes it).
+    pub remote_depth_ms: Option<i64>,
+}
+
+impl Default for UploaderSettings {
+    fn default() -> Self {
+        UploaderSettings {
+            node: "node".into(),
+            concurrency: 2,
+            grace_ms: 30_000,
+            interval: Duration::from_secs(5),
+            remote_depth_ms: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Registered {
+    source: ArchiveSource,
+    /// Data files already in the bucket (uploaded or found).
+    done: BTreeSet<u32>,
+}
+
+/// The node's uploader; cheap to share.
+#[derive(Debug)]
+pub struct Uploader {
+    bucket: Bucket,
+    settings: UploaderSettings,
+    archives: Mutex<Vec<Registered>>,
+    stats: Stats,
+}
+
+/// One closed data file to upload.
+#[derive(Debug, Clone)]
+struct Job {
+    names: Vec<String>,
+    reader: ArchiveReader,
+    file: u32,
+    entries: Vec<Entry>,
+}
+
+impl Job {
+    fn key(&self) -> Option<ObjectKey> {
+        let (first, last) = (self.entries.first()?, self.entries.last()?);
+        Some(ObjectKey {
+            span: self.file,
+            first_msn: first.msn,
+            last_msn: last.msn,
+            count: self.entries.len() as u64,
+        })
+    }
+
+    fn bytes(&self) -> u64 {
+        self.entries.iter().map(|e| u64::from(e.size)).sum()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Uploader {
+    /// An uploader to `bucket`.
+    pub fn new(bucket: Bucket, settings: UploaderSettings) -> Arc<Uploader> {
+        Arc::new(Uploader {
+            stats: Stats::new(&bucket.description),
+            bucket,
+            settings,
+            archives: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The bucket.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    /// Adds an archive to copy; its files are held from retention from now on.
+    pub fn register(&self, source: ArchiveSource) {
+        let oldest = source.reader.with_index(|i| {
+            i.first()
+                .map_or(i64::MAX, |e| file_start(e.file, &source.reader))
+        });
+        source.hold.store(oldest, Ordering::Relaxed);
+        lock(&self.archives).push(Registered {
+            source,
+            done: BTreeSet::new(),
+        });
+    }
+
+    /// Runs until `stop` turns true: a look at every archive each interval.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        let mut last_expiry = i64::MIN;
+        loop {
+            let now = unix_ms();
+            self.upload_closed(now).await;
+            if now.saturating_sub(last_expiry) >= 60_000 {
+                self.expire(now).await;
+                last_expiry = now;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.settings.interval) => {}
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            }
+        }
+    }
+
+    /// Uploads every closed data file not yet in the bucket, at most `concurrency` at
+    /// once; returns how many files were handled (uploaded or found).
+    pub async fn upload_closed(&self, now_ms: i64) -> usize {
+        let jobs = self.closed_jobs(now_ms);
+        let queued: u64 = jobs.iter().map(Job::bytes).sum();
+        self.stats.set_queue(jobs.len() as u64, queued);
+        let results: Vec<(Job, Result<Outcome, String>)> = futures_util::stream::iter(jobs)
+            .map(|job| async move {
+                let result = self.upload(&job).await;
+                (job, result)
+            })
+            .buffer_unordered(self.settings.concurrency.max(1))
+            .collect()
+            .await;
+        let mut handled = 0;
+        for (job, result) in results {
+            match result {
+                Ok(outcome) => {
+                    handled += 1;
+                    self.stats.succeeded(outcome, job.bytes());
+                    let mut archives = lock(&self.archives);
+                    if let Some(archive) = archives.iter_mut().find(|a| a.source.names == job.names)
+                    {
+                        archive.done.insert(job.file);
+                    }
+                }
+                Err(error) => self.stats.failed(&error),
+            }
+        }
+        self.update_holds();
+        let left = self.closed_jobs(now_ms);
+        self.stats
+            .set_queue(left.len() as u64, left.iter().map(Job::bytes).sum());
+        handled
+    }
+
+    /// The closed data files of every archive that are not in the bucket yet.
+    fn closed_jobs(&self, now_ms: i64) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let mut archives = lock(&self.archives);
+        for archive in archives.iter_mut() {
+            let reader = &archive.source.reader;
+            let span_ms = reader.file_span_ms();
+            let grace = self.settings.grace_ms;
+            reader.with_index(|index| {
+                let entries = index.entries();
+                let Some(newest) = entries.last().map(|e| e.file) else {
+                    return;
+                };
+                // Files retention removed are no longer anyone's business.
+                let oldest = entries.first().map_or(0, |e| e.file);
+                archive.done.retain(|&f| f >= oldest);
+                let mut at = 0;
+                while at < entries.len() {
+                    let file = entries[at].file;
+                    let end = at + entries[at..].partition_point(|e| e.file == file);
+                    let ends_ms = (i64::from(file) + 1).saturating_mul(span_ms);
+                    let closed = file < newest || ends_ms.saturating_add(grace) <= now_ms;
+                    if closed && !archive.done.contains(&file) {
+                        jobs.push(Job {
+                            names: archive.source.names.clone(),
+                            reader: reader.clone(),
+                            file,
+                            entries: entries[at..end].to_vec(),
+                        });
+                    }
+                    at = end;
+                }
+            });
+        }
+        jobs
+    }
+
+    /// Moves each archive's hold to its oldest data file not yet in the bucket.
+    fn update_holds(&self) {
+        let archives = lock(&self.archives);
+        for archive in archives.iter() {
+            let reader = &archive.source.reader;
+            let oldest_pending = reader.with_index(|index| {
+                index
+                    .entries()
+                    .iter()
+                    .map(|e| e.file)
+                    .find(|f| !archive.done.contains(f))
+            });
+            let hold = oldest_pending.map_or(i64::MAX, |f| file_start(f, reader));
+            archive.source.hold.store(hold, Ordering::Relaxed);
+        }
+    }
+
+    fn prefix(&self, names: &[String]) -> ObjectPath {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        self.bucket.archive_prefix(&names)
+    }
+
+    /// The archive objects under an archive's prefix (other objects are not ours).
+    async fn list(&self, prefix: &ObjectPath) -> Result<Vec<ObjectKey>, String> {
+        let metas: Vec<_> = self
+            .bucket
+            .store
+            .list(Some(prefix))
+            .try_collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(metas
+            .iter()
+            .filter(|m| {
+                m.location.prefix_matches(prefix)
+                    && m.location.parts().count() == prefix.parts().count() + 1
+            })
+            .filter_map(|m| ObjectKey::parse(m.location.filename()?))
+            .collect())
+    }
+
+    async fn upload(&self, job: &Job) -> Result<Outcome, String> {
+        let key = job.key().ok_or("an empty data file")?;
+        let prefix = self.prefix(&job.names);
+        let node = &self.settings.node;
+        let archive = job.names.join("/");
+        let existing = self.list(&prefix).await?;
+        let redundant = match plan(&key, &existing) {
+            Plan::Present(there) => {
+                tracing::info!(node, archive, span = job.file, object = %there, "recording found in the bucket, not uploaded again");
+                return Ok(Outcome::Found);
+            }
+            Plan::Upload { redundant } => redundant,
+        };
+        let (first, last) = match (job.entries.first(), job.entries.last()) {
+            (Some(f), Some(l)) => (*f, *l),
+            _ => return Err("an empty data file".into()),
+        };
+        let len = (last.offset + u64::from(last.size))
+            .checked_sub(first.offset)
+            .ok_or("data file index out of order")?;
+        let reader = job.reader.clone();
+        let file = job.file;
+        let data =
+            tokio::task::spawn_blocking(move || reader.read_span(file, first.offset, len as usize))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("reading data file {file}: {e}"))?;
+        let (bytes, _) = object::encode(&job.entries, &data, first.offset);
+        drop(data);
+        let location = prefix.clone().join(key.to_string());
+        let options = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .bucket
+            .store
+            .put_opts(&location, PutPayload::from(bytes), options)
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(node, archive, span = job.file, object = %key, bytes = len, "recording uploaded to the bucket");
+            }
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                tracing::info!(node, archive, span = job.file, object = %key, "recording found in the bucket (another node put it first), not uploaded again");
+                return Ok(Outcome::Found);
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+        for old in redundant {
+            let path = prefix.clone().join(old.to_string());
+            match self.bucket.store.delete(&path).await {
+                Ok(()) => {
+                    self.stats.removed_redundant();
+                    tracing::info!(node, archive, object = %old, covered_by = %key, "partial recording removed from the bucket");
+                }
+                Err(error) => {
+                    tracing::warn!(node, archive, object = %old, %error, "partial recording not removed")
+                }
+            }
+        }
+        Ok(Outcome::Uploaded)
+    }
+
+    /// Removes objects whose span ended more than the remote depth ago.
+    pub async fn expire(&self, now_ms: i64) {
+        let Some(depth) = self.settings.remote_depth_ms else {
+            return;
+        };
+        let archives: Vec<(Vec<String>, i64)> = lock(&self.archives)
+            .iter()
+            .map(|a| (a.source.names.clone(), a.source.reader.file_span_ms()))
+            .collect();
+        for (names, span_ms) in archives {
+            let prefix = self.prefix(&names);
+            let Ok(keys) = self.list(&prefix).await else {
+                continue;
+            };
+            for key in keys {
+                let ended = (i64::from(key.span) + 1).saturating_mul(span_ms);
+                if ended.saturating_add(depth) < now_ms {
+                    let path = prefix.clone().join(key.to_string());
+                    if self.bucket.store.delete(&path).await.is_ok() {
+                        self.stats.removed_expired();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `"recordings"` object of the node's status.
+    pub fn status(&self) -> Value {
+        self.stats.status()
+    }
+
+    /// Appends the `brdyun_recordings_*` metrics.
+    pub fn render_metrics(&self, out: &mut String) {
+        self.stats.render(out);
+    }
+}
+
+fn file_start(file: u32, reader: &ArchiveReader) -> i64 {
+    i64::from(file).saturating_mul(reader.file_span_ms())
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
