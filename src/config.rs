@@ -10,11 +10,13 @@ use serde::Deserialize;
 
 mod mc_link;
 pub(crate) mod ott;
+mod recordings;
 mod rtmp_limits;
 mod srt;
 
 pub use mc_link::McLinkConfig;
 pub use ott::OttConfig;
+pub use recordings::RecordingsConfig;
 pub use rtmp_limits::RtmpLimitsConfig;
 pub use srt::SrtOptionsConfig;
 
@@ -50,6 +52,9 @@ pub struct Config {
     /// Log format and access log (`[log]`, docs/operations.md "Logs").
     #[serde(default)]
     pub log: crate::logging::LogConfig,
+    /// The archive's copy on object storage (`[recordings]`, docs/configuration.md).
+    #[serde(default)]
+    pub recordings: Option<RecordingsConfig>,
 }
 
 /// `[[login]]`: a viewer login; its limit applies on each node separately (OTT-GRP-6).
@@ -255,6 +260,10 @@ pub struct DvrConfig {
     pub depth: Option<Depth>,
     /// Disk limit for the stream's archive: bytes, or `"500M"`, `"20G"` (default none).
     pub max_bytes: Option<Size>,
+    /// Time span of one archive data file (default `"10m"`, 1 s to 1 h): the unit
+    /// retention removes and `[recordings]` uploads. A timeline property: the nodes of a
+    /// group keep one copy in the bucket only when they agree on it.
+    pub file_span: Option<Depth>,
 }
 
 /// An archive depth in milliseconds, written as seconds or with a unit.
@@ -443,6 +452,8 @@ pub struct StreamSettings {
     pub publish_timeout_ms: u64,
     /// The archive's retention when the stream is recorded.
     pub dvr: Option<dvr::Retention>,
+    /// The archive's data file span, milliseconds.
+    pub dvr_file_span_ms: i64,
 }
 
 impl StreamConfig {
@@ -464,6 +475,14 @@ impl StreamConfig {
             publish_timeout_ms: (self.publish_timeout.unwrap_or(defaults.publish_timeout) * 1000.0)
                 .round() as u64,
             dvr: self.dvr.resolve(&defaults.dvr),
+            dvr_file_span_ms: self.dvr.file_span.or(defaults.dvr.file_span).map_or(
+                dvr::store::DEFAULT_SPAN_MS,
+                |d| {
+                    i64::try_from(d.0)
+                        .unwrap_or(i64::MAX)
+                        .clamp(1_000, 3_600_000)
+                },
+            ),
         }
     }
 }

@@ -85,6 +85,7 @@ fn a_full_config_parses_with_defaults() {
             source_timeout_ms: 5000,
             publish_timeout_ms: 1000,
             dvr: None,
+            dvr_file_span_ms: 600_000,
         }
     );
 }

@@ -183,6 +183,7 @@ pub async fn start_cluster(
             experiments: Vec::new(),
             logins: Vec::new(),
             log: Default::default(),
+            recordings: Some(demo_recordings(data)?),
         };
         config.validate().context("demo config")?;
         nodes.push(
@@ -192,6 +193,23 @@ pub async fn start_cluster(
         );
     }
     Ok((mc, nodes))
+}
+
+/// The demo's recordings store: one local directory behind the object-store interface,
+/// shared by the three nodes, so each closed archive file is kept once whichever node
+/// records it (docs/recordings.md).
+fn demo_recordings(data: &Path) -> anyhow::Result<crate::config::RecordingsConfig> {
+    let dir = std::path::absolute(data.join("recordings")).context("demo recordings dir")?;
+    Ok(crate::config::RecordingsConfig {
+        store: format!("file://{}", dir.display()),
+        endpoint: None,
+        region: None,
+        credentials_file: None,
+        ca_file: None,
+        concurrency: 2,
+        max_bytes_per_second: None,
+        depth: None,
+    })
 }
 
 /// The built-in meeting's captions: an English feed and its Portuguese translation,
@@ -238,6 +256,7 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
         println!("    backups:  {base}/backups   (OTT group state; buttons: pause this node's input, drain this node)");
         println!("    experiments: {base}/experiments   (continuous shedding experiments, API /api/experiments)");
         println!("    metrics:  {base}/metrics");
+        println!("    recordings: {base}/api/node   (\"recordings\": closed archive files kept once for the three nodes)");
         if let Some(rtmp) = node.rtmp {
             println!("    publish:  rtmp://{rtmp}/live/NAME");
         }

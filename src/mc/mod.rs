@@ -124,6 +124,8 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         srt: Arc::clone(&srt_stats),
         data_dir: section.data_dir.clone(),
         defaults: config.defaults,
+        // The MC relays to nodes; recordings go to object storage from the nodes.
+        uploader: None,
     };
     let http = serve_http(section, &mc, &state, &shutdown_rx, &mut tasks).await?;
     let publish = PublishListeners {

@@ -4,6 +4,7 @@
 pub mod looped_clip;
 pub mod mc_link;
 pub mod meeting_streams;
+mod recordings;
 pub(crate) mod rtmps;
 mod shutdown;
 pub(crate) mod srt;
@@ -149,7 +150,18 @@ pub async fn start(config: Config) -> anyhow::Result<RunningNode> {
     }
     // The OTT state exists before the streams, which register their group membership.
     let redundancy = config.ott.as_ref().map(|_| crate::ott::attach(&state));
+    let uploader = match &config.recordings {
+        Some(recordings) => Some(recordings::start(
+            recordings,
+            &node_config.name,
+            &state,
+            &shutdown_rx,
+            &mut tasks,
+        )?),
+        None => None,
+    };
     let context = StreamContext {
+        uploader,
         state: state.clone(),
         metrics: Arc::clone(&metrics),
         registry: registry.clone(),

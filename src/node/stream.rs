@@ -36,6 +36,45 @@ pub struct StreamContext {
     pub data_dir: PathBuf,
     /// Defaults for settings a stream leaves out.
     pub defaults: StreamDefaults,
+    /// The recordings uploader every archive registers with, when the node has one.
+    pub uploader: Option<Arc<recordings::Uploader>>,
+}
+
+/// Opens (and repairs) the archive `data_dir/archive/{names…}`, starts its recorder,
+/// registers its metrics, and hands it to the recordings uploader when the node has one
+/// (its key prefix in the bucket: the same names, then the protocol).
+///
+/// # Errors
+/// A name is not a plain name, or the archive cannot be opened.
+fn start_recorder(
+    context: &StreamContext,
+    names: &[&str],
+    label: &str,
+    retention: dvr::Retention,
+    file_span_ms: i64,
+) -> anyhow::Result<Arc<Recorder>> {
+    let mut path = vec!["archive"];
+    path.extend_from_slice(names);
+    // The one way an archive path is made from names: plain names only.
+    let dir = dvr::store::archive_dir(&context.data_dir, &path)
+        .with_context(|| format!("stream {label}: its archive"))?;
+    let settings = RecorderSettings {
+        file_span_ms,
+        ..RecorderSettings::new(dir, retention)
+    };
+    let recorder = Recorder::start(label, settings)
+        .with_context(|| format!("stream {label}: opening its archive"))?;
+    recorder.register_metrics(&context.metrics);
+    if let Some(uploader) = &context.uploader {
+        let mut names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        names.push(dvr::Protocol::Ts.dir_name().to_owned());
+        uploader.register(recordings::ArchiveSource {
+            names,
+            reader: recorder.reader().clone(),
+            hold: recorder.upload_hold(),
+        });
+    }
+    Ok(recorder)
 }
 
 /// Starts a stream. Its tasks go into `tasks` and stop when `stop` turns true.
@@ -149,13 +188,14 @@ pub fn start_stream(
     };
     let recorder = match settings.dvr {
         Some(retention) => {
-            // The one way an archive path is made from names: plain names only.
-            let dir = dvr::store::archive_dir(&context.data_dir, &["archive", &stream.name])
-                .with_context(|| format!("stream {}: its archive", stream.name))?;
-            let recorder = Recorder::start(&stream.name, RecorderSettings::new(dir, retention))
-                .with_context(|| format!("stream {}: opening its archive", stream.name))?;
+            let recorder = start_recorder(
+                context,
+                &[&stream.name],
+                &stream.name,
+                retention,
+                settings.dvr_file_span_ms,
+            )?;
             channel.set_archive(Arc::clone(&recorder));
-            recorder.register_metrics(metrics);
             Some(recorder)
         }
         None => None,
@@ -316,13 +356,10 @@ fn start_rung(
     // a catch-up viewer gets the ladder (`archive/{stream}/rungs/{rung}`).
     let recorder = match settings.dvr {
         Some(retention) => {
-            let names = ["archive", channel.name(), "rungs", rung];
-            let dir = dvr::store::archive_dir(&context.data_dir, &names)
-                .with_context(|| format!("stream {name}: its archive"))?;
-            let recorder = Recorder::start(&name, RecorderSettings::new(dir, retention))
-                .with_context(|| format!("stream {name}: opening its archive"))?;
+            let names = [channel.name(), "rungs", rung];
+            let recorder =
+                start_recorder(context, &names, &name, retention, settings.dvr_file_span_ms)?;
             rendition.set_archive(Arc::clone(&recorder));
-            recorder.register_metrics(&context.metrics);
             Some(recorder)
         }
         None => None,

@@ -12,6 +12,8 @@
 //! - [`bucket`] opens the store from its settings (credentials never printed);
 //!   [`transport`] is its HTTP client (the project's hyper and rustls) and [`pace`] the
 //!   node-wide upload bandwidth cap.
+//! - [`remote`] reads an archive back from the bucket: its objects, an object's index,
+//!   one segment, each by ranged reads.
 //! - [`uploader`] is the node's task: closed files up, local retention held back until
 //!   they are there, remote retention; [`stats`] its counters and state.
 //!
@@ -23,9 +25,11 @@ pub mod bucket;
 pub mod key;
 pub mod object;
 pub mod pace;
+pub mod remote;
 pub mod stats;
 pub mod transport;
 pub mod uploader;
 
 pub use bucket::{Bucket, BucketError, Credentials, Location};
+pub use remote::{RemoteArchive, RemoteError};
 pub use uploader::{ArchiveSource, Uploader, UploaderSettings};

@@ -129,42 +129,81 @@ impl Stats {
         })
     }
 
-    /// Appends the `brdyun_recordings_*` metrics.
+    /// Appends the `brdyun_recordings_*` samples (their types and help are
+    /// [`METRIC_FAMILIES`]).
     pub fn render(&self, out: &mut String) {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        for (name, kind, value) in [
-            ("queued_files", "gauge", get(&self.queued_files)),
-            ("queued_bytes", "gauge", get(&self.queued_bytes)),
-            ("uploaded_files_total", "counter", get(&self.uploaded_files)),
-            ("uploaded_bytes_total", "counter", get(&self.uploaded_bytes)),
-            (
-                "deduplicated_files_total",
-                "counter",
-                get(&self.found_files),
-            ),
-            (
-                "deduplicated_bytes_total",
-                "counter",
-                get(&self.found_bytes),
-            ),
-            ("failed_uploads_total", "counter", get(&self.failed)),
-            (
-                "removed_redundant_total",
-                "counter",
-                get(&self.removed_redundant),
-            ),
-            (
-                "removed_expired_total",
-                "counter",
-                get(&self.removed_expired),
-            ),
-            ("failing", "gauge", u64::from(self.is_failing())),
-        ] {
-            let _ = writeln!(out, "# TYPE brdyun_recordings_{name} {kind}");
-            let _ = writeln!(out, "brdyun_recordings_{name} {value}");
+        let values = [
+            get(&self.queued_files),
+            get(&self.queued_bytes),
+            get(&self.uploaded_files),
+            get(&self.uploaded_bytes),
+            get(&self.found_files),
+            get(&self.found_bytes),
+            get(&self.failed),
+            get(&self.removed_redundant),
+            get(&self.removed_expired),
+            u64::from(self.is_failing()),
+        ];
+        for ((name, _, _), value) in METRIC_FAMILIES.iter().zip(values) {
+            let _ = writeln!(out, "{name} {value}");
         }
     }
 }
+
+/// The uploader's metric families: name, type, help.
+pub const METRIC_FAMILIES: [(&str, &str, &str); 10] = [
+    (
+        "brdyun_recordings_queued_files",
+        "gauge",
+        "Closed archive files waiting for the bucket.",
+    ),
+    (
+        "brdyun_recordings_queued_bytes",
+        "gauge",
+        "Bytes of the closed archive files waiting for the bucket.",
+    ),
+    (
+        "brdyun_recordings_uploaded_files_total",
+        "counter",
+        "Archive files this node put in the bucket.",
+    ),
+    (
+        "brdyun_recordings_uploaded_bytes_total",
+        "counter",
+        "Segment bytes this node put in the bucket.",
+    ),
+    (
+        "brdyun_recordings_deduplicated_files_total",
+        "counter",
+        "Archive files found in the bucket already (another node uploaded them).",
+    ),
+    (
+        "brdyun_recordings_deduplicated_bytes_total",
+        "counter",
+        "Segment bytes found in the bucket already, not uploaded again.",
+    ),
+    (
+        "brdyun_recordings_failed_uploads_total",
+        "counter",
+        "Uploads that failed and wait to be retried.",
+    ),
+    (
+        "brdyun_recordings_removed_redundant_total",
+        "counter",
+        "Partial recordings removed because a fuller copy was uploaded.",
+    ),
+    (
+        "brdyun_recordings_removed_expired_total",
+        "counter",
+        "Recordings removed from the bucket past its depth.",
+    ),
+    (
+        "brdyun_recordings_failing",
+        "gauge",
+        "1 while the last upload failed (the bucket is unreachable or refuses).",
+    ),
+];
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -17,15 +17,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dvr::{ArchiveReader, Entry};
-use futures_util::{StreamExt, TryStreamExt};
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::bucket::Bucket;
 use crate::key::{plan, ObjectKey, Plan};
 use crate::object;
+use crate::remote::RemoteArchive;
 use crate::stats::{Outcome, Stats};
 
 /// An archive the uploader copies.
@@ -253,36 +252,12 @@ impl Uploader {
         }
     }
 
-    fn prefix(&self, names: &[String]) -> ObjectPath {
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        self.bucket.archive_prefix(&names)
-    }
-
-    /// The archive objects under an archive's prefix (other objects are not ours).
-    async fn list(&self, prefix: &ObjectPath) -> Result<Vec<ObjectKey>, String> {
-        let metas: Vec<_> = self
-            .bucket
-            .store
-            .list(Some(prefix))
-            .try_collect()
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(metas
-            .iter()
-            .filter(|m| {
-                m.location.prefix_matches(prefix)
-                    && m.location.parts().count() == prefix.parts().count() + 1
-            })
-            .filter_map(|m| ObjectKey::parse(m.location.filename()?))
-            .collect())
-    }
-
     async fn upload(&self, job: &Job) -> Result<Outcome, String> {
         let key = job.key().ok_or("an empty data file")?;
-        let prefix = self.prefix(&job.names);
+        let remote = RemoteArchive::new(&self.bucket, &job.names);
         let node = &self.settings.node;
         let archive = job.names.join("/");
-        let existing = self.list(&prefix).await?;
+        let existing = remote.objects().await.map_err(|e| e.to_string())?;
         let redundant = match plan(&key, &existing) {
             Plan::Present(there) => {
                 tracing::info!(node, archive, span = job.file, object = %there, "recording found in the bucket, not uploaded again");
@@ -306,29 +281,18 @@ impl Uploader {
                 .map_err(|e| format!("reading data file {file}: {e}"))?;
         let (bytes, _) = object::encode(&job.entries, &data, first.offset);
         drop(data);
-        let location = prefix.clone().join(key.to_string());
-        let options = PutOptions {
-            mode: PutMode::Create,
-            ..PutOptions::default()
-        };
-        match self
-            .bucket
-            .store
-            .put_opts(&location, PutPayload::from(bytes), options)
+        if remote
+            .create(&key, bytes)
             .await
+            .map_err(|e| e.to_string())?
         {
-            Ok(_) => {
-                tracing::info!(node, archive, span = job.file, object = %key, bytes = len, "recording uploaded to the bucket");
-            }
-            Err(object_store::Error::AlreadyExists { .. }) => {
-                tracing::info!(node, archive, span = job.file, object = %key, "recording found in the bucket (another node put it first), not uploaded again");
-                return Ok(Outcome::Found);
-            }
-            Err(error) => return Err(error.to_string()),
+            tracing::info!(node, archive, span = job.file, object = %key, bytes = len, "recording uploaded to the bucket");
+        } else {
+            tracing::info!(node, archive, span = job.file, object = %key, "recording found in the bucket (another node put it first), not uploaded again");
+            return Ok(Outcome::Found);
         }
         for old in redundant {
-            let path = prefix.clone().join(old.to_string());
-            match self.bucket.store.delete(&path).await {
+            match remote.remove(&old).await {
                 Ok(()) => {
                     self.stats.removed_redundant();
                     tracing::info!(node, archive, object = %old, covered_by = %key, "partial recording removed from the bucket");
@@ -351,17 +315,14 @@ impl Uploader {
             .map(|a| (a.source.names.clone(), a.source.reader.file_span_ms()))
             .collect();
         for (names, span_ms) in archives {
-            let prefix = self.prefix(&names);
-            let Ok(keys) = self.list(&prefix).await else {
+            let remote = RemoteArchive::new(&self.bucket, &names);
+            let Ok(keys) = remote.objects().await else {
                 continue;
             };
             for key in keys {
                 let ended = (i64::from(key.span) + 1).saturating_mul(span_ms);
-                if ended.saturating_add(depth) < now_ms {
-                    let path = prefix.clone().join(key.to_string());
-                    if self.bucket.store.delete(&path).await.is_ok() {
-                        self.stats.removed_expired();
-                    }
+                if ended.saturating_add(depth) < now_ms && remote.remove(&key).await.is_ok() {
+                    self.stats.removed_expired();
                 }
             }
         }

@@ -31,8 +31,13 @@ fn segment(msn: u64) -> Vec<u8> {
 }
 
 fn record(dir: &std::path::Path, msns: std::ops::RangeInclusive<u64>) -> Store {
-    let (mut store, _) = Store::open(dir, Protocol::Ts, Arc::new(RealFiles { sync: false }), SPAN_MS)
-        .expect("archive opens");
+    let (mut store, _) = Store::open(
+        dir,
+        Protocol::Ts,
+        Arc::new(RealFiles { sync: false }),
+        SPAN_MS,
+    )
+    .expect("archive opens");
     for msn in msns {
         let meta = SegmentMeta {
             msn,
@@ -88,7 +93,14 @@ async fn objects(bucket: &Bucket) -> Vec<(ObjectKey, Bytes)> {
     let mut out = Vec::new();
     for meta in metas {
         let key = ObjectKey::parse(meta.location.filename().unwrap()).expect("an archive key");
-        let bytes = bucket.store.get(&meta.location).await.unwrap().bytes().await.unwrap();
+        let bytes = bucket
+            .store
+            .get(&meta.location)
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
         out.push((key, bytes));
     }
     out.sort_by_key(|(k, _)| *k);
@@ -102,7 +114,10 @@ fn assert_holds(objects: &[(ObjectKey, Bytes)], msns: std::ops::RangeInclusive<u
     for (_, bytes) in objects {
         for entry in recordings::object::decode(bytes).expect("a readable object") {
             let at = entry.offset as usize;
-            assert_eq!(&bytes[at..at + entry.size as usize], &segment(entry.msn)[..]);
+            assert_eq!(
+                &bytes[at..at + entry.size as usize],
+                &segment(entry.msn)[..]
+            );
             seen.push(entry.msn);
         }
     }
@@ -133,7 +148,11 @@ async fn two_nodes_that_recorded_the_same_meeting_leave_one_copy() {
     assert_eq!(sb["uploaded"]["files"], 0, "{sb}");
     assert_eq!(sb["deduplicated"]["files"], handled_b as u64);
     assert_eq!(sb["deduplicated"]["bytes"], sa["uploaded"]["bytes"]);
-    assert_eq!(hold_a.load(Ordering::Relaxed), i64::MAX, "nothing left to hold");
+    assert_eq!(
+        hold_a.load(Ordering::Relaxed),
+        i64::MAX,
+        "nothing left to hold"
+    );
 
     let all = objects(up_a.bucket()).await;
     assert_eq!(all.len(), handled_a, "one object per data file");
@@ -161,7 +180,12 @@ async fn a_late_joiners_partial_copy_gives_way_to_the_full_one() {
     let all = objects(up_full.bucket()).await;
     assert_holds(&all, 1..=12);
     assert!(all.iter().all(|(k, _)| k.is_gapless()));
-    assert_eq!(up_full.status()["removed"]["redundant"], 1, "{}", up_full.status());
+    assert_eq!(
+        up_full.status()["removed"]["redundant"],
+        1,
+        "{}",
+        up_full.status()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,6 +41,7 @@ struct Shared {
     role: std::sync::OnceLock<Arc<dyn crate::role::Role>>,
     redundancy: std::sync::OnceLock<Arc<crate::redundancy::Redundancy>>,
     logins: std::sync::OnceLock<Arc<crate::access::logins::Logins>>,
+    recordings: std::sync::OnceLock<Arc<recordings::Uploader>>,
     archive_scans: crate::stream::archive_scans::ArchiveScans,
     health: crate::health::Health,
     ingest_listeners: crate::ingest_listeners::IngestListeners,
@@ -108,6 +109,7 @@ impl AppStateBuilder {
                 role: std::sync::OnceLock::new(),
                 redundancy: std::sync::OnceLock::new(),
                 logins: std::sync::OnceLock::new(),
+                recordings: std::sync::OnceLock::new(),
                 archive_scans,
                 health: crate::health::Health::default(),
                 ingest_listeners: crate::ingest_listeners::IngestListeners::default(),
@@ -244,6 +246,29 @@ impl AppState {
     /// The node's logins, when it has any (OTT-GRP-6).
     pub fn logins(&self) -> Option<&Arc<crate::access::logins::Logins>> {
         self.inner.logins.get()
+    }
+
+    /// Gives the node its recordings uploader (set once, by a node whose archive goes to
+    /// object storage) and registers its metrics; returns false if one was already set.
+    pub fn set_recordings(&self, uploader: Arc<recordings::Uploader>) -> bool {
+        let for_metrics = Arc::clone(&uploader);
+        if self.inner.recordings.set(uploader).is_err() {
+            return false;
+        }
+        for (name, kind, help) in recordings::stats::METRIC_FAMILIES {
+            self.inner.metrics.describe(name, kind, help);
+        }
+        self.inner
+            .metrics
+            .register(Box::new(move |out: &mut String| {
+                for_metrics.render_metrics(out);
+            }));
+        true
+    }
+
+    /// The node's recordings uploader, when its archive goes to object storage.
+    pub fn recordings(&self) -> Option<&Arc<recordings::Uploader>> {
+        self.inner.recordings.get()
     }
 
     /// The stream of that name.

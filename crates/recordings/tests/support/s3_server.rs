@@ -44,7 +44,14 @@ impl S3Server {
     pub fn start() -> S3Server {
         let port = free_port();
         let child = Command::new("python3")
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -1,4 +1,4 @@
-//! The read-only status API: `/api/node`, `/api/streams`, `/api/streams/{name}`.
+//! The read-only status API: `/api/node` (with the recordings uploader's state), `/api/streams`, `/api/streams/{name}`.
 //!
 //! When the node has an admin token, every `/api` call needs
 //! `Authorization: Bearer <token>`.
@@ -25,6 +25,7 @@ pub async fn node(State(state): State<AppState>, _admin: Admin) -> Response {
         "uptime_seconds": state.uptime().as_secs(),
         "streams": state.streams().len(),
         "ingest": state.ingest_listeners().to_json(),
+        "recordings": state.recordings().map(|uploader| uploader.status()),
     }))
     .into_response()
 }

@@ -74,6 +74,7 @@ pub struct Recorder {
     retention: Retention,
     recovery: Recovery,
     stats: Arc<Stats>,
+    upload_hold: Arc<AtomicI64>,
 }
 
 impl Recorder {
@@ -108,6 +109,7 @@ impl Recorder {
         }
         let (tx, rx) = mpsc::sync_channel(settings.queue.max(1));
         let stats = Arc::new(Stats::default());
+        let upload_hold = Arc::new(AtomicI64::new(i64::MAX));
         let recorder = Arc::new(Recorder {
             stream: stream.to_owned(),
             tx,
@@ -115,12 +117,13 @@ impl Recorder {
             retention: settings.retention,
             recovery,
             stats: Arc::clone(&stats),
+            upload_hold: Arc::clone(&upload_hold),
         });
         let name = stream.to_owned();
         let retention = settings.retention;
         let spawned = std::thread::Builder::new()
             .name(format!("dvr-{stream}"))
-            .spawn(move || write_loop(&name, store, retention, &rx, &stats));
+            .spawn(move || write_loop(&name, store, retention, &upload_hold, &rx, &stats));
         if let Err(error) = spawned {
             return Err(StoreError::Io {
                 op: "starting the recorder thread",
@@ -151,6 +154,13 @@ impl Recorder {
                 self.stats.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Start (Unix ms) of the oldest data file not yet on object storage (`i64::MAX`:
+    /// none): retention by depth keeps everything from there, so an unreachable bucket
+    /// loses no recording. The recordings uploader moves it.
+    pub fn upload_hold(&self) -> Arc<AtomicI64> {
+        Arc::clone(&self.upload_hold)
     }
 
     /// The archive, for the catch-up routes.
@@ -238,6 +248,7 @@ fn write_loop(
     stream: &str,
     mut store: Store,
     retention: Retention,
+    upload_hold: &AtomicI64,
     rx: &mpsc::Receiver<LiveSegment>,
     stats: &Stats,
 ) {
@@ -270,7 +281,10 @@ fn write_loop(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        match store.retain(&retention, unix_ms()) {
+        match store.retain(
+            &retention,
+            retention_now(&retention, upload_hold, unix_ms()),
+        ) {
             Ok(dropped) => {
                 stats
                     .retention_dropped
@@ -278,6 +292,18 @@ fn write_loop(
             }
             Err(error) => failed(stream, stats, &error),
         }
+    }
+}
+
+/// The time retention by depth is applied at: now, or earlier when files still waiting
+/// for object storage would otherwise go (their start plus the depth).
+fn retention_now(retention: &Retention, upload_hold: &AtomicI64, now_ms: i64) -> i64 {
+    let hold = upload_hold.load(Ordering::Relaxed);
+    match retention.depth_ms {
+        Some(depth) if hold != i64::MAX => {
+            now_ms.min(hold.saturating_add(i64::try_from(depth).unwrap_or(i64::MAX)))
+        }
+        _ => now_ms,
     }
 }
 
