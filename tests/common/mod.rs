@@ -374,6 +374,20 @@ pub fn start_role(dir: &Path, name: &str, role: &str, config: &str) -> NodeProce
     )
 }
 
+/// [`start_role`] with the log filter `filter` in place of the tests' (`warn`): a test
+/// that reads what a process logs at `info`.
+pub fn start_role_logging(
+    dir: &Path,
+    name: &str,
+    role: &str,
+    config: &str,
+    filter: &str,
+) -> NodeProcess {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_brdyun"));
+    command.env("RUST_LOG", filter);
+    start_command(command, dir, name, role, config)
+}
+
 /// [`start_role`] under a descriptor limit of `nofile`, soft and hard (`ulimit -n` in
 /// `sh`, which then execs the process): a host whose operator left a low limit.
 pub fn start_role_with_nofile(
@@ -456,10 +470,12 @@ fn start_command(
         .append(true)
         .open(&log)
         .expect("open the process log");
+    if !command.get_envs().any(|(key, _)| key == "RUST_LOG") {
+        command.env("RUST_LOG", test_log_filter());
+    }
     let child = command
         .args([role, "--config"])
         .arg(&path)
-        .env("RUST_LOG", test_log_filter())
         .stdout(Stdio::piped())
         .stderr(log_file)
         .spawn()

@@ -1,0 +1,209 @@
+//! Recordings on object storage with real node processes and a real S3-compatible
+//! server (moto): two nodes record the same meeting and the bucket ends with one copy of
+//! each closed archive file, the logs saying which node uploaded it and which found it
+//! there; one node's way to the bucket is cut for a while mid-meeting and every segment
+//! its live playlist listed is in the bucket afterwards, byte for byte.
+
+mod common;
+
+#[path = "../crates/recordings/tests/support/s3_server.rs"]
+mod s3_server;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::cluster::Cluster;
+use common::{
+    http_get_as_node, http_get_json, parse_media_playlist, start_role_logging, wait_for,
+    NodeProcess,
+};
+use recordings::key::ObjectKey;
+use recordings::{Bucket, Credentials, Location, RemoteArchive};
+use s3_server::{Gate, S3Server};
+
+const MEETING: &str = "m";
+const BUCKET: &str = "meetings";
+
+fn recordings_section(endpoint: &str, credentials: &std::path::Path) -> String {
+    format!(
+        "[recordings]\nstore = \"s3://{BUCKET}/rec\"\nendpoint = \"{endpoint}\"\ncredentials_file = \"{}\"\n",
+        credentials.display()
+    )
+}
+
+/// A node following the cluster's MC with `section` added, logging the uploader's
+/// `info` lines (what it uploaded, what it found).
+fn start_node(cluster: &Cluster, name: &str, section: String) -> NodeProcess {
+    let mut config = cluster.node_config(name);
+    config.sections.push_str(&section);
+    let data = cluster.path().join(format!("{name}-data"));
+    let filter = "warn,recordings=info";
+    start_role_logging(cluster.path(), name, "node", &config.render(&data), filter)
+}
+
+/// The uploader's state on a node.
+fn recordings(node: &NodeProcess) -> serde_json::Value {
+    let (status, doc) = http_get_json(node.http, "/api/node");
+    assert_eq!(status, 200, "{doc}");
+    doc["recordings"].clone()
+}
+
+/// Every segment of the archive in the bucket, by MSN, with the object holding it.
+fn bucket_segments(endpoint: &str) -> (Vec<ObjectKey>, BTreeMap<u64, (ObjectKey, Vec<u8>)>) {
+    let location = Location::parse(
+        &format!("s3://{BUCKET}/rec"),
+        Some(endpoint.to_owned()),
+        None,
+        Some(Credentials {
+            access_key_id: "test-key".into(),
+            secret_access_key: "test-secret".into(),
+            session_token: None,
+        }),
+    )
+    .expect("location");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let bucket = Bucket::open(&location, None, None).expect("bucket");
+        let archive = RemoteArchive::new(&bucket, &[MEETING.to_owned(), "ts".to_owned()]);
+        let keys = archive.objects().await.expect("list");
+        let mut segments = BTreeMap::new();
+        for key in &keys {
+            for entry in archive.index(key).await.expect("index") {
+                let bytes = archive.segment(key, &entry).await.expect("segment");
+                segments.insert(entry.msn, (*key, bytes.to_vec()));
+            }
+        }
+        (keys, segments)
+    })
+}
+
+#[test]
+fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
+    let server = S3Server::start();
+    server.create_bucket(BUCKET);
+    let gate = Gate::new(server.addr);
+    let cluster = Cluster::mc()
+        .sections(&format!(
+            "[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [\"builtin://meeting\"]\n"
+        ))
+        .dvr("dvr = { enabled = true, depth = \"1h\", file_span = \"4s\" }")
+        .start();
+    let credentials = cluster.path().join("bucket.env");
+    std::fs::write(
+        &credentials,
+        "AWS_ACCESS_KEY_ID=test-key\nAWS_SECRET_ACCESS_KEY=test-secret\n",
+    )
+    .expect("credentials file");
+    // Node a reaches the bucket through the gate; node b directly.
+    let a = start_node(
+        &cluster,
+        "a",
+        recordings_section(&gate.endpoint(), &credentials),
+    );
+    let b = start_node(
+        &cluster,
+        "b",
+        recordings_section(&server.endpoint(), &credentials),
+    );
+
+    // Node a's live playlist, watched for 36 s: every segment listed, with its bytes.
+    // The gate is shut from 8 s to 24 s.
+    let mut seen: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let start = Instant::now();
+    let mut shut = false;
+    while start.elapsed() < Duration::from_secs(36) {
+        let elapsed = start.elapsed();
+        let should_shut = elapsed >= Duration::from_secs(8) && elapsed < Duration::from_secs(24);
+        if should_shut != shut {
+            gate.set_open(!should_shut);
+            shut = should_shut;
+        }
+        let (status, _, body) = http_get_as_node(a.http, &format!("/{MEETING}/mono.m3u8"));
+        if status == 200 {
+            for entry in parse_media_playlist(&String::from_utf8_lossy(&body)) {
+                if seen.contains_key(&entry.msn) {
+                    continue;
+                }
+                let (status, _, data) =
+                    http_get_as_node(a.http, &format!("/{MEETING}/{}", entry.uri));
+                if status == 200 {
+                    seen.insert(entry.msn, data);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert!(seen.len() >= 25, "{} segments seen", seen.len());
+    let while_cut = recordings(&a);
+    assert!(
+        while_cut["failed_uploads"].as_u64().unwrap_or(0) >= 1,
+        "the cut was noticed: {while_cut}"
+    );
+
+    // Both nodes catch up: nothing queued, the bucket reachable.
+    wait_for(
+        "both uploaders to catch up",
+        Duration::from_secs(60),
+        || {
+            let (ra, rb) = (recordings(&a), recordings(&b));
+            (ra["queued"]["files"] == 0 && rb["queued"]["files"] == 0 && ra["state"] == "ok")
+                .then_some(())
+        },
+    );
+    // One object per data file span (a late starter's partial copy gives way).
+    let (keys, stored) = wait_for("one object per span", Duration::from_secs(30), || {
+        let (keys, stored) = bucket_segments(&server.endpoint());
+        let mut spans: Vec<u32> = keys.iter().map(|k| k.span).collect();
+        spans.dedup();
+        (spans.len() == keys.len()).then_some((keys, stored))
+    });
+    assert!(keys.len() >= 6, "{keys:?}");
+    // Every segment node a listed live, in a span now closed, is in the bucket as served.
+    let newest_closed = keys.iter().map(|k| k.last_msn).max().expect("objects");
+    let mut compared = 0;
+    for (msn, bytes) in seen.range(..=newest_closed) {
+        let (key, stored) = stored
+            .get(msn)
+            .unwrap_or_else(|| panic!("segment {msn} listed live is not in the bucket"));
+        assert_eq!(
+            stored, bytes,
+            "segment {msn} in {key} differs from the live one"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 20, "{compared} segments compared");
+
+    // Which node uploaded and which found it there, in their logs and their counters.
+    let (ra, rb) = (recordings(&a), recordings(&b));
+    let files = |r: &serde_json::Value, what: &str| r[what]["files"].as_u64().unwrap_or(0);
+    assert_eq!(
+        files(&ra, "uploaded") + files(&rb, "uploaded"),
+        keys.len() as u64
+            + ra["removed"]["redundant"].as_u64().unwrap_or(0)
+            + rb["removed"]["redundant"].as_u64().unwrap_or(0),
+        "a: {ra}\nb: {rb}"
+    );
+    assert!(
+        files(&ra, "deduplicated") + files(&rb, "deduplicated") >= 1,
+        "a: {ra}\nb: {rb}"
+    );
+    let logs: String = [&a, &b]
+        .iter()
+        .map(|n| std::fs::read_to_string(&n.log).unwrap_or_default())
+        .collect();
+    assert!(logs.contains("recording uploaded to the bucket"));
+    assert!(logs.contains("recording found in the bucket"));
+    let log_a = std::fs::read_to_string(&a.log).unwrap_or_default();
+    assert!(
+        log_a.contains("recordings upload failed"),
+        "node a logged the cut"
+    );
+    assert!(
+        log_a.contains("uploads resumed"),
+        "node a logged the return"
+    );
+    assert!(!logs.contains("test-secret"), "a secret in the logs");
+}
