@@ -48,8 +48,11 @@ fn recordings(node: &NodeProcess) -> serde_json::Value {
     doc["recordings"].clone()
 }
 
-/// Every segment of the archive in the bucket, by MSN, with the object holding it.
-fn bucket_segments(endpoint: &str) -> (Vec<ObjectKey>, BTreeMap<u64, (ObjectKey, Vec<u8>)>) {
+/// Segments by MSN, each with the object holding it.
+type Stored = BTreeMap<u64, (ObjectKey, Vec<u8>)>;
+
+/// Every segment of the archive in the bucket, with the objects' keys.
+fn bucket_segments(endpoint: &str) -> (Vec<ObjectKey>, Stored) {
     let location = Location::parse(
         &format!("s3://{BUCKET}/rec"),
         Some(endpoint.to_owned()),

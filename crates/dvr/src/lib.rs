@@ -17,6 +17,9 @@
 //!   removed. Every write goes through a [`files::FileLayer`], so a failing disk can be
 //!   injected in tests.
 //!
+//! - [`remote`] attaches a second tier (object storage): its entries fill what the disk
+//!   lacks, in one merged index every query reads.
+//!
 //! Data flows one way: the live pipeline hands a finished segment to a recorder task
 //! (in `server`), which calls [`store::Store::append`] off the live path; readers hold an
 //! [`store::ArchiveReader`] that shares the index behind a read-write lock and read the
@@ -26,6 +29,7 @@ pub mod files;
 pub mod index;
 pub mod log;
 pub mod playlist;
+pub mod remote;
 pub mod retention;
 pub mod store;
 

@@ -19,13 +19,14 @@ use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::files::FileLayer;
 use crate::index::{Entry, Index, IndexError};
 use crate::log::{decode_all, Record};
+use crate::remote::{merge, RemoteTier, RemoteView};
 use crate::retention::Retention;
-use crate::Protocol;
+use crate::{ArchiveRange, Protocol};
 
 /// Name of the index log in an archive directory.
 pub const LOG_NAME: &str = "index.log";
@@ -156,15 +157,73 @@ pub struct ArchiveReader {
     protocol: Protocol,
     span_ms: i64,
     index: Arc<RwLock<Index>>,
+    remote: Arc<RwLock<Option<RemoteView>>>,
 }
 
 impl ArchiveReader {
-    /// Runs `f` with the index under a read lock (keep it short: the writer waits).
+    /// Runs `f` with the index queries see, under a read lock (keep it short: the writer
+    /// waits): the local index, merged with the remote tier's entries when one is
+    /// attached ([`crate::remote`]).
     pub fn with_index<R>(&self, f: impl FnOnce(&Index) -> R) -> R {
+        let remote = self.remote.read().unwrap_or_else(PoisonError::into_inner);
+        match &*remote {
+            Some(view) => f(&view.merged),
+            None => self.with_local_index(f),
+        }
+    }
+
+    /// Runs `f` with the index of what this disk holds.
+    pub fn with_local_index<R>(&self, f: impl FnOnce(&Index) -> R) -> R {
         match self.index.read() {
             Ok(guard) => f(&guard),
             Err(poisoned) => f(&poisoned.into_inner()),
         }
+    }
+
+    /// Attaches (or replaces) the remote tier's entries, in MSN order, read by `tier`.
+    pub fn set_remote(&self, entries: Vec<Entry>, tier: Arc<dyn RemoteTier>) {
+        let mut remote = self.remote.write().unwrap_or_else(PoisonError::into_inner);
+        let merged = self.with_local_index(|local| merge(&entries, local));
+        *remote = Some(RemoteView {
+            entries,
+            merged,
+            tier,
+        });
+    }
+
+    /// The extent of the remote tier's entries, when one is attached.
+    pub fn remote_range(&self) -> Option<ArchiveRange> {
+        let remote = self.remote.read().unwrap_or_else(PoisonError::into_inner);
+        let entries = &remote.as_ref()?.entries;
+        Some(ArchiveRange {
+            from_ms: entries.first()?.start_ms,
+            to_ms: entries.last()?.end_ms(),
+        })
+    }
+
+    /// Keeps the merged index in step after a local append (`Some`) or trim (`None`).
+    fn local_changed(&self, appended: Option<Entry>) {
+        let mut remote = self.remote.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(view) = remote.as_mut() else {
+            return;
+        };
+        if let Some(entry) = appended {
+            let newer = view.merged.last().is_none_or(|last| last.msn < entry.msn);
+            if !newer || view.merged.push(entry).is_ok() {
+                return;
+            }
+        }
+        view.merged = self.with_local_index(|local| merge(&view.entries, local));
+    }
+
+    /// Whether `entry` is one this disk holds (else it is a remote entry).
+    fn is_local(&self, entry: &Entry) -> bool {
+        self.with_local_index(|local| local.by_msn(entry.msn) == Some(entry))
+    }
+
+    fn remote_tier(&self) -> Option<Arc<dyn RemoteTier>> {
+        let remote = self.remote.read().unwrap_or_else(PoisonError::into_inner);
+        remote.as_ref().map(|view| Arc::clone(&view.tier))
     }
 
     fn with_index_mut<R>(&self, f: impl FnOnce(&mut Index) -> R) -> R {
@@ -207,11 +266,17 @@ impl ArchiveReader {
         self.dir.join(data_file_name(file, self.protocol))
     }
 
-    /// Reads one archived segment.
+    /// Reads one archived segment, from the disk or the remote tier. Blocking.
     ///
     /// # Errors
-    /// The data file is gone (retention ran meanwhile) or unreadable.
+    /// The data file is gone (retention ran meanwhile) or unreadable, or the remote
+    /// store cannot be read.
     pub fn read(&self, entry: &Entry) -> io::Result<Vec<u8>> {
+        if !self.is_local(entry) {
+            if let Some(tier) = self.remote_tier() {
+                return tier.read(entry);
+            }
+        }
         let file = std::fs::File::open(self.data_path(entry.file))?;
         let mut data = vec![0u8; entry.size as usize];
         file.read_exact_at(&mut data, entry.offset)?;
@@ -224,6 +289,13 @@ impl ArchiveReader {
     /// # Errors
     /// The data file is gone (retention ran meanwhile) or unreadable.
     pub fn read_head(&self, entry: &Entry, len: usize) -> io::Result<Vec<u8>> {
+        if !self.is_local(entry) {
+            if let Some(tier) = self.remote_tier() {
+                let mut data = tier.read(entry)?;
+                data.truncate(len);
+                return Ok(data);
+            }
+        }
         let file = std::fs::File::open(self.data_path(entry.file))?;
         let mut data = vec![0u8; len.min(entry.size as usize)];
         file.read_exact_at(&mut data, entry.offset)?;
@@ -333,6 +405,7 @@ impl Store {
             protocol,
             span_ms,
             index: Arc::new(RwLock::new(Index::new())),
+            remote: Arc::new(RwLock::new(None)),
         };
         for (&file, &len) in &on_disk {
             let path = reader.data_path(file);
@@ -389,7 +462,7 @@ impl Store {
 
     /// The newest archived MSN (the live numbering continues after it).
     pub fn newest_msn(&self) -> Option<u64> {
-        self.reader.with_index(|i| i.last().map(|e| e.msn))
+        self.reader.with_local_index(|i| i.last().map(|e| e.msn))
     }
 
     /// The data file a segment starting at `start_ms` belongs to.
@@ -418,7 +491,7 @@ impl Store {
             size,
         };
         // Refuse before writing anything.
-        self.reader.with_index(|index| {
+        self.reader.with_local_index(|index| {
             let mut probe = Index::new();
             if let Some(last) = index.last() {
                 probe.push(*last)?;
@@ -436,6 +509,7 @@ impl Store {
         self.log_len += record.len() as u64;
         self.file_ends.insert(file, offset + u64::from(size));
         self.reader.with_index_mut(|index| index.push(entry))?;
+        self.reader.local_changed(Some(entry));
         Ok(entry)
     }
 
@@ -454,6 +528,7 @@ impl Store {
         if dropped == 0 {
             return Ok(0);
         }
+        self.reader.local_changed(None);
         self.dead_records += dropped;
         let first_file = first.map_or(u32::MAX, |(_, file)| file);
         let gone: Vec<u32> = self
@@ -471,9 +546,11 @@ impl Store {
                 Err(e) => result = Err(io_error("removing data file", &path)(e)),
             }
         }
-        let live = self.reader.with_index(Index::len);
+        let live = self.reader.with_local_index(Index::len);
         if self.dead_records > 4096 && self.dead_records > live {
-            let compact = self.reader.with_index(|i| encode_entries(i.entries()));
+            let compact = self
+                .reader
+                .with_local_index(|i| encode_entries(i.entries()));
             self.files
                 .replace(&self.log_path, &compact)
                 .map_err(io_error("compacting index log", &self.log_path))?;

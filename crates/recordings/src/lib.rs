@@ -14,6 +14,9 @@
 //!   node-wide upload bandwidth cap.
 //! - [`remote`] reads an archive back from the bucket: its objects, an object's index,
 //!   one segment, each by ranged reads.
+//! - [`catalog`] attaches an archive's objects under the local archive as its remote
+//!   tier, so any node serves a recorded period its disk lacks; segments read from the
+//!   bucket go through a byte-bounded cache.
 //! - [`uploader`] is the node's task: closed files up, local retention held back until
 //!   they are there, remote retention; [`stats`] its counters and state.
 //!
@@ -22,6 +25,7 @@
 //! every other node would have written, and the others find it there.
 
 pub mod bucket;
+pub mod catalog;
 pub mod key;
 pub mod object;
 pub mod pace;

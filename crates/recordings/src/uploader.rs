@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::bucket::Bucket;
+use crate::catalog::{Catalog, SegmentCache};
 use crate::key::{plan, ObjectKey, Plan};
 use crate::object;
 use crate::remote::RemoteArchive;
@@ -55,6 +56,10 @@ pub struct UploaderSettings {
     /// How long the bucket keeps an object after its span ended, milliseconds (`None`:
     /// until someone removes it).
     pub remote_depth_ms: Option<i64>,
+    /// How often each archive's objects are listed to serve what the disk lacks.
+    pub catalog_interval: Duration,
+    /// Bytes of segments read from the bucket kept in memory.
+    pub cache_bytes: usize,
 }
 
 impl Default for UploaderSettings {
@@ -65,6 +70,8 @@ impl Default for UploaderSettings {
             grace_ms: 30_000,
             interval: Duration::from_secs(5),
             remote_depth_ms: None,
+            catalog_interval: Duration::from_secs(15),
+            cache_bytes: 64 << 20,
         }
     }
 }
@@ -74,6 +81,8 @@ struct Registered {
     source: ArchiveSource,
     /// Data files already in the bucket (uploaded or found).
     done: BTreeSet<u32>,
+    /// The archive's objects, attached under it.
+    catalog: Arc<tokio::sync::Mutex<Catalog>>,
 }
 
 /// The node's uploader; cheap to share.
@@ -83,6 +92,7 @@ pub struct Uploader {
     settings: UploaderSettings,
     archives: Mutex<Vec<Registered>>,
     stats: Stats,
+    cache: Arc<SegmentCache>,
 }
 
 /// One closed data file to upload.
@@ -121,6 +131,7 @@ impl Uploader {
     pub fn new(bucket: Bucket, settings: UploaderSettings) -> Arc<Uploader> {
         Arc::new(Uploader {
             stats: Stats::new(&bucket.description),
+            cache: Arc::new(SegmentCache::new(settings.cache_bytes)),
             bucket,
             settings,
             archives: Mutex::new(Vec::new()),
@@ -139,18 +150,27 @@ impl Uploader {
                 .map_or(i64::MAX, |e| file_start(e.file, &source.reader))
         });
         source.hold.store(oldest, Ordering::Relaxed);
+        let catalog = Catalog::new(RemoteArchive::new(&self.bucket, &source.names));
         lock(&self.archives).push(Registered {
             source,
             done: BTreeSet::new(),
+            catalog: Arc::new(tokio::sync::Mutex::new(catalog)),
         });
     }
 
     /// Runs until `stop` turns true: a look at every archive each interval.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let mut last_expiry = i64::MIN;
+        let mut last_catalog = i64::MIN;
+        let catalog_ms =
+            i64::try_from(self.settings.catalog_interval.as_millis()).unwrap_or(i64::MAX);
         loop {
             let now = unix_ms();
             self.upload_closed(now).await;
+            if now.saturating_sub(last_catalog) >= catalog_ms {
+                self.refresh_catalogs().await;
+                last_catalog = now;
+            }
             if now.saturating_sub(last_expiry) >= 60_000 {
                 self.expire(now).await;
                 last_expiry = now;
@@ -303,6 +323,30 @@ impl Uploader {
             }
         }
         Ok(Outcome::Uploaded)
+    }
+
+    /// Lists every archive's objects and attaches what changed under the local archive;
+    /// returns how many archives changed. A failed listing keeps what was attached.
+    pub async fn refresh_catalogs(&self) -> usize {
+        let archives: Vec<(String, ArchiveReader, Arc<tokio::sync::Mutex<Catalog>>)> =
+            lock(&self.archives)
+                .iter()
+                .map(|a| {
+                    let name = a.source.names.join("/");
+                    (name, a.source.reader.clone(), Arc::clone(&a.catalog))
+                })
+                .collect();
+        let mut changed = 0;
+        for (archive, reader, catalog) in archives {
+            match catalog.lock().await.refresh(&reader, &self.cache).await {
+                Ok(true) => changed += 1,
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::debug!(archive, %error, "bucket listing failed, the remote tier stays as it was");
+                }
+            }
+        }
+        changed
     }
 
     /// Removes objects whose span ended more than the remote depth ago.

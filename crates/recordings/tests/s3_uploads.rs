@@ -216,3 +216,56 @@ async fn an_unreachable_bucket_holds_the_local_files_and_uploads_catch_up() {
     assert_eq!(hold.load(Ordering::Relaxed), i64::MAX);
     assert_holds(&objects(up.bucket()).await, 1..=10);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_the_period_serves_it_from_the_bucket() {
+    let server = S3Server::start();
+    server.create_bucket("recordings");
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let recorded = record(dirs[0].path(), 1..=20);
+    let (up, _) = uploader(server.endpoint(), "node-a", &recorded);
+    let now = T0 + 3_600_000;
+    assert!(up.upload_closed(now).await >= 4);
+
+    // Node c joined at MSN 18: its disk holds 18..=20 only.
+    let joined = record(dirs[1].path(), 18..=20);
+    let (up_c, _) = uploader(server.endpoint(), "node-c", &joined);
+    let reader = joined.reader();
+    assert_eq!(reader.with_index(|i| i.len()), 3);
+    assert_eq!(up_c.refresh_catalogs().await, 1);
+    assert_eq!(up_c.refresh_catalogs().await, 0, "nothing changed");
+    let entries = reader.with_index(|i| i.query(T0, T0 + 60_000).entries.to_vec());
+    let msns: Vec<u64> = entries.iter().map(|e| e.msn).collect();
+    assert_eq!(msns, (1..=20).collect::<Vec<_>>());
+    assert_eq!(
+        reader.with_local_index(|i| i.len()),
+        3,
+        "the disk is unchanged"
+    );
+    let remote = reader.remote_range().expect("a remote range");
+    assert_eq!(remote.from_ms, T0 + 2_000);
+    // Every segment reads back as recorded, from the bucket or the disk.
+    for entry in entries {
+        let reader = reader.clone();
+        let data = tokio::task::spawn_blocking(move || reader.read(&entry))
+            .await
+            .unwrap()
+            .expect("read");
+        assert_eq!(data, segment(entry.msn), "msn {}", entry.msn);
+    }
+    // Appends go on as before and show in the merged index.
+    let mut joined = joined;
+    let meta = SegmentMeta {
+        msn: 21,
+        discontinuity_seq: 0,
+        discontinuous: false,
+        start_ms: T0 + 42_000,
+        duration_ticks: 180_000,
+    };
+    joined.append(meta, &segment(21)).unwrap();
+    assert_eq!(reader.with_local_index(|i| i.len()), 4);
+    assert_eq!(
+        reader.with_index(|i| (i.len(), i.last().map(|e| e.msn))),
+        (21, Some(21))
+    );
+}

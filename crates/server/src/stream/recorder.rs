@@ -171,15 +171,18 @@ impl Recorder {
     /// The newest archived MSN: the live numbering continues after it on a restart.
     pub fn newest(&self) -> Option<(u64, u64)> {
         self.reader
-            .with_index(|i| i.last().map(|e| (e.msn, e.discontinuity_seq)))
+            .with_local_index(|i| i.last().map(|e| (e.msn, e.discontinuity_seq)))
     }
 
     /// The `"dvr"` object of `/api/streams/{name}`: ranges and gaps per protocol, bytes,
     /// segments, counters and the last error.
     pub fn status(&self) -> Value {
-        let (range, gaps, bytes, segments) = self
+        let (range, gaps) = self
             .reader
-            .with_index(|i| (i.range(), i.gaps().collect::<Vec<_>>(), i.bytes(), i.len()));
+            .with_index(|i| (i.range(), i.gaps().collect::<Vec<_>>()));
+        let (local, bytes, segments) = self
+            .reader
+            .with_local_index(|i| (i.range(), i.bytes(), i.len()));
         let s = &self.stats;
         let last_error = match s.last_error.lock() {
             Ok(guard) => *guard,
@@ -188,6 +191,8 @@ impl Recorder {
         json!({
             "ranges": { "ts": range.map(|r| vec![r]).unwrap_or_default() },
             "gaps": { "ts": gaps },
+            "local": { "ts": local },
+            "remote": { "ts": self.reader.remote_range() },
             "bytes": bytes,
             "segments": segments,
             "recording": !s.failing.load(Ordering::Relaxed),
@@ -222,7 +227,7 @@ impl Recorder {
         metrics.register(Box::new(move |out: &mut String| {
             use std::fmt::Write as _;
             let s = &recorder.stats;
-            let (bytes, segments) = recorder.reader.with_index(|i| (i.bytes(), i.len()));
+            let (bytes, segments) = recorder.reader.with_local_index(|i| (i.bytes(), i.len()));
             for (name, value) in [
                 (
                     "segments_recorded_total",
