@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
 use common::{
-    http_get_as_node, http_get_json, parse_media_playlist, start_role_logging, wait_for,
+    http_get_as_node, http_get_json, parse_media_playlist, parse_pdt, start_role_logging, wait_for,
     NodeProcess,
 };
 use recordings::key::ObjectKey;
@@ -92,6 +92,10 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
         .sections(&format!(
             "[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [\"builtin://meeting\"]\n"
         ))
+        // Short live windows: a node that joins later gets only the last seconds from
+        // the MC, so an older period can come from the bucket alone.
+        .defaults(Some("segment_duration = 1\nwindow = 4\n"))
+        .node(|node| node.stream = Some("segment_duration = 1\nwindow = 4\n".to_owned()))
         .dvr("dvr = { enabled = true, depth = \"1h\", file_span = \"4s\" }")
         .start();
     let credentials = cluster.path().join("bucket.env");
@@ -115,6 +119,7 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
     // Node a's live playlist, watched for 36 s: every segment listed, with its bytes.
     // The gate is shut from 8 s to 24 s.
     let mut seen: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut first_pdt_ms = None;
     let start = Instant::now();
     let mut shut = false;
     while start.elapsed() < Duration::from_secs(36) {
@@ -133,6 +138,7 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
                 let (status, _, data) =
                     http_get_as_node(a.http, &format!("/{MEETING}/{}", entry.uri));
                 if status == 200 {
+                    first_pdt_ms.get_or_insert(parse_pdt(&entry.program_date_time));
                     seen.insert(entry.msn, data);
                 }
             }
@@ -209,4 +215,34 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
         "node a logged the return"
     );
     assert!(!logs.contains("test-secret"), "a secret in the logs");
+
+    // A node that joins now, with nothing of the period on its disk, serves it from the
+    // bucket: the catch-up playlist and every segment, as node a served them live.
+    let c = start_node(
+        &cluster,
+        "c",
+        recordings_section(&server.endpoint(), &credentials),
+    );
+    let from = first_pdt_ms.expect("a PDT") / 1000 + 1;
+    let catch_up = format!("/{MEETING}/mono-{from}-20.m3u8");
+    let listed = wait_for(
+        "node c's catch-up from the bucket",
+        Duration::from_secs(40),
+        || {
+            let (status, _, body) = http_get_as_node(c.http, &catch_up);
+            let entries = parse_media_playlist(&String::from_utf8_lossy(&body));
+            (status == 200 && entries.len() >= 15).then_some(entries)
+        },
+    );
+    let dvr = http_get_json(c.http, &format!("/api/streams/{MEETING}")).1["dvr"].clone();
+    let local_from = dvr["local"]["ts"]["from_ms"].as_i64().expect("a local range");
+    assert!(dvr["remote"]["ts"]["from_ms"].as_i64().is_some(), "{dvr}");
+    assert!(local_from > (from + 20) * 1000, "the period is not on c's disk: {dvr}");
+    for entry in &listed {
+        let (status, _, data) = http_get_as_node(c.http, &format!("/{MEETING}/{}", entry.uri));
+        assert_eq!(status, 200, "{}", entry.uri);
+        if let Some(live) = seen.get(&entry.msn) {
+            assert_eq!(&data, live, "segment {} from the bucket differs", entry.msn);
+        }
+    }
 }
