@@ -158,6 +158,59 @@ fn nothing_listed_before_a_kill_is_lost_and_catch_up_decodes() {
         (decoded - listed).abs() <= 2.0,
         "decoded {decoded} s of a {listed} s playlist"
     );
+    // The same period as one MP4 file: ffprobe reads it, its duration is the period's,
+    // and ffmpeg decodes it end to end without an error.
+    let (status, headers, mp4) = http_get(node.http, &format!("/a/archive-{from}-30.mp4"));
+    assert_eq!(status, 200, "{headers}");
+    assert!(
+        headers
+            .to_ascii_lowercase()
+            .contains("content-type: video/mp4"),
+        "{headers}"
+    );
+    assert_eq!(&mp4[4..8], b"ftyp");
+    let file = dir.path().join("export.mp4");
+    std::fs::write(&file, &mp4).expect("write the export");
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration:stream=codec_type",
+            "-of",
+            "json",
+        ])
+        .arg(&file)
+        .output()
+        .expect("run ffprobe");
+    let probed: serde_json::Value = serde_json::from_slice(&probe.stdout).expect("ffprobe json");
+    let kinds: Vec<&str> = probed["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .filter_map(|s| s["codec_type"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"video") && kinds.contains(&"audio"),
+        "{probed}"
+    );
+    let duration: f64 = probed["format"]["duration"]
+        .as_str()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no duration: {probed}"));
+    assert!(
+        (duration - listed).abs() <= 2.0,
+        "the MP4 lasts {duration} s of {listed} s"
+    );
+    let (ok, errors, decoded) = ffmpeg_decoded_seconds(&file.display().to_string());
+    assert!(
+        ok && errors.trim().is_empty(),
+        "ffmpeg on the MP4: {errors}"
+    );
+    assert!(
+        (decoded - listed).abs() <= 2.0,
+        "decoded {decoded} s of the MP4"
+    );
 
     // The crash, while both streams record.
     node.kill9();

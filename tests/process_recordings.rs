@@ -235,9 +235,14 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
         },
     );
     let dvr = http_get_json(c.http, &format!("/api/streams/{MEETING}")).1["dvr"].clone();
-    let local_from = dvr["local"]["ts"]["from_ms"].as_i64().expect("a local range");
+    let local_from = dvr["local"]["ts"]["from_ms"]
+        .as_i64()
+        .expect("a local range");
     assert!(dvr["remote"]["ts"]["from_ms"].as_i64().is_some(), "{dvr}");
-    assert!(local_from > (from + 20) * 1000, "the period is not on c's disk: {dvr}");
+    assert!(
+        local_from > (from + 20) * 1000,
+        "the period is not on c's disk: {dvr}"
+    );
     for entry in &listed {
         let (status, _, data) = http_get_as_node(c.http, &format!("/{MEETING}/{}", entry.uri));
         assert_eq!(status, 200, "{}", entry.uri);

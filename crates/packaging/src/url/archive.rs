@@ -53,6 +53,13 @@ pub enum ArchiveRequest {
         /// Length, seconds.
         duration_secs: u32,
     },
+    /// `archive-{from}-{duration}.mp4`: the period as one fragmented MP4 file.
+    Mp4Download {
+        /// Start, Unix seconds.
+        from_secs: i64,
+        /// Length, seconds.
+        duration_secs: u32,
+    },
     /// `dvr-{msn}.ts`.
     Segment(u64),
     /// An archive name with a malformed, negative or out-of-range number (400).
@@ -122,14 +129,20 @@ impl ArchiveRequest {
         if mono {
             return None;
         }
-        if let Some(rest) = file
-            .strip_prefix("archive-")
-            .and_then(|r| r.strip_suffix(".ts"))
-        {
-            let parsed = period(rest).map(|(from_secs, duration_secs)| Self::Download {
-                from_secs,
-                duration_secs,
-            });
+        if let Some(rest) = file.strip_prefix("archive-") {
+            let parsed = if let Some(rest) = rest.strip_suffix(".ts") {
+                period(rest).map(|(from_secs, duration_secs)| Self::Download {
+                    from_secs,
+                    duration_secs,
+                })
+            } else if let Some(rest) = rest.strip_suffix(".mp4") {
+                period(rest).map(|(from_secs, duration_secs)| Self::Mp4Download {
+                    from_secs,
+                    duration_secs,
+                })
+            } else {
+                return None;
+            };
             return Some(parsed.unwrap_or(Self::Malformed));
         }
         if let Some(rest) = file
@@ -204,6 +217,15 @@ mod tests {
         assert_eq!(R::parse("mono.m3u8"), None);
         assert_eq!(R::parse("mono-dvr-4.ts"), None);
         assert_eq!(R::parse("mono-archive-1700000000-30.ts"), None);
+        assert_eq!(
+            R::parse("archive-1700000000-600.mp4"),
+            Some(R::Mp4Download {
+                from_secs: 1_700_000_000,
+                duration_secs: 600
+            })
+        );
+        assert_eq!(R::parse("archive-1700000000-0.mp4"), Some(R::Malformed));
+        assert_eq!(R::parse("archive-1700000000-30.mkv"), None);
         assert_eq!(
             R::parse("mono-index-1700000000-30.m3u8"),
             Some(R::Malformed)

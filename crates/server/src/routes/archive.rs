@@ -7,6 +7,7 @@
 //! | `timeshift_rel-{seconds}.m3u8` | a sliding live window `seconds` behind now |
 //! | `mono-…` of each of the three | always the rendition's media playlist |
 //! | `archive-{from}-{duration}.ts` | the period as one MPEG-TS download, streamed from disk |
+//! | `archive-{from}-{duration}.mp4` | the period as one fragmented MP4 file, packaged as it streams ([`crate::routes::archive_mp4`]) |
 //! | `dvr-{msn}.ts` | one archived segment (the URIs inside the playlists above) |
 //!
 //! For a package (an ABR ladder) the three playlists without `mono-` are master
@@ -106,6 +107,17 @@ pub async fn serve(
                 return ApiError::NotFound.into_response();
             }
             download(recorder, entries, from_secs, duration_secs)
+        }
+        ArchiveRequest::Mp4Download {
+            from_secs,
+            duration_secs,
+        } => {
+            let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
+            let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
+            if entries.is_empty() {
+                return ApiError::NotFound.into_response();
+            }
+            crate::routes::archive_mp4::download(reader, entries, from_secs, duration_secs).await
         }
         ArchiveRequest::Segment(msn) => {
             let Some(entry) = reader.with_index(|i| i.by_msn(msn).copied()) else {

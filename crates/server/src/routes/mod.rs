@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod answer;
 pub mod archive;
+pub mod archive_mp4;
 pub mod auth;
 pub mod backups;
 pub mod dash;

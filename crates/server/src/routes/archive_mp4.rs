@@ -1,0 +1,111 @@
+//! `archive-{from}-{duration}.mp4`: a recorded period as one fragmented MP4 file, for
+//! editors, learning platforms and video sites that take a file rather than a playlist.
+//!
+//! The file is the muxed init segment of the period's first run (its `ftyp` and `moov`),
+//! then one fragment (`moof` + `mdat`) per archived segment of that run, each packaged
+//! from the archived MPEG-TS as it is sent — the bytes of `dvr-{msn}.m4s` — so memory
+//! stays at one segment whatever the period's length, and the period may come from the
+//! disk or the bucket alike. One file has one `moov`: a period with a discontinuity (a
+//! new source, other codec parameters) or a gap is exported up to it, and the length is
+//! not known up front (chunked).
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use dvr::index::Entry;
+use dvr::ArchiveReader;
+use media::fmp4::Track;
+use packaging::archive::fmp4::{init, runs, segment};
+
+use crate::error::ApiError;
+
+/// The MIME type of an MP4 file.
+const VIDEO_MP4: &str = "video/mp4";
+
+/// Answers the export of `entries` (a period's, oldest first, at least one).
+pub async fn download(
+    reader: &ArchiveReader,
+    entries: Vec<Entry>,
+    from_secs: i64,
+    duration_secs: u32,
+) -> Response {
+    let Some(first_run) = runs(&entries).into_iter().next() else {
+        return ApiError::NotFound.into_response();
+    };
+    let msns: Vec<u64> = entries[first_run].iter().map(|e| e.msn).collect();
+    let for_init = reader.clone();
+    let first = msns[0];
+    let head = match tokio::task::spawn_blocking(move || init(&for_init, first, Track::Muxed)).await
+    {
+        Ok(Ok(Some(head))) => head,
+        Ok(Ok(None)) => return ApiError::NotFound.into_response(),
+        Ok(Err(error)) => {
+            tracing::warn!(msn = first, %error, "archived period cannot be exported as MP4");
+            return ApiError::NotFound.into_response();
+        }
+        Err(_) => return ApiError::NotFound.into_response(),
+    };
+    let fragments = futures_util::stream::unfold(
+        (reader.clone(), msns.into_iter()),
+        |(reader, mut rest)| async move {
+            let msn = rest.next()?;
+            let for_read = reader.clone();
+            let job = move || segment(&for_read, msn, Track::Muxed, None);
+            let chunk = match tokio::task::spawn_blocking(job).await {
+                Ok(Ok(Some(fragment))) => Ok(without_segment_type(fragment)),
+                Ok(Ok(None)) => Err(std::io::Error::other(format!(
+                    "segment {msn} left the archive"
+                ))),
+                Ok(Err(error)) => Err(std::io::Error::other(error.to_string())),
+                Err(join) => Err(std::io::Error::other(join)),
+            };
+            Some((chunk, (reader, rest)))
+        },
+    );
+    let head = futures_util::stream::once(async move { Ok::<Bytes, std::io::Error>(head) });
+    let body = Body::from_stream(futures_util::StreamExt::chain(head, fragments));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(VIDEO_MP4));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(value) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"archive-{from_secs}-{duration_secs}.mp4\""
+    )) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}
+
+/// A segment file without its leading `styp` box: inside one file the fragments follow
+/// the `moov` directly.
+fn without_segment_type(fragment: Bytes) -> Bytes {
+    let is_styp = fragment.get(4..8) == Some(b"styp");
+    let size = fragment
+        .get(..4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    match size {
+        Some(size) if is_styp && size >= 8 && size <= fragment.len() => fragment.slice(size..),
+        _ => fragment,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_segment_type_box_is_dropped_and_nothing_else() {
+        let mut file = vec![0, 0, 0, 16];
+        file.extend_from_slice(b"stypmsdh");
+        file.extend_from_slice(&[0, 0, 0, 0]);
+        file.extend_from_slice(&[0, 0, 0, 8]);
+        file.extend_from_slice(b"moof");
+        assert_eq!(
+            &without_segment_type(Bytes::from(file.clone()))[4..8],
+            b"moof"
+        );
+        let moof_only = Bytes::copy_from_slice(&file[16..]);
+        assert_eq!(without_segment_type(moof_only.clone()), moof_only);
+    }
+}
