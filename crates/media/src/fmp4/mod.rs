@@ -48,6 +48,7 @@ mod config;
 mod fragment;
 mod init;
 mod live;
+mod rebase;
 mod records;
 mod segment;
 mod track;
@@ -59,6 +60,7 @@ pub use config::{AudioTrack, InitConfig, VideoTrack};
 pub use fragment::{write_fragment, FragmentInfo, FragmentOptions, ProducerTime, TimedFrame};
 pub use init::write_init;
 pub use live::{PartBuilder, MAX_TRACK_WAIT_TICKS};
+pub use rebase::{first_decode_time, rebase_decode_times};
 pub use segment::{
     frames_from_ts, package_ts_segment, part_starts, segment_frames, sequence_number,
     write_segment, NextDts, Part, SegmentOptions,

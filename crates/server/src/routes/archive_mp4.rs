@@ -3,7 +3,8 @@
 //!
 //! The file is the muxed init segment of the period's first run (its `ftyp` and `moov`),
 //! then one fragment (`moof` + `mdat`) per archived segment of that run, each packaged
-//! from the archived MPEG-TS as it is sent — the bytes of `dvr-{msn}.m4s` — so memory
+//! from the archived MPEG-TS as it is sent — the bytes of `dvr-{msn}.m4s`, their decode
+//! times moved so the file's timeline starts at zero — so memory
 //! stays at one segment whatever the period's length, and the period may come from the
 //! disk or the bucket alike. One file has one `moov`: a period with a discontinuity (a
 //! new source, other codec parameters) or a gap is exported up to it, and the length is
@@ -15,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use dvr::index::Entry;
 use dvr::ArchiveReader;
-use media::fmp4::Track;
+use media::fmp4::{first_decode_time, rebase_decode_times, Track};
 use packaging::archive::fmp4::{init, runs, segment};
 
 use crate::error::ApiError;
@@ -46,21 +47,28 @@ pub async fn download(
         }
         Err(_) => return ApiError::NotFound.into_response(),
     };
+    // The file's timeline starts at zero: every fragment's decode times move by the
+    // first fragment's earliest one.
     let fragments = futures_util::stream::unfold(
-        (reader.clone(), msns.into_iter()),
-        |(reader, mut rest)| async move {
+        (reader.clone(), msns.into_iter(), None::<u64>),
+        |(reader, mut rest, mut base)| async move {
             let msn = rest.next()?;
             let for_read = reader.clone();
             let job = move || segment(&for_read, msn, Track::Muxed, None);
             let chunk = match tokio::task::spawn_blocking(job).await {
-                Ok(Ok(Some(fragment))) => Ok(without_segment_type(fragment)),
+                Ok(Ok(Some(fragment))) => {
+                    let mut bytes = without_segment_type(fragment).to_vec();
+                    let base = *base.get_or_insert_with(|| first_decode_time(&bytes).unwrap_or(0));
+                    rebase_decode_times(&mut bytes, base);
+                    Ok(Bytes::from(bytes))
+                }
                 Ok(Ok(None)) => Err(std::io::Error::other(format!(
                     "segment {msn} left the archive"
                 ))),
                 Ok(Err(error)) => Err(std::io::Error::other(error.to_string())),
                 Err(join) => Err(std::io::Error::other(join)),
             };
-            Some((chunk, (reader, rest)))
+            Some((chunk, (reader, rest, base)))
         },
     );
     let head = futures_util::stream::once(async move { Ok::<Bytes, std::io::Error>(head) });

@@ -552,6 +552,10 @@ mod tests {
             shed("/s/archive-1700000000-3600.ts"),
             ShedKind::ArchiveSegment
         );
+        assert_eq!(
+            shed("/s/archive-1700000000-3600.mp4"),
+            ShedKind::ArchiveSegment
+        );
         assert_eq!(shed("/s/dvr-4.ts"), ShedKind::ArchiveSegment);
         assert_eq!(shed("/s/dvr-4-v.m4s"), ShedKind::ArchiveSegment);
         assert_eq!(shed("/s/index.m3u8"), ShedKind::PlaybackStart);
@@ -612,6 +616,7 @@ mod tests {
         assert_eq!(label("/s/index-1700000000-30.m3u8"), MetricsKind::Playlist);
         assert_eq!(label("/s/seg-1.ts"), MetricsKind::Segment);
         assert_eq!(label("/s/archive-1700000000-30.ts"), MetricsKind::Segment);
+        assert_eq!(label("/s/archive-1700000000-30.mp4"), MetricsKind::Segment);
         assert_eq!(label("/s/mpegts"), MetricsKind::Relay);
         assert_eq!(label("/player"), MetricsKind::Player);
         assert_eq!(label("/api/node"), MetricsKind::Api);
