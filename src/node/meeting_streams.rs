@@ -64,6 +64,9 @@ impl MeetingStreams {
         };
         let _ = running.stop.send(true);
         self.context.state.remove_stream(id);
+        if let Some(uploader) = &self.context.uploader {
+            uploader.retire(id, self.context.state.clock().unix_ms());
+        }
         if let Some(redundancy) = self.context.state.redundancy() {
             redundancy.set_membership(id, None);
         }

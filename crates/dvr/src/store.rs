@@ -148,6 +148,14 @@ pub struct Store {
     dead_records: usize,
 }
 
+/// Where a segment's bytes are read from.
+enum Place {
+    /// This disk, at this entry's place.
+    Local(Entry),
+    /// The remote tier, at this entry's place there.
+    Remote(Entry, Arc<dyn RemoteTier>),
+}
+
 /// The reading side of an archive: cheap to clone, safe to use from any thread. File
 /// paths are made only from the archive directory and numeric file ids, never from
 /// request text.
@@ -201,29 +209,56 @@ impl ArchiveReader {
         })
     }
 
-    /// Keeps the merged index in step after a local append (`Some`) or trim (`None`).
-    fn local_changed(&self, appended: Option<Entry>) {
+    /// Keeps the merged index in step after a local append.
+    fn local_appended(&self, entry: Entry) {
         let mut remote = self.remote.write().unwrap_or_else(PoisonError::into_inner);
         let Some(view) = remote.as_mut() else {
             return;
         };
-        if let Some(entry) = appended {
-            let newer = view.merged.last().is_none_or(|last| last.msn < entry.msn);
-            if !newer || view.merged.push(entry).is_ok() {
-                return;
-            }
+        let newer = view.merged.last().is_none_or(|last| last.msn < entry.msn);
+        if !newer || view.merged.push(entry).is_ok() {
+            return;
         }
         view.merged = self.with_local_index(|local| merge(&view.entries, local));
     }
 
-    /// Whether `entry` is one this disk holds (else it is a remote entry).
-    fn is_local(&self, entry: &Entry) -> bool {
-        self.with_local_index(|local| local.by_msn(entry.msn) == Some(entry))
+    /// Keeps the merged index in step after retention dropped the local entries from
+    /// `old_first_msn` up to (not including) `new_first_msn`: nothing to do when the
+    /// remote tier holds every one of them (they are read from it from now on), else the
+    /// merged index is made again without them.
+    fn local_trimmed(&self, old_first_msn: u64, new_first_msn: u64) {
+        let mut remote = self.remote.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(view) = remote.as_mut() else {
+            return;
+        };
+        let from = view
+            .merged
+            .entries()
+            .partition_point(|e| e.msn < old_first_msn);
+        let covered = view.merged.entries()[from..]
+            .iter()
+            .take_while(|e| e.msn < new_first_msn)
+            .all(|e| view.entries.binary_search_by_key(&e.msn, |r| r.msn).is_ok());
+        if !covered {
+            view.merged = self.with_local_index(|local| merge(&view.entries, local));
+        }
     }
 
-    fn remote_tier(&self) -> Option<Arc<dyn RemoteTier>> {
+    /// Where segment `entry.msn` is read from now: the disk when it holds that MSN (the
+    /// same bytes, on the same timeline), else the remote tier's entry of that MSN.
+    /// Entries are found again by MSN, so one read after retention or a catalog change
+    /// still reads the right bytes.
+    fn place(&self, entry: &Entry) -> Option<Place> {
+        if let Some(local) = self.with_local_index(|l| l.by_msn(entry.msn).copied()) {
+            return Some(Place::Local(local));
+        }
         let remote = self.remote.read().unwrap_or_else(PoisonError::into_inner);
-        remote.as_ref().map(|view| Arc::clone(&view.tier))
+        let view = remote.as_ref()?;
+        let at = view
+            .entries
+            .binary_search_by_key(&entry.msn, |e| e.msn)
+            .ok()?;
+        Some(Place::Remote(view.entries[at], Arc::clone(&view.tier)))
     }
 
     fn with_index_mut<R>(&self, f: impl FnOnce(&mut Index) -> R) -> R {
@@ -272,11 +307,16 @@ impl ArchiveReader {
     /// The data file is gone (retention ran meanwhile) or unreadable, or the remote
     /// store cannot be read.
     pub fn read(&self, entry: &Entry) -> io::Result<Vec<u8>> {
-        if !self.is_local(entry) {
-            if let Some(tier) = self.remote_tier() {
-                return tier.read(entry);
+        let entry = match self.place(entry) {
+            Some(Place::Local(local)) => local,
+            Some(Place::Remote(remote, tier)) => return tier.read(&remote),
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "segment not archived",
+                ))
             }
-        }
+        };
         let file = std::fs::File::open(self.data_path(entry.file))?;
         let mut data = vec![0u8; entry.size as usize];
         file.read_exact_at(&mut data, entry.offset)?;
@@ -289,13 +329,20 @@ impl ArchiveReader {
     /// # Errors
     /// The data file is gone (retention ran meanwhile) or unreadable.
     pub fn read_head(&self, entry: &Entry, len: usize) -> io::Result<Vec<u8>> {
-        if !self.is_local(entry) {
-            if let Some(tier) = self.remote_tier() {
-                let mut data = tier.read(entry)?;
+        let entry = match self.place(entry) {
+            Some(Place::Local(local)) => local,
+            Some(Place::Remote(remote, tier)) => {
+                let mut data = tier.read(&remote)?;
                 data.truncate(len);
                 return Ok(data);
             }
-        }
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "segment not archived",
+                ))
+            }
+        };
         let file = std::fs::File::open(self.data_path(entry.file))?;
         let mut data = vec![0u8; len.min(entry.size as usize)];
         file.read_exact_at(&mut data, entry.offset)?;
@@ -509,7 +556,7 @@ impl Store {
         self.log_len += record.len() as u64;
         self.file_ends.insert(file, offset + u64::from(size));
         self.reader.with_index_mut(|index| index.push(entry))?;
-        self.reader.local_changed(Some(entry));
+        self.reader.local_appended(entry);
         Ok(entry)
     }
 
@@ -521,14 +568,16 @@ impl Store {
     /// The trim record or a removal failed; the in-memory index is trimmed anyway (a
     /// restart re-applies the policy to whatever the log still lists).
     pub fn retain(&mut self, policy: &Retention, now_ms: i64) -> Result<usize, StoreError> {
-        let (dropped, first) = self.reader.with_index_mut(|index| {
+        let (dropped, old_first, first) = self.reader.with_index_mut(|index| {
+            let old_first = index.first().map_or(0, |e| e.msn);
             let dropped = index.retain(policy, now_ms);
-            (dropped, index.first().map(|e| (e.msn, e.file)))
+            (dropped, old_first, index.first().map(|e| (e.msn, e.file)))
         });
         if dropped == 0 {
             return Ok(0);
         }
-        self.reader.local_changed(None);
+        self.reader
+            .local_trimmed(old_first, first.map_or(u64::MAX, |(msn, _)| msn));
         self.dead_records += dropped;
         let first_file = first.map_or(u32::MAX, |(_, file)| file);
         let gone: Vec<u32> = self

@@ -116,12 +116,27 @@ impl Location {
             } => {
                 let at = endpoint
                     .as_deref()
-                    .map(|e| format!(" at {e}"))
+                    .map(|e| format!(" at {}", without_userinfo(e)))
                     .unwrap_or_default();
                 format!("s3://{bucket}/{prefix}{at}")
             }
             Location::Directory(dir) => format!("file://{}", dir.display()),
         }
+    }
+}
+
+/// `endpoint` without a `user:password@` part, to show it.
+fn without_userinfo(endpoint: &str) -> String {
+    match endpoint.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => endpoint.to_owned(),
     }
 }
 
@@ -231,6 +246,17 @@ mod tests {
         );
         assert!(!format!("{s3:?}").contains("very-secret"));
         assert!(!format!("{s3:?}").contains("AKIAEXAMPLEKEY"));
+        let with_user = Location::parse(
+            "s3://rec-bucket",
+            Some("https://user:pw@s3.example.net:9000/".into()),
+            None,
+            Some(credentials()),
+        )
+        .unwrap();
+        assert_eq!(
+            with_user.describe(),
+            "s3://rec-bucket/ at https://s3.example.net:9000/"
+        );
         assert_eq!(
             Location::parse("file:///var/rec", None, None, None).unwrap(),
             Location::Directory("/var/rec".into())

@@ -8,7 +8,7 @@
 //! attaches the entries. Segments are read with one ranged GET each and kept in a
 //! byte-bounded cache shared by the node's archives.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -124,6 +124,8 @@ pub struct Catalog {
     archive: RemoteArchive,
     chosen: BTreeMap<u32, ObjectKey>,
     indexes: HashMap<ObjectKey, Arc<Vec<Entry>>>,
+    /// Objects whose index could not be read or does not match their key.
+    skipped: HashSet<ObjectKey>,
 }
 
 /// Whether `a` is the better object of a span to read from than `b`.
@@ -138,6 +140,7 @@ impl Catalog {
             archive,
             chosen: BTreeMap::new(),
             indexes: HashMap::new(),
+            skipped: HashSet::new(),
         }
     }
 
@@ -153,6 +156,9 @@ impl Catalog {
     ) -> Result<bool, RemoteError> {
         let mut chosen: BTreeMap<u32, ObjectKey> = BTreeMap::new();
         for key in self.archive.objects().await? {
+            if self.skipped.contains(&key) {
+                continue;
+            }
             chosen
                 .entry(key.span)
                 .and_modify(|held| {
@@ -166,11 +172,23 @@ impl Catalog {
             return Ok(false);
         }
         for key in chosen.values() {
-            if !self.indexes.contains_key(key) {
-                let entries = self.archive.index(key).await?;
-                self.indexes.insert(*key, Arc::new(entries));
+            if self.indexes.contains_key(key) {
+                continue;
+            }
+            match self.archive.index(key).await {
+                Ok(entries) => {
+                    self.indexes.insert(*key, Arc::new(entries));
+                }
+                // A damaged or foreign object is skipped from then on, not served; the
+                // others are.
+                Err(error @ (RemoteError::Object(_) | RemoteError::Mismatch(_))) => {
+                    tracing::warn!(object = %key, %error, "archive object skipped");
+                    self.skipped.insert(*key);
+                }
+                Err(error) => return Err(error),
             }
         }
+        chosen.retain(|_, key| self.indexes.contains_key(key));
         self.indexes
             .retain(|key, _| chosen.get(&key.span) == Some(key));
         let mut entries: Vec<Entry> = chosen

@@ -28,7 +28,10 @@ pub const EXTENSION: &str = "arc";
 impl ObjectKey {
     /// Every MSN from `first_msn` to `last_msn` is in the object.
     pub fn is_gapless(&self) -> bool {
-        self.last_msn.checked_sub(self.first_msn).map(|d| d + 1) == Some(self.count)
+        self.last_msn
+            .checked_sub(self.first_msn)
+            .and_then(|d| d.checked_add(1))
+            == Some(self.count)
     }
 
     /// This object holds every segment `other` holds: a gapless object of the same span

@@ -21,6 +21,26 @@ pub enum RemoteError {
     /// The object is not a readable archive object.
     #[error(transparent)]
     Object(#[from] crate::object::ObjectError),
+    /// The object's index does not describe what its key says (another writer's object,
+    /// or a damaged one): its segments are not served.
+    #[error("object {0} does not hold what its key names")]
+    Mismatch(ObjectKey),
+}
+
+/// The largest segment an object may index (a 2-second segment at 256 Mbit/s).
+pub const MAX_SEGMENT_BYTES: u32 = 64 << 20;
+/// Index bytes per segment an object may use (a record is 58 bytes).
+const INDEX_BYTES_PER_SEGMENT: u64 = 128;
+
+/// Whether `entries`, read from object `key`, are what the key names: `count` segments
+/// of its span, MSNs within its first and last, none larger than [`MAX_SEGMENT_BYTES`].
+fn matches_key(entries: &[Entry], key: &ObjectKey) -> bool {
+    entries.len() as u64 == key.count
+        && entries.first().is_some_and(|e| e.msn == key.first_msn)
+        && entries.last().is_some_and(|e| e.msn == key.last_msn)
+        && entries
+            .iter()
+            .all(|e| e.file == key.span && e.size <= MAX_SEGMENT_BYTES)
 }
 
 /// One archive (`meeting/ts`, `meeting/rungs/720p/ts`) in the bucket.
@@ -81,12 +101,21 @@ impl RemoteArchive {
         let footer_at = size.saturating_sub(FOOTER_LEN as u64);
         let footer = self.bucket.store.get_range(&path, footer_at..size).await?;
         let (offset, len) = decode_footer(&footer, size)?;
+        // A footer that claims a huge index is not believed: nothing larger than the
+        // key's segments need is read.
+        if len > key.count.saturating_mul(INDEX_BYTES_PER_SEGMENT) {
+            return Err(RemoteError::Mismatch(*key));
+        }
         let index = self
             .bucket
             .store
             .get_range(&path, offset..offset + len)
             .await?;
-        Ok(decode_index(&index, offset)?)
+        let entries = decode_index(&index, offset)?;
+        if !matches_key(&entries, key) {
+            return Err(RemoteError::Mismatch(*key));
+        }
+        Ok(entries)
     }
 
     /// One segment's bytes, as `entry` (from [`Self::index`]) places it.

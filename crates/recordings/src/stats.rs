@@ -76,6 +76,7 @@ impl Stats {
 
     /// An upload failed; it is retried at the next look.
     pub fn failed(&self, error: &str) {
+        let error = &brief(error);
         self.failed.fetch_add(1, Ordering::Relaxed);
         *self
             .last_error
@@ -205,8 +206,49 @@ pub const METRIC_FAMILIES: [(&str, &str, &str); 10] = [
     ),
 ];
 
+/// What an error says, fit to show: a store's answer body (which can echo the signed
+/// request and the access key id) is cut down to its error code, and the whole to 200
+/// characters.
+pub fn brief(error: &str) -> String {
+    let code = error
+        .split_once("<Code>")
+        .and_then(|(_, rest)| rest.split_once("</Code>"))
+        .map(|(code, _)| code);
+    let head = error.split(['<', '\n']).next().unwrap_or("").trim();
+    let mut text = match code {
+        Some(code) => format!("{head} (S3 error {code})"),
+        None => head.to_owned(),
+    };
+    if text.len() > 200 {
+        let cut = (0..=200)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::brief;
+
+    #[test]
+    fn a_store_answer_is_cut_to_its_code() {
+        let raw = "Generic S3 error: Error performing PUT http://s3/b/k: Client error with status 403 Forbidden: <?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><AWSAccessKeyId>AKIASECRETKEYID</AWSAccessKeyId><CanonicalRequest>PUT /b/k x-amz-security-token:TOKEN</CanonicalRequest></Error>";
+        let shown = brief(raw);
+        assert!(shown.contains("SignatureDoesNotMatch"), "{shown}");
+        assert!(
+            !shown.contains("AKIASECRETKEYID") && !shown.contains("TOKEN"),
+            "{shown}"
+        );
+        assert!(brief(&"x".repeat(500)).chars().count() <= 201);
+    }
 }

@@ -100,6 +100,7 @@ impl HttpService for Transport {
                 .cloned()
                 .unwrap_or_else(|| PathAndQuery::from_static("/")),
         );
+        let head_limit = self.head_limit(body.content_length());
         let body = paced(body, self.pacer.clone());
         let request = http::Request::from_parts(parts, body);
 
@@ -124,16 +125,41 @@ impl HttpService for Transport {
             .await
             .map_err(|_| error(HttpErrorKind::Connect, "TLS handshake timed out"))?
             .map_err(|e| HttpError::new(HttpErrorKind::Connect, e))?;
-            send(TokioIo::new(stream), request).await
+            send(TokioIo::new(stream), request, head_limit).await
         } else {
-            send(TokioIo::new(tcp), request).await
+            send(TokioIo::new(tcp), request, head_limit).await
         }
+    }
+}
+
+/// How long a response body may deliver nothing before the read fails.
+const BODY_IDLE: Duration = Duration::from_secs(30);
+/// The slowest upload a request's deadline allows for, bytes per second.
+const SLOWEST_UPLOAD: f64 = 256.0 * 1024.0;
+
+impl Transport {
+    /// How long sending a request of `len` body bytes and getting the response head may
+    /// take: 30 s, plus the body at the slowest expected pace (an eighth of the cap when
+    /// one is set, uploads sharing it).
+    fn head_limit(&self, len: usize) -> Duration {
+        let rate = self
+            .pacer
+            .as_ref()
+            .map_or(SLOWEST_UPLOAD, |p| {
+                (p.bytes_per_second() as f64 / 8.0).min(SLOWEST_UPLOAD)
+            })
+            .max(1.0);
+        Duration::from_secs(30) + Duration::from_secs_f64(len as f64 / rate)
     }
 }
 
 type PacedBody = http_body_util::combinators::BoxBody<Bytes, HttpError>;
 
-async fn send<IO>(io: IO, request: http::Request<PacedBody>) -> Result<HttpResponse, HttpError>
+async fn send<IO>(
+    io: IO,
+    request: http::Request<PacedBody>,
+    head_limit: Duration,
+) -> Result<HttpResponse, HttpError>
 where
     IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -145,23 +171,47 @@ where
             tracing::debug!(error = %e, "object store connection ended");
         }
     });
-    let response = sender.send_request(request).await.map_err(|e| {
-        let kind = if e.is_timeout() {
-            HttpErrorKind::Timeout
-        } else {
-            HttpErrorKind::Request
-        };
-        HttpError::new(kind, e)
-    })?;
+    let response = tokio::time::timeout(head_limit, sender.send_request(request))
+        .await
+        .map_err(|_| {
+            error(
+                HttpErrorKind::Timeout,
+                "no response from the object store in time",
+            )
+        })?
+        .map_err(|e| {
+            let kind = if e.is_timeout() {
+                HttpErrorKind::Timeout
+            } else {
+                HttpErrorKind::Request
+            };
+            HttpError::new(kind, e)
+        })?;
     let (parts, body) = response.into_parts();
-    let body = body.map_err(|e| HttpError::new(HttpErrorKind::Interrupted, e));
-    Ok(HttpResponse::from_parts(parts, HttpResponseBody::new(body)))
+    // A body that stops delivering fails after BODY_IDLE instead of holding its reader.
+    let frames = futures_util::stream::unfold(body, |mut body| async move {
+        match tokio::time::timeout(BODY_IDLE, body.frame()).await {
+            Err(_) => Some((
+                Err(error(HttpErrorKind::Timeout, "object store body stalled")),
+                body,
+            )),
+            Ok(None) => None,
+            Ok(Some(frame)) => Some((
+                frame.map_err(|e| HttpError::new(HttpErrorKind::Interrupted, e)),
+                body,
+            )),
+        }
+    });
+    Ok(HttpResponse::from_parts(
+        parts,
+        HttpResponseBody::new(StreamBody::new(frames)),
+    ))
 }
 
 /// The request body as it goes out: unchanged without a pacer, else in pieces of at
 /// most [`PACED_PIECE`] bytes, each let through by the pacer.
 fn paced(body: HttpRequestBody, pacer: Option<Arc<Pacer>>) -> PacedBody {
-    let Some(pacer) = pacer else {
+    let Some(pacer) = pacer.filter(|_| body.content_length() > 0) else {
         return body.boxed();
     };
     let pieces = futures_util::stream::unfold(

@@ -78,6 +78,11 @@ impl Default for UploaderSettings {
 
 #[derive(Debug)]
 struct Registered {
+    /// Tells this registration from an earlier one of the same names.
+    id: u64,
+    /// When the archive's stream stopped (Unix ms): its last file is then closed, and
+    /// the archive leaves the uploader once everything is in the bucket.
+    retired_ms: Option<i64>,
     source: ArchiveSource,
     /// Data files already in the bucket (uploaded or found).
     done: BTreeSet<u32>,
@@ -91,6 +96,7 @@ pub struct Uploader {
     bucket: Bucket,
     settings: UploaderSettings,
     archives: Mutex<Vec<Registered>>,
+    next_id: std::sync::atomic::AtomicU64,
     stats: Stats,
     cache: Arc<SegmentCache>,
 }
@@ -98,6 +104,7 @@ pub struct Uploader {
 /// One closed data file to upload.
 #[derive(Debug, Clone)]
 struct Job {
+    archive: u64,
     names: Vec<String>,
     reader: ArchiveReader,
     file: u32,
@@ -135,6 +142,7 @@ impl Uploader {
             bucket,
             settings,
             archives: Mutex::new(Vec::new()),
+            next_id: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -143,19 +151,42 @@ impl Uploader {
         &self.bucket
     }
 
-    /// Adds an archive to copy; its files are held from retention from now on.
+    /// Adds an archive to copy; its files are held from retention from now on. An
+    /// archive of the same names registered before (a stream started again) is replaced.
     pub fn register(&self, source: ArchiveSource) {
-        let oldest = source.reader.with_index(|i| {
+        let oldest = source.reader.with_local_index(|i| {
             i.first()
                 .map_or(i64::MAX, |e| file_start(e.file, &source.reader))
         });
         source.hold.store(oldest, Ordering::Relaxed);
         let catalog = Catalog::new(RemoteArchive::new(&self.bucket, &source.names));
-        lock(&self.archives).push(Registered {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut archives = lock(&self.archives);
+        archives.retain(|a| a.source.names != source.names);
+        archives.push(Registered {
+            id,
+            retired_ms: None,
             source,
             done: BTreeSet::new(),
             catalog: Arc::new(tokio::sync::Mutex::new(catalog)),
         });
+    }
+
+    /// The stream `stream` stopped at `now_ms` (a meeting closed): its archives' last files are
+    /// uploaded after [`RETIRE_SETTLE_MS`] (the recorder writes what it still holds),
+    /// then the archives leave the uploader.
+    pub fn retire(&self, stream: &str, now_ms: i64) {
+        let now = now_ms;
+        for archive in lock(&self.archives).iter_mut() {
+            if archive.source.names.first().map(String::as_str) == Some(stream) {
+                archive.retired_ms.get_or_insert(now);
+            }
+        }
+    }
+
+    /// How many archives are registered.
+    pub fn archives(&self) -> usize {
+        lock(&self.archives).len()
     }
 
     /// Runs until `stop` turns true: a look at every archive each interval.
@@ -215,6 +246,13 @@ impl Uploader {
         let left = self.closed_jobs(now_ms);
         self.stats
             .set_queue(left.len() as u64, left.iter().map(Job::bytes).sum());
+        // A retired archive with nothing left to upload is done with.
+        lock(&self.archives).retain(|a| {
+            a.retired_ms.is_none_or(|at| {
+                now_ms.saturating_sub(at) < RETIRE_SETTLE_MS
+                    || left.iter().any(|job| job.archive == a.id)
+            })
+        });
         handled
     }
 
@@ -226,7 +264,10 @@ impl Uploader {
             let reader = &archive.source.reader;
             let span_ms = reader.file_span_ms();
             let grace = self.settings.grace_ms;
-            reader.with_index(|index| {
+            let settled = archive
+                .retired_ms
+                .is_some_and(|at| now_ms.saturating_sub(at) >= RETIRE_SETTLE_MS);
+            reader.with_local_index(|index| {
                 let entries = index.entries();
                 let Some(newest) = entries.last().map(|e| e.file) else {
                     return;
@@ -239,9 +280,11 @@ impl Uploader {
                     let file = entries[at].file;
                     let end = at + entries[at..].partition_point(|e| e.file == file);
                     let ends_ms = (i64::from(file) + 1).saturating_mul(span_ms);
-                    let closed = file < newest || ends_ms.saturating_add(grace) <= now_ms;
+                    let closed =
+                        settled || file < newest || ends_ms.saturating_add(grace) <= now_ms;
                     if closed && !archive.done.contains(&file) {
                         jobs.push(Job {
+                            archive: archive.id,
                             names: archive.source.names.clone(),
                             reader: reader.clone(),
                             file,
@@ -260,7 +303,7 @@ impl Uploader {
         let archives = lock(&self.archives);
         for archive in archives.iter() {
             let reader = &archive.source.reader;
-            let oldest_pending = reader.with_index(|index| {
+            let oldest_pending = reader.with_local_index(|index| {
                 index
                     .entries()
                     .iter()
@@ -382,6 +425,10 @@ impl Uploader {
         self.stats.render(out);
     }
 }
+
+/// How long after its stream stopped an archive's last file is taken as closed,
+/// milliseconds: the recorder writes the segments it still holds.
+pub const RETIRE_SETTLE_MS: i64 = 5_000;
 
 fn file_start(file: u32, reader: &ArchiveReader) -> i64 {
     i64::from(file).saturating_mul(reader.file_span_ms())

@@ -269,3 +269,43 @@ async fn a_node_without_the_period_serves_it_from_the_bucket() {
         (21, Some(21))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_streams_last_file_goes_up_and_its_archive_leaves() {
+    let server = S3Server::start();
+    server.create_bucket("recordings");
+    let dir = tempfile::tempdir().unwrap();
+    // 1..=7: files of 1..=4 and 5..=7, the second still open by its span.
+    let store = record(dir.path(), 1..=7);
+    let settings = UploaderSettings {
+        node: "node-a".into(),
+        grace_ms: 3_600_000,
+        ..UploaderSettings::default()
+    };
+    let up = Uploader::new(bucket(server.endpoint()), settings);
+    let source = || ArchiveSource {
+        names: vec!["board-meeting".into(), "ts".into()],
+        reader: store.reader(),
+        hold: Arc::new(AtomicI64::new(i64::MAX)),
+    };
+    up.register(source());
+    // Registered again (the stream started again): one archive, not two.
+    up.register(source());
+    assert_eq!(up.archives(), 1);
+    let now = T0 + 30_000;
+    assert_eq!(up.upload_closed(now).await, 1, "the open file waits");
+    up.retire("board-meeting", now);
+    assert_eq!(
+        up.upload_closed(now + 1_000).await,
+        0,
+        "the recorder may still write"
+    );
+    assert_eq!(up.archives(), 1);
+    assert_eq!(
+        up.upload_closed(now + 6_000).await,
+        1,
+        "the last file goes up"
+    );
+    assert_eq!(up.archives(), 0, "then the archive leaves");
+    assert_holds(&objects(up.bucket()).await, 1..=7);
+}

@@ -140,6 +140,10 @@ pub(crate) fn confine(command: &mut Command) {
         "WATCHDOG_PID",
         "LISTEN_FDS",
         "LISTEN_PID",
+        // The recordings bucket's credentials, when read from the environment.
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
     ] {
         command.env_remove(variable);
     }
