@@ -26,6 +26,7 @@ async function startNode(name, http, input) {
   const configPath = join(dir, `${name}.toml`);
   writeFileSync(configPath, `[node]
 name = "${name}"
+trust_loopback = true
 http = "127.0.0.1:${http}"
 data_dir = ${JSON.stringify(join(dir, name))}
 
