@@ -230,7 +230,7 @@ fn main() {
                 let reader = reader.clone();
                 let start = Instant::now();
                 let data = runtime
-                    .block_on(tokio::task::spawn_blocking(move || reader.read(&entry)))
+                    .block_on(runtime.spawn_blocking(move || reader.read(&entry)))
                     .expect("join")
                     .expect("read");
                 assert_eq!(data.len(), size);
