@@ -12,10 +12,10 @@ mod s3_server;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::cluster::Cluster;
+use common::cluster::{Cluster, ADMIN};
 use common::{
-    http_get_as_node, http_get_json, parse_media_playlist, parse_pdt, start_role_logging, wait_for,
-    NodeProcess,
+    http_get_as_node, http_get_json, http_request, parse_media_playlist, parse_pdt,
+    start_role_logging, wait_for, NodeProcess,
 };
 use recordings::key::ObjectKey;
 use recordings::{Bucket, Credentials, Location, RemoteArchive};
@@ -88,9 +88,18 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
     let server = S3Server::start();
     server.create_bucket(BUCKET);
     let gate = Gate::new(server.addr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = dir.path().join("bucket.env");
+    std::fs::write(
+        &credentials,
+        "AWS_ACCESS_KEY_ID=test-key\nAWS_SECRET_ACCESS_KEY=test-secret\n",
+    )
+    .expect("credentials file");
+    // The MC reads the same bucket for its recordings API.
     let cluster = Cluster::mc()
         .sections(&format!(
-            "[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [\"builtin://meeting\"]\n"
+            "[[meeting]]\nid = \"{MEETING}\"\nstart = true\ninputs = [\"builtin://meeting\"]\n{}",
+            recordings_section(&server.endpoint(), &credentials)
         ))
         // Short live windows: a node that joins later gets only the last seconds from
         // the MC, so an older period can come from the bucket alone.
@@ -98,12 +107,6 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
         .node(|node| node.stream = Some("segment_duration = 1\nwindow = 4\n".to_owned()))
         .dvr("dvr = { enabled = true, depth = \"1h\", file_span = \"4s\" }")
         .start();
-    let credentials = cluster.path().join("bucket.env");
-    std::fs::write(
-        &credentials,
-        "AWS_ACCESS_KEY_ID=test-key\nAWS_SECRET_ACCESS_KEY=test-secret\n",
-    )
-    .expect("credentials file");
     // Node a reaches the bucket through the gate; node b directly.
     let a = start_node(
         &cluster,
@@ -250,4 +253,39 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
             assert_eq!(&data, live, "segment {} from the bucket differs", entry.msn);
         }
     }
+
+    // The MC lists the meeting's recordings from the bucket: the source rendition, its
+    // objects and bytes, and periods whose catch-up URLs node c plays.
+    let (status, doc) = http_request(
+        cluster.mc.http,
+        "GET",
+        &format!("/api/meetings/{MEETING}/recordings"),
+        &[ADMIN],
+        "",
+    );
+    assert_eq!(status, 200, "{doc}");
+    let source = &doc["renditions"][0];
+    assert_eq!(source["rendition"], "source", "{doc}");
+    assert!(
+        source["objects"].as_u64().unwrap_or(0) as usize >= keys.len(),
+        "{doc}"
+    );
+    assert!(source["bytes"].as_u64().unwrap_or(0) > 0, "{doc}");
+    let periods = source["periods"].as_array().expect("periods");
+    assert!(!periods.is_empty(), "{doc}");
+    let first = &periods[0];
+    assert!(first["to_ms"].as_i64() > first["from_ms"].as_i64(), "{doc}");
+    let hls = first["urls"]["hls"].as_str().expect("an HLS URL");
+    let (status, _, body) = http_get_as_node(c.http, hls);
+    assert_eq!(status, 200, "{hls}");
+    assert!(String::from_utf8_lossy(&body).contains("#EXTM3U"));
+    // Without a token the listing is refused.
+    let (status, _) = http_request(
+        cluster.mc.http,
+        "GET",
+        &format!("/api/meetings/{MEETING}/recordings"),
+        &[],
+        "",
+    );
+    assert_eq!(status, 401);
 }

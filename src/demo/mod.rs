@@ -125,6 +125,7 @@ pub async fn start_cluster(
             preset(LIVE, "your stream", Vec::new()),
         ],
         log: Default::default(),
+        recordings: Some(demo_recordings(data)?),
     };
     let mc = mc::start(mc_config).await.context("starting the demo mc")?;
 
@@ -256,7 +257,6 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
         println!("    backups:  {base}/backups   (OTT group state; buttons: pause this node's input, drain this node)");
         println!("    experiments: {base}/experiments   (continuous shedding experiments, API /api/experiments)");
         println!("    metrics:  {base}/metrics");
-        println!("    recordings: {base}/api/node   (\"recordings\": closed archive files kept once for the three nodes)");
         if let Some(rtmp) = node.rtmp {
             println!("    publish:  rtmp://{rtmp}/live/NAME");
         }
@@ -277,6 +277,7 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
     }
     println!("    meetings: {api}/api/meetings   (OpenAPI: {api}/api/openapi.json)");
     println!("    captions: POST {api}/api/meetings/{STREAM}/captions   (a built-in captioner posts a cue every 4 s, English and Portuguese)");
+    println!("    recordings: {api}/api/meetings/{STREAM}/recordings, {api}/api/meetings/{LIVE}/recordings   (periods and catch-up URLs; a file is listed once its 10 minutes closed)");
     if let Some(rtmp) = mc.rtmp {
         let key = mc.stream_key(LIVE).unwrap_or_else(|| "KEY".into());
         println!();

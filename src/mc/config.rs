@@ -25,6 +25,10 @@ pub struct McConfig {
     /// Log format and access log (`[log]`, as a node's).
     #[serde(default)]
     pub log: crate::logging::LogConfig,
+    /// The recordings store the nodes upload to (`[recordings]`, as a node's): the MC
+    /// lists each meeting's recordings from it.
+    #[serde(default)]
+    pub recordings: Option<crate::config::RecordingsConfig>,
 }
 
 /// `[mc]` of the MC's file.

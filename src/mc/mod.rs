@@ -228,6 +228,11 @@ async fn open_store(
                 .map(|k| ott::ViewerKey::from_base64url(&k.kid, &k.public))
                 .collect::<Result<_, _>>()
                 .map_err(|e| anyhow::anyhow!("mc.viewer_keys: {e}"))?,
+            recordings: config
+                .recordings
+                .as_ref()
+                .map(crate::node::open_recordings_store)
+                .transpose()?,
             minter: Some(Arc::new(
                 ::mc::minter::Minter::load_or_create(&section.data_dir)
                     .context("the mc's viewer-token key")?,

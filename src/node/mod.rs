@@ -5,6 +5,8 @@ pub mod looped_clip;
 pub mod mc_link;
 pub mod meeting_streams;
 mod recordings;
+
+pub use recordings::open_store as open_recordings_store;
 pub(crate) mod rtmps;
 mod shutdown;
 pub(crate) mod srt;

@@ -13,6 +13,33 @@ use tokio::task::JoinSet;
 
 use crate::config::RecordingsConfig;
 
+/// Opens the store of `config` (an `https` endpoint trusted by its CA file or the
+/// system's roots; uploads paced by its cap).
+///
+/// # Errors
+/// The store's settings are wrong (URL, credentials, CA file) or its directory cannot be
+/// made.
+pub fn open_store(config: &RecordingsConfig) -> anyhow::Result<Bucket> {
+    let location = config.location()?;
+    let tls = match &location {
+        Location::S3 { endpoint, .. }
+            if endpoint
+                .as_deref()
+                .is_none_or(|e| e.starts_with("https://")) =>
+        {
+            Some(
+                ingest::tls::client_config(config.ca_file.as_deref())
+                    .context("recordings: the bucket's TLS trust")?,
+            )
+        }
+        _ => None,
+    };
+    let pacer = config
+        .max_bytes_per_second
+        .map(|size| Arc::new(Pacer::new(size.0)));
+    Ok(Bucket::open(&location, tls, pacer)?)
+}
+
 /// Opens the store and starts the uploader.
 ///
 /// # Errors

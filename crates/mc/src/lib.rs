@@ -2,7 +2,8 @@
 //! OpenAPI document ([`openapi`]), its stores ([`store`], [`etcd_store`]), the viewer
 //! token minter ([`minter`], [`viewers`]), the nodes' sync and viewer reports
 //! ([`report`]), the group's timeline ownership ([`timeline`], [`ownership`]) and the
-//! caption API ([`captions`]).
+//! caption API ([`captions`]), the meetings' recordings on object storage
+//! ([`recordings`]).
 //!
 //! The MC serves its meetings' relays through an ordinary node ([`server`]): its
 //! router falls back to the node's routes, so `/{meeting}/mpegts` is the relay every
@@ -18,6 +19,7 @@ pub mod media_now;
 pub mod minter;
 pub mod openapi;
 pub mod ownership;
+pub mod recordings;
 pub mod report;
 mod role;
 pub mod session_key_store;
@@ -77,6 +79,7 @@ fn handler(route: Route, node: &AppState) -> MethodRouter<McState> {
         Route::McMeetings => get(api::list).post(api::create),
         Route::McMeeting => get(api::get_one),
         Route::McViewerLimit => put(api::set_viewer_limit),
+        Route::McRecordings => get(recordings::list),
         Route::McViewerTokens => post(viewers::mint),
         Route::McViewer => axum::routing::delete(viewers::remove),
         Route::McMeetingAction => post(api::action),

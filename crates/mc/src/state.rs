@@ -40,6 +40,9 @@ pub struct McSettings {
     pub viewer_keys: Vec<ott::ViewerKey>,
     /// The MC's own key for the tokens it mints on request (none: it mints none).
     pub minter: Option<Arc<super::minter::Minter>>,
+    /// The recordings store the nodes upload to, read by the recordings API (none: the
+    /// MC lists no recordings).
+    pub recordings: Option<recordings::Bucket>,
 }
 
 /// Where the meetings are kept.

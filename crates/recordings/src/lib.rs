@@ -17,6 +17,8 @@
 //! - [`catalog`] attaches an archive's objects under the local archive as its remote
 //!   tier, so any node serves a recorded period its disk lacks; segments read from the
 //!   bucket go through a byte-bounded cache.
+//! - [`listing`] tells what the bucket holds of one meeting (renditions, bytes, periods),
+//!   for the MC's recordings API.
 //! - [`uploader`] is the node's task: closed files up, local retention held back until
 //!   they are there, remote retention; [`stats`] its counters and state.
 //!
@@ -27,6 +29,7 @@
 pub mod bucket;
 pub mod catalog;
 pub mod key;
+pub mod listing;
 pub mod object;
 pub mod pace;
 pub mod remote;

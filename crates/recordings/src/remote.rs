@@ -75,6 +75,19 @@ impl RemoteArchive {
     /// # Errors
     /// The listing failed.
     pub async fn objects(&self) -> Result<Vec<ObjectKey>, RemoteError> {
+        Ok(self
+            .objects_with_sizes()
+            .await?
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect())
+    }
+
+    /// [`Self::objects`] with each object's size in bytes.
+    ///
+    /// # Errors
+    /// The listing failed.
+    pub async fn objects_with_sizes(&self) -> Result<Vec<(ObjectKey, u64)>, RemoteError> {
         let metas: Vec<_> = self
             .bucket
             .store
@@ -82,10 +95,10 @@ impl RemoteArchive {
             .try_collect()
             .await?;
         let depth = self.prefix.parts().count() + 1;
-        let mut keys: Vec<ObjectKey> = metas
+        let mut keys: Vec<(ObjectKey, u64)> = metas
             .iter()
             .filter(|m| m.location.parts().count() == depth)
-            .filter_map(|m| ObjectKey::parse(m.location.filename()?))
+            .filter_map(|m| Some((ObjectKey::parse(m.location.filename()?)?, m.size)))
             .collect();
         keys.sort_unstable();
         Ok(keys)

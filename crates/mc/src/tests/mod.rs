@@ -32,6 +32,7 @@ pub(super) fn settings(dir: &std::path::Path) -> McSettings {
         minter: Some(std::sync::Arc::new(
             super::minter::Minter::load_or_create(dir).expect("a minting key"),
         )),
+        recordings: None,
     }
 }
 
@@ -541,6 +542,7 @@ async fn the_openapi_document_parses_and_names_every_route() {
         "/api/meetings/{id}/viewer-limit",
         "/api/meetings/{id}/viewer-tokens",
         "/api/meetings/{id}/viewers/{viewer}",
+        "/api/meetings/{id}/recordings",
         "/api/nodes/sync",
         "/{id}/mpegts",
     ] {

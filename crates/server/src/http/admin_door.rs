@@ -49,6 +49,7 @@ pub fn is_operator(route: Option<Route>) -> bool {
         | Route::McMeeting
         | Route::McViewerLimit
         | Route::McCaptions
+        | Route::McRecordings
         | Route::McViewerTokens
         | Route::McViewer
         | Route::McMeetingAction

@@ -84,6 +84,7 @@ fn handler(route: Route) -> MethodRouter<AppState> {
         | Route::McMeeting
         | Route::McViewerLimit
         | Route::McCaptions
+        | Route::McRecordings
         | Route::McViewerTokens
         | Route::McViewer
         | Route::McMeetingAction

@@ -80,6 +80,8 @@ pub enum Route {
     McViewerLimit,
     /// MC: `POST /api/meetings/{id}/captions`: cues for the meeting's subtitles.
     McCaptions,
+    /// MC: `GET /api/meetings/{id}/recordings`: the meeting's recordings on object storage.
+    McRecordings,
     /// MC: `POST /api/meetings/{id}/viewer-tokens`: a viewer token for a private meeting.
     McViewerTokens,
     /// MC: `DELETE /api/meetings/{id}/viewers/{viewer}`: the host removes a viewer.
@@ -125,12 +127,13 @@ impl Route {
     ];
 
     /// The routes an MC adds to the node's, most specific first.
-    pub const MC: [Route; 9] = [
+    pub const MC: [Route; 10] = [
         Route::McOpenApi,
         Route::McMeetings,
         Route::McMeeting,
         Route::McViewerLimit,
         Route::McCaptions,
+        Route::McRecordings,
         Route::McViewerTokens,
         Route::McViewer,
         Route::McMeetingAction,
@@ -173,6 +176,7 @@ impl Route {
             Route::McMeeting => "/api/meetings/{id}",
             Route::McViewerLimit => "/api/meetings/{id}/viewer-limit",
             Route::McCaptions => "/api/meetings/{id}/captions",
+            Route::McRecordings => "/api/meetings/{id}/recordings",
             Route::McViewerTokens => "/api/meetings/{id}/viewer-tokens",
             Route::McViewer => "/api/meetings/{id}/viewers/{viewer}",
             Route::McMeetingAction => "/api/meetings/{id}/{action}",
@@ -239,6 +243,7 @@ impl Route {
             | Route::McMeetings
             | Route::McViewerLimit
             | Route::McCaptions
+            | Route::McRecordings
             | Route::McViewerTokens
             | Route::McViewer
             | Route::McMeetingAction => ShedKind::Admin,
