@@ -3,7 +3,7 @@
 //! `packaging/prometheus/brdyun.rules.yml` mention is exported by a running node or MC.
 //! The MC encodes a meeting's ladder with ffmpeg and takes an SRT publisher on its backup
 //! slot; the node follows it, records its own stream (one input live, one that cannot
-//! connect), is alone in its OTT group (so alert 70 fires), has a viewer of the meeting
+//! connect) and copies its archive to a recordings store, is alone in its OTT group (so alert 70 fires), has a viewer of the meeting
 //! and refuses one of a meeting it lacks, so the series that exist only while something
 //! happens (input faults, alerts, viewers, refusals, an SRT link) are there too. A
 //! rename on either side fails this test instead of leaving a panel empty or an alert
@@ -108,6 +108,13 @@ domain_secret = "a-domain-secret-for-these-tests"
 gossip = "127.0.0.1:0"
 "#
     .to_owned();
+    // Its archive goes to a recordings store (a directory), so the uploader's metrics
+    // are there.
+    let store = cluster.path().join("recordings-store");
+    node.lines.push_str(&format!(
+        "[recordings]\nstore = \"file://{}\"\n",
+        store.display()
+    ));
     node.stream = None;
     node
 }
