@@ -264,6 +264,9 @@ pub struct DvrConfig {
     /// retention removes and `[recordings]` uploads. A timeline property: the nodes of a
     /// group keep one copy in the bucket only when they agree on it.
     pub file_span: Option<Depth>,
+    /// How long the recordings store keeps this stream's recording after each file's
+    /// span ended (default: `[recordings] depth`).
+    pub remote_depth: Option<Depth>,
 }
 
 /// An archive depth in milliseconds, written as seconds or with a unit.
@@ -454,6 +457,9 @@ pub struct StreamSettings {
     pub dvr: Option<dvr::Retention>,
     /// The archive's data file span, milliseconds.
     pub dvr_file_span_ms: i64,
+    /// How long the recordings store keeps the stream's files, milliseconds (`None`: the
+    /// store's depth).
+    pub dvr_remote_depth_ms: Option<i64>,
 }
 
 impl StreamConfig {
@@ -483,6 +489,11 @@ impl StreamConfig {
                         .clamp(1_000, 3_600_000)
                 },
             ),
+            dvr_remote_depth_ms: self
+                .dvr
+                .remote_depth
+                .or(defaults.dvr.remote_depth)
+                .map(|d| i64::try_from(d.0).unwrap_or(i64::MAX)),
         }
     }
 }

@@ -86,6 +86,7 @@ fn a_full_config_parses_with_defaults() {
             publish_timeout_ms: 1000,
             dvr: None,
             dvr_file_span_ms: 600_000,
+            dvr_remote_depth_ms: None,
         }
     );
 }

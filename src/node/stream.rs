@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::looped_clip::{LoopedClip, DEMO_CLIP};
-use crate::config::{LadderPlan, StreamConfig, StreamDefaults};
+use crate::config::{LadderPlan, StreamConfig, StreamDefaults, StreamSettings};
 use ingest::input_url::InputUrl;
 
 /// What a node shares with every stream it starts.
@@ -51,8 +51,9 @@ fn start_recorder(
     names: &[&str],
     label: &str,
     retention: dvr::Retention,
-    file_span_ms: i64,
+    settings: &StreamSettings,
 ) -> anyhow::Result<Arc<Recorder>> {
+    let (file_span_ms, remote_depth_ms) = (settings.dvr_file_span_ms, settings.dvr_remote_depth_ms);
     let mut path = vec!["archive"];
     path.extend_from_slice(names);
     // The one way an archive path is made from names: plain names only.
@@ -72,6 +73,7 @@ fn start_recorder(
             names,
             reader: recorder.reader().clone(),
             hold: recorder.upload_hold(),
+            remote_depth_ms,
         });
     }
     Ok(recorder)
@@ -188,13 +190,8 @@ pub fn start_stream(
     };
     let recorder = match settings.dvr {
         Some(retention) => {
-            let recorder = start_recorder(
-                context,
-                &[&stream.name],
-                &stream.name,
-                retention,
-                settings.dvr_file_span_ms,
-            )?;
+            let recorder =
+                start_recorder(context, &[&stream.name], &stream.name, retention, &settings)?;
             channel.set_archive(Arc::clone(&recorder));
             Some(recorder)
         }
@@ -357,8 +354,7 @@ fn start_rung(
     let recorder = match settings.dvr {
         Some(retention) => {
             let names = [channel.name(), "rungs", rung];
-            let recorder =
-                start_recorder(context, &names, &name, retention, settings.dvr_file_span_ms)?;
+            let recorder = start_recorder(context, &names, &name, retention, settings)?;
             rendition.set_archive(Arc::clone(&recorder));
             Some(recorder)
         }

@@ -127,6 +127,7 @@ fn uploader(bucket: &Bucket, node: &str, store: &Store) -> Arc<Uploader> {
         names: vec!["meeting".into(), "ts".into()],
         reader: store.reader(),
         hold: Arc::new(AtomicI64::new(i64::MAX)),
+        remote_depth_ms: None,
     });
     uploader
 }

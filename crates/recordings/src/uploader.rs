@@ -39,6 +39,9 @@ pub struct ArchiveSource {
     /// Start (Unix ms) of the oldest data file not yet in the bucket, `i64::MAX` when
     /// none: the recorder keeps the local archive from there on whatever its depth.
     pub hold: Arc<AtomicI64>,
+    /// How long the bucket keeps this archive's objects after their span ended,
+    /// milliseconds (`None`: the uploader's `remote_depth_ms`).
+    pub remote_depth_ms: Option<i64>,
 }
 
 /// How the uploader works.
@@ -392,16 +395,21 @@ impl Uploader {
         changed
     }
 
-    /// Removes objects whose span ended more than the remote depth ago.
+    /// Removes objects whose span ended more than their archive's remote depth ago (the
+    /// stream's own, else the uploader's).
     pub async fn expire(&self, now_ms: i64) {
-        let Some(depth) = self.settings.remote_depth_ms else {
-            return;
-        };
-        let archives: Vec<(Vec<String>, i64)> = lock(&self.archives)
+        let archives: Vec<(Vec<String>, i64, i64)> = lock(&self.archives)
             .iter()
-            .map(|a| (a.source.names.clone(), a.source.reader.file_span_ms()))
+            .filter_map(|a| {
+                let depth = a.source.remote_depth_ms.or(self.settings.remote_depth_ms)?;
+                Some((
+                    a.source.names.clone(),
+                    a.source.reader.file_span_ms(),
+                    depth,
+                ))
+            })
             .collect();
-        for (names, span_ms) in archives {
+        for (names, span_ms, depth) in archives {
             let remote = RemoteArchive::new(&self.bucket, &names);
             let Ok(keys) = remote.objects().await else {
                 continue;

@@ -78,6 +78,7 @@ fn uploader(endpoint: String, node: &str, store: &Store) -> (Arc<Uploader>, Arc<
         names: vec!["board-meeting".into(), "ts".into()],
         reader: store.reader(),
         hold: Arc::clone(&hold),
+        remote_depth_ms: None,
     });
     (uploader, hold)
 }
@@ -287,6 +288,7 @@ async fn a_stopped_streams_last_file_goes_up_and_its_archive_leaves() {
         names: vec!["board-meeting".into(), "ts".into()],
         reader: store.reader(),
         hold: Arc::new(AtomicI64::new(i64::MAX)),
+        remote_depth_ms: None,
     };
     up.register(source());
     // Registered again (the stream started again): one archive, not two.
@@ -308,4 +310,44 @@ async fn a_stopped_streams_last_file_goes_up_and_its_archive_leaves() {
     );
     assert_eq!(up.archives(), 0, "then the archive leaves");
     assert_holds(&objects(up.bucket()).await, 1..=7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_archive_is_kept_as_long_as_its_own_depth_says() {
+    let server = S3Server::start();
+    server.create_bucket("recordings");
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let stores = [
+        record(dirs[0].path(), 1..=10),
+        record(dirs[1].path(), 1..=10),
+    ];
+    let up = Uploader::new(
+        bucket(server.endpoint()),
+        UploaderSettings {
+            grace_ms: 0,
+            ..UploaderSettings::default()
+        },
+    );
+    for (name, store, depth) in [
+        ("short", &stores[0], Some(60_000)),
+        ("kept", &stores[1], None),
+    ] {
+        up.register(ArchiveSource {
+            names: vec![name.into(), "ts".into()],
+            reader: store.reader(),
+            hold: Arc::new(AtomicI64::new(i64::MAX)),
+            remote_depth_ms: depth,
+        });
+    }
+    let now = T0 + 3_600_000;
+    assert!(up.upload_closed(now).await >= 4);
+    up.expire(now).await;
+    let left = |name: &str| {
+        let archive =
+            recordings::RemoteArchive::new(up.bucket(), &[name.to_owned(), "ts".to_owned()]);
+        async move { archive.objects().await.unwrap().len() }
+    };
+    assert_eq!(left("short").await, 0, "an hour old, past its minute");
+    assert!(left("kept").await >= 2, "no depth: kept");
+    assert!(up.status()["removed"]["expired"].as_u64().unwrap() >= 2);
 }
