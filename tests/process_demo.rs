@@ -125,6 +125,17 @@ fn check(with_ffmpeg: bool) {
         .find(|l| l.contains("ladder:"))
         .expect("a ladder line");
     assert_eq!(ladder.contains("off"), !with_ffmpeg, "{ladder}");
+    // The meetings' recordings, in the store the three nodes share.
+    assert!(
+        stdout
+            .iter()
+            .any(|l| l.contains("recordings:") && l.contains("/api/meetings/meeting/recordings")),
+        "a recordings line: {stdout:#?}"
+    );
+    assert!(
+        stderr.contains("recordings go to object storage store=file://"),
+        "the nodes said where recordings go"
+    );
     let warned = warnings(&stderr);
     assert!(
         warned.len() <= MOST_WARNINGS,

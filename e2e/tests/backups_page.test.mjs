@@ -59,6 +59,8 @@ test('three healthy nodes: the group is protected, every member has a row, the v
     const key = await page.getByTestId('view-key').textContent();
     assert.equal(key.trim(), 'in use');
     assert.match(await page.locator('#view-key-detail').textContent(), /held by 3 of 3 live node/);
+    // These nodes have no recordings store: the page says where the archive stays.
+    assert.match(await page.getByTestId('recordings-state').textContent(), /^off: the archive stays on this node's disk/);
     await page.screenshot({ path: `${ARTIFACTS}backups-protected.png`, fullPage: true });
     assert.deepEqual(pageErrors, []);
   } finally {

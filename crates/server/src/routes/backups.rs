@@ -23,8 +23,8 @@ pub async fn page() -> Response {
     crate::http::http_util::page(BACKUPS_HTML)
 }
 
-/// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters, and the
-/// meetings that wait for their publisher.
+/// `GET /api/ott`: groups, members, nodes, the view key, alerts and counters, the
+/// meetings that wait for their publisher, and the recordings store's state.
 pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
     let node = state.node().name.clone();
     let mut body = match state.redundancy() {
@@ -44,6 +44,7 @@ pub async fn report(State(state): State<AppState>, _admin: Admin) -> Response {
         .unwrap_or_default();
     body["waiting_meetings"] = json!(waiting);
     body["drain"] = drain_json(&state);
+    body["recordings"] = json!(state.recordings().map(|uploader| uploader.status()));
     Json(body).into_response()
 }
 
