@@ -52,24 +52,7 @@ pub fn start(
     stop: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<Arc<Uploader>> {
-    let location = config.location()?;
-    let tls = match &location {
-        Location::S3 { endpoint, .. }
-            if endpoint
-                .as_deref()
-                .is_none_or(|e| e.starts_with("https://")) =>
-        {
-            Some(
-                ingest::tls::client_config(config.ca_file.as_deref())
-                    .context("recordings: the bucket's TLS trust")?,
-            )
-        }
-        _ => None,
-    };
-    let pacer = config
-        .max_bytes_per_second
-        .map(|size| Arc::new(Pacer::new(size.0)));
-    let bucket = Bucket::open(&location, tls, pacer)?;
+    let bucket = open_store(config)?;
     tracing::info!(store = %bucket.description, "recordings go to object storage");
     let uploader = Uploader::new(bucket, config.uploader(node));
     state.set_recordings(Arc::clone(&uploader));

@@ -11,10 +11,9 @@
 //! `cargo run --release -p recordings --example recordings_bench [-- MINUTES MBPS NODES]`
 //! (default 10 minutes of a 3 Mbit/s meeting, 3 nodes). Prints one JSON object.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use dvr::files::RealFiles;
 use dvr::store::SegmentMeta;
@@ -22,6 +21,10 @@ use dvr::{Protocol, Store};
 use recordings::{
     ArchiveSource, Bucket, Credentials, Location, RemoteArchive, Uploader, UploaderSettings,
 };
+
+#[path = "../tests/support/s3_server.rs"]
+mod s3_server;
+use s3_server::S3Server;
 
 const SEGMENT_MS: i64 = 2_000;
 const SPAN_MS: i64 = 300_000;
@@ -38,55 +41,6 @@ fn cpu_seconds() -> f64 {
             .unwrap_or(0.0)
     };
     (ticks(11) + ticks(12)) / 100.0
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-struct Moto(Child);
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_moto() -> (Moto, String) {
-    let port = free_port();
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "moto.server",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 -m moto.server");
-    let endpoint = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let made = Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT"])
-            .arg(format!("{endpoint}/bench"))
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        if made == "200" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "moto did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (Moto(child), endpoint)
 }
 
 fn segment(msn: u64, size: usize) -> Vec<u8> {
@@ -149,7 +103,9 @@ fn main() {
     let t0 = 1_700_000_000_000 / SPAN_MS * SPAN_MS;
     let now = t0 + 86_400_000;
 
-    let (_moto, endpoint) = start_moto();
+    let server = S3Server::start();
+    server.create_bucket("bench");
+    let endpoint = server.endpoint();
     let location = Location::parse(
         "s3://bench/rec",
         Some(endpoint),

@@ -100,25 +100,20 @@ pub async fn serve(
         ArchiveRequest::Download {
             from_secs,
             duration_secs,
-        } => {
-            let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-            let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
-            if entries.is_empty() {
-                return ApiError::NotFound.into_response();
-            }
-            download(recorder, entries, from_secs, duration_secs)
-        }
+        } => match period_entries(recorder, from_secs, duration_secs) {
+            Some(entries) => download(recorder, entries, from_secs, duration_secs),
+            None => ApiError::NotFound.into_response(),
+        },
         ArchiveRequest::Mp4Download {
             from_secs,
             duration_secs,
-        } => {
-            let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-            let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
-            if entries.is_empty() {
-                return ApiError::NotFound.into_response();
+        } => match period_entries(recorder, from_secs, duration_secs) {
+            Some(entries) => {
+                crate::routes::archive_mp4::download(reader, entries, from_secs, duration_secs)
+                    .await
             }
-            crate::routes::archive_mp4::download(reader, entries, from_secs, duration_secs).await
-        }
+            None => ApiError::NotFound.into_response(),
+        },
         ArchiveRequest::Segment(msn) => {
             let Some(entry) = reader.with_index(|i| i.by_msn(msn).copied()) else {
                 return ApiError::NotFound.into_response();
@@ -136,6 +131,15 @@ pub async fn serve(
             }
         }
     }
+}
+
+/// The archived segments of a period, oldest first; `None` when there is none.
+fn period_entries(recorder: &Recorder, from_secs: i64, duration_secs: u32) -> Option<Vec<Entry>> {
+    let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
+    let entries = recorder
+        .reader()
+        .with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
+    (!entries.is_empty()).then_some(entries)
 }
 
 /// An EVENT playlist lists everything since `from`: it is kept to a day, like a
