@@ -6,6 +6,7 @@
 //! MPEG-TS bytes ──► ts::Demuxer ──► Frame ──► Segmenter ──► Segment (MPEG-TS bytes) ──► hls playlist
 //!            (RTMP/FLV input builds Frames directly)
 //!                                                             └──► fmp4 (init, segments), llhls::Packager (LL-HLS parts) ──► hls::LowLatencyPlaylist, dash::Mpd
+//!                                                             └──► progressive (one faststart MP4 of a run of segments, two passes)
 //! ```
 //!
 //! Nothing here does I/O or reads a clock: time is passed in as arguments, so every
@@ -21,6 +22,7 @@ pub mod frame;
 pub mod hls;
 pub mod llhls;
 pub mod manifest;
+pub mod progressive;
 pub mod segmenter;
 pub mod timeline;
 pub mod ts;

@@ -15,8 +15,9 @@
 use std::collections::VecDeque;
 
 use super::config::InitConfig;
-use super::fragment::{write_fragment, FragmentOptions, ProducerTime, TimedFrame};
+use super::fragment::{write_fragment, FragmentOptions, ProducerTime};
 use super::segment::{sequence_number, NextDts, Part};
+use super::timed::TimedFrame;
 use super::Fmp4Error;
 use crate::TrackKind;
 

@@ -43,21 +43,24 @@
 //!   `styp` major `msdh` with `msdh` (+ `cmfs` when one track): CMAF tracks carry one
 //!   track, a muxed HLS packaging does not claim CMAF.
 
-mod bmff;
+pub(crate) mod bmff;
 mod config;
 mod fragment;
 mod init;
 mod live;
+pub(crate) mod movie;
 mod rebase;
 mod records;
+pub(crate) mod samples;
 mod segment;
+mod timed;
 mod track;
 pub mod wvtt;
 
 use thiserror::Error;
 
 pub use config::{AudioTrack, InitConfig, VideoTrack};
-pub use fragment::{write_fragment, FragmentInfo, FragmentOptions, ProducerTime, TimedFrame};
+pub use fragment::{write_fragment, FragmentInfo, FragmentOptions, ProducerTime};
 pub use init::write_init;
 pub use live::{PartBuilder, MAX_TRACK_WAIT_TICKS};
 pub use rebase::{first_decode_time, rebase_decode_times};
@@ -65,6 +68,7 @@ pub use segment::{
     frames_from_ts, package_ts_segment, part_starts, segment_frames, sequence_number,
     write_segment, NextDts, Part, SegmentOptions,
 };
+pub use timed::TimedFrame;
 pub use track::{marker_of, package_segment, write_track_init, Track, TrackCache};
 
 use crate::Codec;

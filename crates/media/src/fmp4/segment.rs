@@ -14,7 +14,8 @@
 use std::ops::Range;
 
 use super::config::InitConfig;
-use super::fragment::{write_fragment, FragmentOptions, ProducerTime, TimedFrame};
+use super::fragment::{write_fragment, FragmentOptions, ProducerTime};
+use super::timed::TimedFrame;
 use super::Fmp4Error;
 use crate::segmenter::Segment;
 use crate::ts::{DemuxEvent, Demuxer};

@@ -13,7 +13,7 @@
 use bytes::BufMut;
 
 use super::bmff::{close, file_type, leaf, open, open_full};
-use super::init::{mdia_head, mdia_tail, mvhd, tkhd};
+use super::movie::{empty_tables, mdia_head, mdia_tail, mvhd, tkhd};
 
 /// The track id of the text track in its own init segment.
 pub const TEXT_TRACK_ID: u32 = 1;
@@ -34,16 +34,16 @@ pub struct TextCue<'a> {
 pub fn write_wvtt_init(out: &mut Vec<u8>) {
     file_type(out, b"ftyp", b"iso6", &[b"iso6", b"isom", b"dash", b"cmfc"]);
     let moov = open(out, b"moov");
-    mvhd(out);
+    mvhd(out, 0);
     let trak = open(out, b"trak");
-    tkhd(out, TEXT_TRACK_ID, false, 0, 0);
-    let boxes = mdia_head(out, b"text", "brdyun subtitles");
+    tkhd(out, TEXT_TRACK_ID, false, (0, 0), 0);
+    let boxes = mdia_head(out, b"text", "brdyun subtitles", 0);
     let entry = open(out, b"wvtt");
     out.put_slice(&[0; 6]);
     out.put_u16(1); // data_reference_index
     leaf(out, b"vttC", b"WEBVTT");
     close(out, entry);
-    mdia_tail(out, boxes);
+    mdia_tail(out, boxes, empty_tables);
     close(out, trak);
     let mvex = open(out, b"mvex");
     let trex = open_full(out, b"trex", 0, 0);

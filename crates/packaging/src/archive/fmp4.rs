@@ -96,7 +96,7 @@ pub enum ArchiveFmp4Error {
 }
 
 /// An archived segment read back: its bytes and marker.
-fn read_marked(
+pub(super) fn read_marked(
     reader: &dyn SegmentSource,
     entry: &Entry,
 ) -> Result<(Bytes, TimelineMarker), ArchiveFmp4Error> {
@@ -133,7 +133,7 @@ fn neighbourhood(reader: &dyn SegmentSource, msn: u64) -> Option<(Vec<Entry>, us
 
 /// Archived segment `msn` read from disk with its timeline marker and the init
 /// configuration of its run; `Ok(None)` when it is not archived.
-fn archived(
+pub(super) fn archived(
     reader: &dyn SegmentSource,
     msn: u64,
 ) -> Result<Option<(Bytes, TimelineMarker, InitConfig)>, ArchiveFmp4Error> {
