@@ -6,9 +6,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
+use common::mp4_check::{ffmpeg_decoded_seconds, probe};
 use common::{http_get, http_get_json, parse_media_playlist, wait_for, NodeProcess};
 
 const STREAMS: [&str; 2] = ["a", "b"];
@@ -45,37 +45,6 @@ fn dvr_status(node: &NodeProcess, stream: &str) -> serde_json::Value {
     let (status, doc) = http_get_json(node.http, &format!("/api/streams/{stream}"));
     assert_eq!(status, 200, "{doc}");
     doc["dvr"].clone()
-}
-
-/// Decodes `url` with ffmpeg: (exit ok, error lines, decoded seconds).
-fn ffmpeg_decoded_seconds(url: &str) -> (bool, String, f64) {
-    let output = Command::new("timeout")
-        .args([
-            "60",
-            "ffmpeg",
-            "-nostdin",
-            "-hide_banner",
-            "-v",
-            "error",
-            "-i",
-            url,
-        ])
-        .args(["-f", "null", "-", "-progress", "pipe:1", "-nostats"])
-        .output()
-        .expect("run ffmpeg");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let seconds = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("out_time_us="))
-        .filter_map(|v| v.trim().parse::<f64>().ok())
-        .next_back()
-        .unwrap_or(0.0)
-        / 1e6;
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-        seconds,
-    )
 }
 
 #[test]
@@ -171,33 +140,11 @@ fn nothing_listed_before_a_kill_is_lost_and_catch_up_decodes() {
     assert_eq!(&mp4[4..8], b"ftyp");
     let file = dir.path().join("export.mp4");
     std::fs::write(&file, &mp4).expect("write the export");
-    let probe = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration:stream=codec_type",
-            "-of",
-            "json",
-        ])
-        .arg(&file)
-        .output()
-        .expect("run ffprobe");
-    let probed: serde_json::Value = serde_json::from_slice(&probe.stdout).expect("ffprobe json");
-    let kinds: Vec<&str> = probed["streams"]
-        .as_array()
-        .expect("streams")
-        .iter()
-        .filter_map(|s| s["codec_type"].as_str())
-        .collect();
+    let (kinds, duration) = probe(&file);
     assert!(
-        kinds.contains(&"video") && kinds.contains(&"audio"),
-        "{probed}"
+        kinds.iter().any(|k| k == "video") && kinds.iter().any(|k| k == "audio"),
+        "{kinds:?}"
     );
-    let duration: f64 = probed["format"]["duration"]
-        .as_str()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or_else(|| panic!("no duration: {probed}"));
     assert!(
         (duration - listed).abs() <= 2.0,
         "the MP4 lasts {duration} s of {listed} s"

@@ -180,6 +180,20 @@ impl ArchiveReader {
         }
     }
 
+    /// A reader with nothing on disk, for an archive only a remote tier holds (a closed
+    /// meeting's recording read from object storage): every read goes to the tier
+    /// [`ArchiveReader::set_remote`] attaches. `key` names it apart from every local
+    /// archive (caches of derived facts are keyed by it); no file is made or read under it.
+    pub fn detached(key: PathBuf, protocol: Protocol) -> ArchiveReader {
+        ArchiveReader {
+            dir: Arc::new(key),
+            protocol,
+            span_ms: DEFAULT_SPAN_MS,
+            index: Arc::new(RwLock::new(Index::new())),
+            remote: Arc::new(RwLock::new(None)),
+        }
+    }
+
     /// Runs `f` with the index of what this disk holds.
     pub fn with_local_index<R>(&self, f: impl FnOnce(&Index) -> R) -> R {
         match self.index.read() {

@@ -19,6 +19,8 @@
 //!   bucket go through a byte-bounded cache.
 //! - [`listing`] tells what the bucket holds of one meeting (renditions, bytes, periods),
 //!   for the MC's recordings API.
+//! - [`recorded`] opens a recording from the bucket alone (a closed meeting's, on any
+//!   node), kept a few seconds for the requests that follow.
 //! - [`uploader`] is the node's task: closed files up, local retention held back until
 //!   they are there, remote retention; [`stats`] its counters and state.
 //!
@@ -32,6 +34,7 @@ pub mod key;
 pub mod listing;
 pub mod object;
 pub mod pace;
+pub mod recorded;
 pub mod remote;
 pub mod stats;
 pub mod transport;

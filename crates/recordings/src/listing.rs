@@ -53,6 +53,37 @@ pub async fn meeting_recordings(
     bucket: &Bucket,
     meeting: &str,
 ) -> Result<Vec<RenditionRecording>, RemoteError> {
+    let archives = meeting_archives(bucket, meeting).await?;
+    let mut out = Vec::new();
+    for (rendition, names) in archives {
+        let archive = RemoteArchive::new(bucket, &names);
+        let objects = archive.objects_with_sizes().await?;
+        if objects.is_empty() {
+            continue;
+        }
+        let bytes = objects.iter().map(|(_, size)| size).sum();
+        let count = objects.len();
+        let periods = periods(&archive, objects.into_iter().map(|(k, _)| k).collect()).await?;
+        out.push(RenditionRecording {
+            rendition,
+            prefix: archive.prefix().to_string(),
+            objects: count,
+            bytes,
+            periods,
+        });
+    }
+    Ok(out)
+}
+
+/// The archives `meeting` may have in `bucket`: its source's, then each rung's found
+/// under its prefix, by name — each as its rendition's name and its archive names.
+///
+/// # Errors
+/// The listing of the rungs failed.
+pub async fn meeting_archives(
+    bucket: &Bucket,
+    meeting: &str,
+) -> Result<Vec<(String, Vec<String>)>, RemoteError> {
     let mut archives = vec![(SOURCE.to_owned(), vec![meeting.to_owned(), "ts".to_owned()])];
     let rungs_prefix = bucket.archive_prefix(&[meeting, "rungs"]);
     let listed = bucket
@@ -74,25 +105,7 @@ pub async fn meeting_recordings(
         ];
         archives.push((rung, names));
     }
-    let mut out = Vec::new();
-    for (rendition, names) in archives {
-        let archive = RemoteArchive::new(bucket, &names);
-        let objects = archive.objects_with_sizes().await?;
-        if objects.is_empty() {
-            continue;
-        }
-        let bytes = objects.iter().map(|(_, size)| size).sum();
-        let count = objects.len();
-        let periods = periods(&archive, objects.into_iter().map(|(k, _)| k).collect()).await?;
-        out.push(RenditionRecording {
-            rendition,
-            prefix: archive.prefix().to_string(),
-            objects: count,
-            bytes,
-            periods,
-        });
-    }
-    Ok(out)
+    Ok(archives)
 }
 
 /// The runs of `keys` (one per span, the fullest) with no MSN missing between them.

@@ -25,7 +25,7 @@ use crate::bucket::Bucket;
 use crate::catalog::{Catalog, SegmentCache};
 use crate::key::{plan, ObjectKey, Plan};
 use crate::object;
-use crate::remote::RemoteArchive;
+use crate::remote::{RemoteArchive, RemoteError};
 use crate::stats::{Outcome, Stats};
 
 /// An archive the uploader copies.
@@ -102,6 +102,7 @@ pub struct Uploader {
     next_id: std::sync::atomic::AtomicU64,
     stats: Stats,
     cache: Arc<SegmentCache>,
+    recorded: crate::recorded::RecordedCache,
 }
 
 /// One closed data file to upload.
@@ -142,6 +143,7 @@ impl Uploader {
         Arc::new(Uploader {
             stats: Stats::new(&bucket.description),
             cache: Arc::new(SegmentCache::new(settings.cache_bytes)),
+            recorded: crate::recorded::RecordedCache::default(),
             bucket,
             settings,
             archives: Mutex::new(Vec::new()),
@@ -152,6 +154,18 @@ impl Uploader {
     /// The bucket.
     pub fn bucket(&self) -> &Bucket {
         &self.bucket
+    }
+
+    /// `meeting`'s recording from the bucket alone, for a meeting no node runs any more
+    /// ([`crate::recorded`]); its segments go through the node's segment cache.
+    ///
+    /// # Errors
+    /// The bucket cannot be listed or an index read.
+    pub async fn recorded(
+        &self,
+        meeting: &str,
+    ) -> Result<Arc<crate::recorded::Recorded>, RemoteError> {
+        self.recorded.get(&self.bucket, &self.cache, meeting).await
     }
 
     /// Adds an archive to copy; its files are held from retention from now on. An
@@ -423,9 +437,12 @@ impl Uploader {
         }
     }
 
-    /// The `"recordings"` object of the node's status.
+    /// The `"recordings"` object of the node's status, with how many archives it copies
+    /// (a closed meeting's leave once their last files are up).
     pub fn status(&self) -> Value {
-        self.stats.status()
+        let mut status = self.stats.status();
+        status["archives"] = Value::from(self.archives());
+        status
     }
 
     /// Appends the `brdyun_recordings_*` metrics.

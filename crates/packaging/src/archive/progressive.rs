@@ -114,12 +114,12 @@ pub fn chunk(
     plan: &ProgressivePlan,
     msn: u64,
 ) -> Result<Bytes, ProgressiveError> {
+    // The plan's segments are in MSN order (one run, oldest first).
     let expected = plan
         .segments
-        .iter()
-        .find(|&&(m, _)| m == msn)
-        .map(|&(_, len)| len)
-        .ok_or(ProgressiveError::NotPlanned(msn))?;
+        .binary_search_by_key(&msn, |&(m, _)| m)
+        .map(|at| plan.segments[at].1)
+        .map_err(|_| ProgressiveError::NotPlanned(msn))?;
     let entry = reader
         .entry(msn)
         .ok_or(ProgressiveError::NotArchived(msn))?;

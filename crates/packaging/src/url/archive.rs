@@ -53,17 +53,75 @@ pub enum ArchiveRequest {
         /// Length, seconds.
         duration_secs: u32,
     },
-    /// `archive-{from}-{duration}.mp4`: the period as one fragmented MP4 file.
+    /// `archive-{from}-{duration}.mp4`: the period as one fragmented MP4 file
+    /// (`archive-{from}-{duration}-progressive.mp4`: a progressive one, its index first).
     Mp4Download {
         /// Start, Unix seconds.
         from_secs: i64,
         /// Length, seconds.
         duration_secs: u32,
+        /// The `-progressive` name: `moov` ahead of `mdat`, for editors and players
+        /// that read a file's index first.
+        progressive: bool,
     },
+    /// `recording.m3u8`, `mono-recording.m3u8`, `recording.ts`, `recording.mp4`,
+    /// `recording-progressive.mp4`: the whole recording (at most its last
+    /// [`MAX_PERIOD_SECS`]) as the period files above name it.
+    Recording(RecordingFile),
     /// `dvr-{msn}.ts`.
     Segment(u64),
     /// An archive name with a malformed, negative or out-of-range number (400).
     Malformed,
+}
+
+/// Which file of a whole recording ([`ArchiveRequest::Recording`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordingFile {
+    /// `recording.m3u8` (`mono-recording.m3u8`): its VOD playlist.
+    Playlist {
+        /// The `mono-` name: one rendition's media playlist, never a master.
+        mono: bool,
+    },
+    /// `recording.ts`.
+    Download,
+    /// `recording.mp4` (`recording-progressive.mp4`).
+    Mp4 {
+        /// The index-first layout.
+        progressive: bool,
+    },
+}
+
+impl RecordingFile {
+    /// The period request this file is once the recording's extent is known.
+    pub fn as_period(self, from_secs: i64, duration_secs: u32) -> ArchiveRequest {
+        match self {
+            Self::Playlist { mono } => ArchiveRequest::Period {
+                from_secs,
+                duration_secs,
+                mono,
+            },
+            Self::Download => ArchiveRequest::Download {
+                from_secs,
+                duration_secs,
+            },
+            Self::Mp4 { progressive } => ArchiveRequest::Mp4Download {
+                from_secs,
+                duration_secs,
+                progressive,
+            },
+        }
+    }
+
+    fn parse(file: &str) -> Option<Self> {
+        Some(match file {
+            "recording.m3u8" => Self::Playlist { mono: false },
+            "mono-recording.m3u8" => Self::Playlist { mono: true },
+            "recording.ts" => Self::Download,
+            "recording.mp4" => Self::Mp4 { progressive: false },
+            "recording-progressive.mp4" => Self::Mp4 { progressive: true },
+            _ => return None,
+        })
+    }
 }
 
 /// A period's start: Unix seconds of up to 12 digits, at most 9999-12-31.
@@ -89,6 +147,9 @@ pub fn period(rest: &str) -> Option<(i64, u32)> {
 impl ArchiveRequest {
     /// Parses a file name; `None` when it is not an archive name at all.
     pub fn parse(file: &str) -> Option<Self> {
+        if let Some(recording) = RecordingFile::parse(file) {
+            return Some(Self::Recording(recording));
+        }
         let (mono, playlist) = match file.strip_prefix("mono-") {
             Some(rest) => (true, rest),
             None => (false, file),
@@ -136,9 +197,14 @@ impl ArchiveRequest {
                     duration_secs,
                 })
             } else if let Some(rest) = rest.strip_suffix(".mp4") {
+                let (rest, progressive) = match rest.strip_suffix("-progressive") {
+                    Some(rest) => (rest, true),
+                    None => (rest, false),
+                };
                 period(rest).map(|(from_secs, duration_secs)| Self::Mp4Download {
                     from_secs,
                     duration_secs,
+                    progressive,
                 })
             } else {
                 return None;
@@ -158,7 +224,10 @@ impl ArchiveRequest {
     pub fn is_playlist(self) -> bool {
         matches!(
             self,
-            Self::Period { .. } | Self::FromNow { .. } | Self::Timeshift { .. }
+            Self::Period { .. }
+                | Self::FromNow { .. }
+                | Self::Timeshift { .. }
+                | Self::Recording(RecordingFile::Playlist { .. })
         )
     }
 }
@@ -166,6 +235,7 @@ impl ArchiveRequest {
 #[cfg(test)]
 mod tests {
     use super::ArchiveRequest as R;
+    use super::RecordingFile;
 
     #[test]
     fn names() {
@@ -221,9 +291,43 @@ mod tests {
             R::parse("archive-1700000000-600.mp4"),
             Some(R::Mp4Download {
                 from_secs: 1_700_000_000,
-                duration_secs: 600
+                duration_secs: 600,
+                progressive: false,
             })
         );
+        assert_eq!(
+            R::parse("archive-1700000000-600-progressive.mp4"),
+            Some(R::Mp4Download {
+                from_secs: 1_700_000_000,
+                duration_secs: 600,
+                progressive: true,
+            })
+        );
+        assert_eq!(
+            R::parse("archive-1700000000-600-faststart.mp4"),
+            Some(R::Malformed)
+        );
+        assert_eq!(
+            R::parse("recording.m3u8"),
+            Some(R::Recording(RecordingFile::Playlist { mono: false }))
+        );
+        assert_eq!(
+            R::parse("mono-recording.m3u8"),
+            Some(R::Recording(RecordingFile::Playlist { mono: true }))
+        );
+        assert_eq!(
+            R::parse("recording-progressive.mp4"),
+            Some(R::Recording(RecordingFile::Mp4 { progressive: true }))
+        );
+        assert_eq!(
+            RecordingFile::Download.as_period(5, 30),
+            R::Download {
+                from_secs: 5,
+                duration_secs: 30
+            }
+        );
+        assert_eq!(R::parse("recording.mkv"), None);
+        assert_eq!(R::parse("mono-recording.ts"), None);
         assert_eq!(R::parse("archive-1700000000-0.mp4"), Some(R::Malformed));
         assert_eq!(R::parse("archive-1700000000-30.mkv"), None);
         assert_eq!(

@@ -108,10 +108,12 @@ fn archive_period(request: ArchiveRequest, now_ms: i64) -> Option<(i64, i64)> {
         | ArchiveRequest::Mp4Download {
             from_secs,
             duration_secs,
+            ..
         } => Some(period_ms(from_secs, duration_secs)),
         ArchiveRequest::FromNow { from_secs, .. } => Some((from_secs.saturating_mul(1000), now_ms)),
         ArchiveRequest::Timeshift { .. }
         | ArchiveRequest::Segment(_)
+        | ArchiveRequest::Recording(_)
         | ArchiveRequest::Malformed => None,
     }
 }

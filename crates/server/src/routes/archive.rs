@@ -26,6 +26,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use dvr::index::{Entry, Index};
+use dvr::ArchiveReader;
 use media::hls::PlaylistType;
 use media::manifest::Manifest;
 
@@ -34,7 +35,6 @@ use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8, MPEG_TS};
 use crate::stream::archive_scans::ArchiveScans;
 use crate::stream::package::Package;
-use crate::stream::recorder::Recorder;
 use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 use packaging::archive::master::RecordedRendition;
@@ -62,19 +62,70 @@ pub async fn serve(
         // This rendition is not recorded on this node.
         return ApiError::NotFound.into_response();
     };
-    if let Some(span) = master_span(channel, rendition, request, clock) {
-        return master(channel, span, request, scans).await;
-    }
     let reader = recorder.reader();
+    let Some(request) = whole_as_period(reader, request) else {
+        return ApiError::NotFound.into_response();
+    };
+    if let Some(span) = master_span(channel, rendition, request, clock) {
+        let listed = channel
+            .listed()
+            .filter_map(|r| {
+                let reader = r.archive()?.reader().clone();
+                Some((r.name().to_owned(), reader, timeshift_window(r)))
+            })
+            .collect();
+        return master(channel.name().to_owned(), listed, span, request, scans).await;
+    }
+    let label = format!("{}/{}", channel.name(), rendition.name());
+    let context = (headers, clock, scans);
+    serve_reader(
+        reader,
+        request,
+        context,
+        timeshift_window(rendition),
+        &label,
+    )
+    .await
+}
+
+/// A whole-recording name ([`ArchiveRequest::Recording`]) as the period it covers in
+/// `reader` (the last [`MAX_PERIOD_SECS`] of it at most); any other request as it is.
+/// `None`: nothing is recorded.
+pub fn whole_as_period(reader: &ArchiveReader, request: ArchiveRequest) -> Option<ArchiveRequest> {
+    let ArchiveRequest::Recording(file) = request else {
+        return Some(request);
+    };
+    let (first_ms, end_ms) =
+        reader.with_index(|i| Some((i.first()?.start_ms, i.last()?.end_ms())))?;
+    let from_ms = first_ms.max(end_ms - i64::from(MAX_PERIOD_SECS) * 1000);
+    let from_secs = from_ms.div_euclid(1000);
+    let duration = (end_ms - from_secs * 1000 + 999).div_euclid(1000);
+    let duration_secs = u32::try_from(duration.clamp(1, i64::from(MAX_PERIOD_SECS))).ok()?;
+    Some(file.as_period(from_secs, duration_secs))
+}
+
+/// Answers every archive request but a master from one rendition's archive `reader`
+/// (with the request's headers, the node's clock and its archive-scan cap; `window`:
+/// how many segments a time-shift window lists; `label`: the stream and rendition, for
+/// the log).
+pub async fn serve_reader(
+    reader: &ArchiveReader,
+    request: ArchiveRequest,
+    (headers, clock, scans): (&HeaderMap, &Clock, &ArchiveScans),
+    window: usize,
+    label: &str,
+) -> Response {
     match request {
-        ArchiveRequest::Malformed => ApiError::BadRequest.into_response(),
+        ArchiveRequest::Malformed | ArchiveRequest::Recording(_) => {
+            ApiError::BadRequest.into_response()
+        }
         ArchiveRequest::Period {
             from_secs,
             duration_secs,
             ..
         } => {
             let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-            playlist(recorder, |index| {
+            playlist(reader, |index| {
                 let slice = index.query(from_ms, to_ms);
                 (!slice.entries.is_empty()).then(|| {
                     dvr::playlist::render(slice, PlaylistType::Vod, 1, true, archive_segment_uri)
@@ -85,7 +136,7 @@ pub async fn serve(
             if too_old(from_secs, clock) {
                 return ApiError::BadRequest.into_response();
             }
-            playlist(recorder, |index| {
+            playlist(reader, |index| {
                 let slice = index.query(from_secs * 1000, i64::MAX);
                 (!slice.entries.is_empty()).then(|| {
                     dvr::playlist::render(slice, PlaylistType::Event, 1, false, archive_segment_uri)
@@ -94,20 +145,24 @@ pub async fn serve(
         }
         ArchiveRequest::Timeshift { behind_secs, .. } => {
             let edge_ms = timeshift_edge_ms(behind_secs, clock);
-            let window = timeshift_window(rendition);
-            playlist(recorder, |index| timeshift(index, edge_ms, window))
+            playlist(reader, |index| timeshift(index, edge_ms, window))
         }
         ArchiveRequest::Download {
             from_secs,
             duration_secs,
-        } => match period_entries(recorder, from_secs, duration_secs) {
-            Some(entries) => download(recorder, entries, from_secs, duration_secs),
+        } => match period_entries(reader, from_secs, duration_secs) {
+            Some(entries) => download(reader, entries, from_secs, duration_secs),
             None => ApiError::NotFound.into_response(),
         },
         ArchiveRequest::Mp4Download {
             from_secs,
             duration_secs,
-        } => match period_entries(recorder, from_secs, duration_secs) {
+            progressive,
+        } => match period_entries(reader, from_secs, duration_secs) {
+            Some(entries) if progressive => {
+                let period = (from_secs, duration_secs);
+                crate::routes::archive_mp4::progressive(reader, entries, period, scans).await
+            }
             Some(entries) => {
                 crate::routes::archive_mp4::download(reader, entries, from_secs, duration_secs)
                     .await
@@ -124,7 +179,7 @@ pub async fn serve(
                     http_util::ranged(headers, MPEG_TS, Cache::Immutable, Bytes::from(data))
                 }
                 Ok(Err(error)) => {
-                    tracing::warn!(stream = %channel.name(), rendition = rendition.name(), msn, %error, "archived segment unreadable");
+                    tracing::warn!(archive = label, msn, %error, "archived segment unreadable");
                     ApiError::NotFound.into_response()
                 }
                 Err(_) => ApiError::NotFound.into_response(),
@@ -134,11 +189,13 @@ pub async fn serve(
 }
 
 /// The archived segments of a period, oldest first; `None` when there is none.
-fn period_entries(recorder: &Recorder, from_secs: i64, duration_secs: u32) -> Option<Vec<Entry>> {
+fn period_entries(
+    reader: &ArchiveReader,
+    from_secs: i64,
+    duration_secs: u32,
+) -> Option<Vec<Entry>> {
     let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
-    let entries = recorder
-        .reader()
-        .with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
+    let entries = reader.with_index(|i| i.query(from_ms, to_ms).entries.to_vec());
     (!entries.is_empty()).then_some(entries)
 }
 
@@ -156,7 +213,7 @@ fn timeshift_edge_ms(behind_secs: u32, clock: &Clock) -> i64 {
 }
 
 /// How many segments a time-shift window lists: as many as the live window.
-fn timeshift_window(rendition: &Rendition) -> usize {
+pub fn timeshift_window(rendition: &Rendition) -> usize {
     match rendition.snapshot().segments.len() {
         0 => DEFAULT_WINDOW_SEGMENTS,
         n => n,
@@ -165,9 +222,14 @@ fn timeshift_window(rendition: &Rendition) -> usize {
 
 /// What a catch-up master covers: a period `[from, to)` or a time-shift window.
 #[derive(Debug, Clone, Copy)]
-enum MasterSpan {
+pub enum MasterSpan {
+    /// The period `[from, to)`, Unix ms.
     Period(i64, i64),
-    Timeshift { edge_ms: i64 },
+    /// The time-shift window whose live edge is `edge_ms`.
+    Timeshift {
+        /// The window's live edge, Unix ms.
+        edge_ms: i64,
+    },
 }
 
 /// The span of a catch-up master playlist, when `request` asks for one: a playlist
@@ -196,6 +258,12 @@ fn master_span(
             _ => None,
         };
     }
+    package_master_span(request, clock)
+}
+
+/// The span of the catch-up master a package's stream answers `request` with: a
+/// playlist name without `mono-`.
+pub fn package_master_span(request: ArchiveRequest, clock: &Clock) -> Option<MasterSpan> {
     match request {
         ArchiveRequest::Period {
             from_secs,
@@ -237,43 +305,39 @@ fn mono_name(request: ArchiveRequest) -> String {
     }
 }
 
-/// The catch-up master of a package: every listed rendition recorded in the span. Its
-/// renditions' probes come from the cache; one that must read a segment takes an
+/// The catch-up master of a stream's recorded renditions (`listed`: each one's name,
+/// archive and time-shift window, the source first): every one recorded in the span.
+/// Their probes come from the cache; one that must read a segment takes an
 /// archive-scan permit for its job, or is refused when none is free.
-async fn master(
-    channel: &Package,
+pub async fn master(
+    stream: String,
+    listed: Vec<(String, ArchiveReader, usize)>,
     span: MasterSpan,
     request: ArchiveRequest,
     scans: &ArchiveScans,
 ) -> Response {
     let mono = mono_name(request);
     let mut recorded = Vec::new();
-    for rendition in channel.listed() {
-        let Some(recorder) = rendition.archive() else {
-            continue;
-        };
-        let reader = recorder.reader().clone();
+    for (name, reader, window) in listed {
         let entries = reader.with_index(|index| match span {
             MasterSpan::Period(from, to) => index.query(from, to).entries.to_vec(),
-            MasterSpan::Timeshift { edge_ms } => {
-                timeshift_slice(index, edge_ms, timeshift_window(rendition))
-                    .map(|slice| slice.entries.to_vec())
-                    .unwrap_or_default()
-            }
+            MasterSpan::Timeshift { edge_ms } => timeshift_slice(index, edge_ms, window)
+                .map(|slice| slice.entries.to_vec())
+                .unwrap_or_default(),
         });
-        let uri = if rendition.name() == crate::stream::rendition::MAIN {
-            mono.clone()
+        let rung = name != crate::stream::rendition::MAIN;
+        let uri = if rung {
+            format!("{name}/{mono}")
         } else {
-            format!("{}/{mono}", rendition.name())
+            mono.clone()
         };
         recorded.push(RecordedRendition {
             uri,
             reader: std::sync::Arc::new(reader),
             entries,
-            rung: rendition.name() != crate::stream::rendition::MAIN,
+            rung,
         });
     }
-    let stream = channel.name().to_owned();
     let period = match request {
         ArchiveRequest::Period {
             from_secs,
@@ -328,8 +392,8 @@ fn timeshift(index: &Index, edge_ms: i64, window: usize) -> Option<Manifest> {
     ))
 }
 
-fn playlist(recorder: &Recorder, render: impl FnOnce(&Index) -> Option<Manifest>) -> Response {
-    match recorder.reader().with_index(render) {
+fn playlist(reader: &ArchiveReader, render: impl FnOnce(&Index) -> Option<Manifest>) -> Response {
+    match reader.with_index(render) {
         Some(playlist) => http_util::manifest(M3U8, Cache::LivePlaylist, playlist),
         None => ApiError::NotFound.into_response(),
     }
@@ -338,13 +402,13 @@ fn playlist(recorder: &Recorder, render: impl FnOnce(&Index) -> Option<Manifest>
 /// Streams the segments one at a time from disk: memory stays at one segment whatever
 /// the period's length. The length is known from the index and sent up front.
 fn download(
-    recorder: &Recorder,
+    reader: &ArchiveReader,
     entries: Vec<Entry>,
     from_secs: i64,
     duration_secs: u32,
 ) -> Response {
     let total: u64 = entries.iter().map(|e| u64::from(e.size)).sum();
-    let reader = recorder.reader().clone();
+    let reader = reader.clone();
     let chunks = futures_util::stream::unfold(
         (reader, entries.into_iter()),
         |(reader, mut rest)| async move {

@@ -9,6 +9,11 @@
 //! disk or the bucket alike. One file has one `moov`: a period with a discontinuity (a
 //! new source, other codec parameters) or a gap is exported up to it, and the length is
 //! not known up front (chunked).
+//!
+//! `archive-{from}-{duration}-progressive.mp4` is the same run as a progressive file,
+//! its index (`moov`) ahead of the media, for editors and players that take no
+//! fragmented file ([`packaging::archive::progressive`]): planned by reading the run
+//! once, then sent segment by segment with its length known.
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue};
@@ -18,6 +23,9 @@ use dvr::index::Entry;
 use dvr::ArchiveReader;
 use media::fmp4::{first_decode_time, rebase_decode_times, Track};
 use packaging::archive::fmp4::{init, runs, segment};
+use packaging::archive::progressive;
+
+use crate::stream::archive_scans::ArchiveScans;
 
 use crate::error::ApiError;
 
@@ -73,13 +81,76 @@ pub async fn download(
     );
     let head = futures_util::stream::once(async move { Ok::<Bytes, std::io::Error>(head) });
     let body = Body::from_stream(futures_util::StreamExt::chain(head, fragments));
+    attachment(body, &format!("archive-{from_secs}-{duration_secs}.mp4"))
+}
+
+/// Answers the progressive export of `entries` (a period's, oldest first, at least one):
+/// `ftyp`, the `moov` indexing every sample, then one `mdat` streamed segment by
+/// segment, with its length up front. Planning reads the whole run once before the
+/// first byte goes out: an archive scan, under the node's cap (`scans`), refused with
+/// the back-pressure 503 when none is free.
+pub async fn progressive(
+    reader: &ArchiveReader,
+    entries: Vec<Entry>,
+    (from_secs, duration_secs): (i64, u32),
+    scans: &ArchiveScans,
+) -> Response {
+    let Some(first_run) = runs(&entries).into_iter().next() else {
+        return ApiError::NotFound.into_response();
+    };
+    let msns: Vec<u64> = entries[first_run].iter().map(|e| e.msn).collect();
+    let Some(permit) = scans.try_start() else {
+        return crate::stream::archive_scans::busy_response();
+    };
+    let for_plan = reader.clone();
+    let job = move || {
+        let _permit = permit;
+        progressive::plan(&for_plan, &msns)
+    };
+    let plan = match tokio::task::spawn_blocking(job).await {
+        Ok(Ok(plan)) => std::sync::Arc::new(plan),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "archived period cannot be exported as a progressive MP4");
+            return ApiError::NotFound.into_response();
+        }
+        Err(_) => return ApiError::NotFound.into_response(),
+    };
+    let head = futures_util::stream::once({
+        let head = plan.head.clone();
+        async move { Ok::<Bytes, std::io::Error>(head) }
+    });
+    let chunks = futures_util::stream::unfold(
+        (reader.clone(), std::sync::Arc::clone(&plan), 0usize),
+        |(reader, plan, at)| async move {
+            let &(msn, _) = plan.segments.get(at)?;
+            let (for_read, for_plan) = (reader.clone(), std::sync::Arc::clone(&plan));
+            let job = move || progressive::chunk(&for_read, &for_plan, msn);
+            let chunk = match tokio::task::spawn_blocking(job).await {
+                Ok(Ok(bytes)) => Ok(bytes),
+                Ok(Err(error)) => Err(std::io::Error::other(error.to_string())),
+                Err(join) => Err(std::io::Error::other(join)),
+            };
+            Some((chunk, (reader, plan, at + 1)))
+        },
+    );
+    let body = Body::from_stream(futures_util::StreamExt::chain(head, chunks));
+    let mut response = attachment(
+        body,
+        &format!("archive-{from_secs}-{duration_secs}-progressive.mp4"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(plan.total_len));
+    response
+}
+
+/// An MP4 download named `name`, its bytes streamed from `body`.
+fn attachment(body: Body, name: &str) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(VIDEO_MP4));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Ok(value) = HeaderValue::from_str(&format!(
-        "attachment; filename=\"archive-{from_secs}-{duration_secs}.mp4\""
-    )) {
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     response

@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use dvr::ArchiveReader;
 
 use crate::error::ApiError;
 use crate::http::http_util::{self, Cache, M3U8};
@@ -128,8 +129,55 @@ async fn serve_archive(
     let Some(recorder) = rendition.archive() else {
         return ApiError::NotFound.into_response();
     };
-    let reader = recorder.reader().clone();
-    let stream = channel.name().to_owned();
+    // A package's recorded rungs are Representations of the same periods.
+    let rungs = || {
+        channel
+            .listed()
+            .filter(|r| r.name() != crate::stream::rendition::MAIN)
+            .filter_map(|r| {
+                r.archive().map(|recorder| archive::ArchivedRung {
+                    name: r.name().to_owned(),
+                    reader: std::sync::Arc::new(recorder.reader().clone()),
+                })
+            })
+            .collect()
+    };
+    let archived = Archived {
+        stream: channel.name(),
+        reader: recorder.reader().clone(),
+        part_ticks: rendition.fmp4_part_ticks(),
+    };
+    serve_archived(archived, rungs, file, headers, scans).await
+}
+
+/// One rendition's archive, as the fMP4 catch-up files read it.
+#[derive(Debug)]
+pub struct Archived<'a> {
+    /// The stream's name (for the log).
+    pub stream: &'a str,
+    /// The rendition's archive.
+    pub reader: ArchiveReader,
+    /// The part grid its archived fMP4 segments are cut at (the live one's), if any.
+    pub part_ticks: Option<u64>,
+}
+
+/// Answers an fMP4 catch-up file from `archived`; `rungs` are the other recorded
+/// renditions of the stream, listed in a static MPD. The MPD reads a segment per run:
+/// an archive scan under the node's cap (`scans`).
+pub async fn serve_archived(
+    archived: Archived<'_>,
+    rungs: impl FnOnce() -> Vec<archive::ArchivedRung>,
+    file: Fmp4File,
+    headers: &HeaderMap,
+    scans: &crate::stream::archive_scans::ArchiveScans,
+) -> Response {
+    let Archived {
+        stream,
+        reader,
+        part_ticks,
+    } = archived;
+    let name = stream;
+    let stream = stream.to_owned();
     let blocking = |job: Box<
         dyn FnOnce() -> Result<Option<Bytes>, archive::ArchiveFmp4Error> + Send,
     >| async move {
@@ -171,17 +219,7 @@ async fn serve_archive(
                 return crate::stream::archive_scans::busy_response();
             };
             let for_job = reader.clone();
-            // A package's recorded rungs are Representations of the same periods.
-            let rungs: Vec<archive::ArchivedRung> = channel
-                .listed()
-                .filter(|r| r.name() != crate::stream::rendition::MAIN)
-                .filter_map(|r| {
-                    r.archive().map(|recorder| archive::ArchivedRung {
-                        name: r.name().to_owned(),
-                        reader: std::sync::Arc::new(recorder.reader().clone()),
-                    })
-                })
-                .collect();
+            let rungs = rungs();
             let job = move || {
                 let _permit = permit;
                 archive::static_mpd(&for_job, &entries, &rungs)
@@ -189,7 +227,7 @@ async fn serve_archive(
             match tokio::task::spawn_blocking(job).await {
                 Ok(Ok(mpd)) => dash::mpd_response(Cache::LivePlaylist, mpd),
                 Ok(Err(error)) => {
-                    tracing::warn!(stream = channel.name(), %error, "fmp4 from the archive failed");
+                    tracing::warn!(stream = %name, %error, "fmp4 from the archive failed");
                     ApiError::NotFound.into_response()
                 }
                 Err(_) => ApiError::NotFound.into_response(),
@@ -200,7 +238,6 @@ async fn serve_archive(
             media(headers, body)
         }
         Fmp4File::ArchiveSegment { msn, track } => {
-            let part_ticks = rendition.fmp4_part_ticks();
             let body = blocking(Box::new(move || {
                 archive::segment(&reader, msn, track, part_ticks)
             }))

@@ -16,6 +16,7 @@ pub mod health;
 pub mod hls;
 pub mod llhls;
 pub mod player;
+pub mod recorded;
 pub mod relay;
 pub mod steering;
 pub mod stream;

@@ -261,9 +261,22 @@ fn checked(
         // A stream of the node's own config, not a meeting.
         return serve_live(state, stream, rung, file, arrival, role);
     }
-    let delivering = entry.is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
+    let delivering = entry
+        .as_ref()
+        .is_some_and(|entry| !entry.channel.snapshot().segments.is_empty());
     if !delivering {
         let code = gate.not_here(stream);
+        if code == meeting::ErrorCode::Closed && entry.is_none() {
+            // A closed meeting's recording stays watchable from the recordings store.
+            let asked = arrival.stream_file(file);
+            let headers = arrival.request.headers();
+            let closed = ApiError::Meeting(code);
+            if let Some(answer) =
+                crate::routes::recorded::serve(state, stream, rung, asked, headers, closed)
+            {
+                return answer;
+            }
+        }
         gate.count_refusal(code);
         return ApiError::Meeting(code).into_response().into();
     }

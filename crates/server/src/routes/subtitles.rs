@@ -87,14 +87,29 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
                 None => ApiError::SegmentGone.into_response(),
             }
         }
+        SubtitleFile::ArchivePlaylist { .. }
+        | SubtitleFile::ArchiveSegment(..)
+        | SubtitleFile::Transcript { .. } => match archive(channel) {
+            Some(reader) => serve_archived(reader, file, scans).await,
+            None => ApiError::NotFound.into_response(),
+        },
+    }
+}
+
+/// Answers a subtitle file of an archive (`reader`: the archive of the rendition the
+/// captions travel in): a period's playlist, an archived segment's WebVTT, a
+/// transcript; anything else is not archived (404).
+pub async fn serve_archived(
+    reader: ArchiveReader,
+    file: SubtitleFile,
+    scans: &ArchiveScans,
+) -> Response {
+    match file {
         SubtitleFile::ArchivePlaylist {
             track,
             from_secs,
             duration_secs,
         } => {
-            let Some(reader) = archive(channel) else {
-                return ApiError::NotFound.into_response();
-            };
             let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
             let playlist = reader.with_index(|index| {
                 let slice = index.query(from_ms, to_ms);
@@ -110,9 +125,6 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
             }
         }
         SubtitleFile::ArchiveSegment(track, msn) => {
-            let Some(reader) = archive(channel) else {
-                return ApiError::NotFound.into_response();
-            };
             let Some(entry) = reader.with_index(|i| i.by_msn(msn).copied()) else {
                 return ApiError::NotFound.into_response();
             };
@@ -133,8 +145,9 @@ pub async fn serve(channel: &Package, file: SubtitleFile, scans: &ArchiveScans) 
                     Some("duration"),
                 );
             }
-            transcript(channel, track, (from_secs, duration_secs), scans).await
+            transcript(reader, track, (from_secs, duration_secs), scans).await
         }
+        _ => ApiError::NotFound.into_response(),
     }
 }
 
@@ -191,14 +204,11 @@ fn on_dates(mut block: CaptionBlock, segment_start_ts: u64, start_ms: i64) -> Ca
 /// The reading job holds an archive-scan permit; without a free one the answer is the
 /// back-pressure 503.
 async fn transcript(
-    channel: &Package,
+    reader: ArchiveReader,
     track: Option<TrackName>,
     (from_secs, duration_secs): (i64, u32),
     scans: &ArchiveScans,
 ) -> Response {
-    let Some(reader) = archive(channel) else {
-        return ApiError::NotFound.into_response();
-    };
     let (from_ms, to_ms) = period_ms(from_secs, duration_secs);
     let (entries, closed) = reader.with_index(|i| {
         let closed = i.last().is_some_and(|last| last.end_ms() >= to_ms);

@@ -1,0 +1,163 @@
+//! A closed meeting's recording, on any node with the recordings store: when a meeting
+//! has closed its stream leaves every node, and its catch-up files — periods, the whole
+//! recording (`recording.m3u8`, `recording.mp4`, …), segments, downloads, fMP4 and DASH
+//! files, subtitles — are answered from the bucket alone ([`recordings::recorded`]), by
+//! the same code that answers them from a live archive.
+//!
+//! Only a meeting the MC says is closed comes here (the stream gate decides; a private
+//! meeting's viewer token or session is checked before, as for its live files), so a
+//! stranger's made-up names never list the bucket. Live-only files (the live
+//! playlists, segments, relay) keep the meeting's 103003.
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use dvr::ArchiveReader;
+use packaging::archive::fmp4::ArchivedRung;
+use recordings::listing::SOURCE;
+use recordings::recorded::Recorded;
+
+use crate::clock::Clock;
+use crate::error::ApiError;
+use crate::routes::answer::Answer;
+use crate::routes::archive::{self, package_master_span};
+use crate::state::AppState;
+use crate::stream::archive_scans::ArchiveScans;
+use crate::stream::rendition::MAIN;
+use crate::url::StreamFile;
+
+/// Segments a time-shift window of a recording lists (it has no live window to match).
+const WINDOW_SEGMENTS: usize = 30;
+
+/// What a request for a file of a closed meeting's recording needs, taken from it.
+#[derive(Debug)]
+struct Asked {
+    stream: String,
+    rung: Option<String>,
+    file: StreamFile,
+    headers: HeaderMap,
+}
+
+/// Answers `file` of closed meeting `stream` (its rung `rung`) from the recordings
+/// store; `None` when the node has no store or the file is not a catch-up file (the
+/// caller answers the meeting's code). `closed`: the answer when the store holds
+/// nothing of the meeting.
+pub fn serve(
+    state: &AppState,
+    stream: &str,
+    rung: Option<&str>,
+    file: Option<StreamFile>,
+    headers: &HeaderMap,
+    closed: ApiError,
+) -> Option<Answer> {
+    let uploader = Arc::clone(state.recordings()?);
+    let file = file.filter(is_catch_up)?;
+    let asked = Asked {
+        stream: stream.to_owned(),
+        rung: rung.map(str::to_owned),
+        file,
+        headers: headers.clone(),
+    };
+    let (clock, scans) = (state.clock().clone(), state.archive_scans().clone());
+    Some(Answer::later(async move {
+        match uploader.recorded(&asked.stream).await {
+            Ok(recorded) if !recorded.renditions.is_empty() => {
+                answer(&recorded, asked, &clock, &scans).await
+            }
+            Ok(_) => closed.into_response(),
+            Err(error) => {
+                tracing::warn!(stream = %asked.stream, error = %recordings::stats::brief(&error.to_string()), "recording unreadable from the store");
+                crate::stream::archive_scans::busy_response()
+            }
+        }
+    }))
+}
+
+/// A file a recording has: every catch-up name (TS, fMP4, DASH, subtitles), no live one.
+fn is_catch_up(file: &StreamFile) -> bool {
+    match file {
+        StreamFile::Archive(_) => true,
+        StreamFile::Fmp4(file) => file.is_archive(),
+        StreamFile::Subtitles(file) => file.is_archive(),
+        _ => false,
+    }
+}
+
+async fn answer(
+    recorded: &Recorded,
+    asked: Asked,
+    clock: &Clock,
+    scans: &ArchiveScans,
+) -> Response {
+    let rendition = asked.rung.as_deref().unwrap_or(SOURCE);
+    let Some(reader) = recorded.rendition(rendition) else {
+        return ApiError::NotFound.into_response();
+    };
+    let label = format!("{}/{rendition}", asked.stream);
+    match asked.file {
+        StreamFile::Archive(request) => {
+            let Some(request) = archive::whole_as_period(reader, request) else {
+                return ApiError::NotFound.into_response();
+            };
+            let span = asked
+                .rung
+                .is_none()
+                .then(|| package_master_span(request, clock))
+                .flatten();
+            match span {
+                Some(span) => {
+                    let listed = listed(recorded);
+                    archive::master(asked.stream.clone(), listed, span, request, scans).await
+                }
+                None => {
+                    let context = (&asked.headers, clock, scans);
+                    archive::serve_reader(reader, request, context, WINDOW_SEGMENTS, &label).await
+                }
+            }
+        }
+        StreamFile::Fmp4(file) => {
+            let archived = crate::routes::fmp4::Archived {
+                stream: &asked.stream,
+                reader: reader.clone(),
+                part_ticks: None,
+            };
+            let rungs = || rungs(recorded);
+            crate::routes::fmp4::serve_archived(archived, rungs, file, &asked.headers, scans).await
+        }
+        StreamFile::Subtitles(file) => {
+            crate::routes::subtitles::serve_archived(reader.clone(), file, scans).await
+        }
+        _ => ApiError::NotFound.into_response(),
+    }
+}
+
+/// Every recorded rendition as a catch-up master lists it: the source under the
+/// stream's own name, then the rungs.
+fn listed(recorded: &Recorded) -> Vec<(String, ArchiveReader, usize)> {
+    recorded
+        .renditions
+        .iter()
+        .map(|r| {
+            let name = if r.rendition == SOURCE {
+                MAIN.to_owned()
+            } else {
+                r.rendition.clone()
+            };
+            (name, r.reader.clone(), WINDOW_SEGMENTS)
+        })
+        .collect()
+}
+
+/// The recorded rungs, the Representations a static MPD lists beside the source.
+fn rungs(recorded: &Recorded) -> Vec<ArchivedRung> {
+    recorded
+        .renditions
+        .iter()
+        .filter(|r| r.rendition != SOURCE)
+        .map(|r| ArchivedRung {
+            name: r.rendition.clone(),
+            reader: Arc::new(r.reader.clone()),
+        })
+        .collect()
+}
