@@ -133,6 +133,12 @@ fn check(with_ffmpeg: bool) {
         "a recordings line: {stdout:#?}"
     );
     assert!(
+        stdout.iter().any(|l| l.contains("recording:")
+            && l.contains("/meeting/recording.m3u8")
+            && l.contains("recording-progressive.mp4")),
+        "a whole-recording line: {stdout:#?}"
+    );
+    assert!(
         stderr.contains("recordings go to object storage store=file://"),
         "the nodes said where recordings go"
     );

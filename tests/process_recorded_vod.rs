@@ -184,6 +184,11 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
         .as_str()
         .unwrap_or_else(|| panic!("a DASH URL: {doc}"))
         .to_owned();
+    assert_eq!(doc["recording"]["hls"], "/town/recording.m3u8", "{doc}");
+    assert_eq!(
+        doc["recording"]["mp4_progressive"], "/town/recording-progressive.mp4",
+        "{doc}"
+    );
     let (status, _, mpd) = http_get_as_node(b.http, &dash);
     assert_eq!(status, 200, "{dash}");
     assert!(String::from_utf8_lossy(&mpd).contains("type=\"static\""));

@@ -278,6 +278,8 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
     println!("    meetings: {api}/api/meetings   (OpenAPI: {api}/api/openapi.json)");
     println!("    captions: POST {api}/api/meetings/{STREAM}/captions   (a built-in captioner posts a cue every 4 s, English and Portuguese)");
     println!("    recordings: {api}/api/meetings/{STREAM}/recordings, {api}/api/meetings/{LIVE}/recordings   (periods and catch-up URLs; a file is listed once its 10 minutes closed)");
+    let first = nodes.first().map_or(mc.http, |n| n.http);
+    println!("    recording: http://{first}/{STREAM}/recording.m3u8, recording.mp4, recording-progressive.mp4   (the whole recording so far; after POST {api}/api/meetings/{STREAM}/close, from the store on any node)");
     if let Some(rtmp) = mc.rtmp {
         let key = mc.stream_key(LIVE).unwrap_or_else(|| "KEY".into());
         println!();

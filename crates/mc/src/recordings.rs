@@ -1,7 +1,7 @@
 //! `GET /api/meetings/{id}/recordings` (host or admin): what the recordings store holds
 //! of a meeting — each recorded rendition, its objects and bytes, its periods — and the
-//! catch-up URLs of each period, playable from any node with the store
-//! (docs/recordings.md). An MC without `[recordings]` answers with no store.
+//! catch-up URLs of each period and of the whole recording, playable from any node with
+//! the store, after the meeting closed too (docs/recordings.md). An MC without `[recordings]` answers with no store.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -22,7 +22,18 @@ fn urls(meeting: &str, period: &recordings::listing::Period) -> Value {
         "hls": format!("/{meeting}/index-{from}-{duration}.m3u8"),
         "dash": format!("/{meeting}/index-{from}-{duration}.mpd"),
         "mp4": format!("/{meeting}/archive-{from}-{duration}.mp4"),
+        "mp4_progressive": format!("/{meeting}/archive-{from}-{duration}-progressive.mp4"),
         "ts": format!("/{meeting}/archive-{from}-{duration}.ts"),
+    })
+}
+
+/// The whole recording's file names on a node, under `/{meeting}/`.
+fn whole(meeting: &str) -> Value {
+    json!({
+        "hls": format!("/{meeting}/recording.m3u8"),
+        "mp4": format!("/{meeting}/recording.mp4"),
+        "mp4_progressive": format!("/{meeting}/recording-progressive.mp4"),
+        "ts": format!("/{meeting}/recording.ts"),
     })
 }
 
@@ -41,8 +52,10 @@ pub async fn list(
     }
     let meeting = id.as_str();
     let Some(bucket) = mc.inner.settings.recordings.as_ref() else {
-        return Json(json!({ "meeting": meeting, "store": null, "renditions": [] }))
-            .into_response();
+        return Json(
+            json!({ "meeting": meeting, "store": null, "renditions": [], "recording": null }),
+        )
+        .into_response();
     };
     match recordings::listing::meeting_recordings(bucket, meeting).await {
         Ok(renditions) => {
@@ -68,10 +81,16 @@ pub async fn list(
                     })
                 })
                 .collect();
+            let recording = if renditions.is_empty() {
+                Value::Null
+            } else {
+                whole(meeting)
+            };
             Json(json!({
                 "meeting": meeting,
                 "store": bucket.description,
                 "renditions": renditions,
+                "recording": recording,
             }))
             .into_response()
         }

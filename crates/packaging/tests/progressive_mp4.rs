@@ -153,7 +153,7 @@ fn archive(ts: &[u8]) -> MemoryArchive {
 /// The progressive file of the whole archive, both passes.
 fn write_file(archive: &MemoryArchive, path: &Path) -> u64 {
     let msns: Vec<u64> = archive.segments.iter().map(|(e, _)| e.msn).collect();
-    let plan = plan(archive, &msns).expect("planning the file");
+    let plan = plan(archive, &msns, &|| true).expect("planning the file");
     let mut file = plan.head.to_vec();
     for &msn in &msns {
         file.extend_from_slice(&chunk(archive, &plan, msn).expect("writing a chunk"));
@@ -326,7 +326,7 @@ fn a_changed_segment_fails_its_chunk_and_a_split_run_is_refused() {
     let input = make_input(&dir);
     let mut archive = archive(&std::fs::read(&input).expect("reading the input"));
     let msns: Vec<u64> = archive.segments.iter().map(|(e, _)| e.msn).collect();
-    let planned = plan(&archive, &msns).expect("planning the file");
+    let planned = plan(&archive, &msns, &|| true).expect("planning the file");
     assert_eq!(
         planned.segments.iter().map(|&(m, _)| m).collect::<Vec<_>>(),
         msns
@@ -343,11 +343,17 @@ fn a_changed_segment_fails_its_chunk_and_a_split_run_is_refused() {
     ));
     archive.segments[2].0.discontinuous = true;
     assert!(matches!(
-        plan(&archive, &msns),
+        plan(&archive, &msns, &|| true),
         Err(ProgressiveError::NotOneRun)
     ));
     assert!(matches!(
-        plan(&archive, &[]),
+        plan(&archive, &[], &|| true),
         Err(ProgressiveError::NoSegments)
+    ));
+    // A plan nobody waits for stops before its next segment.
+    archive.segments[2].0.discontinuous = false;
+    assert!(matches!(
+        plan(&archive, &msns, &|| false),
+        Err(ProgressiveError::Abandoned)
     ));
 }

@@ -32,11 +32,15 @@ pub struct SegmentCache {
     inner: Mutex<CacheInner>,
 }
 
+/// A cached segment: its archive (the bucket prefix: a rung's segments have the source's
+/// MSNs and often its object keys), its object, its MSN.
+type SegmentKey = (Arc<str>, ObjectKey, u64);
+
 #[derive(Debug, Default)]
 struct CacheInner {
     bytes: usize,
-    order: VecDeque<(ObjectKey, u64)>,
-    segments: HashMap<(ObjectKey, u64), Bytes>,
+    order: VecDeque<SegmentKey>,
+    segments: HashMap<SegmentKey, Bytes>,
 }
 
 impl SegmentCache {
@@ -48,12 +52,12 @@ impl SegmentCache {
         }
     }
 
-    fn get(&self, key: &(ObjectKey, u64)) -> Option<Bytes> {
+    fn get(&self, key: &SegmentKey) -> Option<Bytes> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.segments.get(key).cloned()
     }
 
-    fn put(&self, key: (ObjectKey, u64), data: Bytes) {
+    fn put(&self, key: SegmentKey, data: Bytes) {
         if data.len() > self.budget {
             return;
         }
@@ -70,7 +74,7 @@ impl SegmentCache {
             }
         }
         inner.bytes += data.len();
-        inner.order.push_back(key);
+        inner.order.push_back(key.clone());
         inner.segments.insert(key, data);
     }
 
@@ -87,6 +91,8 @@ impl SegmentCache {
 #[derive(Debug)]
 struct BucketTier {
     archive: RemoteArchive,
+    /// The archive's prefix, naming its segments in the shared cache.
+    name: Arc<str>,
     objects: BTreeMap<u32, ObjectKey>,
     cache: Arc<SegmentCache>,
     runtime: Handle,
@@ -98,7 +104,8 @@ impl RemoteTier for BucketTier {
             .objects
             .get(&entry.file)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no object for the span"))?;
-        if let Some(data) = self.cache.get(&(key, entry.msn)) {
+        let cached = (Arc::clone(&self.name), key, entry.msn);
+        if let Some(data) = self.cache.get(&cached) {
             return Ok(data.to_vec());
         }
         // Run the read on the node's runtime and wait here: callers are blocking
@@ -113,7 +120,7 @@ impl RemoteTier for BucketTier {
             .recv_timeout(READ_TIMEOUT)
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "bucket read timed out"))?
             .map_err(|e| io::Error::other(e.to_string()))?;
-        self.cache.put((key, entry.msn), data.clone());
+        self.cache.put(cached, data.clone());
         Ok(data.to_vec())
     }
 }
@@ -200,6 +207,7 @@ impl Catalog {
         entries.dedup_by_key(|e| e.msn);
         let tier = BucketTier {
             archive: self.archive.clone(),
+            name: Arc::from(self.archive.prefix().as_ref()),
             objects: chosen.clone(),
             cache: Arc::clone(cache),
             runtime: Handle::current(),
@@ -232,16 +240,27 @@ mod tests {
     #[test]
     fn the_cache_keeps_to_its_budget_oldest_out_first() {
         let cache = SegmentCache::new(100);
+        let source: Arc<str> = Arc::from("rec/m/ts");
+        let at = |msn| (Arc::clone(&source), key(0, 9, 10), msn);
         for msn in 0..5 {
-            cache.put((key(0, 9, 10), msn), Bytes::from(vec![0u8; 40]));
+            cache.put(at(msn), Bytes::from(vec![0u8; 40]));
         }
         assert!(cache.bytes() <= 100);
-        assert!(cache.get(&(key(0, 9, 10), 4)).is_some());
-        assert!(cache.get(&(key(0, 9, 10), 0)).is_none());
-        cache.put((key(0, 9, 10), 9), Bytes::from(vec![0u8; 101]));
-        assert!(
-            cache.get(&(key(0, 9, 10), 9)).is_none(),
-            "larger than the budget"
+        assert!(cache.get(&at(4)).is_some());
+        assert!(cache.get(&at(0)).is_none());
+        cache.put(at(9), Bytes::from(vec![0u8; 101]));
+        assert!(cache.get(&at(9)).is_none(), "larger than the budget");
+    }
+
+    #[test]
+    fn a_rung_never_gets_the_source_segment_of_the_same_key() {
+        // A rung's objects have the source's keys (the same MSNs and spans).
+        let cache = SegmentCache::new(1000);
+        cache.put(
+            (Arc::from("rec/m/ts"), key(0, 9, 10), 3),
+            Bytes::from_static(b"source"),
         );
+        let rung = (Arc::from("rec/m/rungs/240p/ts"), key(0, 9, 10), 3);
+        assert!(cache.get(&rung).is_none());
     }
 }

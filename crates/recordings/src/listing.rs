@@ -41,6 +41,9 @@ pub struct RenditionRecording {
     pub periods: Vec<Period>,
 }
 
+/// Most rungs read of one meeting (a ladder has a handful).
+const MAX_RUNGS: usize = 16;
+
 /// The name under which the source rendition is listed.
 pub const SOURCE: &str = "source";
 
@@ -90,12 +93,17 @@ pub async fn meeting_archives(
         .store
         .list_with_delimiter(Some(&rungs_prefix))
         .await?;
+    // Names as a node writes them (plain, a rung's), so none reaches a URI or a key
+    // it could not have come from; a bucket with more is not a node's.
     let mut rungs: Vec<String> = listed
         .common_prefixes
         .iter()
-        .filter_map(|p| p.filename().map(str::to_owned))
+        .filter_map(|p| p.filename())
+        .filter(|name| dvr::store::is_plain_name(name))
+        .map(str::to_owned)
         .collect();
     rungs.sort();
+    rungs.truncate(MAX_RUNGS);
     for rung in rungs {
         let names = vec![
             meeting.to_owned(),

@@ -29,6 +29,24 @@ pub const FRESH: Duration = Duration::from_secs(10);
 /// Most recordings held open at once; the oldest opened goes first.
 const MAX_HELD: usize = 16;
 
+/// Most recordings being opened at once, whatever their meetings: an opening lists the
+/// bucket and reads an index per object, so names cycled faster than they are held
+/// cannot multiply the bucket's work.
+const MAX_OPENING: usize = 2;
+
+/// Why a recording is not there to serve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// As many recordings are being opened as the node allows: try again shortly.
+    #[error("too many recordings being opened")]
+    Busy,
+    /// The bucket could not be listed or an index read (its error, cut to its code);
+    /// kept [`FRESH`] like an opened recording, so a failing store is not asked again by
+    /// every request.
+    #[error("recordings store: {0}")]
+    Store(String),
+}
+
 /// One rendition of a recording.
 #[derive(Debug)]
 pub struct RecordedRendition {
@@ -64,27 +82,38 @@ impl Recorded {
 #[derive(Debug)]
 struct Slot {
     opened: Instant,
-    cell: Arc<OnceCell<Arc<Recorded>>>,
+    cell: Arc<OnceCell<Result<Arc<Recorded>, OpenError>>>,
 }
 
 /// The recordings opened lately, by meeting.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RecordedCache {
     slots: Mutex<HashMap<String, Slot>>,
+    opening: tokio::sync::Semaphore,
+}
+
+impl Default for RecordedCache {
+    fn default() -> Self {
+        RecordedCache {
+            slots: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Semaphore::new(MAX_OPENING),
+        }
+    }
 }
 
 impl RecordedCache {
     /// `meeting`'s recording, opened at most [`FRESH`] ago (opened now otherwise).
     ///
     /// # Errors
-    /// The bucket's listing or an index read failed (nothing is kept: the next request
-    /// tries again).
+    /// [`OpenError::Busy`] when [`MAX_OPENING`] openings run already (nothing kept: the
+    /// next request tries again); [`OpenError::Store`] when the bucket failed (kept
+    /// [`FRESH`]).
     pub async fn get(
         &self,
         bucket: &Bucket,
         cache: &Arc<SegmentCache>,
         meeting: &str,
-    ) -> Result<Arc<Recorded>, RemoteError> {
+    ) -> Result<Arc<Recorded>, OpenError> {
         let cell = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             slots.retain(|_, slot| slot.opened.elapsed() < FRESH);
@@ -103,9 +132,27 @@ impl RecordedCache {
             });
             Arc::clone(&slot.cell)
         };
-        cell.get_or_try_init(|| open(bucket, cache, meeting))
+        let opened = cell
+            .get_or_init(|| async {
+                let Ok(_permit) = self.opening.try_acquire() else {
+                    return Err(OpenError::Busy);
+                };
+                open(bucket, cache, meeting)
+                    .await
+                    .map_err(|e| OpenError::Store(crate::stats::brief(&e.to_string())))
+            })
             .await
-            .cloned()
+            .clone();
+        if matches!(opened, Err(OpenError::Busy)) {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            if slots
+                .get(meeting)
+                .is_some_and(|slot| Arc::ptr_eq(&slot.cell, &cell))
+            {
+                slots.remove(meeting);
+            }
+        }
+        opened
     }
 }
 

@@ -230,7 +230,8 @@ pub fn brief(error: &str) -> String {
     text
 }
 
-fn now_ms() -> i64 {
+/// The wall clock, Unix ms (the uploader's looks and the status's times).
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

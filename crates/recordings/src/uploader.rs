@@ -25,7 +25,7 @@ use crate::bucket::Bucket;
 use crate::catalog::{Catalog, SegmentCache};
 use crate::key::{plan, ObjectKey, Plan};
 use crate::object;
-use crate::remote::{RemoteArchive, RemoteError};
+use crate::remote::RemoteArchive;
 use crate::stats::{Outcome, Stats};
 
 /// An archive the uploader copies.
@@ -160,11 +160,12 @@ impl Uploader {
     /// ([`crate::recorded`]); its segments go through the node's segment cache.
     ///
     /// # Errors
-    /// The bucket cannot be listed or an index read.
+    /// Too many recordings are being opened, or the bucket cannot be listed or an
+    /// index read ([`crate::recorded::OpenError`]).
     pub async fn recorded(
         &self,
         meeting: &str,
-    ) -> Result<Arc<crate::recorded::Recorded>, RemoteError> {
+    ) -> Result<Arc<crate::recorded::Recorded>, crate::recorded::OpenError> {
         self.recorded.get(&self.bucket, &self.cache, meeting).await
     }
 
@@ -193,10 +194,9 @@ impl Uploader {
     /// uploaded after [`RETIRE_SETTLE_MS`] (the recorder writes what it still holds),
     /// then the archives leave the uploader.
     pub fn retire(&self, stream: &str, now_ms: i64) {
-        let now = now_ms;
         for archive in lock(&self.archives).iter_mut() {
             if archive.source.names.first().map(String::as_str) == Some(stream) {
-                archive.retired_ms.get_or_insert(now);
+                archive.retired_ms.get_or_insert(now_ms);
             }
         }
     }
@@ -213,7 +213,7 @@ impl Uploader {
         let catalog_ms =
             i64::try_from(self.settings.catalog_interval.as_millis()).unwrap_or(i64::MAX);
         loop {
-            let now = unix_ms();
+            let now = crate::stats::now_ms();
             self.upload_closed(now).await;
             if now.saturating_sub(last_catalog) >= catalog_ms {
                 self.refresh_catalogs().await;
@@ -457,10 +457,4 @@ pub const RETIRE_SETTLE_MS: i64 = 5_000;
 
 fn file_start(file: u32, reader: &ArchiveReader) -> i64 {
     i64::from(file).saturating_mul(reader.file_span_ms())
-}
-
-fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

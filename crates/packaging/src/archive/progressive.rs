@@ -52,6 +52,9 @@ pub enum ProgressiveError {
     /// The samples do not fit a progressive file (see [`Fmp4Error`]).
     #[error("cannot package: {0}")]
     Package(#[from] Fmp4Error),
+    /// The caller stopped wanting the file (its client left) before the plan was done.
+    #[error("no longer wanted")]
+    Abandoned,
     /// [`chunk`] was asked for a segment the plan does not hold.
     #[error("segment {0} is not in the plan")]
     NotPlanned(u64),
@@ -68,14 +71,20 @@ pub enum ProgressiveError {
 }
 
 /// Pass 1: reads archived segments `msns` (oldest first, one run) and plans their
-/// progressive file. Blocking; reads every segment once, keeping one at a time.
+/// progressive file. Blocking; reads every segment once, keeping one at a time, and
+/// asks `wanted` before each: a plan nobody waits for any more stops
+/// ([`ProgressiveError::Abandoned`]).
 ///
 /// # Errors
 /// [`ProgressiveError::NoSegments`], [`ProgressiveError::NotArchived`] and
 /// [`ProgressiveError::NotOneRun`] for a request the archive cannot answer;
 /// [`ProgressiveError::Archive`] when a segment cannot be read or configured;
 /// [`ProgressiveError::Package`] when the samples do not fit a file.
-pub fn plan(reader: &dyn SegmentSource, msns: &[u64]) -> Result<ProgressivePlan, ProgressiveError> {
+pub fn plan(
+    reader: &dyn SegmentSource,
+    msns: &[u64],
+    wanted: &dyn Fn() -> bool,
+) -> Result<ProgressivePlan, ProgressiveError> {
     let first = *msns.first().ok_or(ProgressiveError::NoSegments)?;
     let entries = msns
         .iter()
@@ -90,6 +99,9 @@ pub fn plan(reader: &dyn SegmentSource, msns: &[u64]) -> Result<ProgressivePlan,
     tables.push_segment(&frames_from_ts(&first_ts, first_marker.start_ts))?;
     drop(first_ts);
     for entry in &entries[1..] {
+        if !wanted() {
+            return Err(ProgressiveError::Abandoned);
+        }
         let (ts, marker) = read_marked(reader, entry)?;
         tables.push_segment(&frames_from_ts(&ts, marker.start_ts))?;
     }

@@ -97,9 +97,12 @@ pub fn whole_as_period(reader: &ArchiveReader, request: ArchiveRequest) -> Optio
     };
     let (first_ms, end_ms) =
         reader.with_index(|i| Some((i.first()?.start_ms, i.last()?.end_ms())))?;
-    let from_ms = first_ms.max(end_ms - i64::from(MAX_PERIOD_SECS) * 1000);
+    let from_ms = first_ms.max(end_ms.saturating_sub(i64::from(MAX_PERIOD_SECS) * 1000));
     let from_secs = from_ms.div_euclid(1000);
-    let duration = (end_ms - from_secs * 1000 + 999).div_euclid(1000);
+    let duration = end_ms
+        .saturating_sub(from_secs.saturating_mul(1000))
+        .saturating_add(999)
+        .div_euclid(1000);
     let duration_secs = u32::try_from(duration.clamp(1, i64::from(MAX_PERIOD_SECS))).ok()?;
     Some(file.as_period(from_secs, duration_secs))
 }

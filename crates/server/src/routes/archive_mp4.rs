@@ -29,6 +29,11 @@ use crate::stream::archive_scans::ArchiveScans;
 
 use crate::error::ApiError;
 
+/// The longest period a progressive MP4 covers, seconds (4 hours: its plan reads every
+/// segment before the first byte, holding an archive-scan permit). Longer periods are
+/// fragmented files, or progressive ones in pieces.
+pub const MAX_PROGRESSIVE_SECS: u32 = 4 * 3600;
+
 /// The MIME type of an MP4 file.
 const VIDEO_MP4: &str = "video/mp4";
 
@@ -98,16 +103,24 @@ pub async fn progressive(
     let Some(first_run) = runs(&entries).into_iter().next() else {
         return ApiError::NotFound.into_response();
     };
+    if duration_secs > MAX_PROGRESSIVE_SECS {
+        return crate::error::respond(codes::RequestError::InvalidField.into(), Some("duration"));
+    }
     let msns: Vec<u64> = entries[first_run].iter().map(|e| e.msn).collect();
     let Some(permit) = scans.try_start() else {
         return crate::stream::archive_scans::busy_response();
     };
+    // Planning stops when the answer is no longer awaited (its client left).
+    let waiting = std::sync::Arc::new(());
+    let watched = std::sync::Arc::downgrade(&waiting);
     let for_plan = reader.clone();
     let job = move || {
         let _permit = permit;
-        progressive::plan(&for_plan, &msns)
+        progressive::plan(&for_plan, &msns, &|| watched.strong_count() > 0)
     };
-    let plan = match tokio::task::spawn_blocking(job).await {
+    let planned = tokio::task::spawn_blocking(job).await;
+    drop(waiting);
+    let plan = match planned {
         Ok(Ok(plan)) => std::sync::Arc::new(plan),
         Ok(Err(error)) => {
             tracing::warn!(%error, "archived period cannot be exported as a progressive MP4");

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use dvr::ArchiveReader;
 use packaging::archive::fmp4::ArchivedRung;
 use recordings::listing::SOURCE;
-use recordings::recorded::Recorded;
+use recordings::recorded::{OpenError, Recorded};
 
 use crate::clock::Clock;
 use crate::error::ApiError;
@@ -53,6 +53,9 @@ pub fn serve(
 ) -> Option<Answer> {
     let uploader = Arc::clone(state.recordings()?);
     let file = file.filter(is_catch_up)?;
+    if is_malformed(&file) {
+        return Some(ApiError::BadRequest.into_response().into());
+    }
     let asked = Asked {
         stream: stream.to_owned(),
         rung: rung.map(str::to_owned),
@@ -66,8 +69,9 @@ pub fn serve(
                 answer(&recorded, asked, &clock, &scans).await
             }
             Ok(_) => closed.into_response(),
+            Err(OpenError::Busy) => crate::stream::archive_scans::busy_response(),
             Err(error) => {
-                tracing::warn!(stream = %asked.stream, error = %recordings::stats::brief(&error.to_string()), "recording unreadable from the store");
+                tracing::warn!(stream = %asked.stream, %error, "recording unreadable from the store");
                 crate::stream::archive_scans::busy_response()
             }
         }
@@ -82,6 +86,16 @@ fn is_catch_up(file: &StreamFile) -> bool {
         StreamFile::Subtitles(file) => file.is_archive(),
         _ => false,
     }
+}
+
+/// A catch-up name with a malformed number: refused before the bucket is read.
+fn is_malformed(file: &StreamFile) -> bool {
+    matches!(
+        file,
+        StreamFile::Archive(crate::url::ArchiveRequest::Malformed)
+            | StreamFile::Fmp4(crate::url::Fmp4File::Malformed)
+            | StreamFile::Subtitles(crate::url::SubtitleFile::Malformed)
+    )
 }
 
 async fn answer(
