@@ -199,6 +199,14 @@ fn main() {
     };
     let bucket_reads = time_reads(&remote_reader);
     let local_reads = time_reads(&local_reader);
+    // The meeting closed: any node opens its recording from the bucket alone.
+    let open = Instant::now();
+    let recorded = runtime.block_on(up.recorded("meeting")).expect("open the recording");
+    let open_ms = open.elapsed().as_secs_f64() * 1000.0;
+    let recorded_segments = recorded
+        .source()
+        .map_or(0, |reader| reader.with_index(|i| i.len()));
+    assert_eq!(recorded_segments as u64, segments, "every segment in the recording");
     let summary = serde_json::json!({
         "meeting_minutes": minutes,
         "mbit_per_second": mbps,
@@ -216,6 +224,7 @@ fn main() {
             "segment_read_ms_bucket": { "p50": percentile(&bucket_reads, 0.5), "p95": percentile(&bucket_reads, 0.95) },
             "segment_read_ms_local": { "p50": percentile(&local_reads, 0.5), "p95": percentile(&local_reads, 0.95) },
         },
+        "closed_meeting": { "open_ms": open_ms, "segments": recorded_segments },
     });
     println!(
         "{}",
