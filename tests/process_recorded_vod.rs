@@ -189,9 +189,14 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
         doc["recording"]["mp4_progressive"], "/town/recording-progressive.mp4",
         "{doc}"
     );
-    let (status, _, mpd) = http_get_as_node(b.http, &dash);
-    assert_eq!(status, 200, "{dash}");
-    assert!(String::from_utf8_lossy(&mpd).contains("type=\"static\""));
+    for dash in [dash.as_str(), "/town/recording.mpd"] {
+        let (status, _, mpd) = http_get_as_node(b.http, dash);
+        assert_eq!(status, 200, "{dash}");
+        assert!(
+            String::from_utf8_lossy(&mpd).contains("type=\"static\""),
+            "{dash}"
+        );
+    }
 
     // The whole recording as files: fragmented and progressive MP4, TS.
     for (name, progressive) in [

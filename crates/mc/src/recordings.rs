@@ -31,6 +31,7 @@ fn urls(meeting: &str, period: &recordings::listing::Period) -> Value {
 fn whole(meeting: &str) -> Value {
     json!({
         "hls": format!("/{meeting}/recording.m3u8"),
+        "dash": format!("/{meeting}/recording.mpd"),
         "mp4": format!("/{meeting}/recording.mp4"),
         "mp4_progressive": format!("/{meeting}/recording-progressive.mp4"),
         "ts": format!("/{meeting}/recording.ts"),

@@ -201,12 +201,17 @@ fn main() {
     let local_reads = time_reads(&local_reader);
     // The meeting closed: any node opens its recording from the bucket alone.
     let open = Instant::now();
-    let recorded = runtime.block_on(up.recorded("meeting")).expect("open the recording");
+    let recorded = runtime
+        .block_on(up.recorded("meeting"))
+        .expect("open the recording");
     let open_ms = open.elapsed().as_secs_f64() * 1000.0;
     let recorded_segments = recorded
         .source()
         .map_or(0, |reader| reader.with_index(|i| i.len()));
-    assert_eq!(recorded_segments as u64, segments, "every segment in the recording");
+    assert_eq!(
+        recorded_segments as u64, segments,
+        "every segment in the recording"
+    );
     let summary = serde_json::json!({
         "meeting_minutes": minutes,
         "mbit_per_second": mbps,

@@ -9,6 +9,7 @@
 //! | `seg-{msn}[-v\|-a].m4s` | fMP4 segment: muxed (HLS), video or audio (DASH) |
 //! | `fmp4-{from}-{duration}.m3u8` | DVR: VOD fMP4 HLS playlist of a period |
 //! | `index-{from}-{duration}.mpd` | DVR: static MPD of a period |
+//! | `recording.mpd` | DVR: static MPD of the whole recording |
 //! | `dvr-init-{msn}[-v\|-a].mp4`, `dvr-{msn}[-v\|-a].m4s` | DVR: init of the run of `msn`, archived segment `msn` |
 
 use media::fmp4::Track;
@@ -53,6 +54,8 @@ pub enum Fmp4File {
         /// Length, seconds.
         duration_secs: u32,
     },
+    /// `recording.mpd`: the static MPD of the whole recording (its last day at most).
+    RecordingMpd,
     /// `dvr-init-{msn}[-v|-a].mp4`.
     ArchiveInit {
         /// An archived segment of the run.
@@ -95,6 +98,7 @@ impl Fmp4File {
             "fmp4-index.m3u8" => return Some(Self::Master),
             "fmp4.m3u8" => return Some(Self::Playlist),
             "index.mpd" => return Some(Self::Mpd),
+            "recording.mpd" => return Some(Self::RecordingMpd),
             _ => {}
         }
         if let Some(rest) = between(file, "dvr-init-", ".mp4") {
@@ -149,6 +153,7 @@ impl Fmp4File {
             self,
             Self::ArchivePlaylist { .. }
                 | Self::ArchiveMpd { .. }
+                | Self::RecordingMpd
                 | Self::ArchiveInit { .. }
                 | Self::ArchiveSegment { .. }
                 | Self::Malformed
@@ -174,7 +179,7 @@ impl Fmp4File {
     /// per-track files, fMP4 HLS (counted with LL-HLS: same container) for the rest.
     pub fn protocol(self) -> ott::Protocol {
         match self {
-            Self::Mpd | Self::ArchiveMpd { .. } => ott::Protocol::Dash,
+            Self::Mpd | Self::ArchiveMpd { .. } | Self::RecordingMpd => ott::Protocol::Dash,
             Self::Init { track, .. }
             | Self::Segment { track, .. }
             | Self::ArchiveInit { track, .. }
@@ -222,6 +227,9 @@ mod tests {
         assert_eq!(F::parse("fmp4.m3u8"), Some(F::Playlist));
         assert_eq!(F::parse("fmp4-index.m3u8"), Some(F::Master));
         assert_eq!(F::parse("index.mpd"), Some(F::Mpd));
+        assert_eq!(F::parse("recording.mpd"), Some(F::RecordingMpd));
+        assert!(F::RecordingMpd.is_archive());
+        assert_eq!(F::RecordingMpd.archive_period(), None);
         assert_eq!(
             F::parse("init-3.mp4"),
             Some(F::Init {

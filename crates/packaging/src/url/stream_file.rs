@@ -68,7 +68,10 @@ impl StreamFile {
             Self::Media | Self::Segment(_) | Self::MpegTs | Self::Archive(_) => true,
             Self::Fmp4(file) => !matches!(
                 file,
-                Fmp4File::Master | Fmp4File::Mpd | Fmp4File::ArchiveMpd { .. }
+                Fmp4File::Master
+                    | Fmp4File::Mpd
+                    | Fmp4File::ArchiveMpd { .. }
+                    | Fmp4File::RecordingMpd
             ),
             Self::LowLatency(file) => !matches!(file, LlFile::Master),
             // The stream's captions: one set for every rendition.
@@ -100,9 +103,9 @@ impl StreamFile {
                 Fmp4File::Master | Fmp4File::Mpd => FileRole::PlaybackStart,
                 Fmp4File::Playlist => FileRole::LivePlaylist,
                 Fmp4File::Init { .. } | Fmp4File::Segment { .. } => FileRole::LiveSegment,
-                Fmp4File::ArchivePlaylist { .. } | Fmp4File::ArchiveMpd { .. } => {
-                    FileRole::ArchivePlaylist
-                }
+                Fmp4File::ArchivePlaylist { .. }
+                | Fmp4File::ArchiveMpd { .. }
+                | Fmp4File::RecordingMpd => FileRole::ArchivePlaylist,
                 Fmp4File::ArchiveInit { .. } | Fmp4File::ArchiveSegment { .. } => {
                     FileRole::ArchiveMedia
                 }

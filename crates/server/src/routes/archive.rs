@@ -89,12 +89,19 @@ pub async fn serve(
 }
 
 /// A whole-recording name ([`ArchiveRequest::Recording`]) as the period it covers in
-/// `reader` (the last [`MAX_PERIOD_SECS`] of it at most); any other request as it is.
-/// `None`: nothing is recorded.
+/// `reader` ([`whole_period`]); any other request as it is. `None`: nothing is
+/// recorded.
 pub fn whole_as_period(reader: &ArchiveReader, request: ArchiveRequest) -> Option<ArchiveRequest> {
     let ArchiveRequest::Recording(file) = request else {
         return Some(request);
     };
+    let (from_secs, duration_secs) = whole_period(reader)?;
+    Some(file.as_period(from_secs, duration_secs))
+}
+
+/// The whole recording of `reader` as a catch-up period `(from, duration)`, seconds: its
+/// last [`MAX_PERIOD_SECS`] at most. `None`: nothing is recorded.
+pub fn whole_period(reader: &ArchiveReader) -> Option<(i64, u32)> {
     let (first_ms, end_ms) =
         reader.with_index(|i| Some((i.first()?.start_ms, i.last()?.end_ms())))?;
     let from_ms = first_ms.max(end_ms.saturating_sub(i64::from(MAX_PERIOD_SECS) * 1000));
@@ -104,7 +111,7 @@ pub fn whole_as_period(reader: &ArchiveReader, request: ArchiveRequest) -> Optio
         .saturating_add(999)
         .div_euclid(1000);
     let duration_secs = u32::try_from(duration.clamp(1, i64::from(MAX_PERIOD_SECS))).ok()?;
-    Some(file.as_period(from_secs, duration_secs))
+    Some((from_secs, duration_secs))
 }
 
 /// Answers every archive request but a master from one rendition's archive `reader`

@@ -178,6 +178,17 @@ pub async fn serve_archived(
     } = archived;
     let name = stream;
     let stream = stream.to_owned();
+    let file = match file {
+        // The whole recording's MPD is the period's it covers.
+        Fmp4File::RecordingMpd => match crate::routes::archive::whole_period(&reader) {
+            Some((from_secs, duration_secs)) => Fmp4File::ArchiveMpd {
+                from_secs,
+                duration_secs,
+            },
+            None => return ApiError::NotFound.into_response(),
+        },
+        file => file,
+    };
     let blocking = |job: Box<
         dyn FnOnce() -> Result<Option<Bytes>, archive::ArchiveFmp4Error> + Send,
     >| async move {
