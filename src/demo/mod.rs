@@ -82,6 +82,7 @@ pub async fn start_cluster(
         ladder: true,
         cc_language: None,
         private: false,
+        recording_depth_days: None,
     };
     let mc_config = McConfig {
         mc: McSection {

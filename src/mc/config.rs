@@ -168,6 +168,10 @@ pub struct PresetMeeting {
     /// Viewers need a viewer token (see docs/private-meetings.md).
     #[serde(default)]
     pub private: bool,
+    /// How long the recordings store keeps its recording, days (default: the store's
+    /// `depth`; see docs/recordings.md).
+    #[serde(default)]
+    pub recording_depth_days: Option<u32>,
 }
 
 fn default_true() -> bool {

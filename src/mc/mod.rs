@@ -152,6 +152,17 @@ pub async fn start(config: McConfig) -> anyhow::Result<RunningMc> {
         ));
     }
     tasks.spawn(mc.clone().keep_session_keys(shutdown_rx.clone()));
+    if let Some(recordings) = &config.recordings {
+        // The meetings' recordings past their retention, closed meetings' included.
+        let keep_ms = recordings
+            .depth
+            .map(|d| i64::try_from(d.0).unwrap_or(i64::MAX));
+        tasks.spawn(::mc::recordings::keep_retention(
+            mc.clone(),
+            keep_ms,
+            shutdown_rx.clone(),
+        ));
+    }
     tasks.spawn(follow_meetings(
         MeetingStreams::new(context),
         mc.subscribe(),
@@ -373,6 +384,7 @@ async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Resul
                 title: preset.title.clone(),
                 viewer_limit: preset.viewer_limit,
                 private: preset.private,
+                recording_depth_days: preset.recording_depth_days,
             };
             let secrets = MeetingSecrets {
                 stream_key: ::mc::store::random_secret(),

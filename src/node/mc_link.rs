@@ -206,6 +206,14 @@ fn reconcile(
         waiting.remove(id);
         let started = link
             .meeting_stream_with(id, &view.ladder)
+            .map(|mut stream| {
+                // The meeting's own retention in the recordings store, when it has one.
+                if let Some(days) = view.recording_depth_days {
+                    let ms = u64::from(days).saturating_mul(86_400_000);
+                    stream.dvr.remote_depth = Some(crate::config::Depth(ms));
+                }
+                stream
+            })
             .and_then(|stream| streams.ensure(&stream));
         match started {
             Ok(_) => gate.set_managed(id, true),

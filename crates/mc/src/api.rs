@@ -133,6 +133,7 @@ fn full(meeting: &Meeting) -> Value {
         "host_token": meeting.host_token,
         "private": meeting.private,
         "removed_viewers": meeting.removed_viewers,
+        "recording_depth_days": meeting.recording_depth_days,
         "created_ms": meeting.created_ms,
         "started_ms": meeting.started_ms,
         "closed_ms": meeting.closed_ms,
@@ -166,6 +167,15 @@ async fn create_inner(
     version_check(mc, headers, false)?;
     let request: NewMeeting = read_json(body).await?;
     let id = parse_id(&request.id)?;
+    if request
+        .recording_depth_days
+        .is_some_and(|d| !(1..=meeting::MAX_RECORDING_DEPTH_DAYS).contains(&d))
+    {
+        return Err(McApiError::invalid(
+            "recording_depth_days",
+            format!("1 to {} days", meeting::MAX_RECORDING_DEPTH_DAYS),
+        ));
+    }
     let secrets = MeetingSecrets {
         stream_key: random_secret(),
         host_token: random_secret(),

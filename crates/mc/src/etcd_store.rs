@@ -689,6 +689,7 @@ mod tests {
                 title: String::new(),
                 viewer_limit: None,
                 private: false,
+                recording_depth_days: None,
             };
             let secrets = MeetingSecrets {
                 stream_key: "k".repeat(24),

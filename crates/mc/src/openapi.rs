@@ -20,7 +20,7 @@ pub const DOCUMENT: &str = r##"{
     },
     "schemas": {
       "Error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "field": {"type": "string"}}},
-      "NewMeeting": {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "viewer_limit": {"type": "integer", "nullable": true, "minimum": 0}}},
+      "NewMeeting": {"type": "object", "required": ["id"], "additionalProperties": false, "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "viewer_limit": {"type": "integer", "nullable": true, "minimum": 0}, "private": {"type": "boolean"}, "recording_depth_days": {"type": "integer", "nullable": true, "minimum": 1, "maximum": 36500}}},
       "MeetingView": {"type": "object", "properties": {"id": {"type": "string"}, "state": {"type": "string", "enum": ["created", "live", "closed"]}, "locked": {"type": "boolean"}, "viewer_limit": {"type": "integer", "nullable": true}, "viewers": {"type": "integer"}}},
       "Meeting": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "state": {"type": "string", "enum": ["created", "live", "closed"]}, "locked": {"type": "boolean"}, "viewer_limit": {"type": "integer", "nullable": true}, "stream_key": {"type": "string"}, "host_token": {"type": "string"}, "created_ms": {"type": "integer"}, "started_ms": {"type": "integer", "nullable": true}, "closed_ms": {"type": "integer", "nullable": true}}}
     },

@@ -101,3 +101,60 @@ pub async fn list(
         }
     }
 }
+
+/// How often the MC sweeps its meetings' recordings for objects past their retention.
+pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes, for every meeting the MC knows (closed ones too: no node registers their
+/// archives any more), the recording objects past its retention — its own
+/// `recording_depth_days`, else `default_keep_ms` (the MC's `[recordings] depth`), else
+/// none; returns how many went.
+pub async fn sweep(mc: &McState, default_keep_ms: Option<i64>, now_ms: i64) -> usize {
+    let Some(bucket) = mc.inner.settings.recordings.as_ref() else {
+        return 0;
+    };
+    let kept: Vec<(String, i64)> = mc
+        .meetings()
+        .iter()
+        .filter_map(|m| {
+            let keep = m
+                .recording_depth_days
+                .map(|days| i64::from(days).saturating_mul(86_400_000))
+                .or(default_keep_ms)?;
+            Some((m.id.to_string(), keep))
+        })
+        .collect();
+    let mut removed = 0;
+    for (meeting, keep_ms) in kept {
+        match recordings::expiry::expire_meeting(bucket, &meeting, keep_ms, now_ms).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(
+                    meeting,
+                    objects = n,
+                    "recording objects past the meeting's retention removed"
+                );
+                removed += n;
+            }
+            Err(error) => {
+                tracing::warn!(meeting, error = %recordings::stats::brief(&error.to_string()), "recordings retention sweep failed; tried again at the next");
+            }
+        }
+    }
+    removed
+}
+
+/// Sweeps every [`SWEEP_EVERY`] until `shutdown` turns true.
+pub async fn keep_retention(
+    mc: McState,
+    default_keep_ms: Option<i64>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(SWEEP_EVERY) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        sweep(&mc, default_keep_ms, mc.clock().unix_ms()).await;
+    }
+}

@@ -128,6 +128,7 @@ mod tests {
                 title: String::new(),
                 viewer_limit: limit,
                 private: false,
+                recording_depth_days: None,
             };
             let secrets = MeetingSecrets {
                 stream_key: "k".into(),

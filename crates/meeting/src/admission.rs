@@ -70,6 +70,10 @@ pub struct MeetingView {
     /// pull nothing and answer viewers "not started" until the MC has.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub waiting: bool,
+    /// How long the recordings store keeps its recording, days (`None`: the node's
+    /// setting): nodes expire the objects they upload by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording_depth_days: Option<u32>,
 }
 
 impl MeetingView {
@@ -85,6 +89,7 @@ impl MeetingView {
             private: meeting.private,
             removed: meeting.removed_viewers.clone(),
             waiting: false,
+            recording_depth_days: meeting.recording_depth_days,
         }
     }
 }

@@ -115,7 +115,14 @@ pub struct NewMeeting {
     /// Viewers need a viewer token (a private meeting).
     #[serde(default)]
     pub private: bool,
+    /// How long the recordings store keeps the meeting's recording, days (1 to
+    /// [`MAX_RECORDING_DEPTH_DAYS`]); `None`: the store's default.
+    #[serde(default)]
+    pub recording_depth_days: Option<u32>,
 }
+
+/// The longest a meeting's recording may be kept, days (100 years).
+pub const MAX_RECORDING_DEPTH_DAYS: u32 = 36_500;
 
 /// One meeting as the MC keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,6 +154,10 @@ pub struct Meeting {
     /// Viewer ids the host removed: nodes refuse their sessions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removed_viewers: Vec<String>,
+    /// How long the recordings store keeps its recording, days (`None`: the store's
+    /// default; absent from stores written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording_depth_days: Option<u32>,
 }
 
 /// A change a host or admin asks for.
@@ -304,6 +315,7 @@ impl Meetings {
             closed_ms: None,
             private: request.private,
             removed_viewers: Vec::new(),
+            recording_depth_days: request.recording_depth_days,
         };
         Ok(self.meetings.entry(id).or_insert(meeting))
     }

@@ -24,6 +24,7 @@ fn one(limit: Option<u32>) -> (Meetings, MeetingId) {
         title: "standup".into(),
         viewer_limit: limit,
         private: false,
+        recording_depth_days: None,
     };
     meetings
         .create(id("m1"), &request, secrets(), 1000)
@@ -152,6 +153,7 @@ fn long_titles_are_cut_on_a_char_boundary() {
         title: "會".repeat(200),
         viewer_limit: None,
         private: false,
+        recording_depth_days: None,
     };
     let meeting = meetings.create(id("t"), &request, secrets(), 0).unwrap();
     assert!(meeting.title.len() <= meeting::meeting::MAX_TITLE_LEN);
@@ -216,6 +218,7 @@ fn a_host_removes_viewers_of_an_open_meeting_once_each() {
         title: String::new(),
         viewer_limit: None,
         private: true,
+        recording_depth_days: None,
     };
     let secrets = MeetingSecrets {
         stream_key: "k".into(),

@@ -61,6 +61,7 @@ fn view(state: MeetingState, locked: bool, limit: Option<u32>, viewers: u64) -> 
         private: false,
         removed: Vec::new(),
         waiting: false,
+        recording_depth_days: None,
     }
 }
 

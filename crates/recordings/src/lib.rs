@@ -19,6 +19,8 @@
 //!   bucket go through a byte-bounded cache.
 //! - [`listing`] tells what the bucket holds of one meeting (renditions, bytes, periods),
 //!   for the MC's recordings API.
+//! - [`expiry`] removes a meeting's objects past its retention (the MC's sweep, which
+//!   knows closed meetings too).
 //! - [`recorded`] opens a recording from the bucket alone (a closed meeting's, on any
 //!   node), kept a few seconds for the requests that follow.
 //! - [`uploader`] is the node's task: closed files up, local retention held back until
@@ -30,6 +32,7 @@
 
 pub mod bucket;
 pub mod catalog;
+pub mod expiry;
 pub mod key;
 pub mod listing;
 pub mod object;

@@ -43,6 +43,17 @@ fn matches_key(entries: &[Entry], key: &ObjectKey) -> bool {
             .all(|e| e.file == key.span && e.size <= MAX_SEGMENT_BYTES)
 }
 
+/// One archive object as the bucket lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed {
+    /// Its key.
+    pub key: ObjectKey,
+    /// Its size, bytes.
+    pub size: u64,
+    /// When the store last wrote it, Unix ms.
+    pub written_ms: i64,
+}
+
 /// One archive (`meeting/ts`, `meeting/rungs/720p/ts`) in the bucket.
 #[derive(Debug, Clone)]
 pub struct RemoteArchive {
@@ -88,6 +99,20 @@ impl RemoteArchive {
     /// # Errors
     /// The listing failed.
     pub async fn objects_with_sizes(&self) -> Result<Vec<(ObjectKey, u64)>, RemoteError> {
+        Ok(self
+            .listed()
+            .await?
+            .into_iter()
+            .map(|o| (o.key, o.size))
+            .collect())
+    }
+
+    /// The archive objects with their sizes and when the store last wrote them, in key
+    /// order.
+    ///
+    /// # Errors
+    /// The listing failed.
+    pub async fn listed(&self) -> Result<Vec<Listed>, RemoteError> {
         let metas: Vec<_> = self
             .bucket
             .store
@@ -95,13 +120,19 @@ impl RemoteArchive {
             .try_collect()
             .await?;
         let depth = self.prefix.parts().count() + 1;
-        let mut keys: Vec<(ObjectKey, u64)> = metas
+        let mut listed: Vec<Listed> = metas
             .iter()
             .filter(|m| m.location.parts().count() == depth)
-            .filter_map(|m| Some((ObjectKey::parse(m.location.filename()?)?, m.size)))
+            .filter_map(|m| {
+                Some(Listed {
+                    key: ObjectKey::parse(m.location.filename()?)?,
+                    size: m.size,
+                    written_ms: m.last_modified.timestamp_millis(),
+                })
+            })
             .collect();
-        keys.sort_unstable();
-        Ok(keys)
+        listed.sort_unstable_by_key(|o| o.key);
+        Ok(listed)
     }
 
     /// One object's index: its segments with their offsets in the object.

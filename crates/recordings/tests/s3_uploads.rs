@@ -351,3 +351,42 @@ async fn each_archive_is_kept_as_long_as_its_own_depth_says() {
     assert!(left("kept").await >= 2, "no depth: kept");
     assert!(up.status()["removed"]["expired"].as_u64().unwrap() >= 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_meetings_recording_is_opened_from_the_bucket_and_expires_by_its_age() {
+    let server = S3Server::start();
+    server.create_bucket("recordings");
+    let dir = tempfile::tempdir().unwrap();
+    let store = record(dir.path(), 1..=30);
+    let (up, _) = uploader(server.endpoint(), "node-a", &store);
+    let handled = up.upload_closed(T0 + 3_600_000).await;
+    assert!(handled >= 6);
+    // Any node opens the recording from the bucket alone: every segment, read back.
+    let recorded = up.recorded("board-meeting").await.expect("opened");
+    let source = recorded.source().expect("the source rendition");
+    assert_eq!(source.with_index(|i| i.len()), 30);
+    let entry = source.with_index(|i| *i.by_msn(7).expect("msn 7"));
+    let reader = source.clone();
+    let data = tokio::task::spawn_blocking(move || reader.read(&entry))
+        .await
+        .expect("join")
+        .expect("read");
+    assert_eq!(data, segment(7));
+    assert!(up
+        .recorded("nobody")
+        .await
+        .expect("opened")
+        .renditions
+        .is_empty());
+    // The store's own write times date the objects: none is a day old yet.
+    let bucket = up.bucket().clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let day = 86_400_000;
+    let expire = |at| recordings::expiry::expire_meeting(&bucket, "board-meeting", day, at);
+    assert_eq!(expire(now).await.expect("swept"), 0);
+    assert_eq!(expire(now + 2 * day).await.expect("swept"), handled);
+    assert!(objects(&bucket).await.is_empty());
+}

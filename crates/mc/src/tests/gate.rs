@@ -20,6 +20,7 @@ fn view(
         private: false,
         removed: Vec::new(),
         waiting: false,
+        recording_depth_days: None,
     }
 }
 

@@ -571,3 +571,4 @@ pub(super) fn live_channel(state: &AppState, name: &str) {
 }
 
 mod gate;
+mod retention;

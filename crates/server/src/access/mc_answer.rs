@@ -188,6 +188,7 @@ mod tests {
             private: false,
             removed: Vec::new(),
             waiting: false,
+            recording_depth_days: None,
         }
     }
 

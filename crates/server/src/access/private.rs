@@ -211,6 +211,7 @@ mod tests {
             private: true,
             removed: Vec::new(),
             waiting: false,
+            recording_depth_days: None,
         };
         gate.connected(
             vec![view],
