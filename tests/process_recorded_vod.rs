@@ -16,27 +16,9 @@ use std::time::Duration;
 
 use common::cluster::{Cluster, ADMIN};
 use common::mp4_check::{ffmpeg_decoded_seconds, probe, top_level_boxes};
-use common::{
-    http_get_as_node, http_get_json, http_request, parse_media_playlist, start_role_logging,
-    wait_for, NodeProcess,
-};
+use common::recording_nodes::{credentials_file, recordings_section, start_recording_node, BUCKET};
+use common::{http_get_as_node, http_get_json, http_request, parse_media_playlist, wait_for};
 use s3_server::S3Server;
-
-const BUCKET: &str = "meetings";
-
-fn recordings_section(endpoint: &str, credentials: &std::path::Path) -> String {
-    format!(
-        "[recordings]\nstore = \"s3://{BUCKET}/rec\"\nendpoint = \"{endpoint}\"\ncredentials_file = \"{}\"\n",
-        credentials.display()
-    )
-}
-
-fn start_node(cluster: &Cluster, name: &str, section: String) -> NodeProcess {
-    let mut config = cluster.node_config(name);
-    config.sections.push_str(&section);
-    let data = cluster.path().join(format!("{name}-data"));
-    start_role_logging(cluster.path(), name, "node", &config.render(&data), "warn")
-}
 
 /// The meeting code of an answer's JSON body (0 when none).
 fn code_of(body: &[u8]) -> u64 {
@@ -66,12 +48,7 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
     let server = S3Server::start();
     server.create_bucket(BUCKET);
     let dir = tempfile::tempdir().expect("tempdir");
-    let credentials = dir.path().join("bucket.env");
-    std::fs::write(
-        &credentials,
-        "AWS_ACCESS_KEY_ID=test-key\nAWS_SECRET_ACCESS_KEY=test-secret\n",
-    )
-    .expect("credentials file");
+    let credentials = credentials_file(dir.path());
     let section = recordings_section(&server.endpoint(), &credentials);
     let cluster = Cluster::mc()
         .no_rtmp()
@@ -83,7 +60,7 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
         .node(|node| node.stream = Some("segment_duration = 1\nwindow = 4\n".to_owned()))
         .dvr("dvr = { enabled = true, depth = \"1h\", file_span = \"4s\" }")
         .start();
-    let a = start_node(&cluster, "a", section.clone());
+    let a = start_recording_node(&cluster, "a", &section);
     // A viewer token of the private meeting, minted while it is open.
     let (status, minted) = http_request(
         cluster.mc.http,
@@ -130,7 +107,7 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
     });
 
     // Node b starts afterwards: the meetings never ran on it.
-    let b = start_node(&cluster, "b", section);
+    let b = start_recording_node(&cluster, "b", &section);
     let master = wait_for("b serves town's recording", Duration::from_secs(40), || {
         let (status, _, body) = http_get_as_node(b.http, "/town/recording.m3u8");
         (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())

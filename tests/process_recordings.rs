@@ -13,34 +13,18 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::cluster::{Cluster, ADMIN};
+use common::recording_nodes::{
+    credentials_file, recordings_section, start_recording_node as start_node, BUCKET,
+};
 use common::{
-    http_get_as_node, http_get_json, http_request, parse_media_playlist, parse_pdt,
-    start_role_logging, wait_for, NodeProcess,
+    http_get_as_node, http_get_json, http_request, parse_media_playlist, parse_pdt, wait_for,
+    NodeProcess,
 };
 use recordings::key::ObjectKey;
 use recordings::{Bucket, Credentials, Location, RemoteArchive};
 use s3_server::{Gate, S3Server};
 
 const MEETING: &str = "m";
-const BUCKET: &str = "meetings";
-
-fn recordings_section(endpoint: &str, credentials: &std::path::Path) -> String {
-    format!(
-        "[recordings]\nstore = \"s3://{BUCKET}/rec\"\nendpoint = \"{endpoint}\"\ncredentials_file = \"{}\"\n",
-        credentials.display()
-    )
-}
-
-/// A node following the cluster's MC with `section` added, logging the uploader's
-/// `info` lines (what it uploaded, what it found).
-fn start_node(cluster: &Cluster, name: &str, section: String) -> NodeProcess {
-    let mut config = cluster.node_config(name);
-    config.sections.push_str(&section);
-    let data = cluster.path().join(format!("{name}-data"));
-    let filter = "warn,recordings=info";
-    start_role_logging(cluster.path(), name, "node", &config.render(&data), filter)
-}
-
 /// The uploader's state on a node.
 fn recordings(node: &NodeProcess) -> serde_json::Value {
     let (status, doc) = http_get_json(node.http, "/api/node");
@@ -89,12 +73,7 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
     server.create_bucket(BUCKET);
     let gate = Gate::new(server.addr);
     let dir = tempfile::tempdir().expect("tempdir");
-    let credentials = dir.path().join("bucket.env");
-    std::fs::write(
-        &credentials,
-        "AWS_ACCESS_KEY_ID=test-key\nAWS_SECRET_ACCESS_KEY=test-secret\n",
-    )
-    .expect("credentials file");
+    let credentials = credentials_file(dir.path());
     // The MC reads the same bucket for its recordings API.
     let cluster = Cluster::mc()
         .sections(&format!(
@@ -111,12 +90,12 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
     let a = start_node(
         &cluster,
         "a",
-        recordings_section(&gate.endpoint(), &credentials),
+        &recordings_section(&gate.endpoint(), &credentials),
     );
     let b = start_node(
         &cluster,
         "b",
-        recordings_section(&gate.endpoint(), &credentials),
+        &recordings_section(&gate.endpoint(), &credentials),
     );
 
     // Node a's live playlist, watched for 80 s: every segment listed, with its bytes.
@@ -226,7 +205,7 @@ fn two_nodes_keep_one_copy_and_a_cut_bucket_loses_nothing() {
     let c = start_node(
         &cluster,
         "c",
-        recordings_section(&server.endpoint(), &credentials),
+        &recordings_section(&server.endpoint(), &credentials),
     );
     let from = first_pdt_ms.expect("a PDT") / 1000 + 1;
     let catch_up = format!("/{MEETING}/mono-{from}-20.m3u8");

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod etcd;
 pub mod lossy_relay;
 pub mod mp4_check;
+pub mod recording_nodes;
 pub mod supervisor;
 pub mod ts_check;
 
