@@ -20,6 +20,7 @@ pub mod dash;
 pub mod fmp4;
 pub mod frame;
 pub mod hls;
+pub mod language;
 pub mod llhls;
 pub mod manifest;
 pub mod progressive;
@@ -28,5 +29,6 @@ pub mod timeline;
 pub mod ts;
 
 pub use frame::{Codec, Frame, TrackKind, CLOCK_HZ, PTS_MASK};
+pub use language::Language;
 pub use segmenter::{Segment, Segmenter, SegmenterConfig, SegmenterStats, StartPoint};
 pub use timeline::{MarkerError, TimelineMarker, TimelineState};

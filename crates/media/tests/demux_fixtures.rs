@@ -2,6 +2,7 @@
 //! view of the same files (tests/fixtures/README.txt says how both were made).
 
 use media::codec::probe::{probe_audio, probe_video};
+use media::ts::demux::AudioTrack;
 use media::ts::{DemuxEvent, Demuxer, DiscontinuityReason};
 use media::{Codec, Frame, TrackKind};
 
@@ -326,4 +327,62 @@ fn each_program_of_a_ladder_is_demuxed_on_its_own() {
         frames(&rung(3), TrackKind::Video).is_empty(),
         "no such program"
     );
+}
+
+fn alternate_frames(events: &[DemuxEvent], on: u16) -> Vec<&Frame> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            DemuxEvent::AlternateAudio { pid, frame } if *pid == on => Some(frame),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A TS with two audio streams (two languages): the first is the main audio, the second
+/// an alternate on its PID, each named by its ISO 639 descriptor; both carry every ADTS
+/// frame ffprobe counts (142 each), on the same timestamps.
+#[test]
+fn a_second_audio_stream_is_an_alternate_language() {
+    let (events, demuxer) = demux(&fixture("two_languages.ts"));
+    let language = |code| media::Language::parse(code);
+    assert_eq!(
+        demuxer.audio_tracks(),
+        [
+            AudioTrack {
+                pid: 0x101,
+                language: language("eng"),
+                main: true
+            },
+            AudioTrack {
+                pid: 0x102,
+                language: language("spa"),
+                main: false
+            },
+        ]
+    );
+    let main = frames(&events, TrackKind::Audio);
+    let alternate = alternate_frames(&events, 0x102);
+    assert_eq!((main.len(), alternate.len()), (142, 142));
+    assert_eq!((main[0].pts, alternate[0].pts), (126_000, 126_000));
+    assert!(main.iter().zip(&alternate).all(|(m, a)| m.pts == a.pts));
+    // Two tones, two encodings: the alternate is not the main audio again.
+    assert!(main.iter().zip(&alternate).any(|(m, a)| m.data != a.data));
+    assert_eq!(frames(&events, TrackKind::Video).len(), 75);
+    assert_eq!(demuxer.stats().frames, 75 + 142 + 142);
+}
+
+/// A language leaving the PMT (the next source has one audio stream on the same PIDs)
+/// is not a change of program: the main timeline runs on.
+#[test]
+fn a_language_leaving_is_no_change_of_program() {
+    let mut data = fixture("two_languages.ts");
+    data.extend(fixture("h264_aac.ts"));
+    let (events, demuxer) = demux(&data);
+    assert!(!events
+        .iter()
+        .any(|e| *e == DemuxEvent::Discontinuity(DiscontinuityReason::ProgramChange)));
+    assert_eq!(alternate_frames(&events, 0x102).len(), 142);
+    assert_eq!(frames(&events, TrackKind::Audio).len(), 142 + 142);
+    assert_eq!(demuxer.audio_tracks().len(), 1);
 }

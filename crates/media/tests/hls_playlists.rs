@@ -2,8 +2,8 @@
 
 use m3u8_rs::{MediaPlaylistType, Playlist};
 use media::hls::{
-    ClosedCaptions, LiveWindow, MasterPlaylist, MediaPlaylist, Personalisation, PlaylistSegment,
-    PlaylistType, SubtitleRendition, Variant,
+    AudioRendition, ClosedCaptions, LiveWindow, MasterPlaylist, MediaPlaylist, Personalisation,
+    PlaylistSegment, PlaylistType, SubtitleRendition, Variant,
 };
 
 const T0: i64 = 1_714_564_800_000; // 2024-05-01T12:00:00.000Z
@@ -193,6 +193,7 @@ fn master_playlist_golden_with_backup_variants() {
         ..main.clone()
     };
     let master = MasterPlaylist {
+        audio: Vec::new(),
         independent_segments: true,
         variants: vec![main, backup],
         ..Default::default()
@@ -239,6 +240,7 @@ fn captioned_ladder() -> MasterPlaylist {
         frame_rate_milli: Some(25_000),
     };
     MasterPlaylist {
+        audio: Vec::new(),
         independent_segments: true,
         subtitles: vec![
             SubtitleRendition {
@@ -321,6 +323,55 @@ http://c:2/m/240p/mono.m3u8?login=v&token=t&pass=P
     };
     assert_eq!(p.variants.len(), 6);
     assert_eq!(p.alternatives.len(), 7);
+}
+
+/// Two languages: the floor muxed in the variants (no URI) as the default, the
+/// interpretation an audio-only playlist; a backup's copy names its own group at its
+/// node, and the login's query reaches the audio playlist too.
+#[test]
+fn languages_are_an_audio_group_every_copy_of_the_variants_names() {
+    let mut master = captioned_ladder();
+    master.subtitles.clear();
+    master.closed_captions = None;
+    master.variants.truncate(1);
+    master.audio = vec![
+        AudioRendition {
+            name: "English".into(),
+            language: "en".into(),
+            uri: None,
+        },
+        AudioRendition {
+            name: "Español".into(),
+            language: "es".into(),
+            uri: Some("audio-spa/mono.m3u8".into()),
+        },
+    ];
+    let viewer = Personalisation {
+        query: Some("login=v&token=t"),
+        backups: vec![backup("http://b:1")],
+        ..Personalisation::default()
+    };
+    let golden = "\
+#EXTM3U
+#EXT-X-VERSION:3
+#EXT-X-INDEPENDENT-SEGMENTS
+#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"aud\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES
+#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"aud\",NAME=\"Español\",LANGUAGE=\"es\",DEFAULT=NO,AUTOSELECT=YES,URI=\"audio-spa/mono.m3u8?login=v&token=t\"
+#EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=25.000,AUDIO=\"aud\"
+mono.m3u8?login=v&token=t
+#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"aud-b1\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES,AUTOSELECT=YES
+#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"aud-b1\",NAME=\"Español\",LANGUAGE=\"es\",DEFAULT=NO,AUTOSELECT=YES,URI=\"http://b:1/m/audio-spa/mono.m3u8?login=v&token=t&pass=P\"
+#EXT-X-STREAM-INF:BANDWIDTH=2000000,CODECS=\"avc1.64001f,mp4a.40.2\",RESOLUTION=1280x720,FRAME-RATE=25.000,AUDIO=\"aud-b1\"
+http://b:1/m/mono.m3u8?login=v&token=t&pass=P
+";
+    let text = master.render_for(&viewer);
+    assert_eq!(text, golden);
+    let p = match m3u8_rs::parse_playlist_res(text.as_bytes()) {
+        Ok(Playlist::MasterPlaylist(p)) => p,
+        other => panic!("not a master playlist: {other:?}"),
+    };
+    assert_eq!(p.alternatives.len(), 4);
+    assert_eq!(p.variants[1].audio.as_deref(), Some("aud-b1"));
 }
 
 #[test]

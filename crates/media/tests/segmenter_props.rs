@@ -187,7 +187,7 @@ fn relay(bytes: &[u8]) -> Vec<Segment> {
             DemuxEvent::Frame(f) => out.extend(b.push(f, 0)),
             DemuxEvent::Marker(m) => out.extend(b.push_marker(&m).ok().flatten()),
             DemuxEvent::Discontinuity(_) => b.discontinuity(),
-            DemuxEvent::Captions(_) => {}
+            DemuxEvent::Captions(_) | DemuxEvent::AlternateAudio { .. } => {}
         }
         while let Some(s) = b.pop_ready() {
             out.push(s);

@@ -38,6 +38,7 @@ fn prot_1_own_variant_first_then_backups_with_byte_identical_attributes() {
         ]
     );
     let text = MasterPlaylist {
+        audio: Vec::new(),
         independent_segments: true,
         variants,
         ..Default::default()

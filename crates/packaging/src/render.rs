@@ -86,6 +86,7 @@ impl Renderer {
 pub fn master_playlist(window: &WindowSnapshot) -> MasterPlaylist {
     let (subtitles, closed_captions) = crate::captions::serve::master_media(window);
     MasterPlaylist {
+        audio: Vec::new(),
         independent_segments: true,
         subtitles,
         closed_captions,
@@ -135,6 +136,7 @@ pub fn package_master(renditions: &[(&str, Arc<WindowSnapshot>)], playlist: &str
         variants.push(variant(window, uri));
     }
     Master::new(MasterPlaylist {
+        audio: Vec::new(),
         independent_segments: true,
         subtitles,
         closed_captions,

@@ -45,6 +45,22 @@ pub struct ClosedCaptions {
     pub instream_id: String,
 }
 
+/// One audio language (`EXT-X-MEDIA:TYPE=AUDIO`) every variant offers: the floor
+/// muxed in the variants (no URI, RFC 8216 §4.3.4.2.1: the audio is in every variant's
+/// media playlist), or another language as an audio-only media playlist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AudioRendition {
+    /// What a player shows in its menu.
+    pub name: String,
+    /// BCP 47 language tag.
+    pub language: String,
+    /// The audio-only media playlist's URI; `None` for the audio muxed in the variants.
+    pub uri: Option<String>,
+}
+
+/// The group of every audio rendition (`AUDIO=` on each variant).
+pub const AUDIO_GROUP: &str = "aud";
+
 /// The group of every subtitle rendition (`SUBTITLES=` on each variant).
 pub const SUBTITLES_GROUP: &str = "subs";
 
@@ -56,12 +72,21 @@ pub const CLOSED_CAPTIONS_GROUP: &str = "cc";
 pub struct MasterPlaylist {
     /// Every segment of every variant starts with a keyframe.
     pub independent_segments: bool,
+    /// The audio languages every variant offers, the default (the floor) first; empty
+    /// when the variants' own audio is the only one.
+    pub audio: Vec<AudioRendition>,
     /// The subtitle renditions every variant offers, in menu order.
     pub subtitles: Vec<SubtitleRendition>,
     /// The 608 captions in every variant's video, when the source has them.
     pub closed_captions: Option<ClosedCaptions>,
     /// The variants, preferred first.
     pub variants: Vec<Variant>,
+}
+
+/// The rendition groups one copy of the variants names: this node's, or a backup's.
+struct Groups {
+    subtitles: String,
+    audio: String,
 }
 
 /// A quoted-string attribute value: no quotes, no line breaks (RFC 8216 §4.2).
@@ -88,8 +113,9 @@ pub struct Personalisation<'a> {
     pub steering: Option<(String, Vec<String>)>,
     /// The viewer's backups, first backup first: each maps a URI of this playlist to the
     /// backup's (with its pass). Each backup gets a copy of every variant, byte for byte
-    /// but for its URI, pathway and subtitle group: its own subtitle renditions at its
-    /// address, so the subtitles follow a player that moves.
+    /// but for its URI, pathway and subtitle and audio groups: its own subtitle and
+    /// audio renditions at its address, so the viewer's subtitles and language follow a
+    /// player that moves.
     pub backups: Vec<BackupUri<'a>>,
 }
 
@@ -111,11 +137,17 @@ impl MasterPlaylist {
 
     /// Writes the playlist as one viewer gets it (see [`Personalisation`]).
     pub fn write_for(&self, w: &mut impl ManifestWrite, p: &Personalisation<'_>) -> fmt::Result {
+        let with_query = |uri: &str| match p.query {
+            Some(q) if uri.contains('?') => format!("{uri}&{q}"),
+            Some(q) => format!("{uri}?{q}"),
+            None => uri.to_owned(),
+        };
         w.write_str("#EXTM3U\n#EXT-X-VERSION:3\n")?;
         if self.independent_segments {
             w.write_str("#EXT-X-INDEPENDENT-SEGMENTS\n")?;
         }
         self.write_subtitles(w, SUBTITLES_GROUP, &|uri| uri.to_owned())?;
+        self.write_audio(w, AUDIO_GROUP, &|uri| with_query(uri))?;
         if let Some(cc) = &self.closed_captions {
             writeln!(
                 w,
@@ -134,21 +166,24 @@ impl MasterPlaylist {
                 pathways.first().map_or("", |id| id.as_str()),
             )?;
         }
-        let with_query = |uri: &str| match p.query {
-            Some(q) if uri.contains('?') => format!("{uri}&{q}"),
-            Some(q) => format!("{uri}?{q}"),
-            None => uri.to_owned(),
-        };
         let pathway = |i: usize| pathways.and_then(|p| p.get(i)).map(String::as_str);
+        let own = Groups {
+            subtitles: SUBTITLES_GROUP.to_owned(),
+            audio: AUDIO_GROUP.to_owned(),
+        };
         for v in &self.variants {
-            self.write_variant(w, v, SUBTITLES_GROUP, pathway(0), &with_query(&v.uri))?;
+            self.write_variant(w, v, &own, pathway(0), &with_query(&v.uri))?;
         }
         for (i, backup) in p.backups.iter().enumerate() {
-            let group = format!("{SUBTITLES_GROUP}-b{}", i + 1);
-            self.write_subtitles(w, &group, backup)?;
+            let groups = Groups {
+                subtitles: format!("{SUBTITLES_GROUP}-b{}", i + 1),
+                audio: format!("{AUDIO_GROUP}-b{}", i + 1),
+            };
+            self.write_subtitles(w, &groups.subtitles, backup)?;
+            self.write_audio(w, &groups.audio, &|uri| backup(&with_query(uri)))?;
             for v in &self.variants {
                 let uri = backup(&with_query(&v.uri));
-                self.write_variant(w, v, &group, pathway(i + 1), &uri)?;
+                self.write_variant(w, v, &groups, pathway(i + 1), &uri)?;
             }
         }
         Ok(())
@@ -194,13 +229,39 @@ impl MasterPlaylist {
         Ok(())
     }
 
-    /// One `EXT-X-STREAM-INF` and its URI; `subtitles` names the group of its subtitle
-    /// renditions, `pathway` its Content Steering pathway.
+    /// The audio renditions in `group`, the first the default; each one with a URI at
+    /// `uri(its URI)`.
+    fn write_audio(
+        &self,
+        w: &mut impl ManifestWrite,
+        group: &str,
+        uri: &dyn Fn(&str) -> String,
+    ) -> fmt::Result {
+        for (i, audio) in self.audio.iter().enumerate() {
+            write!(
+                w,
+                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"{group}\",NAME=\"{}\",LANGUAGE=\"{}\",DEFAULT={},AUTOSELECT=YES",
+                quoted(&audio.name),
+                quoted(&audio.language),
+                if i == 0 { "YES" } else { "NO" },
+            )?;
+            if let Some(own) = &audio.uri {
+                w.write_str(",URI=\"")?;
+                w.uri(&quoted(&uri(own)))?;
+                w.write_char('"')?;
+            }
+            w.write_char('\n')?;
+        }
+        Ok(())
+    }
+
+    /// One `EXT-X-STREAM-INF` and its URI; `groups` names the groups of its subtitle
+    /// and audio renditions, `pathway` its Content Steering pathway.
     fn write_variant(
         &self,
         w: &mut impl ManifestWrite,
         v: &Variant,
-        subtitles: &str,
+        groups: &Groups,
         pathway: Option<&str>,
         uri: &str,
     ) -> fmt::Result {
@@ -218,8 +279,11 @@ impl MasterPlaylist {
         if let Some(fr) = v.frame_rate_milli {
             write!(w, ",FRAME-RATE={}.{:03}", fr / 1000, fr % 1000)?;
         }
+        if !self.audio.is_empty() {
+            write!(w, ",AUDIO=\"{}\"", groups.audio)?;
+        }
         if !self.subtitles.is_empty() {
-            write!(w, ",SUBTITLES=\"{subtitles}\"")?;
+            write!(w, ",SUBTITLES=\"{}\"", groups.subtitles)?;
         }
         if self.closed_captions.is_some() {
             write!(w, ",CLOSED-CAPTIONS=\"{CLOSED_CAPTIONS_GROUP}\"")?;

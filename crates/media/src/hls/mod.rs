@@ -23,7 +23,8 @@ pub use ll::{
     LlSegment, LlUris, LowLatencyPlaylist, PendingSegment, PlaylistPart, RenditionReport,
 };
 pub use master::{
-    BackupUri, ClosedCaptions, MasterPlaylist, Personalisation, SubtitleRendition, Variant,
+    AudioRendition, BackupUri, ClosedCaptions, MasterPlaylist, Personalisation, SubtitleRendition,
+    Variant, AUDIO_GROUP,
 };
 pub use media::{LiveWindow, MediaPlaylist, PlaylistSegment, PlaylistType};
 

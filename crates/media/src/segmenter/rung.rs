@@ -14,6 +14,12 @@
 //! an encoder that makes video only; every rung then carries the source's very audio
 //! frames, and its own audio, if any, is ignored).
 //!
+//! An audio rendition ([`RungCutter::audio_rendition`]: another language of the
+//! meeting) is a rung of audio alone: each segment holds the rendition's audio frames
+//! whose PTS fall in the source segment's span, and is written once a frame beyond that
+//! span has arrived (a language's frame count need not be the floor's). It is aligned
+//! when its first frame starts within one audio frame of the source segment's start.
+//!
 //! A rung segment is written once its frames are all in (the rung has as many frames of
 //! each track as the source segment: a frame-rate-preserving encoder), or once frames of
 //! both tracks beyond its end have arrived (an encoder that dropped or added frames).
@@ -82,6 +88,8 @@ struct Pending {
     /// A rung frame of this kind beyond the segment's end has arrived.
     video_passed: bool,
     audio_passed: bool,
+    /// The rung is audio alone: only its own audio completes the segment.
+    audio_only: bool,
 }
 
 impl Pending {
@@ -96,6 +104,9 @@ impl Pending {
     }
 
     fn complete(&self) -> bool {
+        if self.audio_only {
+            return self.audio_passed;
+        }
         let counted =
             self.video >= self.source.video_frames && self.audio >= self.source.audio_frames;
         let video_done = self.video_passed || self.source.video_frames == 0;
@@ -131,6 +142,8 @@ pub struct RungCutter {
     settling: u8,
     /// The rung's audio is the source's, given with each source segment.
     shares_audio: bool,
+    /// The rung is an audio rendition: audio alone, its video ignored.
+    audio_only: bool,
     stats: RungStats,
 }
 
@@ -140,6 +153,15 @@ impl RungCutter {
         Self {
             settling: SETTLING_SEGMENTS,
             ..Self::default()
+        }
+    }
+
+    /// A cutter for an audio rendition (another language) on the source's segments;
+    /// see the module docs.
+    pub fn audio_rendition() -> Self {
+        Self {
+            audio_only: true,
+            ..Self::new()
         }
     }
 
@@ -193,6 +215,7 @@ impl RungCutter {
             audio: 0,
             video_passed: false,
             audio_passed: false,
+            audio_only: self.audio_only,
         };
         if let Some(audio) = audio {
             // The source's own audio: all of it is in, whatever the encoder does.
@@ -225,7 +248,11 @@ impl RungCutter {
     /// One frame of the rung, in the encoder's output order. Returns the rung segments
     /// this completes.
     pub fn frame(&mut self, frame: Frame) -> Vec<RungSegment> {
-        if self.shares_audio && frame.kind() == TrackKind::Audio {
+        let ignored = match frame.kind() {
+            TrackKind::Audio => self.shares_audio,
+            TrackKind::Video => self.audio_only,
+        };
+        if ignored {
             return Vec::new();
         }
         let ext_pts = unwrap_ts(frame.pts, self.reference);
@@ -317,9 +344,13 @@ impl RungCutter {
             .iter()
             .filter(|t| t.frame.kind() == TrackKind::Video)
             .min_by_key(|t| t.ext_dts);
-        let aligned = match first_video {
-            Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
-            None => source.video_frames == 0,
+        let aligned = if self.audio_only {
+            starts_within_a_frame(&pending.frames, source.start_ts)
+        } else {
+            match first_video {
+                Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
+                None => source.video_frames == 0,
+            }
         };
         if aligned {
             self.settling = 0;
@@ -353,7 +384,13 @@ impl RungCutter {
         marker.keyframe_start = keyframe_start;
         marker.video_frames = pending.video;
         marker.audio_frames = pending.audio;
-        if pending.video != source.video_frames || pending.audio != source.audio_frames {
+        let mismatch = if self.audio_only {
+            // A language's frame count is its own (another rate, another encoder).
+            false
+        } else {
+            pending.video != source.video_frames || pending.audio != source.audio_frames
+        };
+        if mismatch {
             self.stats.count_mismatch += 1;
         }
         let (segment, cc) = emit(&marker, pending.frames, None);
@@ -368,6 +405,22 @@ impl RungCutter {
             marker,
         })
     }
+}
+
+/// The first of these audio frames starts within one frame's duration of `start`: an
+/// audio rendition's segment then covers the source segment's span from its start.
+fn starts_within_a_frame(frames: &[Timed], start: u64) -> bool {
+    let Some(first) = frames.iter().min_by_key(|t| t.ext_pts) else {
+        return false;
+    };
+    let frame_ticks = crate::codec::aac::AudioSpecificConfig::from_adts(&first.frame.data)
+        .ok()
+        .map(|c| u64::from(c.sample_rate()))
+        .filter(|&rate| rate > 0)
+        .map_or(crate::CLOCK_HZ / 10, |rate| {
+            crate::codec::aac::SAMPLES_PER_FRAME * crate::CLOCK_HZ / rate
+        });
+    first.ext_pts.saturating_sub(start) < frame_ticks
 }
 
 #[cfg(test)]
@@ -640,5 +693,95 @@ mod tests {
         cutter.source_segment(marker(0, 2 * SECOND, 2 * SECOND, 50, 2));
         cutter.frame(video(SECOND, true));
         assert_eq!(cutter.stats().dropped_late, 1);
+    }
+
+    /// 44.1 kHz AAC frames (the test ADTS header's rate) are 2089.8 ticks apart.
+    const AAC_FRAME: u64 = 1024 * SECOND / 44_100;
+
+    /// The language's audio frames from `from` up to `to` (exclusive), back to back.
+    fn language(from: u64, to: u64) -> Vec<Frame> {
+        (0..)
+            .map(|i| from + i * 1024 * SECOND / 44_100)
+            .take_while(|&pts| pts < to)
+            .map(audio)
+            .collect()
+    }
+
+    #[test]
+    fn an_audio_rendition_is_cut_on_the_source_spans_by_its_own_audio() {
+        let mut cutter = RungCutter::audio_rendition();
+        let mut out = Vec::new();
+        for msn in 0..3 {
+            let start = 10 * SECOND + msn * 2 * SECOND;
+            // The floor's counts (50 pictures, 94 audio frames) do not bind the language.
+            out.extend(cutter.source_segment(marker(msn, start, 2 * SECOND, 50, 94)));
+            // A rendition's video, if its source has any, is ignored.
+            out.extend(cutter.frame(video(start, true)));
+        }
+        for f in language(10 * SECOND, 16 * SECOND + AAC_FRAME) {
+            out.extend(cutter.frame(f));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![0, 1, 2], "each written once a later frame came");
+        for rung in &out {
+            let start = rung.segment.start_ts;
+            assert!(rung.aligned && !rung.segment.discontinuous);
+            assert_eq!(rung.segment.duration_ticks, 2 * SECOND);
+            assert_eq!(rung.marker.video_frames, 0);
+            assert_eq!(
+                rung.marker.state.tracks.video, None,
+                "audio alone in the PMT"
+            );
+            let frames = crate::ts::demux_frames(&rung.segment.data);
+            assert!(frames.iter().all(|f| f.kind() == TrackKind::Audio));
+            assert_eq!(frames.len() as u32, rung.marker.audio_frames);
+            let first = frames.iter().map(|f| f.pts).min().unwrap();
+            assert!(
+                first >= start && first < start + AAC_FRAME,
+                "{first} vs {start}"
+            );
+            let last = frames.iter().map(|f| f.pts).max().unwrap();
+            assert!(last < start + 2 * SECOND);
+        }
+        let stats = cutter.stats();
+        assert_eq!((stats.misaligned, stats.count_mismatch), (0, 0));
+    }
+
+    #[test]
+    fn a_language_that_stops_leaves_a_gap_and_resumes_after_a_discontinuity() {
+        let mut cutter = RungCutter::audio_rendition();
+        let mut out = Vec::new();
+        for msn in 0..4 {
+            let start = msn * 2 * SECOND;
+            out.extend(cutter.source_segment(marker(msn, start, 2 * SECOND, 50, 94)));
+        }
+        // The interpreter is silent (no frames) for the third segment's span.
+        for f in language(0, 4 * SECOND)
+            .into_iter()
+            .chain(language(6 * SECOND, 8 * SECOND + AAC_FRAME))
+        {
+            out.extend(cutter.frame(f));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![0, 1, 3]);
+        assert!(out[2].segment.discontinuous && out[2].aligned);
+        assert_eq!(out[2].marker.state.discontinuity_seq, 1);
+        assert_eq!(cutter.stats().skipped, 1);
+    }
+
+    #[test]
+    fn an_audio_rendition_that_starts_mid_segment_is_settled_not_misreported() {
+        let mut cutter = RungCutter::audio_rendition();
+        let mut out = Vec::new();
+        for msn in 0..3 {
+            out.extend(cutter.source_segment(marker(msn, msn * 2 * SECOND, 2 * SECOND, 50, 94)));
+        }
+        // The feed comes half a second into the first segment.
+        for f in language(SECOND / 2, 6 * SECOND + AAC_FRAME) {
+            out.extend(cutter.frame(f));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, vec![1, 2]);
+        assert_eq!(cutter.stats().misaligned, 0);
     }
 }

@@ -2,6 +2,11 @@
 //! audio streams (the first program, or the one [`Demuxer::for_program`] names),
 //! timeline markers and discontinuities.
 //!
+//! The program's first audio stream is its main audio (the floor, muxed with the
+//! video); every further AAC stream, up to [`MAX_ALTERNATE_AUDIO`], is an alternate
+//! language whose frames come as [`DemuxEvent::AlternateAudio`], named by its PID and
+//! by the `ISO_639_language_descriptor` the PMT lists for it ([`Demuxer::audio_tracks`]).
+//!
 //! ```text
 //! bytes ─► PacketReader ─► Packet ─┬─ PID 0 ─────► PAT ─► PMT PID
 //!                                  ├─ PMT PID ───► PMT ─► the video and audio PIDs
@@ -17,7 +22,11 @@ use super::psi::{Pat, Pmt, SectionAssembler};
 use super::MARKER_PID;
 use crate::codec::aac::{adts_frame_ranges, AudioSpecificConfig, SAMPLES_PER_FRAME};
 use crate::codec::probe::is_keyframe;
-use crate::{Codec, Frame, TrackKind};
+use crate::{Codec, Frame, Language, TrackKind};
+
+/// The most alternate audio streams followed beside the main audio; further ones are
+/// counted in [`DemuxStats::unknown_stream_types`] and ignored.
+pub const MAX_ALTERNATE_AUDIO: usize = 7;
 
 /// PID of the program association table.
 const PAT_PID: u16 = 0x0000;
@@ -48,6 +57,13 @@ pub enum DiscontinuityReason {
 pub enum DemuxEvent {
     /// One PES of the selected video or audio stream.
     Frame(Frame),
+    /// One frame of an alternate audio stream (another language), on its PID.
+    AlternateAudio {
+        /// The PID the stream is carried on ([`Demuxer::audio_tracks`] names it).
+        pid: u16,
+        /// The frame, with the source's timestamps.
+        frame: Frame,
+    },
     /// The payload of a packet on [`MARKER_PID`] (not listed in the PMT).
     Marker(Bytes),
     /// A whole caption block reassembled from the packets on
@@ -92,6 +108,9 @@ pub struct DemuxStats {
 struct Stream {
     pid: u16,
     codec: Codec,
+    /// An alternate audio stream (its frames are [`DemuxEvent::AlternateAudio`]).
+    alternate: bool,
+    language: Option<Language>,
     pes: PesAssembler,
     /// Video lost data: pictures are dropped until the next keyframe.
     awaiting_keyframe: bool,
@@ -143,6 +162,7 @@ struct State {
     pmt_seen: Option<Pmt>,
     video: Option<Stream>,
     audio: Option<Stream>,
+    alternates: Vec<Stream>,
     continuity: Vec<Continuity>,
     sections: Vec<Vec<u8>>,
     captions: crate::ts::captions::BlockAssembler,
@@ -189,10 +209,7 @@ impl Demuxer {
     pub fn flush(&mut self, out: &mut Vec<DemuxEvent>) {
         let Demuxer { reader, state } = self;
         reader.finish(|ev| state.reader_event(ev, out));
-        for stream in [state.video.as_mut(), state.audio.as_mut()]
-            .into_iter()
-            .flatten()
-        {
+        for stream in all_streams(&mut state.video, &mut state.audio, &mut state.alternates) {
             interrupt(&mut state.stats, stream, out);
         }
     }
@@ -211,6 +228,33 @@ impl Demuxer {
             audio: self.state.audio.is_some(),
         }
     }
+
+    /// The program's audio streams the demuxer delivers, the main one first, each with
+    /// the language its PMT entry names.
+    pub fn audio_tracks(&self) -> Vec<AudioTrack> {
+        let state = &self.state;
+        state
+            .audio
+            .iter()
+            .chain(&state.alternates)
+            .map(|s| AudioTrack {
+                pid: s.pid,
+                language: s.language,
+                main: !s.alternate,
+            })
+            .collect()
+    }
+}
+
+/// One audio stream of the followed program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AudioTrack {
+    /// The PID carrying it.
+    pub pid: u16,
+    /// The language its PMT entry names (`ISO_639_language_descriptor`), if any.
+    pub language: Option<Language>,
+    /// The main audio ([`DemuxEvent::Frame`]); the others are alternates.
+    pub main: bool,
 }
 
 /// The program a [`Demuxer`] follows, as far as it knows it.
@@ -238,10 +282,11 @@ impl State {
                 let State {
                     video,
                     audio,
+                    alternates,
                     stats,
                     ..
                 } = self;
-                for stream in [video.as_mut(), audio.as_mut()].into_iter().flatten() {
+                for stream in all_streams(video, audio, alternates) {
                     lose(stats, stream);
                 }
             }
@@ -256,7 +301,12 @@ impl State {
         };
         if pkt.transport_error || pkt.scrambling != 0 {
             self.stats.dropped_packets += 1;
-            if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
+            if let Some(stream) = stream_of(
+                &mut self.video,
+                &mut self.audio,
+                &mut self.alternates,
+                pkt.pid,
+            ) {
                 lose(&mut self.stats, stream);
                 // The loss is counted: the next packet restarts the counter check
                 // rather than count it again as a continuity error.
@@ -294,7 +344,12 @@ impl State {
                     out.push(DemuxEvent::Discontinuity(
                         DiscontinuityReason::ContinuityCounter { pid: pkt.pid },
                     ));
-                    if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
+                    if let Some(stream) = stream_of(
+                        &mut self.video,
+                        &mut self.audio,
+                        &mut self.alternates,
+                        pkt.pid,
+                    ) {
                         lose(&mut self.stats, stream);
                     }
                 } else if pkt.pid == PAT_PID {
@@ -315,7 +370,12 @@ impl State {
         } else if Some(pkt.pid) == self.pmt_pid {
             self.pmt.push(pkt.pusi, pkt.payload, &mut self.sections);
             self.handle_pmt(out);
-        } else if let Some(stream) = stream_of(&mut self.video, &mut self.audio, pkt.pid) {
+        } else if let Some(stream) = stream_of(
+            &mut self.video,
+            &mut self.audio,
+            &mut self.alternates,
+            pkt.pid,
+        ) {
             let mut pes = PesOutput::default();
             stream.pes.push(pkt.pusi, pkt.payload, &mut pes);
             emit(&mut self.stats, stream, pes, out);
@@ -323,7 +383,7 @@ impl State {
     }
 
     fn stream_mut(&mut self, pid: u16) -> Option<&mut Stream> {
-        stream_of(&mut self.video, &mut self.audio, pid)
+        stream_of(&mut self.video, &mut self.audio, &mut self.alternates, pid)
     }
 
     /// Checks the continuity counter; reports a signalled discontinuity on the way.
@@ -405,10 +465,12 @@ impl State {
         }
     }
 
-    /// Selects the first video and first audio stream of a new or changed PMT.
+    /// Selects the first video and first audio stream of a new or changed PMT, and the
+    /// further audio streams as alternates.
     fn apply_pmt(&mut self, pmt: Pmt, out: &mut Vec<DemuxEvent>) {
         let mut video = None;
         let mut audio = None;
+        let mut alternates = Vec::new();
         for s in &pmt.streams {
             let codec = match s.stream_type {
                 0x1b => Codec::H264,
@@ -425,8 +487,18 @@ impl State {
             };
             if slot.is_none() {
                 *slot = Some((s.pid, codec));
+            } else if codec.kind() == TrackKind::Audio && alternates.len() < MAX_ALTERNATE_AUDIO {
+                alternates.push((s.pid, codec, s.language));
+            } else {
+                self.stats.unknown_stream_types += 1;
             }
         }
+        self.apply_alternates(&alternates, out);
+        let language_of = |pid: Option<(u16, Codec)>| {
+            pid.and_then(|(pid, _)| pmt.streams.iter().find(|s| s.pid == pid))
+                .and_then(|s| s.language)
+        };
+        let audio_language = language_of(audio);
         let same = |old: &Option<Stream>, new: Option<(u16, Codec)>| {
             old.as_ref().map(|s| (s.pid, s.codec)) == new
         };
@@ -445,6 +517,9 @@ impl State {
             flush_stream(&mut self.stats, self.audio.take(), out);
             self.audio = audio.map(|(pid, codec)| new_stream(pid, codec));
         }
+        if let Some(main) = self.audio.as_mut() {
+            main.language = audio_language;
+        }
         if changed {
             out.push(DemuxEvent::Discontinuity(
                 DiscontinuityReason::ProgramChange,
@@ -453,10 +528,53 @@ impl State {
         self.pmt_seen = Some(pmt);
     }
 
+    /// Follows these alternate audio streams: one that stays on its PID with its codec
+    /// keeps its frame in progress (a new PMT version only renames it); the others are
+    /// flushed or started. The main timeline does not depend on them, so a change here
+    /// is no change of program.
+    fn apply_alternates(
+        &mut self,
+        wanted: &[(u16, Codec, Option<Language>)],
+        out: &mut Vec<DemuxEvent>,
+    ) {
+        let mut kept = Vec::with_capacity(wanted.len());
+        let mut old = std::mem::take(&mut self.alternates);
+        for &(pid, codec, language) in wanted {
+            let stream = match old.iter().position(|s| s.pid == pid && s.codec == codec) {
+                Some(i) => old.swap_remove(i),
+                None => Stream {
+                    alternate: true,
+                    ..new_stream(pid, codec)
+                },
+            };
+            kept.push(Stream { language, ..stream });
+        }
+        for gone in old {
+            flush_stream(&mut self.stats, Some(gone), out);
+        }
+        self.alternates = kept;
+    }
+
     fn drop_streams(&mut self, out: &mut Vec<DemuxEvent>) {
         flush_stream(&mut self.stats, self.video.take(), out);
         flush_stream(&mut self.stats, self.audio.take(), out);
+        for gone in std::mem::take(&mut self.alternates) {
+            flush_stream(&mut self.stats, Some(gone), out);
+        }
     }
+}
+
+/// Every followed stream (a free function, so the stats can be borrowed beside it).
+fn all_streams<'a>(
+    video: &'a mut Option<Stream>,
+    audio: &'a mut Option<Stream>,
+    alternates: &'a mut [Stream],
+) -> impl Iterator<Item = &'a mut Stream> {
+    video
+        .as_mut()
+        .into_iter()
+        .chain(audio.as_mut())
+        .chain(alternates.iter_mut())
 }
 
 /// The followed stream on `pid`, if any (a free function, so the stats can be
@@ -464,18 +582,18 @@ impl State {
 fn stream_of<'a>(
     video: &'a mut Option<Stream>,
     audio: &'a mut Option<Stream>,
+    alternates: &'a mut [Stream],
     pid: u16,
 ) -> Option<&'a mut Stream> {
-    [video.as_mut(), audio.as_mut()]
-        .into_iter()
-        .flatten()
-        .find(|s| s.pid == pid)
+    all_streams(video, audio, alternates).find(|s| s.pid == pid)
 }
 
 fn new_stream(pid: u16, codec: Codec) -> Stream {
     Stream {
         pid,
         codec,
+        alternate: false,
+        language: None,
         pes: PesAssembler::new(),
         awaiting_keyframe: false,
     }
@@ -534,7 +652,10 @@ fn emit(stats: &mut DemuxStats, stream: &mut Stream, pes: PesOutput, out: &mut V
             continue;
         };
         if codec == Codec::Aac {
-            emit_aac(stats, pts, payload, out);
+            let alternate = stream.alternate.then_some(stream.pid);
+            emit_aac(stats, pts, payload, &mut |frame| {
+                out.push(frame_event(alternate, frame))
+            });
             continue;
         }
         let keyframe = is_keyframe(codec, &payload);
@@ -561,7 +682,7 @@ fn emit(stats: &mut DemuxStats, stream: &mut Stream, pes: PesOutput, out: &mut V
 /// as the frame that crosses the cut arrives, and cuts audio-only streams exactly.
 /// Bytes that do not parse as ADTS are delivered as they are (one frame), or, when they
 /// trail valid frames, dropped and counted.
-fn emit_aac(stats: &mut DemuxStats, pts: u64, payload: Bytes, out: &mut Vec<DemuxEvent>) {
+fn emit_aac(stats: &mut DemuxStats, pts: u64, payload: Bytes, out: &mut dyn FnMut(Frame)) {
     let ranges = adts_frame_ranges(&payload);
     let sample_rate = ranges
         .first()
@@ -569,13 +690,13 @@ fn emit_aac(stats: &mut DemuxStats, pts: u64, payload: Bytes, out: &mut Vec<Demu
         .map(|c| u64::from(c.sample_rate()));
     let (Some(sample_rate), Some(last)) = (sample_rate, ranges.last()) else {
         stats.frames += 1;
-        out.push(DemuxEvent::Frame(Frame {
+        out(Frame {
             codec: Codec::Aac,
             pts,
             dts: pts,
             keyframe: true,
             data: payload,
-        }));
+        });
         return;
     };
     if last.end < payload.len() {
@@ -586,12 +707,21 @@ fn emit_aac(stats: &mut DemuxStats, pts: u64, payload: Bytes, out: &mut Vec<Demu
         let offset = i as u64 * SAMPLES_PER_FRAME * crate::CLOCK_HZ / sample_rate;
         let frame_pts = pts.wrapping_add(offset) & crate::PTS_MASK;
         stats.frames += 1;
-        out.push(DemuxEvent::Frame(Frame {
+        out(Frame {
             codec: Codec::Aac,
             pts: frame_pts,
             dts: frame_pts,
             keyframe: true,
             data: payload.slice(range),
-        }));
+        });
+    }
+}
+
+/// The event of one delivered frame: of the main streams, or of the alternate audio on
+/// this PID.
+fn frame_event(alternate: Option<u16>, frame: Frame) -> DemuxEvent {
+    match alternate {
+        Some(pid) => DemuxEvent::AlternateAudio { pid, frame },
+        None => DemuxEvent::Frame(frame),
     }
 }

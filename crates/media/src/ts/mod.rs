@@ -9,7 +9,9 @@ pub mod pes;
 pub mod psi;
 pub mod restamp;
 
-pub use demux::{demux_frames, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason, ProgramView};
+pub use demux::{
+    demux_frames, AudioTrack, DemuxEvent, DemuxStats, Demuxer, DiscontinuityReason, ProgramView,
+};
 pub use mux::FrameMuxer;
 
 /// Size of one transport stream packet.

@@ -192,6 +192,8 @@ pub struct PmtStream {
     pub stream_type: u8,
     /// The PID carrying the stream.
     pub pid: u16,
+    /// The language its `ISO_639_language_descriptor` names, if any.
+    pub language: Option<crate::language::Language>,
 }
 
 /// The program map table: the elementary streams of one program.
@@ -228,10 +230,12 @@ impl Pmt {
                 return Err(PsiError::Truncated);
             };
             let desc_len = (usize::from(l0 & 0x0f) << 8) | usize::from(l1);
-            es = tail.get(desc_len..).ok_or(PsiError::Truncated)?;
+            let descriptors = tail.get(..desc_len).ok_or(PsiError::Truncated)?;
+            es = &tail[desc_len..];
             streams.push(PmtStream {
                 stream_type,
                 pid: u16::from_be_bytes([e0 & 0x1f, e1]),
+                language: crate::language::from_descriptors(descriptors),
             });
         }
         Ok(Pmt {

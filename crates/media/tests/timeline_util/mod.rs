@@ -221,7 +221,7 @@ pub fn relay(bytes: &[u8], chunk: usize) -> (Vec<Segment>, Segmenter) {
                 DemuxEvent::Frame(f) => b.push(f, 0),
                 DemuxEvent::Marker(m) => b.push_marker(&m).expect("valid marker"),
                 DemuxEvent::Discontinuity(r) => panic!("unexpected discontinuity {r:?}"),
-                DemuxEvent::Captions(_) => None,
+                DemuxEvent::Captions(_) | DemuxEvent::AlternateAudio { .. } => None,
             };
             out.extend(done);
             while let Some(s) = b.pop_ready() {

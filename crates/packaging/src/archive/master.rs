@@ -215,6 +215,7 @@ pub fn render(
     }
     (!variants.is_empty()).then(|| {
         MasterPlaylist {
+            audio: Vec::new(),
             independent_segments: true,
             subtitles,
             variants,

@@ -219,6 +219,7 @@ pub fn master_body(channel: &Package) -> packaging::render::Master {
     let tracks = &snapshot.tracks;
     let (subtitles, closed_captions) = packaging::captions::serve::master_media(&snapshot);
     let playlist = MasterPlaylist {
+        audio: Vec::new(),
         independent_segments: true,
         subtitles,
         closed_captions,

@@ -1,0 +1,97 @@
+//! A source with two audio languages (tests/fixtures/two_languages.ts): the floor rides
+//! in the segmenter's muxed segments; the other language is cut on the same segments by
+//! an audio rendition cutter, on the same MSNs and dates, each of its segments starting
+//! within one audio frame of the video segment's start.
+
+use media::segmenter::{RungCutter, RungSegment};
+use media::ts::{demux_frames, DemuxEvent, Demuxer};
+use media::{Segment, Segmenter, SegmenterConfig, StartPoint, TimelineMarker, TrackKind};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+}
+
+/// 1024 samples at 48 kHz, in 90 kHz ticks.
+const AAC_FRAME_48K: u64 = 1920;
+
+/// Segments the fixture: the muxed source and the alternate language.
+fn cut() -> (Vec<Segment>, Vec<RungSegment>) {
+    let mut demuxer = Demuxer::new();
+    let mut events = Vec::new();
+    demuxer.push(&fixture("two_languages.ts"), &mut events);
+    demuxer.flush(&mut events);
+    let config = SegmenterConfig {
+        target_duration_ms: 1000,
+        ..SegmenterConfig::default()
+    };
+    let mut source = Segmenter::new(
+        config,
+        StartPoint::Fresh {
+            min_msn: 0,
+            min_discontinuity_seq: 0,
+        },
+    );
+    let mut language = RungCutter::audio_rendition();
+    let (mut floor, mut other) = (Vec::new(), Vec::new());
+    let announce = |segment: Segment, floor: &mut Vec<Segment>, language: &mut RungCutter| {
+        let marker = TimelineMarker::parse(&segment.data[4..188]).expect("marker");
+        floor.push(segment);
+        language.source_segment(marker)
+    };
+    for event in events {
+        match event {
+            DemuxEvent::Frame(frame) => {
+                if let Some(segment) = source.push(frame, 1_700_000_000_000) {
+                    other.extend(announce(segment, &mut floor, &mut language));
+                }
+            }
+            DemuxEvent::AlternateAudio { pid: 0x102, frame } => {
+                other.extend(language.frame(frame));
+            }
+            _ => {}
+        }
+    }
+    if let Some(last) = source.flush() {
+        other.extend(announce(last, &mut floor, &mut language));
+    }
+    other.extend(language.flush());
+    (floor, other)
+}
+
+#[test]
+fn the_language_is_cut_on_the_floors_segments() {
+    let (floor, other) = cut();
+    assert_eq!(floor.len(), 3);
+    // Every segment the language has audio for, on the floor's MSN, span and date.
+    let msns: Vec<u64> = other.iter().map(|r| r.segment.msn).collect();
+    assert_eq!(msns, floor.iter().map(|s| s.msn).collect::<Vec<_>>());
+    for (rung, source) in other.iter().zip(&floor) {
+        assert!(rung.aligned, "msn {}", source.msn);
+        assert_eq!(rung.segment.start_ts, source.start_ts);
+        assert_eq!(rung.segment.duration_ticks, source.duration_ticks);
+        assert_eq!(rung.segment.program_date_time_ms, source.program_date_time_ms);
+        let video_start = demux_frames(&source.data)
+            .iter()
+            .filter(|f| f.kind() == TrackKind::Video)
+            .map(|f| f.pts)
+            .min()
+            .expect("video");
+        let frames = demux_frames(&rung.segment.data);
+        assert!(frames.iter().all(|f| f.kind() == TrackKind::Audio));
+        let first = frames.iter().map(|f| f.pts).min().expect("audio");
+        assert!(
+            first >= video_start && first - video_start < AAC_FRAME_48K,
+            "msn {}: audio at {first}, video at {video_start}",
+            source.msn
+        );
+        // Same encoder settings: the language has the floor's frame count.
+        let floor_audio = demux_frames(&source.data)
+            .iter()
+            .filter(|f| f.kind() == TrackKind::Audio)
+            .count();
+        assert!(frames.len().abs_diff(floor_audio) <= 1, "msn {}", source.msn);
+    }
+    // The two languages' encodings differ (440 Hz vs 880 Hz).
+    assert_ne!(other[1].segment.data, floor[1].data);
+}
