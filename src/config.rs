@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::Deserialize;
 
+mod languages;
 mod mc_link;
 pub(crate) mod ott;
 mod recordings;
 mod rtmp_limits;
 mod srt;
 
+pub use languages::{audio_languages, sources as language_sources, LanguageConfig};
 pub use mc_link::McLinkConfig;
 pub use ott::OttConfig;
 pub use recordings::RecordingsConfig;
@@ -378,6 +380,10 @@ pub struct StreamConfig {
     /// The language (BCP 47) of the CEA-608 captions in the source's video, for the
     /// decoded `cc1` subtitle track (default `en`).
     pub cc_language: Option<String>,
+    /// `[[stream.language]]`: the stream's audio languages, the floor first (see
+    /// [`LanguageConfig`]); fewer than two is one audio.
+    #[serde(default, rename = "language")]
+    pub languages: Vec<LanguageConfig>,
     /// The stream's ABR ladder, for a meeting stream (set by the MC or the node's MC
     /// link, never in a file).
     #[serde(skip)]
@@ -632,6 +638,7 @@ impl Config {
                     bail!("{at}.cc_language {language:?} is not a BCP 47 language tag (e.g. \"pt-BR\")");
                 }
             }
+            languages::check(&at, &stream.languages)?;
             if (stream.ott_backup.is_some() || stream.backup_group.is_some()) && self.ott.is_none()
             {
                 bail!("{at}.ott_backup and backup_group need an [ott] section");

@@ -110,6 +110,61 @@ fn a_608_language_must_be_a_language_tag() {
 }
 
 #[test]
+fn a_streams_languages_are_checked() {
+    let config = |languages: &str| {
+        Config::parse(&format!(
+            "[[stream]]\nname = \"m\"\ninputs = [\"publish://?key=k\"]\n{languages}"
+        ))
+    };
+    let entry =
+        |code: &str, extra: &str| format!("[[stream.language]]\ncode = \"{code}\"\n{extra}");
+    let good = config(&format!(
+        "{}{}",
+        entry("eng", ""),
+        entry("SPA", "name = \"Español\"\npid = 258\n")
+    ))
+    .unwrap();
+    let languages = super::audio_languages(&good.streams[0].languages);
+    assert_eq!(languages[0].name, "English", "the default name");
+    assert_eq!(
+        (languages[1].language.as_str(), languages[1].name.as_str()),
+        ("spa", "Español")
+    );
+    let sources = super::language_sources(&good.streams[0].languages);
+    assert_eq!(sources.len(), 1, "the floor is the main audio");
+    assert_eq!(sources[0].pid, Some(258));
+    for (bad, expected) in [
+        (entry("es", ""), "ISO 639-2"),
+        (entry("und", ""), "ISO 639-2"),
+        (format!("{}{}", entry("eng", ""), entry("eng", "")), "twice"),
+        (entry("eng", "pid = 258\n"), "floor"),
+        (
+            format!("{}{}", entry("eng", ""), entry("spa", "pid = 8191\n")),
+            "PID",
+        ),
+        (
+            format!("{}{}", entry("eng", ""), entry("spa", "name = \"a\\nb\"\n")),
+            "control",
+        ),
+        (
+            [
+                "eng", "spa", "fra", "deu", "ita", "por", "rus", "jpn", "kor",
+            ]
+            .iter()
+            .map(|c| entry(c, ""))
+            .collect::<String>(),
+            "at most 8",
+        ),
+    ] {
+        let error = format!("{:#}", config(&bad).unwrap_err());
+        assert!(
+            error.contains("language") && error.contains(expected),
+            "{bad}: {error}"
+        );
+    }
+}
+
+#[test]
 fn dvr_settings_merge_over_the_defaults() {
     let config = Config::parse(
         r#"

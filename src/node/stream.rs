@@ -95,11 +95,12 @@ pub fn start_stream(
         .as_ref()
         .map(LadderPlan::names)
         .unwrap_or_default();
-    let channel = Arc::new(Package::with_rungs(
+    let channel = Arc::new(Package::with_languages(
         stream.name.clone(),
         settings.window_segments,
         packaging::render::renderer(settings.segment_duration_ms),
         &ladder_names,
+        &crate::config::audio_languages(&stream.languages),
     ));
     if let Some(language) = &stream.cc_language {
         channel.captions.set_cc_language(language.clone());
@@ -179,6 +180,7 @@ pub fn start_stream(
         );
     }));
     let pipeline_settings = PipelineSettings {
+        languages: crate::config::language_sources(&stream.languages),
         publish_latency,
         target_duration_ms: settings.segment_duration_ms,
         state_file: Some(
@@ -345,6 +347,7 @@ fn start_rung(
     };
     let events_rx = start_inputs(context, &name, inputs, settings, stop, tasks)?;
     let pipeline_settings = PipelineSettings {
+        languages: Vec::new(),
         publish_latency: Arc::default(),
         target_duration_ms: settings.segment_duration_ms,
         state_file: None,

@@ -27,6 +27,16 @@ use media::Frame;
 pub enum IngestEvent {
     /// One access unit from the active input.
     Frame(Frame),
+    /// One frame of another audio language the active input carries (an MPEG-TS
+    /// source's further audio stream): its PID and the language its PMT names.
+    AlternateAudio {
+        /// The PID the language is carried on.
+        pid: u16,
+        /// The language the source names for it, if any.
+        language: Option<media::Language>,
+        /// The frame, with the source's timestamps.
+        frame: Frame,
+    },
     /// The payload (184 bytes after the TS header) of a packet on
     /// [`media::ts::MARKER_PID`]: an upstream brdyun's timeline marker.
     Marker(Bytes),

@@ -313,6 +313,19 @@ pub(crate) fn demux_events(
                 counters.count_frame(frame.kind());
                 IngestEvent::Frame(frame)
             }
+            DemuxEvent::AlternateAudio { pid, frame } => {
+                counters.count_frame(frame.kind());
+                let language = demuxer
+                    .audio_tracks()
+                    .into_iter()
+                    .find(|t| t.pid == pid)
+                    .and_then(|t| t.language);
+                IngestEvent::AlternateAudio {
+                    pid,
+                    language,
+                    frame,
+                }
+            }
             DemuxEvent::Marker(payload) => IngestEvent::Marker(payload),
             DemuxEvent::Captions(block) => IngestEvent::Captions(block),
             // A new program or codec is a new source: the timeline restarts.

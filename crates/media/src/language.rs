@@ -14,56 +14,56 @@ pub const ISO_639_DESCRIPTOR_TAG: u8 = 0x0a;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Language([u8; 3]);
 
-/// ISO 639-2 codes (bibliographic and terminologic forms) with an ISO 639-1 code:
-/// the languages meetings are most often interpreted into.
-const TWO_LETTER: &[(&str, &str)] = &[
-    ("ara", "ar"),
-    ("ben", "bn"),
-    ("bul", "bg"),
-    ("ces", "cs"),
-    ("chi", "zh"),
-    ("cze", "cs"),
-    ("dan", "da"),
-    ("deu", "de"),
-    ("dut", "nl"),
-    ("ell", "el"),
-    ("eng", "en"),
-    ("est", "et"),
-    ("fin", "fi"),
-    ("fra", "fr"),
-    ("fre", "fr"),
-    ("ger", "de"),
-    ("gre", "el"),
-    ("heb", "he"),
-    ("hin", "hi"),
-    ("hrv", "hr"),
-    ("hun", "hu"),
-    ("ind", "id"),
-    ("ita", "it"),
-    ("jpn", "ja"),
-    ("kor", "ko"),
-    ("lav", "lv"),
-    ("lit", "lt"),
-    ("msa", "ms"),
-    ("may", "ms"),
-    ("nld", "nl"),
-    ("nor", "no"),
-    ("pol", "pl"),
-    ("por", "pt"),
-    ("ron", "ro"),
-    ("rum", "ro"),
-    ("rus", "ru"),
-    ("slk", "sk"),
-    ("slo", "sk"),
-    ("slv", "sl"),
-    ("spa", "es"),
-    ("swe", "sv"),
-    ("tha", "th"),
-    ("tur", "tr"),
-    ("ukr", "uk"),
-    ("urd", "ur"),
-    ("vie", "vi"),
-    ("zho", "zh"),
+/// ISO 639-2 codes (bibliographic and terminologic forms) with their ISO 639-1 code
+/// and English name: the languages meetings are most often interpreted into.
+const KNOWN: &[(&str, &str, &str)] = &[
+    ("ara", "ar", "Arabic"),
+    ("ben", "bn", "Bengali"),
+    ("bul", "bg", "Bulgarian"),
+    ("ces", "cs", "Czech"),
+    ("chi", "zh", "Chinese"),
+    ("cze", "cs", "Czech"),
+    ("dan", "da", "Danish"),
+    ("deu", "de", "German"),
+    ("dut", "nl", "Dutch"),
+    ("ell", "el", "Greek"),
+    ("eng", "en", "English"),
+    ("est", "et", "Estonian"),
+    ("fin", "fi", "Finnish"),
+    ("fra", "fr", "French"),
+    ("fre", "fr", "French"),
+    ("ger", "de", "German"),
+    ("gre", "el", "Greek"),
+    ("heb", "he", "Hebrew"),
+    ("hin", "hi", "Hindi"),
+    ("hrv", "hr", "Croatian"),
+    ("hun", "hu", "Hungarian"),
+    ("ind", "id", "Indonesian"),
+    ("ita", "it", "Italian"),
+    ("jpn", "ja", "Japanese"),
+    ("kor", "ko", "Korean"),
+    ("lav", "lv", "Latvian"),
+    ("lit", "lt", "Lithuanian"),
+    ("msa", "ms", "Malay"),
+    ("may", "ms", "Malay"),
+    ("nld", "nl", "Dutch"),
+    ("nor", "no", "Norwegian"),
+    ("pol", "pl", "Polish"),
+    ("por", "pt", "Portuguese"),
+    ("ron", "ro", "Romanian"),
+    ("rum", "ro", "Romanian"),
+    ("rus", "ru", "Russian"),
+    ("slk", "sk", "Slovak"),
+    ("slo", "sk", "Slovak"),
+    ("slv", "sl", "Slovenian"),
+    ("spa", "es", "Spanish"),
+    ("swe", "sv", "Swedish"),
+    ("tha", "th", "Thai"),
+    ("tur", "tr", "Turkish"),
+    ("ukr", "uk", "Ukrainian"),
+    ("urd", "ur", "Urdu"),
+    ("vie", "vi", "Vietnamese"),
+    ("zho", "zh", "Chinese"),
 ];
 
 impl Language {
@@ -98,11 +98,18 @@ impl Language {
     /// The BCP 47 tag for manifests (`LANGUAGE=` in HLS, `lang` in DASH): the ISO
     /// 639-1 code when the language has one, else the three-letter code.
     pub fn bcp47(&self) -> &str {
+        self.known().map_or(self.as_str(), |(_, two, _)| two)
+    }
+
+    /// The language's English name when it is a common one (a menu's default label),
+    /// else its code.
+    pub fn english_name(&self) -> &str {
+        self.known().map_or(self.as_str(), |(_, _, name)| name)
+    }
+
+    fn known(&self) -> Option<&'static (&'static str, &'static str, &'static str)> {
         let code = self.as_str();
-        TWO_LETTER
-            .iter()
-            .find(|(three, _)| *three == code)
-            .map_or(code, |(_, two)| two)
+        KNOWN.iter().find(|(three, _, _)| *three == code)
     }
 }
 
@@ -161,6 +168,9 @@ mod tests {
         assert_eq!(tag("ger").as_deref(), Some("de"));
         assert_eq!(tag("deu").as_deref(), Some("de"));
         assert_eq!(tag("yue").as_deref(), Some("yue"));
+        let name = |c: &str| Language::parse(c).map(|l| l.english_name().to_owned());
+        assert_eq!(name("spa").as_deref(), Some("Spanish"));
+        assert_eq!(name("yue").as_deref(), Some("yue"));
     }
 
     #[test]

@@ -70,7 +70,10 @@ fn the_language_is_cut_on_the_floors_segments() {
         assert!(rung.aligned, "msn {}", source.msn);
         assert_eq!(rung.segment.start_ts, source.start_ts);
         assert_eq!(rung.segment.duration_ticks, source.duration_ticks);
-        assert_eq!(rung.segment.program_date_time_ms, source.program_date_time_ms);
+        assert_eq!(
+            rung.segment.program_date_time_ms,
+            source.program_date_time_ms
+        );
         let video_start = demux_frames(&source.data)
             .iter()
             .filter(|f| f.kind() == TrackKind::Video)
@@ -90,7 +93,11 @@ fn the_language_is_cut_on_the_floors_segments() {
             .iter()
             .filter(|f| f.kind() == TrackKind::Audio)
             .count();
-        assert!(frames.len().abs_diff(floor_audio) <= 1, "msn {}", source.msn);
+        assert!(
+            frames.len().abs_diff(floor_audio) <= 1,
+            "msn {}",
+            source.msn
+        );
     }
     // The two languages' encodings differ (440 Hz vs 880 Hz).
     assert_ne!(other[1].segment.data, floor[1].data);

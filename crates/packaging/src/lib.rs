@@ -12,6 +12,7 @@
 pub mod archive;
 pub mod captions;
 pub mod fmp4;
+pub mod languages;
 pub mod live_mpd;
 pub mod llhls;
 pub mod master;

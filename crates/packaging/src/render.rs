@@ -116,7 +116,14 @@ pub use crate::window::{offered, MAIN};
 /// window is switchable ([`WindowSnapshot::switchable`]): a player must be able to move
 /// between the variants at any segment boundary. The source is the timeline every rung
 /// is cut on, so it is listed whenever it has segments.
-pub fn package_master(renditions: &[(&str, Arc<WindowSnapshot>)], playlist: &str) -> Master {
+///
+/// `audio` is the stream's audio group (see [`crate::languages::audio_group`]): every
+/// variant names it, and languages are never variants.
+pub fn package_master(
+    renditions: &[(&str, Arc<WindowSnapshot>)],
+    audio: Vec<media::hls::AudioRendition>,
+    playlist: &str,
+) -> Master {
     let mut variants = Vec::with_capacity(renditions.len());
     // The stream's captions travel in its muxed rendition (the source).
     let (subtitles, closed_captions) = renditions
@@ -136,7 +143,7 @@ pub fn package_master(renditions: &[(&str, Arc<WindowSnapshot>)], playlist: &str
         variants.push(variant(window, uri));
     }
     Master::new(MasterPlaylist {
-        audio: Vec::new(),
+        audio,
         independent_segments: true,
         subtitles,
         closed_captions,

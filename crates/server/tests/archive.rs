@@ -476,6 +476,7 @@ async fn the_live_numbering_continues_after_the_archive() {
         Arc::clone(&node.channel),
         rx,
         PipelineSettings {
+            languages: Vec::new(),
             target_duration_ms: 1000,
             state_file: Some(state_file),
             publish_latency: Arc::default(),

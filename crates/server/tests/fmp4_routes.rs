@@ -60,6 +60,7 @@ async fn node_with(
     state.add_stream(Arc::clone(&channel), None);
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let settings = PipelineSettings {
+        languages: Vec::new(),
         target_duration_ms: 2000,
         state_file: None,
         publish_latency: Arc::default(),

@@ -172,6 +172,7 @@ rungs = [{ name = "source" }, { name = "144p", height = 144, video_kbps = 200 },
         Arc::clone(&channel),
         events_rx,
         PipelineSettings {
+            languages: Vec::new(),
             target_duration_ms: 2000,
             state_file: None,
             publish_latency: Arc::default(),

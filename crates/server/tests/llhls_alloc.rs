@@ -75,6 +75,7 @@ async fn ten_thousand_blocked_playlist_requests_cost_little_memory() {
         Arc::clone(&channel),
         rx,
         PipelineSettings {
+            languages: Vec::new(),
             target_duration_ms: 2000,
             state_file: None,
             publish_latency: Arc::new(server::metrics::Histogram::default()),

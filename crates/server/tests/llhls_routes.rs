@@ -77,6 +77,7 @@ fn node(target_ms: u64, part_ms: u64) -> Node {
     state.add_stream(Arc::clone(&channel), None);
     let (tx, rx) = mpsc::channel(100_000);
     let settings = PipelineSettings {
+        languages: Vec::new(),
         target_duration_ms: target_ms,
         state_file: None,
         publish_latency: Arc::new(server::metrics::Histogram::default()),
@@ -558,7 +559,7 @@ async fn a_follower_cuts_the_same_parts_from_the_upstream_markers() {
                 DemuxEvent::Frame(f) => IngestEvent::Frame(f),
                 DemuxEvent::Marker(m) => IngestEvent::Marker(m),
                 DemuxEvent::Captions(c) => IngestEvent::Captions(c),
-                DemuxEvent::Discontinuity(_) => continue,
+                DemuxEvent::Discontinuity(_) | DemuxEvent::AlternateAudio { .. } => continue,
             };
             tx.send(event).await.expect("pipeline");
         }

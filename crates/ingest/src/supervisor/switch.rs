@@ -347,7 +347,9 @@ impl Switcher {
                 self.video_open
             }
             // Audio-only inputs start at once; with video, audio waits for the keyframe.
-            IngestEvent::Frame(_) => self.video_open || !has_video,
+            IngestEvent::Frame(_) | IngestEvent::AlternateAudio { .. } => {
+                self.video_open || !has_video
+            }
             // A relay's segment starts at its marker (not a live relay's close marker),
             // its first frame a keyframe.
             IngestEvent::Marker(m) => {

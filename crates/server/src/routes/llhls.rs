@@ -212,7 +212,8 @@ pub fn master_body(channel: &Package) -> packaging::render::Master {
             .filter(|r| r.llhls().is_some())
             .map(|r| (r.name(), r.snapshot()))
             .collect();
-        return packaging::render::package_master(&renditions, "ll.m3u8");
+        // Languages have no LL-HLS rendition: the LL-HLS master offers the floor alone.
+        return packaging::render::package_master(&renditions, Vec::new(), "ll.m3u8");
     }
     let snapshot = channel.snapshot();
     let (peak, average) = snapshot.bandwidth;

@@ -10,6 +10,8 @@ use media::{Frame, TimelineState};
 use packaging::tracks::TrackProbe;
 use packaging::window::TrackSummary;
 
+use crate::stream::languages::{LanguageCutters, LanguageSegment};
+
 /// What the world looks like to the cutter at one event.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Context {
@@ -44,6 +46,8 @@ pub struct Step {
     pub placed: Vec<Placed>,
     /// The segments finished, oldest first.
     pub finished: Vec<Segment>,
+    /// The other languages' segments finished, each language's oldest first.
+    pub languages: Vec<LanguageSegment>,
     /// What the stream is made of (for the master playlist and status), when a segment
     /// was finished.
     pub tracks: Option<TrackSummary>,
@@ -59,6 +63,7 @@ pub struct Cutter {
     ll: bool,
     placing: bool,
     was_paused: bool,
+    languages: LanguageCutters,
 }
 
 impl Cutter {
@@ -70,7 +75,18 @@ impl Cutter {
             ll,
             placing: false,
             was_paused: false,
+            languages: LanguageCutters::default(),
         }
+    }
+
+    /// Cuts the source's other audio languages too (see [`LanguageCutters`]).
+    pub fn set_languages(&mut self, languages: LanguageCutters) {
+        self.languages = languages;
+    }
+
+    /// The language cutters (for status and metrics).
+    pub fn languages(&self) -> &LanguageCutters {
+        &self.languages
     }
 
     /// Has the segmenter write every segment with the caption block `source` gives.
@@ -117,6 +133,15 @@ impl Cutter {
                     None
                 })
             }
+            IngestEvent::AlternateAudio {
+                pid,
+                language,
+                frame,
+            } => {
+                step.languages
+                    .extend(self.languages.frame(pid, language, frame));
+                None
+            }
             IngestEvent::Captions(block) => {
                 self.segmenter.push_captions(&block);
                 None
@@ -136,8 +161,20 @@ impl Cutter {
         step.finished.extend(finished);
         step.finished
             .extend(std::iter::from_fn(|| self.segmenter.pop_ready()));
+        self.cut_languages(&mut step);
         self.note_tracks(&mut step);
         step
+    }
+
+    /// Every language cuts the spans of the segments this step finished.
+    fn cut_languages(&mut self, step: &mut Step) {
+        if self.languages.is_empty() {
+            return;
+        }
+        for segment in &step.finished {
+            step.languages
+                .extend(self.languages.source_segment(segment));
+        }
     }
 
     /// Ends the stream: every segment still open, written.
@@ -146,6 +183,8 @@ impl Cutter {
         step.finished
             .extend(std::iter::from_fn(|| self.segmenter.flush()));
         step.placed = self.segmenter.take_placed();
+        self.cut_languages(&mut step);
+        step.languages.extend(self.languages.flush());
         self.note_tracks(&mut step);
         step
     }
@@ -168,6 +207,7 @@ impl Cutter {
             self.segmenter.discontinuity();
         }
         self.tracks.reset();
+        self.languages.input_changed();
         if self.ll {
             step.ll.push(LlInput::Discontinuity);
         }

@@ -1,6 +1,7 @@
 //! A stream's package: one stream, its renditions on one timeline
 //! ([`crate::stream::rendition::Rendition`], one live window each: the muxed source,
-//! [`crate::stream::rendition::MAIN`], and for an ABR ladder one rendition per rung), with
+//! [`crate::stream::rendition::MAIN`], for an ABR ladder one rendition per rung, and one
+//! audio-only rendition per language beside the floor's), with
 //! what the stream has as a whole: its name, counters and metrics, the package's
 //! master playlist and MPD (rendered again at every push when there are several
 //! renditions), the operator's input pause, the status of its inputs and of its ladder
@@ -18,9 +19,13 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::watch;
 
 use crate::stream::rendition::{Rendition, MAIN};
+use packaging::languages::AudioLanguage;
 use packaging::live_mpd::LiveMpd;
 use packaging::render::{Master, Renderer};
 pub use packaging::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
+
+/// One language beside the floor and its audio-only rendition.
+pub type LanguageRendition<'a> = (&'a AudioLanguage, &'a Arc<Rendition>);
 
 /// Counters of one channel that metrics and the status API read.
 #[derive(Debug, Default)]
@@ -85,6 +90,10 @@ pub struct Package {
     package_render: std::sync::Mutex<packaging::fmp4::package_mpd::Membership>,
     /// Indices into `renditions` in the order the master playlist lists them.
     listing: Vec<usize>,
+    /// The language of the audio muxed with the video, when the stream has languages.
+    floor: Option<AudioLanguage>,
+    /// The other languages, each with its index into `renditions`.
+    languages: Vec<(AudioLanguage, usize)>,
     ladder: std::sync::OnceLock<Arc<crate::stream::ladder::status::LadderStatus>>,
     /// The status of the stream's inputs, when a supervisor runs them.
     inputs: std::sync::OnceLock<watch::Receiver<ingest::status::StreamInputStatus>>,
@@ -107,6 +116,35 @@ impl Package {
     /// manifests with `renderer`.
     pub fn new(name: impl Into<String>, window_len: usize, renderer: Renderer) -> Self {
         Self::with_rungs(name, window_len, renderer, &[])
+    }
+
+    /// [`Package::with_rungs`] with audio languages: `languages[0]` is the floor (the
+    /// audio muxed with the video), every other one gets an audio-only rendition
+    /// (`audio-{code}`) that the master playlists list as an audio group, never as a
+    /// variant. Fewer than two languages are no languages.
+    pub fn with_languages(
+        name: impl Into<String>,
+        window_len: usize,
+        renderer: Renderer,
+        ladder: &[String],
+        languages: &[AudioLanguage],
+    ) -> Self {
+        let mut package = Self::with_rungs(name, window_len, renderer, ladder);
+        if let [floor, others @ ..] = languages {
+            if !others.is_empty() {
+                package.floor = Some(floor.clone());
+                for language in others.iter().take(packaging::languages::MAX_LANGUAGES - 1) {
+                    let index = package.renditions.len();
+                    package.renditions.push(Arc::new(Rendition::new(
+                        language.rendition_name(),
+                        window_len,
+                        renderer,
+                    )));
+                    package.languages.push((language.clone(), index));
+                }
+            }
+        }
+        package
     }
 
     /// A stream whose package is an ABR ladder: `ladder` names its rungs in the order
@@ -135,6 +173,8 @@ impl Package {
         }
         Self {
             listing,
+            floor: None,
+            languages: Vec::new(),
             ladder: std::sync::OnceLock::new(),
             inputs: std::sync::OnceLock::new(),
             captions: crate::stream::captions::CaptionInbox::default(),
@@ -241,7 +281,46 @@ impl Package {
     /// Whether the stream is a package of several renditions (an ABR ladder): its master
     /// playlists, live and catch-up, list variants rather than one media playlist.
     pub fn is_package(&self) -> bool {
-        self.renditions.len() > 1
+        self.renditions.len() - self.languages.len() > 1
+    }
+
+    /// The floor's language and the stream's other languages with their renditions;
+    /// `None` when the stream has one audio.
+    pub fn languages(&self) -> Option<(&AudioLanguage, Vec<LanguageRendition<'_>>)> {
+        let floor = self.floor.as_ref()?;
+        let others = self
+            .languages
+            .iter()
+            .map(|(language, i)| (language, &self.renditions[*i]))
+            .collect();
+        Some((floor, others))
+    }
+
+    /// The rendition of `language`'s audio, when the stream offers it beside the floor.
+    pub fn language_rendition(&self, language: media::Language) -> Option<&Arc<Rendition>> {
+        self.languages
+            .iter()
+            .find(|(l, _)| l.language == language)
+            .map(|(_, i)| &self.renditions[*i])
+    }
+
+    /// The master playlists' audio group for media playlists named `playlist` (see
+    /// [`packaging::languages::audio_group`]); empty without languages.
+    fn audio_group(&self, playlist: &str) -> Vec<media::hls::AudioRendition> {
+        let Some((floor, others)) = self.languages() else {
+            return Vec::new();
+        };
+        let windows: Vec<(&AudioLanguage, Arc<WindowSnapshot>)> = others
+            .into_iter()
+            .map(|(language, rendition)| (language, rendition.snapshot()))
+            .collect();
+        packaging::languages::audio_group(floor, &windows, playlist)
+    }
+
+    /// Whether the master playlists are the package's (several variants, or languages)
+    /// rather than the muxed rendition's own.
+    fn renders_package_master(&self) -> bool {
+        self.is_package() || self.floor.is_some()
     }
 
     /// The renditions the master playlist lists, in its order, whether or not they
@@ -269,7 +348,7 @@ impl Package {
     /// one variant per rendition a player can switch into (see
     /// [`packaging::render::package_master`]).
     pub fn master_playlist(&self) -> Master {
-        if !self.is_package() {
+        if !self.renders_package_master() {
             return self.main().snapshot().master_playlist.clone();
         }
         read(&self.package_master)
@@ -278,7 +357,11 @@ impl Package {
     /// The fMP4 HLS master playlist (`fmp4-index.m3u8`): the offered renditions' `fmp4.m3u8`
     /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`.
     pub fn fmp4_master(&self) -> Master {
-        packaging::render::package_master(&self.offered(), "fmp4.m3u8")
+        packaging::render::package_master(
+            &self.offered(),
+            self.audio_group("fmp4.m3u8"),
+            "fmp4.m3u8",
+        )
     }
 
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
@@ -355,7 +438,7 @@ impl Package {
         }
         let now_ms = crate::clock::unix_ms();
         rendition.push(segment, tracks, ll, now_ms);
-        if self.is_package() {
+        if self.renders_package_master() {
             let mut membership = match self.package_render.lock() {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
@@ -363,7 +446,11 @@ impl Package {
             let offered = self.offered();
             replace(
                 &self.package_master,
-                packaging::render::package_master(&offered, "mono.m3u8"),
+                packaging::render::package_master(
+                    &offered,
+                    self.audio_group("mono.m3u8"),
+                    "mono.m3u8",
+                ),
             );
             replace(
                 &self.package_mpd,

@@ -41,6 +41,9 @@ pub struct PipelineSettings {
     pub state_file: Option<PathBuf>,
     /// Time from the event that completes a segment to the segment being listed.
     pub publish_latency: Arc<Histogram>,
+    /// The source's other audio languages, cut beside the muxed rendition (each needs a
+    /// rendition in the package, [`Package::with_languages`]).
+    pub languages: Vec<crate::stream::languages::LanguageSource>,
 }
 
 /// The numbers that must never go backwards across a restart.
@@ -113,6 +116,11 @@ pub async fn run_rendition(
         .llhls()
         .map(|c| crate::stream::llhls::Feed::new(Arc::clone(c)));
     let mut cutter = Cutter::new(Segmenter::new(config, start), ll.is_some());
+    if rendition.name() == crate::stream::rendition::MAIN {
+        cutter.set_languages(crate::stream::languages::LanguageCutters::new(
+            &settings.languages,
+        ));
+    }
     // The stream's captions travel in its muxed rendition's segments, written in them by
     // the segmenter.
     if rendition.name() == crate::stream::rendition::MAIN {
@@ -195,6 +203,13 @@ impl Out<'_> {
             .await;
             if let Some(received) = received {
                 self.publish_latency.observe(received.elapsed());
+            }
+        }
+        // A language's segment follows the source segment whose span it covers.
+        for done in step.languages {
+            if let Some(rendition) = self.channel.language_rendition(done.language) {
+                let segment = LiveSegment::from(done.cut.segment);
+                self.channel.push_to(rendition, segment, done.tracks, None);
             }
         }
     }

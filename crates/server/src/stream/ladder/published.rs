@@ -97,7 +97,11 @@ async fn cut_rung(
                     probe.reset();
                     Vec::new()
                 }
-                Some(IngestEvent::Marker(_) | IngestEvent::Captions(_)) => Vec::new(),
+                Some(
+                    IngestEvent::Marker(_)
+                    | IngestEvent::Captions(_)
+                    | IngestEvent::AlternateAudio { .. },
+                ) => Vec::new(),
             },
             changed = updates.changed() => {
                 if changed.is_err() {

@@ -1,0 +1,266 @@
+//! Audio languages at process level: ffmpeg sends `brdyun node` an MPEG-TS over UDP
+//! with three audio streams — a 440 Hz floor tagged `eng`, an 880 Hz one tagged `spa`
+//! and a 1320 Hz one with no language tag (the stream's config names its PID) — and
+//! the node offers them as one HLS audio group: the floor muxed in the variant, each
+//! other language an audio-only rendition cut on the video's segments. ffprobe checks
+//! every language segment starts within one audio frame of the video segment with the
+//! same MSN; ffmpeg plays each language (from its playlist and from the master with
+//! `-map`) and hears its own tone.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{http_get, parse_media_playlist, wait_for, ChildGuard, NodeProcess, PlaylistEntry};
+
+/// 1024 samples at 48 kHz in 90 kHz ticks: one AAC frame.
+const AAC_FRAME_TICKS: f64 = 1920.0;
+
+/// The node's config: one UDP stream with three languages.
+fn config(data: &Path, port: u16) -> String {
+    format!(
+        "[node]\nname = \"languages\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
+         [[stream]]\nname = \"m\"\ninputs = [\"udp://127.0.0.1:{port}\"]\nsegment_duration = 2\n\
+         [[stream.language]]\ncode = \"eng\"\n\
+         [[stream.language]]\ncode = \"spa\"\nname = \"Español\"\n\
+         [[stream.language]]\ncode = \"fra\"\nname = \"Français\"\npid = 259\n",
+        data.display()
+    )
+}
+
+/// ffmpeg sending `seconds` of a test pattern and three tones as MPEG-TS over UDP, in
+/// real time: PIDs 0x101 (440 Hz, `eng`), 0x102 (880 Hz, `spa`), 0x103 (1320 Hz, untagged).
+fn three_language_source(seconds: u32, port: u16) -> Command {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error"])
+        .args(["-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25"]);
+    for tone in [440, 880, 1320] {
+        cmd.args(["-re", "-f", "lavfi", "-i"])
+            .arg(format!("sine=frequency={tone}:sample_rate=48000"));
+    }
+    cmd.args(["-map", "0:v", "-map", "1:a", "-map", "2:a", "-map", "3:a"])
+        .args([
+            "-c:v", "libx264", "-preset", "veryfast", "-g", "25", "-bf", "2",
+        ])
+        .args(["-c:a", "aac", "-ac", "1", "-b:a", "48k"])
+        .args([
+            "-metadata:s:a:0",
+            "language=eng",
+            "-metadata:s:a:1",
+            "language=spa",
+        ])
+        .args(["-t", &seconds.to_string(), "-f", "mpegts"])
+        .arg(format!("udp://127.0.0.1:{port}?pkt_size=1316"));
+    cmd
+}
+
+fn get_text(node: &NodeProcess, path: &str) -> Option<String> {
+    let (status, _, body) = http_get(node.http, path);
+    (status == 200).then(|| String::from_utf8_lossy(&body).into_owned())
+}
+
+/// The `EXT-X-MEDIA:TYPE=AUDIO` lines of a master playlist.
+fn audio_lines(master: &str) -> Vec<String> {
+    master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The first packet PTS (seconds) of each stream kind in a TS file, by ffprobe.
+fn first_pts(file: &Path, selector: &str) -> Option<f64> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", selector])
+        .args(["-show_entries", "packet=pts_time", "-of", "csv=p=0"])
+        .arg(file)
+        .output()
+        .expect("ffprobe runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().trim_end_matches(',').parse::<f64>().ok())
+        .reduce(f64::min)
+}
+
+/// The dominant frequency (Hz) of `seconds` of audio ffmpeg decodes from `url` with
+/// `map`, by counting zero crossings of the 48 kHz mono PCM.
+fn tone_of(url: &str, map: &[&str], seconds: u32) -> f64 {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-nostdin", "-hide_banner", "-v", "error", "-i", url])
+        .args(map)
+        .args(["-t", &seconds.to_string(), "-ac", "1", "-ar", "48000"])
+        .args(["-f", "s16le", "-"]);
+    let out = cmd.output().expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "ffmpeg {url} {map:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Vec<i16> = out
+        .stdout
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    assert!(samples.len() > 48_000, "{url}: {} samples", samples.len());
+    let crossings = samples
+        .windows(2)
+        .filter(|w| (w[0] < 0) != (w[1] < 0))
+        .count();
+    crossings as f64 / 2.0 / (samples.len() as f64 / 48_000.0)
+}
+
+fn assert_tone(what: &str, heard: f64, expected: f64) {
+    assert!(
+        (heard - expected).abs() < expected * 0.05,
+        "{what}: heard {heard:.0} Hz, expected {expected} Hz"
+    );
+}
+
+#[test]
+fn three_languages_of_a_ts_source_are_one_audio_group_on_the_video_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_udp_port();
+    let node = NodeProcess::start(
+        dir.path(),
+        "languages",
+        &config(&dir.path().join("data"), port),
+    );
+    let _source = ChildGuard::spawn(
+        "ffmpeg three-language source",
+        &mut three_language_source(60, port),
+    );
+    // The master lists the floor (no URI) and both other languages once they have
+    // segments; the variant names the group.
+    let master = wait_for(
+        "three languages in the master",
+        Duration::from_secs(30),
+        || get_text(&node, "/m/index.m3u8").filter(|m| audio_lines(m).len() == 3),
+    );
+    let audio = audio_lines(&master);
+    assert!(
+        audio[0].contains("NAME=\"English\",LANGUAGE=\"en\",DEFAULT=YES")
+            && !audio[0].contains("URI="),
+        "{master}"
+    );
+    assert!(
+        audio[1].contains("NAME=\"Español\",LANGUAGE=\"es\",DEFAULT=NO")
+            && audio[1].contains("URI=\"audio-spa/mono.m3u8\""),
+        "{master}"
+    );
+    assert!(
+        audio[2].contains("NAME=\"Français\",LANGUAGE=\"fr\"")
+            && audio[2].contains("URI=\"audio-fra/mono.m3u8\""),
+        "{master}"
+    );
+    let variants: Vec<&str> = master
+        .lines()
+        .filter(|l| l.starts_with("#EXT-X-STREAM-INF"))
+        .collect();
+    assert_eq!(variants.len(), 1, "languages are never variants:\n{master}");
+    assert!(variants[0].contains("AUDIO=\"aud\""), "{master}");
+
+    // Every language segment is on a video segment's MSN and date, and starts within
+    // one audio frame of that segment's first picture.
+    wait_for(
+        "four segments of each language",
+        Duration::from_secs(30),
+        || get_text(&node, "/m/audio-fra/mono.m3u8").filter(|p| parse_media_playlist(p).len() >= 4),
+    );
+    let video = parse_media_playlist(&get_text(&node, "/m/mono.m3u8").expect("video playlist"));
+    let files = dir.path().join("segments");
+    std::fs::create_dir_all(&files).unwrap();
+    for code in ["spa", "fra"] {
+        let playlist = get_text(&node, &format!("/m/audio-{code}/mono.m3u8")).expect("playlist");
+        let language = parse_media_playlist(&playlist);
+        let mut compared = 0;
+        for entry in &language {
+            let Some(same) = video.iter().find(|v| v.msn == entry.msn) else {
+                continue;
+            };
+            assert_eq!(
+                entry.program_date_time, same.program_date_time,
+                "{code} msn {}",
+                entry.msn
+            );
+            assert_eq!(entry.extinf, same.extinf, "{code} msn {}", entry.msn);
+            let starts = fetch_pair(&node, code, entry, same, &files);
+            let (audio_start, video_start) = starts;
+            let offset_ticks = (audio_start - video_start) * 90_000.0;
+            assert!(
+                (0.0..AAC_FRAME_TICKS).contains(&offset_ticks.round()),
+                "{code} msn {}: audio starts {offset_ticks:.0} ticks after the video",
+                entry.msn
+            );
+            compared += 1;
+        }
+        assert!(compared >= 3, "{code}: only {compared} segments compared");
+    }
+
+    // Each language is its own tone, from its playlist and from the master.
+    let base = format!("http://{}/m", node.http);
+    assert_tone(
+        "floor",
+        tone_of(&format!("{base}/mono.m3u8"), &[], 4),
+        440.0,
+    );
+    assert_tone(
+        "spa",
+        tone_of(&format!("{base}/audio-spa/mono.m3u8"), &[], 4),
+        880.0,
+    );
+    assert_tone(
+        "fra",
+        tone_of(&format!("{base}/audio-fra/mono.m3u8"), &[], 4),
+        1320.0,
+    );
+    let master_url = format!("{base}/index.m3u8");
+    let streams = Command::new("ffprobe")
+        .args(["-v", "error", "-show_entries", "stream=index,codec_type"])
+        .args(["-of", "csv=p=0"])
+        .arg(&master_url)
+        .output()
+        .expect("ffprobe runs");
+    let kinds = String::from_utf8_lossy(&streams.stdout);
+    // (ffprobe lists each stream under its program and again on its own.)
+    let audio_streams: std::collections::BTreeSet<&str> = kinds
+        .lines()
+        .filter(|l| l.trim().ends_with(",audio"))
+        .collect();
+    assert_eq!(audio_streams.len(), 3, "ffprobe of the master:\n{kinds}");
+    // ffmpeg tags each rendition with its LANGUAGE (the floor's too).
+    for (language, tone) in [("en", 440.0), ("es", 880.0), ("fr", 1320.0)] {
+        let map = format!("0:a:m:language:{language}");
+        assert_tone(
+            &format!("master -map {map}"),
+            tone_of(&master_url, &["-map", &map], 4),
+            tone,
+        );
+    }
+}
+
+/// Downloads the language's and the video's segment of one MSN; returns the first
+/// audio PTS of the language's and the first video PTS of the video's, in seconds.
+fn fetch_pair(
+    node: &NodeProcess,
+    code: &str,
+    language: &PlaylistEntry,
+    video: &PlaylistEntry,
+    dir: &Path,
+) -> (f64, f64) {
+    let get = |path: String, file: &Path| {
+        let (status, _, body) = http_get(node.http, &path);
+        assert_eq!(status, 200, "{path}");
+        std::fs::write(file, body).unwrap();
+    };
+    let audio_file = dir.join(format!("{code}-{}.ts", language.msn));
+    let video_file = dir.join(format!("video-{}.ts", video.msn));
+    get(format!("/m/audio-{code}/{}", language.uri), &audio_file);
+    get(format!("/m/{}", video.uri), &video_file);
+    assert_eq!(first_pts(&audio_file, "v"), None, "{code}: audio alone");
+    (
+        first_pts(&audio_file, "a").expect("language audio"),
+        first_pts(&video_file, "v").expect("video"),
+    )
+}
