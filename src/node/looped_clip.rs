@@ -1,7 +1,9 @@
 //! The demo's built-in meeting source: a short committed H.264/AAC clip, re-stamped
 //! into an endless live stream and paced in real time. It needs no external tool.
 //! Its video carries CEA-608 captions (channel 1, pop-on) in SEI, as a broadcast
-//! encoder's does, so the demo shows 608 passed through and decoded to WebVTT.
+//! encoder's does, so the demo shows 608 passed through and decoded to WebVTT. It has
+//! two audio languages, as an interpreted meeting's source does: the floor (a 440 Hz
+//! tone, `eng`) and an interpretation (a 750 Hz tone, `spa`) on a second PID.
 
 use std::time::Duration;
 
@@ -10,15 +12,24 @@ use ingest::{IngestEvent, IngestSender};
 use media::codec::aac::{AudioSpecificConfig, SAMPLES_PER_FRAME};
 use media::{Frame, TrackKind, PTS_MASK};
 
-/// The clip: 9.6 s of 640x360 H.264 (25 fps, a keyframe every second) and 48 kHz AAC.
+/// The clip: 9.6 s of 640x360 H.264 (25 fps, a keyframe every second) and two 48 kHz
+/// AAC streams (PID 0x101 `eng`, PID 0x102 `spa`).
 pub static DEMO_CLIP: &[u8] = include_bytes!("../../assets/demo-meeting.ts");
 
 /// A clip ready to loop: frames in decode order with timestamps relative to the clip
 /// start, and the loop period.
 #[derive(Debug, Clone)]
 pub struct LoopedClip {
-    frames: Vec<Frame>,
+    frames: Vec<ClipFrame>,
     period: u64,
+}
+
+/// One frame of the clip: of its main streams, or of another language.
+#[derive(Debug, Clone)]
+struct ClipFrame {
+    frame: Frame,
+    /// The PID and language of an alternate audio stream's frame.
+    alternate: Option<(u16, Option<media::Language>)>,
 }
 
 impl LoopedClip {
@@ -28,7 +39,25 @@ impl LoopedClip {
     /// # Errors
     /// The clip has no video keyframe or no frames at all.
     pub fn from_ts(bytes: &[u8]) -> anyhow::Result<Self> {
-        let mut frames: Vec<Frame> = media::ts::demux_frames(bytes);
+        let mut demuxer = media::ts::Demuxer::new();
+        let mut events = Vec::new();
+        demuxer.push(bytes, &mut events);
+        demuxer.flush(&mut events);
+        let tracks = demuxer.audio_tracks();
+        let mut frames = Vec::new();
+        let mut alternates: Vec<(u16, Vec<Frame>)> = Vec::new();
+        for event in events {
+            match event {
+                media::ts::DemuxEvent::Frame(frame) => frames.push(frame),
+                media::ts::DemuxEvent::AlternateAudio { pid, frame } => {
+                    match alternates.iter_mut().find(|(p, _)| *p == pid) {
+                        Some((_, list)) => list.push(frame),
+                        None => alternates.push((pid, vec![frame])),
+                    }
+                }
+                _ => {}
+            }
+        }
         let video: Vec<&Frame> = frames
             .iter()
             .filter(|f| f.kind() == TrackKind::Video)
@@ -46,7 +75,10 @@ impl LoopedClip {
         };
         let period = last.dts - origin + frame_ticks;
         frames.retain(|f| f.dts >= origin.saturating_sub(frame_ticks));
-        for frame in &mut frames {
+        for frame in frames
+            .iter_mut()
+            .chain(alternates.iter_mut().flat_map(|(_, list)| list.iter_mut()))
+        {
             frame.dts = frame.dts.wrapping_sub(origin) & PTS_MASK;
             frame.pts = frame.pts.wrapping_sub(origin) & PTS_MASK;
         }
@@ -64,19 +96,33 @@ impl LoopedClip {
                 .iter()
                 .find(|f| f.kind() == TrackKind::Audio)
                 .map_or(0, |f| f.pts);
-            let mut index = 0;
-            frames.retain_mut(|f| {
-                if f.kind() != TrackKind::Audio {
-                    return true;
-                }
-                index += 1;
-                f.pts = first.wrapping_add((index as u64 - 1) * ticks) & PTS_MASK;
-                f.dts = f.pts;
-                index <= fit
-            });
+            // Every language on the floor's grid: the same frame times in every loop.
+            on_grid(&mut frames, first, ticks, fit);
+            for (_, list) in &mut alternates {
+                on_grid(list, first, ticks, fit);
+            }
+        } else {
+            alternates.clear();
         }
-        frames.sort_by_key(|f| signed(f.dts));
         add_captions(&mut frames);
+        let mut frames: Vec<ClipFrame> = frames
+            .into_iter()
+            .map(|frame| ClipFrame {
+                frame,
+                alternate: None,
+            })
+            .collect();
+        for (pid, list) in alternates {
+            let language = tracks
+                .iter()
+                .find(|t| t.pid == pid)
+                .and_then(|t| t.language);
+            frames.extend(list.into_iter().map(|frame| ClipFrame {
+                frame,
+                alternate: Some((pid, language)),
+            }));
+        }
+        frames.sort_by_key(|f| signed(f.frame.dts));
         Ok(Self { frames, period })
     }
 
@@ -87,19 +133,43 @@ impl LoopedClip {
         let start = tokio::time::Instant::now();
         for lap in 0u64.. {
             let lap_offset = lap * self.period;
-            for frame in &self.frames {
+            for clip_frame in &self.frames {
+                let frame = &clip_frame.frame;
                 let offset = signed(frame.dts) + lap_offset as i64;
                 let due = start + Duration::from_micros((offset.max(0) as u64) * 1000 / 90);
                 tokio::time::sleep_until(due).await;
                 let mut out = frame.clone();
                 out.dts = base.wrapping_add(lap_offset).wrapping_add(frame.dts) & PTS_MASK;
                 out.pts = base.wrapping_add(lap_offset).wrapping_add(frame.pts) & PTS_MASK;
-                if tx.send(IngestEvent::Frame(out)).await.is_err() {
+                let event = match clip_frame.alternate {
+                    Some((pid, language)) => IngestEvent::AlternateAudio {
+                        pid,
+                        language,
+                        frame: out,
+                    },
+                    None => IngestEvent::Frame(out),
+                };
+                if tx.send(event).await.is_err() {
                     return;
                 }
             }
         }
     }
+}
+
+/// Puts the audio frames among `frames` on a grid of `ticks` from `first`, keeping the
+/// first `fit` (what fits in one loop without overlapping the next).
+fn on_grid(frames: &mut Vec<Frame>, first: u64, ticks: u64, fit: usize) {
+    let mut index = 0;
+    frames.retain_mut(|f| {
+        if f.kind() != TrackKind::Audio {
+            return true;
+        }
+        index += 1;
+        f.pts = first.wrapping_add((index as u64 - 1) * ticks) & PTS_MASK;
+        f.dts = f.pts;
+        index <= fit
+    });
 }
 
 /// The clip's CEA-608 captions: (seconds into the loop, the caption, or `None` to
@@ -140,24 +210,31 @@ fn signed(ts: u64) -> i64 {
 mod tests {
     use super::*;
 
+    /// The clip's frames of the main streams.
+    fn main_frames(clip: &LoopedClip) -> Vec<Frame> {
+        clip.frames
+            .iter()
+            .filter(|f| f.alternate.is_none())
+            .map(|f| f.frame.clone())
+            .collect()
+    }
+
     #[test]
     fn the_clip_loops_on_its_video_period() {
         let clip = LoopedClip::from_ts(DEMO_CLIP).unwrap();
         assert_eq!(clip.period, 864_000, "9.6 s at 90 kHz");
-        let video = clip
-            .frames
+        let frames = main_frames(&clip);
+        let video = frames
             .iter()
             .filter(|f| f.kind() == TrackKind::Video)
             .count();
         assert_eq!(video, 240);
-        let first_video = clip
-            .frames
+        let first_video = frames
             .iter()
             .find(|f| f.kind() == TrackKind::Video)
             .unwrap();
         assert!(first_video.keyframe);
-        let audio: Vec<&Frame> = clip
-            .frames
+        let audio: Vec<&Frame> = frames
             .iter()
             .filter(|f| f.kind() == TrackKind::Audio)
             .collect();
@@ -172,6 +249,20 @@ mod tests {
         for pair in audio.windows(2) {
             assert_eq!(pair[1].pts - pair[0].pts, 1920, "audio on an exact grid");
         }
+        // The interpretation: as many frames, on the same times, another encoding.
+        let spanish: Vec<&ClipFrame> = clip
+            .frames
+            .iter()
+            .filter(|f| f.alternate.is_some())
+            .collect();
+        assert_eq!(spanish.len(), 450);
+        assert!(spanish
+            .iter()
+            .all(|f| f.alternate == Some((0x102, media::Language::parse("spa")))));
+        assert!(spanish
+            .iter()
+            .zip(&audio)
+            .all(|(s, a)| s.frame.pts == a.pts && s.frame.data != a.data));
     }
 
     #[test]
@@ -180,8 +271,7 @@ mod tests {
         use media::captions::sei::{cc_pairs, CcCodec};
         let clip = LoopedClip::from_ts(DEMO_CLIP).unwrap();
         let mut decoder = Cea608Decoder::new();
-        let screens: Vec<String> = clip
-            .frames
+        let screens: Vec<String> = main_frames(&clip)
             .iter()
             .filter(|f| f.kind() == TrackKind::Video)
             .flat_map(|f| cc_pairs(CcCodec::H264, &f.data))
@@ -206,8 +296,10 @@ mod tests {
         tokio::spawn(clip.run(tx, 1_000));
         let mut last_video_dts = None;
         for _ in 0..(n + 50) {
-            let Some(IngestEvent::Frame(frame)) = rx.recv().await else {
-                panic!("source ended")
+            let frame = match rx.recv().await {
+                Some(IngestEvent::Frame(frame)) => frame,
+                Some(IngestEvent::AlternateAudio { .. }) => continue,
+                _ => panic!("source ended"),
             };
             if frame.kind() == TrackKind::Video {
                 if let Some(prev) = last_video_dts {

@@ -1,0 +1,141 @@
+// Audio languages in a real player: a node ingests the built-in meeting, whose source
+// carries two audio languages (the floor, a 440 Hz tone tagged eng, and an
+// interpretation, a 750 Hz tone tagged spa), and offers them as one HLS audio group.
+// hls.js (the build the player page ships) in headless Chromium plays the master,
+// lists both languages, and switches from the floor to Spanish and back mid-play; the
+// decoded audio is read with the Web Audio API (an AnalyserNode on the <video>) and
+// must be each language's own tone. hls.js drops its buffered audio on a switch, so the
+// video may wait for the new language's first segment: the wait is measured and
+// bounded (a second at most).
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchBrowser, waitFor200 } from '../lib/cluster.mjs';
+import { Proc, freePorts } from '../lib/processes.mjs';
+
+const FLOOR_HZ = 440;
+const SPANISH_HZ = 750;
+
+let dir;
+let node;
+let base;
+let browser;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'brdyun-languages-'));
+  const [http] = await freePorts(1);
+  const configPath = join(dir, 'languages.toml');
+  writeFileSync(configPath, `[node]
+name = "languages"
+http = "127.0.0.1:${http}"
+data_dir = ${JSON.stringify(join(dir, 'data'))}
+
+[[stream]]
+name = "meeting"
+inputs = ["builtin://meeting"]
+
+[[stream.language]]
+code = "eng"
+
+[[stream.language]]
+code = "spa"
+name = "Español"
+`);
+  node = new Proc({ role: 'node', name: 'languages', configPath, logPath: join(dir, 'languages.log') });
+  await node.start();
+  base = `http://127.0.0.1:${http}`;
+  // The master lists Spanish once its rendition has a segment.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const master = await waitFor200(`${base}/meeting/index.m3u8`);
+    if (master.includes('URI="audio-spa/mono.m3u8"')) break;
+    assert.ok(Date.now() < deadline, `no Spanish in the master:\n${master}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await node?.kill9();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('hls.js switches between the floor and the interpretation mid-play and hears each tone', { timeout: 120_000 }, async () => {
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // Not muted: the element's audio goes to the analyser only (never to the speakers).
+  await page.setContent('<video id="v" autoplay playsinline></video>');
+  await page.addScriptTag({ url: `${base}/player/hls.min.js` });
+  await page.evaluate((src) => {
+    const video = document.getElementById('v');
+    const hls = new window.Hls();
+    const state = { fatal: [], waits: [], switched: [] };
+    window.__lang = { hls, state };
+    hls.on(window.Hls.Events.ERROR, (_, d) => { if (d.fatal) state.fatal.push(`${d.type}/${d.details}`); });
+    hls.on(window.Hls.Events.AUDIO_TRACK_SWITCHED, (_, d) => state.switched.push(d.id));
+    // Each wait: when it began (wall clock, ms) and how long it lasted.
+    video.addEventListener('waiting', () => state.waits.push({ at: Date.now(), ms: null }));
+    video.addEventListener('playing', () => {
+      const open = state.waits.find((w) => w.ms === null);
+      if (open) open.ms = Date.now() - open.at;
+    });
+    hls.loadSource(src);
+    hls.attachMedia(video);
+    const context = new AudioContext();
+    const analyser = context.createAnalyser();
+    analyser.fftSize = 8192;
+    context.createMediaElementSource(video).connect(analyser);
+    const bins = new Float32Array(analyser.frequencyBinCount);
+    // The loudest frequency of what the element plays now, Hz.
+    window.__tone = () => {
+      analyser.getFloatFrequencyData(bins);
+      let best = 0;
+      for (let i = 1; i < bins.length; i += 1) if (bins[i] > bins[best]) best = i;
+      return { hz: (best * context.sampleRate) / analyser.fftSize, db: bins[best], time: video.currentTime, context: context.state };
+    };
+    video.play().catch(() => {});
+  }, `${base}/meeting/index.m3u8`);
+  await page.waitForFunction(() => document.getElementById('v').currentTime > 2, null, { timeout: 40_000 });
+
+  const tracks = await page.evaluate(() => window.__lang.hls.audioTracks.map((t) => ({ name: t.name, lang: t.lang })));
+  assert.deepEqual(tracks, [{ name: 'English', lang: 'en' }, { name: 'Español', lang: 'es' }]);
+
+  // Waits until the tone heard is `hz` (within 5 %) for five samples in a row; returns
+  // how long that took, ms.
+  async function hear(hz, what) {
+    const started = Date.now();
+    let inRow = 0;
+    let last;
+    while (Date.now() - started < 20_000) {
+      last = await page.evaluate(() => window.__tone());
+      inRow = Math.abs(last.hz - hz) < hz * 0.05 && last.db > -80 ? inRow + 1 : 0;
+      if (inRow >= 5) return Date.now() - started;
+      await page.waitForTimeout(100);
+    }
+    assert.fail(`${what}: never heard ${hz} Hz; last ${JSON.stringify(last)}`);
+  }
+
+  await hear(FLOOR_HZ, 'the floor at the start');
+  const waitsBefore = await page.evaluate(() => window.__lang.state.waits.length);
+  const spanishIndex = tracks.findIndex((t) => t.lang === 'es');
+  await page.evaluate((i) => { window.__lang.hls.audioTrack = i; }, spanishIndex);
+  const toSpanish = await hear(SPANISH_HZ, 'after switching to Spanish');
+  await page.waitForTimeout(4_000);
+  await hear(SPANISH_HZ, 'Spanish four seconds on');
+  await page.evaluate(() => { window.__lang.hls.audioTrack = 0; });
+  const toFloor = await hear(FLOOR_HZ, 'after switching back to the floor');
+  const state = await page.evaluate(() => window.__lang.state);
+  const time = await page.evaluate(() => document.getElementById('v').currentTime);
+  await page.close();
+  const waits = state.waits.slice(waitsBefore).map((w) => w.ms);
+  console.log(`language switch heard after: to Spanish ${toSpanish} ms, back to the floor ${toFloor} ms; video waits on the switches: ${JSON.stringify(waits)} ms; playing at ${time.toFixed(1)} s`);
+  assert.deepEqual(state.fatal, []);
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(state.switched.slice(-2), [spanishIndex, 0]);
+  assert.ok(waits.length <= 2, `the video waited ${waits.length} times for two switches`);
+  for (const ms of waits) assert.ok(ms !== null && ms <= 1000, `a switch stalled the video ${ms} ms`);
+});
