@@ -388,6 +388,11 @@ pub struct StreamConfig {
     /// link, never in a file).
     #[serde(skip)]
     pub ladder: Option<LadderPlan>,
+    /// The relays a meeting stream pulls each language beside the floor from (its
+    /// rendition name and the MC's relay URLs of it), set by the node's MC link, never
+    /// in a file: the MC cuts the languages, the nodes follow its segments.
+    #[serde(skip)]
+    pub language_pulls: Vec<(String, Vec<String>)>,
     /// The credential its HTTP inputs send as `Authorization: Bearer` (`input_token`):
     /// for a stream that pulls a protected relay, such as an MC's meeting (its node
     /// token). A meeting stream of the node's `[mc]` link gets that link's token.

@@ -127,12 +127,22 @@ rungs = [
 ]
 `;
 
+/** The built-in source's two languages (docs/languages.md): the floor and Spanish. */
+const MEETING_LANGUAGES = `
+[[meeting.language]]
+code = "eng"
+
+[[meeting.language]]
+code = "spa"
+name = "Español"
+`;
+
 /**
  * The MC's config: the preset meeting `meeting` fed by the built-in source; with
- * `ladder`, encoded into the demo's ABR ladder; with `privateMeeting`, the private
- * meeting `board` too.
+ * `ladder`, encoded into the demo's ABR ladder; with `languages`, offering the built-in
+ * source's two audio languages; with `privateMeeting`, the private meeting `board` too.
  */
-export function mcToml({ http, dataDir, ladder = false, privateMeeting = false }) {
+export function mcToml({ http, dataDir, ladder = false, privateMeeting = false, languages = false }) {
   return `[mc]
 name = "mc"
 trust_loopback = true
@@ -144,6 +154,7 @@ id = "meeting"
 title = "e2e meeting"
 start = true
 inputs = ["builtin://meeting"]
+${languages ? MEETING_LANGUAGES : ''}
 ${privateMeeting ? PRIVATE_MEETING : ''}`;
 }
 
@@ -431,6 +442,7 @@ const DEFAULT_SECRET = 'brdyun e2e domain secret, loopback only';
  */
 export async function startCluster({
   names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false, privateMeeting = false, distinctHosts = false, watchdogMs = null,
+  languages = false,
 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
   const ports = await freePorts(1 + 2 * names.length);
@@ -444,7 +456,7 @@ export async function startCluster({
   try {
     if (mcPort === undefined) {
       const configPath = join(dir, 'mc.toml');
-      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc'), ladder, privateMeeting }));
+      writeFileSync(configPath, mcToml({ http: cluster.mcPort, dataDir: join(dir, 'mc'), ladder, privateMeeting, languages }));
       cluster.mc = new Proc({ role: 'mc', name: 'mc', configPath, logPath: join(dir, 'mc.log') });
       await cluster.mc.start();
     }

@@ -83,16 +83,7 @@ impl McLinkConfig {
         if self.stream.contains_key("name") || self.stream.contains_key("inputs") {
             bail!("mc.stream must not set name or inputs: they come from the meeting");
         }
-        // The live relay: frames as the MC places them, so LL-HLS parts are cut here
-        // when the MC cuts them (server::stream::live_relay); the rungs alike, so they stay in
-        // step with the source.
-        let query = if self.live_relay { "?live=1" } else { "" };
-        let relays = |path: &str| -> Vec<String> {
-            self.relay_bases()
-                .into_iter()
-                .map(|base| format!("{}/{id}/{path}{query}", base.trim_end_matches('/')))
-                .collect()
-        };
+        let relays = |path: &str| self.relays(id, path);
         let mut stream = stream_from(id, relays("mpegts"), &self.stream).context("mc.stream")?;
         stream.relay_token.clone_from(&self.token);
         if !ladder.is_empty() {
@@ -107,6 +98,33 @@ impl McLinkConfig {
             });
         }
         Ok(stream)
+    }
+
+    /// The MC's relays of `path` of meeting `id` (`mpegts`, `{rung}/mpegts`), the
+    /// standby MCs' after; each with `?live=1`, the live relay, with `live_relay`: frames
+    /// as the MC places them, so LL-HLS parts are cut here when the MC cuts them
+    /// (server::stream::live_relay), and every rendition stays in step with the source.
+    fn relays(&self, id: &str, path: &str) -> Vec<String> {
+        let query = if self.live_relay { "?live=1" } else { "" };
+        self.relay_bases()
+            .into_iter()
+            .map(|base| format!("{}/{id}/{path}{query}", base.trim_end_matches('/')))
+            .collect()
+    }
+
+    /// Gives a meeting stream its `languages` (the floor first): each other one is
+    /// pulled from the MC's relay of its rendition, `/{id}/audio-{code}/mpegts`.
+    pub fn add_languages(&self, stream: &mut StreamConfig, languages: &[meeting::MeetingLanguage]) {
+        stream.languages = languages.to_vec();
+        stream.language_pulls = crate::config::audio_languages(languages)
+            .iter()
+            .skip(1)
+            .map(|language| {
+                let rendition = language.rendition_name();
+                let urls = self.relays(&stream.name, &format!("{rendition}/mpegts"));
+                (rendition, urls)
+            })
+            .collect();
     }
 
     /// The MCs whose relays a meeting is pulled from, in priority order.

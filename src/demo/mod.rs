@@ -73,6 +73,11 @@ pub async fn start_cluster(
     let node_token = ::mc::store::random_secret();
     let rtmp_port = 1935 + port.saturating_sub(8080);
     let (rtmps_cert, rtmps_key) = tls::self_signed(&data.join("tls"))?;
+    let language = |code: &str, name: &str| meeting::MeetingLanguage {
+        code: code.into(),
+        name: Some(name.into()),
+        pid: None,
+    };
     let preset = |id: &str, title: &str, inputs: Vec<String>| PresetMeeting {
         id: id.into(),
         title: title.into(),
@@ -83,6 +88,7 @@ pub async fn start_cluster(
         cc_language: None,
         private: false,
         recording_depth_days: None,
+        languages: Vec::new(),
     };
     let mc_config = McConfig {
         mc: McSection {
@@ -122,7 +128,14 @@ pub async fn start_cluster(
         },
         defaults: StreamDefaults::default(),
         meetings: vec![
-            preset(STREAM, "built-in meeting", vec!["builtin://meeting".into()]),
+            // The built-in source carries an interpretation: the meeting has two languages.
+            PresetMeeting {
+                languages: vec![
+                    language("eng", "English"),
+                    language("spa", "Español (interpretation)"),
+                ],
+                ..preset(STREAM, "built-in meeting", vec!["builtin://meeting".into()])
+            },
             preset(LIVE, "your stream", Vec::new()),
         ],
         log: Default::default(),
@@ -253,6 +266,7 @@ fn print_urls(mc: &RunningMc, nodes: &[RunningNode], rtmps_cert: &Path) {
         println!("    playlist: {base}/{STREAM}/index.m3u8   (HLS, MPEG-TS; backups for switching players)");
         println!("    ll-hls:   {base}/{STREAM}/ll-index.m3u8   dash: {base}/{STREAM}/index.mpd");
         println!("    captions: {base}/{STREAM}/sub-en.m3u8, sub-pt-br.m3u8   (WebVTT; in the player's menu)");
+        println!("    languages: English (the floor, in the video's playlist) and {base}/{STREAM}/audio-spa/mono.m3u8   (Español; in the player's menu)");
         println!("    status:   {base}/api/streams/{STREAM}");
         println!("    way in:   {base}/watch/{STREAM}.m3u8   (302 to a node that serves you now; .mpd, .ll.m3u8 too)");
         println!("    backups:  {base}/backups   (OTT group state; buttons: pause this node's input, drain this node)");

@@ -172,6 +172,10 @@ pub struct PresetMeeting {
     /// `depth`; see docs/recordings.md).
     #[serde(default)]
     pub recording_depth_days: Option<u32>,
+    /// `[[meeting.language]]`: its audio languages, the floor first (see
+    /// docs/languages.md).
+    #[serde(default, rename = "language")]
+    pub languages: Vec<meeting::MeetingLanguage>,
 }
 
 fn default_true() -> bool {
@@ -320,6 +324,8 @@ impl McConfig {
                     bail!("meeting[{i}].cc_language {language:?} is not a BCP 47 language tag (e.g. \"pt-BR\")");
                 }
             }
+            meeting::languages::check(&preset.languages)
+                .map_err(|problem| anyhow::anyhow!("meeting[{i}].{problem}"))?;
         }
         Ok(config)
     }

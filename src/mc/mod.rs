@@ -385,6 +385,7 @@ async fn apply_presets(mc: &McState, presets: &[PresetMeeting]) -> anyhow::Resul
                 viewer_limit: preset.viewer_limit,
                 private: preset.private,
                 recording_depth_days: preset.recording_depth_days,
+                languages: preset.languages.clone(),
             };
             let secrets = MeetingSecrets {
                 stream_key: ::mc::store::random_secret(),
@@ -464,6 +465,7 @@ fn meeting_stream(meeting: &meeting::Meeting, plan: &MeetingPlan) -> anyhow::Res
         stream.ladder = plan.ladder.clone().map(crate::config::LadderPlan::Encode);
     }
     stream.cc_language = preset.and_then(|p| p.cc_language.clone());
+    stream.languages.clone_from(&meeting.languages);
     if !plan.peers.is_empty() {
         stream.relay_token.clone_from(&plan.node_token);
     }

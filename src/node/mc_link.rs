@@ -212,6 +212,7 @@ fn reconcile(
                     let ms = u64::from(days).saturating_mul(86_400_000);
                     stream.dvr.remote_depth = Some(crate::config::Depth(ms));
                 }
+                link.add_languages(&mut stream, &view.languages);
                 stream
             })
             .and_then(|stream| streams.ensure(&stream));

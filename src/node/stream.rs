@@ -180,7 +180,12 @@ pub fn start_stream(
         );
     }));
     let pipeline_settings = PipelineSettings {
-        languages: crate::config::language_sources(&stream.languages),
+        // Languages pulled from the MC are not cut here.
+        languages: if stream.language_pulls.is_empty() {
+            crate::config::language_sources(&stream.languages)
+        } else {
+            Vec::new()
+        },
         publish_latency,
         target_duration_ms: settings.segment_duration_ms,
         state_file: Some(
@@ -229,11 +234,22 @@ pub fn start_stream(
                     rung,
                     urls,
                     bearer: stream.relay_token.as_deref(),
+                    kind: PulledKind::Rung,
                 };
                 start_rung(context, &channel, pull, &settings, &stop, tasks)?;
             }
         }
         None => {}
+    }
+    // A meeting's languages come cut from the MC: each is pulled as a rung is.
+    for (rendition, urls) in &stream.language_pulls {
+        let pull = RungPull {
+            rung: rendition,
+            urls,
+            bearer: stream.relay_token.as_deref(),
+            kind: PulledKind::Language,
+        };
+        start_rung(context, &channel, pull, &settings, &stop, tasks)?;
     }
     let mut stop = stop;
     // Every line the pipeline logs (segmenter, packagers) names its stream.
@@ -315,6 +331,16 @@ struct RungPull<'a> {
     rung: &'a str,
     urls: &'a [String],
     bearer: Option<&'a str>,
+    /// What the rendition is: a rung of the ladder or an audio language.
+    kind: PulledKind,
+}
+
+/// A pulled rendition: a rung (LL-HLS of its own, archived under `rungs/`) or an
+/// audio language (archived under `languages/`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PulledKind {
+    Rung,
+    Language,
 }
 
 /// Starts the pull of one ladder rung of a meeting stream: its inputs (the MC's relays
@@ -328,7 +354,12 @@ fn start_rung(
     stop: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<()> {
-    let RungPull { rung, urls, bearer } = pull;
+    let RungPull {
+        rung,
+        urls,
+        bearer,
+        kind,
+    } = pull;
     let name = format!("{}/{rung}", channel.name());
     let Some(rendition) = channel.rendition(rung).map(Arc::clone) else {
         anyhow::bail!("stream {}: rung {rung} has no rendition", channel.name());
@@ -339,7 +370,9 @@ fn start_rung(
     }
     // Every rung has LL-HLS of its own, cut from its frames in step with its segments
     // (the LL-HLS master lists the ladder, each playlist reports its siblings).
-    start_llhls(context, &rendition, &name, settings);
+    if kind == PulledKind::Rung {
+        start_llhls(context, &rendition, &name, settings);
+    }
     let inputs = Inputs {
         specs,
         registry: None,
@@ -353,10 +386,15 @@ fn start_rung(
         state_file: None,
     };
     // A recorded stream records every rung beside its source, on the same timeline, so
-    // a catch-up viewer gets the ladder (`archive/{stream}/rungs/{rung}`).
+    // a catch-up viewer gets the ladder (`archive/{stream}/rungs/{rung}`); each language
+    // alike (`archive/{stream}/languages/audio-{code}`).
     let recorder = match settings.dvr {
         Some(retention) => {
-            let names = [channel.name(), "rungs", rung];
+            let dir = match kind {
+                PulledKind::Rung => "rungs",
+                PulledKind::Language => "languages",
+            };
+            let names = [channel.name(), dir, rung];
             let recorder = start_recorder(context, &names, &name, retention, settings)?;
             rendition.set_archive(Arc::clone(&recorder));
             Some(recorder)

@@ -134,6 +134,7 @@ fn full(meeting: &Meeting) -> Value {
         "private": meeting.private,
         "removed_viewers": meeting.removed_viewers,
         "recording_depth_days": meeting.recording_depth_days,
+        "languages": meeting.languages,
         "created_ms": meeting.created_ms,
         "started_ms": meeting.started_ms,
         "closed_ms": meeting.closed_ms,
@@ -175,6 +176,9 @@ async fn create_inner(
             "recording_depth_days",
             format!("1 to {} days", meeting::MAX_RECORDING_DEPTH_DAYS),
         ));
+    }
+    if let Err(problem) = meeting::languages::check(&request.languages) {
+        return Err(McApiError::invalid("languages", problem.to_string()));
     }
     let secrets = MeetingSecrets {
         stream_key: random_secret(),

@@ -690,6 +690,7 @@ mod tests {
                 viewer_limit: None,
                 private: false,
                 recording_depth_days: None,
+                languages: Vec::new(),
             };
             let secrets = MeetingSecrets {
                 stream_key: "k".repeat(24),

@@ -129,6 +129,7 @@ mod tests {
                 viewer_limit: limit,
                 private: false,
                 recording_depth_days: None,
+                languages: Vec::new(),
             };
             let secrets = MeetingSecrets {
                 stream_key: "k".into(),

@@ -74,6 +74,10 @@ pub struct MeetingView {
     /// setting): nodes expire the objects they upload by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording_depth_days: Option<u32>,
+    /// Its audio languages, the floor first: a node offers each other one as an
+    /// audio-only rendition it pulls from the MC.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<crate::MeetingLanguage>,
 }
 
 impl MeetingView {
@@ -90,6 +94,7 @@ impl MeetingView {
             removed: meeting.removed_viewers.clone(),
             waiting: false,
             recording_depth_days: meeting.recording_depth_days,
+            languages: meeting.languages.clone(),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! - [`version`]: client versions (`X-Brdyun-Client-Version`) and the 102011 / 16 rule.
 //! - [`viewers`]: viewer counts reported by nodes, summed across nodes by the MC.
 //! - [`admission`]: a node's decision for a viewer opening a meeting's stream.
+//! - [`languages`]: a meeting's audio languages (the floor and its interpretations).
 //!
 //! Data flow: the MC owns [`Meetings`] and [`ViewerCounts`]; nodes poll it and get a
 //! [`MeetingView`] per meeting; a node answers each new viewer with
@@ -22,6 +23,7 @@ pub mod code {
     pub use codes::meeting::*;
     pub use codes::{CodeInfo, LogLevel};
 }
+pub mod languages;
 pub mod meeting;
 pub mod session_keys;
 pub mod version;
@@ -29,6 +31,7 @@ pub mod viewers;
 
 pub use admission::{admit_new_viewer, McLink, MeetingView};
 pub use code::{CodeInfo, ConnectCause, ErrorCode, LogLevel};
+pub use languages::{LanguageProblem, MeetingLanguage};
 pub use meeting::{
     Action, InvalidMeetingId, Meeting, MeetingError, MeetingId, MeetingSecrets, MeetingState,
     Meetings, NewMeeting, MAX_RECORDING_DEPTH_DAYS,

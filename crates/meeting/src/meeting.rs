@@ -119,6 +119,10 @@ pub struct NewMeeting {
     /// [`MAX_RECORDING_DEPTH_DAYS`]); `None`: the store's default.
     #[serde(default)]
     pub recording_depth_days: Option<u32>,
+    /// Its audio languages, the floor first ([`crate::languages::check`]); fewer than
+    /// two: one audio.
+    #[serde(default)]
+    pub languages: Vec<crate::MeetingLanguage>,
 }
 
 /// The longest a meeting's recording may be kept, days (100 years).
@@ -158,6 +162,9 @@ pub struct Meeting {
     /// default; absent from stores written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording_depth_days: Option<u32>,
+    /// Its audio languages, the floor first (absent from stores written before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub languages: Vec<crate::MeetingLanguage>,
 }
 
 /// A change a host or admin asks for.
@@ -316,6 +323,7 @@ impl Meetings {
             private: request.private,
             removed_viewers: Vec::new(),
             recording_depth_days: request.recording_depth_days,
+            languages: request.languages.clone(),
         };
         Ok(self.meetings.entry(id).or_insert(meeting))
     }

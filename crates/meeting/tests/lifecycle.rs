@@ -25,6 +25,7 @@ fn one(limit: Option<u32>) -> (Meetings, MeetingId) {
         viewer_limit: limit,
         private: false,
         recording_depth_days: None,
+        languages: Vec::new(),
     };
     meetings
         .create(id("m1"), &request, secrets(), 1000)
@@ -154,6 +155,7 @@ fn long_titles_are_cut_on_a_char_boundary() {
         viewer_limit: None,
         private: false,
         recording_depth_days: None,
+        languages: Vec::new(),
     };
     let meeting = meetings.create(id("t"), &request, secrets(), 0).unwrap();
     assert!(meeting.title.len() <= meeting::meeting::MAX_TITLE_LEN);
@@ -219,6 +221,7 @@ fn a_host_removes_viewers_of_an_open_meeting_once_each() {
         viewer_limit: None,
         private: true,
         recording_depth_days: None,
+        languages: Vec::new(),
     };
     let secrets = MeetingSecrets {
         stream_key: "k".into(),

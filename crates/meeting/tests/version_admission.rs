@@ -62,6 +62,7 @@ fn view(state: MeetingState, locked: bool, limit: Option<u32>, viewers: u64) -> 
         removed: Vec::new(),
         waiting: false,
         recording_depth_days: None,
+        languages: Vec::new(),
     }
 }
 

@@ -21,6 +21,7 @@ fn view(
         removed: Vec::new(),
         waiting: false,
         recording_depth_days: None,
+        languages: Vec::new(),
     }
 }
 

@@ -189,6 +189,7 @@ mod tests {
             removed: Vec::new(),
             waiting: false,
             recording_depth_days: None,
+            languages: Vec::new(),
         }
     }
 

@@ -212,6 +212,7 @@ mod tests {
             removed: Vec::new(),
             waiting: false,
             recording_depth_days: None,
+            languages: Vec::new(),
         };
         gate.connected(
             vec![view],

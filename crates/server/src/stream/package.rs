@@ -357,11 +357,9 @@ impl Package {
     /// The fMP4 HLS master playlist (`fmp4-index.m3u8`): the offered renditions' `fmp4.m3u8`
     /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`.
     pub fn fmp4_master(&self) -> Master {
-        packaging::render::package_master(
-            &self.offered(),
-            self.audio_group("fmp4.m3u8"),
-            "fmp4.m3u8",
-        )
+        // Its variants are muxed fMP4 (audio and video in one file), which a player
+        // cannot play beside another audio rendition: languages are the TS masters'.
+        packaging::render::package_master(&self.offered(), Vec::new(), "fmp4.m3u8")
     }
 
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video

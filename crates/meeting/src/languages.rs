@@ -1,0 +1,176 @@
+//! A meeting's audio languages: the floor (the audio the publisher's feed carries with
+//! the video) first, then each language interpreters speak, as the MC's API, its
+//! presets and a node's `[[stream.language]]` take them. Checked here once for all.
+
+use media::Language;
+use serde::{Deserialize, Serialize};
+
+/// The most languages a meeting offers: the floor and one per further audio stream a
+/// source may carry.
+pub const MAX_LANGUAGES: usize = 1 + media::ts::demux::MAX_ALTERNATE_AUDIO;
+
+/// Longest menu name, bytes.
+pub const MAX_NAME: usize = 64;
+
+/// One language of a meeting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingLanguage {
+    /// ISO 639-2 code: three letters (`eng`, `spa`).
+    pub code: String,
+    /// What players' menus show (default: the language's English name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The MPEG-TS PID carrying it, for a source whose PMT names no language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u16>,
+}
+
+impl MeetingLanguage {
+    /// The language ([`check`]ed entries always have one).
+    pub fn language(&self) -> Option<Language> {
+        Language::parse(&self.code)
+    }
+
+    /// The menu name: the given one, else the language's English name.
+    pub fn menu_name(&self) -> String {
+        match (&self.name, self.language()) {
+            (Some(name), _) => name.clone(),
+            (None, Some(language)) => language.english_name().to_owned(),
+            (None, None) => self.code.clone(),
+        }
+    }
+}
+
+/// Why a list of languages was refused: the entry (if one) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageProblem {
+    /// The entry at fault; `None` for the list as a whole.
+    pub index: Option<usize>,
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+impl std::fmt::Display for LanguageProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "language[{i}].{}", self.message),
+            None => write!(f, "language: {}", self.message),
+        }
+    }
+}
+
+/// Checks a meeting's languages: at most [`MAX_LANGUAGES`], ISO 639-2 codes each once,
+/// names that fit a menu, no PID on the floor (its audio is the feed's main one), PIDs
+/// of elementary streams.
+///
+/// # Errors
+/// The first problem found.
+pub fn check(languages: &[MeetingLanguage]) -> Result<(), LanguageProblem> {
+    if languages.len() > MAX_LANGUAGES {
+        return Err(LanguageProblem {
+            index: None,
+            message: format!(
+                "at most {MAX_LANGUAGES} languages (the floor and {} others)",
+                MAX_LANGUAGES - 1
+            ),
+        });
+    }
+    let problem = |i: usize, message: String| LanguageProblem {
+        index: Some(i),
+        message,
+    };
+    let mut seen = Vec::with_capacity(languages.len());
+    for (i, entry) in languages.iter().enumerate() {
+        let Some(code) = entry.language() else {
+            return Err(problem(
+                i,
+                format!(
+                    "code {:?}: an ISO 639-2 code of three letters (e.g. \"spa\")",
+                    entry.code
+                ),
+            ));
+        };
+        if seen.contains(&code) {
+            return Err(problem(i, format!("code {code} is listed twice")));
+        }
+        seen.push(code);
+        if let Some(name) = &entry.name {
+            if name.trim().is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control)
+            {
+                return Err(problem(
+                    i,
+                    format!("name: 1 to {MAX_NAME} bytes, no control characters"),
+                ));
+            }
+        }
+        if i == 0 && entry.pid.is_some() {
+            return Err(problem(
+                i,
+                "pid: the first language is the floor (the feed's main audio), it takes no pid"
+                    .into(),
+            ));
+        }
+        if entry.pid.is_some_and(|pid| !(0x10..0x1fff).contains(&pid)) {
+            return Err(problem(
+                i,
+                "pid: an elementary-stream PID, 16 to 8190".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(code: &str) -> MeetingLanguage {
+        MeetingLanguage {
+            code: code.into(),
+            name: None,
+            pid: None,
+        }
+    }
+
+    #[test]
+    fn a_good_list_passes_and_names_default_to_english() {
+        let spa = MeetingLanguage {
+            name: Some("Español".into()),
+            pid: Some(258),
+            ..entry("spa")
+        };
+        assert_eq!(check(&[entry("eng"), spa.clone()]), Ok(()));
+        assert_eq!(entry("eng").menu_name(), "English");
+        assert_eq!(spa.menu_name(), "Español");
+    }
+
+    #[test]
+    fn each_problem_is_named() {
+        let message = |list: &[MeetingLanguage]| check(list).unwrap_err().to_string();
+        assert!(message(&[entry("es")]).contains("ISO 639-2"));
+        assert!(message(&[entry("eng"), entry("ENG")]).contains("twice"));
+        let floor_pid = MeetingLanguage {
+            pid: Some(258),
+            ..entry("eng")
+        };
+        assert!(message(&[floor_pid]).contains("floor"));
+        let bad_pid = MeetingLanguage {
+            pid: Some(8191),
+            ..entry("spa")
+        };
+        assert!(message(&[entry("eng"), bad_pid]).contains("PID"));
+        let bad_name = MeetingLanguage {
+            name: Some("a\nb".into()),
+            ..entry("spa")
+        };
+        assert!(message(&[entry("eng"), bad_name]).starts_with("language[1].name"));
+        let nine: Vec<MeetingLanguage> = [
+            "eng", "spa", "fra", "deu", "ita", "por", "rus", "jpn", "kor",
+        ]
+        .iter()
+        .map(|c| entry(c))
+        .collect();
+        assert!(message(&nine).contains("at most 8"));
+    }
+}
