@@ -198,6 +198,30 @@ fn three_languages_of_a_ts_source_are_one_audio_group_on_the_video_timeline() {
         assert!(compared >= 3, "{code}: only {compared} segments compared");
     }
 
+    // The status API and the metrics show each language's place against the video.
+    let (status, doc) = common::http_get_json(node.http, "/api/streams/m");
+    assert_eq!(status, 200, "{doc}");
+    let languages = doc["languages"].as_array().cloned().unwrap_or_default();
+    let codes: Vec<&str> = languages
+        .iter()
+        .filter_map(|l| l["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["eng", "spa", "fra"], "{doc}");
+    assert_eq!(languages[0]["floor"], true, "{doc}");
+    for language in &languages[1..] {
+        assert!(
+            language["behind_segments"].as_u64().is_some_and(|b| b <= 1),
+            "a language in step with the video: {language}"
+        );
+    }
+    let (_, _, metrics) = http_get(node.http, "/metrics");
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(
+        metrics.lines().any(|l| l
+            .starts_with("brdyun_stream_language_behind_segments{stream=\"m\",language=\"fra\"} ")),
+        "no language metric:\n{metrics}"
+    );
+
     // Each language is its own tone, from its playlist and from the master.
     let base = format!("http://{}/m", node.http);
     assert_tone(

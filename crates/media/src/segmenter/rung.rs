@@ -48,6 +48,11 @@ const RENUMBERED: u64 = 1000;
 /// The most rung frames held ahead of the source segments announced so far.
 const MAX_EARLY_FRAMES: usize = 4096;
 
+/// The most frames an audio rendition holds ahead of the announced source segments:
+/// about 11 s of 48 kHz AAC (a language is cut from the source's own stream, in step
+/// with it; what runs further ahead is a source's damage, not worth the memory).
+const MAX_EARLY_AUDIO_FRAMES: usize = 512;
+
 /// One finished rung segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RungSegment {
@@ -313,7 +318,12 @@ impl RungCutter {
             .back()
             .is_none_or(|newest| timed.ext_pts >= newest.end());
         if ahead {
-            if self.early.len() >= MAX_EARLY_FRAMES {
+            let most = if self.audio_only {
+                MAX_EARLY_AUDIO_FRAMES
+            } else {
+                MAX_EARLY_FRAMES
+            };
+            if self.early.len() >= most {
                 self.early.pop_front();
                 self.stats.dropped_early += 1;
             }

@@ -87,9 +87,34 @@ pub fn stream_status(entry: &StreamEntry, now_unix_ms: i64) -> Value {
         "inputs": entry.inputs.as_ref().map(|source| source()),
         "renditions": renditions(channel),
         "ladder": channel.ladder().map(|ladder| ladder.json()),
+        "languages": languages(channel),
         "captions": crate::stream::captions::status::json(&channel.caption_counters, &channel.snapshot()),
         "dvr": channel.archive().map(|recorder| recorder.status()),
     })
+}
+
+/// The stream's audio languages, the floor first (`null` with one audio): each other
+/// one's rendition, newest segment and how far it is behind the video.
+fn languages(channel: &crate::stream::package::Package) -> Value {
+    let Some((floor, _)) = channel.languages() else {
+        return Value::Null;
+    };
+    let mut list = vec![json!({
+        "code": floor.language.as_str(),
+        "name": floor.name,
+        "floor": true,
+    })];
+    for state in channel.language_states() {
+        list.push(json!({
+            "code": state.language.as_str(),
+            "name": state.name,
+            "rendition": packaging::languages::rendition_name(state.language),
+            "last_msn": state.last_msn,
+            "segments_in_window": state.segments_in_window,
+            "behind_segments": state.behind_segments,
+        }));
+    }
+    Value::Array(list)
 }
 
 /// Each rendition of the stream's package: whether the master playlist offers it now

@@ -24,6 +24,21 @@ use packaging::live_mpd::LiveMpd;
 use packaging::render::{Master, Renderer};
 pub use packaging::window::{LiveSegment, StoredSegment, TrackSummary, WindowSnapshot};
 
+/// A language beside the floor as the status API and metrics show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageState {
+    /// The language.
+    pub language: media::Language,
+    /// Its menu name.
+    pub name: String,
+    /// Its newest segment's MSN.
+    pub last_msn: Option<u64>,
+    /// Segments in its live window.
+    pub segments_in_window: usize,
+    /// How many segments its newest is behind the video's newest (0: in step).
+    pub behind_segments: u64,
+}
+
 /// One language beside the floor and its audio-only rendition.
 pub type LanguageRendition<'a> = (&'a AudioLanguage, &'a Arc<Rendition>);
 
@@ -317,6 +332,36 @@ impl Package {
         packaging::languages::audio_group(floor, &windows, playlist)
     }
 
+    /// Each language beside the floor as an operator checks it: its newest segment and
+    /// how many segments it is behind the video's (the whole window when it has none:
+    /// its feed is lost).
+    pub fn language_states(&self) -> Vec<LanguageState> {
+        let Some((_, others)) = self.languages() else {
+            return Vec::new();
+        };
+        let video = self.main().snapshot();
+        let video_msn = video.newest().map(|s| s.msn);
+        others
+            .into_iter()
+            .map(|(language, rendition)| {
+                let window = rendition.snapshot();
+                let last_msn = window.newest().map(|s| s.msn);
+                let behind = match (video_msn, last_msn) {
+                    (Some(v), Some(l)) => v.saturating_sub(l),
+                    (Some(_), None) => video.segments.len() as u64,
+                    (None, _) => 0,
+                };
+                LanguageState {
+                    language: language.language,
+                    name: language.name.clone(),
+                    last_msn,
+                    segments_in_window: window.segments.len(),
+                    behind_segments: behind,
+                }
+            })
+            .collect()
+    }
+
     /// Whether the master playlists are the package's (several variants, or languages)
     /// rather than the muxed rendition's own.
     fn renders_package_master(&self) -> bool {
@@ -580,6 +625,14 @@ pub fn register_metrics(channel: &Arc<Package>, metrics: &crate::metrics::Metric
             "brdyun_stream_bitrate_bps{{stream=\"{stream}\"}} {}",
             snapshot.bandwidth.1
         );
+        for state in channel.language_states() {
+            let language = state.language;
+            let _ = writeln!(
+                out,
+                "brdyun_stream_language_behind_segments{{stream=\"{stream}\",language=\"{language}\"}} {}",
+                state.behind_segments
+            );
+        }
         crate::stream::captions::status::metrics(
             &channel.caption_counters,
             &snapshot,
