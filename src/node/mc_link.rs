@@ -209,7 +209,7 @@ fn reconcile(
             .map(|mut stream| {
                 // The meeting's own retention in the recordings store, when it has one.
                 if let Some(days) = view.recording_depth_days {
-                    let ms = u64::from(days).saturating_mul(86_400_000);
+                    let ms = meeting::recording_depth_ms(days);
                     stream.dvr.remote_depth = Some(crate::config::Depth(ms));
                 }
                 link.add_languages(&mut stream, &view.languages);

@@ -119,7 +119,7 @@ pub async fn sweep(mc: &McState, default_keep_ms: Option<i64>, now_ms: i64) -> u
         .filter_map(|m| {
             let keep = m
                 .recording_depth_days
-                .map(|days| i64::from(days).saturating_mul(86_400_000))
+                .map(|days| i64::try_from(meeting::recording_depth_ms(days)).unwrap_or(i64::MAX))
                 .or(default_keep_ms)?;
             Some((m.id.to_string(), keep))
         })

@@ -33,8 +33,8 @@ pub use admission::{admit_new_viewer, McLink, MeetingView};
 pub use code::{CodeInfo, ConnectCause, ErrorCode, LogLevel};
 pub use languages::{LanguageProblem, MeetingLanguage};
 pub use meeting::{
-    Action, InvalidMeetingId, Meeting, MeetingError, MeetingId, MeetingSecrets, MeetingState,
-    Meetings, NewMeeting, MAX_RECORDING_DEPTH_DAYS,
+    recording_depth_ms, Action, InvalidMeetingId, Meeting, MeetingError, MeetingId, MeetingSecrets,
+    MeetingState, Meetings, NewMeeting, MAX_RECORDING_DEPTH_DAYS,
 };
 pub use session_keys::{SessionKeyWire, SessionKeysWire, MAX_SESSION_KEYS};
 pub use version::{check_client, ClientVersion, CLIENT_VERSION_HEADER};

@@ -128,6 +128,11 @@ pub struct NewMeeting {
 /// The longest a meeting's recording may be kept, days (100 years).
 pub const MAX_RECORDING_DEPTH_DAYS: u32 = 36_500;
 
+/// A recording retention of `days`, in milliseconds (what the stores and sweeps count).
+pub fn recording_depth_ms(days: u32) -> u64 {
+    u64::from(days).saturating_mul(86_400_000)
+}
+
 /// One meeting as the MC keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meeting {

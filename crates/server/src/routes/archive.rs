@@ -419,19 +419,9 @@ fn download(
 ) -> Response {
     let total: u64 = entries.iter().map(|e| u64::from(e.size)).sum();
     let reader = reader.clone();
-    let chunks = futures_util::stream::unfold(
-        (reader, entries.into_iter()),
-        |(reader, mut rest)| async move {
-            let entry = rest.next()?;
-            let for_read = reader.clone();
-            let chunk = match tokio::task::spawn_blocking(move || for_read.read(&entry)).await {
-                Ok(Ok(data)) => Ok(Bytes::from(data)),
-                Ok(Err(error)) => Err(error),
-                Err(join) => Err(std::io::Error::other(join)),
-            };
-            Some((chunk, (reader, rest)))
-        },
-    );
+    let chunks = super::blocking_chunks::blocking_chunks(entries, move |entry: Entry| {
+        reader.read(&entry).map(Bytes::from)
+    });
     let mut response = Response::new(Body::from_stream(chunks));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(MPEG_TS));

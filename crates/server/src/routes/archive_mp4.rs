@@ -62,28 +62,22 @@ pub async fn download(
     };
     // The file's timeline starts at zero: every fragment's decode times move by the
     // first fragment's earliest one.
-    let fragments = futures_util::stream::unfold(
-        (reader.clone(), msns.into_iter(), None::<u64>),
-        |(reader, mut rest, mut base)| async move {
-            let msn = rest.next()?;
-            let for_read = reader.clone();
-            let job = move || segment(&for_read, msn, Track::Muxed, None);
-            let chunk = match tokio::task::spawn_blocking(job).await {
-                Ok(Ok(Some(fragment))) => {
-                    let mut bytes = without_segment_type(fragment).to_vec();
-                    let base = *base.get_or_insert_with(|| first_decode_time(&bytes).unwrap_or(0));
-                    rebase_decode_times(&mut bytes, base);
-                    Ok(Bytes::from(bytes))
-                }
-                Ok(Ok(None)) => Err(std::io::Error::other(format!(
-                    "segment {msn} left the archive"
-                ))),
-                Ok(Err(error)) => Err(std::io::Error::other(error.to_string())),
-                Err(join) => Err(std::io::Error::other(join)),
-            };
-            Some((chunk, (reader, rest, base)))
-        },
-    );
+    let reader = reader.clone();
+    let base = std::sync::Arc::new(std::sync::OnceLock::new());
+    let fragments = super::blocking_chunks::blocking_chunks(msns, move |msn: u64| {
+        match segment(&reader, msn, Track::Muxed, None) {
+            Ok(Some(fragment)) => {
+                let mut bytes = without_segment_type(fragment).to_vec();
+                let base = *base.get_or_init(|| first_decode_time(&bytes).unwrap_or(0));
+                rebase_decode_times(&mut bytes, base);
+                Ok(Bytes::from(bytes))
+            }
+            Ok(None) => Err(std::io::Error::other(format!(
+                "segment {msn} left the archive"
+            ))),
+            Err(error) => Err(std::io::Error::other(error.to_string())),
+        }
+    });
     let head = futures_util::stream::once(async move { Ok::<Bytes, std::io::Error>(head) });
     let body = Body::from_stream(futures_util::StreamExt::chain(head, fragments));
     attachment(body, &format!("archive-{from_secs}-{duration_secs}.mp4"))
@@ -132,20 +126,12 @@ pub async fn progressive(
         let head = plan.head.clone();
         async move { Ok::<Bytes, std::io::Error>(head) }
     });
-    let chunks = futures_util::stream::unfold(
-        (reader.clone(), std::sync::Arc::clone(&plan), 0usize),
-        |(reader, plan, at)| async move {
-            let &(msn, _) = plan.segments.get(at)?;
-            let (for_read, for_plan) = (reader.clone(), std::sync::Arc::clone(&plan));
-            let job = move || progressive::chunk(&for_read, &for_plan, msn);
-            let chunk = match tokio::task::spawn_blocking(job).await {
-                Ok(Ok(bytes)) => Ok(bytes),
-                Ok(Err(error)) => Err(std::io::Error::other(error.to_string())),
-                Err(join) => Err(std::io::Error::other(join)),
-            };
-            Some((chunk, (reader, plan, at + 1)))
-        },
-    );
+    let msns: Vec<u64> = plan.segments.iter().map(|&(msn, _)| msn).collect();
+    let (reader, for_chunks) = (reader.clone(), std::sync::Arc::clone(&plan));
+    let chunks = super::blocking_chunks::blocking_chunks(msns, move |msn: u64| {
+        progressive::chunk(&reader, &for_chunks, msn)
+            .map_err(|error| std::io::Error::other(error.to_string()))
+    });
     let body = Body::from_stream(futures_util::StreamExt::chain(head, chunks));
     let mut response = attachment(
         body,

@@ -8,6 +8,7 @@ pub mod archive;
 pub mod archive_mp4;
 pub mod auth;
 pub mod backups;
+pub mod blocking_chunks;
 pub mod dash;
 pub mod experiments;
 pub mod fault_rules;
