@@ -335,6 +335,9 @@ family! {
         /// A private meeting or viewer keys over a plain-HTTP link that is not allowed
         /// to carry them (`[mc] allow_insecure`).
         Insecure => (114_005, 502, "the MC link is not HTTPS: private meetings and viewer keys are refused", "mc_insecure", false),
+        /// Audio languages outside the rules of a meeting's languages (too many, a code
+        /// twice or not ISO 639-2, a bad name or PID).
+        BadLanguage => (114_006, 502, "the MC's answer lists invalid audio languages", "mc_bad_language", false),
     }
 }
 

@@ -13,8 +13,10 @@ pub const MAX_LANGUAGES: usize = 1 + media::ts::demux::MAX_ALTERNATE_AUDIO;
 pub const MAX_NAME: usize = 64;
 
 /// One language of a meeting.
+///
+/// Unknown fields are ignored, not refused: the same entries are stored by the MC and
+/// sent to nodes, so an older node or MC reads a newer one's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct MeetingLanguage {
     /// ISO 639-2 code: three letters (`eng`, `spa`).
     pub code: String,
@@ -81,6 +83,7 @@ pub fn check(languages: &[MeetingLanguage]) -> Result<(), LanguageProblem> {
         message,
     };
     let mut seen = Vec::with_capacity(languages.len());
+    let mut names: Vec<String> = Vec::with_capacity(languages.len());
     for (i, entry) in languages.iter().enumerate() {
         let Some(code) = entry.language() else {
             return Err(problem(
@@ -96,14 +99,22 @@ pub fn check(languages: &[MeetingLanguage]) -> Result<(), LanguageProblem> {
         }
         seen.push(code);
         if let Some(name) = &entry.name {
-            if name.trim().is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control)
+            if name.trim().is_empty()
+                || name.len() > MAX_NAME
+                || name.chars().any(|c| c.is_control() || c == '"')
             {
                 return Err(problem(
                     i,
-                    format!("name: 1 to {MAX_NAME} bytes, no control characters"),
+                    format!("name: 1 to {MAX_NAME} bytes, no control characters or '\"'"),
                 ));
             }
         }
+        // Every NAME of an HLS audio group differs (RFC 8216 §4.3.4.1.1).
+        let menu = entry.menu_name();
+        if names.contains(&menu) {
+            return Err(problem(i, format!("name {menu:?} is another language's")));
+        }
+        names.push(menu);
         if i == 0 && entry.pid.is_some() {
             return Err(problem(
                 i,
@@ -165,6 +176,16 @@ mod tests {
             ..entry("spa")
         };
         assert!(message(&[entry("eng"), bad_name]).starts_with("language[1].name"));
+        let quoted = MeetingLanguage {
+            name: Some("\"".into()),
+            ..entry("spa")
+        };
+        assert!(message(&[entry("eng"), quoted]).starts_with("language[1].name"));
+        let same_name = MeetingLanguage {
+            name: Some("English".into()),
+            ..entry("spa")
+        };
+        assert!(message(&[entry("eng"), same_name]).contains("another language's"));
         let nine: Vec<MeetingLanguage> = [
             "eng", "spa", "fra", "deu", "ita", "por", "rus", "jpn", "kor",
         ]

@@ -178,7 +178,11 @@ impl Switcher {
             _ if matches!(slot.state, InputState::Rejected { .. }) => return,
             _ => None,
         };
-        slot.last_media = Some(now);
+        // Another language alone is not the input delivering: an input whose video and
+        // floor died while an interpreter's audio flows is silent, and fails over.
+        if !matches!(event, IngestEvent::AlternateAudio { .. }) {
+            slot.last_media = Some(now);
+        }
         slot.has_video |= frame.is_some_and(|f| f.kind() == TrackKind::Video);
         slot.has_markers |= matches!(event, IngestEvent::Marker(_));
         if let Some(frame) = frame {

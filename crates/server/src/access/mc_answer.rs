@@ -145,6 +145,9 @@ fn check_meeting(
             return Err((McAnswerFault::BadRung, format!("rung {}", excerpt(rung))));
         }
     }
+    if let Err(problem) = meeting::languages::check(&view.languages) {
+        return Err((McAnswerFault::BadLanguage, excerpt(&problem.to_string())));
+    }
     if view.removed.len() > MAX_REMOVED_VIEWERS {
         return Err((
             McAnswerFault::TooMany,
@@ -208,6 +211,30 @@ mod tests {
 
     fn faults(refusals: &[Refusal]) -> Vec<u32> {
         refusals.iter().map(|r| r.fault.code()).collect()
+    }
+
+    #[test]
+    fn a_meeting_with_bad_languages_is_left_out() {
+        let language = |code: &str| meeting::MeetingLanguage {
+            code: code.into(),
+            name: None,
+            pid: None,
+        };
+        let mut good = view("good");
+        good.languages = vec![language("eng"), language("spa")];
+        let mut twice = view("twice");
+        twice.languages = vec![language("eng"), language("spa"), language("spa")];
+        let mut many = view("many");
+        many.languages = [
+            "eng", "spa", "fra", "deu", "ita", "por", "rus", "jpn", "kor",
+        ]
+        .map(language)
+        .to_vec();
+        let mut path = view("path");
+        path.languages = vec![language("eng"), language("../")];
+        let (kept, refusals) = screen(answer(vec![good, twice, many, path]), false);
+        assert_eq!(ids(&kept), ["good"]);
+        assert_eq!(faults(&refusals), [114_006, 114_006, 114_006]);
     }
 
     #[test]

@@ -17,16 +17,13 @@ where
     T: Send + 'static,
     F: Fn(T) -> std::io::Result<Bytes> + Clone + Send + Sync + 'static,
 {
-    futures_util::stream::unfold(
-        (job, items.into_iter()),
-        |(job, mut rest)| async move {
-            let item = rest.next()?;
-            let for_item = job.clone();
-            let chunk = match tokio::task::spawn_blocking(move || for_item(item)).await {
-                Ok(result) => result,
-                Err(join) => Err(std::io::Error::other(join)),
-            };
-            Some((chunk, (job, rest)))
-        },
-    )
+    futures_util::stream::unfold((job, items.into_iter()), |(job, mut rest)| async move {
+        let item = rest.next()?;
+        let for_item = job.clone();
+        let chunk = match tokio::task::spawn_blocking(move || for_item(item)).await {
+            Ok(result) => result,
+            Err(join) => Err(std::io::Error::other(join)),
+        };
+        Some((chunk, (job, rest)))
+    })
 }

@@ -14,6 +14,9 @@ use media::{Frame, Language, TimelineMarker};
 use packaging::tracks::TrackProbe;
 use packaging::window::TrackSummary;
 
+/// The largest ADTS frame (13-bit `frame_length`).
+const MAX_AUDIO_FRAME: usize = 8191;
+
 /// One language the stream offers beside the floor: its code and, for a source that
 /// names no language on its audio streams, the PID it is carried on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +98,12 @@ impl LanguageCutters {
         named: Option<Language>,
         frame: Frame,
     ) -> Vec<LanguageSegment> {
+        // An ADTS frame is at most 8,191 bytes: anything larger is no audio frame (bytes
+        // that did not parse as ADTS), and is never held.
+        if frame.data.len() > MAX_AUDIO_FRAME {
+            self.unlisted_frames += 1;
+            return Vec::new();
+        }
         let Some(cut) = self.matching(pid, named) else {
             self.unlisted_frames += 1;
             return Vec::new();
@@ -163,7 +172,7 @@ impl LanguageCutters {
         out
     }
 
-    /// Alternate audio frames no language of the stream takes.
+    /// Alternate audio frames no language of the stream takes (or too large to be one).
     pub fn unlisted_frames(&self) -> u64 {
         self.unlisted_frames
     }

@@ -142,6 +142,12 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if name == crate::stream::rendition::MAIN {
         return Err(format!("rung name {name:?} is reserved"));
     }
+    if packaging::languages::is_language_rendition(name) {
+        return Err(format!(
+            "rung name {name:?}: names starting with {:?} are audio languages'",
+            packaging::languages::RENDITION_PREFIX
+        ));
+    }
     Ok(())
 }
 
