@@ -79,7 +79,11 @@ impl LiveSegment {
             discontinuous: self.discontinuous,
             duration_ticks: self.duration_ticks,
             program_date_time_ms: self.program_date_time_ms,
-            gap: false,
+            // A segment whose marker counts no frame is a span its rendition had nothing
+            // for (an audio language's feed lost): listed, for the numbers, as a gap.
+            gap: self
+                .marker
+                .is_some_and(|m| m.video_frames == 0 && m.audio_frames == 0),
         }
     }
 }

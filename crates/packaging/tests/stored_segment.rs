@@ -119,3 +119,63 @@ fn the_records_views_are_the_views_of_its_bytes() {
         from_bytes = Some(bytes);
     }
 }
+
+/// An audio language's gap (an empty segment whose marker counts no frame), stored as a
+/// segment relayed from another node would be (the bytes alone): listed as a gap, no
+/// fMP4 file, nothing panics.
+#[test]
+fn a_languages_gap_segment_is_listed_as_a_gap() {
+    use media::segmenter::RungCutter;
+    let source = segments();
+    let marker = |s: &Segment| TimelineMarker::parse(&s.data[4..188]).expect("marker");
+    let audio: Vec<Frame> = source
+        .iter()
+        .flat_map(|s| s.frames.iter().cloned())
+        .filter(|f| f.kind() == media::TrackKind::Audio)
+        .collect();
+    let mut cutter = RungCutter::audio_rendition();
+    let mut out = Vec::new();
+    for s in &source {
+        out.extend(cutter.source_segment(marker(s)));
+    }
+    // The language for the first span, silent for the second, back for the third.
+    let (first, second, third) = (marker(&source[0]), marker(&source[1]), marker(&source[2]));
+    let silent = second.start_ts..third.start_ts;
+    for frame in audio
+        .into_iter()
+        .filter(|f| f.pts >= first.start_ts && !silent.contains(&f.pts))
+    {
+        out.extend(cutter.frame(frame));
+    }
+    out.extend(cutter.flush());
+    let gap = out
+        .iter()
+        .find(|r| r.segment.msn == source[1].msn)
+        .expect("the silent span is written");
+    let stored = StoredSegment::new(
+        LiveSegment {
+            data: gap.segment.data.clone(),
+            ..LiveSegment::from(gap.segment.clone())
+        },
+        None,
+        None,
+        None,
+    );
+    assert!(stored.playlist_segment().gap);
+    assert!(stored.fmp4_bytes(Track::Audio).is_none());
+    let relayed = StoredSegment::new(
+        LiveSegment {
+            msn: gap.segment.msn,
+            data: gap.segment.data.clone(),
+            ..LiveSegment::default()
+        },
+        None,
+        None,
+        None,
+    );
+    assert!(relayed.playlist_segment().gap, "the bytes alone say it");
+    let heard = out
+        .iter()
+        .filter(|r| !r.segment.frames.is_empty() || r.marker.audio_frames > 0);
+    assert!(heard.count() >= 2);
+}

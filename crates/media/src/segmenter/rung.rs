@@ -19,6 +19,11 @@
 //! whose PTS fall in the source segment's span, and is written once a frame beyond that
 //! span has arrived (a language's frame count need not be the floor's). It is aligned
 //! when its first frame starts within one audio frame of the source segment's start.
+//! Its discontinuities are the source's, exactly: once it has started, a span it has no
+//! frame for (the language's feed lost, or its encoder restarting) is written as an
+//! empty segment — a gap, its marker counting no frame — never skipped, so every
+//! rendition of the stream has the same MSNs and discontinuity numbers (players match
+//! an audio rendition to the video by them).
 //!
 //! A rung segment is written once its frames are all in (the rung has as many frames of
 //! each track as the source segment: a frame-rate-preserving encoder), or once frames of
@@ -81,6 +86,8 @@ pub struct RungStats {
     pub dropped_late: u64,
     /// Frames dropped because too many were ahead of the announced source segments.
     pub dropped_early: u64,
+    /// Empty segments an audio rendition wrote for spans it had no frame for.
+    pub gaps: u64,
 }
 
 /// One announced source segment and the rung frames collected for it.
@@ -344,6 +351,9 @@ impl RungCutter {
     }
 
     fn write(&mut self, pending: Pending) -> Option<RungSegment> {
+        if self.audio_only {
+            return self.write_audio(pending);
+        }
         let source = pending.source;
         if pending.video == 0 && (self.shares_audio || pending.frames.is_empty()) {
             self.stats.skipped += 1;
@@ -354,13 +364,9 @@ impl RungCutter {
             .iter()
             .filter(|t| t.frame.kind() == TrackKind::Video)
             .min_by_key(|t| t.ext_dts);
-        let aligned = if self.audio_only {
-            starts_within_a_frame(&pending.frames, source.start_ts)
-        } else {
-            match first_video {
-                Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
-                None => source.video_frames == 0,
-            }
+        let aligned = match first_video {
+            Some(t) => t.frame.keyframe && t.ext_pts == source.start_ts,
+            None => source.video_frames == 0,
         };
         if aligned {
             self.settling = 0;
@@ -394,19 +400,54 @@ impl RungCutter {
         marker.keyframe_start = keyframe_start;
         marker.video_frames = pending.video;
         marker.audio_frames = pending.audio;
-        let mismatch = if self.audio_only {
-            // A language's frame count is its own (another rate, another encoder).
-            false
-        } else {
-            pending.video != source.video_frames || pending.audio != source.audio_frames
-        };
-        if mismatch {
+        if pending.video != source.video_frames || pending.audio != source.audio_frames {
             self.stats.count_mismatch += 1;
         }
         let (segment, cc) = emit(&marker, pending.frames, None);
         self.cc = cc;
         self.stats.segments += 1;
         if !aligned {
+            self.stats.misaligned += 1;
+        }
+        Some(RungSegment {
+            segment,
+            aligned,
+            marker,
+        })
+    }
+}
+
+impl RungCutter {
+    /// Writes an audio rendition's segment: on the source's MSN, span, date and
+    /// discontinuities; empty (a gap) when the rendition had no frame for the span.
+    /// Before its first frame, or while a start's partial first segments settle, nothing
+    /// is written.
+    fn write_audio(&mut self, pending: Pending) -> Option<RungSegment> {
+        let source = pending.source;
+        let gap = pending.frames.is_empty();
+        let aligned = gap || starts_within_a_frame(&pending.frames, source.start_ts);
+        let started = self.last_msn.is_some();
+        if !started && (gap || (!aligned && self.settling > 0)) {
+            self.settling = self.settling.saturating_sub(1);
+            self.stats.skipped += 1;
+            return None;
+        }
+        self.last_msn = Some(source.state.msn);
+        self.tracks = self
+            .tracks
+            .with_frames(pending.frames.iter().map(|t| &t.frame));
+        let mut marker = source;
+        marker.state.cc = self.cc;
+        marker.state.tracks = self.tracks;
+        marker.keyframe_start = true;
+        marker.video_frames = 0;
+        marker.audio_frames = pending.audio;
+        let (segment, cc) = emit(&marker, pending.frames, None);
+        self.cc = cc;
+        self.stats.segments += 1;
+        if gap {
+            self.stats.gaps += 1;
+        } else if !aligned {
             self.stats.misaligned += 1;
         }
         Some(RungSegment {
@@ -758,7 +799,7 @@ mod tests {
     }
 
     #[test]
-    fn a_language_that_stops_leaves_a_gap_and_resumes_after_a_discontinuity() {
+    fn a_language_that_stops_gets_gap_segments_on_the_sources_numbers() {
         let mut cutter = RungCutter::audio_rendition();
         let mut out = Vec::new();
         for msn in 0..4 {
@@ -773,10 +814,15 @@ mod tests {
             out.extend(cutter.frame(f));
         }
         let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
-        assert_eq!(msns, vec![0, 1, 3]);
-        assert!(out[2].segment.discontinuous && out[2].aligned);
-        assert_eq!(out[2].marker.state.discontinuity_seq, 1);
-        assert_eq!(cutter.stats().skipped, 1);
+        assert_eq!(msns, vec![0, 1, 2, 3], "no MSN skipped");
+        // The silent span is an empty segment whose marker counts no frame.
+        assert_eq!(out[2].marker.audio_frames, 0);
+        assert!(crate::ts::demux_frames(&out[2].segment.data).is_empty());
+        assert!(out[3].marker.audio_frames > 0);
+        // The source's discontinuities, no other.
+        assert!(out.iter().all(|r| !r.segment.discontinuous));
+        assert!(out.iter().all(|r| r.marker.state.discontinuity_seq == 0));
+        assert_eq!(cutter.stats().gaps, 1);
     }
 
     #[test]

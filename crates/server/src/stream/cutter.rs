@@ -207,7 +207,11 @@ impl Cutter {
             self.segmenter.discontinuity();
         }
         self.tracks.reset();
-        self.languages.input_changed();
+        // A takeover replays the standby's recent media on the same clock: the languages
+        // keep what they collected (a discontinuity starts them afresh).
+        if !takeover {
+            self.languages.input_changed();
+        }
         if self.ll {
             step.ll.push(LlInput::Discontinuity);
         }
