@@ -42,6 +42,12 @@ use crate::{Frame, TrackKind};
 /// (or skipped when the rung has nothing for them).
 const MAX_PENDING: usize = 16;
 
+/// The most source segments an audio rendition waits on: its frames come in step with
+/// the source's (one input), so a span this far behind the newest is written with what
+/// it has — a gap when the language's feed is lost — and the language stays within a
+/// few segments of the video.
+const MAX_PENDING_AUDIO: usize = 3;
+
 /// After a (re)start, this many misaligned segments are skipped, not written: an
 /// encoder fed from the middle of a source segment makes a partial first segment.
 const SETTLING_SEGMENTS: u8 = 2;
@@ -249,7 +255,12 @@ impl RungCutter {
             self.place(timed);
         }
         let mut out = self.ready();
-        while self.pending.len() > MAX_PENDING {
+        let most = if self.audio_only {
+            MAX_PENDING_AUDIO
+        } else {
+            MAX_PENDING
+        };
+        while self.pending.len() > most {
             if let Some(oldest) = self.pending.pop_front() {
                 out.extend(self.write(oldest));
             }
@@ -805,14 +816,14 @@ mod tests {
         for msn in 0..4 {
             let start = msn * 2 * SECOND;
             out.extend(cutter.source_segment(marker(msn, start, 2 * SECOND, 50, 94)));
+            // The interpreter is silent (no frames) for the third segment's span.
+            if msn != 2 {
+                for f in language(start, start + 2 * SECOND) {
+                    out.extend(cutter.frame(f));
+                }
+            }
         }
-        // The interpreter is silent (no frames) for the third segment's span.
-        for f in language(0, 4 * SECOND)
-            .into_iter()
-            .chain(language(6 * SECOND, 8 * SECOND + AAC_FRAME))
-        {
-            out.extend(cutter.frame(f));
-        }
+        out.extend(cutter.frame(audio(8 * SECOND + AAC_FRAME)));
         let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
         assert_eq!(msns, vec![0, 1, 2, 3], "no MSN skipped");
         // The silent span is an empty segment whose marker counts no frame.
@@ -839,5 +850,23 @@ mod tests {
         let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
         assert_eq!(msns, vec![1, 2]);
         assert_eq!(cutter.stats().misaligned, 0);
+    }
+
+    #[test]
+    fn a_lost_language_is_written_as_gaps_a_few_segments_behind() {
+        let mut cutter = RungCutter::audio_rendition();
+        let mut out = Vec::new();
+        out.extend(cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 94)));
+        for f in language(0, 2 * SECOND + AAC_FRAME) {
+            out.extend(cutter.frame(f));
+        }
+        // The feed is lost: no frame comes any more; the video goes on.
+        for msn in 1..10 {
+            out.extend(cutter.source_segment(marker(msn, msn * 2 * SECOND, 2 * SECOND, 50, 94)));
+        }
+        let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+        assert_eq!(msns, (0..=6).collect::<Vec<u64>>(), "at most 3 spans wait");
+        // (The frame past the first span, which completed it, is the second's.)
+        assert!(out[2..].iter().all(|r| r.marker.audio_frames == 0));
     }
 }
