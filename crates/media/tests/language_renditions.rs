@@ -102,3 +102,42 @@ fn the_language_is_cut_on_the_floors_segments() {
     // The two languages' encodings differ (440 Hz vs 880 Hz).
     assert_ne!(other[1].segment.data, floor[1].data);
 }
+
+/// A node following the language's relay (its segments' bytes, markers first, each
+/// followed by a null packet as the live relay sends them) cuts the same segments, byte
+/// for byte, each as soon as its bytes are in: the first audio frame of a language
+/// segment starts it though it is not at the span's exact start.
+#[test]
+fn a_node_following_the_languages_relay_cuts_the_same_bytes_at_once() {
+    let (_, other) = cut();
+    let mut follower = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
+    let mut demuxer = Demuxer::new();
+    let mut followed = Vec::new();
+    for (i, rung) in other.iter().enumerate() {
+        let mut events = Vec::new();
+        demuxer.push(&rung.segment.data, &mut events);
+        // The live relay follows each whole segment with a null packet: its last packet
+        // is then read at once.
+        let mut null = [0xffu8; media::ts::PACKET_SIZE];
+        null[..4].copy_from_slice(&[0x47, 0x1f, 0xff, 0x10]);
+        demuxer.push(&null, &mut events);
+        for event in events {
+            let done = match event {
+                DemuxEvent::Frame(frame) => follower.push(frame, 0),
+                DemuxEvent::Marker(marker) => follower.push_marker(&marker).expect("marker"),
+                _ => None,
+            };
+            followed.extend(done);
+            followed.extend(std::iter::from_fn(|| follower.pop_ready()));
+        }
+        assert_eq!(
+            followed.len(),
+            i + 1,
+            "segment {} written once its bytes are in",
+            rung.segment.msn
+        );
+    }
+    for (mine, theirs) in followed.iter().zip(&other) {
+        assert_eq!(mine.data, theirs.segment.data, "msn {}", theirs.segment.msn);
+    }
+}

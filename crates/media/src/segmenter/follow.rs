@@ -22,6 +22,10 @@ use super::segment::{
 
 /// The most adopted markers waiting for their frames; older ones are written as they are.
 const MAX_PENDING_MARKERS: usize = 8;
+
+/// How far after an audio-led segment's start its first frame may be: more than one AAC
+/// frame at any rate brdyun takes (1024 samples at 11.025 kHz is 8,359 ticks).
+const AUDIO_START_SLACK: u64 = 9_000;
 use crate::timeline::{MarkerPhase, TimelineMarker, TimelineState};
 use crate::{Frame, TrackKind};
 
@@ -38,6 +42,21 @@ struct Followed {
 }
 
 impl Followed {
+    /// Whether a frame of `kind` at `ext_pts` is the first of this segment's leading
+    /// track: a picture at exactly the marker's start; an audio frame at the start or
+    /// within [`AUDIO_START_SLACK`] after it (an audio rendition of another language is
+    /// cut on the video's spans, its first frame within one audio frame of their start).
+    fn starts_with(&self, kind: TrackKind, ext_pts: u64) -> bool {
+        if self.started || self.lead() != kind {
+            return false;
+        }
+        let start = self.marker.start_ts;
+        match kind {
+            TrackKind::Video => ext_pts == start,
+            TrackKind::Audio => ext_pts >= start && ext_pts - start < AUDIO_START_SLACK,
+        }
+    }
+
     fn lead(&self) -> TrackKind {
         if self.marker.video_frames > 0 {
             TrackKind::Video
@@ -275,10 +294,7 @@ impl Follow {
             return None;
         }
         self.last_ext = Some(ext_dts);
-        let starts = self
-            .segs
-            .iter()
-            .position(|s| !s.started && s.lead() == kind && s.marker.start_ts == ext_pts);
+        let starts = self.segs.iter().position(|s| s.starts_with(kind, ext_pts));
         if let Some(i) = starts {
             // Earlier segments can get no more frames of the leading track: whole ones
             // are written now; open ones when their close marker comes.
