@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::cluster::Cluster;
 use common::{http_get, parse_media_playlist, wait_for, ChildGuard, NodeProcess, PlaylistEntry};
 
 /// 1024 samples at 48 kHz in 90 kHz ticks: one AAC frame.
@@ -84,8 +85,11 @@ fn first_pts(file: &Path, selector: &str) -> Option<f64> {
         .reduce(f64::min)
 }
 
-/// The dominant frequency (Hz) of `seconds` of audio ffmpeg decodes from `url` with
-/// `map`, by counting zero crossings of the 48 kHz mono PCM.
+/// The tones the tests' sources play, one per language (Hz).
+const TONES: [f64; 4] = [440.0, 750.0, 880.0, 1320.0];
+
+/// Which of [`TONES`] is loudest in `seconds` of audio ffmpeg decodes from `url` with
+/// `map` (48 kHz mono PCM; the power at each tone by the Goertzel algorithm).
 fn tone_of(url: &str, map: &[&str], seconds: u32) -> f64 {
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-nostdin", "-hide_banner", "-v", "error", "-i", url])
@@ -98,23 +102,36 @@ fn tone_of(url: &str, map: &[&str], seconds: u32) -> f64 {
         "ffmpeg {url} {map:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let samples: Vec<i16> = out
+    let samples: Vec<f64> = out
         .stdout
         .chunks_exact(2)
-        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])))
         .collect();
     assert!(samples.len() > 48_000, "{url}: {} samples", samples.len());
-    let crossings = samples
-        .windows(2)
-        .filter(|w| (w[0] < 0) != (w[1] < 0))
-        .count();
-    crossings as f64 / 2.0 / (samples.len() as f64 / 48_000.0)
+    let power = |hz: f64| {
+        let k = 2.0 * (2.0 * std::f64::consts::PI * hz / 48_000.0).cos();
+        let (mut s1, mut s2) = (0.0, 0.0);
+        for x in &samples {
+            let s0 = x + k * s1 - s2;
+            s2 = s1;
+            s1 = s0;
+        }
+        s1 * s1 + s2 * s2 - k * s1 * s2
+    };
+    TONES
+        .into_iter()
+        .map(|hz| (hz, power(hz)))
+        .fold(
+            (0.0, f64::MIN),
+            |best, (hz, p)| if p > best.1 { (hz, p) } else { best },
+        )
+        .0
 }
 
 fn assert_tone(what: &str, heard: f64, expected: f64) {
     assert!(
-        (heard - expected).abs() < expected * 0.05,
-        "{what}: heard {heard:.0} Hz, expected {expected} Hz"
+        (heard - expected).abs() < 1.0,
+        "{what}: the loudest of {TONES:?} Hz is {heard}, expected {expected}"
     );
 }
 
@@ -287,4 +304,81 @@ fn fetch_pair(
         first_pts(&audio_file, "a").expect("language audio"),
         first_pts(&video_file, "v").expect("video"),
     )
+}
+
+/// The MC's ladder for the ladder test: ffmpeg transcodes the source into 144p and 96p.
+const LADDER: &str = r#"[mc.ladder]
+preset = "ultrafast"
+rungs = [
+  { name = "source" },
+  { name = "144p", height = 144, video_kbps = 200 },
+  { name = "96p", height = 96, video_kbps = 100, profile = "baseline" },
+]
+"#;
+
+/// The built-in meeting (a 440 Hz floor and a 750 Hz interpretation) as an MC preset
+/// with its two languages.
+const MEETING: &str = r#"[[meeting]]
+id = "m"
+start = true
+inputs = ["builtin://meeting"]
+[[meeting.language]]
+code = "eng"
+[[meeting.language]]
+code = "spa"
+name = "Español"
+"#;
+
+/// An interpreted meeting on the MC's ABR ladder, followed by a node: every rung of the
+/// node's master, with each language, plays in ffmpeg and sounds as that language (the
+/// ladder's audio is the source's floor, encoded once; the interpretation is shared by
+/// every rung).
+#[test]
+fn every_rung_with_every_language_plays_from_a_node() {
+    let cluster = Cluster::mc()
+        .mc_lines(LADDER)
+        .sections(MEETING)
+        .nodes(&["node-a"])
+        .start();
+    let node = cluster.node();
+    let master = wait_for(
+        "the ladder and both languages in the node's master",
+        Duration::from_secs(60),
+        || {
+            get_text(node, "/m/index.m3u8").filter(|m| {
+                m.matches("#EXT-X-STREAM-INF").count() == 3 && audio_lines(m).len() == 2
+            })
+        },
+    );
+    assert!(
+        master
+            .lines()
+            .filter(|l| l.starts_with("#EXT-X-STREAM-INF"))
+            .all(|l| l.contains("AUDIO=\"aud\"")),
+        "every rung names the audio group:\n{master}"
+    );
+    let url = format!("http://{}/m/index.m3u8", node.http);
+    // ffmpeg makes a program of each variant, with its video, its muxed floor and the
+    // interpretation.
+    for program in 0..3 {
+        for (language, tone) in [("en", 440.0), ("es", 750.0)] {
+            let audio = format!("0:p:{program}:a:m:language:{language}");
+            assert_tone(
+                &format!("rung {program}, {language}"),
+                tone_of(&url, &["-map", &audio], 3),
+                tone,
+            );
+        }
+        let video = format!("0:p:{program}:v");
+        let out = Command::new("ffmpeg")
+            .args(["-nostdin", "-hide_banner", "-v", "error", "-i", &url])
+            .args(["-map", &video, "-t", "3", "-f", "null", "-"])
+            .output()
+            .expect("ffmpeg runs");
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "rung {program} video: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
