@@ -128,6 +128,9 @@ pub fn start_stream(
     supervisor_config
         .http_bearer
         .clone_from(&stream.relay_token);
+    // Languages are cut from the inputs' audio streams here, unless pulled from an MC.
+    supervisor_config.alternate_audio =
+        stream.languages.len() > 1 && stream.language_pulls.is_empty();
     let handle = supervisor::spawn(
         supervisor_config,
         Some(&context.registry),

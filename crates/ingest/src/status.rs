@@ -314,7 +314,6 @@ pub(crate) fn demux_events(
                 IngestEvent::Frame(frame)
             }
             DemuxEvent::AlternateAudio { pid, frame } => {
-                counters.count_frame(frame.kind());
                 let language = demuxer
                     .audio_tracks()
                     .into_iter()

@@ -153,6 +153,10 @@ pub struct SupervisorConfig {
     /// A credential HTTP inputs send as `Authorization: Bearer` (a node pulling its
     /// MC's relays sends its node token).
     pub http_bearer: Option<String>,
+    /// The stream cuts other audio languages from its inputs: their alternate audio
+    /// streams are forwarded. Otherwise they are dropped here, as if the inputs had
+    /// none (nothing held for them, the standby's recent-media cache unchanged).
+    pub alternate_audio: bool,
 }
 
 impl SupervisorConfig {
@@ -169,6 +173,7 @@ impl SupervisorConfig {
             read_timeout: Duration::from_secs(5),
             backoff: Backoff::default(),
             http_bearer: None,
+            alternate_audio: false,
         }
     }
 }
@@ -329,6 +334,7 @@ pub fn spawn(
         switcher: Switcher::with_silence_timeouts(&silence_timeouts, source_timeout, hold_down),
         descriptions,
         counters: counters.clone(),
+        alternate_audio: config.alternate_audio,
         output,
         status: status_tx,
         tick: (publish_timeout.min(hold_down) / 4).max(Duration::from_millis(10)),
@@ -512,6 +518,8 @@ struct Supervision {
     switcher: Switcher,
     descriptions: Vec<String>,
     counters: Vec<Arc<InputCounters>>,
+    /// Forward the inputs' alternate audio (see [`SupervisorConfig::alternate_audio`]).
+    alternate_audio: bool,
     output: IngestSender,
     status: watch::Sender<StreamInputStatus>,
     tick: Duration,
@@ -599,6 +607,7 @@ impl Supervision {
 
     fn handle(&mut self, index: usize, event: InputEvent, out: &mut Vec<IngestEvent>) {
         match event {
+            InputEvent::Media(IngestEvent::AlternateAudio { .. }) if !self.alternate_audio => {}
             InputEvent::Connecting => self.switcher.on_connecting(index),
             InputEvent::Connected => self.switcher.on_connected(index, out),
             InputEvent::Media(event) => {
