@@ -129,8 +129,8 @@ pub fn start_stream(
         .http_bearer
         .clone_from(&stream.relay_token);
     // Languages are cut from the inputs' audio streams here, unless pulled from an MC.
-    supervisor_config.alternate_audio =
-        stream.languages.len() > 1 && stream.language_pulls.is_empty();
+    let cuts_languages = stream.languages.len() > 1 && stream.language_pulls.is_empty();
+    supervisor_config.alternate_audio = cuts_languages;
     let handle = supervisor::spawn(
         supervisor_config,
         Some(&context.registry),
@@ -183,8 +183,7 @@ pub fn start_stream(
         );
     }));
     let pipeline_settings = PipelineSettings {
-        // Languages pulled from the MC are not cut here.
-        languages: if stream.language_pulls.is_empty() {
+        languages: if cuts_languages {
             crate::config::language_sources(&stream.languages)
         } else {
             Vec::new()

@@ -84,11 +84,6 @@ impl Cutter {
         self.languages = languages;
     }
 
-    /// The language cutters (for status and metrics).
-    pub fn languages(&self) -> &LanguageCutters {
-        &self.languages
-    }
-
     /// Has the segmenter write every segment with the caption block `source` gives.
     pub fn set_captions(&mut self, source: Box<dyn CaptionSource>) {
         self.segmenter.set_captions(source);

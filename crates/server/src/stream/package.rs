@@ -495,10 +495,13 @@ impl Package {
                     "mono.m3u8",
                 ),
             );
-            replace(
-                &self.package_mpd,
-                self.render_package_mpd(&mut membership, now_ms),
-            );
+            // The package's MPD is served only for a ladder (`Package::mpd`).
+            if self.is_package() {
+                replace(
+                    &self.package_mpd,
+                    self.render_package_mpd(&mut membership, now_ms),
+                );
+            }
         }
         if rendition.name() == MAIN {
             let previous = self.pushed_at_ms.swap(now_ms, Ordering::Relaxed);
