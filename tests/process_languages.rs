@@ -5,7 +5,8 @@
 //! other language an audio-only rendition cut on the video's segments. ffprobe checks
 //! every language segment starts within one audio frame of the video segment with the
 //! same MSN; ffmpeg plays each language (from its playlist and from the master with
-//! `-map`) and hears its own tone.
+//! `-map`) and hears its own tone. The node records each language, and its catch-up
+//! master lists them as live.
 
 mod common;
 
@@ -24,6 +25,7 @@ fn config(data: &Path, port: u16) -> String {
     format!(
         "[node]\nname = \"languages\"\nhttp = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\
          [[stream]]\nname = \"m\"\ninputs = [\"udp://127.0.0.1:{port}\"]\nsegment_duration = 2\n\
+         dvr = {{ enabled = true, depth = \"1h\" }}\n\
          [[stream.language]]\ncode = \"eng\"\n\
          [[stream.language]]\ncode = \"spa\"\nname = \"Español\"\n\
          [[stream.language]]\ncode = \"fra\"\nname = \"Français\"\npid = 259\n",
@@ -276,6 +278,40 @@ fn three_languages_of_a_ts_source_are_one_audio_group_on_the_video_timeline() {
         assert_tone(
             &format!("master -map {map}"),
             tone_of(&master_url, &["-map", &map], 4),
+            tone,
+        );
+    }
+    catch_up_lists_the_recorded_languages(&node, &video);
+}
+
+/// A catch-up period's master lists the recorded languages as the live master does,
+/// each at its period playlist on the video's MSNs; ffmpeg hears each from the master.
+fn catch_up_lists_the_recorded_languages(node: &NodeProcess, live: &[PlaylistEntry]) {
+    // From the second live segment on: every language was cut by then.
+    let second = live.get(1).expect("a live window");
+    let from = (common::parse_pdt(&second.program_date_time) + 999) / 1000;
+    let period = format!("{from}-12");
+    let master = get_text(node, &format!("/m/index-{period}.m3u8")).expect("a catch-up master");
+    let audio = audio_lines(&master);
+    assert_eq!(audio.len(), 3, "{master}");
+    assert!(!audio[0].contains("URI="), "the floor is muxed:\n{master}");
+    assert!(
+        audio[1].contains(&format!("URI=\"audio-spa/mono-{period}.m3u8\"")),
+        "{master}"
+    );
+    let video = parse_media_playlist(&get_text(node, &format!("/m/mono-{period}.m3u8")).unwrap());
+    let spanish = parse_media_playlist(
+        &get_text(node, &format!("/m/audio-spa/mono-{period}.m3u8")).expect("spa period"),
+    );
+    let msns = |p: &[PlaylistEntry]| p.iter().map(|e| e.msn).collect::<Vec<_>>();
+    assert_eq!(msns(&spanish), msns(&video), "spa and video periods");
+    assert!(spanish.len() >= 3, "{} segments", spanish.len());
+    let url = format!("http://{}/m/index-{period}.m3u8", node.http);
+    for (language, tone) in [("en", 440.0), ("es", 880.0), ("fr", 1320.0)] {
+        let map = format!("0:a:m:language:{language}");
+        assert_tone(
+            &format!("catch-up -map {map}"),
+            tone_of(&url, &["-map", &map], 4),
             tone,
         );
     }

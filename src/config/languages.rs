@@ -4,7 +4,7 @@
 //! source that names none, from the stream on `pid`. The entries are a meeting's
 //! ([`meeting::MeetingLanguage`]), checked by the same rules.
 
-use packaging::languages::AudioLanguage;
+pub use server::stream::languages::audio_languages;
 use server::stream::languages::LanguageSource;
 
 /// One language as written in the file.
@@ -13,20 +13,6 @@ pub type LanguageConfig = meeting::MeetingLanguage;
 /// Checks `languages` of the stream at `at` (see [`meeting::languages::check`]).
 pub fn check(at: &str, languages: &[LanguageConfig]) -> anyhow::Result<()> {
     meeting::languages::check(languages).map_err(|problem| anyhow::anyhow!("{at}.{problem}"))
-}
-
-/// The languages as the package lists them (checked by [`check`]; a bad entry is
-/// skipped).
-pub fn audio_languages(languages: &[LanguageConfig]) -> Vec<AudioLanguage> {
-    languages
-        .iter()
-        .filter_map(|l| {
-            Some(AudioLanguage {
-                language: l.language()?,
-                name: l.menu_name(),
-            })
-        })
-        .collect()
 }
 
 /// The languages beside the floor, as the pipeline matches the source's audio streams.

@@ -79,6 +79,30 @@ fn start_recorder(
     Ok(recorder)
 }
 
+/// Records each language the stream cuts from its inputs beside its source, on the
+/// same timeline (`archive/{stream}/languages/audio-{code}`), as a pulled language is.
+///
+/// # Errors
+/// An archive cannot be opened.
+fn record_languages(
+    context: &StreamContext,
+    channel: &Package,
+    retention: dvr::Retention,
+    settings: &StreamSettings,
+) -> anyhow::Result<()> {
+    let Some((_, others)) = channel.languages() else {
+        return Ok(());
+    };
+    for (language, rendition) in others {
+        let name = language.rendition_name();
+        let label = format!("{}/{name}", channel.name());
+        let names = [channel.name(), "languages", name.as_str()];
+        let recorder = start_recorder(context, &names, &label, retention, settings)?;
+        rendition.set_archive(recorder);
+    }
+    Ok(())
+}
+
 /// Starts a stream. Its tasks go into `tasks` and stop when `stop` turns true.
 ///
 /// # Errors
@@ -202,6 +226,9 @@ pub fn start_stream(
             let recorder =
                 start_recorder(context, &[&stream.name], &stream.name, retention, &settings)?;
             channel.set_archive(Arc::clone(&recorder));
+            if cuts_languages {
+                record_languages(context, &channel, retention, &settings)?;
+            }
             Some(recorder)
         }
         None => None,

@@ -165,6 +165,7 @@ mod tests {
             live_window_at_ms: Some(5),
             timeline_fingerprint: Some(9),
             ladder: vec![],
+            languages: vec![],
             archive: Default::default(),
         }
     }

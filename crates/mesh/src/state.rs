@@ -28,6 +28,8 @@ pub const KEY_CLOCK: &str = "clock";
 pub const KEY_VIEW_KEY: &str = "view_key";
 /// Prefix of member keys; the rest of the key is the stream name.
 pub const MEMBER_PREFIX: &str = "member:";
+/// The most audio languages a member's announce is read with: a stream has at most 8.
+const MAX_ANNOUNCED_LANGUAGES: usize = 8;
 
 /// What a node tells the domain about itself (OTT-GRP-5, OTT-ADDR-*, OTT-ELIG-5,
 /// OTT-OVL-1). The clock and the view-key fingerprint are published by the mesh
@@ -122,6 +124,9 @@ struct WireMember {
     timeline_fingerprint: Option<u64>,
     #[serde(default)]
     ladder: Vec<WireRung>,
+    /// Absent from nodes of one audio, and of versions before languages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    languages: Vec<String>,
     #[serde(default)]
     archive_ts: Vec<(i64, i64)>,
     #[serde(default)]
@@ -223,6 +228,7 @@ impl From<&MemberView> for WireMember {
                     audio: r.audio_codec.clone(),
                 })
                 .collect(),
+            languages: m.languages.clone(),
             archive_ts: m.archive.ts.clone(),
             archive_fmp4: m.archive.fmp4.clone(),
         }
@@ -253,6 +259,14 @@ impl WireMember {
                         Transport::Ts
                     },
                 })
+                .collect(),
+            // ISO 639-2 codes only, as many as a stream may have: a peer's bug shows
+            // as a missing language, never as text on the Backups screen.
+            languages: w
+                .languages
+                .into_iter()
+                .filter(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_lowercase()))
+                .take(MAX_ANNOUNCED_LANGUAGES)
                 .collect(),
             archive: ArchiveRanges {
                 ts: w.archive_ts,
@@ -332,6 +346,7 @@ mod tests {
             can_substitute: true,
             live_window_at_ms: Some(1_780_000_000_123),
             timeline_fingerprint: Some(u64::MAX - 7),
+            languages: vec!["eng".into(), "spa".into()],
             ladder: vec![
                 Rung {
                     codec: "h264".into(),
@@ -383,6 +398,7 @@ mod tests {
                 live_window_at_ms: Some(at),
                 timeline_fingerprint: Some(fp),
                 ladder: vec![],
+                languages: vec![],
                 archive: ArchiveRanges { ts: vec![(at, at)], fmp4: vec![] },
             };
             proptest::prop_assert_eq!(decode_member(&encode_member(&m), m.node.clone()), Some(m));
@@ -396,5 +412,25 @@ mod tests {
         let n = decode_node(r#"{"version":"banana","future":1}"#).expect("reads");
         assert_eq!(n.version, Version::default());
         assert_eq!(n.thresholds, Thresholds::default());
+    }
+
+    #[test]
+    fn announced_languages_are_read_as_iso_codes_only() {
+        let m = decode_member(
+            r#"{"group":"g","stream":"s","can_substitute":true,
+                "languages":["eng","<b>","SPA","spa","fr","fra","deu","ita","jpn","kor","zho","por"]}"#,
+            NodeId::new("n"),
+        )
+        .expect("reads");
+        assert_eq!(
+            m.languages,
+            ["eng", "spa", "fra", "deu", "ita", "jpn", "kor", "zho"]
+        );
+        let old = decode_member(
+            r#"{"group":"g","stream":"s","can_substitute":true}"#,
+            NodeId::new("n"),
+        )
+        .expect("reads a member of a node before languages");
+        assert!(old.languages.is_empty());
     }
 }

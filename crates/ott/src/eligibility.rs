@@ -108,7 +108,29 @@ pub fn eligibility_problems(
             LadderProblem::Bitrate => Problem::BitrateTooHigh { node: node() },
         });
     }
+    if let Some(language) = missing_language(&own.languages, &member.languages) {
+        problems.push(Problem::LanguageMissing {
+            node: node(),
+            language: language.to_owned(),
+        });
+    }
     problems
+}
+
+/// The first of `own` languages that `theirs` lacks (OTT-ELIG-3): a backup may carry
+/// more languages, never fewer, and its floor may be another (each is a rendition).
+pub(crate) fn missing_language<'a>(own: &'a [String], theirs: &[String]) -> Option<&'a str> {
+    // A member with one audio (`theirs` empty) has only its floor, of no named
+    // language: taken as ours, so only our other languages can be missing there.
+    let needed = if theirs.is_empty() {
+        own.get(1..).unwrap_or_default()
+    } else {
+        own
+    };
+    needed
+        .iter()
+        .find(|code| !theirs.iter().any(|t| t.eq_ignore_ascii_case(code)))
+        .map(String::as_str)
 }
 
 /// Whether `member` on `candidate` may back up `own` now (OTT-ELIG-1..5, OTT-GRP-5).

@@ -80,6 +80,15 @@ pub enum Problem {
         /// The node.
         node: NodeId,
     },
+    /// OTT-ELIG-3: one of our audio languages is not among its renditions, so a viewer
+    /// listening to it would lose it there.
+    #[error("the member on node {node} does not carry the audio language {language}")]
+    LanguageMissing {
+        /// The node.
+        node: NodeId,
+        /// The first of our languages it lacks (ISO 639-2).
+        language: String,
+    },
     /// OTT-ELIG-4, OTT-GRP-3.
     #[error("the clock of node {node} differs from ours by {offset_ms} ms, more than 240 s")]
     ClockSkew {
@@ -164,6 +173,7 @@ impl Problem {
             Problem::LadderMismatch { .. } => "ladder-mismatch",
             Problem::CodecMismatch { .. } => "codec-mismatch",
             Problem::BitrateTooHigh { .. } => "bitrate-too-high",
+            Problem::LanguageMissing { .. } => "language-missing",
             Problem::ClockSkew { .. } => "clock-skew",
             Problem::NoViewKey { .. } => "no-view-key",
             Problem::Overloaded { .. } => "overloaded",
@@ -191,6 +201,7 @@ impl Problem {
             | Problem::LadderMismatch { node }
             | Problem::CodecMismatch { node }
             | Problem::BitrateTooHigh { node }
+            | Problem::LanguageMissing { node, .. }
             | Problem::ClockSkew { node, .. }
             | Problem::NoViewKey { node }
             | Problem::Overloaded { node }

@@ -27,6 +27,8 @@ pub struct MemberRow {
     pub clock_offset_ms: i64,
     /// Its version (OTT-GRP-5).
     pub version: Version,
+    /// Its audio languages, ISO 639-2, the floor's first (OTT-ELIG-3).
+    pub languages: Vec<String>,
     /// Its load and backup sessions (OTT-ELIG-5).
     pub load: Load,
     /// It counts towards the group's protection.
@@ -92,6 +94,7 @@ pub fn group_report(snapshot: &Snapshot, group: &str, now_ms: i64) -> GroupRepor
             live_window_age_ms: live_window_age_ms(&snapshot.this, own, now_ms),
             clock_offset_ms: 0,
             version: snapshot.this.version,
+            languages: own.languages.clone(),
             load: snapshot.this.load,
             eligible: problems.is_empty(),
             problems,
@@ -118,6 +121,7 @@ pub fn group_report(snapshot: &Snapshot, group: &str, now_ms: i64) -> GroupRepor
             live_window_age_ms: live_window_age_ms(node, member, now_ms),
             clock_offset_ms: node.clock_offset_ms,
             version: node.version,
+            languages: member.languages.clone(),
             load: node.load,
             eligible: own.is_some() && problems.is_empty(),
             problems,

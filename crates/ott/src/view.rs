@@ -270,6 +270,9 @@ pub struct MemberView {
     pub timeline_fingerprint: Option<u64>,
     /// Its renditions (OTT-ELIG-3).
     pub ladder: Vec<Rung>,
+    /// Its audio languages as ISO 639-2 codes, the floor's first; empty when it has one
+    /// audio. A backup must carry each of ours, or a viewer's pick would be lost.
+    pub languages: Vec<String>,
     /// Its archive ranges (OTT-ARCH-1/2).
     pub archive: ArchiveRanges,
 }

@@ -134,6 +134,71 @@ fn elig_3_adaptive_package_rungs_at_most_1_25_times_our_bitrate() {
     assert_eq!(run(&m), Ok(()));
 }
 
+fn codes(list: &[&str]) -> Vec<String> {
+    list.iter().map(|c| (*c).to_owned()).collect()
+}
+
+fn check_languages(own: &[&str], theirs: &[&str]) -> Result<(), Problem> {
+    let mut mine = member("a");
+    mine.languages = codes(own);
+    let mut m = member("b");
+    m.languages = codes(theirs);
+    eligible(
+        &node("a"),
+        &node("b"),
+        &m,
+        &mine,
+        NOW,
+        Version::SEED_MINIMUM,
+    )
+}
+
+#[test]
+fn elig_3_a_backup_carries_every_language_of_ours() {
+    let missing = |language: &str| {
+        Err(Problem::LanguageMissing {
+            node: id("b"),
+            language: language.into(),
+        })
+    };
+    assert_eq!(check_languages(&[], &[]), Ok(()), "one audio each");
+    assert_eq!(
+        check_languages(&[], &["eng", "spa"]),
+        Ok(()),
+        "more is fine"
+    );
+    assert_eq!(check_languages(&["eng", "spa"], &["eng", "spa"]), Ok(()));
+    assert_eq!(
+        check_languages(&["eng", "spa"], &["spa", "fra", "eng"]),
+        Ok(()),
+        "another floor, our languages among its renditions"
+    );
+    assert_eq!(
+        check_languages(&["eng", "spa", "fra"], &["eng", "fra"]),
+        missing("spa")
+    );
+    assert_eq!(
+        check_languages(&["eng", "spa"], &[]),
+        missing("spa"),
+        "a member of one audio has no Spanish"
+    );
+    assert_eq!(
+        check_languages(&["eng"], &[]),
+        Ok(()),
+        "a named floor alone is the other's one audio"
+    );
+    assert_eq!(
+        check_languages(&["eng", "spa"], &["fra", "spa"]),
+        missing("eng")
+    );
+    assert_eq!(check_languages(&["eng", "SPA"], &["eng", "spa"]), Ok(()));
+    let text = missing("spa").unwrap_err().to_string();
+    assert_eq!(
+        text,
+        "the member on node b does not carry the audio language spa"
+    );
+}
+
 #[test]
 fn elig_4_clock_within_240_s_and_view_key() {
     let mut b = node("b");

@@ -54,22 +54,36 @@ pub fn audio_group(
     others: &[(&AudioLanguage, Arc<WindowSnapshot>)],
     playlist: &str,
 ) -> Vec<AudioRendition> {
-    let mut group = Vec::with_capacity(1 + others.len());
-    group.push(AudioRendition {
+    let offered = others
+        .iter()
+        .map(|(language, window)| (*language, !window.segments.is_empty()));
+    offered_audio_group(floor, offered, playlist)
+}
+
+/// The audio group of a master playlist over `others`, each with whether it has
+/// segments to offer (a live window's, or a catch-up span's archive): `floor` first,
+/// without a URI, then each offered one at `audio-{code}/{playlist}`. Empty when no
+/// language but the floor is offered.
+pub fn offered_audio_group<'a>(
+    floor: &AudioLanguage,
+    others: impl IntoIterator<Item = (&'a AudioLanguage, bool)>,
+    playlist: &str,
+) -> Vec<AudioRendition> {
+    let mut group = vec![AudioRendition {
         name: floor.name.clone(),
         language: floor.language.bcp47().to_owned(),
         uri: None,
-    });
-    for (language, window) in others {
-        if window.segments.is_empty() {
-            continue;
-        }
-        group.push(AudioRendition {
-            name: language.name.clone(),
-            language: language.language.bcp47().to_owned(),
-            uri: Some(format!("{}/{playlist}", language.rendition_name())),
-        });
-    }
+    }];
+    group.extend(
+        others
+            .into_iter()
+            .filter(|(_, offered)| *offered)
+            .map(|(language, _)| AudioRendition {
+                name: language.name.clone(),
+                language: language.language.bcp47().to_owned(),
+                uri: Some(format!("{}/{playlist}", language.rendition_name())),
+            }),
+    );
     if group.len() == 1 {
         group.clear();
     }

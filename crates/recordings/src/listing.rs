@@ -1,5 +1,5 @@
 //! What the bucket holds of one meeting, for the MC's recordings API: each recorded
-//! rendition (the source and every ladder rung), its objects and bytes, and its
+//! rendition (the source, every ladder rung and audio language), its objects and bytes, and its
 //! periods — runs of objects with no MSN missing between them — with their times.
 //! Reads the listing, then the index of each period's first and last object only.
 
@@ -43,12 +43,20 @@ pub struct RenditionRecording {
 
 /// Most rungs read of one meeting (a ladder has a handful).
 const MAX_RUNGS: usize = 16;
+/// Most audio languages read of one meeting beside its floor (a stream has 7 at most).
+const MAX_LANGUAGES: usize = 7;
+/// Where a meeting's rungs are recorded, under its name.
+const RUNGS_DIR: &str = "rungs";
+/// Where a meeting's audio languages are recorded, under its name.
+const LANGUAGES_DIR: &str = "languages";
+/// What a language's rendition name starts with (`audio-spa`).
+const LANGUAGE_PREFIX: &str = "audio-";
 
 /// The name under which the source rendition is listed.
 pub const SOURCE: &str = "source";
 
 /// Every rendition of `meeting` recorded in `bucket`: the source first, then the rungs
-/// by name. A meeting with nothing recorded has none.
+/// by name, then the audio languages. A meeting with nothing recorded has none.
 ///
 /// # Errors
 /// A listing or an index read failed.
@@ -79,41 +87,66 @@ pub async fn meeting_recordings(
 }
 
 /// The archives `meeting` may have in `bucket`: its source's, then each rung's found
-/// under its prefix, by name — each as its rendition's name and its archive names.
+/// under its prefix, by name, then each audio language's (`languages/audio-{code}`) —
+/// each as its rendition's name and its archive names.
 ///
 /// # Errors
-/// The listing of the rungs failed.
+/// The listing of the rungs or languages failed.
 pub async fn meeting_archives(
     bucket: &Bucket,
     meeting: &str,
 ) -> Result<Vec<(String, Vec<String>)>, RemoteError> {
     let mut archives = vec![(SOURCE.to_owned(), vec![meeting.to_owned(), "ts".to_owned()])];
-    let rungs_prefix = bucket.archive_prefix(&[meeting, "rungs"]);
-    let listed = bucket
-        .store
-        .list_with_delimiter(Some(&rungs_prefix))
-        .await?;
-    // Names as a node writes them (plain, a rung's), so none reaches a URI or a key
-    // it could not have come from; a bucket with more is not a node's.
-    let mut rungs: Vec<String> = listed
+    for (dir, most, is_name) in [
+        (RUNGS_DIR, MAX_RUNGS, is_rung_name as fn(&str) -> bool),
+        (LANGUAGES_DIR, MAX_LANGUAGES, is_language_name),
+    ] {
+        for name in names_under(bucket, meeting, dir, most, is_name).await? {
+            let names = vec![
+                meeting.to_owned(),
+                dir.to_owned(),
+                name.clone(),
+                "ts".to_owned(),
+            ];
+            archives.push((name, names));
+        }
+    }
+    Ok(archives)
+}
+
+/// The names of the archives under `{meeting}/{dir}/` that `is_name` accepts, sorted,
+/// `most` at most. Names as a node writes them, so none reaches a URI or a key it
+/// could not have come from; a bucket with more is not a node's.
+async fn names_under(
+    bucket: &Bucket,
+    meeting: &str,
+    dir: &str,
+    most: usize,
+    is_name: fn(&str) -> bool,
+) -> Result<Vec<String>, RemoteError> {
+    let prefix = bucket.archive_prefix(&[meeting, dir]);
+    let listed = bucket.store.list_with_delimiter(Some(&prefix)).await?;
+    let mut names: Vec<String> = listed
         .common_prefixes
         .iter()
         .filter_map(|p| p.filename())
-        .filter(|name| dvr::store::is_plain_name(name))
+        .filter(|name| is_name(name))
         .map(str::to_owned)
         .collect();
-    rungs.sort();
-    rungs.truncate(MAX_RUNGS);
-    for rung in rungs {
-        let names = vec![
-            meeting.to_owned(),
-            "rungs".to_owned(),
-            rung.clone(),
-            "ts".to_owned(),
-        ];
-        archives.push((rung, names));
-    }
-    Ok(archives)
+    names.sort();
+    names.truncate(most);
+    Ok(names)
+}
+
+/// A rung's archive name: a plain name not taken by the languages.
+fn is_rung_name(name: &str) -> bool {
+    dvr::store::is_plain_name(name) && !name.starts_with(LANGUAGE_PREFIX)
+}
+
+/// A language's archive name: `audio-` and an ISO 639-2 code.
+pub fn is_language_name(name: &str) -> bool {
+    name.strip_prefix(LANGUAGE_PREFIX)
+        .is_some_and(|code| code.len() == 3 && code.bytes().all(|b| b.is_ascii_lowercase()))
 }
 
 /// The runs of `keys` (one per span, the fullest) with no MSN missing between them.

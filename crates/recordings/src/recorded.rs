@@ -50,16 +50,24 @@ pub enum OpenError {
 /// One rendition of a recording.
 #[derive(Debug)]
 pub struct RecordedRendition {
-    /// [`SOURCE`], or the rung's name.
+    /// [`SOURCE`], a rung's name, or an audio language's (`audio-{code}`).
     pub rendition: String,
     /// Its archive, every segment in the bucket.
     pub reader: ArchiveReader,
 }
 
+impl RecordedRendition {
+    /// Whether it is an audio language's, not a variant of the ladder.
+    pub fn is_language(&self) -> bool {
+        crate::listing::is_language_name(&self.rendition)
+    }
+}
+
 /// A meeting's recording as the bucket holds it.
 #[derive(Debug, Default)]
 pub struct Recorded {
-    /// The renditions with at least one segment: the source first, then the rungs by name.
+    /// The renditions with at least one segment: the source first, then the rungs by
+    /// name, then the audio languages.
     pub renditions: Vec<RecordedRendition>,
 }
 

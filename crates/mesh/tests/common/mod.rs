@@ -58,6 +58,7 @@ pub fn member(stream: &str) -> ott::MemberView {
             bitrate_bps: 2_000_000,
             transport: Transport::Ts,
         }],
+        languages: vec!["eng".into(), "spa".into()],
         archive: Default::default(),
     }
 }

@@ -74,6 +74,7 @@ pub fn member(name: &str) -> MemberView {
                 transport: Transport::Fmp4,
             },
         ],
+        languages: Vec::new(),
         archive: ArchiveRanges::default(),
     }
 }

@@ -10,7 +10,9 @@
 //! any segment boundary. A rung whose first segment of the period does not start on a
 //! keyframe at the source's cut (its timeline marker says so) is left out, as the live
 //! master leaves out a rung that is not switchable. A period's master also lists the
-//! stream's subtitle tracks, read from the caption block of its last archived segment.
+//! stream's subtitle tracks, read from the caption block of its last archived segment,
+//! and the audio languages recorded in the span (the floor muxed in the variants, each
+//! other at its own catch-up playlist, as live).
 //!
 //! Probing a rendition means reading and demuxing a whole segment, so it is done once
 //! per archive and discontinuity sequence ([`probe`]): HLS lets an encoding change
@@ -25,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use dvr::index::Entry;
-use media::hls::{MasterPlaylist, SubtitleRendition, Variant};
+use media::hls::{AudioRendition, MasterPlaylist, SubtitleRendition, Variant};
 
 use super::SegmentSource;
 use crate::tracks::TrackProbe;
@@ -174,6 +176,7 @@ pub fn render(
     stream: &str,
     renditions: &[RecordedRendition],
     subtitles: Vec<SubtitleRendition>,
+    audio: Vec<AudioRendition>,
 ) -> Option<media::manifest::Manifest> {
     let mut variants = Vec::with_capacity(renditions.len());
     for rendition in renditions {
@@ -215,7 +218,7 @@ pub fn render(
     }
     (!variants.is_empty()).then(|| {
         MasterPlaylist {
-            audio: Vec::new(),
+            audio,
             independent_segments: true,
             subtitles,
             variants,

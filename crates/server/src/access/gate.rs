@@ -181,6 +181,15 @@ impl MeetingGate {
         )
     }
 
+    /// The audio languages of `meeting` as the MC last named them, the floor first;
+    /// empty for one audio or a meeting the MC did not name.
+    pub fn languages(&self, meeting: &str) -> Vec<meeting::MeetingLanguage> {
+        self.lock()
+            .views
+            .get(meeting)
+            .map_or_else(Vec::new, |view| view.languages.clone())
+    }
+
     /// Whether `meeting` is private (viewers need a token).
     pub fn is_private(&self, meeting: &str) -> bool {
         self.lock().private.contains_key(meeting)

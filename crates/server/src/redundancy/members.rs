@@ -63,6 +63,19 @@ pub fn codec_family(codec: &str) -> String {
     }
 }
 
+/// The stream's audio languages as the mesh announces them (OTT-ELIG-3): ISO 639-2
+/// codes, the floor's first; none for a stream of one audio.
+pub fn announced_languages(channel: &Package) -> Vec<String> {
+    channel
+        .languages()
+        .map_or_else(Vec::new, |(floor, others)| {
+            std::iter::once(floor)
+                .chain(others.into_iter().map(|(language, _)| language))
+                .map(|l| l.language.to_string())
+                .collect()
+        })
+}
+
 /// This node's member for one stream of a group.
 pub fn own_member(
     node: &ott::NodeId,
@@ -123,6 +136,7 @@ pub fn own_member(
         },
         timeline_fingerprint: timeline_fingerprint(&window),
         ladder,
+        languages: announced_languages(channel),
         archive,
     }
 }

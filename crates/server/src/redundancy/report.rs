@@ -24,6 +24,7 @@ fn row_json(row: &ott::MemberRow) -> Value {
         "live_window_age_ms": row.live_window_age_ms,
         "clock_offset_ms": row.clock_offset_ms,
         "version": row.version.to_string(),
+        "languages": row.languages,
         "cpu_percent": row.load.cpu_percent,
         "net_percent": row.load.net_percent,
         "backup_sessions": row.load.backup_sessions,

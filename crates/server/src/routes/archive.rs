@@ -38,6 +38,7 @@ use crate::stream::package::Package;
 use crate::stream::rendition::Rendition;
 use crate::url::{period_ms, ArchiveRequest, MAX_PERIOD_SECS};
 use packaging::archive::master::RecordedRendition;
+use packaging::languages::AudioLanguage;
 
 /// Segments in a time-shift window when the live window is empty.
 const DEFAULT_WINDOW_SEGMENTS: usize = 30;
@@ -74,7 +75,13 @@ pub async fn serve(
                 Some((r.name().to_owned(), reader, timeshift_window(r)))
             })
             .collect();
-        return master(channel.name().to_owned(), listed, span, request, scans).await;
+        let languages = recorded_languages(channel);
+        let sources = MasterSources {
+            stream: channel.name().to_owned(),
+            listed,
+            languages,
+        };
+        return master(sources, span, request, scans).await;
     }
     let label = format!("{}/{}", channel.name(), rendition.name());
     let context = (headers, clock, scans);
@@ -253,8 +260,9 @@ fn master_span(
     if rendition.name() != crate::stream::rendition::MAIN {
         return None;
     }
-    // A one-rendition stream answers a master only to list its captions (a period's).
-    if !channel.is_package() {
+    // A one-rendition stream answers a master only to list its languages, or its
+    // captions (a period's).
+    if !channel.is_package() && channel.languages().is_none() {
         let captioned = !packaging::captions::serve::tracks(&channel.snapshot()).is_empty();
         return match request {
             ArchiveRequest::Period {
@@ -315,26 +323,79 @@ fn mono_name(request: ArchiveRequest) -> String {
     }
 }
 
-/// The catch-up master of a stream's recorded renditions (`listed`: each one's name,
-/// archive and time-shift window, the source first): every one recorded in the span.
-/// Their probes come from the cache; one that must read a segment takes an
-/// archive-scan permit for its job, or is refused when none is free.
+/// A stream's recorded audio languages, as a catch-up master lists them: the floor
+/// (muxed in every variant) and each other language's archive and time-shift window.
+pub struct RecordedLanguages {
+    /// The floor's language.
+    pub floor: AudioLanguage,
+    /// Every other language with its archive and time-shift window.
+    pub others: Vec<(AudioLanguage, ArchiveReader, usize)>,
+}
+
+/// What a catch-up master is made of: the stream's name, its recorded renditions
+/// (`listed`: each one's name, archive and time-shift window, the source first) and
+/// its languages, when it has several.
+pub struct MasterSources {
+    /// The stream.
+    pub stream: String,
+    /// The renditions offered as variants.
+    pub listed: Vec<(String, ArchiveReader, usize)>,
+    /// The audio languages beside the floor; `None` for one audio.
+    pub languages: Option<RecordedLanguages>,
+}
+
+/// The recorded languages of `channel` (those with an archive on this node); `None`
+/// when the stream has one audio.
+fn recorded_languages(channel: &Package) -> Option<RecordedLanguages> {
+    let (floor, others) = channel.languages()?;
+    let others = others
+        .into_iter()
+        .filter_map(|(language, rendition)| {
+            let reader = rendition.archive()?.reader().clone();
+            Some((language.clone(), reader, timeshift_window(rendition)))
+        })
+        .collect();
+    Some(RecordedLanguages {
+        floor: floor.clone(),
+        others,
+    })
+}
+
+/// What `read` makes of the archived segments of `reader` a catch-up master's `span`
+/// covers.
+fn in_span<T>(
+    reader: &ArchiveReader,
+    span: MasterSpan,
+    window: usize,
+    read: impl FnOnce(&[Entry]) -> T,
+) -> T {
+    reader.with_index(|index| match span {
+        MasterSpan::Period(from, to) => read(index.query(from, to).entries),
+        MasterSpan::Timeshift { edge_ms } => match timeshift_slice(index, edge_ms, window) {
+            Some(slice) => read(slice.entries),
+            None => read(&[]),
+        },
+    })
+}
+
+/// The catch-up master of a stream's recorded renditions and languages: every one
+/// recorded in the span. Their probes come from the cache; one that must read a segment
+/// takes an archive-scan permit for its job, or is refused when none is free.
 pub async fn master(
-    stream: String,
-    listed: Vec<(String, ArchiveReader, usize)>,
+    sources: MasterSources,
     span: MasterSpan,
     request: ArchiveRequest,
     scans: &ArchiveScans,
 ) -> Response {
+    let MasterSources {
+        stream,
+        listed,
+        languages,
+    } = sources;
     let mono = mono_name(request);
     let mut recorded = Vec::new();
     for (name, reader, window) in listed {
-        let entries = reader.with_index(|index| match span {
-            MasterSpan::Period(from, to) => index.query(from, to).entries.to_vec(),
-            MasterSpan::Timeshift { edge_ms } => timeshift_slice(index, edge_ms, window)
-                .map(|slice| slice.entries.to_vec())
-                .unwrap_or_default(),
-        });
+        let entries = in_span(&reader, span, window, <[Entry]>::to_vec);
         let rung = name != crate::stream::rendition::MAIN;
         let uri = if rung {
             format!("{name}/{mono}")
@@ -348,6 +409,15 @@ pub async fn master(
             rung,
         });
     }
+    let audio = languages.map_or_else(Vec::new, |languages| {
+        let offered = languages.others.iter().map(|(language, reader, window)| {
+            (
+                language,
+                !in_span(reader, span, *window, <[Entry]>::is_empty),
+            )
+        });
+        packaging::languages::offered_audio_group(&languages.floor, offered, &mono)
+    });
     let period = match request {
         ArchiveRequest::Period {
             from_secs,
@@ -370,7 +440,7 @@ pub async fn master(
             (Some(period), Some(source)) => packaging::archive::master::subtitles(source, period),
             _ => Vec::new(),
         };
-        packaging::archive::master::render(&stream, &recorded, subtitles)
+        packaging::archive::master::render(&stream, &recorded, subtitles, audio)
     };
     match tokio::task::spawn_blocking(job).await {
         Ok(Some(master)) => http_util::manifest(M3U8, Cache::LivePlaylist, master),

@@ -15,13 +15,14 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use dvr::ArchiveReader;
 use packaging::archive::fmp4::ArchivedRung;
+use packaging::languages::AudioLanguage;
 use recordings::listing::SOURCE;
 use recordings::recorded::{OpenError, Recorded};
 
 use crate::clock::Clock;
 use crate::error::ApiError;
 use crate::routes::answer::Answer;
-use crate::routes::archive::{self, package_master_span};
+use crate::routes::archive::{self, package_master_span, RecordedLanguages};
 use crate::state::AppState;
 use crate::stream::archive_scans::ArchiveScans;
 use crate::stream::rendition::MAIN;
@@ -34,6 +35,8 @@ const WINDOW_SEGMENTS: usize = 30;
 #[derive(Debug)]
 struct Asked {
     stream: String,
+    /// The meeting's languages as the MC names them, the floor first.
+    languages: Vec<AudioLanguage>,
     rung: Option<String>,
     file: StreamFile,
     headers: HeaderMap,
@@ -56,8 +59,13 @@ pub fn serve(
     if is_malformed(&file) {
         return Some(ApiError::BadRequest.into_response().into());
     }
+    let languages = state
+        .meeting_gate()
+        .map(|gate| crate::stream::languages::audio_languages(&gate.languages(stream)))
+        .unwrap_or_default();
     let asked = Asked {
         stream: stream.to_owned(),
+        languages,
         rung: rung.map(str::to_owned),
         file,
         headers: headers.clone(),
@@ -121,8 +129,12 @@ async fn answer(
                 .flatten();
             match span {
                 Some(span) => {
-                    let listed = listed(recorded);
-                    archive::master(asked.stream.clone(), listed, span, request, scans).await
+                    let sources = archive::MasterSources {
+                        stream: asked.stream.clone(),
+                        listed: listed(recorded),
+                        languages: languages(recorded, &asked.languages),
+                    };
+                    archive::master(sources, span, request, scans).await
                 }
                 None => {
                     let context = (&asked.headers, clock, scans);
@@ -152,6 +164,7 @@ fn listed(recorded: &Recorded) -> Vec<(String, ArchiveReader, usize)> {
     recorded
         .renditions
         .iter()
+        .filter(|r| !r.is_language())
         .map(|r| {
             let name = if r.rendition == SOURCE {
                 MAIN.to_owned()
@@ -163,12 +176,29 @@ fn listed(recorded: &Recorded) -> Vec<(String, ArchiveReader, usize)> {
         .collect()
 }
 
+/// The recorded languages named by the MC's `named` (the floor first): each one the
+/// bucket holds, as a catch-up master lists them; `None` for one audio.
+fn languages(recorded: &Recorded, named: &[AudioLanguage]) -> Option<RecordedLanguages> {
+    let (floor, others) = named.split_first()?;
+    let others: Vec<_> = others
+        .iter()
+        .filter_map(|language| {
+            let reader = recorded.rendition(&language.rendition_name())?;
+            Some((language.clone(), reader.clone(), WINDOW_SEGMENTS))
+        })
+        .collect();
+    Some(RecordedLanguages {
+        floor: floor.clone(),
+        others,
+    })
+}
+
 /// The recorded rungs, the Representations a static MPD lists beside the source.
 fn rungs(recorded: &Recorded) -> Vec<ArchivedRung> {
     recorded
         .renditions
         .iter()
-        .filter(|r| r.rendition != SOURCE)
+        .filter(|r| r.rendition != SOURCE && !r.is_language())
         .map(|r| ArchivedRung {
             name: r.rendition.clone(),
             reader: Arc::new(r.reader.clone()),

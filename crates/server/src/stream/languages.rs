@@ -11,6 +11,7 @@
 
 use media::segmenter::{RungCutter, RungSegment, RungStats, Segment};
 use media::{Frame, Language, TimelineMarker};
+use packaging::languages::AudioLanguage;
 use packaging::tracks::TrackProbe;
 use packaging::window::TrackSummary;
 
@@ -25,6 +26,21 @@ pub struct LanguageSource {
     pub language: Language,
     /// The source's PID for it, when the source does not name its languages.
     pub pid: Option<u16>,
+}
+
+/// A meeting's or a stream's configured languages as its package lists them, the
+/// floor first (entries are checked by [`meeting::languages::check`]; one without a
+/// language is skipped).
+pub fn audio_languages(languages: &[meeting::MeetingLanguage]) -> Vec<AudioLanguage> {
+    languages
+        .iter()
+        .filter_map(|l| {
+            Some(AudioLanguage {
+                language: l.language()?,
+                name: l.menu_name(),
+            })
+        })
+        .collect()
 }
 
 /// A finished segment of one language.

@@ -205,10 +205,14 @@ impl Out<'_> {
                 self.publish_latency.observe(received.elapsed());
             }
         }
-        // A language's segment follows the source segment whose span it covers.
+        // A language's segment follows the source segment whose span it covers, and is
+        // recorded beside it when the stream is.
         for done in step.languages {
             if let Some(rendition) = self.channel.language_rendition(done.language) {
                 let segment = LiveSegment::from(done.cut.segment);
+                if let Some(recorder) = rendition.archive() {
+                    recorder.record(&segment);
+                }
                 self.channel.push_to(rendition, segment, done.tracks, None);
             }
         }

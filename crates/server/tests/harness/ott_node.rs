@@ -75,6 +75,7 @@ pub fn member(
         live_window_at_ms: Some(now_ms()),
         timeline_fingerprint: Some(42),
         ladder,
+        languages: Vec::new(),
         archive,
     }
 }
