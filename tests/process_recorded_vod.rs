@@ -54,6 +54,7 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
         .no_rtmp()
         .sections(&format!(
             "[[meeting]]\nid = \"town\"\nstart = true\ninputs = [\"builtin://meeting\"]\n\
+             [[meeting.language]]\ncode = \"eng\"\n[[meeting.language]]\ncode = \"spa\"\nname = \"Español\"\n\
              [[meeting]]\nid = \"board\"\nstart = true\nprivate = true\ninputs = [\"builtin://meeting\"]\n{section}"
         ))
         .defaults(Some("segment_duration = 1\nwindow = 4\n"))
@@ -127,6 +128,12 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
         )
         .collect();
     assert!(uris.iter().any(|u| u.starts_with("mono-")), "{master}");
+    // Its interpretation, recorded beside it, is in the master's audio group.
+    let spanish = master
+        .lines()
+        .find(|l| l.starts_with("#EXT-X-MEDIA:TYPE=AUDIO") && l.contains("NAME=\"Español\""))
+        .unwrap_or_else(|| panic!("no Spanish in\n{master}"));
+    assert!(spanish.contains("URI=\"audio-spa/mono-"), "{master}");
     for uri in &uris {
         let (status, _, _) = http_get_as_node(b.http, &format!("/town/{uri}"));
         assert_eq!(status, 200, "{uri} of\n{master}");
@@ -143,6 +150,24 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
         assert_eq!(data.first(), Some(&0x47), "{} is MPEG-TS", entry.uri);
     }
     let listed = listed_seconds(&playlist);
+    let spanish_uri = uris
+        .iter()
+        .find(|u| u.starts_with("audio-spa/"))
+        .expect("listed");
+    let (status, _, body) = http_get_as_node(b.http, &format!("/town/{spanish_uri}"));
+    assert_eq!(status, 200, "{spanish_uri}");
+    let spanish = parse_media_playlist(&String::from_utf8_lossy(&body));
+    assert!(
+        spanish.len() + 2 >= entries.len(),
+        "{} Spanish segments of {}",
+        spanish.len(),
+        entries.len()
+    );
+    for entry in &spanish {
+        let (status, _, data) = http_get_as_node(b.http, &format!("/town/audio-spa/{}", entry.uri));
+        assert_eq!(status, 200, "{}", entry.uri);
+        assert_eq!(data.first(), Some(&0x47), "{} is MPEG-TS", entry.uri);
+    }
     // The live files keep the meeting's code; nothing of it is on b's disk.
     let (_, _, body) = http_get_as_node(b.http, "/town/index.m3u8");
     assert_eq!(code_of(&body), 103_003);

@@ -145,3 +145,36 @@ fn ops_1_addr_3_a_certificate_not_for_the_host_name_is_named_on_every_screen() {
         row.problems
     );
 }
+
+#[test]
+fn ops_1_elig_3_each_members_languages_show_and_a_missing_one_is_named() {
+    let mut s = snapshot("a", &["b", "c"]);
+    let spoken = |list: &[&str]| list.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>();
+    for member in &mut s.members {
+        member.languages = match member.node.as_str() {
+            "c" => spoken(&["eng"]),
+            _ => spoken(&["eng", "spa"]),
+        };
+    }
+    let r = group_report(&s, GROUP, NOW);
+    let languages: Vec<&[String]> = r.rows.iter().map(|row| row.languages.as_slice()).collect();
+    assert_eq!(
+        languages,
+        [
+            &spoken(&["eng", "spa"])[..],
+            &spoken(&["eng", "spa"]),
+            &spoken(&["eng"])
+        ]
+    );
+    let GroupState::Problems(problems) = &r.state else {
+        panic!("expected problems, got {:?}", r.state);
+    };
+    let missing = Problem::LanguageMissing {
+        node: id("c"),
+        language: "spa".into(),
+    };
+    assert_eq!(problems, &[missing.clone()]);
+    assert_eq!(missing.code(), "language-missing");
+    assert!(!r.rows[2].eligible && r.rows[1].eligible);
+    assert_eq!(r.eligible_members, 2, "a and b keep the group protected");
+}

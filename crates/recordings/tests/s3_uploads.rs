@@ -359,12 +359,34 @@ async fn a_closed_meetings_recording_is_opened_from_the_bucket_and_expires_by_it
     let dir = tempfile::tempdir().unwrap();
     let store = record(dir.path(), 1..=30);
     let (up, _) = uploader(server.endpoint(), "node-a", &store);
+    // Its interpretation into Spanish, recorded beside it.
+    let spanish = record(&dir.path().join("spa"), 1..=30);
+    up.register(ArchiveSource {
+        names: ["board-meeting", "languages", "audio-spa", "ts"]
+            .map(String::from)
+            .to_vec(),
+        reader: spanish.reader(),
+        hold: Arc::new(AtomicI64::new(i64::MAX)),
+        remote_depth_ms: None,
+    });
     let handled = up.upload_closed(T0 + 3_600_000).await;
-    assert!(handled >= 6);
+    assert!(handled >= 12);
     // Any node opens the recording from the bucket alone: every segment, read back.
     let recorded = up.recorded("board-meeting").await.expect("opened");
     let source = recorded.source().expect("the source rendition");
     assert_eq!(source.with_index(|i| i.len()), 30);
+    let names: Vec<(&str, bool)> = recorded
+        .renditions
+        .iter()
+        .map(|r| (r.rendition.as_str(), r.is_language()))
+        .collect();
+    assert_eq!(names, [("source", false), ("audio-spa", true)]);
+    assert_eq!(
+        recorded
+            .rendition("audio-spa")
+            .map(|r| r.with_index(|i| i.len())),
+        Some(30)
+    );
     let entry = source.with_index(|i| *i.by_msn(7).expect("msn 7"));
     let reader = source.clone();
     let data = tokio::task::spawn_blocking(move || reader.read(&entry))
@@ -387,6 +409,7 @@ async fn a_closed_meetings_recording_is_opened_from_the_bucket_and_expires_by_it
     let day = 86_400_000;
     let expire = |at| recordings::expiry::expire_meeting(&bucket, "board-meeting", day, at);
     assert_eq!(expire(now).await.expect("swept"), 0);
+    // The languages' objects expire with the rest.
     assert_eq!(expire(now + 2 * day).await.expect("swept"), handled);
     assert!(objects(&bucket).await.is_empty());
 }
