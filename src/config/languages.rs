@@ -5,7 +5,7 @@
 //! ([`meeting::MeetingLanguage`]), checked by the same rules.
 
 pub use server::stream::languages::audio_languages;
-use server::stream::languages::LanguageSource;
+use server::stream::languages::{InterpreterFeed, LanguageSource};
 
 /// One language as written in the file.
 pub type LanguageConfig = meeting::MeetingLanguage;
@@ -24,6 +24,10 @@ pub fn sources(languages: &[LanguageConfig]) -> Vec<LanguageSource> {
             Some(LanguageSource {
                 language: l.language()?,
                 pid: l.pid,
+                interpreter: l.interpreter.then(|| InterpreterFeed {
+                    offset_ms: l.offset_ms.unwrap_or(0),
+                    stats: std::sync::Arc::default(),
+                }),
             })
         })
         .collect()

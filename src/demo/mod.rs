@@ -76,7 +76,7 @@ pub async fn start_cluster(
     let language = |code: &str, name: &str| meeting::MeetingLanguage {
         code: code.into(),
         name: Some(name.into()),
-        pid: None,
+        ..Default::default()
     };
     let preset = |id: &str, title: &str, inputs: Vec<String>| PresetMeeting {
         id: id.into(),

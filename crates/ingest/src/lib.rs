@@ -37,6 +37,15 @@ pub enum IngestEvent {
         /// The frame, with the source's timestamps.
         frame: Frame,
     },
+    /// One event of an interpreter's own feed of `language` (a publish to
+    /// `<stream>@audio-<code>`), on the feed's clock: an audio frame, or `None` when
+    /// the feed started again (a new publish), so its clock is placed afresh.
+    InterpreterFeed {
+        /// The language the feed speaks.
+        language: media::Language,
+        /// The frame, with the feed's timestamps; `None`: the feed restarted.
+        frame: Option<Frame>,
+    },
     /// The payload (184 bytes after the TS header) of a packet on
     /// [`media::ts::MARKER_PID`]: an upstream brdyun's timeline marker.
     Marker(Bytes),

@@ -12,11 +12,14 @@ pub const MAX_LANGUAGES: usize = 1 + media::ts::demux::MAX_ALTERNATE_AUDIO;
 /// Longest menu name, bytes.
 pub const MAX_NAME: usize = 64;
 
+/// The farthest an interpreter's feed may be placed from its arrival, ms.
+pub const MAX_OFFSET_MS: i32 = 30_000;
+
 /// One language of a meeting.
 ///
 /// Unknown fields are ignored, not refused: the same entries are stored by the MC and
 /// sent to nodes, so an older node or MC reads a newer one's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeetingLanguage {
     /// ISO 639-2 code: three letters (`eng`, `spa`).
     pub code: String,
@@ -26,6 +29,14 @@ pub struct MeetingLanguage {
     /// The MPEG-TS PID carrying it, for a source whose PMT names no language.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u16>,
+    /// An interpreter publishes this language on its own (`<meeting>@audio-<code>`,
+    /// with the meeting's stream key), placed on the meeting's timeline as it arrives.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interpreter: bool,
+    /// Where an interpreter's feed is placed against its arrival, ms: negative moves it
+    /// earlier (an interpreter who hears the floor late speaks late).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_ms: Option<i32>,
 }
 
 impl MeetingLanguage {
@@ -128,8 +139,32 @@ pub fn check(languages: &[MeetingLanguage]) -> Result<(), LanguageProblem> {
                 "pid: an elementary-stream PID, 16 to 8190".into(),
             ));
         }
+        if let Some(message) = interpreter_problem(i, entry) {
+            return Err(problem(i, message));
+        }
     }
     Ok(())
+}
+
+/// What is wrong with entry `i`'s interpreter settings, if anything.
+fn interpreter_problem(i: usize, entry: &MeetingLanguage) -> Option<String> {
+    if entry.interpreter && i == 0 {
+        return Some(
+            "interpreter: the first language is the floor, published with the video".into(),
+        );
+    }
+    if entry.interpreter && entry.pid.is_some() {
+        return Some("interpreter: a language published on its own takes no pid".into());
+    }
+    match entry.offset_ms {
+        Some(_) if !entry.interpreter => {
+            Some("offset_ms: only an interpreter's feed is placed with an offset".into())
+        }
+        Some(offset) if offset.unsigned_abs() > MAX_OFFSET_MS.unsigned_abs() => {
+            Some(format!("offset_ms: -{MAX_OFFSET_MS} to {MAX_OFFSET_MS}"))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +176,8 @@ mod tests {
             code: code.into(),
             name: None,
             pid: None,
+            interpreter: false,
+            offset_ms: None,
         }
     }
 
@@ -193,5 +230,41 @@ mod tests {
         .map(|c| entry(c))
         .collect();
         assert!(message(&nine).contains("at most 8"));
+        let interpreter = MeetingLanguage {
+            interpreter: true,
+            offset_ms: Some(-1_500),
+            ..entry("spa")
+        };
+        assert_eq!(check(&[entry("eng"), interpreter.clone()]), Ok(()));
+        let floor = MeetingLanguage {
+            interpreter: true,
+            ..entry("eng")
+        };
+        assert!(message(&[floor]).contains("floor"));
+        let both = MeetingLanguage {
+            pid: Some(258),
+            ..interpreter.clone()
+        };
+        assert!(message(&[entry("eng"), both]).starts_with("language[1].interpreter"));
+        let far = MeetingLanguage {
+            offset_ms: Some(30_001),
+            ..interpreter
+        };
+        assert!(message(&[entry("eng"), far]).contains("-30000 to 30000"));
+        let stray = MeetingLanguage {
+            offset_ms: Some(100),
+            ..entry("spa")
+        };
+        assert!(message(&[entry("eng"), stray]).starts_with("language[1].offset_ms"));
+    }
+
+    #[test]
+    fn interpreter_settings_roundtrip_and_stay_out_of_plain_entries() {
+        let plain = serde_json::to_string(&entry("spa")).unwrap();
+        assert_eq!(plain, r#"{"code":"spa"}"#);
+        let read: MeetingLanguage =
+            serde_json::from_str(r#"{"code":"spa","interpreter":true,"offset_ms":-800}"#).unwrap();
+        assert!(read.interpreter);
+        assert_eq!(read.offset_ms, Some(-800));
     }
 }

@@ -180,7 +180,10 @@ impl Switcher {
         };
         // Another language alone is not the input delivering: an input whose video and
         // floor died while an interpreter's audio flows is silent, and fails over.
-        if !matches!(event, IngestEvent::AlternateAudio { .. }) {
+        if !matches!(
+            event,
+            IngestEvent::AlternateAudio { .. } | IngestEvent::InterpreterFeed { .. }
+        ) {
             slot.last_media = Some(now);
         }
         slot.has_video |= frame.is_some_and(|f| f.kind() == TrackKind::Video);
@@ -351,9 +354,9 @@ impl Switcher {
                 self.video_open
             }
             // Audio-only inputs start at once; with video, audio waits for the keyframe.
-            IngestEvent::Frame(_) | IngestEvent::AlternateAudio { .. } => {
-                self.video_open || !has_video
-            }
+            IngestEvent::Frame(_)
+            | IngestEvent::AlternateAudio { .. }
+            | IngestEvent::InterpreterFeed { .. } => self.video_open || !has_video,
             // A relay's segment starts at its marker (not a live relay's close marker),
             // its first frame a keyframe.
             IngestEvent::Marker(m) => {

@@ -217,8 +217,7 @@ mod tests {
     fn a_meeting_with_bad_languages_is_left_out() {
         let language = |code: &str| meeting::MeetingLanguage {
             code: code.into(),
-            name: None,
-            pid: None,
+            ..Default::default()
         };
         let mut good = view("good");
         good.languages = vec![language("eng"), language("spa")];

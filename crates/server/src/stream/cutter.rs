@@ -107,6 +107,7 @@ impl Cutter {
         let finished = match event {
             IngestEvent::Frame(frame) => {
                 self.tracks.observe(&frame);
+                self.languages.floor_frame(&frame, now_unix_ms);
                 step.tap = Some(frame.clone());
                 if self.ll {
                     let before = self.segmenter.state();
@@ -135,6 +136,14 @@ impl Cutter {
             } => {
                 step.languages
                     .extend(self.languages.frame(pid, language, frame));
+                None
+            }
+            IngestEvent::InterpreterFeed { language, frame } => {
+                step.languages.extend(self.languages.interpreter_frame(
+                    language,
+                    frame,
+                    now_unix_ms,
+                ));
                 None
             }
             IngestEvent::Captions(block) => {

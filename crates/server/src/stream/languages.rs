@@ -11,21 +11,38 @@
 
 use media::segmenter::{RungCutter, RungSegment, RungStats, Segment};
 use media::{Frame, Language, TimelineMarker};
+use std::sync::Arc;
+
 use packaging::languages::AudioLanguage;
 use packaging::tracks::TrackProbe;
 use packaging::window::TrackSummary;
+
+use crate::stream::interpreter::{FeedPlacer, FeedStats, FloorClock};
 
 /// The largest ADTS frame (13-bit `frame_length`).
 const MAX_AUDIO_FRAME: usize = 8191;
 
 /// One language the stream offers beside the floor: its code and, for a source that
-/// names no language on its audio streams, the PID it is carried on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// names no language on its audio streams, the PID it is carried on — or, for a
+/// language an interpreter publishes on its own, how its feed is placed.
+#[derive(Debug, Clone)]
 pub struct LanguageSource {
     /// The language.
     pub language: Language,
     /// The source's PID for it, when the source does not name its languages.
     pub pid: Option<u16>,
+    /// An interpreter's own feed carries it (never the source's audio streams).
+    pub interpreter: Option<InterpreterFeed>,
+}
+
+/// How an interpreter's feed of a language is placed, and where its placement is
+/// counted.
+#[derive(Debug, Clone)]
+pub struct InterpreterFeed {
+    /// Placement against the feed's arrival, ms.
+    pub offset_ms: i32,
+    /// Shared with the status API.
+    pub stats: Arc<FeedStats>,
 }
 
 /// A meeting's or a stream's configured languages as its package lists them, the
@@ -59,6 +76,8 @@ struct LanguageCut {
     source: LanguageSource,
     /// The PID this language was matched to on the current input.
     bound: Option<u16>,
+    /// Places the interpreter's feed, for a language published on its own.
+    placer: Option<FeedPlacer>,
     cutter: RungCutter,
     probe: TrackProbe,
     frames: u64,
@@ -82,6 +101,8 @@ impl LanguageCut {
 pub struct LanguageCutters {
     cuts: Vec<LanguageCut>,
     unlisted_frames: u64,
+    /// The floor's clock, read only when an interpreter's feed is to be placed.
+    floor: Option<FloorClock>,
 }
 
 impl LanguageCutters {
@@ -90,8 +111,12 @@ impl LanguageCutters {
         Self {
             cuts: languages
                 .iter()
-                .map(|&source| LanguageCut {
-                    source,
+                .map(|source| LanguageCut {
+                    placer: source
+                        .interpreter
+                        .as_ref()
+                        .map(|feed| FeedPlacer::new(feed.offset_ms, Arc::clone(&feed.stats))),
+                    source: source.clone(),
                     bound: None,
                     cutter: RungCutter::audio_rendition(),
                     probe: TrackProbe::default(),
@@ -99,7 +124,57 @@ impl LanguageCutters {
                 })
                 .collect(),
             unlisted_frames: 0,
+            floor: languages
+                .iter()
+                .any(|l| l.interpreter.is_some())
+                .then(FloorClock::default),
         }
+    }
+
+    /// A floor frame arrived at `now_ms`: where an interpreter's feed is placed from.
+    pub fn floor_frame(&mut self, frame: &Frame, now_ms: i64) {
+        if let Some(floor) = &mut self.floor {
+            floor.observe(frame, now_ms);
+        }
+    }
+
+    /// One event of the interpreter's feed of `language`, arrived at `now_ms`: a frame
+    /// placed on the floor's timeline and cut, or (`None`) the feed started again.
+    pub fn interpreter_frame(
+        &mut self,
+        language: Language,
+        frame: Option<Frame>,
+        now_ms: i64,
+    ) -> Vec<LanguageSegment> {
+        let Some(floor) = &self.floor else {
+            return Vec::new();
+        };
+        let Some(cut) = self
+            .cuts
+            .iter_mut()
+            .find(|c| c.source.language == language && c.placer.is_some())
+        else {
+            self.unlisted_frames += 1;
+            return Vec::new();
+        };
+        let Some(placer) = &mut cut.placer else {
+            return Vec::new();
+        };
+        let Some(frame) = frame else {
+            placer.restart();
+            return Vec::new();
+        };
+        if frame.data.len() > MAX_AUDIO_FRAME || frame.kind() != media::TrackKind::Audio {
+            self.unlisted_frames += 1;
+            return Vec::new();
+        }
+        let Some(placed) = placer.place(frame, floor, now_ms) else {
+            return Vec::new();
+        };
+        cut.frames += 1;
+        cut.probe.observe(&placed);
+        let done = cut.cutter.frame(placed);
+        cut.tag(done)
     }
 
     /// Whether the stream has languages to cut.
@@ -137,7 +212,8 @@ impl LanguageCutters {
         if let Some(i) = self.cuts.iter().position(|c| c.bound == Some(pid)) {
             return self.cuts.get_mut(i);
         }
-        let free = |c: &LanguageCut| c.bound.is_none();
+        // A language an interpreter publishes is never taken from the source's streams.
+        let free = |c: &LanguageCut| c.bound.is_none() && c.placer.is_none();
         let by_name = named.and_then(|n| {
             self.cuts
                 .iter()
@@ -175,6 +251,12 @@ impl LanguageCutters {
         for cut in &mut self.cuts {
             cut.cutter.restart();
             cut.bound = None;
+            if let Some(placer) = &mut cut.placer {
+                placer.restart();
+            }
+        }
+        if let Some(floor) = &mut self.floor {
+            floor.reset();
         }
     }
 
@@ -228,10 +310,12 @@ mod tests {
             LanguageSource {
                 language: lang("spa"),
                 pid: None,
+                interpreter: None,
             },
             LanguageSource {
                 language: lang("fra"),
                 pid: Some(0x103),
+                interpreter: None,
             },
         ]);
         cutters.frame(0x102, Some(lang("spa")), aac(0));
@@ -247,5 +331,35 @@ mod tests {
         assert_eq!(cutters.unlisted_frames(), 2);
         cutters.input_changed();
         assert!(cutters.stats().iter().all(|s| s.1.is_none()));
+    }
+
+    #[test]
+    fn an_interpreters_language_comes_from_its_feed_only_placed_on_the_floor() {
+        let stats = Arc::new(FeedStats::default());
+        let mut cutters = LanguageCutters::new(&[LanguageSource {
+            language: lang("spa"),
+            pid: None,
+            interpreter: Some(InterpreterFeed {
+                offset_ms: -100,
+                stats: Arc::clone(&stats),
+            }),
+        }]);
+        // The source's own Spanish stream is not the interpreter's.
+        cutters.frame(0x102, Some(lang("spa")), aac(0));
+        assert_eq!(cutters.unlisted_frames(), 1);
+        // Before the floor is heard, the feed waits.
+        cutters.interpreter_frame(lang("spa"), Some(aac(0)), 1_000);
+        assert_eq!(stats.waiting.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let floor = Frame {
+            codec: Codec::Aac,
+            ..aac(900_000)
+        };
+        cutters.floor_frame(&floor, 1_000);
+        cutters.interpreter_frame(lang("spa"), Some(aac(42)), 1_000);
+        assert_eq!(stats.frames.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(cutters.stats()[0].2, 1);
+        // A feed of a language the stream has no interpreter for is not taken.
+        cutters.interpreter_frame(lang("fra"), Some(aac(42)), 1_000);
+        assert_eq!(cutters.unlisted_frames(), 2);
     }
 }

@@ -9,6 +9,7 @@
 pub mod archive_scans;
 pub mod captions;
 pub mod cutter;
+pub mod interpreter;
 pub mod ladder;
 pub mod languages;
 pub mod live_relay;

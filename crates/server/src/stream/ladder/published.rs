@@ -100,7 +100,8 @@ async fn cut_rung(
                 Some(
                     IngestEvent::Marker(_)
                     | IngestEvent::Captions(_)
-                    | IngestEvent::AlternateAudio { .. },
+                    | IngestEvent::AlternateAudio { .. }
+                    | IngestEvent::InterpreterFeed { .. },
                 ) => Vec::new(),
             },
             changed = updates.changed() => {
