@@ -644,6 +644,7 @@ impl Config {
                 }
             }
             languages::check(&at, &stream.languages)?;
+            languages::check_interpreters(&at, &stream.languages, &stream.inputs)?;
             if (stream.ott_backup.is_some() || stream.backup_group.is_some()) && self.ott.is_none()
             {
                 bail!("{at}.ott_backup and backup_group need an [ott] section");

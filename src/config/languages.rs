@@ -15,6 +15,31 @@ pub fn check(at: &str, languages: &[LanguageConfig]) -> anyhow::Result<()> {
     meeting::languages::check(languages).map_err(|problem| anyhow::anyhow!("{at}.{problem}"))
 }
 
+/// Checks that a stream with a language interpreters publish on their own takes publish
+/// (`publish://` among `inputs`): its key is the interpreters'.
+pub fn check_interpreters(
+    at: &str,
+    languages: &[LanguageConfig],
+    inputs: &[String],
+) -> anyhow::Result<()> {
+    let Some(i) = languages.iter().position(|l| l.interpreter) else {
+        return Ok(());
+    };
+    let publishes = inputs.iter().any(|input| {
+        matches!(
+            ingest::input_url::InputUrl::parse(input),
+            Ok(ingest::input_url::InputUrl::Publish { .. })
+        )
+    });
+    if publishes {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{at}.language[{i}].interpreter: the stream needs a publish:// input, whose key interpreters publish with"
+        )
+    }
+}
+
 /// The languages beside the floor, as the pipeline matches the source's audio streams.
 pub fn sources(languages: &[LanguageConfig]) -> Vec<LanguageSource> {
     languages

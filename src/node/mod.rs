@@ -1,6 +1,7 @@
 //! Wiring one delivery node: listeners, RTMP, and per stream its input supervisor,
 //! pipeline (segmenter) and live channel (`stream`).
 
+mod interpreters;
 pub mod looped_clip;
 pub mod mc_link;
 pub mod meeting_streams;

@@ -146,6 +146,7 @@ pub fn start_stream(
             _ => None,
         })
         .collect();
+    let feed_key = super::interpreters::feed_key(&specs);
     let mut supervisor_config = SupervisorConfig::new(stream.name.clone(), specs);
     supervisor_config.source_timeout = Duration::from_millis(settings.source_timeout_ms);
     supervisor_config.publish_timeout = Some(Duration::from_millis(settings.publish_timeout_ms));
@@ -155,6 +156,23 @@ pub fn start_stream(
     // Languages are cut from the inputs' audio streams here, unless pulled from an MC.
     let cuts_languages = stream.languages.len() > 1 && stream.language_pulls.is_empty();
     supervisor_config.alternate_audio = cuts_languages;
+    let language_sources = if cuts_languages {
+        crate::config::language_sources(&stream.languages)
+    } else {
+        Vec::new()
+    };
+    let interpreters = super::interpreters::start(
+        context,
+        &stream.name,
+        (&language_sources, feed_key),
+        (
+            Duration::from_millis(settings.publish_timeout_ms),
+            &events_tx,
+        ),
+        &stop,
+        tasks,
+    )?;
+    channel.set_interpreters(interpreters);
     let handle = supervisor::spawn(
         supervisor_config,
         Some(&context.registry),
@@ -207,11 +225,7 @@ pub fn start_stream(
         );
     }));
     let pipeline_settings = PipelineSettings {
-        languages: if cuts_languages {
-            crate::config::language_sources(&stream.languages)
-        } else {
-            Vec::new()
-        },
+        languages: language_sources,
         publish_latency,
         target_duration_ms: settings.segment_duration_ms,
         state_file: Some(

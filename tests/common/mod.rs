@@ -9,6 +9,7 @@ pub mod lossy_relay;
 pub mod mp4_check;
 pub mod recording_nodes;
 pub mod supervisor;
+pub mod tones;
 pub mod ts_check;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -17,6 +17,12 @@ const AAC_FRAME_48K: u64 = 1920;
 
 /// Segments the fixture: the muxed source and the alternate language.
 fn cut() -> (Vec<Segment>, Vec<RungSegment>) {
+    cut_losing(None)
+}
+
+/// [`cut`], the language's frames with a PTS in `lost` (a span, ticks) never coming: its
+/// feed lost there.
+fn cut_losing(lost: Option<(u64, u64)>) -> (Vec<Segment>, Vec<RungSegment>) {
     let mut demuxer = Demuxer::new();
     let mut events = Vec::new();
     demuxer.push(&fixture("two_languages.ts"), &mut events);
@@ -46,7 +52,9 @@ fn cut() -> (Vec<Segment>, Vec<RungSegment>) {
                     other.extend(announce(segment, &mut floor, &mut language));
                 }
             }
-            DemuxEvent::AlternateAudio { pid: 0x102, frame } => {
+            DemuxEvent::AlternateAudio { pid: 0x102, frame }
+                if !lost.is_some_and(|(from, to)| (from..to).contains(&frame.pts)) =>
+            {
                 other.extend(language.frame(frame));
             }
             _ => {}
@@ -110,6 +118,32 @@ fn the_language_is_cut_on_the_floors_segments() {
 #[test]
 fn a_node_following_the_languages_relay_cuts_the_same_bytes_at_once() {
     let (_, other) = cut();
+    assert_follows_byte_for_byte(&other);
+}
+
+/// A span the language's feed had nothing for is an empty segment (a gap) on the
+/// video's MSN, and a node following the relay writes it too, byte for byte: a player
+/// on that language gets every MSN the video has.
+#[test]
+fn a_lost_span_is_a_gap_segment_that_nodes_write_too() {
+    let (floor, _) = cut();
+    let lost = (
+        floor[1].start_ts,
+        floor[1].start_ts + floor[1].duration_ticks,
+    );
+    let (_, other) = cut_losing(Some(lost));
+    let msns: Vec<u64> = other.iter().map(|r| r.segment.msn).collect();
+    assert_eq!(msns, floor.iter().map(|s| s.msn).collect::<Vec<_>>());
+    let gap = &other[1].segment;
+    assert!(demux_frames(&gap.data).is_empty(), "the lost span is empty");
+    let marker = TimelineMarker::parse(&gap.data[4..188]).expect("marker");
+    assert_eq!((marker.video_frames, marker.audio_frames), (0, 0));
+    assert_follows_byte_for_byte(&other);
+}
+
+/// A follower of `other`'s relay writes each of its segments as soon as its bytes are
+/// in, byte for byte.
+fn assert_follows_byte_for_byte(other: &[RungSegment]) {
     let mut follower = Segmenter::new(SegmenterConfig::default(), StartPoint::Adopt);
     let mut demuxer = Demuxer::new();
     let mut followed = Vec::new();
@@ -137,7 +171,7 @@ fn a_node_following_the_languages_relay_cuts_the_same_bytes_at_once() {
             rung.segment.msn
         );
     }
-    for (mine, theirs) in followed.iter().zip(&other) {
+    for (mine, theirs) in followed.iter().zip(other) {
         assert_eq!(mine.data, theirs.segment.data, "msn {}", theirs.segment.msn);
     }
 }

@@ -173,7 +173,7 @@ fn ops_1_elig_3_each_members_languages_show_and_a_missing_one_is_named() {
         node: id("c"),
         language: "spa".into(),
     };
-    assert_eq!(problems, &[missing.clone()]);
+    assert_eq!(problems, std::slice::from_ref(&missing));
     assert_eq!(missing.code(), "language-missing");
     assert!(!r.rows[2].eligible && r.rows[1].eligible);
     assert_eq!(r.eligible_members, 2, "a and b keep the group protected");

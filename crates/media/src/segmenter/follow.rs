@@ -57,6 +57,12 @@ impl Followed {
         }
     }
 
+    /// A whole marker counting no frame: an audio rendition's span its feed had nothing
+    /// for, written as it is (an empty segment, listed as a gap), at once.
+    fn is_gap(&self) -> bool {
+        !self.open && self.marker.video_frames == 0 && self.marker.audio_frames == 0
+    }
+
     fn lead(&self) -> TrackKind {
         if self.marker.video_frames > 0 {
             TrackKind::Video
@@ -211,6 +217,7 @@ impl Follow {
             if let Some(s) = self.segs.iter_mut().find(|s| s.open && s.is(&marker)) {
                 s.marker = marker;
                 s.open = false;
+                s.started |= s.is_gap();
             }
             self.emit_complete(ready, stats);
             return;
@@ -238,14 +245,16 @@ impl Follow {
             return;
         }
         self.placed.opened(marker);
-        self.segs.push_back(Followed {
+        let mut followed = Followed {
             marker,
             open: phase == MarkerPhase::Open,
             started: false,
             video: 0,
             audio: 0,
             frames: Vec::new(),
-        });
+        };
+        followed.started = followed.is_gap();
+        self.segs.push_back(followed);
         while self.segs.len() > MAX_PENDING_MARKERS {
             self.emit_front(ready, stats);
         }

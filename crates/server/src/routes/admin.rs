@@ -112,6 +112,7 @@ fn languages(channel: &crate::stream::package::Package) -> Value {
             "last_msn": state.last_msn,
             "segments_in_window": state.segments_in_window,
             "behind_segments": state.behind_segments,
+            "interpreter": channel.interpreter(state.language).map(|feed| feed.json(channel.name())),
         }));
     }
     Value::Array(list)

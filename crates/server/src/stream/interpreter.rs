@@ -141,6 +141,44 @@ pub struct FeedStats {
     pub max_error_ms: AtomicU64,
 }
 
+/// An interpreter's feed as operators see it: its placement and its publish input.
+#[derive(Debug, Clone)]
+pub struct InterpreterView {
+    /// The language it speaks.
+    pub language: media::Language,
+    /// Its placement against its arrival, ms.
+    pub offset_ms: i32,
+    /// How its placement goes.
+    pub stats: std::sync::Arc<FeedStats>,
+    /// Its publish input (`<stream>@audio-<code>`), as ingest reports it.
+    pub input: tokio::sync::watch::Receiver<ingest::status::StreamInputStatus>,
+}
+
+impl InterpreterView {
+    /// The feed's state for the status API: `publishing` or `waiting`, its publish
+    /// name, the placement's offset and error.
+    pub fn json(&self, stream: &str) -> serde_json::Value {
+        let live = self
+            .input
+            .borrow()
+            .inputs
+            .first()
+            .is_some_and(|input| matches!(input.state, ingest::status::InputState::Live));
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        serde_json::json!({
+            "publish": format!("{stream}@{}", packaging::languages::rendition_name(self.language)),
+            "state": if live { "publishing" } else { "waiting" },
+            "offset_ms": self.offset_ms,
+            "frames": load(&self.stats.frames),
+            "waiting_for_floor": load(&self.stats.waiting),
+            "anchors": load(&self.stats.anchors),
+            "corrections": load(&self.stats.corrections),
+            "error_ms": self.stats.error_ms.load(Ordering::Relaxed),
+            "max_error_ms": load(&self.stats.max_error_ms),
+        })
+    }
+}
+
 /// One feed's anchor and window.
 #[derive(Debug, Clone, Copy)]
 struct Anchor {

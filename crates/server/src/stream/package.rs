@@ -112,6 +112,8 @@ pub struct Package {
     ladder: std::sync::OnceLock<Arc<crate::stream::ladder::status::LadderStatus>>,
     /// The status of the stream's inputs, when a supervisor runs them.
     inputs: std::sync::OnceLock<watch::Receiver<ingest::status::StreamInputStatus>>,
+    /// The feeds of the languages interpreters publish on their own.
+    interpreters: std::sync::OnceLock<Vec<crate::stream::interpreter::InterpreterView>>,
     /// Cues on their way to the pipeline (the caption API's).
     pub captions: crate::stream::captions::CaptionInbox,
     /// What the captions did.
@@ -192,6 +194,7 @@ impl Package {
             languages: Vec::new(),
             ladder: std::sync::OnceLock::new(),
             inputs: std::sync::OnceLock::new(),
+            interpreters: std::sync::OnceLock::new(),
             captions: crate::stream::captions::CaptionInbox::default(),
             caption_counters: crate::stream::captions::CaptionCounters::default(),
             name: name.into(),
@@ -245,6 +248,26 @@ impl Package {
     /// whether it is down or not started; false when it was already given.
     pub fn set_inputs(&self, status: watch::Receiver<ingest::status::StreamInputStatus>) -> bool {
         self.inputs.set(status).is_ok()
+    }
+
+    /// Hands the package its interpreters' feeds, for the status API and metrics; only
+    /// the first call counts.
+    pub fn set_interpreters(
+        &self,
+        feeds: Vec<crate::stream::interpreter::InterpreterView>,
+    ) -> bool {
+        self.interpreters.set(feeds).is_ok()
+    }
+
+    /// The feed of `language`, when an interpreter publishes it on its own.
+    pub fn interpreter(
+        &self,
+        language: media::Language,
+    ) -> Option<&crate::stream::interpreter::InterpreterView> {
+        self.interpreters
+            .get()?
+            .iter()
+            .find(|feed| feed.language == language)
     }
 
     /// The index (in configuration order) of the input whose media reaches the stream
@@ -635,6 +658,16 @@ pub fn register_metrics(channel: &Arc<Package>, metrics: &crate::metrics::Metric
                 "brdyun_stream_language_behind_segments{{stream=\"{stream}\",language=\"{language}\"}} {}",
                 state.behind_segments
             );
+            if let Some(feed) = channel.interpreter(language) {
+                let labels = format!("stream=\"{stream}\",language=\"{language}\"");
+                let stats = &feed.stats;
+                let _ = writeln!(
+                    out,
+                    "brdyun_stream_interpreter_error_ms{{{labels}}} {}\nbrdyun_stream_interpreter_corrections_total{{{labels}}} {}",
+                    stats.error_ms.load(Ordering::Relaxed),
+                    stats.corrections.load(Ordering::Relaxed)
+                );
+            }
         }
         crate::stream::captions::status::metrics(
             &channel.caption_counters,
