@@ -100,11 +100,11 @@ def ensure_tools(need_apt):
         raise BenchError("nginx is not installed")
 
 
-def http_get(port, path, timeout=5.0):
-    """GET http://127.0.0.1:port/path -> (status, body bytes)."""
+def http_get(port, path, timeout=5.0, headers=None):
+    """GET http://127.0.0.1:port/path (with `headers`) -> (status, body bytes)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()
         return response.status, response.read()
     finally:

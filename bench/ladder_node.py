@@ -36,15 +36,18 @@ rungs = [
 """
 
 
-def start_mc(procs, binary, workdir, ladder):
-    """An MC with the meeting `m` fed by the built-in source; returns its HTTP port."""
+def start_mc(procs, binary, workdir, ladder, meeting_lines="", mc_lines=""):
+    """An MC with the meeting `m` fed by the built-in source (`meeting_lines` after its
+    `[[meeting]]`, `mc_lines` in `[mc]`); returns its HTTP port."""
     os.makedirs(workdir, exist_ok=True)
     config = os.path.join(workdir, "mc.toml")
     with open(config, "w", encoding="utf-8") as out:
         out.write(
             f'[mc]\ntrust_loopback = true\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/data"\n'
+            + mc_lines
             + (DEMO_LADDER if ladder else "")
             + '[[meeting]]\nid = "m"\nstart = true\ninputs = ["builtin://meeting"]\n'
+            + meeting_lines
         )
     log = os.path.join(workdir, "mc.log")
     proc = procs.start([binary, "mc", "--config", config], log,
