@@ -103,6 +103,12 @@ fn an_interpreter_who_starts_late_drops_out_and_returns_is_placed_on_the_meeting
     let (mc, node) = (&cluster.mc, cluster.node());
     let rtmp = cluster.mc.rtmp.expect("the MC takes RTMP");
     let key = stream_key(mc.http, "m");
+    let (_, meeting) = http_request(mc.http, "GET", "/api/meetings/m", &[ADMIN], "");
+    let spanish_key = meeting["interpreter_keys"]["spa"]
+        .as_str()
+        .unwrap_or_else(|| panic!("Spanish's interpreter key: {meeting}"))
+        .to_owned();
+    assert_ne!(spanish_key, key);
     let _floor = ChildGuard::spawn(
         "ffmpeg floor",
         &mut ffmpeg_source(120, "flv", &format!("rtmp://{rtmp}/live/m?key={key}")),
@@ -113,18 +119,28 @@ fn an_interpreter_who_starts_late_drops_out_and_returns_is_placed_on_the_meeting
     // Before the interpreter comes: the floor alone, the feed waiting.
     let master = get_text(node, "/m/index.m3u8").expect("master");
     assert!(!master.contains("TYPE=AUDIO"), "{master}");
-    assert_eq!(interpreter_status(mc)["state"], "waiting");
+    assert_eq!(interpreter_status(mc)["state"], "connecting");
 
-    // A wrong key is refused: the feed stays the interpreter's.
-    let (status, stderr) = ChildGuard::spawn(
-        "ffmpeg with a wrong key",
-        &mut interpreter(&format!("rtmp://{rtmp}/live/m@audio-spa?key=wrong"), 2),
-    )
-    .finish(Duration::from_secs(20));
-    assert!(!status.success(), "a wrong key publishes: {stderr}");
+    // The feed takes Spanish's key alone: not a wrong one, nor the meeting's stream key;
+    // and Spanish's key does not publish the floor.
+    for (name, wrong) in [
+        ("m@audio-spa", "wrong"),
+        ("m@audio-spa", key.as_str()),
+        ("m", spanish_key.as_str()),
+    ] {
+        let (status, stderr) = ChildGuard::spawn(
+            "ffmpeg with a key not for the name",
+            &mut interpreter(&format!("rtmp://{rtmp}/live/{name}?key={wrong}"), 2),
+        )
+        .finish(Duration::from_secs(20));
+        assert!(
+            !status.success(),
+            "{name} published with a key not its own: {stderr}"
+        );
+    }
 
     // The interpreter starts, late.
-    let url = format!("rtmp://{rtmp}/live/m@audio-spa?key={key}");
+    let url = format!("rtmp://{rtmp}/live/m@audio-spa?key={spanish_key}");
     let first = ChildGuard::spawn("ffmpeg interpreter", &mut interpreter(&url, 14));
     let master = wait_for(
         "Spanish in the node's master",

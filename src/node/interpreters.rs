@@ -1,6 +1,7 @@
 //! The languages interpreters publish on their own (`[[stream.language]] interpreter =
-//! true`): each is a publish input of its own, `<stream>@audio-<code>` with the stream's
-//! publish key (RTMP, RTMPS or SRT), run by a supervisor of its own so it never takes
+//! true`): each is a publish input of its own, `<stream>@audio-<code>` with the
+//! language's interpreter key ([`meeting::languages::interpreter_key`], made from the
+//! stream's publish key; RTMP, RTMPS or SRT), run by a supervisor of its own so it never takes
 //! the floor's place. Its audio goes to the stream's pipeline as
 //! [`ingest::IngestEvent::InterpreterFeed`], where it is placed on the floor's timeline
 //! by its arrival ([`server::stream::interpreter`]); its video, if any, is dropped.
@@ -21,8 +22,9 @@ use super::stream::StreamContext;
 /// Events of one feed in flight to its forwarder (about 5 s of AAC).
 const FEED_CAPACITY: usize = 256;
 
-/// The key interpreters publish with: the stream's own publish key (its first publish
-/// input's, the primary slot's first); `None` when the stream takes no publish.
+/// The stream's own publish key, which interpreters' keys are made from (its first
+/// publish input's, the primary slot's first); `None` when the stream takes no publish,
+/// `Some(None)` when it takes any publisher.
 pub fn feed_key(specs: &[InputSpec]) -> Option<Option<String>> {
     let publish = |primary: bool| {
         specs.iter().find_map(|spec| match spec {
@@ -60,6 +62,8 @@ pub fn start(
             );
         };
         let language = source.language;
+        // Each interpreter has a key of their own, made from the stream's.
+        let key = key.map(|key| meeting::languages::interpreter_key(&key, language.as_str()));
         let slot = packaging::languages::rendition_name(language);
         let mut config = SupervisorConfig::new(
             stream,

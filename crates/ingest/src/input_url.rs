@@ -115,6 +115,11 @@ impl InputUrl {
                             "input {url:?}: slot is 1-32 letters, digits, '-' or '_'"
                         ));
                     }
+                    if slot.starts_with("audio-") {
+                        return refused(format!(
+                            "input {url:?}: slots starting with audio- are the interpreters' (a language with interpreter = true)"
+                        ));
+                    }
                 }
                 Ok(Self::Publish {
                     key: query("key"),
@@ -293,6 +298,8 @@ mod tests {
                 slot: Some("backup".into())
             }
         );
+        // The interpreters' publish names are not a slot an input may take.
+        assert!(InputUrl::parse("publish://?key=s3&slot=audio-spa").is_err());
         assert_eq!(
             InputUrl::parse("builtin://meeting").unwrap(),
             InputUrl::Builtin

@@ -121,6 +121,21 @@ fn node_view(mc: &McState, node: &AppState, meeting: &Meeting, now_ms: i64) -> M
     view
 }
 
+/// The key each interpreter of the meeting publishes their language with, by code.
+fn interpreter_keys(meeting: &Meeting) -> Value {
+    meeting
+        .languages
+        .iter()
+        .filter(|l| l.interpreter)
+        .filter_map(|l| {
+            let code = l.language()?.as_str().to_owned();
+            let key = meeting::languages::interpreter_key(&meeting.stream_key, &code);
+            Some((code, Value::String(key)))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// A meeting with its secrets, for its host and admins.
 fn full(meeting: &Meeting) -> Value {
     json!({
@@ -135,6 +150,7 @@ fn full(meeting: &Meeting) -> Value {
         "removed_viewers": meeting.removed_viewers,
         "recording_depth_days": meeting.recording_depth_days,
         "languages": meeting.languages,
+        "interpreter_keys": interpreter_keys(meeting),
         "created_ms": meeting.created_ms,
         "started_ms": meeting.started_ms,
         "closed_ms": meeting.closed_ms,

@@ -73,6 +73,20 @@ impl std::fmt::Display for LanguageProblem {
     }
 }
 
+/// The key an interpreter of `code` publishes with (`<meeting>@audio-<code>`), made
+/// from the meeting's stream key: an interpreter holds their language's key only, so
+/// they cannot publish the floor or another language, and their key does not give the
+/// stream key away. 32 hex digits (the first 128 bits of HMAC-SHA256).
+pub fn interpreter_key(stream_key: &str, code: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, stream_key.as_bytes());
+    let tag = ring::hmac::sign(&key, format!("brdyun interpreter {code}").as_bytes());
+    tag.as_ref()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Checks a meeting's languages: at most [`MAX_LANGUAGES`], ISO 639-2 codes each once,
 /// names that fit a menu, no PID on the floor (its audio is the feed's main one), PIDs
 /// of elementary streams.
@@ -256,6 +270,18 @@ mod tests {
             ..entry("spa")
         };
         assert!(message(&[entry("eng"), stray]).starts_with("language[1].offset_ms"));
+    }
+
+    #[test]
+    fn each_interpreter_has_a_key_of_their_own() {
+        let spa = interpreter_key("stream-key", "spa");
+        // What docs/languages.md has operators compute with openssl.
+        assert_eq!(spa, "e73d96bb82a0615e9ec70f7baf080c31");
+        assert!(spa.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(spa, interpreter_key("stream-key", "spa"));
+        assert_ne!(spa, interpreter_key("stream-key", "fra"));
+        assert_ne!(spa, interpreter_key("other-key", "spa"));
+        assert!(!spa.contains("stream-key"));
     }
 
     #[test]

@@ -262,12 +262,13 @@ impl WireMember {
                 .collect(),
             // ISO 639-2 codes only, as many as a stream may have: a peer's bug shows
             // as a missing language, never as text on the Backups screen.
-            languages: w
-                .languages
-                .into_iter()
-                .filter(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_lowercase()))
-                .take(MAX_ANNOUNCED_LANGUAGES)
-                .collect(),
+            languages: w.languages.into_iter().fold(Vec::new(), |mut codes, code| {
+                let iso = code.len() == 3 && code.bytes().all(|b| b.is_ascii_lowercase());
+                if iso && codes.len() < MAX_ANNOUNCED_LANGUAGES && !codes.contains(&code) {
+                    codes.push(code);
+                }
+                codes
+            }),
             archive: ArchiveRanges {
                 ts: w.archive_ts,
                 fmp4: w.archive_fmp4,
@@ -418,7 +419,7 @@ mod tests {
     fn announced_languages_are_read_as_iso_codes_only() {
         let m = decode_member(
             r#"{"group":"g","stream":"s","can_substitute":true,
-                "languages":["eng","<b>","SPA","spa","fr","fra","deu","ita","jpn","kor","zho","por"]}"#,
+                "languages":["eng","<b>","SPA","spa","eng","fr","fra","deu","ita","jpn","kor","zho","por"]}"#,
             NodeId::new("n"),
         )
         .expect("reads");

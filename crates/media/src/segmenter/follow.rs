@@ -57,10 +57,12 @@ impl Followed {
         }
     }
 
-    /// A whole marker counting no frame: an audio rendition's span its feed had nothing
-    /// for, written as it is (an empty segment, listed as a gap), at once.
+    /// A whole marker counting no frame, of a stream without video: an audio
+    /// rendition's span its feed had nothing for, written as it is (an empty segment,
+    /// listed as a gap), at once. A stream with video never has one.
     fn is_gap(&self) -> bool {
-        !self.open && self.marker.video_frames == 0 && self.marker.audio_frames == 0
+        let m = &self.marker;
+        !self.open && m.video_frames == 0 && m.audio_frames == 0 && m.state.tracks.video.is_none()
     }
 
     fn lead(&self) -> TrackKind {

@@ -20,6 +20,9 @@ pub struct Context {
     pub paused: bool,
     /// A live relay was asked for: from then on, what the segmenter places is kept.
     pub relay_wanted: bool,
+    /// A monotonic clock, ms: when the event arrived, as interpreters' feeds are placed
+    /// by (never stepped like the wall clock).
+    pub arrived_ms: i64,
 }
 
 /// What the LL-HLS packager is to be shown, in order (it cuts parts in step with the
@@ -107,7 +110,7 @@ impl Cutter {
         let finished = match event {
             IngestEvent::Frame(frame) => {
                 self.tracks.observe(&frame);
-                self.languages.floor_frame(&frame, now_unix_ms);
+                self.languages.floor_frame(&frame, context.arrived_ms);
                 step.tap = Some(frame.clone());
                 if self.ll {
                     let before = self.segmenter.state();
@@ -142,7 +145,7 @@ impl Cutter {
                 step.languages.extend(self.languages.interpreter_frame(
                     language,
                     frame,
-                    now_unix_ms,
+                    context.arrived_ms,
                 ));
                 None
             }
@@ -266,6 +269,51 @@ mod tests {
 
     fn finished(steps: &[Step]) -> Vec<&Segment> {
         steps.iter().flat_map(|s| &s.finished).collect()
+    }
+
+    #[test]
+    fn an_interpreters_feed_is_cut_on_the_floors_segments() {
+        use crate::stream::interpreter::FeedStats;
+        use crate::stream::languages::{InterpreterFeed, LanguageSource};
+        let spa = media::Language::parse("spa").expect("a code");
+        let stats = std::sync::Arc::new(FeedStats::default());
+        let mut c = cutter(false);
+        c.set_languages(LanguageCutters::new(&[LanguageSource {
+            language: spa,
+            pid: None,
+            interpreter: Some(InterpreterFeed {
+                offset_ms: 0,
+                stats: std::sync::Arc::clone(&stats),
+            }),
+        }]));
+        let mut cut = Vec::new();
+        for i in 0..400u64 {
+            let context = Context {
+                arrived_ms: (i * 40) as i64,
+                ..Context::default()
+            };
+            cut.extend(
+                c.on_event(IngestEvent::Frame(frame(i)), at(i), context)
+                    .languages,
+            );
+            // The interpreter's own clock, far from the floor's; the wall clock (`at`) is
+            // not the one it is placed by.
+            let feed = Frame {
+                codec: Codec::Aac,
+                pts: 7 + i * 3_600,
+                dts: 7 + i * 3_600,
+                keyframe: true,
+                data: bytes::Bytes::from_static(&[0xff, 0xf1, 0x50, 0x80, 0x01, 0x7f, 0xfc, 0x21]),
+            };
+            let event = IngestEvent::InterpreterFeed {
+                language: spa,
+                frame: Some(feed),
+            };
+            cut.extend(c.on_event(event, at(i), context).languages);
+        }
+        assert!(stats.frames.load(std::sync::atomic::Ordering::Relaxed) > 390);
+        assert!(cut.len() >= 4, "{} language segments", cut.len());
+        assert!(cut.iter().all(|s| s.language == spa));
     }
 
     #[test]

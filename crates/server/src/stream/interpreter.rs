@@ -26,6 +26,16 @@ pub const WINDOW_MS: i64 = 2_000;
 /// 90 kHz ticks.
 pub const MAX_DRIFT_TICKS: i64 = 22_500;
 
+/// A feed frame placed farther than this from its arrival (2 s) is not the feed's clock
+/// drifting but jumping (a publisher restarting its timestamps, or a hostile one): the
+/// feed is anchored afresh at that frame.
+pub const MAX_JUMP_TICKS: i64 = 180_000;
+
+/// The least a feed's frames advance: half an AAC frame at 96 kHz (480 ticks). A frame
+/// closer to the previous one (a repeat, a publisher flooding timestamps that barely
+/// move) is dropped, so a language's span holds at most as many frames as real audio.
+pub const MIN_FRAME_ADVANCE_TICKS: i64 = 480;
+
 /// 90 kHz ticks per ms.
 const TICKS_PER_MS: i64 = 90;
 
@@ -38,6 +48,12 @@ fn delta(to: u64, from: u64) -> i64 {
     } else {
         d
     }
+}
+
+/// Whether a window opened at `opened_ms` is over at `now_ms` (a clock that went back
+/// ends it too, rather than holding it open).
+fn window_over(opened_ms: i64, now_ms: i64) -> bool {
+    now_ms < opened_ms || now_ms - opened_ms >= WINDOW_MS
 }
 
 /// `pts + ticks` on the 33-bit PTS clock.
@@ -73,7 +89,7 @@ impl Reference {
             self.current = self.candidate;
             self.window_opened_ms = now_ms;
         }
-        if now_ms - self.window_opened_ms >= WINDOW_MS {
+        if window_over(self.window_opened_ms, now_ms) {
             self.current = self.candidate.take();
             self.window_opened_ms = now_ms;
         }
@@ -130,6 +146,11 @@ pub struct FeedStats {
     pub frames: AtomicU64,
     /// Frames dropped because the floor's clock was not known yet.
     pub waiting: AtomicU64,
+    /// Frames dropped because they did not advance past the previous one.
+    pub crowded: AtomicU64,
+    /// Times the feed's clock jumped (more than 2 s off its arrival) and was anchored
+    /// afresh.
+    pub jumps: AtomicU64,
     /// Times the feed was anchored afresh (its first frame, a new publish, the floor's
     /// change).
     pub anchors: AtomicU64,
@@ -155,23 +176,29 @@ pub struct InterpreterView {
 }
 
 impl InterpreterView {
-    /// The feed's state for the status API: `publishing` or `waiting`, its publish
-    /// name, the placement's offset and error.
+    /// The feed's state for the status API: its publish input's state (`publishing`,
+    /// or `connecting` — no one publishes —, `stalled`, `rejected`, `down`, with the
+    /// reason), its publish name, the placement's offset, error and counters.
     pub fn json(&self, stream: &str) -> serde_json::Value {
-        let live = self
-            .input
-            .borrow()
-            .inputs
-            .first()
-            .is_some_and(|input| matches!(input.state, ingest::status::InputState::Live));
+        use ingest::status::InputState;
+        let (state, reason) = match self.input.borrow().inputs.first().map(|i| &i.state) {
+            Some(InputState::Live) => ("publishing", None),
+            Some(InputState::Stalled) => ("stalled", None),
+            Some(InputState::Rejected { reason }) => ("rejected", Some(reason.clone())),
+            Some(InputState::Down { error }) => ("down", Some(error.clone())),
+            Some(InputState::Connecting) | None => ("connecting", None),
+        };
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         serde_json::json!({
             "publish": format!("{stream}@{}", packaging::languages::rendition_name(self.language)),
-            "state": if live { "publishing" } else { "waiting" },
+            "state": state,
+            "reason": reason,
             "offset_ms": self.offset_ms,
             "frames": load(&self.stats.frames),
             "waiting_for_floor": load(&self.stats.waiting),
+            "crowded": load(&self.stats.crowded),
             "anchors": load(&self.stats.anchors),
+            "jumps": load(&self.stats.jumps),
             "corrections": load(&self.stats.corrections),
             "error_ms": self.stats.error_ms.load(Ordering::Relaxed),
             "max_error_ms": load(&self.stats.max_error_ms),
@@ -196,6 +223,8 @@ struct Anchor {
 pub struct FeedPlacer {
     offset_ticks: i64,
     anchor: Option<Anchor>,
+    /// The last frame placed, on the floor's timeline.
+    last_placed: Option<u64>,
     stats: std::sync::Arc<FeedStats>,
 }
 
@@ -205,6 +234,7 @@ impl FeedPlacer {
         Self {
             offset_ticks: i64::from(offset_ms) * TICKS_PER_MS,
             anchor: None,
+            last_placed: None,
             stats,
         }
     }
@@ -212,16 +242,26 @@ impl FeedPlacer {
     /// The feed started again, or the floor changed: the next frame anchors it afresh.
     pub fn restart(&mut self) {
         self.anchor = None;
+        self.last_placed = None;
     }
 
-    /// The feed's `frame`, arrived at `now_ms`, with its timestamps on the floor's
-    /// timeline; `None` while the floor's clock is not known.
+    /// The feed's `frame`, arrived at `now_ms` (a monotonic clock, ms), with its
+    /// timestamps on the floor's timeline; `None` while the floor's clock is not known,
+    /// or for a frame that does not advance past the previous one.
     pub fn place(&mut self, mut frame: Frame, floor: &FloorClock, now_ms: i64) -> Option<Frame> {
         let Some(floor_pts) = floor.at(now_ms) else {
             self.stats.waiting.fetch_add(1, Ordering::Relaxed);
             return None;
         };
         let arrival = shift(floor_pts, self.offset_ticks);
+        let jumped = self.anchor.is_some_and(|anchor| {
+            let placed = shift(anchor.placed_pts, delta(frame.pts, anchor.feed_pts));
+            delta(placed, arrival).abs() > MAX_JUMP_TICKS
+        });
+        if jumped {
+            self.stats.jumps.fetch_add(1, Ordering::Relaxed);
+            self.anchor = None;
+        }
         let anchor = self.anchor.get_or_insert_with(|| {
             self.stats.anchors.fetch_add(1, Ordering::Relaxed);
             Anchor {
@@ -235,7 +275,7 @@ impl FeedPlacer {
         let placed = shift(anchor.placed_pts, delta(frame.pts, anchor.feed_pts));
         let error = delta(placed, arrival);
         anchor.window_error = Some(anchor.window_error.map_or(error, |e| e.max(error)));
-        if now_ms - anchor.window_opened_ms >= WINDOW_MS {
+        if window_over(anchor.window_opened_ms, now_ms) {
             let window_error = anchor.window_error.take().unwrap_or(error);
             anchor.window_opened_ms = now_ms;
             let off = window_error.abs() > MAX_DRIFT_TICKS;
@@ -256,6 +296,14 @@ impl FeedPlacer {
             anchor.settled = true;
         }
         let placed = shift(anchor.placed_pts, delta(frame.pts, anchor.feed_pts));
+        if self
+            .last_placed
+            .is_some_and(|last| delta(placed, last) < MIN_FRAME_ADVANCE_TICKS)
+        {
+            self.stats.crowded.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        self.last_placed = Some(placed);
         let dts_offset = delta(frame.dts, frame.pts);
         frame.pts = placed;
         frame.dts = shift(placed, dts_offset);
@@ -367,6 +415,36 @@ mod tests {
         let worst = errors[200..].iter().map(|e| e.abs()).max().unwrap();
         assert!(worst <= MAX_DRIFT_TICKS + 3_000, "worst {worst} ticks");
         assert!(stats.corrections.load(Ordering::Relaxed) >= 3);
+    }
+
+    #[test]
+    fn a_jumping_clock_is_anchored_afresh_and_crowded_frames_are_dropped() {
+        let stats = Arc::new(FeedStats::default());
+        let mut placer = FeedPlacer::new(0, Arc::clone(&stats));
+        let mut floor = FloorClock::default();
+        floor.observe(&audio(900_000), 1_000);
+        assert_eq!(
+            placer.place(audio(0), &floor, 1_000).map(|f| f.pts),
+            Some(900_000)
+        );
+        // The same timestamp again, and one a tick later: no audio advances so little.
+        assert!(placer.place(audio(0), &floor, 1_000).is_none());
+        assert!(placer.place(audio(1), &floor, 1_000).is_none());
+        assert_eq!(stats.crowded.load(Ordering::Relaxed), 2);
+        // Timestamps jumping 6 hours ahead are placed where they arrive, not 6 h away.
+        let jumped = placer
+            .place(audio(6 * 3_600 * 90_000), &floor, 1_030)
+            .expect("placed");
+        assert_eq!(delta(jumped.pts, 900_000 + 30 * 90), 0);
+        assert_eq!(stats.jumps.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.anchors.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_wall_clock_going_back_ends_the_window() {
+        assert!(window_over(10_000, 9_000));
+        assert!(!window_over(10_000, 11_999));
+        assert!(window_over(10_000, 12_000));
     }
 
     #[test]

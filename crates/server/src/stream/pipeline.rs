@@ -130,6 +130,7 @@ pub async fn run_rendition(
         }));
     }
     let mut faults_logged: Option<std::time::Instant> = None;
+    let started = std::time::Instant::now();
     let out = Out {
         channel: &channel,
         rendition: &rendition,
@@ -142,6 +143,8 @@ pub async fn run_rendition(
         let context = Context {
             paused: channel.input_paused(),
             relay_wanted: rendition.live_log().wanted(),
+            arrived_ms: i64::try_from(received.duration_since(started).as_millis())
+                .unwrap_or(i64::MAX),
         };
         let step = cutter.on_event(event, unix_ms(), context);
         if let Some(error) = &step.bad_marker {
