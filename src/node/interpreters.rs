@@ -9,15 +9,13 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use ingest::supervisor::{self, InputSpec, SupervisorConfig};
+use ingest::supervisor::{self, InputSpec, PublishRegistry, SupervisorConfig};
 use ingest::IngestEvent;
 use media::TrackKind;
 use server::stream::interpreter::InterpreterView;
 use server::stream::languages::LanguageSource;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
-
-use super::stream::StreamContext;
 
 /// Events of one feed in flight to its forwarder (about 5 s of AAC).
 const FEED_CAPACITY: usize = 256;
@@ -43,7 +41,7 @@ pub fn feed_key(specs: &[InputSpec]) -> Option<Option<String>> {
 /// The stream takes no publish (no key to give interpreters), or a publish name is
 /// taken.
 pub fn start(
-    context: &StreamContext,
+    registry: &PublishRegistry,
     stream: &str,
     (languages, key): (&[LanguageSource], Option<Option<String>>),
     (publish_timeout, events): (Duration, &mpsc::Sender<IngestEvent>),
@@ -74,7 +72,7 @@ pub fn start(
         );
         config.source_timeout = publish_timeout;
         let (feed_tx, feed_rx) = mpsc::channel(FEED_CAPACITY);
-        let handle = supervisor::spawn(config, Some(&context.registry), feed_tx, stop.clone())
+        let handle = supervisor::spawn(config, Some(registry), feed_tx, stop.clone())
             .with_context(|| format!("stream {stream}: the {language} interpreter's feed"))?;
         views.push(InterpreterView {
             language,

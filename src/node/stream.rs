@@ -162,7 +162,7 @@ pub fn start_stream(
         Vec::new()
     };
     let interpreters = super::interpreters::start(
-        context,
+        &context.registry,
         &stream.name,
         (&language_sources, feed_key),
         (
