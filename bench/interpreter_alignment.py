@@ -5,7 +5,7 @@ belongs), as the MC measures it every 2 s, sampled from its status API.
 
 It starts an MC whose meeting `m` plays the built-in meeting as its floor and takes
 Spanish from an interpreter (`interpreter = true`), then ffmpeg publishes an 880 Hz
-tone, audio only, in real time to `rtmp://…/live/m@audio-spa` with the meeting's key
+tone, audio only, in real time to `rtmp://…/live/m@audio-spa` with Spanish's interpreter key
 for `--minutes`. Every 10 s it reads `languages[1].interpreter` of `/api/streams/m`.
 
     cargo build --release && python3 bench/interpreter_alignment.py [--minutes 10]
@@ -23,7 +23,7 @@ import time
 
 import harness
 
-ADMIN = "bench-admin-token"
+ADMIN = "bench-admin-token-of-this-run"
 
 MC = """[mc]
 http = "127.0.0.1:0"
@@ -88,7 +88,7 @@ def main():
     try:
         with tempfile.TemporaryDirectory(prefix="brdyun-interpreter-") as root:
             http, rtmp = start_mc(procs, opts.binary, os.path.join(root, "mc"))
-            key = admin_json(http, "/api/meetings/m")["stream_key"]
+            key = admin_json(http, "/api/meetings/m")["interpreter_keys"]["spa"]
             seconds = int(opts.minutes * 60)
             procs.start(
                 ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-re",
