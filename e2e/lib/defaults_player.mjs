@@ -59,7 +59,10 @@ ${SAMPLER}  setInterval(() => {
   });
   hls.on(Hls.Events.LEVELS_UPDATED, (_, d) => { s.pathways.push({ at: Date.now(), pathway: d.levels[0] && d.levels[0].pathwayId }); });
   hls.on(Hls.Events.ERROR, (_, d) => {
-    const e = { details: d.details, fatal: d.fatal, at: Date.now(), url: d.frag ? d.frag.url : (d.context ? d.context.url : null) };
+    // A part's own URL: the segment a low-latency part belongs to may not be complete
+    // yet, and such a segment has no URL of its own.
+    const url = (d.part && d.part.url) || (d.frag && d.frag.url) || (d.context && d.context.url) || null;
+    const e = { details: d.details, fatal: d.fatal, at: Date.now(), url };
     s.errors.push(e);
     if (d.fatal) s.fatalErrors.push(e);
   });

@@ -116,9 +116,19 @@ async function survives(label, fail) {
         subtitles.push({ port: portOf(res.url()), at: Date.now() });
       }
     });
+    // Every answer that was not a success, and every request that got none, from the
+    // failure on: what moved (or stopped) the player, printed with the figures.
+    const refusals = [];
+    let failedAt = Date.now();
+    page.on('response', (res) => {
+      if (res.status() >= 400) refusals.push(`${Date.now() - failedAt} ms ${res.status()} :${portOf(res.url())}${new URL(res.url()).pathname}`);
+    });
+    page.on('requestfailed', (req) => {
+      refusals.push(`${Date.now() - failedAt} ms ${req.failure()?.errorText} :${portOf(req.url())}${new URL(req.url()).pathname}`);
+    });
     await resetStalls(page);
     const atFailure = await page.evaluate(() => ({ ...window.__brdyun }));
-    const failedAt = Date.now();
+    failedAt = Date.now();
     assert.equal(portOf(atFailure.lastFragUrl), String(a.http), 'playing from node a before the failure');
     await fail();
     await page.waitForTimeout(WATCH_MS);
@@ -128,8 +138,10 @@ async function survives(label, fail) {
     const frozen = Math.round(atEnd.maxFrozenMs);
     console.log(`failover ${label}: longest stall ${stall} ms (video clock frozen at most ${frozen} ms), `
       + `${atEnd.stalls} stall(s), played ${played.toFixed(1)} s of ${WATCH_MS / 1000}, `
-      + `fatal errors ${atEnd.fatalErrors.length}, now from ${atEnd.lastFragUrl}, `
+      + `fatal errors ${atEnd.fatalErrors.length}, now from ${atEnd.lastFragUrl} (pathway ${atEnd.pathway}), `
+      + `loading restarted on a pathway change ${atEnd.pathwayRestarts - atFailure.pathwayRestarts} time(s), `
       + `errors after the failure: ${JSON.stringify(atEnd.errors.slice(atFailure.errors.length))}`);
+    console.log(`failover ${label}: answers other than success and requests without one: ${JSON.stringify(refusals.slice(0, 40))}`);
     const subtitlesAfter = subtitles.filter((s) => s.at > failedAt + 5_000);
     const backupPorts = [String(b.http), String(c.http)];
     console.log(`failover ${label}: subtitle files loaded from 5 s after the failure on: `
