@@ -169,9 +169,10 @@ def node_config(name, data_dir, streams, window_s, segment_s=None, extra=""):
     return "\n".join(lines) + "\n" + extra
 
 
-def start_role(procs, binary, workdir, name, text, role="node"):
+def start_role(procs, binary, workdir, name, text, role="node", read=None):
     """Starts `brdyun ROLE` (node or mc) with config text in workdir; returns (proc,
-    HTTP port) once its listening line is logged."""
+    HTTP port) once its listening line is logged, or (proc, `read(line)`) when `read`
+    picks something else from that line (None: not that line)."""
     os.makedirs(workdir, exist_ok=True)
     path = os.path.join(workdir, f"{name}.toml")
     with open(path, "w", encoding="utf-8") as out:
@@ -185,7 +186,11 @@ def start_role(procs, binary, workdir, name, text, role="node"):
             raise BenchError(f"{name} exited with {proc.returncode}; see {log}")
         with open(log, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("listening http="):
+                if read is not None:
+                    found = read(line)
+                    if found is not None:
+                        return found
+                elif line.startswith("listening http="):
                     return parse.parse_listening(line)[1]
         return None
 
@@ -362,6 +367,21 @@ class Nginx:
         with open(os.path.join(self.root_dir, "www", name), "wb") as out:
             out.write(data)
         return f"/{name}"
+
+
+def served_alike(nginx, port, path, copy, seconds, connections=16):
+    """wrk against brdyun's `path` on `port`, then against `nginx` serving the same bytes
+    (put as `copy`) in the same run -> {"brdyun_rps", "nginx_rps", "ratio"}."""
+    status, body = http_get(port, path)
+    if status != 200:
+        raise BenchError(f"GET {path}: {status}")
+    served = nginx.put(copy, body)
+    _, ours = run_wrk(port, path, connections, seconds)
+    _, theirs = run_wrk(nginx.port, served, connections, seconds)
+    if ours.errors or theirs.errors:
+        raise BenchError(f"errors in the wrk runs of {path}")
+    return {"brdyun_rps": ours.requests_per_s, "nginx_rps": theirs.requests_per_s,
+            "ratio": parse.ratio(ours.requests_per_s, theirs.requests_per_s)}
 
 
 def run_wrk(port, path, connections, seconds, threads=2):

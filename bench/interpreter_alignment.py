@@ -48,25 +48,12 @@ interpreter = true
 
 def start_mc(procs, binary, workdir):
     """The MC; returns its HTTP and RTMP ports."""
-    os.makedirs(workdir, exist_ok=True)
-    config = os.path.join(workdir, "mc.toml")
-    with open(config, "w", encoding="utf-8") as out:
-        out.write(MC.format(admin=ADMIN, data=os.path.join(workdir, "data")))
-    log = os.path.join(workdir, "mc.log")
-    proc = procs.start([binary, "mc", "--config", config], log,
-                       env={**os.environ, "RUST_LOG": "warn"})
+    def ports(line):
+        match = re.match(r"^listening http=\S+:(\d+) .*rtmp=\S+:(\d+)", line)
+        return (int(match.group(1)), int(match.group(2))) if match else None
 
-    def listening():
-        if proc.poll() is not None:
-            raise harness.BenchError(f"the MC exited with {proc.returncode}")
-        with open(log, encoding="utf-8", errors="replace") as text:
-            for line in text:
-                match = re.match(r"^listening http=\S+:(\d+) .*rtmp=\S+:(\d+)", line)
-                if match:
-                    return int(match.group(1)), int(match.group(2))
-        return None
-
-    return harness.wait_until("the MC's listening line", listening, 30, 0.05)
+    text = MC.format(admin=ADMIN, data=os.path.join(workdir, "data"))
+    return harness.start_role(procs, binary, workdir, "mc", text, role="mc", read=ports)[1]
 
 
 def admin_json(port, path):

@@ -39,30 +39,14 @@ rungs = [
 def start_mc(procs, binary, workdir, ladder, meeting_lines="", mc_lines=""):
     """An MC with the meeting `m` fed by the built-in source (`meeting_lines` after its
     `[[meeting]]`, `mc_lines` in `[mc]`); returns its HTTP port."""
-    os.makedirs(workdir, exist_ok=True)
-    config = os.path.join(workdir, "mc.toml")
-    with open(config, "w", encoding="utf-8") as out:
-        out.write(
-            f'[mc]\ntrust_loopback = true\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/data"\n'
-            + mc_lines
-            + (DEMO_LADDER if ladder else "")
-            + '[[meeting]]\nid = "m"\nstart = true\ninputs = ["builtin://meeting"]\n'
-            + meeting_lines
-        )
-    log = os.path.join(workdir, "mc.log")
-    proc = procs.start([binary, "mc", "--config", config], log,
-                       env={**os.environ, "RUST_LOG": "warn"})
-
-    def listening():
-        if proc.poll() is not None:
-            raise harness.BenchError(f"the MC exited with {proc.returncode}")
-        with open(log, encoding="utf-8", errors="replace") as text:
-            for line in text:
-                if line.startswith("listening http="):
-                    return parse.parse_listening(line)[1]
-        return None
-
-    return harness.wait_until("the MC's listening line", listening, 30, 0.05)
+    text = (
+        f'[mc]\ntrust_loopback = true\nhttp = "127.0.0.1:0"\ndata_dir = "{workdir}/data"\n'
+        + mc_lines
+        + (DEMO_LADDER if ladder else "")
+        + '[[meeting]]\nid = "m"\nstart = true\ninputs = ["builtin://meeting"]\n'
+        + meeting_lines
+    )
+    return harness.start_role(procs, binary, workdir, "mc", text, role="mc")[1]
 
 
 def text(port, path):
@@ -106,16 +90,8 @@ def measure(procs, binary, root, ladder, seconds, window_s):
         segment = newest_segment(node.port, prefix)
         files = [("playlist", f"{prefix}mono.m3u8", "p.m3u8"), ("segment", segment, "s.ts")]
         for kind, path, copy in files:
-            served = nginx.put(f"{label}-{copy}", text(node.port, path))
-            _, ours = harness.run_wrk(node.port, path, 16, seconds)
-            _, theirs = harness.run_wrk(nginx.port, served, 16, seconds)
-            if ours.errors or theirs.errors:
-                raise harness.BenchError(f"errors in the wrk runs of {path}")
-            rows.append({
-                "meeting": name, "rendition": label, "file": kind,
-                "brdyun_rps": ours.requests_per_s, "nginx_rps": theirs.requests_per_s,
-                "ratio": parse.ratio(ours.requests_per_s, theirs.requests_per_s),
-            })
+            rows.append({"meeting": name, "rendition": label, "file": kind,
+                         **harness.served_alike(nginx, node.port, path, f"{label}-{copy}", seconds)})
     return {"meeting": name, "rungs": len(renditions), "rss_kib": rss, "rows": rows}
 
 

@@ -63,16 +63,8 @@ def measure(procs, binary, root, languages, seconds, window_s):
                       f"{label}.ts"))
     rows = []
     for kind, path, copy in files:
-        served = nginx.put(copy, ladder_node.text(node.port, path))
-        _, ours = harness.run_wrk(node.port, path, 16, seconds)
-        _, theirs = harness.run_wrk(nginx.port, served, 16, seconds)
-        if ours.errors or theirs.errors:
-            raise harness.BenchError(f"errors in the wrk runs of {path}")
-        rows.append({
-            "meeting": name, "file": kind,
-            "brdyun_rps": ours.requests_per_s, "nginx_rps": theirs.requests_per_s,
-            "ratio": parse.ratio(ours.requests_per_s, theirs.requests_per_s),
-        })
+        rows.append({"meeting": name, "file": kind,
+                     **harness.served_alike(nginx, node.port, path, copy, seconds)})
     return {"meeting": name, "languages": len(renditions), "rss_kib": rss, "rows": rows}
 
 

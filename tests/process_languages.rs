@@ -6,7 +6,9 @@
 //! every language segment starts within one audio frame of the video segment with the
 //! same MSN; ffmpeg plays each language (from its playlist and from the master with
 //! `-map`) and hears its own tone. The node records each language, and its catch-up
-//! master lists them as live.
+//! master lists them as live. The live MPD lists each language as an audio adaptation
+//! set of its own, whose fMP4 files start where the video's of the same number start
+//! and sound as that language.
 
 mod common;
 
@@ -232,7 +234,83 @@ fn three_languages_of_a_ts_source_are_one_audio_group_on_the_video_timeline() {
             tone,
         );
     }
+    the_mpd_lists_each_language_on_the_video_timeline(&node, &files);
     catch_up_lists_the_recorded_languages(&node, &video);
+}
+
+/// The live MPD names the floor's language and has an audio adaptation set per other
+/// language (`lang`, `Label`, files under `audio-{code}/`); each language's fMP4 file of
+/// a number starts within one audio frame of the video's file of that number, and its
+/// audio is the language's tone.
+fn the_mpd_lists_each_language_on_the_video_timeline(node: &NodeProcess, dir: &Path) {
+    let mpd = wait_for("the languages in the MPD", Duration::from_secs(20), || {
+        get_text(node, "/m/index.mpd").filter(|m| m.contains("lang=\"fr\""))
+    });
+    let period = mpd.rsplit("<Period ").next().expect("a period in the MPD");
+    assert!(
+        period.contains("lang=\"en\">\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n      <Label>English</Label>"),
+        "the floor's set names its language:\n{mpd}"
+    );
+    let get = |path: &str, file: &Path| {
+        let (status, _, body) = http_get(node.http, path);
+        assert_eq!(status, 200, "{path}");
+        std::fs::write(file, body).unwrap();
+    };
+    // The newest number but one, in the last period.
+    let live = parse_media_playlist(&get_text(node, "/m/mono.m3u8").expect("video playlist"));
+    let msn = live[live.len() - 2].msn;
+    // `initialization="{folder}init-{d}-{track}.mp4"` of the set that starts at `set`.
+    let init_of = |set: &str| {
+        let rest = &period[period
+            .find(set)
+            .unwrap_or_else(|| panic!("{set} in\n{mpd}"))..];
+        let start = rest.find("initialization=\"").expect("an init") + "initialization=\"".len();
+        rest[start..start + rest[start..].find('"').expect("quoted")].to_owned()
+    };
+    let video_init = init_of("contentType=\"video\"");
+    let video_file = dir.join("dash-video.mp4");
+    let mut video = Vec::new();
+    for path in [format!("/m/{video_init}"), format!("/m/seg-{msn}-v.m4s")] {
+        get(&path, &video_file);
+        video.extend(std::fs::read(&video_file).unwrap());
+    }
+    std::fs::write(&video_file, video).unwrap();
+    let video_start = first_pts(&video_file, "v").expect("the video's start");
+    for (id, code, lang, name, tone) in [
+        (200, "spa", "es", "Español", 880.0),
+        (201, "fra", "fr", "Français", 1320.0),
+    ] {
+        let set = format!(
+            "<AdaptationSet id=\"{id}\" contentType=\"audio\" mimeType=\"audio/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"{lang}\">"
+        );
+        assert!(
+            period.contains(&format!("{set}\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"dub\"/>\n      <Label>{name}</Label>")),
+            "{code}'s adaptation set:\n{mpd}"
+        );
+        let init = init_of(&set);
+        assert!(init.starts_with(&format!("audio-{code}/init-")), "{init}");
+        let file = dir.join(format!("dash-{code}.mp4"));
+        let mut bytes = Vec::new();
+        for path in [
+            format!("/m/{init}"),
+            format!("/m/audio-{code}/seg-{msn}-a.m4s"),
+        ] {
+            get(&path, &file);
+            bytes.extend(std::fs::read(&file).unwrap());
+        }
+        std::fs::write(&file, bytes).unwrap();
+        let start = first_pts(&file, "a").expect("the language's start");
+        let offset_ticks = ((start - video_start) * 90_000.0).round();
+        assert!(
+            (0.0..AAC_FRAME_TICKS).contains(&offset_ticks),
+            "{code} DASH msn {msn}: audio starts {offset_ticks} ticks after the video"
+        );
+        assert_tone(
+            &format!("{code} DASH"),
+            tone_of(&file.display().to_string(), &[], 2),
+            tone,
+        );
+    }
 }
 
 /// A catch-up period's master lists the recorded languages as the live master does,
@@ -368,4 +446,27 @@ fn every_rung_with_every_language_plays_from_a_node() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The node's MPD: the rungs are Representations of the one video set, the
+    // interpretation an audio set of its own beside the floor's.
+    // (The rungs join the MPD once their windows are switchable.)
+    let last_period = |mpd: &str| mpd.rsplit("<Period ").next().unwrap_or("").to_owned();
+    let period = wait_for(
+        "the rungs and Spanish in the node's MPD",
+        Duration::from_secs(30),
+        || {
+            get_text(node, "/m/index.mpd")
+                .map(|m| last_period(&m))
+                .filter(|p| {
+                    p.contains("lang=\"es\"")
+                        && p.contains("<Representation id=\"144p\"")
+                        && p.contains("<Representation id=\"96p\"")
+                })
+        },
+    );
+    assert_eq!(
+        period.matches("contentType=\"video\"").count(),
+        1,
+        "{period}"
+    );
+    assert!(period.contains("<Label>Español</Label>"), "{period}");
 }

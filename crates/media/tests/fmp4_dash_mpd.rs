@@ -5,8 +5,8 @@ mod fmp4_util;
 
 use fmp4_util::*;
 use media::dash::{
-    Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris, MpdVideo, ReloadEvents,
-    ServiceLocation, ServiceLocations,
+    Mpd, MpdAudio, MpdKind, MpdLabel, MpdLanguage, MpdPeriod, MpdRung, MpdSegment, MpdUris,
+    MpdVideo, ReloadEvents, ServiceLocation, ServiceLocations,
 };
 use media::fmp4::{frames_from_ts, package_ts_segment, write_init, InitConfig, NextDts};
 use media::ts::PACKET_SIZE;
@@ -87,6 +87,8 @@ fn live() -> Mpd {
                 rungs: Vec::new(),
                 split: None,
                 texts: Vec::new(),
+                floor: None,
+                languages: Vec::new(),
             },
             MpdPeriod {
                 discontinuity_seq: 5,
@@ -98,6 +100,8 @@ fn live() -> Mpd {
                 rungs: Vec::new(),
                 split: None,
                 texts: Vec::new(),
+                floor: None,
+                languages: Vec::new(),
             },
         ],
         utc_timing_uri: Some("https://node-a.example.net/time?iso&ms".into()),
@@ -320,6 +324,8 @@ fn static_mpd_of_fixture_segments_plays_in_ffmpeg() {
             rungs: Vec::new(),
             split: None,
             texts: Vec::new(),
+            floor: None,
+            languages: Vec::new(),
         }],
         utc_timing_uri: None,
     };
@@ -416,6 +422,61 @@ fn a_ladders_rungs_are_representations_with_their_own_files() {
     assert_eq!(text.matches("contentType=\"audio\"").count(), 1);
     let second = text.split("<Period").nth(2).expect("the second period");
     assert_eq!(second.matches("<SegmentTemplate").count(), 1, "{second}");
+}
+
+#[test]
+fn each_audio_language_is_an_adaptation_set_with_its_lang_label_and_files() {
+    let mut mpd = live();
+    let label = |language: &str, name: &str| MpdLabel {
+        language: language.into(),
+        name: name.into(),
+    };
+    mpd.periods[0].floor = Some(label("en", "English"));
+    mpd.periods[0].languages = vec![MpdLanguage {
+        folder: "audio-spa".into(),
+        label: label("es", "Español \"interpretación\""),
+        audio: audio().expect("audio"),
+        discontinuity_seq: 2,
+        segments: vec![seg(101, 1_080_000, 180_000), seg(102, 1_260_000, 172_800)],
+    }];
+    let text = mpd.render(&Uris);
+    let first = text.split("<Period").nth(1).expect("the first period");
+    for needle in [
+        "<AdaptationSet id=\"2\" contentType=\"audio\" mimeType=\"audio/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"en\">\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n      <Label>English</Label>",
+        "<AdaptationSet id=\"200\" contentType=\"audio\" mimeType=\"audio/mp4\" segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"es\">\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"dub\"/>\n      <Label>Español &quot;interpretación&quot;</Label>",
+        "startNumber=\"101\" initialization=\"audio-spa/audio/init-d2.mp4\" media=\"audio-spa/audio/d2-$Number$.m4s\"",
+        "<Representation id=\"audio-spa\" codecs=\"mp4a.40.2\"",
+    ] {
+        assert!(first.contains(needle), "{needle} in {first}");
+    }
+    // The second period names no language: its audio set stays as without languages.
+    let second = text.split("<Period").nth(2).expect("the second period");
+    assert!(!second.contains("lang=\"es\""), "{second}");
+
+    let parsed = dash_mpd_core::parse(&text).expect("dash-mpd-core parses the MPD");
+    let sets = &parsed.periods[0].adaptations;
+    let audio: Vec<(Option<&str>, Option<&str>)> = sets
+        .iter()
+        .filter(|a| a.contentType.as_deref() == Some("audio"))
+        .map(|a| {
+            (
+                a.lang.as_deref(),
+                a.Role.first().and_then(|r| r.value.as_deref()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        audio,
+        [(Some("en"), Some("main")), (Some("es"), Some("dub"))]
+    );
+    let spanish = &sets[2];
+    assert_eq!(
+        spanish.Label.first().map(|l| l.content.as_str()),
+        Some("Español \"interpretación\"")
+    );
+    let template = spanish.SegmentTemplate.as_ref().expect("template");
+    assert_eq!(template.startNumber, Some(101));
+    assert_eq!(template.presentationTimeOffset, Some(900_000));
 }
 
 #[test]

@@ -9,8 +9,10 @@
 //! wall-clock time with its discontinuity sequence's anchor (the same anchor that gives
 //! EXT-X-PROGRAM-DATE-TIME), so HLS, LL-HLS and DASH players see the same dates.
 
+mod audio;
 mod mpd;
 
+pub use audio::{MpdLabel, MpdLanguage, FIRST_LANGUAGE_SET_ID};
 pub use mpd::{
     Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdText, MpdUris, MpdVideo,
     ReloadEvents, ServiceLocation, ServiceLocations, MPD_RELOAD_SCHEME,

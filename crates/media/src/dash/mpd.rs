@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::audio::{self, MpdLabel, MpdLanguage};
 use crate::hls::format_rfc3339_ms;
 use crate::manifest::{Manifest, ManifestWrite, MarkedText};
 use crate::segmenter::Segment;
@@ -107,6 +108,10 @@ pub struct MpdPeriod {
     pub split: Option<String>,
     /// The subtitle tracks, each on the period's segments.
     pub texts: Vec<MpdText>,
+    /// The floor audio's language, when the stream names its languages (`und` else).
+    pub floor: Option<MpdLabel>,
+    /// The languages beside the floor, each an audio adaptation set of its own.
+    pub languages: Vec<MpdLanguage>,
 }
 
 /// Live or finished.
@@ -252,7 +257,7 @@ fn ticks_ms(ticks: u64) -> u64 {
 }
 
 /// Escapes caller-supplied text for an XML attribute value.
-fn xml_attr(s: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn xml_attr(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.contains(['&', '<', '>', '"', '\'', '\r', '\n', '\t']) {
         return s.into();
     }
@@ -434,10 +439,7 @@ impl Mpd {
                 w.write_str("    </AdaptationSet>\n")?;
             }
             if let Some(a) = &p.audio {
-                w.write_str(
-                    "    <AdaptationSet id=\"2\" contentType=\"audio\" mimeType=\"audio/mp4\" \
-                     segmentAlignment=\"true\" startWithSAP=\"1\" lang=\"und\">\n",
-                )?;
+                audio::open_audio_set(w, 2, p.floor.as_ref(), "main")?;
                 let own = Timeline {
                     anchor_ts: p.anchor_ts,
                     segments: &p.segments,
@@ -449,20 +451,18 @@ impl Mpd {
                     &uris.init(p.discontinuity_seq, TrackKind::Audio),
                     &uris.media(p.discontinuity_seq, TrackKind::Audio),
                 )?;
-                writeln!(
+                audio::audio_representation(w, "a", a)?;
+                w.write_str("    </AdaptationSet>\n")?;
+            }
+            for (i, language) in p.languages.iter().enumerate() {
+                audio::language_set(
                     w,
-                    "      <Representation id=\"a\" codecs=\"{}\" bandwidth=\"{}\" audioSamplingRate=\"{}\">",
-                    xml_attr(&a.codecs),
-                    a.bandwidth,
-                    a.sample_rate
+                    i,
+                    language,
+                    p.anchor_ts,
+                    &uris.init(language.discontinuity_seq, TrackKind::Audio),
+                    &uris.media(language.discontinuity_seq, TrackKind::Audio),
                 )?;
-                writeln!(
-                    w,
-                    "        <AudioChannelConfiguration \
-                     schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"{}\"/>",
-                    a.channels
-                )?;
-                w.write_str("      </Representation>\n    </AdaptationSet>\n")?;
             }
             for (i, text) in p.texts.iter().enumerate() {
                 writeln!(
@@ -572,9 +572,9 @@ fn end_after(s: &MpdSegment, count: usize) -> Option<u64> {
 }
 
 /// Where a Representation's segments are on the period's timeline.
-struct Timeline<'a> {
-    anchor_ts: u64,
-    segments: &'a [MpdSegment],
+pub(super) struct Timeline<'a> {
+    pub(super) anchor_ts: u64,
+    pub(super) segments: &'a [MpdSegment],
 }
 
 /// A video Representation; with `own`, its own `SegmentTemplate` (a ladder's rungs
@@ -606,7 +606,7 @@ fn video_representation(
 
 /// `SegmentTemplate` with its `SegmentTimeline`: `S@t` on the first entry and after a
 /// gap, equal consecutive durations folded into `S@r`.
-fn template(
+pub(super) fn template(
     w: &mut impl ManifestWrite,
     indent: &str,
     timeline: &Timeline<'_>,

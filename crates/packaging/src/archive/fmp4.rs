@@ -293,6 +293,8 @@ pub fn static_mpd(
             rungs,
             split: None,
             texts: Vec::new(),
+            floor: None,
+            languages: Vec::new(),
         });
     }
     let target_ms = entries.iter().map(Entry::duration_ms).max().unwrap_or(0);

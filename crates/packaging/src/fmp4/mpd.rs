@@ -130,6 +130,8 @@ pub fn periods(
                 rungs: Vec::new(),
                 split: key,
                 texts: Vec::new(),
+                floor: None,
+                languages: Vec::new(),
             });
             peaks.push((0, 0));
         }

@@ -23,27 +23,36 @@
 //! rungs to bring theirs (they are cut on it, a few tens of milliseconds later): without
 //! the wait every segment would first be listed without the rungs and then, moments
 //! later, with them — a period that shrinks under a player.
+//!
+//! The audio languages beside the floor are members like the rungs (a language that
+//! comes or goes splits periods the same way), each listed as an audio adaptation set
+//! of its own over the period's segments it has; the floor's audio set names the floor's
+//! language.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use media::dash::{MpdPeriod, MpdRung, MpdSegment};
+use media::dash::{MpdLabel, MpdLanguage, MpdPeriod, MpdRung, MpdSegment};
 
 use super::mpd::{bps, dynamic_mpd, periods, representations};
+use crate::languages::AudioLanguage;
 use crate::segment::fmp4::Fmp4View;
 use crate::window::WindowSnapshot;
 
 /// How long the newest source segment waits for the rungs' segments of its MSN.
 pub const HOLD_BACK_MS: i64 = 500;
 
-/// One rung's fMP4 segments by MSN.
+/// One rung's (or language's) fMP4 segments by MSN.
 struct RungSegments<'a> {
     name: &'a str,
     segments: BTreeMap<u64, &'a Fmp4View>,
-    /// The master playlist offers the rung now ([`crate::render::offered`]).
+    /// The master playlist offers the rung now ([`crate::render::offered`]), or the
+    /// language has segments.
     offered: bool,
     /// The rung has no segment at all yet (its encoder or publisher has not started).
     unstarted: bool,
+    /// The language, when this is an audio language beside the floor, not a rung.
+    language: Option<&'a AudioLanguage>,
 }
 
 /// The rungs of one listed source segment, fixed when it was first listed.
@@ -132,17 +141,36 @@ impl Membership {
     }
 }
 
-/// The live MPD of a package: the source's `window` and its `rungs` (name and window,
-/// in ladder order: the rungs the master playlist lists, offered or not), rendered at
-/// `now_ms`, each listed segment with the rungs `membership` fixed for it; see the
-/// module docs.
+/// The audio languages of a package's MPD: the floor's and the others' with their
+/// renditions' windows (named `audio-{code}`).
+#[derive(Debug, Clone, Copy)]
+pub struct MpdLanguages<'a> {
+    /// The floor's language (the audio of the source's segments).
+    pub floor: &'a AudioLanguage,
+    /// Each other language and its rendition's window.
+    pub others: &'a [(&'a AudioLanguage, Arc<WindowSnapshot>)],
+}
+
+/// The live MPD of a package: the source's `window`, its `rungs` (name and window, in
+/// ladder order: the rungs the master playlist lists, offered or not) and its
+/// `languages`, rendered at `now_ms`, each listed segment with the rungs and languages
+/// `membership` fixed for it; see the module docs.
 pub fn package_mpd(
     window: &WindowSnapshot,
     rungs: &[(&str, Arc<WindowSnapshot>)],
+    languages: Option<MpdLanguages<'_>>,
     membership: &mut Membership,
     target_ms: u64,
     now_ms: i64,
 ) -> crate::live_mpd::LiveMpd {
+    let names: Vec<String> = languages
+        .iter()
+        .flat_map(|l| {
+            l.others
+                .iter()
+                .map(|(language, _)| language.rendition_name())
+        })
+        .collect();
     let rungs: Vec<RungSegments<'_>> = rungs
         .iter()
         .map(|(name, w)| RungSegments {
@@ -150,21 +178,37 @@ pub fn package_mpd(
             segments: w.fmp4_segments().map(|(s, v)| (s.msn, v)).collect(),
             offered: crate::render::offered(name, w),
             unstarted: w.segments.is_empty(),
+            language: None,
         })
+        .chain(
+            languages
+                .iter()
+                .flat_map(|l| l.others.iter())
+                .zip(&names)
+                .map(|((language, w), name)| RungSegments {
+                    name,
+                    segments: w.fmp4_segments().map(|(s, v)| (s.msn, v)).collect(),
+                    offered: !w.segments.is_empty(),
+                    unstarted: w.segments.is_empty(),
+                    language: Some(language),
+                }),
+        )
         .collect();
     let mut views: Vec<&Fmp4View> = window.fmp4_segments().map(|(_, v)| v).collect();
     if let Some(newest) = views.last() {
-        // A rung that has not started yet, or had one of the two segments before (one
-        // segment late, it is back at the next), is waited for.
+        // A rung that has not started yet, or a rung or language that had one of the
+        // two segments before (one segment late, it is back at the next), is waited
+        // for; a language not started yet (an interpreter not come) is not.
         let msn = newest.marker.state.msn;
         let listed = membership.is_listed(newest);
         let recent = |r: &RungSegments<'_>| {
             r.segments.contains_key(&msn.wrapping_sub(1))
                 || r.segments.contains_key(&msn.wrapping_sub(2))
         };
-        let awaited = rungs
-            .iter()
-            .any(|r| !r.segments.contains_key(&msn) && (r.unstarted || (r.offered && recent(r))));
+        let awaited = rungs.iter().any(|r| {
+            !r.segments.contains_key(&msn)
+                && ((r.unstarted && r.language.is_none()) || (r.offered && recent(r)))
+        });
         // An MPD without a period is no MPD to a player: the first segment never waits.
         // And a segment once listed stays listed.
         let waits = awaited && views.len() > 1 && !listed;
@@ -188,24 +232,80 @@ pub fn package_mpd(
             .first()
             .and_then(|s| listed.get(&s.msn))
             .map_or(&[][..], |l| &l.rungs[..]);
-        period.rungs = members
+        let (spoken, ladder): (Vec<usize>, Vec<usize>) = members
+            .iter()
+            .partition(|&&index| rungs[index].language.is_some());
+        period.rungs = ladder
             .iter()
             .filter_map(|&index| rung_of(&rungs[index], period))
             .collect();
+        period.languages = spoken
+            .iter()
+            .filter_map(|&index| language_of(&rungs[index], period))
+            .collect();
+        period.floor = languages.map(|l| label(l.floor));
     }
     super::mpd::with_texts(&mut periods, window);
     dynamic_mpd(periods, target_ms, now_ms)
+}
+
+/// How the MPD names `language`.
+fn label(language: &AudioLanguage) -> MpdLabel {
+    MpdLabel {
+        language: language.language.bcp47().to_owned(),
+        name: language.name.clone(),
+    }
+}
+
+/// The rung's (or language's) segments of `period` with their fMP4 views: the last run
+/// of consecutive MSNs it has (a run is what one `SegmentTemplate` can number).
+fn own_segments<'a>(
+    rung: &RungSegments<'a>,
+    period: &MpdPeriod,
+) -> (Vec<MpdSegment>, Vec<&'a Fmp4View>) {
+    let mut segments = Vec::new();
+    let mut views = Vec::new();
+    for s in &period.segments {
+        match rung.segments.get(&s.msn) {
+            Some(view) => {
+                segments.push(*s);
+                views.push(*view);
+            }
+            None => {
+                segments.clear();
+                views.clear();
+            }
+        }
+    }
+    (segments, views)
+}
+
+/// A language's adaptation set in `period`, of which it is a member, over the
+/// period's segments it has; `None` when it has none.
+fn language_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdLanguage> {
+    let language = rung.language?;
+    let (segments, views) = own_segments(rung, period);
+    let first = views.first()?;
+    let peak = views
+        .iter()
+        .map(|v| bps(v.media_bytes.1, v.marker.duration_ticks))
+        .max()
+        .unwrap_or(0);
+    let (_, audio) = representations(&first.init.config, 0, peak);
+    Some(MpdLanguage {
+        folder: rung.name.to_owned(),
+        label: label(language),
+        audio: audio?,
+        discontinuity_seq: first.marker.state.discontinuity_seq,
+        segments,
+    })
 }
 
 /// A rung's Representation in `period`, of which it is a member (its key says so:
 /// every segment of the period has the same rungs), over the period's segments the rung
 /// still has (its window may have dropped the oldest first); `None` when it has none.
 fn rung_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdRung> {
-    let (segments, views): (Vec<MpdSegment>, Vec<&Fmp4View>) = period
-        .segments
-        .iter()
-        .filter_map(|s| Some((*s, *rung.segments.get(&s.msn)?)))
-        .unzip();
+    let (segments, views) = own_segments(rung, period);
     let first = views.first()?;
     let peak = views
         .iter()

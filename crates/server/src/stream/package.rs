@@ -434,7 +434,7 @@ impl Package {
     /// Representation per offered rung on the same timeline (see
     /// [`packaging::fmp4::package_mpd::package_mpd`]).
     pub fn mpd(&self) -> LiveMpd {
-        if !self.is_package() {
+        if !self.renders_package_master() {
             return self.main().snapshot().mpd.clone();
         }
         read(&self.package_mpd)
@@ -518,13 +518,11 @@ impl Package {
                     "mono.m3u8",
                 ),
             );
-            // The package's MPD is served only for a ladder (`Package::mpd`).
-            if self.is_package() {
-                replace(
-                    &self.package_mpd,
-                    self.render_package_mpd(&mut membership, now_ms),
-                );
-            }
+            // The package's MPD is served for a ladder or languages (`Package::mpd`).
+            replace(
+                &self.package_mpd,
+                self.render_package_mpd(&mut membership, now_ms),
+            );
         }
         if rendition.name() == MAIN {
             let previous = self.pushed_at_ms.swap(now_ms, Ordering::Relaxed);
@@ -565,10 +563,21 @@ impl Package {
             .filter(|r| r.name() != MAIN)
             .map(|r| (r.name(), r.snapshot()))
             .collect();
+        let languages = self.languages();
+        let others: Vec<(&AudioLanguage, Arc<WindowSnapshot>)> = languages
+            .iter()
+            .flat_map(|(_, others)| others.iter())
+            .map(|(language, rendition)| (*language, rendition.snapshot()))
+            .collect();
+        let languages = languages.map(|(floor, _)| packaging::fmp4::package_mpd::MpdLanguages {
+            floor,
+            others: &others,
+        });
         match main.fmp4_segments().last() {
             Some((_, newest)) => packaging::fmp4::package_mpd::package_mpd(
                 &main,
                 &rungs,
+                languages,
                 membership,
                 u64::from(newest.marker.target_duration_ms),
                 now_ms,
