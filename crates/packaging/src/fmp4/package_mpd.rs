@@ -280,18 +280,23 @@ fn own_segments<'a>(
     (segments, views)
 }
 
+/// The highest bit rate of one track over `views`, its bytes per view picked by
+/// `track` from the views' (video, audio) media bytes.
+fn peak_bps(views: &[&Fmp4View], track: impl Fn((u64, u64)) -> u64) -> u64 {
+    views
+        .iter()
+        .map(|v| bps(track(v.media_bytes), v.marker.duration_ticks))
+        .max()
+        .unwrap_or(0)
+}
+
 /// A language's adaptation set in `period`, of which it is a member, over the
 /// period's segments it has; `None` when it has none.
 fn language_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdLanguage> {
     let language = rung.language?;
     let (segments, views) = own_segments(rung, period);
     let first = views.first()?;
-    let peak = views
-        .iter()
-        .map(|v| bps(v.media_bytes.1, v.marker.duration_ticks))
-        .max()
-        .unwrap_or(0);
-    let (_, audio) = representations(&first.init.config, 0, peak);
+    let (_, audio) = representations(&first.init.config, 0, peak_bps(&views, |b| b.1));
     Some(MpdLanguage {
         folder: rung.name.to_owned(),
         label: label(language),
@@ -307,12 +312,7 @@ fn language_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdLanguag
 fn rung_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdRung> {
     let (segments, views) = own_segments(rung, period);
     let first = views.first()?;
-    let peak = views
-        .iter()
-        .map(|v| bps(v.media_bytes.0, v.marker.duration_ticks))
-        .max()
-        .unwrap_or(0);
-    let (video, _) = representations(&first.init.config, peak, 0);
+    let (video, _) = representations(&first.init.config, peak_bps(&views, |b| b.0), 0);
     Some(MpdRung {
         name: rung.name.to_owned(),
         video: video?,
