@@ -5,8 +5,21 @@
 
 use std::fmt;
 
-use super::mpd::{template, xml_attr, MpdAudio, MpdSegment, Timeline};
+use super::timeline::{template, xml_attr, MpdSegment, Timeline};
 use crate::manifest::ManifestWrite;
+
+/// The audio representation of a period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpdAudio {
+    /// RFC 6381 codec string.
+    pub codecs: String,
+    /// Sampling rate in Hz.
+    pub sample_rate: u32,
+    /// Channel count.
+    pub channels: u8,
+    /// Peak bits per second.
+    pub bandwidth: u64,
+}
 
 /// The language of a period's floor audio, as a menu shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

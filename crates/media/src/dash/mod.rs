@@ -11,9 +11,11 @@
 
 mod audio;
 mod mpd;
+mod timeline;
 
-pub use audio::{MpdLabel, MpdLanguage, FIRST_LANGUAGE_SET_ID};
+pub use audio::{MpdAudio, MpdLabel, MpdLanguage, FIRST_LANGUAGE_SET_ID};
 pub use mpd::{
-    Mpd, MpdAudio, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdText, MpdUris, MpdVideo,
-    ReloadEvents, ServiceLocation, ServiceLocations, MPD_RELOAD_SCHEME,
+    Mpd, MpdKind, MpdPeriod, MpdRung, MpdText, MpdUris, MpdVideo, ReloadEvents, ServiceLocation,
+    ServiceLocations, MPD_RELOAD_SCHEME,
 };
+pub use timeline::MpdSegment;
