@@ -5,10 +5,10 @@
 //! other language an audio-only rendition cut on the video's segments. ffprobe checks
 //! every language segment starts within one audio frame of the video segment with the
 //! same MSN; ffmpeg plays each language (from its playlist and from the master with
-//! `-map`) and hears its own tone. The node records each language, and its catch-up
-//! master lists them as live. The live MPD lists each language as an audio adaptation
-//! set of its own, whose fMP4 files start where the video's of the same number start
-//! and sound as that language.
+//! `-map`) and hears its own tone. The live MPD lists each language as an audio
+//! adaptation set of its own, whose fMP4 files start where the video's of the same
+//! number start and sound as that language. The node records each language, and its
+//! catch-up master and MPD list them as the live ones do.
 
 mod common;
 
@@ -211,11 +211,20 @@ fn three_languages_of_a_ts_source_are_one_audio_group_on_the_video_timeline() {
         tone_of(&format!("{base}/audio-fra/mono.m3u8"), &[], 4),
         1320.0,
     );
-    let master_url = format!("{base}/index.m3u8");
+    master_plays_every_language(&format!("{base}/index.m3u8"));
+    fmp4_master_lists_the_floor_beside_video_alone(&node, &files);
+    the_mpd_lists_each_language_on_the_video_timeline(&node, &files);
+    catch_up_lists_the_recorded_languages(&node, &video, &files);
+}
+
+/// ffprobe finds the three languages in the master at `url`, and ffmpeg hears each
+/// language's tone when it maps the language (ffmpeg tags each rendition with its
+/// LANGUAGE, the floor's too).
+fn master_plays_every_language(url: &str) {
     let streams = Command::new("ffprobe")
         .args(["-v", "error", "-show_entries", "stream=index,codec_type"])
         .args(["-of", "csv=p=0"])
-        .arg(&master_url)
+        .arg(url)
         .output()
         .expect("ffprobe runs");
     let kinds = String::from_utf8_lossy(&streams.stdout);
@@ -224,18 +233,64 @@ fn three_languages_of_a_ts_source_are_one_audio_group_on_the_video_timeline() {
         .lines()
         .filter(|l| l.trim().ends_with(",audio"))
         .collect();
-    assert_eq!(audio_streams.len(), 3, "ffprobe of the master:\n{kinds}");
-    // ffmpeg tags each rendition with its LANGUAGE (the floor's too).
+    assert_eq!(audio_streams.len(), 3, "ffprobe of {url}:\n{kinds}");
     for (language, tone) in [("en", 440.0), ("es", 880.0), ("fr", 1320.0)] {
         let map = format!("0:a:m:language:{language}");
         assert_tone(
-            &format!("master -map {map}"),
-            tone_of(&master_url, &["-map", &map], 4),
+            &format!("{url} -map {map}"),
+            tone_of(url, &["-map", &map], 4),
             tone,
         );
     }
-    the_mpd_lists_each_language_on_the_video_timeline(&node, &files);
-    catch_up_lists_the_recorded_languages(&node, &video);
+}
+
+/// The fMP4 HLS master lists every language as an audio rendition, the floor's at the
+/// audio's own playlist (`fmp4-a.m3u8`), and its variant is the video alone
+/// (`fmp4-v.m3u8`): a muxed fMP4 variant cannot be played beside another rendition.
+fn fmp4_master_lists_the_floor_beside_video_alone(node: &NodeProcess, dir: &Path) {
+    let master = get_text(node, "/m/fmp4-index.m3u8").expect("an fMP4 master");
+    let audio = audio_lines(&master);
+    assert_eq!(audio.len(), 3, "{master}");
+    assert!(
+        audio[0].contains("LANGUAGE=\"en\",DEFAULT=YES")
+            && audio[0].contains("URI=\"fmp4-a.m3u8\""),
+        "{master}"
+    );
+    assert!(audio[1].contains("URI=\"audio-spa/fmp4.m3u8\""), "{master}");
+    assert!(
+        master.lines().any(|l| l == "fmp4-v.m3u8") && !master.contains("\nfmp4.m3u8"),
+        "{master}"
+    );
+    // The variant's newest segment with its init: video, and no audio.
+    let playlist = get_text(node, "/m/fmp4-v.m3u8").expect("the video's playlist");
+    let init = playlist
+        .lines()
+        .filter_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .next_back()
+        .unwrap_or_else(|| panic!("a map in\n{playlist}"));
+    let newest = playlist.lines().last().expect("a segment");
+    assert!(
+        init.ends_with("-v.mp4") && newest.ends_with("-v.m4s"),
+        "{playlist}"
+    );
+    let mut bytes = Vec::new();
+    for path in [init, newest] {
+        let (status, _, body) = http_get(node.http, &format!("/m/{path}"));
+        assert_eq!(status, 200, "{path}");
+        bytes.extend(body);
+    }
+    std::fs::write(dir.join("fmp4-video.mp4"), bytes).unwrap();
+    assert!(
+        first_pts(&dir.join("fmp4-video.mp4"), "v").is_some(),
+        "video"
+    );
+    assert_eq!(
+        first_pts(&dir.join("fmp4-video.mp4"), "a"),
+        None,
+        "no audio"
+    );
+    master_plays_every_language(&format!("http://{}/m/fmp4-index.m3u8", node.http));
 }
 
 /// The live MPD names the floor's language and has an audio adaptation set per other
@@ -246,35 +301,45 @@ fn the_mpd_lists_each_language_on_the_video_timeline(node: &NodeProcess, dir: &P
     let mpd = wait_for("the languages in the MPD", Duration::from_secs(20), || {
         get_text(node, "/m/index.mpd").filter(|m| m.contains("lang=\"fr\""))
     });
-    let period = mpd.rsplit("<Period ").next().expect("a period in the MPD");
-    assert!(
-        period.contains("lang=\"en\">\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n      <Label>English</Label>"),
-        "the floor's set names its language:\n{mpd}"
-    );
-    let get = |path: &str, file: &Path| {
-        let (status, _, body) = http_get(node.http, path);
-        assert_eq!(status, 200, "{path}");
-        std::fs::write(file, body).unwrap();
-    };
     // The newest number but one, in the last period.
     let live = parse_media_playlist(&get_text(node, "/m/mono.m3u8").expect("video playlist"));
     let msn = live[live.len() - 2].msn;
-    // `initialization="{folder}init-{d}-{track}.mp4"` of the set that starts at `set`.
-    let init_of = |set: &str| {
+    dash_languages_play(node, "live", &mpd, msn, dir);
+}
+
+/// In the last period of `mpd` (`what`: live or catch-up), the floor's set names its
+/// language and each other language has its own set (`lang`, `Role` `dub`, `Label`); its
+/// file of number `msn` starts within one audio frame of the video's and sounds as the
+/// language's tone.
+fn dash_languages_play(node: &NodeProcess, what: &str, mpd: &str, msn: u64, dir: &Path) {
+    let period = mpd.rsplit("<Period ").next().expect("a period in the MPD");
+    assert!(
+        period.contains("lang=\"en\">\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"main\"/>\n      <Label>English</Label>"),
+        "{what}: the floor's set names its language:\n{mpd}"
+    );
+    // The init and number `msn`'s media file of the set that starts at `set`, joined.
+    let files_of = |set: &str, file: &Path| {
         let rest = &period[period
             .find(set)
-            .unwrap_or_else(|| panic!("{set} in\n{mpd}"))..];
-        let start = rest.find("initialization=\"").expect("an init") + "initialization=\"".len();
-        rest[start..start + rest[start..].find('"').expect("quoted")].to_owned()
+            .unwrap_or_else(|| panic!("{what}: {set} in\n{mpd}"))..];
+        let attribute = |name: &str| {
+            let key = format!("{name}=\"");
+            let start = rest.find(&key).expect("a template") + key.len();
+            rest[start..start + rest[start..].find('"').expect("quoted")].to_owned()
+        };
+        let init = attribute("initialization");
+        let media = attribute("media").replace("$Number$", &msn.to_string());
+        let mut bytes = Vec::new();
+        for path in [format!("/m/{init}"), format!("/m/{media}")] {
+            let (status, _, body) = http_get(node.http, &path);
+            assert_eq!(status, 200, "{what}: {path}");
+            bytes.extend(body);
+        }
+        std::fs::write(file, bytes).unwrap();
+        init
     };
-    let video_init = init_of("contentType=\"video\"");
-    let video_file = dir.join("dash-video.mp4");
-    let mut video = Vec::new();
-    for path in [format!("/m/{video_init}"), format!("/m/seg-{msn}-v.m4s")] {
-        get(&path, &video_file);
-        video.extend(std::fs::read(&video_file).unwrap());
-    }
-    std::fs::write(&video_file, video).unwrap();
+    let video_file = dir.join(format!("dash-{what}-video.mp4"));
+    files_of("contentType=\"video\"", &video_file);
     let video_start = first_pts(&video_file, "v").expect("the video's start");
     for (id, code, lang, name, tone) in [
         (200, "spa", "es", "Español", 880.0),
@@ -285,28 +350,19 @@ fn the_mpd_lists_each_language_on_the_video_timeline(node: &NodeProcess, dir: &P
         );
         assert!(
             period.contains(&format!("{set}\n      <Role schemeIdUri=\"urn:mpeg:dash:role:2011\" value=\"dub\"/>\n      <Label>{name}</Label>")),
-            "{code}'s adaptation set:\n{mpd}"
+            "{what}: {code}'s adaptation set:\n{mpd}"
         );
-        let init = init_of(&set);
-        assert!(init.starts_with(&format!("audio-{code}/init-")), "{init}");
-        let file = dir.join(format!("dash-{code}.mp4"));
-        let mut bytes = Vec::new();
-        for path in [
-            format!("/m/{init}"),
-            format!("/m/audio-{code}/seg-{msn}-a.m4s"),
-        ] {
-            get(&path, &file);
-            bytes.extend(std::fs::read(&file).unwrap());
-        }
-        std::fs::write(&file, bytes).unwrap();
+        let file = dir.join(format!("dash-{what}-{code}.mp4"));
+        let init = files_of(&set, &file);
+        assert!(init.starts_with(&format!("audio-{code}/")), "{init}");
         let start = first_pts(&file, "a").expect("the language's start");
         let offset_ticks = ((start - video_start) * 90_000.0).round();
         assert!(
             (0.0..AAC_FRAME_TICKS).contains(&offset_ticks),
-            "{code} DASH msn {msn}: audio starts {offset_ticks} ticks after the video"
+            "{code} DASH {what} msn {msn}: audio starts {offset_ticks} ticks after the video"
         );
         assert_tone(
-            &format!("{code} DASH"),
+            &format!("{code} DASH {what}"),
             tone_of(&file.display().to_string(), &[], 2),
             tone,
         );
@@ -315,7 +371,8 @@ fn the_mpd_lists_each_language_on_the_video_timeline(node: &NodeProcess, dir: &P
 
 /// A catch-up period's master lists the recorded languages as the live master does,
 /// each at its period playlist on the video's MSNs; ffmpeg hears each from the master.
-fn catch_up_lists_the_recorded_languages(node: &NodeProcess, live: &[PlaylistEntry]) {
+/// The period's MPD lists them as the live MPD does, over the archived files.
+fn catch_up_lists_the_recorded_languages(node: &NodeProcess, live: &[PlaylistEntry], dir: &Path) {
     // From the second live segment on: every language was cut by then.
     let second = live.get(1).expect("a live window");
     let from = (common::parse_pdt(&second.program_date_time) + 999) / 1000;
@@ -344,6 +401,10 @@ fn catch_up_lists_the_recorded_languages(node: &NodeProcess, live: &[PlaylistEnt
             tone,
         );
     }
+    let mpd = get_text(node, &format!("/m/index-{period}.mpd")).expect("a catch-up MPD");
+    assert!(mpd.contains("audio-spa/dvr-init-"), "{mpd}");
+    let msn = video[video.len() - 2].msn;
+    dash_languages_play(node, "catch-up", &mpd, msn, dir);
 }
 
 /// Downloads the language's and the video's segment of one MSN; returns the first

@@ -199,6 +199,31 @@ fn a_closed_meeting_plays_from_the_bucket_on_a_node_that_never_recorded_it() {
             "{dash}"
         );
     }
+    // The recording's MPD lists Spanish over its archived files, which b packages from
+    // the bucket's MPEG-TS.
+    let (_, _, mpd) = http_get_as_node(b.http, "/town/recording.mpd");
+    let mpd = String::from_utf8_lossy(&mpd).into_owned();
+    assert!(mpd.contains("lang=\"es\""), "{mpd}");
+    let init = mpd
+        .split("initialization=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|uri| uri.starts_with("audio-spa/dvr-init-"))
+        .unwrap_or_else(|| panic!("Spanish's init in\n{mpd}"));
+    let (status, _, data) = http_get_as_node(b.http, &format!("/town/{init}"));
+    assert_eq!(status, 200, "{init}");
+    assert_eq!(&data[4..8], b"ftyp", "{init} is an init segment");
+    // The init is named after the first segment it serves.
+    let first = init
+        .trim_start_matches("audio-spa/dvr-init-")
+        .trim_end_matches("-a.mp4");
+    let segment = format!("/town/audio-spa/dvr-{first}-a.m4s");
+    let (status, _, data) = http_get_as_node(b.http, &segment);
+    assert_eq!(status, 200, "{segment}");
+    assert!(
+        top_level_boxes(&data).iter().any(|b| b == "moof"),
+        "{segment}"
+    );
 
     // The whole recording as files: fragmented and progressive MP4, TS.
     for (name, progressive) in [

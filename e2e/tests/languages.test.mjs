@@ -6,8 +6,10 @@
 // decoded audio is read with the Web Audio API (an AnalyserNode on the <video>) and
 // must be each language's own tone. hls.js drops its buffered audio on a switch, so the
 // video may wait for the new language's first segment: the wait is measured and
-// bounded (a second at most). dash.js and Shaka play the MPD, where each language is an
-// audio adaptation set of its own (lang, Label, Role), and switch the same way.
+// bounded (a second at most). hls.js plays the fMP4 HLS master too, whose variants are
+// the video alone and whose every language, the floor too, is an audio rendition.
+// dash.js and Shaka play the MPD, where each language is an audio adaptation set of its
+// own (lang, Label, Role), and Shaka the fMP4 HLS master; each switches the same way.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,7 +71,7 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-for (const master of ['index.m3u8']) test(`hls.js switches between the floor and the interpretation mid-play (${master}) and hears each tone`, { timeout: 120_000 }, async () => {
+for (const master of ['index.m3u8', 'fmp4-index.m3u8']) test(`hls.js switches between the floor and the interpretation mid-play (${master}) and hears each tone`, { timeout: 120_000 }, async () => {
   const page = await browser.newPage();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -123,7 +125,7 @@ for (const master of ['index.m3u8']) test(`hls.js switches between the floor and
 });
 
 /**
- * What a DASH player on the page exposes to the test, `window.__dash`: `tracks()` (the
+ * What dash.js or Shaka on the page exposes to the test, `window.__dash`: `tracks()` (the
  * audio languages it lists, as { lang, label, role }), `pick(lang)` (switches to one),
  * and `state.fatal` (its fatal errors).
  */
@@ -172,15 +174,25 @@ const DASH_PLAYERS = {
   },
 };
 
-for (const [name, dashPlayer] of Object.entries(DASH_PLAYERS)) test(`${name} lists the MPD's languages and switches between the floor and the interpretation mid-play, hearing each tone`, { timeout: 120_000 }, async () => {
-  // The first segments may be listed before Spanish's first segment came: Spanish is
-  // in the periods from its first segment on.
-  const spanish = /<AdaptationSet id="200" contentType="audio"[^>]* lang="es">/;
+/**
+ * The manifests the players above switch languages in, and how each lists Spanish. The
+ * MPD lists Spanish in the periods from its first segment on; the fMP4 HLS master
+ * (Shaka only: hls.js plays it in the test above) lists every language, the floor too,
+ * as an audio rendition of its own beside video-only variants.
+ */
+const SWITCHES = [
+  ['dash.js', 'index.mpd', /<AdaptationSet id="200" contentType="audio"[^>]* lang="es">/],
+  ['Shaka', 'index.mpd', /<AdaptationSet id="200" contentType="audio"[^>]* lang="es">/],
+  ['Shaka', 'fmp4-index.m3u8', /URI="audio-spa\/fmp4.m3u8"/],
+];
+
+for (const [name, manifest, spanish] of SWITCHES) test(`${name} lists the languages of ${manifest} and switches between the floor and the interpretation mid-play, hearing each tone`, { timeout: 120_000 }, async () => {
+  const dashPlayer = DASH_PLAYERS[name];
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const mpd = await waitFor200(`${base}/meeting/index.mpd`);
-    if (spanish.test(mpd)) break;
-    assert.ok(Date.now() < deadline, `no Spanish in the MPD:\n${mpd}`);
+    const text = await waitFor200(`${base}/meeting/${manifest}`);
+    if (spanish.test(text)) break;
+    assert.ok(Date.now() < deadline, `no Spanish in ${manifest}:\n${text}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   const page = await browser.newPage();
@@ -188,7 +200,7 @@ for (const [name, dashPlayer] of Object.entries(DASH_PLAYERS)) test(`${name} lis
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   await page.setContent('<video id="v" autoplay playsinline></video>');
   await page.addScriptTag({ path: dashPlayer.script });
-  await page.evaluate(dashPlayer.start, `${base}/meeting/index.mpd`);
+  await page.evaluate(dashPlayer.start, `${base}/meeting/${manifest}`);
   await listen(page, '#v');
   await page.waitForFunction(() => document.getElementById('v').currentTime > 2, null, { timeout: 40_000 });
 
@@ -207,7 +219,7 @@ for (const [name, dashPlayer] of Object.entries(DASH_PLAYERS)) test(`${name} lis
   const state = await page.evaluate(() => window.__dash.state);
   const time = await page.evaluate(() => document.getElementById('v').currentTime);
   await page.close();
-  console.log(`index.mpd, ${name}: languages ${JSON.stringify(tracks)}; switch heard after: to Spanish ${toSpanish} ms, `
+  console.log(`${manifest}, ${name}: languages ${JSON.stringify(tracks)}; switch heard after: to Spanish ${toSpanish} ms, `
     + `back to the floor ${toFloor} ms; playing at ${time.toFixed(1)} s`);
   assert.deepEqual(state.fatal, []);
   assert.deepEqual(pageErrors, []);

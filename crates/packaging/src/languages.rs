@@ -33,6 +33,14 @@ impl AudioLanguage {
     pub fn rendition_name(&self) -> String {
         rendition_name(self.language)
     }
+
+    /// How an MPD names the language: its BCP 47 tag and its menu name.
+    pub fn mpd_label(&self) -> media::dash::MpdLabel {
+        media::dash::MpdLabel {
+            language: self.language.bcp47().to_owned(),
+            name: self.name.clone(),
+        }
+    }
 }
 
 /// The rendition name of `language`'s audio.

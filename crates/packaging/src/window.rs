@@ -207,6 +207,10 @@ pub struct WindowSnapshot {
     pub master_playlist: crate::master::Master,
     /// The fMP4 HLS media playlist (`fmp4.m3u8`).
     pub fmp4_playlist: media::manifest::Manifest,
+    /// The fMP4 HLS media playlists of the video alone and the audio alone
+    /// (`fmp4-v.m3u8`, `fmp4-a.m3u8`), rendered when first asked for: only a stream with
+    /// audio languages lists them ([`crate::fmp4::playlist::of_track`]).
+    pub fmp4_track_playlists: [std::sync::OnceLock<media::manifest::Manifest>; 2],
     /// The live DASH MPD (`index.mpd`).
     pub mpd: crate::live_mpd::LiveMpd,
     /// Codecs and resolution.

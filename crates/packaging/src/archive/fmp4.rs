@@ -19,7 +19,8 @@ use dvr::index::{is_gap, Entry, Slice};
 use std::sync::Arc;
 
 use super::SegmentSource;
-use media::dash::{Mpd, MpdKind, MpdPeriod, MpdRung, MpdSegment, MpdUris};
+use crate::languages::AudioLanguage;
+use media::dash::{Mpd, MpdKind, MpdLanguage, MpdPeriod, MpdRung, MpdSegment, MpdUris};
 use media::fmp4::{frames_from_ts, InitConfig};
 use media::hls::PlaylistType;
 use media::manifest::Manifest;
@@ -194,48 +195,127 @@ pub struct ArchivedRung {
     pub reader: Arc<dyn SegmentSource>,
 }
 
+/// An audio language's archive, for the catch-up MPD of a stream with languages.
+#[derive(Debug, Clone)]
+pub struct ArchivedLanguage {
+    /// The language (its files are under its rendition's folder, `audio-{code}/`).
+    pub language: AudioLanguage,
+    /// Its archive.
+    pub reader: Arc<dyn SegmentSource>,
+}
+
+/// The audio languages of a catch-up MPD: the floor's (the source's audio) and each
+/// other recorded one.
+#[derive(Debug, Clone)]
+pub struct ArchivedLanguages {
+    /// The floor's language.
+    pub floor: AudioLanguage,
+    /// Each other language with its archive.
+    pub others: Vec<ArchivedLanguage>,
+}
+
+/// What a catch-up MPD lists beside the source's archive: a package's recorded rungs
+/// and the stream's recorded languages (`None` for one audio).
+#[derive(Debug, Clone, Default)]
+pub struct ArchivedTracks {
+    /// The rungs, in ladder order.
+    pub rungs: Vec<ArchivedRung>,
+    /// The languages.
+    pub languages: Option<ArchivedLanguages>,
+}
+
+/// A rendition's archive over a run of the source's (as the live MPD lists a rung or
+/// language): the last consecutive run of the run's MSNs it archived with the same
+/// durations, its entries and the run's segments of them, and its first segment's
+/// marker and configuration; `None` when it has none. Reads one archived segment.
+/// Blocking.
+fn over_run(
+    reader: &dyn SegmentSource,
+    run_entries: &[Entry],
+    segments: &[MpdSegment],
+) -> Option<(Vec<Entry>, Vec<MpdSegment>, TimelineMarker, InitConfig)> {
+    let mut theirs = Vec::new();
+    let mut listed = Vec::new();
+    for (e, segment) in run_entries.iter().zip(segments) {
+        match reader
+            .entry(e.msn)
+            .filter(|r| r.duration_ticks == e.duration_ticks)
+        {
+            Some(entry) => {
+                theirs.push(entry);
+                listed.push(*segment);
+            }
+            None => {
+                theirs.clear();
+                listed.clear();
+            }
+        }
+    }
+    let (_, marker, config) = archived(reader, theirs.first()?.msn).ok()??;
+    Some((theirs, listed, marker, config))
+}
+
+/// The highest bit rate of archived `entries`, by their archived sizes.
+fn peak_bps(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .map(|e| bps(u64::from(e.size), e.duration_ticks))
+        .max()
+        .unwrap_or(0)
+}
+
 /// The rung's Representation in a run of the source's archive: when the rung archived
-/// every MSN of the run with the same durations, and its first segment of the run is
-/// switchable (a keyframe at the source's cut, as its marker says). Reads one archived
-/// segment of the rung. Blocking.
+/// every MSN of the run with the same durations (see [`over_run`]), and its first
+/// segment of the run is switchable (a keyframe at the source's cut, as its marker
+/// says). Reads one archived segment of the rung. Blocking.
 fn rung_in_run(
     rung: &ArchivedRung,
     run_entries: &[Entry],
     segments: &[MpdSegment],
     audio_bps: u64,
 ) -> Option<MpdRung> {
-    let theirs: Vec<Entry> = run_entries
-        .iter()
-        .map(|e| {
-            rung.reader
-                .entry(e.msn)
-                .filter(|r| r.duration_ticks == e.duration_ticks)
-        })
-        .collect::<Option<_>>()?;
-    let first = theirs.first()?;
-    let (_, marker, config) = archived(rung.reader.as_ref(), first.msn).ok()??;
-    if !marker.keyframe_start {
+    let (theirs, segments, marker, config) = over_run(rung.reader.as_ref(), run_entries, segments)?;
+    // A rung is a Representation of the video's set: switched to at any time of the
+    // period, so it must have the whole run.
+    if theirs.len() != run_entries.len() || !marker.keyframe_start {
         return None;
     }
-    let peak_bps = theirs
-        .iter()
-        .map(|e| bps(u64::from(e.size), e.duration_ticks))
-        .max()
-        .unwrap_or(0);
-    let (video, _) = representations(&config, peak_bps.saturating_sub(audio_bps), 0);
+    let (video, _) = representations(&config, peak_bps(&theirs).saturating_sub(audio_bps), 0);
     Some(MpdRung {
         name: rung.name.clone(),
         video: video?,
         // Its init is the rung's `dvr-init-{msn}` of the run's first segment.
-        discontinuity_seq: first.msn,
-        segments: segments.to_vec(),
+        discontinuity_seq: theirs.first()?.msn,
+        segments,
+    })
+}
+
+/// The language's adaptation set in a run of the source's archive, over the run's
+/// segments it archived (see [`over_run`]; its segments are cut on the source's), its
+/// files under `audio-{code}/`. Reads one archived segment of the language. Blocking.
+fn language_in_run(
+    language: &ArchivedLanguage,
+    run_entries: &[Entry],
+    segments: &[MpdSegment],
+) -> Option<MpdLanguage> {
+    let (theirs, segments, _, config) = over_run(language.reader.as_ref(), run_entries, segments)?;
+    let (_, audio) = representations(&config, 0, peak_bps(&theirs));
+    Some(MpdLanguage {
+        folder: language.language.rendition_name(),
+        label: language.language.mpd_label(),
+        audio: audio?,
+        // Its init is the language's `dvr-init-{msn}-a` of its first segment.
+        discontinuity_seq: theirs.first()?.msn,
+        segments,
     })
 }
 
 /// The static MPD of archived `entries` (a period's, oldest first): one Period per run,
 /// starting at its first segment (so playback starts with the period), reading one
-/// archived segment per run; for a package, each of `rungs` that archived a run is one
-/// more video Representation of it (files under `{rung}/`). Blocking.
+/// archived segment per run; for a package, each of the `tracks`' rungs that archived a
+/// run is one more video Representation of it (files under `{rung}/`), and each
+/// language that archived it an audio adaptation set (files under `audio-{code}/`), the
+/// floor's set named by its language. Blocking.
 ///
 /// # Errors
 /// [`ArchiveFmp4Error`] when a run's first segment cannot be read or has no
@@ -243,7 +323,7 @@ fn rung_in_run(
 pub fn static_mpd(
     reader: &dyn SegmentSource,
     entries: &[Entry],
-    rungs: &[ArchivedRung],
+    tracks: &ArchivedTracks,
 ) -> Result<Manifest, ArchiveFmp4Error> {
     let mut periods = Vec::new();
     for run in runs(entries) {
@@ -259,13 +339,11 @@ pub fn static_mpd(
             .map(|t| t.frame.data.len() as u64)
             .sum();
         let audio_bps = bps(audio_bytes, marker.duration_ticks);
-        let peak_bps = run_entries
-            .iter()
-            .map(|e| bps(u64::from(e.size), e.duration_ticks))
-            .max()
-            .unwrap_or(0);
-        let (video, audio) =
-            representations(&config, peak_bps.saturating_sub(audio_bps), audio_bps);
+        let (video, audio) = representations(
+            &config,
+            peak_bps(run_entries).saturating_sub(audio_bps),
+            audio_bps,
+        );
         let mut start_ts = marker.start_ts;
         let segments: Vec<MpdSegment> = run_entries
             .iter()
@@ -279,10 +357,17 @@ pub fn static_mpd(
                 s
             })
             .collect();
-        let rungs = rungs
+        let rungs = tracks
+            .rungs
             .iter()
             .filter_map(|rung| rung_in_run(rung, run_entries, &segments, audio_bps))
             .collect();
+        let languages = tracks.languages.as_ref().map_or_else(Vec::new, |l| {
+            l.others
+                .iter()
+                .filter_map(|language| language_in_run(language, run_entries, &segments))
+                .collect()
+        });
         periods.push(MpdPeriod {
             discontinuity_seq: first.msn,
             anchor_ts: marker.start_ts,
@@ -293,8 +378,8 @@ pub fn static_mpd(
             rungs,
             split: None,
             texts: Vec::new(),
-            floor: None,
-            languages: Vec::new(),
+            floor: tracks.languages.as_ref().map(|l| l.floor.mpd_label()),
+            languages,
         });
     }
     let target_ms = entries.iter().map(Entry::duration_ms).max().unwrap_or(0);

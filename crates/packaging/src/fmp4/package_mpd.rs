@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use media::dash::{MpdLabel, MpdLanguage, MpdPeriod, MpdRung, MpdSegment};
+use media::dash::{MpdLanguage, MpdPeriod, MpdRung, MpdSegment};
 
 use super::mpd::{bps, dynamic_mpd, periods, representations};
 use crate::languages::AudioLanguage;
@@ -243,18 +243,10 @@ pub fn package_mpd(
             .iter()
             .filter_map(|&index| language_of(&rungs[index], period))
             .collect();
-        period.floor = languages.map(|l| label(l.floor));
+        period.floor = languages.map(|l| l.floor.mpd_label());
     }
     super::mpd::with_texts(&mut periods, window);
     dynamic_mpd(periods, target_ms, now_ms)
-}
-
-/// How the MPD names `language`.
-fn label(language: &AudioLanguage) -> MpdLabel {
-    MpdLabel {
-        language: language.language.bcp47().to_owned(),
-        name: language.name.clone(),
-    }
 }
 
 /// The rung's (or language's) segments of `period` with their fMP4 views: the last run
@@ -299,7 +291,7 @@ fn language_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdLanguag
     let (_, audio) = representations(&first.init.config, 0, peak_bps(&views, |b| b.1));
     Some(MpdLanguage {
         folder: rung.name.to_owned(),
-        label: label(language),
+        label: language.mpd_label(),
         audio: audio?,
         discontinuity_seq: first.marker.state.discontinuity_seq,
         segments,

@@ -3,6 +3,7 @@
 //! before the first segment and wherever the init segment changes
 //! ([`MediaPlaylist::write_with_maps`]).
 
+use media::fmp4::Track;
 use media::hls::{MediaPlaylist, PlaylistType};
 use media::manifest::Manifest;
 
@@ -11,6 +12,26 @@ use crate::window::WindowSnapshot;
 /// The live fMP4 HLS playlist of `window`: its segments that have an fMP4 view, with
 /// the window's target duration and an EXT-X-MAP per init.
 pub fn live(window: &WindowSnapshot) -> Manifest {
+    live_track(window, Track::Muxed)
+}
+
+/// The fMP4 HLS media playlist of `track` of `window`: `fmp4.m3u8`, or the video's or
+/// audio's alone, rendered once per window when first asked for (kept in its
+/// `fmp4_track_playlists`).
+pub fn of_track(window: &WindowSnapshot, track: Track) -> Manifest {
+    let slot = match track {
+        Track::Muxed => return window.fmp4_playlist.clone(),
+        Track::Video => &window.fmp4_track_playlists[0],
+        Track::Audio => &window.fmp4_track_playlists[1],
+    };
+    slot.get_or_init(|| live_track(window, track)).clone()
+}
+
+/// The live fMP4 HLS playlist of `track` of `window` (`fmp4-v.m3u8`, `fmp4-a.m3u8`): the
+/// muxed playlist's timeline over the track's own files, `init-{d}-v.mp4` and
+/// `seg-{msn}-v.m4s` (the DASH files), for a master whose audio is a rendition group.
+pub fn live_track(window: &WindowSnapshot, track: Track) -> Manifest {
+    let suffix = track.suffix();
     let listed: Vec<_> = window.fmp4_segments().collect();
     let playlist = MediaPlaylist {
         playlist_type: PlaylistType::Live,
@@ -20,9 +41,9 @@ pub fn live(window: &WindowSnapshot) -> Manifest {
     };
     let maps: Vec<String> = listed
         .iter()
-        .map(|(_, v)| format!("init-{}.mp4", v.init.discontinuity_seq))
+        .map(|(_, v)| format!("init-{}{suffix}.mp4", v.init.discontinuity_seq))
         .collect();
-    playlist.manifest_with_maps(|msn| format!("seg-{msn}.m4s"), &maps)
+    playlist.manifest_with_maps(|msn| format!("seg-{msn}{suffix}.m4s"), &maps)
 }
 
 #[cfg(test)]

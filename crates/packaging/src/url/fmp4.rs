@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `fmp4-index.m3u8` | live fMP4 HLS master playlist (a package's ladder) |
 //! | `fmp4.m3u8` | live fMP4 HLS media playlist |
+//! | `fmp4-v.m3u8`, `fmp4-a.m3u8` | live fMP4 HLS media playlist of the video alone, the audio alone (a master with audio languages) |
 //! | `index.mpd` | live DASH MPD |
 //! | `init-{d}[-v\|-a].mp4` | init segment of discontinuity sequence `d`: muxed, video, audio |
 //! | `seg-{msn}[-v\|-a].m4s` | fMP4 segment: muxed (HLS), video or audio (DASH) |
@@ -22,8 +23,8 @@ use super::number::sequence;
 pub enum Fmp4File {
     /// `fmp4-index.m3u8`.
     Master,
-    /// `fmp4.m3u8`.
-    Playlist,
+    /// `fmp4.m3u8` (muxed), `fmp4-v.m3u8` (video alone), `fmp4-a.m3u8` (audio alone).
+    Playlist(Track),
     /// `index.mpd`.
     Mpd,
     /// `init-{d}[-v|-a].mp4`.
@@ -96,7 +97,9 @@ impl Fmp4File {
     pub fn parse(file: &str) -> Option<Self> {
         match file {
             "fmp4-index.m3u8" => return Some(Self::Master),
-            "fmp4.m3u8" => return Some(Self::Playlist),
+            "fmp4.m3u8" => return Some(Self::Playlist(Track::Muxed)),
+            "fmp4-v.m3u8" => return Some(Self::Playlist(Track::Video)),
+            "fmp4-a.m3u8" => return Some(Self::Playlist(Track::Audio)),
             "index.mpd" => return Some(Self::Mpd),
             "recording.mpd" => return Some(Self::RecordingMpd),
             _ => {}
@@ -144,7 +147,7 @@ impl Fmp4File {
 
     /// A live manifest: where a new viewer arrives (the door checks it, OTT-PROT-2).
     pub fn is_live_manifest(self) -> bool {
-        matches!(self, Self::Master | Self::Playlist | Self::Mpd)
+        matches!(self, Self::Master | Self::Playlist(_) | Self::Mpd)
     }
 
     /// Served from the archive (answered even before the live window has a segment).
@@ -224,7 +227,10 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(F::parse("fmp4.m3u8"), Some(F::Playlist));
+        assert_eq!(F::parse("fmp4.m3u8"), Some(F::Playlist(Track::Muxed)));
+        assert_eq!(F::parse("fmp4-v.m3u8"), Some(F::Playlist(Track::Video)));
+        assert_eq!(F::parse("fmp4-a.m3u8"), Some(F::Playlist(Track::Audio)));
+        assert_eq!(F::parse("fmp4-x.m3u8"), Some(F::Malformed));
         assert_eq!(F::parse("fmp4-index.m3u8"), Some(F::Master));
         assert_eq!(F::parse("index.mpd"), Some(F::Mpd));
         assert_eq!(F::parse("recording.mpd"), Some(F::RecordingMpd));

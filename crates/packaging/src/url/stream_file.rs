@@ -101,7 +101,7 @@ impl StreamFile {
             Self::Archive(_) => FileRole::ArchiveMedia,
             Self::Fmp4(file) => match file {
                 Fmp4File::Master | Fmp4File::Mpd => FileRole::PlaybackStart,
-                Fmp4File::Playlist => FileRole::LivePlaylist,
+                Fmp4File::Playlist(_) => FileRole::LivePlaylist,
                 Fmp4File::Init { .. } | Fmp4File::Segment { .. } => FileRole::LiveSegment,
                 Fmp4File::ArchivePlaylist { .. }
                 | Fmp4File::ArchiveMpd { .. }

@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `fmp4-index.m3u8` | live fMP4 HLS master playlist: a package's ladder (each rendition's `fmp4.m3u8`), or the one variant; with backups, pathways and steering for a switching player in an OTT group ([`master`]) |
 //! | `fmp4.m3u8` | live fMP4 HLS media playlist (EXT-X-MAP; same MSNs, dates, durations as `mono.m3u8`) |
+//! | `fmp4-v.m3u8`, `fmp4-a.m3u8` | the same over the video's files alone, the audio's alone (the variants and the floor of a master with audio languages) |
 //! | `index.mpd` | live DASH MPD (dynamic), see [`crate::routes::dash`] |
 //! | `init-{d}.mp4`, `init-{d}-v.mp4`, `init-{d}-a.mp4` | init segment of discontinuity sequence `d`: muxed, video, audio |
 //! | `seg-{msn}.m4s`, `seg-{msn}-v.m4s`, `seg-{msn}-a.m4s` | fMP4 segment: muxed (HLS), video or audio (DASH) |
@@ -57,9 +58,13 @@ pub async fn serve(
         return channel.no_media_error().into_response();
     }
     match file {
-        Fmp4File::Playlist => {
+        Fmp4File::Playlist(track) => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
-            http_util::manifest(M3U8, Cache::LivePlaylist, window.fmp4_playlist.clone())
+            http_util::manifest(
+                M3U8,
+                Cache::LivePlaylist,
+                packaging::fmp4::playlist::of_track(&window, track),
+            )
         }
         Fmp4File::Mpd => {
             counters.playlists_served.fetch_add(1, Ordering::Relaxed);
@@ -129,9 +134,10 @@ async fn serve_archive(
     let Some(recorder) = rendition.archive() else {
         return ApiError::NotFound.into_response();
     };
-    // A package's recorded rungs are Representations of the same periods.
-    let rungs = || {
-        channel
+    // A package's recorded rungs are Representations of the same periods, its recorded
+    // languages adaptation sets of them.
+    let tracks = || archive::ArchivedTracks {
+        rungs: channel
             .listed()
             .filter(|r| r.name() != crate::stream::rendition::MAIN)
             .filter_map(|r| {
@@ -140,14 +146,30 @@ async fn serve_archive(
                     reader: std::sync::Arc::new(recorder.reader().clone()),
                 })
             })
-            .collect()
+            .collect(),
+        languages: channel
+            .languages()
+            .map(|(floor, others)| archive::ArchivedLanguages {
+                floor: floor.clone(),
+                others: others
+                    .into_iter()
+                    .filter_map(|(language, rendition)| {
+                        rendition
+                            .archive()
+                            .map(|recorder| archive::ArchivedLanguage {
+                                language: language.clone(),
+                                reader: std::sync::Arc::new(recorder.reader().clone()),
+                            })
+                    })
+                    .collect(),
+            }),
     };
     let archived = Archived {
         stream: channel.name(),
         reader: recorder.reader().clone(),
         part_ticks: rendition.fmp4_part_ticks(),
     };
-    serve_archived(archived, rungs, file, headers, scans).await
+    serve_archived(archived, tracks, file, headers, scans).await
 }
 
 /// One rendition's archive, as the fMP4 catch-up files read it.
@@ -161,12 +183,12 @@ pub struct Archived<'a> {
     pub part_ticks: Option<u64>,
 }
 
-/// Answers an fMP4 catch-up file from `archived`; `rungs` are the other recorded
-/// renditions of the stream, listed in a static MPD. The MPD reads a segment per run:
+/// Answers an fMP4 catch-up file from `archived`; `tracks` are the other recorded
+/// renditions of the stream (rungs and languages), listed in a static MPD. The MPD reads a segment per run:
 /// an archive scan under the node's cap (`scans`).
 pub async fn serve_archived(
     archived: Archived<'_>,
-    rungs: impl FnOnce() -> Vec<archive::ArchivedRung>,
+    tracks: impl FnOnce() -> archive::ArchivedTracks,
     file: Fmp4File,
     headers: &HeaderMap,
     scans: &crate::stream::archive_scans::ArchiveScans,
@@ -230,10 +252,10 @@ pub async fn serve_archived(
                 return crate::stream::archive_scans::busy_response();
             };
             let for_job = reader.clone();
-            let rungs = rungs();
+            let tracks = tracks();
             let job = move || {
                 let _permit = permit;
-                archive::static_mpd(&for_job, &entries, &rungs)
+                archive::static_mpd(&for_job, &entries, &tracks)
             };
             match tokio::task::spawn_blocking(job).await {
                 Ok(Ok(mpd)) => dash::mpd_response(Cache::LivePlaylist, mpd),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use dvr::ArchiveReader;
-use packaging::archive::fmp4::ArchivedRung;
+use packaging::archive::fmp4::{ArchivedLanguage, ArchivedLanguages, ArchivedRung, ArchivedTracks};
 use packaging::languages::AudioLanguage;
 use recordings::listing::SOURCE;
 use recordings::recorded::{OpenError, Recorded};
@@ -148,8 +148,8 @@ async fn answer(
                 reader: reader.clone(),
                 part_ticks: None,
             };
-            let rungs = || rungs(recorded);
-            crate::routes::fmp4::serve_archived(archived, rungs, file, &asked.headers, scans).await
+            let tracks = || tracks(recorded, &asked.languages);
+            crate::routes::fmp4::serve_archived(archived, tracks, file, &asked.headers, scans).await
         }
         StreamFile::Subtitles(file) => {
             crate::routes::subtitles::serve_archived(reader.clone(), file, scans).await
@@ -193,9 +193,10 @@ fn languages(recorded: &Recorded, named: &[AudioLanguage]) -> Option<RecordedLan
     })
 }
 
-/// The recorded rungs, the Representations a static MPD lists beside the source.
-fn rungs(recorded: &Recorded) -> Vec<ArchivedRung> {
-    recorded
+/// The recorded rungs and the recorded languages named by the MC's `named`, what a
+/// static MPD lists beside the source.
+fn tracks(recorded: &Recorded, named: &[AudioLanguage]) -> ArchivedTracks {
+    let rungs = recorded
         .renditions
         .iter()
         .filter(|r| r.rendition != SOURCE && !r.is_language())
@@ -203,5 +204,17 @@ fn rungs(recorded: &Recorded) -> Vec<ArchivedRung> {
             name: r.rendition.clone(),
             reader: Arc::new(r.reader.clone()),
         })
-        .collect()
+        .collect();
+    let languages = languages(recorded, named).map(|l| ArchivedLanguages {
+        floor: l.floor,
+        others: l
+            .others
+            .into_iter()
+            .map(|(language, reader, _)| ArchivedLanguage {
+                language,
+                reader: Arc::new(reader),
+            })
+            .collect(),
+    });
+    ArchivedTracks { rungs, languages }
 }

@@ -423,11 +423,21 @@ impl Package {
     }
 
     /// The fMP4 HLS master playlist (`fmp4-index.m3u8`): the offered renditions' `fmp4.m3u8`
-    /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`.
+    /// in ladder order (one for a plain stream), with the attributes of `index.m3u8`; with
+    /// audio languages, their `fmp4-v.m3u8` and an audio group of every language.
     pub fn fmp4_master(&self) -> Master {
-        // Its variants are muxed fMP4 (audio and video in one file), which a player
-        // cannot play beside another audio rendition: languages are the TS masters'.
-        packaging::render::package_master(&self.offered(), Vec::new(), "fmp4.m3u8")
+        // A muxed fMP4 variant cannot be played beside another audio rendition (hls.js
+        // plays silence), so with languages the variants are the video alone
+        // (`fmp4-v.m3u8`) and every language, the floor too, is an audio rendition.
+        let mut audio = self.audio_group("fmp4.m3u8");
+        let playlist = match audio.first_mut() {
+            Some(floor) => {
+                floor.uri = Some("fmp4-a.m3u8".to_owned());
+                "fmp4-v.m3u8"
+            }
+            None => "fmp4.m3u8",
+        };
+        packaging::render::package_master(&self.offered(), audio, playlist)
     }
 
     /// The live MPD (`index.mpd`): the muxed rendition's, or, for a ladder, with a video
