@@ -4,7 +4,8 @@
 //! starting late, dropping out and coming back. The MC places the feed on the meeting's
 //! timeline by its arrival; a node following the MC plays Spanish from its master as the
 //! interpreter's tone, on the video's segments; while the interpreter is away the floor
-//! plays on and the language's segments are marked as gaps.
+//! plays on and the language's segments are marked as gaps, which are silence in the
+//! language's DASH files.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::{stream_key, Cluster, ADMIN};
-use common::tones::{assert_tone, tone_of};
+use common::tones::{assert_tone, decoded, tone_of};
 use common::{
     ffmpeg_source, http_get, http_request, parse_media_playlist, wait_for, ChildGuard, NodeProcess,
 };
@@ -91,6 +92,74 @@ fn gap_msns(text: &str) -> Vec<u64> {
         }
     }
     out
+}
+
+/// DASH has no gap mark: Spanish's DASH file of the gap `msn` is silence over the
+/// segment's span (the same bytes on the node as on the MC, what a catch-up MPD lists),
+/// and the live MPD leaves Spanish out of the span.
+fn gaps_are_silence_in_dash(node: &NodeProcess, mc: &NodeProcess, msn: u64) {
+    let playlist = get_text(node, "/m/audio-spa/fmp4-a.m3u8").expect("Spanish's audio playlist");
+    let init = common::last_map(&playlist);
+    let media = format!("seg-{msn}-a.m4s");
+    let mut bytes = Vec::new();
+    for file in [init, media.as_str()] {
+        let path = format!("/m/audio-spa/{file}");
+        let (status, _, body) = http_get(node.http, &path);
+        assert_eq!(status, 200, "{path}");
+        let (_, _, on_mc) = common::http_get_as_node(mc.http, &path);
+        assert_eq!(body, on_mc, "{path}: the node's bytes are the MC's");
+        bytes.extend(body);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gap.mp4");
+    std::fs::write(&file, bytes).unwrap();
+    let samples = decoded(&file.display().to_string(), &[], 10);
+    let extinf: f64 = parse_media_playlist(&get_text(node, "/m/audio-spa/mono.m3u8").expect("spa"))
+        .iter()
+        .find(|e| e.msn == msn)
+        .map(|e| e.extinf.trim_end_matches(',').parse().expect("EXTINF"))
+        .expect("the gap in Spanish's playlist");
+    let seconds = samples.len() as f64 / 48_000.0;
+    assert!(
+        (seconds - extinf).abs() <= 1024.0 / 48_000.0,
+        "the gap's audio lasts {seconds} s, its segment {extinf} s"
+    );
+    assert!(
+        samples.iter().all(|s| *s == 0),
+        "the gap is silence: peak {:?}",
+        samples.iter().map(|s| s.unsigned_abs()).max()
+    );
+    // A lost feed's span is written once the cutter stops waiting for it, segments after
+    // the video's was listed: the live MPD lists the span without Spanish (the language
+    // leaves the periods of its absence, a DASH player plays the floor there).
+    let mpd = get_text(node, "/m/index.mpd").expect("the MPD");
+    let numbered = mpd
+        .split("<AdaptationSet id=\"200\"")
+        .skip(1)
+        .filter_map(|set| {
+            let set = &set[..set.find("</AdaptationSet>")?];
+            let start = set.split("startNumber=\"").nth(1)?.split('"').next()?;
+            let start: u64 = start.parse().ok()?;
+            let count: u64 = set
+                .split("<S ")
+                .skip(1)
+                .map(|s| {
+                    1 + s
+                        .split("r=\"")
+                        .nth(1)
+                        .and_then(|r| r.split('"').next()?.parse::<u64>().ok())
+                        .filter(|_| s.find("r=\"") < s.find("/>"))
+                        .unwrap_or(0)
+                })
+                .sum();
+            Some(start..start + count)
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        !numbered.is_empty() && !numbered.iter().any(|range| range.contains(&msn)),
+        "Spanish's sets number {numbered:?}, the gap is {msn}:\n{mpd}"
+    );
+    assert!(mpd.matches("<Period ").count() >= 2, "{mpd}");
 }
 
 #[test]
@@ -197,6 +266,10 @@ fn an_interpreter_who_starts_late_drops_out_and_returns_is_placed_on_the_meeting
     let (_, _, on_mc) = common::http_get_as_node(mc.http, &path);
     assert_eq!(status, 200, "{path}");
     assert_eq!(on_node, on_mc, "{path}");
+    // What the catch-up's configuration lookback passes over unread (packaging's
+    // EMPTY_SEGMENT_BYTES): an empty segment is a few packets.
+    assert!(on_node.len() < 8 * 188, "{path}: {} bytes", on_node.len());
+    gaps_are_silence_in_dash(node, mc, gaps[0]);
 
     // The interpreter returns, on a clock of its own that starts again at 0.
     let _second = ChildGuard::spawn("ffmpeg interpreter again", &mut interpreter(&url, 30));

@@ -256,19 +256,17 @@ fn fmp4_master_lists_the_floor_beside_video_alone(node: &NodeProcess, dir: &Path
             && audio[0].contains("URI=\"fmp4-a.m3u8\""),
         "{master}"
     );
-    assert!(audio[1].contains("URI=\"audio-spa/fmp4.m3u8\""), "{master}");
+    assert!(
+        audio[1].contains("URI=\"audio-spa/fmp4-a.m3u8\""),
+        "{master}"
+    );
     assert!(
         master.lines().any(|l| l == "fmp4-v.m3u8") && !master.contains("\nfmp4.m3u8"),
         "{master}"
     );
     // The variant's newest segment with its init: video, and no audio.
     let playlist = get_text(node, "/m/fmp4-v.m3u8").expect("the video's playlist");
-    let init = playlist
-        .lines()
-        .filter_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))
-        .filter_map(|l| l.strip_suffix('"'))
-        .next_back()
-        .unwrap_or_else(|| panic!("a map in\n{playlist}"));
+    let init = common::last_map(&playlist);
     let newest = playlist.lines().last().expect("a segment");
     assert!(
         init.ends_with("-v.mp4") && newest.ends_with("-v.m4s"),

@@ -9,7 +9,7 @@
 // bounded (a second at most). hls.js plays the fMP4 HLS master too, whose variants are
 // the video alone and whose every language, the floor too, is an audio rendition.
 // dash.js and Shaka play the MPD, where each language is an audio adaptation set of its
-// own (lang, Label, Role), and Shaka the fMP4 HLS master; each switches the same way.
+// own (lang, Label, Role), and Shaka both HLS masters; each switches the same way.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -177,13 +177,15 @@ const DASH_PLAYERS = {
 /**
  * The manifests the players above switch languages in, and how each lists Spanish. The
  * MPD lists Spanish in the periods from its first segment on; the fMP4 HLS master
- * (Shaka only: hls.js plays it in the test above) lists every language, the floor too,
- * as an audio rendition of its own beside video-only variants.
+ * lists every language, the floor too, as an audio rendition of its own beside
+ * video-only variants; the TS master has the floor muxed in its variants (hls.js plays
+ * both masters in the test above).
  */
 const SWITCHES = [
   ['dash.js', 'index.mpd', /<AdaptationSet id="200" contentType="audio"[^>]* lang="es">/],
   ['Shaka', 'index.mpd', /<AdaptationSet id="200" contentType="audio"[^>]* lang="es">/],
-  ['Shaka', 'fmp4-index.m3u8', /URI="audio-spa\/fmp4.m3u8"/],
+  ['Shaka', 'fmp4-index.m3u8', /URI="audio-spa\/fmp4-a.m3u8"/],
+  ['Shaka', 'index.m3u8', /URI="audio-spa\/mono.m3u8"/],
 ];
 
 for (const [name, manifest, spanish] of SWITCHES) test(`${name} lists the languages of ${manifest} and switches between the floor and the interpretation mid-play, hearing each tone`, { timeout: 120_000 }, async () => {

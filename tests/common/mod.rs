@@ -150,6 +150,16 @@ pub struct PlaylistEntry {
     pub uri: String,
 }
 
+/// The URI of a media playlist's last `EXT-X-MAP` (the init of its newest segments).
+pub fn last_map(playlist: &str) -> &str {
+    playlist
+        .lines()
+        .filter_map(|l| l.strip_prefix("#EXT-X-MAP:URI=\""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .next_back()
+        .unwrap_or_else(|| panic!("a map in\n{playlist}"))
+}
+
 /// Parses a live media playlist into its segments, numbered from EXT-X-MEDIA-SEQUENCE.
 pub fn parse_media_playlist(text: &str) -> Vec<PlaylistEntry> {
     let mut msn = 0;

@@ -6,9 +6,9 @@ use std::process::Command;
 /// The tones the tests' sources play, one per language (Hz).
 pub const TONES: [f64; 4] = [440.0, 750.0, 880.0, 1320.0];
 
-/// Which of [`TONES`] is loudest in `seconds` of audio ffmpeg decodes from `url` with
-/// `map` (48 kHz mono PCM; the power at each tone by the Goertzel algorithm).
-pub fn tone_of(url: &str, map: &[&str], seconds: u32) -> f64 {
+/// At most `seconds` of the audio ffmpeg decodes from `url` with `map`, as 48 kHz mono
+/// 16-bit samples.
+pub fn decoded(url: &str, map: &[&str], seconds: u32) -> Vec<i16> {
     let mut cmd = Command::new("ffmpeg");
     cmd.args(["-nostdin", "-hide_banner", "-v", "error", "-i", url])
         .args(map)
@@ -20,10 +20,18 @@ pub fn tone_of(url: &str, map: &[&str], seconds: u32) -> f64 {
         "ffmpeg {url} {map:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let samples: Vec<f64> = out
-        .stdout
+    out.stdout
         .chunks_exact(2)
-        .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])))
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+/// Which of [`TONES`] is loudest in `seconds` of audio ffmpeg decodes from `url` with
+/// `map` (48 kHz mono PCM; the power at each tone by the Goertzel algorithm).
+pub fn tone_of(url: &str, map: &[&str], seconds: u32) -> f64 {
+    let samples: Vec<f64> = decoded(url, map, seconds)
+        .into_iter()
+        .map(f64::from)
         .collect();
     assert!(samples.len() > 48_000, "{url}: {} samples", samples.len());
     let power = |hz: f64| {

@@ -438,6 +438,7 @@ fn each_audio_language_is_an_adaptation_set_with_its_lang_label_and_files() {
         audio: audio().expect("audio"),
         discontinuity_seq: 2,
         segments: vec![seg(101, 1_080_000, 180_000), seg(102, 1_260_000, 172_800)],
+        order: 0,
     }];
     let text = mpd.render(&Uris);
     let first = text.split("<Period").nth(1).expect("the first period");

@@ -100,7 +100,12 @@ pub fn silent_raw_frame(channels: u8) -> Option<Vec<u8>> {
 /// stream), or `None` when `template` is no ADTS frame or its channel configuration
 /// has no fixed layout.
 pub fn silent_adts_frame(template: &[u8]) -> Option<Vec<u8>> {
-    let config = AudioSpecificConfig::from_adts(template).ok()?;
+    silent_adts_frame_of(&AudioSpecificConfig::from_adts(template).ok()?)
+}
+
+/// A silent ADTS frame of the stream `config` describes, or `None` when its channel
+/// configuration has no fixed layout or ADTS cannot carry its object type.
+pub fn silent_adts_frame_of(config: &AudioSpecificConfig) -> Option<Vec<u8>> {
     let raw = silent_raw_frame(config.channels)?;
     let mut out = Vec::with_capacity(7 + raw.len());
     config.write_adts_header(raw.len(), &mut out).ok()?;

@@ -42,6 +42,10 @@ pub struct MpdLanguage {
     pub audio: MpdAudio,
     /// Its own discontinuity sequence in this period (its init segment's).
     pub discontinuity_seq: u64,
+    /// Its place among the stream's languages beside the floor (0 for the first): its
+    /// adaptation set is [`FIRST_LANGUAGE_SET_ID`] + `order` in every period, whichever
+    /// other languages the period has.
+    pub order: usize,
     /// Its segments in this period, oldest first, consecutive by MSN; each has the MSN,
     /// start and duration of the period's segment of that MSN.
     pub segments: Vec<MpdSegment>,
@@ -99,11 +103,10 @@ pub(super) fn audio_representation(
     w.write_str("      </Representation>\n")
 }
 
-/// The adaptation set of `language`, the `index`th beside the floor, in a period
-/// anchored at `anchor_ts`; `init` and `media` name its files (relative to its folder).
+/// The adaptation set of `language` in a period anchored at `anchor_ts`; `init` and
+/// `media` name its files (relative to its folder).
 pub(super) fn language_set(
     w: &mut impl ManifestWrite,
-    index: usize,
     language: &MpdLanguage,
     anchor_ts: u64,
     init: &str,
@@ -111,7 +114,7 @@ pub(super) fn language_set(
 ) -> fmt::Result {
     open_audio_set(
         w,
-        FIRST_LANGUAGE_SET_ID + index,
+        FIRST_LANGUAGE_SET_ID + language.order,
         Some(&language.label),
         "dub",
     )?;

@@ -398,10 +398,9 @@ impl Mpd {
                 audio::audio_representation(w, "a", a)?;
                 w.write_str("    </AdaptationSet>\n")?;
             }
-            for (i, language) in p.languages.iter().enumerate() {
+            for language in &p.languages {
                 audio::language_set(
                     w,
-                    i,
                     language,
                     p.anchor_ts,
                     &uris.init(language.discontinuity_seq, TrackKind::Audio),

@@ -17,9 +17,10 @@ use super::config::InitConfig;
 use super::fragment::{write_fragment, FragmentOptions, ProducerTime};
 use super::timed::TimedFrame;
 use super::Fmp4Error;
+use crate::codec::aac_silence::{frames_later, silent_adts_frame_of};
 use crate::segmenter::Segment;
 use crate::ts::{DemuxEvent, Demuxer};
-use crate::TrackKind;
+use crate::{TrackKind, PTS_MASK};
 
 /// How to write one media segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -234,20 +235,63 @@ pub fn package_ts_segment(
     part_ticks: Option<u64>,
     out: &mut Vec<u8>,
 ) -> Result<Vec<Part>, Fmp4Error> {
-    let frames = segment_frames(segment);
+    let mut frames = segment_frames(segment);
+    // Silence ends exactly at the segment's end: the next one's starts there.
+    let mut silence_end = None;
+    if frames.is_empty() {
+        frames = silence(config, segment);
+        silence_end =
+            (!frames.is_empty()).then(|| segment.start_ts.saturating_add(segment.duration_ticks));
+    }
     let estimate = NextDts::estimated(segment, &frames);
     let next = next.unwrap_or_default();
     let options = SegmentOptions {
         msn: segment.msn,
         part_ticks,
         next_video_dts: next.video.or(estimate.video),
-        next_audio_dts: next.audio,
+        next_audio_dts: next.audio.or(silence_end),
         producer_time: Some(ProducerTime {
             unix_ms: segment.program_date_time_ms,
             media_time: segment.start_ts,
         }),
     };
     write_segment(config, &frames, &options, out)
+}
+
+/// The most silent frames one segment gets (85 s at 48 kHz): a segment's span comes
+/// from its marker, which a damaged archive could make huge.
+const MAX_SILENT_FRAMES: usize = 4096;
+
+/// Silent AAC frames over `segment`'s span, on the audio's sample grid from its start,
+/// when `config` is audio alone: an audio rendition's span that its feed left empty (an
+/// interpreter gone) is written as an empty segment, which HLS marks as a gap, and is
+/// silence in the fMP4 files, where DASH has no such mark. Empty for a config with
+/// video, or whose channel layout has no silent frame; at most [`MAX_SILENT_FRAMES`].
+fn silence(config: &InitConfig, segment: &Segment) -> Vec<TimedFrame> {
+    let (None, Some(audio)) = (&config.video, &config.audio) else {
+        return Vec::new();
+    };
+    let Some(data) = silent_adts_frame_of(&audio.config).map(bytes::Bytes::from) else {
+        return Vec::new();
+    };
+    let rate = audio.config.sample_rate();
+    let end = segment.start_ts.saturating_add(segment.duration_ticks);
+    (0..)
+        .map(|i| frames_later(segment.start_ts, i, rate))
+        .take_while(|&ts| ts < end)
+        .take(MAX_SILENT_FRAMES)
+        .map(|ts| TimedFrame {
+            ext_pts: ts,
+            ext_dts: ts,
+            frame: crate::Frame {
+                codec: crate::Codec::Aac,
+                pts: ts & PTS_MASK,
+                dts: ts & PTS_MASK,
+                keyframe: true,
+                data: data.clone(),
+            },
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -326,6 +370,59 @@ mod tests {
         let total: u64 = parts.iter().map(|p| p.duration_ticks).sum();
         assert_eq!(total, 8 * 1920);
         assert!(parts.iter().all(|p| p.independent));
+    }
+
+    #[test]
+    fn an_empty_audio_segment_is_silence_over_its_span() {
+        let marker = crate::TimelineMarker {
+            start_ts: (1 << 33) - 1_000,
+            duration_ticks: 180_000,
+            ..crate::TimelineMarker::default()
+        };
+        let empty = Segment::from_marker(&marker, Bytes::new());
+        // 48 kHz mono: 1920 ticks a frame, 94 frames start within 2 s.
+        let config = InitConfig {
+            video: None,
+            audio: Some(AudioTrack {
+                config: AudioSpecificConfig::parse(&[0x11, 0x88]).unwrap(),
+            }),
+        };
+        let frames = silence(&config, &empty);
+        assert_eq!(frames.len(), 94);
+        assert_eq!(frames[0].ext_dts, (1 << 33) - 1_000);
+        assert_eq!(frames[1].ext_dts - frames[0].ext_dts, 1_920);
+        assert!(frames[93].ext_dts < marker.start_ts + 180_000);
+        assert_eq!(frames[1].frame.dts, 920, "33-bit timestamps wrap");
+        assert_eq!(&frames[0].frame.data[7..], &[0x00, 0xc8, 0x00, 0x07]);
+        let mut out = Vec::new();
+        let parts = package_ts_segment(&config, &empty, None, None, &mut out).unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].first_dts, (1 << 33) - 1_000);
+        // The last frame is cut at the segment's end.
+        assert_eq!(parts[0].duration_ticks, 180_000);
+        let huge = Segment::from_marker(
+            &crate::TimelineMarker {
+                duration_ticks: u64::MAX,
+                ..marker
+            },
+            Bytes::new(),
+        );
+        assert_eq!(silence(&config, &huge).len(), MAX_SILENT_FRAMES);
+        // A segment of a stream with video is never filled: it has no audio of its own.
+        let muxed = InitConfig {
+            video: Some(crate::fmp4::config::VideoTrack {
+                codec: Codec::H264,
+                width: 640,
+                height: 360,
+                codec_string: "avc1.42c01e".into(),
+                vps: Vec::new(),
+                sps: Vec::new(),
+                pps: Vec::new(),
+                sps_fields: crate::fmp4::config::SpsFields::default(),
+            }),
+            ..config
+        };
+        assert!(silence(&muxed, &empty).is_empty());
     }
 
     #[test]

@@ -33,6 +33,16 @@ use media::fmp4::{marker_of, package_segment, write_track_init, Track};
 /// segment that carries no parameter sets (a forced cut without a keyframe).
 const CONFIG_LOOKBACK: usize = 2;
 
+/// How many earlier segments too small to hold media are passed over, unread, on the
+/// way back to those: an audio language's spans its interpreter left empty (a marker
+/// and the PSI, a few packets each), about 8.5 minutes of them at 2-s segments.
+const EMPTY_LOOKBACK: usize = 256;
+
+/// An archived segment smaller than this holds no media worth a configuration (an
+/// empty segment is its marker, PAT and PMT: 3 packets; 2 s of the thinnest audio is
+/// more than 8).
+const EMPTY_SEGMENT_BYTES: u32 = 8 * 188;
+
 /// The runs of `entries`: index ranges split at every discontinuity or gap.
 pub fn runs(entries: &[Entry]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
@@ -107,7 +117,9 @@ pub(super) fn read_marked(
 }
 
 /// The init configuration of an archived segment: from its own frames, else from up
-/// to [`CONFIG_LOOKBACK`] earlier segments of its run.
+/// to [`CONFIG_LOOKBACK`] earlier segments of its run among the [`EMPTY_LOOKBACK`]
+/// before it, those too small to hold media passed over unread (an empty language
+/// segment is packaged as silence with its run's configuration).
 fn config_at(
     reader: &dyn SegmentSource,
     entries: &[Entry],
@@ -120,16 +132,20 @@ fn config_at(
         return Some(config);
     }
     let run = runs(entries).into_iter().find(|r| r.contains(&at))?;
-    (run.start..at).rev().take(CONFIG_LOOKBACK).find_map(|i| {
-        let (ts, marker) = read_marked(reader, &entries[i]).ok()?;
-        let frames = frames_from_ts(&ts, marker.start_ts);
-        InitConfig::from_frames(frames.iter().map(|t| &t.frame)).ok()
-    })
+    (run.start..at)
+        .rev()
+        .filter(|&i| entries[i].size >= EMPTY_SEGMENT_BYTES)
+        .take(CONFIG_LOOKBACK)
+        .find_map(|i| {
+            let (ts, marker) = read_marked(reader, &entries[i]).ok()?;
+            let frames = frames_from_ts(&ts, marker.start_ts);
+            InitConfig::from_frames(frames.iter().map(|t| &t.frame)).ok()
+        })
 }
 
 /// The entries around `msn` that [`config_at`] may need (its run's, up to the lookback).
 fn neighbourhood(reader: &dyn SegmentSource, msn: u64) -> Option<(Vec<Entry>, usize)> {
-    reader.around(msn, CONFIG_LOOKBACK)
+    reader.around(msn, CONFIG_LOOKBACK + EMPTY_LOOKBACK)
 }
 
 /// Archived segment `msn` read from disk with its timeline marker and the init
@@ -200,6 +216,8 @@ pub struct ArchivedRung {
 pub struct ArchivedLanguage {
     /// The language (its files are under its rendition's folder, `audio-{code}/`).
     pub language: AudioLanguage,
+    /// Its place among the stream's languages beside the floor (as the live MPD's).
+    pub order: usize,
     /// Its archive.
     pub reader: Arc<dyn SegmentSource>,
 }
@@ -226,9 +244,10 @@ pub struct ArchivedTracks {
 
 /// A rendition's archive over a run of the source's (as the live MPD lists a rung or
 /// language): the last consecutive run of the run's MSNs it archived with the same
-/// durations, its entries and the run's segments of them, and its first segment's
-/// marker and configuration; `None` when it has none. Reads one archived segment.
-/// Blocking.
+/// durations (a language a segment behind the source at the archive's end keeps the
+/// run before), its entries and the run's segments of them, and its first segment's
+/// marker and configuration; `None` when it has none. Reads one archived segment, and
+/// earlier ones when that one carries no configuration (see [`config_at`]). Blocking.
 fn over_run(
     reader: &dyn SegmentSource,
     run_entries: &[Entry],
@@ -236,19 +255,22 @@ fn over_run(
 ) -> Option<(Vec<Entry>, Vec<MpdSegment>, TimelineMarker, InitConfig)> {
     let mut theirs = Vec::new();
     let mut listed = Vec::new();
+    let mut broken = false;
     for (e, segment) in run_entries.iter().zip(segments) {
         match reader
             .entry(e.msn)
             .filter(|r| r.duration_ticks == e.duration_ticks)
         {
             Some(entry) => {
+                if broken {
+                    theirs.clear();
+                    listed.clear();
+                    broken = false;
+                }
                 theirs.push(entry);
                 listed.push(*segment);
             }
-            None => {
-                theirs.clear();
-                listed.clear();
-            }
+            None => broken = true,
         }
     }
     let (_, marker, config) = archived(reader, theirs.first()?.msn).ok()??;
@@ -267,7 +289,7 @@ fn peak_bps(entries: &[Entry]) -> u64 {
 /// The rung's Representation in a run of the source's archive: when the rung archived
 /// every MSN of the run with the same durations (see [`over_run`]), and its first
 /// segment of the run is switchable (a keyframe at the source's cut, as its marker
-/// says). Reads one archived segment of the rung. Blocking.
+/// says). Reads one archived segment of the rung (see [`over_run`]). Blocking.
 fn rung_in_run(
     rung: &ArchivedRung,
     run_entries: &[Entry],
@@ -292,7 +314,8 @@ fn rung_in_run(
 
 /// The language's adaptation set in a run of the source's archive, over the run's
 /// segments it archived (see [`over_run`]; its segments are cut on the source's), its
-/// files under `audio-{code}/`. Reads one archived segment of the language. Blocking.
+/// files under `audio-{code}/`. Reads one archived segment of the language (see
+/// [`over_run`]). Blocking.
 fn language_in_run(
     language: &ArchivedLanguage,
     run_entries: &[Entry],
@@ -307,12 +330,13 @@ fn language_in_run(
         // Its init is the language's `dvr-init-{msn}-a` of its first segment.
         discontinuity_seq: theirs.first()?.msn,
         segments,
+        order: language.order,
     })
 }
 
 /// The static MPD of archived `entries` (a period's, oldest first): one Period per run,
 /// starting at its first segment (so playback starts with the period), reading one
-/// archived segment per run; for a package, each of the `tracks`' rungs that archived a
+/// archived segment per run and track (see [`over_run`]); for a package, each of the `tracks`' rungs that archived a
 /// run is one more video Representation of it (files under `{rung}/`), and each
 /// language that archived it an audio adaptation set (files under `audio-{code}/`), the
 /// floor's set named by its language. Blocking.

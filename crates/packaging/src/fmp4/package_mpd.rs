@@ -53,6 +53,8 @@ struct RungSegments<'a> {
     unstarted: bool,
     /// The language, when this is an audio language beside the floor, not a rung.
     language: Option<&'a AudioLanguage>,
+    /// The language's place among the stream's languages beside the floor.
+    order: usize,
 }
 
 /// The rungs of one listed source segment, fixed when it was first listed.
@@ -179,18 +181,21 @@ pub fn package_mpd(
             offered: crate::render::offered(name, w),
             unstarted: w.segments.is_empty(),
             language: None,
+            order: 0,
         })
         .chain(
             languages
                 .iter()
                 .flat_map(|l| l.others.iter())
                 .zip(&names)
-                .map(|((language, w), name)| RungSegments {
+                .enumerate()
+                .map(|(order, ((language, w), name))| RungSegments {
                     name,
                     segments: w.fmp4_segments().map(|(s, v)| (s.msn, v)).collect(),
                     offered: !w.segments.is_empty(),
                     unstarted: w.segments.is_empty(),
                     language: Some(language),
+                    order,
                 }),
         )
         .collect();
@@ -295,6 +300,7 @@ fn language_of(rung: &RungSegments<'_>, period: &MpdPeriod) -> Option<MpdLanguag
         audio: audio?,
         discontinuity_seq: first.marker.state.discontinuity_seq,
         segments,
+        order: rung.order,
     })
 }
 

@@ -153,11 +153,13 @@ async fn serve_archive(
                 floor: floor.clone(),
                 others: others
                     .into_iter()
-                    .filter_map(|(language, rendition)| {
+                    .enumerate()
+                    .filter_map(|(order, (language, rendition))| {
                         rendition
                             .archive()
                             .map(|recorder| archive::ArchivedLanguage {
                                 language: language.clone(),
+                                order,
                                 reader: std::sync::Arc::new(recorder.reader().clone()),
                             })
                     })

@@ -211,6 +211,11 @@ fn tracks(recorded: &Recorded, named: &[AudioLanguage]) -> ArchivedTracks {
             .others
             .into_iter()
             .map(|(language, reader, _)| ArchivedLanguage {
+                order: named
+                    .iter()
+                    .skip(1)
+                    .position(|n| *n == language)
+                    .unwrap_or_default(),
                 language,
                 reader: Arc::new(reader),
             })

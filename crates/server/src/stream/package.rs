@@ -429,7 +429,8 @@ impl Package {
         // A muxed fMP4 variant cannot be played beside another audio rendition (hls.js
         // plays silence), so with languages the variants are the video alone
         // (`fmp4-v.m3u8`) and every language, the floor too, is an audio rendition.
-        let mut audio = self.audio_group("fmp4.m3u8");
+        // Every language's own audio files (`fmp4-a.m3u8`), the DASH ones: packaged once.
+        let mut audio = self.audio_group("fmp4-a.m3u8");
         let playlist = match audio.first_mut() {
             Some(floor) => {
                 floor.uri = Some("fmp4-a.m3u8".to_owned());
