@@ -4,8 +4,8 @@
 //! starting late, dropping out and coming back. The MC places the feed on the meeting's
 //! timeline by its arrival; a node following the MC plays Spanish from its master as the
 //! interpreter's tone, on the video's segments; while the interpreter is away the floor
-//! plays on and the language's segments are marked as gaps, which are silence in the
-//! language's DASH files.
+//! plays on and the language's segments are silence, written with the video's (no gap
+//! mark, no wait), in every format.
 
 mod common;
 
@@ -59,16 +59,25 @@ fn interpreter_status(mc: &NodeProcess) -> serde_json::Value {
     doc["languages"][1]["interpreter"].clone()
 }
 
-/// Spanish's media playlist on the node: (MSN, is a gap) of each segment.
-fn spanish(node: &NodeProcess) -> Vec<(u64, bool)> {
+/// The MSNs of Spanish's media playlist on the node; none is marked `#EXT-X-GAP`.
+fn spanish(node: &NodeProcess) -> Vec<u64> {
     let Some(text) = get_text(node, "/m/audio-spa/mono.m3u8") else {
         return Vec::new();
     };
-    let gaps = gap_msns(&text);
+    assert_eq!(gap_msns(&text), Vec::<u64>::new(), "{text}");
     parse_media_playlist(&text)
         .into_iter()
-        .map(|e| (e.msn, gaps.contains(&e.msn)))
+        .map(|e| e.msn)
         .collect()
+}
+
+/// The newest MSN of the node's video playlist.
+fn newest_video_msn(node: &NodeProcess) -> u64 {
+    let text = get_text(node, "/m/mono.m3u8").expect("video playlist");
+    parse_media_playlist(&text)
+        .last()
+        .map(|e| e.msn)
+        .expect("a video segment")
 }
 
 /// The MSNs of a media playlist's segments marked `#EXT-X-GAP`.
@@ -94,10 +103,10 @@ fn gap_msns(text: &str) -> Vec<u64> {
     out
 }
 
-/// DASH has no gap mark: Spanish's DASH file of the gap `msn` is silence over the
-/// segment's span (the same bytes on the node as on the MC, what a catch-up MPD lists),
-/// and the live MPD leaves Spanish out of the span.
-fn gaps_are_silence_in_dash(node: &NodeProcess, mc: &NodeProcess, msn: u64) {
+/// Spanish's DASH file of the span `msn` the interpreter was away for is silence over
+/// the segment's span (the same bytes on the node as on the MC), and the live MPD lists
+/// Spanish through the span.
+fn absence_is_silence_in_dash(node: &NodeProcess, mc: &NodeProcess, msn: u64) {
     let playlist = get_text(node, "/m/audio-spa/fmp4-a.m3u8").expect("Spanish's audio playlist");
     let init = common::last_map(&playlist);
     let media = format!("seg-{msn}-a.m4s");
@@ -111,27 +120,27 @@ fn gaps_are_silence_in_dash(node: &NodeProcess, mc: &NodeProcess, msn: u64) {
         bytes.extend(body);
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gap.mp4");
+    let file = dir.path().join("away.mp4");
     std::fs::write(&file, bytes).unwrap();
     let samples = decoded(&file.display().to_string(), &[], 10);
     let extinf: f64 = parse_media_playlist(&get_text(node, "/m/audio-spa/mono.m3u8").expect("spa"))
         .iter()
         .find(|e| e.msn == msn)
         .map(|e| e.extinf.trim_end_matches(',').parse().expect("EXTINF"))
-        .expect("the gap in Spanish's playlist");
+        .expect("the span in Spanish's playlist");
     let seconds = samples.len() as f64 / 48_000.0;
     assert!(
         (seconds - extinf).abs() <= 1024.0 / 48_000.0,
-        "the gap's audio lasts {seconds} s, its segment {extinf} s"
+        "the absence's audio lasts {seconds} s, its segment {extinf} s"
     );
     assert!(
         samples.iter().all(|s| *s == 0),
-        "the gap is silence: peak {:?}",
+        "the absence is silence: peak {:?}",
         samples.iter().map(|s| s.unsigned_abs()).max()
     );
-    // A lost feed's span is written once the cutter stops waiting for it, segments after
-    // the video's was listed: the live MPD lists the span without Spanish (the language
-    // leaves the periods of its absence, a DASH player plays the floor there).
+    // The span is written with the video's segment: the live MPD lists Spanish through
+    // the absence (a DASH player that picked it hears silence, and the interpreter again
+    // when they return).
     let mpd = get_text(node, "/m/index.mpd").expect("the MPD");
     let numbered = mpd
         .split("<AdaptationSet id=\"200\"")
@@ -156,10 +165,9 @@ fn gaps_are_silence_in_dash(node: &NodeProcess, mc: &NodeProcess, msn: u64) {
         })
         .collect::<Vec<_>>();
     assert!(
-        !numbered.is_empty() && !numbered.iter().any(|range| range.contains(&msn)),
-        "Spanish's sets number {numbered:?}, the gap is {msn}:\n{mpd}"
+        numbered.iter().any(|range| range.contains(&msn)),
+        "Spanish's sets number {numbered:?}, the absence is {msn}:\n{mpd}"
     );
-    assert!(mpd.matches("<Period ").count() >= 2, "{mpd}");
 }
 
 #[test]
@@ -221,7 +229,7 @@ fn an_interpreter_who_starts_late_drops_out_and_returns_is_placed_on_the_meeting
         "{master}"
     );
     wait_for("6 Spanish segments", Duration::from_secs(30), || {
-        (spanish(node).iter().filter(|(_, gap)| !gap).count() >= 6).then_some(())
+        (spanish(node).len() >= 6).then_some(())
     });
     let base = format!("http://{}/m", node.http);
     assert_tone(
@@ -247,43 +255,53 @@ fn an_interpreter_who_starts_late_drops_out_and_returns_is_placed_on_the_meeting
     assert_eq!(placed["state"], "publishing", "{placed}");
     assert_eq!(placed["publish"], "m@audio-spa", "{placed}");
 
-    // The interpreter drops out: the floor plays on, Spanish is marked as gaps.
+    // The interpreter drops out: the floor plays on, Spanish is silence, written with
+    // the video's segments (a second after the feed's last frame), never marked.
     let (status, stderr) = first.finish(Duration::from_secs(40));
     assert!(status.success(), "the interpreter's ffmpeg: {stderr}");
-    let away = wait_for("Spanish gaps", Duration::from_secs(30), || {
-        let list = spanish(node);
-        (list.iter().filter(|(_, gap)| *gap).count() >= 3).then_some(list)
-    });
+    let left = newest_video_msn(node);
+    let away = left + 3;
+    wait_for(
+        "Spanish through the absence",
+        Duration::from_secs(30),
+        || spanish(node).contains(&(away + 2)).then_some(()),
+    );
+    for _ in 0..8 {
+        let (spa, video) = (spanish(node), newest_video_msn(node));
+        let newest = spa.last().copied().unwrap_or(0);
+        assert!(
+            newest + 1 >= video,
+            "Spanish keeps up with the video while the interpreter is away: {newest} vs {video}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let video = get_text(node, "/m/mono.m3u8").expect("video playlist");
     assert!(
         !video.contains("#EXT-X-DISCONTINUITY\n"),
         "the floor plays on:\n{video}"
     );
-    let gaps: Vec<u64> = away.iter().filter(|(_, g)| *g).map(|(m, _)| *m).collect();
-    // A gap is the MC's empty segment, byte for byte on the node.
-    let path = format!("/m/audio-spa/seg-{}.ts", gaps[0]);
+    // The span is silence, as long as its segment; the MC's bytes on the node.
+    let path = format!("/m/audio-spa/seg-{away}.ts");
     let (status, _, on_node) = http_get(node.http, &path);
     let (_, _, on_mc) = common::http_get_as_node(mc.http, &path);
     assert_eq!(status, 200, "{path}");
     assert_eq!(on_node, on_mc, "{path}");
-    // What the catch-up's configuration lookback passes over unread (packaging's
-    // EMPTY_SEGMENT_BYTES): an empty segment is a few packets.
-    assert!(on_node.len() < 8 * 188, "{path}: {} bytes", on_node.len());
-    gaps_are_silence_in_dash(node, mc, gaps[0]);
+    let samples = decoded(&format!("http://{}{path}", node.http), &[], 10);
+    assert!(
+        samples.len() > 48_000 / 2 && samples.iter().all(|s| *s == 0),
+        "{path}: {} samples, peak {:?}",
+        samples.len(),
+        samples.iter().map(|s| s.unsigned_abs()).max()
+    );
+    absence_is_silence_in_dash(node, mc, away);
 
     // The interpreter returns, on a clock of its own that starts again at 0.
     let _second = ChildGuard::spawn("ffmpeg interpreter again", &mut interpreter(&url, 30));
-    let last_gap = *gaps.last().expect("gaps");
+    let returned = newest_video_msn(node);
     wait_for(
-        "Spanish back after its gaps",
+        "Spanish back after its absence",
         Duration::from_secs(30),
-        || {
-            let back = spanish(node)
-                .iter()
-                .filter(|(msn, gap)| *msn > last_gap && !gap)
-                .count();
-            (back >= 4).then_some(())
-        },
+        || spanish(node).contains(&(returned + 4)).then_some(()),
     );
     assert_tone(
         "Spanish again",

@@ -172,10 +172,11 @@ inputs = ["builtin://meeting"]
  * A node's config: it learns the meetings from the MC, delivers each with
  * `ott_backup = true` (one OTT group per meeting) and joins the domain `secret` with
  * the other nodes' gossip addresses as seeds. `announce` (optional) replaces the
- * derived address (`http://127.0.0.1:PORT`, a private one). Nodes pull the MC's
+ * derived address (`http://127.0.0.1:PORT`, a private one); `dvr` has it record the
+ * meetings. Nodes pull the MC's
  * whole-segment relay; `E2E_LIVE_RELAY=1` in the environment has them pull its live relay.
  */
-export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce, host = '127.0.0.1' }) {
+export function nodeToml({ name, http, gossip, seeds, secret, mcPort, dataDir, announce, host = '127.0.0.1', dvr = false }) {
   return `[node]
 name = ${tomlString(name)}
 trust_loopback = true
@@ -189,7 +190,7 @@ timeout = 2
 ${process.env.E2E_LIVE_RELAY === '1' ? 'live_relay = true\n' : ''}
 [mc.stream]
 ott_backup = true
-
+${dvr ? 'dvr = { enabled = true, depth = "1h" }\n' : ''}
 [ott]
 domain_secret = ${tomlString(secret)}
 gossip = ${tomlString(`127.0.0.1:${gossip}`)}
@@ -438,11 +439,12 @@ const DEFAULT_SECRET = 'brdyun e2e domain secret, loopback only';
  * node announces (default: derived, `http://127.0.0.1:PORT`). Resolves once every
  * process listens; the meeting still needs a few seconds to reach the nodes (see
  * [`waitProtected`]). With `watchdogMs`, each node runs under the notify supervisor with
- * that watchdog period (a hung node is killed and restarted, as under systemd).
+ * that watchdog period (a hung node is killed and restarted, as under systemd). With
+ * `dvr`, each node records the meetings (an hour deep) for catch-up.
  */
 export async function startCluster({
   names = ['a', 'b', 'c'], secret = DEFAULT_SECRET, announce, mcPort, ladder = false, privateMeeting = false, distinctHosts = false, watchdogMs = null,
-  languages = false,
+  languages = false, dvr = false,
 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'brdyun-e2e-'));
   const ports = await freePorts(1 + 2 * names.length);
@@ -475,6 +477,7 @@ export async function startCluster({
         // (Shaka) then ban that node only.
         host: distinctHosts ? `127.0.0.${2 + i}` : undefined,
         watchdogMs,
+        dvr,
       });
     });
     await Promise.all(Object.values(cluster.nodes).map((n) => n.start()));
@@ -486,10 +489,10 @@ export async function startCluster({
 }
 
 /** Writes a node's config into the cluster's directory and returns its (not started) process. */
-function nodeProc(cluster, { name, http, gossip, seeds, secret, announce, host, watchdogMs }) {
+function nodeProc(cluster, { name, http, gossip, seeds, secret, announce, host, watchdogMs, dvr }) {
   const configPath = join(cluster.dir, `node-${name}.toml`);
   writeFileSync(configPath, nodeToml({
-    name: `node-${name}`, http, gossip, seeds, secret, mcPort: cluster.mcPort, dataDir: join(cluster.dir, `node-${name}`), announce, host,
+    name: `node-${name}`, http, gossip, seeds, secret, mcPort: cluster.mcPort, dataDir: join(cluster.dir, `node-${name}`), announce, host, dvr,
   }));
   return new NodeProc({ name: `node-${name}`, configPath, logPath: join(cluster.dir, `node-${name}.log`), http, gossip, host, watchdogMs });
 }

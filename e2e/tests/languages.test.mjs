@@ -15,13 +15,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { launchBrowser, waitFor200 } from '../lib/cluster.mjs';
 import { Proc, freePorts } from '../lib/processes.mjs';
 import { listen, hear as hearOn } from '../lib/tone.mjs';
+import { LANGUAGE_PLAYERS } from '../lib/players/languages.mjs';
 
-const DASH_JS = fileURLToPath(new URL('../node_modules/dashjs/dist/modern/umd/dash.all.min.js', import.meta.url));
-const SHAKA_JS = fileURLToPath(new URL('../node_modules/shaka-player/dist/shaka-player.compiled.js', import.meta.url));
 
 const FLOOR_HZ = 440;
 const SPANISH_HZ = 750;
@@ -125,56 +123,6 @@ for (const master of ['index.m3u8', 'fmp4-index.m3u8']) test(`hls.js switches be
 });
 
 /**
- * What dash.js or Shaka on the page exposes to the test, `window.__dash`: `tracks()` (the
- * audio languages it lists, as { lang, label, role }), `pick(lang)` (switches to one),
- * and `state.fatal` (its fatal errors).
- */
-const DASH_PLAYERS = {
-  'dash.js': {
-    script: DASH_JS,
-    start: (src) => {
-      const video = document.getElementById('v');
-      const player = dashjs.MediaPlayer().create();
-      player.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING } });
-      const state = { fatal: [] };
-      // 25 (an MPD reload) and 27 (a segment) are retried by dash.js itself.
-      player.on(dashjs.MediaPlayer.events.ERROR, (e) => {
-        const code = e.error && e.error.code;
-        if (code !== 25 && code !== 27) state.fatal.push(JSON.stringify(e.error || e).slice(0, 300));
-      });
-      const label = (t) => (t.labels && t.labels[0] ? (t.labels[0].text ?? t.labels[0]) : null);
-      window.__dash = {
-        state,
-        tracks: () => player.getTracksFor('audio').map((t) => ({
-          lang: t.lang, label: label(t), role: (t.roles && t.roles[0] && (t.roles[0].value ?? t.roles[0])) || null,
-        })),
-        pick: (lang) => player.setCurrentTrack(player.getTracksFor('audio').find((t) => t.lang === lang)),
-      };
-      player.initialize(video, src, true);
-    },
-  },
-  Shaka: {
-    script: SHAKA_JS,
-    start: (src) => {
-      const video = document.getElementById('v');
-      shaka.polyfill.installAll();
-      const player = new shaka.Player();
-      const state = { fatal: [] };
-      player.addEventListener('error', (e) => {
-        if (e.detail && e.detail.severity === 2) state.fatal.push(`${e.detail.code}`);
-      });
-      window.__dash = {
-        state,
-        tracks: () => player.getAudioTracks().map((t) => ({ lang: t.language, label: t.label ?? null, role: (t.roles && t.roles[0]) || null })),
-        pick: (lang) => player.selectAudioTrack(player.getAudioTracks().find((t) => t.language === lang)),
-      };
-      player.attach(video).then(() => player.load(src)).then(() => video.play().catch(() => {}))
-        .catch((e) => state.fatal.push(`load ${e && e.code}`));
-    },
-  },
-};
-
-/**
  * The manifests the players above switch languages in, and how each lists Spanish. The
  * MPD lists Spanish in the periods from its first segment on; the fMP4 HLS master
  * lists every language, the floor too, as an audio rendition of its own beside
@@ -189,7 +137,7 @@ const SWITCHES = [
 ];
 
 for (const [name, manifest, spanish] of SWITCHES) test(`${name} lists the languages of ${manifest} and switches between the floor and the interpretation mid-play, hearing each tone`, { timeout: 120_000 }, async () => {
-  const dashPlayer = DASH_PLAYERS[name];
+  const dashPlayer = LANGUAGE_PLAYERS[name];
   const deadline = Date.now() + 20_000;
   for (;;) {
     const text = await waitFor200(`${base}/meeting/${manifest}`);
@@ -206,19 +154,19 @@ for (const [name, manifest, spanish] of SWITCHES) test(`${name} lists the langua
   await listen(page, '#v');
   await page.waitForFunction(() => document.getElementById('v').currentTime > 2, null, { timeout: 40_000 });
 
-  const tracks = await page.evaluate(() => window.__dash.tracks());
+  const tracks = await page.evaluate(() => window.__p.tracks());
   const langs = tracks.map((t) => t.lang).sort();
   assert.deepEqual(langs, ['en', 'es'], `the audio languages: ${JSON.stringify(tracks)}`);
 
   const hear = (hz, what) => hearOn(page, hz, what);
   await hear(FLOOR_HZ, `${name}: the floor at the start`);
-  await page.evaluate(() => window.__dash.pick('es'));
+  await page.evaluate(() => window.__p.pick('es'));
   const toSpanish = await hear(SPANISH_HZ, `${name}: after switching to Spanish`);
   await page.waitForTimeout(4_000);
   await hear(SPANISH_HZ, `${name}: Spanish four seconds on`);
-  await page.evaluate(() => window.__dash.pick('en'));
+  await page.evaluate(() => window.__p.pick('en'));
   const toFloor = await hear(FLOOR_HZ, `${name}: after switching back to the floor`);
-  const state = await page.evaluate(() => window.__dash.state);
+  const state = await page.evaluate(() => window.__p.state);
   const time = await page.evaluate(() => document.getElementById('v').currentTime);
   await page.close();
   console.log(`${manifest}, ${name}: languages ${JSON.stringify(tracks)}; switch heard after: to Spanish ${toSpanish} ms, `

@@ -121,11 +121,11 @@ fn a_node_following_the_languages_relay_cuts_the_same_bytes_at_once() {
     assert_follows_byte_for_byte(&other);
 }
 
-/// A span the language's feed had nothing for is an empty segment (a gap) on the
-/// video's MSN, and a node following the relay writes it too, byte for byte: a player
-/// on that language gets every MSN the video has.
+/// A span the language's feed had nothing for is silence on the video's MSN, and a
+/// node following the relay writes it too, byte for byte: a player on that language
+/// gets every MSN the video has, and plays through the span.
 #[test]
-fn a_lost_span_is_a_gap_segment_that_nodes_write_too() {
+fn a_lost_span_is_a_silent_segment_that_nodes_write_too() {
     let (floor, _) = cut();
     let lost = (
         floor[1].start_ts,
@@ -134,10 +134,23 @@ fn a_lost_span_is_a_gap_segment_that_nodes_write_too() {
     let (_, other) = cut_losing(Some(lost));
     let msns: Vec<u64> = other.iter().map(|r| r.segment.msn).collect();
     assert_eq!(msns, floor.iter().map(|s| s.msn).collect::<Vec<_>>());
-    let gap = &other[1].segment;
-    assert!(demux_frames(&gap.data).is_empty(), "the lost span is empty");
-    let marker = TimelineMarker::parse(&gap.data[4..188]).expect("marker");
-    assert_eq!((marker.video_frames, marker.audio_frames), (0, 0));
+    let lost = &other[1].segment;
+    let frames = demux_frames(&lost.data);
+    let first = other[0].segment.data.clone();
+    let template = demux_frames(&first)
+        .pop()
+        .expect("a frame before the loss")
+        .data;
+    let silent = media::codec::aac_silence::silent_adts_frame(&template).expect("silence");
+    assert!(
+        !frames.is_empty() && frames.iter().all(|f| f.data[..] == silent[..]),
+        "the lost span is silence"
+    );
+    let marker = TimelineMarker::parse(&lost.data[4..188]).expect("marker");
+    assert_eq!(
+        (marker.video_frames, marker.audio_frames),
+        (0, frames.len() as u32)
+    );
     assert_follows_byte_for_byte(&other);
 }
 

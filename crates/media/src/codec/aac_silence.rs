@@ -113,6 +113,58 @@ pub fn silent_adts_frame_of(config: &AudioSpecificConfig) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Silent frames over the span `[start, end)` (90 kHz, extended): copies of `silent` (a
+/// silent ADTS frame, [`silent_adts_frame`]) on the audio's sample grid from `start`, at
+/// most `most`, each with its extended timestamp. What an audio rendition's span that
+/// its feed left empty (an interpreter gone) is filled with, so it plays as silence.
+pub fn silent_frames(
+    silent: &bytes::Bytes,
+    sample_rate: u32,
+    start: u64,
+    end: u64,
+    most: usize,
+) -> Vec<(u64, crate::Frame)> {
+    (0..)
+        .map(|i| frames_later(start, i, sample_rate))
+        .take_while(|&ts| ts < end)
+        .take(most)
+        .map(|ts| (ts, silent_frame_at(silent, ts)))
+        .collect()
+}
+
+/// Silent frames leading up to `end` (90 kHz, extended): whole frames on the audio's
+/// sample grid counted back from `end`, none starting before `from`, at most `most`,
+/// oldest first. What fills the start of a span a feed came back within, so the silence
+/// ends exactly where its frames begin.
+pub fn silent_frames_before(
+    silent: &bytes::Bytes,
+    sample_rate: u32,
+    from: u64,
+    end: u64,
+    most: usize,
+) -> Vec<(u64, crate::Frame)> {
+    let mut out: Vec<(u64, crate::Frame)> = (1..)
+        .map(|k| end.checked_sub(frames_later(0, k, sample_rate)))
+        .take_while(|ts| ts.is_some_and(|ts| ts >= from))
+        .flatten()
+        .take(most)
+        .map(|ts| (ts, silent_frame_at(silent, ts)))
+        .collect();
+    out.reverse();
+    out
+}
+
+/// The silent frame `silent` at the extended timestamp `ts`.
+fn silent_frame_at(silent: &bytes::Bytes, ts: u64) -> crate::Frame {
+    crate::Frame {
+        codec: crate::Codec::Aac,
+        pts: ts & crate::PTS_MASK,
+        dts: ts & crate::PTS_MASK,
+        keyframe: true,
+        data: silent.clone(),
+    }
+}
+
 /// The 90 kHz timestamp `frames` AAC frames after `start` at `sample_rate`, rounded to
 /// the nearest tick from the start (no drift over many frames).
 pub fn frames_later(start: u64, frames: u64, sample_rate: u32) -> u64 {

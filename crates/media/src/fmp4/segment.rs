@@ -17,10 +17,10 @@ use super::config::InitConfig;
 use super::fragment::{write_fragment, FragmentOptions, ProducerTime};
 use super::timed::TimedFrame;
 use super::Fmp4Error;
-use crate::codec::aac_silence::{frames_later, silent_adts_frame_of};
+use crate::codec::aac_silence::{silent_adts_frame_of, silent_frames};
 use crate::segmenter::Segment;
 use crate::ts::{DemuxEvent, Demuxer};
-use crate::{TrackKind, PTS_MASK};
+use crate::TrackKind;
 
 /// How to write one media segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -263,10 +263,11 @@ pub fn package_ts_segment(
 const MAX_SILENT_FRAMES: usize = 4096;
 
 /// Silent AAC frames over `segment`'s span, on the audio's sample grid from its start,
-/// when `config` is audio alone: an audio rendition's span that its feed left empty (an
-/// interpreter gone) is written as an empty segment, which HLS marks as a gap, and is
-/// silence in the fMP4 files, where DASH has no such mark. Empty for a config with
-/// video, or whose channel layout has no silent frame; at most [`MAX_SILENT_FRAMES`].
+/// when `config` is audio alone: an audio rendition's segment without frames (a span
+/// its feed left empty, from a cutter that did not fill it with silence, or an archive
+/// that holds such a segment) is silence in the fMP4 files, where DASH has no gap mark.
+/// Empty for a config with video, or whose channel layout has no silent frame; at most
+/// [`MAX_SILENT_FRAMES`].
 fn silence(config: &InitConfig, segment: &Segment) -> Vec<TimedFrame> {
     let (None, Some(audio)) = (&config.video, &config.audio) else {
         return Vec::new();
@@ -274,24 +275,21 @@ fn silence(config: &InitConfig, segment: &Segment) -> Vec<TimedFrame> {
     let Some(data) = silent_adts_frame_of(&audio.config).map(bytes::Bytes::from) else {
         return Vec::new();
     };
-    let rate = audio.config.sample_rate();
     let end = segment.start_ts.saturating_add(segment.duration_ticks);
-    (0..)
-        .map(|i| frames_later(segment.start_ts, i, rate))
-        .take_while(|&ts| ts < end)
-        .take(MAX_SILENT_FRAMES)
-        .map(|ts| TimedFrame {
-            ext_pts: ts,
-            ext_dts: ts,
-            frame: crate::Frame {
-                codec: crate::Codec::Aac,
-                pts: ts & PTS_MASK,
-                dts: ts & PTS_MASK,
-                keyframe: true,
-                data: data.clone(),
-            },
-        })
-        .collect()
+    silent_frames(
+        &data,
+        audio.config.sample_rate(),
+        segment.start_ts,
+        end,
+        MAX_SILENT_FRAMES,
+    )
+    .into_iter()
+    .map(|(ts, frame)| TimedFrame {
+        ext_pts: ts,
+        ext_dts: ts,
+        frame,
+    })
+    .collect()
 }
 
 #[cfg(test)]

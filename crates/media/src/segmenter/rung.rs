@@ -20,10 +20,11 @@
 //! span has arrived (a language's frame count need not be the floor's). It is aligned
 //! when its first frame starts within one audio frame of the source segment's start.
 //! Its discontinuities are the source's, exactly: once it has started, a span it has no
-//! frame for (the language's feed lost, or its encoder restarting) is written as an
-//! empty segment — a gap, its marker counting no frame — never skipped, so every
-//! rendition of the stream has the same MSNs and discontinuity numbers (players match
-//! an audio rendition to the video by them).
+//! frame for (the language's feed lost, or its encoder restarting) is written as
+//! silence — silent AAC frames of the rendition's own configuration over the span —
+//! never skipped, so every rendition of the stream has the same MSNs and discontinuity
+//! numbers (players match an audio rendition to the video by them) and a player that
+//! picked the language plays on through the absence, hearing nothing.
 //!
 //! A rung segment is written once its frames are all in (the rung has as many frames of
 //! each track as the source segment: a frame-rate-preserving encoder), or once frames of
@@ -47,6 +48,9 @@ const MAX_PENDING: usize = 16;
 /// it has — a gap when the language's feed is lost — and the language stays within a
 /// few segments of the video.
 const MAX_PENDING_AUDIO: usize = 3;
+
+/// The most silent frames one segment of an audio rendition gets (85 s at 48 kHz).
+const MAX_SILENT_FRAMES: usize = 4096;
 
 /// After a (re)start, this many misaligned segments are skipped, not written: an
 /// encoder fed from the middle of a source segment makes a partial first segment.
@@ -92,7 +96,7 @@ pub struct RungStats {
     pub dropped_late: u64,
     /// Frames dropped because too many were ahead of the announced source segments.
     pub dropped_early: u64,
-    /// Empty segments an audio rendition wrote for spans it had no frame for.
+    /// Segments an audio rendition wrote for spans it had no frame for (silence).
     pub gaps: u64,
 }
 
@@ -162,6 +166,8 @@ pub struct RungCutter {
     shares_audio: bool,
     /// The rung is an audio rendition: audio alone, its video ignored.
     audio_only: bool,
+    /// An audio rendition's newest frame: the template of the silence its empty spans get.
+    last_audio: Option<bytes::Bytes>,
     stats: RungStats,
 }
 
@@ -281,6 +287,9 @@ impl RungCutter {
         let ext_pts = unwrap_ts(frame.pts, self.reference);
         let ext_dts = unwrap_ts(frame.dts, Some(ext_pts));
         self.reference = Some(ext_pts);
+        if self.audio_only {
+            self.last_audio = Some(frame.data.clone());
+        }
         self.place(Timed {
             ext_pts,
             ext_dts,
@@ -430,10 +439,10 @@ impl RungCutter {
 
 impl RungCutter {
     /// Writes an audio rendition's segment: on the source's MSN, span, date and
-    /// discontinuities; empty (a gap) when the rendition had no frame for the span.
-    /// Before its first frame, or while a start's partial first segments settle, nothing
-    /// is written.
-    fn write_audio(&mut self, pending: Pending) -> Option<RungSegment> {
+    /// discontinuities; silence when the rendition had no frame for the span (empty, a
+    /// gap, when its frames give no silent frame). Before its first frame, or while a
+    /// start's partial first segments settle, nothing is written.
+    fn write_audio(&mut self, mut pending: Pending) -> Option<RungSegment> {
         let source = pending.source;
         let gap = pending.frames.is_empty();
         let aligned = gap || starts_within_a_frame(&pending.frames, source.start_ts);
@@ -444,6 +453,7 @@ impl RungCutter {
             return None;
         }
         self.last_msn = Some(source.state.msn);
+        self.fill_with_silence(&mut pending);
         self.tracks = self
             .tracks
             .with_frames(pending.frames.iter().map(|t| &t.frame));
@@ -466,6 +476,71 @@ impl RungCutter {
             aligned,
             marker,
         })
+    }
+}
+
+impl RungCutter {
+    /// Fills what an audio rendition's span has no frames for with silent frames made
+    /// from its newest frame's header: the whole span when it is empty; before its
+    /// first frame and after its last when the feed came or went within the span (on
+    /// the audio's sample grid, ending where the frames begin and starting where they
+    /// end, so no hole of a frame or more is left for a player to stall at). Nothing
+    /// when there is no frame to take them from or its channel layout has no silent
+    /// frame.
+    fn fill_with_silence(&self, pending: &mut Pending) {
+        let Some(template) = &self.last_audio else {
+            return;
+        };
+        let (Some(silent), Ok(config)) = (
+            crate::codec::aac_silence::silent_adts_frame(template),
+            crate::codec::aac::AudioSpecificConfig::from_adts(template),
+        ) else {
+            return;
+        };
+        let silent = bytes::Bytes::from(silent);
+        let rate = config.sample_rate();
+        let frame_ticks = crate::codec::aac_silence::frames_later(0, 1, rate).max(1);
+        let start = pending.source.start_ts;
+        let end = pending.end();
+        let first = pending.frames.iter().map(|t| t.ext_pts).min();
+        let last = pending.frames.iter().map(|t| t.ext_pts).max();
+        let mut fill = Vec::new();
+        match (first, last) {
+            (Some(first), Some(last)) => {
+                // Back from the first frame, whole frames only, down to the span's start.
+                fill.extend(crate::codec::aac_silence::silent_frames_before(
+                    &silent,
+                    rate,
+                    start,
+                    first,
+                    MAX_SILENT_FRAMES,
+                ));
+                // On from the last frame's end, whole frames that end within the span.
+                let after = last.saturating_add(frame_ticks);
+                let bound = end.saturating_sub(frame_ticks).saturating_add(1);
+                fill.extend(crate::codec::aac_silence::silent_frames(
+                    &silent,
+                    rate,
+                    after,
+                    bound,
+                    MAX_SILENT_FRAMES,
+                ));
+            }
+            _ => fill.extend(crate::codec::aac_silence::silent_frames(
+                &silent,
+                rate,
+                start,
+                end,
+                MAX_SILENT_FRAMES,
+            )),
+        }
+        for (ts, frame) in fill {
+            pending.take(Timed {
+                ext_pts: ts,
+                ext_dts: ts,
+                frame,
+            });
+        }
     }
 }
 

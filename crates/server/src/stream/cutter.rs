@@ -168,19 +168,20 @@ impl Cutter {
         step.finished.extend(finished);
         step.finished
             .extend(std::iter::from_fn(|| self.segmenter.pop_ready()));
-        self.cut_languages(&mut step);
+        self.cut_languages(&mut step, context.arrived_ms);
         self.note_tracks(&mut step);
         step
     }
 
-    /// Every language cuts the spans of the segments this step finished.
-    fn cut_languages(&mut self, step: &mut Step) {
+    /// Every language cuts the spans of the segments this step finished, at `now_ms`
+    /// (the clock of the frames' arrivals).
+    fn cut_languages(&mut self, step: &mut Step, now_ms: i64) {
         if self.languages.is_empty() {
             return;
         }
         for segment in &step.finished {
             step.languages
-                .extend(self.languages.source_segment(segment));
+                .extend(self.languages.source_segment(segment, now_ms));
         }
     }
 
@@ -190,7 +191,8 @@ impl Cutter {
         step.finished
             .extend(std::iter::from_fn(|| self.segmenter.flush()));
         step.placed = self.segmenter.take_placed();
-        self.cut_languages(&mut step);
+        // Every language writes all it waits on now: nothing more comes.
+        self.cut_languages(&mut step, i64::MAX);
         step.languages.extend(self.languages.flush());
         self.note_tracks(&mut step);
         step
@@ -314,6 +316,69 @@ mod tests {
         assert!(stats.frames.load(std::sync::atomic::Ordering::Relaxed) > 390);
         assert!(cut.len() >= 4, "{} language segments", cut.len());
         assert!(cut.iter().all(|s| s.language == spa));
+    }
+
+    #[test]
+    fn an_interpreter_away_a_second_has_each_span_written_with_its_video_as_silence() {
+        use crate::stream::interpreter::FeedStats;
+        use crate::stream::languages::{InterpreterFeed, LanguageSource};
+        let spa = media::Language::parse("spa").expect("a code");
+        let mut c = cutter(false);
+        c.set_languages(LanguageCutters::new(&[LanguageSource {
+            language: spa,
+            pid: None,
+            interpreter: Some(InterpreterFeed {
+                offset_ms: 0,
+                stats: std::sync::Arc::new(FeedStats::default()),
+            }),
+        }]));
+        let data = bytes::Bytes::from_static(&[0xff, 0xf1, 0x50, 0x80, 0x01, 0x7f, 0xfc, 0x21]);
+        let silent = media::codec::aac_silence::silent_adts_frame(&data).expect("silence");
+        let mut while_away = Vec::new();
+        for i in 0..600u64 {
+            let context = Context {
+                arrived_ms: (i * 40) as i64,
+                ..Context::default()
+            };
+            let step = c.on_event(IngestEvent::Frame(frame(i)), at(i), context);
+            // The interpreter leaves at 10 s. The first video segment cut once they
+            // have been away a second (12 s) writes the span that waited for them too;
+            // from then on every span is cut as the video's is, in the same step.
+            if i == 300 {
+                let language: Vec<u64> = step.languages.iter().map(|s| s.cut.segment.msn).collect();
+                assert_eq!(language, vec![4, 5]);
+            }
+            if i > 300 {
+                let video: Vec<u64> = step.finished.iter().map(|s| s.msn).collect();
+                let language: Vec<u64> = step.languages.iter().map(|s| s.cut.segment.msn).collect();
+                assert_eq!(language, video, "at frame {i}");
+                while_away.extend(step.languages);
+            }
+            if i < 250 {
+                let feed = Frame {
+                    codec: Codec::Aac,
+                    pts: 7 + i * 3_600,
+                    dts: 7 + i * 3_600,
+                    keyframe: true,
+                    data: data.clone(),
+                };
+                let event = IngestEvent::InterpreterFeed {
+                    language: spa,
+                    frame: Some(feed),
+                };
+                c.on_event(event, at(i), context);
+            }
+        }
+        assert!(
+            while_away.len() >= 4,
+            "{} spans while away",
+            while_away.len()
+        );
+        for s in &while_away {
+            let frames = media::ts::demux_frames(&s.cut.segment.data);
+            assert!(s.cut.marker.audio_frames > 0);
+            assert!(frames.iter().all(|f| f.data[..] == silent[..]));
+        }
     }
 
     #[test]

@@ -22,6 +22,12 @@ use crate::stream::interpreter::{FeedPlacer, FeedStats, FloorClock};
 /// The largest ADTS frame (13-bit `frame_length`).
 const MAX_AUDIO_FRAME: usize = 8191;
 
+/// An interpreter's feed that has sent nothing for this long (ms) is away: the spans
+/// its language waits on are written at once (silence), not a few segments later, so
+/// the language stays as close to the video as when it speaks. A feed's frames are
+/// placed by their arrival, so nothing that comes later can fall in a span already cut.
+const FEED_AWAY_MS: i64 = 1_000;
+
 /// One language the stream offers beside the floor: its code and, for a source that
 /// names no language on its audio streams, the PID it is carried on — or, for a
 /// language an interpreter publishes on its own, how its feed is placed.
@@ -81,6 +87,19 @@ struct LanguageCut {
     cutter: RungCutter,
     probe: TrackProbe,
     frames: u64,
+    /// When the interpreter's feed last sent a frame (the pipeline's clock, ms).
+    last_arrival_ms: Option<i64>,
+}
+
+impl LanguageCut {
+    /// The language is an interpreter's whose feed has been away [`FEED_AWAY_MS`] at
+    /// `now_ms` (or never came).
+    fn feed_away(&self, now_ms: i64) -> bool {
+        self.placer.is_some()
+            && self
+                .last_arrival_ms
+                .is_none_or(|at| now_ms.saturating_sub(at) >= FEED_AWAY_MS)
+    }
 }
 
 impl LanguageCut {
@@ -121,6 +140,7 @@ impl LanguageCutters {
                     cutter: RungCutter::audio_rendition(),
                     probe: TrackProbe::default(),
                     frames: 0,
+                    last_arrival_ms: None,
                 })
                 .collect(),
             unlisted_frames: 0,
@@ -164,6 +184,7 @@ impl LanguageCutters {
             placer.restart();
             return Vec::new();
         };
+        cut.last_arrival_ms = Some(now_ms);
         if frame.data.len() > MAX_AUDIO_FRAME || frame.kind() != media::TrackKind::Audio {
             self.unlisted_frames += 1;
             return Vec::new();
@@ -228,8 +249,10 @@ impl LanguageCutters {
         self.cuts.get_mut(i)
     }
 
-    /// The source cut `segment`: every language cuts the same span.
-    pub fn source_segment(&mut self, segment: &Segment) -> Vec<LanguageSegment> {
+    /// The source cut `segment` at `now_ms` (the pipeline's clock, as the frames'
+    /// arrivals): every language cuts the same span; an interpreter's language whose
+    /// feed is away writes every span it waits on at once.
+    pub fn source_segment(&mut self, segment: &Segment, now_ms: i64) -> Vec<LanguageSegment> {
         let Some(marker) = segment
             .data
             .get(4..media::ts::PACKET_SIZE)
@@ -239,7 +262,10 @@ impl LanguageCutters {
         };
         let mut out = Vec::new();
         for cut in &mut self.cuts {
-            let done = cut.cutter.source_segment(marker);
+            let mut done = cut.cutter.source_segment(marker);
+            if cut.feed_away(now_ms) {
+                done.extend(cut.cutter.flush());
+            }
             out.extend(cut.tag(done));
         }
         out

@@ -323,7 +323,7 @@ fn an_audio_rendition_is_cut_on_the_source_spans_by_its_own_audio() {
 }
 
 #[test]
-fn a_language_that_stops_gets_gap_segments_on_the_sources_numbers() {
+fn a_language_that_stops_gets_silent_segments_on_the_sources_numbers() {
     let mut cutter = RungCutter::audio_rendition();
     let mut out = Vec::new();
     for msn in 0..4 {
@@ -339,9 +339,15 @@ fn a_language_that_stops_gets_gap_segments_on_the_sources_numbers() {
     out.extend(cutter.frame(audio(8 * SECOND + AAC_FRAME)));
     let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
     assert_eq!(msns, vec![0, 1, 2, 3], "no MSN skipped");
-    // The silent span is an empty segment whose marker counts no frame.
-    assert_eq!(out[2].marker.audio_frames, 0);
-    assert!(crate::ts::demux_frames(&out[2].segment.data).is_empty());
+    // The span without frames is silence over the whole span, on the audio's grid, in
+    // the language's own configuration.
+    let silent = crate::codec::aac_silence::silent_adts_frame(&audio(0).data).unwrap();
+    let frames = crate::ts::demux_frames(&out[2].segment.data);
+    assert_eq!(frames.len(), 87, "2 s of 1,024-sample frames at 44.1 kHz");
+    assert_eq!(out[2].marker.audio_frames, 87);
+    assert!(frames.iter().all(|f| f.data[..] == silent[..]));
+    assert_eq!(frames[0].pts, 4 * SECOND);
+    assert!(frames.iter().all(|f| f.pts < 6 * SECOND));
     assert!(out[3].marker.audio_frames > 0);
     // The source's discontinuities, no other.
     assert!(out.iter().all(|r| !r.segment.discontinuous));
@@ -366,7 +372,7 @@ fn an_audio_rendition_that_starts_mid_segment_is_settled_not_misreported() {
 }
 
 #[test]
-fn a_lost_language_is_written_as_gaps_a_few_segments_behind() {
+fn a_lost_language_is_written_as_silence_a_few_segments_behind() {
     let mut cutter = RungCutter::audio_rendition();
     let mut out = Vec::new();
     out.extend(cutter.source_segment(marker(0, 0, 2 * SECOND, 50, 94)));
@@ -380,5 +386,68 @@ fn a_lost_language_is_written_as_gaps_a_few_segments_behind() {
     let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
     assert_eq!(msns, (0..=6).collect::<Vec<u64>>(), "at most 3 spans wait");
     // (The frame past the first span, which completed it, is the second's.)
-    assert!(out[2..].iter().all(|r| r.marker.audio_frames == 0));
+    let silent = crate::codec::aac_silence::silent_adts_frame(&audio(0).data).unwrap();
+    for rung in &out[2..] {
+        let frames = crate::ts::demux_frames(&rung.segment.data);
+        assert_eq!(frames.len() as u32, rung.marker.audio_frames);
+        assert!(!frames.is_empty() && frames.iter().all(|f| f.data[..] == silent[..]));
+    }
+}
+
+#[test]
+fn a_feed_that_goes_and_comes_within_a_span_is_padded_with_silence_to_its_edges() {
+    let mut cutter = RungCutter::audio_rendition();
+    let mut out = Vec::new();
+    // The interpreter speaks through the first span and half the second, is away, and
+    // comes back half a second into the fourth.
+    let speech = [
+        (0, 2 * SECOND),
+        (2 * SECOND, 3 * SECOND),
+        (0, 0),
+        (6 * SECOND + SECOND / 2, 8 * SECOND + AAC_FRAME),
+    ];
+    for (msn, (from, to)) in speech.into_iter().enumerate() {
+        let msn = msn as u64;
+        out.extend(cutter.source_segment(marker(msn, msn * 2 * SECOND, 2 * SECOND, 50, 94)));
+        for f in language(from, to) {
+            out.extend(cutter.frame(f));
+        }
+    }
+    out.extend(cutter.flush());
+    let msns: Vec<u64> = out.iter().map(|r| r.segment.msn).collect();
+    assert_eq!(msns, vec![0, 1, 2, 3]);
+    let silent = crate::codec::aac_silence::silent_adts_frame(&audio(0).data).unwrap();
+    for rung in &out {
+        let start = rung.segment.start_ts;
+        let end = start + 2 * SECOND;
+        let mut frames = crate::ts::demux_frames(&rung.segment.data);
+        frames.sort_by_key(|f| f.pts);
+        assert_eq!(frames.len() as u32, rung.marker.audio_frames);
+        // From the span's start to its end, no hole of a frame.
+        assert!(
+            frames[0].pts < start + AAC_FRAME,
+            "msn {}",
+            rung.segment.msn
+        );
+        assert!(
+            frames.last().unwrap().pts + 2 * AAC_FRAME > end,
+            "msn {}",
+            rung.segment.msn
+        );
+        for pair in frames.windows(2) {
+            let step = pair[1].pts - pair[0].pts;
+            assert!(
+                step + 1 >= AAC_FRAME && step <= AAC_FRAME + 1,
+                "msn {}: {step}",
+                rung.segment.msn
+            );
+        }
+        let quiet = frames.iter().filter(|f| f.data[..] == silent[..]).count();
+        match rung.segment.msn {
+            0 => assert_eq!(quiet, 0),
+            // Half a span of speech, then silence; then silence; then half a second of it.
+            1 | 3 => assert!(quiet > 15 && quiet < frames.len() - 15, "{quiet}"),
+            _ => assert_eq!(quiet, frames.len()),
+        }
+    }
 }
