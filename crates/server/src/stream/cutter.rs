@@ -273,21 +273,26 @@ mod tests {
         steps.iter().flat_map(|s| &s.finished).collect()
     }
 
-    #[test]
-    fn an_interpreters_feed_is_cut_on_the_floors_segments() {
-        use crate::stream::interpreter::FeedStats;
+    /// A cutter whose stream has Spanish from an interpreter's feed, its stats `stats`.
+    fn interpreted(stats: &std::sync::Arc<crate::stream::interpreter::FeedStats>) -> Cutter {
         use crate::stream::languages::{InterpreterFeed, LanguageSource};
-        let spa = media::Language::parse("spa").expect("a code");
-        let stats = std::sync::Arc::new(FeedStats::default());
         let mut c = cutter(false);
         c.set_languages(LanguageCutters::new(&[LanguageSource {
-            language: spa,
+            language: media::Language::parse("spa").expect("a code"),
             pid: None,
             interpreter: Some(InterpreterFeed {
                 offset_ms: 0,
-                stats: std::sync::Arc::clone(&stats),
+                stats: std::sync::Arc::clone(stats),
             }),
         }]));
+        c
+    }
+
+    #[test]
+    fn an_interpreters_feed_is_cut_on_the_floors_segments() {
+        let spa = media::Language::parse("spa").expect("a code");
+        let stats = std::sync::Arc::default();
+        let mut c = interpreted(&stats);
         let mut cut = Vec::new();
         for i in 0..400u64 {
             let context = Context {
@@ -320,18 +325,8 @@ mod tests {
 
     #[test]
     fn an_interpreter_away_a_second_has_each_span_written_with_its_video_as_silence() {
-        use crate::stream::interpreter::FeedStats;
-        use crate::stream::languages::{InterpreterFeed, LanguageSource};
         let spa = media::Language::parse("spa").expect("a code");
-        let mut c = cutter(false);
-        c.set_languages(LanguageCutters::new(&[LanguageSource {
-            language: spa,
-            pid: None,
-            interpreter: Some(InterpreterFeed {
-                offset_ms: 0,
-                stats: std::sync::Arc::new(FeedStats::default()),
-            }),
-        }]));
+        let mut c = interpreted(&std::sync::Arc::default());
         let data = bytes::Bytes::from_static(&[0xff, 0xf1, 0x50, 0x80, 0x01, 0x7f, 0xfc, 0x21]);
         let silent = media::codec::aac_silence::silent_adts_frame(&data).expect("silence");
         let mut while_away = Vec::new();
