@@ -116,22 +116,13 @@ pub(super) fn read_marked(
     Ok((ts, marker))
 }
 
-/// The init configuration of an archived segment: from its own frames, else from up
-/// to [`CONFIG_LOOKBACK`] earlier segments of its run among the [`EMPTY_LOOKBACK`]
-/// before it, those too small to hold media passed over unread (an empty language
-/// segment is packaged as silence with its run's configuration).
-fn config_at(
-    reader: &dyn SegmentSource,
-    entries: &[Entry],
-    at: usize,
-    first: (&Bytes, &TimelineMarker),
-) -> Option<InitConfig> {
-    let (ts, marker) = first;
-    let frames = frames_from_ts(ts, marker.start_ts);
-    if let Ok(config) = InitConfig::from_frames(frames.iter().map(|t| &t.frame)) {
-        return Some(config);
-    }
-    let run = runs(entries).into_iter().find(|r| r.contains(&at))?;
+/// The init configuration of archived segment `msn` when its own frames give none:
+/// from up to [`CONFIG_LOOKBACK`] earlier segments of its run among the
+/// [`EMPTY_LOOKBACK`] before it, those too small to hold media passed over unread (an
+/// empty language segment is packaged as silence with its run's configuration).
+fn config_before(reader: &dyn SegmentSource, msn: u64) -> Option<InitConfig> {
+    let (entries, at) = reader.around(msn, CONFIG_LOOKBACK + EMPTY_LOOKBACK)?;
+    let run = runs(&entries).into_iter().find(|r| r.contains(&at))?;
     (run.start..at)
         .rev()
         .filter(|&i| entries[i].size >= EMPTY_SEGMENT_BYTES)
@@ -143,23 +134,22 @@ fn config_at(
         })
 }
 
-/// The entries around `msn` that [`config_at`] may need (its run's, up to the lookback).
-fn neighbourhood(reader: &dyn SegmentSource, msn: u64) -> Option<(Vec<Entry>, usize)> {
-    reader.around(msn, CONFIG_LOOKBACK + EMPTY_LOOKBACK)
-}
-
 /// Archived segment `msn` read from disk with its timeline marker and the init
-/// configuration of its run; `Ok(None)` when it is not archived.
+/// configuration of its run (its own frames', else [`config_before`]); `Ok(None)` when
+/// it is not archived.
 pub(super) fn archived(
     reader: &dyn SegmentSource,
     msn: u64,
 ) -> Result<Option<(Bytes, TimelineMarker, InitConfig)>, ArchiveFmp4Error> {
-    let Some((entries, at)) = neighbourhood(reader, msn) else {
+    let Some(entry) = reader.entry(msn) else {
         return Ok(None);
     };
-    let (ts, marker) = read_marked(reader, &entries[at])?;
-    let config =
-        config_at(reader, &entries, at, (&ts, &marker)).ok_or(ArchiveFmp4Error::Package)?;
+    let (ts, marker) = read_marked(reader, &entry)?;
+    let frames = frames_from_ts(&ts, marker.start_ts);
+    let config = InitConfig::from_frames(frames.iter().map(|t| &t.frame))
+        .ok()
+        .or_else(|| config_before(reader, msn))
+        .ok_or(ArchiveFmp4Error::Package)?;
     Ok(Some((ts, marker, config)))
 }
 
@@ -245,14 +235,13 @@ pub struct ArchivedTracks {
 /// A rendition's archive over a run of the source's (as the live MPD lists a rung or
 /// language): the last consecutive run of the run's MSNs it archived with the same
 /// durations (a language a segment behind the source at the archive's end keeps the
-/// run before), its entries and the run's segments of them, and its first segment's
-/// marker and configuration; `None` when it has none. Reads one archived segment, and
-/// earlier ones when that one carries no configuration (see [`config_at`]). Blocking.
+/// run before), its entries and the run's segments of them; `None` when it has none.
+/// Reads the index only.
 fn over_run(
     reader: &dyn SegmentSource,
     run_entries: &[Entry],
     segments: &[MpdSegment],
-) -> Option<(Vec<Entry>, Vec<MpdSegment>, TimelineMarker, InitConfig)> {
+) -> Option<(Vec<Entry>, Vec<MpdSegment>)> {
     let mut theirs = Vec::new();
     let mut listed = Vec::new();
     let mut broken = false;
@@ -273,8 +262,15 @@ fn over_run(
             None => broken = true,
         }
     }
-    let (_, marker, config) = archived(reader, theirs.first()?.msn).ok()??;
-    Some((theirs, listed, marker, config))
+    (!theirs.is_empty()).then_some((theirs, listed))
+}
+
+/// The marker and configuration of the first of a rendition's `entries` (see
+/// [`archived`]): reads that segment, and earlier ones when it carries no
+/// configuration. Blocking.
+fn first_of(reader: &dyn SegmentSource, entries: &[Entry]) -> Option<(TimelineMarker, InitConfig)> {
+    let (_, marker, config) = archived(reader, entries.first()?.msn).ok()??;
+    Some((marker, config))
 }
 
 /// The highest bit rate of archived `entries`, by their archived sizes.
@@ -289,17 +285,22 @@ fn peak_bps(entries: &[Entry]) -> u64 {
 /// The rung's Representation in a run of the source's archive: when the rung archived
 /// every MSN of the run with the same durations (see [`over_run`]), and its first
 /// segment of the run is switchable (a keyframe at the source's cut, as its marker
-/// says). Reads one archived segment of the rung (see [`over_run`]). Blocking.
+/// says). Reads one archived segment of the rung (see [`first_of`]), once the index
+/// shows it has the run. Blocking.
 fn rung_in_run(
     rung: &ArchivedRung,
     run_entries: &[Entry],
     segments: &[MpdSegment],
     audio_bps: u64,
 ) -> Option<MpdRung> {
-    let (theirs, segments, marker, config) = over_run(rung.reader.as_ref(), run_entries, segments)?;
+    let (theirs, segments) = over_run(rung.reader.as_ref(), run_entries, segments)?;
     // A rung is a Representation of the video's set: switched to at any time of the
     // period, so it must have the whole run.
-    if theirs.len() != run_entries.len() || !marker.keyframe_start {
+    if theirs.len() != run_entries.len() {
+        return None;
+    }
+    let (marker, config) = first_of(rung.reader.as_ref(), &theirs)?;
+    if !marker.keyframe_start {
         return None;
     }
     let (video, _) = representations(&config, peak_bps(&theirs).saturating_sub(audio_bps), 0);
@@ -315,13 +316,14 @@ fn rung_in_run(
 /// The language's adaptation set in a run of the source's archive, over the run's
 /// segments it archived (see [`over_run`]; its segments are cut on the source's), its
 /// files under `audio-{code}/`. Reads one archived segment of the language (see
-/// [`over_run`]). Blocking.
+/// [`first_of`]). Blocking.
 fn language_in_run(
     language: &ArchivedLanguage,
     run_entries: &[Entry],
     segments: &[MpdSegment],
 ) -> Option<MpdLanguage> {
-    let (theirs, segments, _, config) = over_run(language.reader.as_ref(), run_entries, segments)?;
+    let (theirs, segments) = over_run(language.reader.as_ref(), run_entries, segments)?;
+    let (_, config) = first_of(language.reader.as_ref(), &theirs)?;
     let (_, audio) = representations(&config, 0, peak_bps(&theirs));
     Some(MpdLanguage {
         folder: language.language.rendition_name(),
@@ -336,7 +338,7 @@ fn language_in_run(
 
 /// The static MPD of archived `entries` (a period's, oldest first): one Period per run,
 /// starting at its first segment (so playback starts with the period), reading one
-/// archived segment per run and track (see [`over_run`]); for a package, each of the `tracks`' rungs that archived a
+/// archived segment per run and track (see [`first_of`]); for a package, each of the `tracks`' rungs that archived a
 /// run is one more video Representation of it (files under `{rung}/`), and each
 /// language that archived it an audio adaptation set (files under `audio-{code}/`), the
 /// floor's set named by its language. Blocking.
@@ -354,9 +356,10 @@ pub fn static_mpd(
         let run_entries = &entries[run.clone()];
         let first = &run_entries[0];
         let (ts, marker) = read_marked(reader, first)?;
-        let config = config_at(reader, entries, run.start, (&ts, &marker))
-            .ok_or(ArchiveFmp4Error::Package)?;
+        // A run's first segment has no earlier one to take a configuration from.
         let frames = frames_from_ts(&ts, marker.start_ts);
+        let config = InitConfig::from_frames(frames.iter().map(|t| &t.frame))
+            .map_err(|_| ArchiveFmp4Error::Package)?;
         let audio_bytes: u64 = frames
             .iter()
             .filter(|t| t.frame.kind() == TrackKind::Audio)
