@@ -122,33 +122,33 @@ async function waitListed(file, spanish) {
   }
 }
 
-/**
- * The players, each started in a page with `start(src)`, which sets `window.__p` as
- * `LANGUAGE_PLAYERS` do (hls.js as the node's player page ships it), with the manifest
- * each plays and how that lists Spanish.
- */
-const PLAYERS = {
-  'hls.js': {
-    script: (base) => ({ url: `${base}/player/hls.min.js` }),
-    manifest: 'index.m3u8',
-    spanish: /URI="audio-spa\/mono.m3u8"/,
-    start: (src) => {
-      const video = document.getElementById('v');
-      const hls = new Hls({ lowLatencyMode: false });
-      const state = { fatal: [] };
-      hls.on(Hls.Events.ERROR, (_, d) => { if (d.fatal) state.fatal.push(`${d.type}/${d.details}`); });
-      const tracks = () => hls.audioTracks.map((t) => ({ lang: t.lang, label: t.name, role: null }));
-      window.__p = {
-        state,
-        lang: () => (hls.audioTrack >= 0 && hls.audioTracks[hls.audioTrack] ? hls.audioTracks[hls.audioTrack].lang : null),
-        tracks,
-        pick: (lang) => { hls.audioTrack = tracks().findIndex((t) => t.lang === lang); },
-      };
-      hls.loadSource(src);
-      hls.attachMedia(video);
-      video.play().catch(() => {});
-    },
+/** hls.js, as the node's player page ships it, exposing `window.__p` as
+ * `LANGUAGE_PLAYERS` do. */
+const HLS_JS = {
+  script: (base) => ({ url: `${base}/player/hls.min.js` }),
+  start: (src) => {
+    const video = document.getElementById('v');
+    const hls = new Hls({ lowLatencyMode: false });
+    const state = { fatal: [] };
+    hls.on(Hls.Events.ERROR, (_, d) => { if (d.fatal) state.fatal.push(`${d.type}/${d.details}`); });
+    const tracks = () => hls.audioTracks.map((t) => ({ lang: t.lang, label: t.name, role: null }));
+    window.__p = {
+      state,
+      lang: () => (hls.audioTrack >= 0 && hls.audioTracks[hls.audioTrack] ? hls.audioTracks[hls.audioTrack].lang : null),
+      tracks,
+      pick: (lang) => { hls.audioTrack = tracks().findIndex((t) => t.lang === lang); },
+    };
+    hls.loadSource(src);
+    hls.attachMedia(video);
+    video.play().catch(() => {});
   },
+};
+
+/** The players, each started in a page with `start(src)`, which sets `window.__p`,
+ * with the manifest each plays and how that lists Spanish. */
+const PLAYERS = {
+  'hls.js': { ...HLS_JS, manifest: 'index.m3u8', spanish: /URI="audio-spa\/mono.m3u8"/ },
+  'hls.js (fMP4)': { ...HLS_JS, manifest: 'fmp4-index.m3u8', spanish: /URI="audio-spa\/fmp4-a.m3u8"/ },
   'dash.js': { ...LANGUAGE_PLAYERS['dash.js'], script: () => ({ path: LANGUAGE_PLAYERS['dash.js'].script }), manifest: 'index.mpd', spanish: SPANISH_SET },
   Shaka: { ...LANGUAGE_PLAYERS.Shaka, script: () => ({ path: LANGUAGE_PLAYERS.Shaka.script }), manifest: 'index.mpd', spanish: SPANISH_SET },
 };
