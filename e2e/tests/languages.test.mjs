@@ -52,12 +52,17 @@ name = "Español"
   node = new Proc({ role: 'node', name: 'languages', configPath, logPath: join(dir, 'languages.log') });
   await node.start();
   base = `http://127.0.0.1:${http}`;
-  // The master lists Spanish once its rendition has a segment.
-  const deadline = Date.now() + 30_000;
+  // The master lists Spanish once its rendition has a segment; a player starts three
+  // target durations behind the live edge, so the switches wait until Spanish covers
+  // where a player starts (switching to a language with nothing at the playhead stalls
+  // hls.js until it jumps to the language's first segment).
+  const deadline = Date.now() + 40_000;
   for (;;) {
     const master = await waitFor200(`${base}/meeting/index.m3u8`);
-    if (master.includes('URI="audio-spa/mono.m3u8"')) break;
-    assert.ok(Date.now() < deadline, `no Spanish in the master:\n${master}`);
+    const spanish = master.includes('URI="audio-spa/mono.m3u8"')
+      ? await waitFor200(`${base}/meeting/audio-spa/mono.m3u8`) : '';
+    if ((spanish.match(/^#EXTINF:/gm) ?? []).length >= 5) break;
+    assert.ok(Date.now() < deadline, `Spanish has not 5 segments:\n${master}\n${spanish}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   browser = await launchBrowser();
